@@ -1,0 +1,35 @@
+# Spool: `make run` starts the broker, `make test` runs every test.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint check-codegen codegen bench clean
+
+# The environment is (re)built when missing or older than pyproject.toml.
+.venv: $(STAMP)
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+run: .venv
+	$(BIN)/spool broker
+
+test: .venv
+	$(BIN)/ruff check .
+	$(BIN)/python -m tools.codegen --check
+	$(BIN)/python -m pytest
+
+lint: .venv
+	$(BIN)/ruff check .
+
+codegen: .venv
+	$(BIN)/python -m tools.codegen
+
+bench: .venv
+	$(BIN)/python -m bench.codec
+
+clean:
+	rm -rf $(VENV) build *.egg-info
