@@ -19,9 +19,11 @@ The 61-byte header (all big-endian)::
     57    4   recordsCount          then the records (one compressed block if codec != 0)
 
 Contract: nothing here copies the batch. ``BatchHeader.parse`` reads the header
-from a buffer at a position; ``validate_batch`` checks one batch as the broker
-must on produce and raises ``KafkaError`` with Kafka's code; ``patch_*`` write
-into a writable buffer (bytearray) in place. Records stay opaque bytes.
+from a buffer at a position; ``check_batch`` checks one batch's integrity
+(length, magic, CRC, codec) as a reader must; ``validate_batch`` adds the
+produce policy the broker applies; both raise ``KafkaError`` with Kafka's
+code. ``patch_*`` write into a writable buffer (bytearray) in place. Records
+stay opaque bytes here; ``spool.records.record`` decodes them.
 """
 
 from __future__ import annotations
@@ -51,6 +53,10 @@ DELETE_HORIZON_MASK = 0x40
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
+NO_TIMESTAMP = -1
+
+# Kafka's MESSAGE_TOO_LARGE (10); spool.protocol.errors spells it MESSAGE_SIZE_TOO_LARGE.
+MESSAGE_TOO_LARGE = 10
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _BASE_OFFSET = struct.Struct(">q")
@@ -141,21 +147,16 @@ def crc_is_valid(buf: bytes | bytearray | memoryview, pos: int = 0) -> bool:
     return compute_crc(buf, pos, h.size) == h.crc
 
 
-def validate_batch(
-    buf: bytes | bytearray | memoryview,
-    pos: int = 0,
-    *,
-    max_size: int | None = None,
-    allow_control: bool = False,
+def check_batch(
+    buf: bytes | bytearray | memoryview, pos: int = 0, *, max_size: int | None = None
 ) -> BatchHeader:
-    """Validate the batch at ``pos`` as a produce request's batch; return its header.
+    """Check the integrity of the batch at ``pos`` as stored or fetched; return its header.
 
-    Checks: enough bytes for the header and for ``batchLength``; magic 2
-    (else UNSUPPORTED_FOR_MESSAGE_FORMAT); size limit (MESSAGE_TOO_LARGE);
-    CRC-32C (CORRUPT_MESSAGE); ``lastOffsetDelta + 1 == recordsCount`` and
-    a non-negative count (INVALID_RECORD); control batches only when
-    ``allow_control`` (INVALID_RECORD); a transactional batch must carry a
-    producer id (INVALID_RECORD).
+    The read-side check (recovery, decoding): enough bytes for the header and
+    for ``batchLength``; magic 2 (else UNSUPPORTED_FOR_MESSAGE_FORMAT); size
+    limit (MESSAGE_TOO_LARGE, Kafka's code 10); CRC-32C (CORRUPT_MESSAGE); a
+    known codec (CORRUPT_MESSAGE). No produce policy: a compacted batch whose
+    ``lastOffsetDelta + 1 != recordsCount``, or a control batch, passes.
     """
     avail = len(buf) - pos
     if avail < LOG_OVERHEAD + 5:
@@ -169,9 +170,7 @@ def validate_batch(
         raise KafkaError(Errors.CORRUPT_MESSAGE, f"record batch length {batch_length} too small")
     size = LOG_OVERHEAD + batch_length
     if max_size is not None and size > max_size:
-        raise KafkaError(
-            Errors.MESSAGE_TOO_LARGE, f"record batch of {size} bytes exceeds {max_size}"
-        )
+        raise KafkaError(MESSAGE_TOO_LARGE, f"record batch of {size} bytes exceeds {max_size}")
     if avail < size:
         raise KafkaError(
             Errors.CORRUPT_MESSAGE, f"record batch needs {size} bytes, {avail} present"
@@ -179,6 +178,27 @@ def validate_batch(
     h = BatchHeader._make(_HEADER.unpack_from(buf, pos))
     if compute_crc(buf, pos, size) != h.crc:
         raise KafkaError(Errors.CORRUPT_MESSAGE, "record batch CRC-32C mismatch")
+    if h.compression > 4:
+        raise KafkaError(Errors.CORRUPT_MESSAGE, f"unknown compression codec {h.compression}")
+    return h
+
+
+def validate_batch(
+    buf: bytes | bytearray | memoryview,
+    pos: int = 0,
+    *,
+    max_size: int | None = None,
+    allow_control: bool = False,
+) -> BatchHeader:
+    """Validate the batch at ``pos`` as a produce request's batch; return its header.
+
+    Checks: everything ``check_batch`` checks, then the produce policy:
+    ``lastOffsetDelta + 1 == recordsCount`` and a non-negative count
+    (INVALID_RECORD); control batches only when ``allow_control``
+    (INVALID_RECORD); a transactional batch must carry a producer id
+    (INVALID_RECORD).
+    """
+    h = check_batch(buf, pos, max_size=max_size)
     if h.records_count < 0 or h.last_offset_delta < 0:
         raise KafkaError(Errors.INVALID_RECORD, "negative record count or offset delta")
     if h.last_offset_delta + 1 != h.records_count and not h.is_control:
@@ -190,8 +210,6 @@ def validate_batch(
         raise KafkaError(Errors.INVALID_RECORD, "clients may not produce control batches")
     if h.is_transactional and h.producer_id < 0:
         raise KafkaError(Errors.INVALID_RECORD, "transactional batch without a producer id")
-    if h.compression > 4:
-        raise KafkaError(Errors.CORRUPT_MESSAGE, f"unknown compression codec {h.compression}")
     return h
 
 

@@ -1,0 +1,211 @@
+"""Records inside one RecordBatch v2: decoding, and transaction-marker control records.
+
+After the 61-byte header come ``recordsCount`` records (as one compressed
+block when the batch's codec is not 0). One record::
+
+    length          varint    bytes that follow in this record
+    attributes      int8      unused (0)
+    timestampDelta  varlong   timestamp = baseTimestamp + delta
+    offsetDelta     varint    offset    = baseOffset + delta
+    keyLength       varint    -1 = null key
+    key             bytes[keyLength]
+    valueLength     varint    -1 = null value
+    value           bytes[valueLength]
+    headersCount    varint
+    headers         headersCount x (keyLength varint >= 0, key UTF-8,
+                                    valueLength varint (-1 = null), value)
+
+For a LogAppendTime batch every record's timestamp is the batch's
+maxTimestamp (the deltas are ignored).
+
+A control batch (attribute bit 5) holds control records. A transaction
+marker (types 0 abort, 1 commit)::
+
+    key   = version int16 (0) | type int16
+    value = version int16 (0) | coordinatorEpoch int32
+
+Contract: ``iter_records(buf, pos)`` checks the batch at ``pos`` (length,
+magic, CRC, codec: ``check_batch``), inflates it and yields ``Record``s in
+order. Anything malformed -- a bad varint, a length past the record or the
+block, a negative header count or key length, fewer or more records than
+``recordsCount``, bytes left over, a failed decompression -- raises
+``KafkaError(CORRUPT_MESSAGE)``, never another exception. Header keys are
+decoded as UTF-8 with ``surrogateescape`` so invalid bytes survive a
+decode/encode round trip (``BatchBuilder`` encodes them back the same way).
+Keys, values and header values are ``bytes`` copies.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from typing import NamedTuple
+
+from spool.protocol.errors import Errors, KafkaError
+from spool.records.batch import HEADER_SIZE, BatchHeader, check_batch
+from spool.records.compression import DEFAULT_MAX_SIZE, decompress
+from spool.records.varint import read_varint, read_varlong
+
+Buffer = bytes | bytearray | memoryview
+Header = tuple[str, bytes | None]
+
+CONTROL_ABORT = 0
+CONTROL_COMMIT = 1
+
+_CONTROL_KEY = struct.Struct(">hh")
+_CONTROL_VALUE = struct.Struct(">hi")
+
+
+class Record(NamedTuple):
+    """One decoded record with its absolute offset and timestamp."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[Header]
+    attributes: int = 0
+
+
+class ControlRecord(NamedTuple):
+    """A control record's key and value: a transaction marker for types 0 and 1.
+
+    ``coordinator_epoch`` is -1 for control types that are not transaction
+    markers (KRaft's own types 2-6), whose value is not interpreted.
+    """
+
+    type: int
+    coordinator_epoch: int = -1
+    version: int = 0
+
+    @property
+    def is_commit(self) -> bool:
+        return self.type == CONTROL_COMMIT
+
+    @property
+    def is_abort(self) -> bool:
+        return self.type == CONTROL_ABORT
+
+    @classmethod
+    def decode(cls, key: bytes | None, value: bytes | None) -> ControlRecord:
+        """Parse a control record's key and value; CORRUPT_MESSAGE if malformed."""
+        if key is None or len(key) < _CONTROL_KEY.size:
+            raise _corrupt("control record key is shorter than 4 bytes")
+        version, type_ = _CONTROL_KEY.unpack_from(key)
+        if version < 0:
+            raise _corrupt(f"control record key version {version}")
+        if type_ not in (CONTROL_ABORT, CONTROL_COMMIT):
+            return cls(type_, -1, version)
+        if value is None or len(value) < _CONTROL_VALUE.size:
+            raise _corrupt("transaction marker value is shorter than 6 bytes")
+        value_version, coordinator_epoch = _CONTROL_VALUE.unpack_from(value)
+        if value_version < 0:
+            raise _corrupt(f"transaction marker value version {value_version}")
+        return cls(type_, coordinator_epoch, version)
+
+    def encode(self) -> tuple[bytes, bytes]:
+        """The (key, value) of this marker, both at version 0."""
+        return _CONTROL_KEY.pack(0, self.type), _CONTROL_VALUE.pack(0, self.coordinator_epoch)
+
+
+def _corrupt(message: str) -> KafkaError:
+    return KafkaError(Errors.CORRUPT_MESSAGE, message)
+
+
+def iter_records(
+    buf: Buffer, pos: int = 0, *, max_decompressed_size: int = DEFAULT_MAX_SIZE
+) -> Iterator[Record]:
+    """Check the batch at ``pos`` and yield its records (see the module contract)."""
+    h = check_batch(buf, pos)
+    if h.records_count < 0:
+        raise _corrupt(f"negative record count {h.records_count}")
+    block = memoryview(buf)[pos + HEADER_SIZE : pos + h.size]
+    data = decompress(h.compression, block, max_decompressed_size)
+    return decode_records(h, data)
+
+
+def decode_records(h: BatchHeader, data: bytes) -> Iterator[Record]:
+    """Yield the records of an already checked, inflated records block ``data``."""
+    base_offset = h.base_offset
+    base_ts = h.base_timestamp
+    log_append_ts = h.max_timestamp if h.is_log_append_time else None
+    end = len(data)
+    pos = 0
+    try:
+        for _ in range(h.records_count):
+            # length varint: one-byte fast path inline, else the general reader.
+            n = data[pos]
+            if n < 0x80:
+                n = (n >> 1) ^ -(n & 1)
+                pos += 1
+            else:
+                n, pos = read_varint(data, pos)
+            rec_end = pos + n
+            if n < 6 or rec_end > end:
+                raise _corrupt(f"record length {n} at {pos} is out of bounds")
+            attributes = data[pos]
+            ts_delta, pos = read_varlong(data, pos + 1)
+            off_delta, pos = read_varint(data, pos)
+            n, pos = read_varint(data, pos)
+            if n >= 0:
+                if pos + n > rec_end:
+                    raise _corrupt("record key overruns the record")
+                key: bytes | None = data[pos : pos + n]
+                pos += n
+            elif n == -1:
+                key = None
+            else:
+                raise _corrupt(f"record key length {n}")
+            n, pos = read_varint(data, pos)
+            if n >= 0:
+                if pos + n > rec_end:
+                    raise _corrupt("record value overruns the record")
+                value: bytes | None = data[pos : pos + n]
+                pos += n
+            elif n == -1:
+                value = None
+            else:
+                raise _corrupt(f"record value length {n}")
+            n, pos = read_varint(data, pos)
+            if n == 0:
+                headers: list[Header] = []
+            else:
+                headers, pos = _read_headers(data, pos, n, rec_end)
+            if pos != rec_end:
+                raise _corrupt(f"record ends at {pos}, its length says {rec_end}")
+            yield Record(
+                base_offset + off_delta,
+                base_ts + ts_delta if log_append_ts is None else log_append_ts,
+                key,
+                value,
+                headers,
+                attributes,
+            )
+    except IndexError:
+        raise _corrupt("record is truncated") from None
+    if pos != end:
+        raise _corrupt(f"{end - pos} bytes left after {h.records_count} records")
+
+
+def _read_headers(data: bytes, pos: int, count: int, rec_end: int) -> tuple[list[Header], int]:
+    if count < 0 or count > rec_end - pos:
+        raise _corrupt(f"record header count {count}")
+    headers: list[Header] = []
+    for _ in range(count):
+        n, pos = read_varint(data, pos)
+        if n < 0 or pos + n > rec_end:
+            raise _corrupt(f"record header key length {n}")
+        hkey = data[pos : pos + n].decode("utf-8", "surrogateescape")
+        pos += n
+        n, pos = read_varint(data, pos)
+        if n >= 0:
+            if pos + n > rec_end:
+                raise _corrupt("record header value overruns the record")
+            hval: bytes | None = data[pos : pos + n]
+            pos += n
+        elif n == -1:
+            hval = None
+        else:
+            raise _corrupt(f"record header value length {n}")
+        headers.append((hkey, hval))
+    return headers, pos
