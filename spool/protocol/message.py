@@ -1,0 +1,130 @@
+"""Base class and registry types shared by the generated message classes.
+
+Every generated message (and every nested struct) subclasses
+:class:`Message`. A subclass declares ``__slots__`` (its fields, snake_case,
+in schema order) and the generator fills in two dicts mapping a version to a
+straight-line function:
+
+* ``_DECODERS[version](buf, pos) -> (obj, new_pos)``
+* ``_ENCODERS[version](obj, out) -> None`` (appends chunks to ``out``)
+
+Public API (identical for every generated class)::
+
+    Cls.decode(buf, pos, version) -> (obj, new_pos)   # raises ProtocolDecodeError
+    obj.encode(version, out) -> None                   # out: list of chunks
+    obj.to_bytes(version) -> bytes
+    Cls.from_bytes(data, version) -> obj               # must consume all of data
+
+Chunks are ``bytes``/``memoryview`` objects, except that a ``records`` field
+whose value is not bytes-like is appended to ``out`` as-is (its length prefix
+computed from ``len(value)``): a sendfile region placeholder can travel in
+the chunk list. ``to_bytes`` only works when every chunk is bytes-like.
+
+Fields absent from the version being encoded are not written, whatever
+their value (Kafka raises for non-ignorable fields; Spool drops silently).
+On decode they keep the schema default.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import Any, ClassVar, NamedTuple
+
+from spool.protocol.primitives import ProtocolDecodeError, UnsupportedVersionError
+
+__all__ = ['Message', 'ApiEntry', 'UNSET']
+
+
+class _Unset:
+    """Sentinel for "use the schema default" in generated ``__init__``s."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return 'UNSET'
+
+
+UNSET: Any = _Unset()
+
+# What a straight-line decoder may raise on bad input besides ProtocolDecodeError.
+_DECODE_FAILURES = (struct.error, IndexError, ValueError, OverflowError, TypeError)
+
+
+class Message:
+    """A Kafka message or struct: slots, equality, repr, versioned codec."""
+
+    __slots__ = ()
+    __hash__ = None  # type: ignore[assignment]  # mutable value objects
+
+    NAME: ClassVar[str] = ''
+    API_KEY: ClassVar[int | None] = None
+    VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, -1)
+    FLEXIBLE_VERSIONS: ClassVar[tuple[int, int] | None] = None
+    _DECODERS: ClassVar[dict[int, Callable[[Any, int], tuple[Any, int]]]] = {}
+    _ENCODERS: ClassVar[dict[int, Callable[[Any, list], None]]] = {}
+
+    @classmethod
+    def decode(cls, buf: memoryview | bytes, pos: int, version: int) -> tuple[Any, int]:
+        """Decode one instance at ``buf[pos:]``; return it and the end offset."""
+        dec = cls._DECODERS.get(version)
+        if dec is None:
+            raise UnsupportedVersionError(f'{cls.__name__} has no version {version}')
+        if type(buf) is not memoryview:
+            buf = memoryview(buf)
+        try:
+            return dec(buf, pos)
+        except ProtocolDecodeError:
+            raise
+        except _DECODE_FAILURES as exc:
+            raise ProtocolDecodeError(
+                f'malformed {cls.__name__} v{version}: {type(exc).__name__}: {exc}'
+            ) from exc
+
+    def encode(self, version: int, out: list) -> None:
+        """Append this message's encoding at ``version`` to ``out``."""
+        enc = self._ENCODERS.get(version)
+        if enc is None:
+            raise UnsupportedVersionError(f'{type(self).__name__} has no version {version}')
+        enc(self, out)
+
+    def to_bytes(self, version: int) -> bytes:
+        out: list = []
+        self.encode(version, out)
+        return b''.join(out)
+
+    @classmethod
+    def from_bytes(cls, data: bytes | bytearray | memoryview, version: int) -> Any:
+        obj, pos = cls.decode(memoryview(data), 0, version)
+        if pos != len(data):
+            raise ProtocolDecodeError(
+                f'{len(data) - pos} trailing bytes after {cls.__name__} v{version}'
+            )
+        return obj
+
+    @classmethod
+    def is_flexible(cls, version: int) -> bool:
+        flex = cls.FLEXIBLE_VERSIONS
+        return flex is not None and flex[0] <= version <= flex[1]
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        for name in self.__slots__:
+            if getattr(self, name) != getattr(other, name):
+                return False
+        return True
+
+    def __repr__(self) -> str:
+        body = ', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)
+        return f'{type(self).__name__}({body})'
+
+
+class ApiEntry(NamedTuple):
+    """One API in the generated registry (``API_BY_KEY[api_key]``)."""
+
+    request: type[Message]
+    response: type[Message]
+    valid_versions: tuple[int, int]
+    flexible_versions: tuple[int, int] | None
+    name: str

@@ -1,0 +1,1 @@
+"""Developer tools for Spool (not shipped with the package)."""

@@ -1,0 +1,10 @@
+"""Kafka JSON message specs -> ``spool/protocol/_generated`` (straight-line codecs).
+
+``python -m tools.codegen`` regenerates the package; ``--check`` compares
+the output with the committed files and exits 1 on any difference.
+
+Modules: ``jsonc`` (comment stripping), ``schema`` (spec model and loader),
+``overrides`` (version ranges extended beyond the bundled JSON), ``naming``,
+``emit_codec`` (per-version encode/decode bodies), ``emit_module`` (classes,
+modules and the registry), ``__main__`` (CLI).
+"""
