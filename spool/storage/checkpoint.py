@@ -1,0 +1,114 @@
+"""Per-log-dir offset checkpoint files (Kafka's text format), written atomically.
+
+In each log dir root::
+
+    recovery-point-offset-checkpoint   offsets up to which each partition is fsynced
+    log-start-offset-checkpoint        each partition's log start offset
+
+Both read::
+
+    0                    version
+    2                    number of entries
+    orders 0 1042        topic partition offset
+    orders 1 998
+
+A write goes to ``<name>.tmp``, is fsynced, renamed over the file and the
+directory is fsynced (``spool.util.fileio.atomic_write``), so a crash leaves
+the old or the new file, never a torn one. A file that does not parse is
+treated as empty (recovery then scans every segment, which is always safe).
+
+``DirCheckpoints`` is the in-memory view shared by every ``PartitionLog`` of
+one log dir; it is thread-safe (one lock) and writes both files on
+``write()`` (called on flush, DeleteRecords, periodically and at shutdown).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+from spool.util.fileio import atomic_write
+
+log = logging.getLogger(__name__)
+
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"
+VERSION = 0
+
+TopicPartition = tuple[str, int]
+
+
+def read_checkpoint(path: Path) -> dict[TopicPartition, int]:
+    """Parse a checkpoint file; missing -> {}; malformed -> {} with a warning."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return {}
+    try:
+        lines = text.splitlines()
+        if int(lines[0]) != VERSION:
+            raise ValueError(f"version {lines[0]}")
+        count = int(lines[1])
+        entries = {}
+        for line in lines[2 : 2 + count]:
+            topic, partition, offset = line.rsplit(" ", 2)
+            entries[(topic, int(partition))] = int(offset)
+        if len(entries) != count:
+            raise ValueError(f"{len(entries)} entries, header says {count}")
+        return entries
+    except (ValueError, IndexError) as e:
+        log.warning("ignoring malformed checkpoint %s: %s", path, e)
+        return {}
+
+
+def format_checkpoint(entries: dict[TopicPartition, int]) -> bytes:
+    lines = [str(VERSION), str(len(entries))]
+    lines += [f"{t} {p} {o}" for (t, p), o in sorted(entries.items())]
+    return ("\n".join(lines) + "\n").encode()
+
+
+class DirCheckpoints:
+    """Recovery points and log start offsets of one log dir (see module docstring)."""
+
+    def __init__(self, log_dir: str | Path) -> None:
+        self.dir = Path(log_dir)
+        self._lock = threading.Lock()
+        self.recovery_points = read_checkpoint(self.dir / RECOVERY_POINT_CHECKPOINT)
+        self.log_start_offsets = read_checkpoint(self.dir / LOG_START_OFFSET_CHECKPOINT)
+        self._dirty = False
+
+    def recovery_point(self, tp: TopicPartition) -> int:
+        return self.recovery_points.get(tp, 0)
+
+    def log_start_offset(self, tp: TopicPartition) -> int:
+        return self.log_start_offsets.get(tp, 0)
+
+    def update(
+        self, tp: TopicPartition, *, recovery_point: int | None = None, log_start: int | None = None
+    ) -> None:
+        with self._lock:
+            if recovery_point is not None and self.recovery_points.get(tp) != recovery_point:
+                self.recovery_points[tp] = recovery_point
+                self._dirty = True
+            if log_start is not None and self.log_start_offsets.get(tp) != log_start:
+                self.log_start_offsets[tp] = log_start
+                self._dirty = True
+
+    def remove(self, tp: TopicPartition) -> None:
+        with self._lock:
+            self._dirty |= self.recovery_points.pop(tp, None) is not None
+            self._dirty |= self.log_start_offsets.pop(tp, None) is not None
+
+    def write(self, *, force: bool = False) -> bool:
+        """Write both files if anything changed (or ``force``); returns whether it wrote."""
+        with self._lock:
+            if not (self._dirty or force):
+                return False
+            rp = format_checkpoint(self.recovery_points)
+            ls = format_checkpoint(self.log_start_offsets)
+            self._dirty = False
+            atomic_write(self.dir / RECOVERY_POINT_CHECKPOINT, rp)
+            atomic_write(self.dir / LOG_START_OFFSET_CHECKPOINT, ls)
+            return True

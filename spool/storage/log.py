@@ -1,0 +1,720 @@
+"""The partition log: an ordered list of segments with Kafka's offsets.
+
+Directory ``<log dir>/<topic>-<partition>/`` holds the segments (see
+``spool.storage.segment``); the offsets that describe it::
+
+    log_start_offset <= last_stable_offset <= high_watermark <= log_end_offset
+    (first readable)    (read_committed end)  (consumers' end)  (next to assign)
+
+checked in one place, ``_check_offsets``. Single node: the high watermark
+follows the log end offset after each append (``hw_follows_leo``); with
+replication the broker moves it with ``update_high_watermark``. The last
+stable offset equals the high watermark until transactions set a first
+unstable offset (``set_first_unstable_offset``).
+
+Lifecycle: ``PartitionLog(dir, config, ...)`` loads/recovers the directory
+(``spool.storage.loader``) -> ``append``/``read``/... -> ``close()`` (flush,
+trim indexes) or ``delete()`` (rename to ``<topic>-<partition>.<uuid>-delete``;
+``destroy()`` removes it later).
+
+Concurrency: one ``threading.RLock`` per log serialises every mutation
+(append, roll, retention, truncation, DeleteRecords, close). Appends and
+reads come from the broker's event loop, retention/flush from a background
+thread. Reads take no lock: they work on an immutable snapshot of the
+segment tuple and a segment's ``size`` only ever covers whole batches. A
+deleted segment is renamed ``.deleted`` and its files stay open for
+``file.delete.delay.ms`` so a FetchSlice handed out just before still works.
+fsync runs outside the lock.
+
+Durability: ``append`` returns after ``os.pwrite`` into the page cache, so
+every acknowledged batch survives a crash of the process (kill -9) and is
+found again by recovery. Power loss keeps what was fsynced: everything below
+the recovery point (``flush`` - by ``flush.messages``, ``flush.ms``, on
+roll for the rolled segment, on close). Kafka's defaults leave fsync to the OS.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import random
+import shutil
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from spool.protocol.errors import Errors, KafkaError
+from spool.records.batch import (
+    _HEADER,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    BatchHeader,
+    patch_base_offset,
+    patch_log_append_time,
+    patch_partition_leader_epoch,
+)
+from spool.records.batch import (
+    iter_batches as iter_batch_headers,
+)
+from spool.storage.checkpoint import DirCheckpoints
+from spool.storage.config import LogConfig
+from spool.storage.loader import load_segments, new_segment
+from spool.storage.segment import LogSegment
+from spool.util.clock import Clock, as_clock
+from spool.util.fileio import fsync_dir
+
+log = logging.getLogger(__name__)
+
+DELETE_DIR_SUFFIX = "-delete"
+
+
+@dataclass(frozen=True, slots=True)
+class AppendInfo:
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    log_append_time: int  # -1 unless the batches were stamped with LogAppendTime
+    log_start_offset: int
+    num_records: int  # offsets taken (lastOffsetDelta + 1 summed over batches)
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSlice:
+    """A region of one segment's ``.log`` holding whole batches: give it to sendfile.
+
+    ``file`` is the segment's open file object (``fileno()`` for ``os.sendfile``);
+    it stays open at least ``file.delete.delay.ms`` after the segment is deleted.
+    """
+
+    file: BinaryIO
+    position: int
+    length: int
+    first_offset: int  # base offset of the first batch (may be below the fetch offset)
+    segment_base_offset: int
+
+    def fileno(self) -> int:
+        return self.file.fileno()
+
+    def read(self) -> bytes:
+        return os.pread(self.file.fileno(), self.length, self.position)
+
+
+def parse_dir_name(name: str) -> tuple[str, int]:
+    """``orders-3`` -> ("orders", 3); ValueError if it is not a partition directory."""
+    topic, _, partition = name.rpartition("-")
+    if not topic or not partition.isdigit():
+        raise ValueError(f"not a partition directory: {name}")
+    return topic, int(partition)
+
+
+def _batch_chain(buf: memoryview) -> list[tuple[int, int, int, int, int]]:
+    """(pos, last_offset_delta, max_timestamp, size, base_offset) per batch; must tile ``buf``."""
+    out = []
+    pos, end = 0, len(buf)
+    while pos < end:
+        if end - pos < HEADER_SIZE:
+            raise KafkaError(Errors.CORRUPT_MESSAGE, "trailing bytes after the last batch")
+        base, length, _, magic, _, _, lod, _, max_ts = _HEADER.unpack_from(buf, pos)[:9]
+        size = LOG_OVERHEAD + length
+        if magic != 2 or length < HEADER_SIZE - LOG_OVERHEAD or pos + size > end or lod < 0:
+            raise KafkaError(Errors.CORRUPT_MESSAGE, f"malformed batch at {pos}")
+        out.append((pos, lod, max_ts, size, base))
+        pos += size
+    if not out:
+        raise KafkaError(Errors.CORRUPT_MESSAGE, "no record batch to append")
+    return out
+
+
+class PartitionLog:
+    """One topic-partition's log on disk (see the module docstring)."""
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        config: LogConfig | None = None,
+        *,
+        clock: Clock | Callable[[], int] | None = None,
+        checkpoints: DirCheckpoints | None = None,
+        had_clean_shutdown: bool = False,
+        hw_follows_leo: bool = True,
+    ) -> None:
+        self.dir = Path(directory)
+        self.topic, self.partition = parse_dir_name(self.dir.name)
+        self.tp = (self.topic, self.partition)
+        self._config = config or LogConfig()
+        self.clock = as_clock(clock)
+        self._owns_checkpoints = checkpoints is None
+        self.checkpoints = checkpoints or DirCheckpoints(self.dir.parent)
+        self.hw_follows_leo = hw_follows_leo
+        self._lock = threading.RLock()
+        self.closed = False
+        self.dir.mkdir(parents=True, exist_ok=True)
+        res = load_segments(
+            self.dir,
+            self._config,
+            self.clock.now_ms(),
+            recovery_point=self.checkpoints.recovery_point(self.tp),
+            log_start_offset=self.checkpoints.log_start_offset(self.tp),
+            had_clean_shutdown=had_clean_shutdown,
+        )
+        self.load_result = res
+        self._set_segments(res.segments)
+        self._log_start = res.log_start_offset
+        self._leo = res.log_end_offset
+        self._hw = self._leo if hw_follows_leo else self._log_start
+        self._first_unstable: int | None = None
+        self._recovery_point = res.recovery_point
+        self._dir_dirty = True
+        self._last_flush_ms = self.clock.now_ms()
+        self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self._roll_jitter = self._new_jitter()
+        self.checkpoints.update(self.tp, recovery_point=self._recovery_point,
+                                log_start=self._log_start)
+        self._check_offsets()
+
+    # -- offsets -------------------------------------------------------------------
+
+    @property
+    def config(self) -> LogConfig:
+        return self._config
+
+    @config.setter
+    def config(self, config: LogConfig) -> None:
+        """Swap the configuration (AlterConfigs); applies to the next append/roll."""
+        with self._lock:
+            self._config = config
+            active = self._segments[-1]
+            active.index_interval_bytes = config.index_interval_bytes
+            self._roll_jitter = self._new_jitter()
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._leo
+
+    @property
+    def high_watermark(self) -> int:
+        return self._hw
+
+    @high_watermark.setter
+    def high_watermark(self, offset: int) -> None:
+        self.update_high_watermark(offset)
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Set the high watermark, clamped to [log_start_offset, log_end_offset]."""
+        with self._lock:
+            self._hw = min(max(offset, self._log_start), self._leo)
+            self._check_offsets()
+            return self._hw
+
+    @property
+    def last_stable_offset(self) -> int:
+        if self._first_unstable is None:
+            return self._hw
+        return max(self._log_start, min(self._first_unstable, self._hw))
+
+    def set_first_unstable_offset(self, offset: int | None) -> None:
+        """Hook for transactions: the first offset of the oldest open transaction."""
+        self._first_unstable = offset
+        self._check_offsets()
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    def _check_offsets(self) -> None:
+        ls, lso, hw, leo = self._log_start, self.last_stable_offset, self._hw, self._leo
+        if not ls <= lso <= hw <= leo:
+            raise AssertionError(
+                f"{self.tp}: offsets out of order: log_start={ls} lso={lso} hw={hw} leo={leo}"
+            )
+
+    def earliest(self) -> int:
+        return self._log_start
+
+    def latest(self) -> int:
+        """What ListOffsets(LATEST) gives a read_uncommitted consumer: the high watermark."""
+        return self._hw
+
+    # -- segments ------------------------------------------------------------------
+
+    def _set_segments(self, segments: list[LogSegment]) -> None:
+        self._segments: tuple[LogSegment, ...] = tuple(segments)
+        self._bases = [s.base_offset for s in segments]
+
+    @property
+    def segments(self) -> tuple[LogSegment, ...]:
+        return self._segments
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    def _new_jitter(self) -> int:
+        j = self._config.segment_jitter_ms
+        return random.randrange(j) if j > 0 else 0
+
+    def _should_roll(self, seg: LogSegment, size: int, max_ts: int, last: int, now: int) -> bool:
+        if not seg.can_hold(last):
+            return True
+        if seg.size == 0:
+            return False
+        cfg = self._config
+        if seg.size > cfg.segment_bytes - size or seg.indexes_full():
+            return True
+        first_ts = seg.first_batch_timestamp()
+        waited = max_ts - first_ts if first_ts is not None and first_ts >= 0 else now - seg.created_ms
+        return waited > cfg.segment_ms - self._roll_jitter
+
+    def roll(self, new_base: int | None = None) -> LogSegment:
+        """Close the active segment for appends and start a new one at ``new_base`` (LEO)."""
+        with self._lock:
+            self._ensure_open()
+            base = self._leo if new_base is None else new_base
+            old = self._segments[-1]
+            segs = list(self._segments)
+            if old.size == 0:
+                old.delete_files()
+                segs.pop()
+            else:
+                old.on_become_inactive()
+            seg = new_segment(self.dir, base, self._config, self.clock.now_ms())
+            seg.make_active()
+            segs.append(seg)
+            self._set_segments(segs)
+            self._dir_dirty = True
+            self._roll_jitter = self._new_jitter()
+            return seg
+
+    # -- append --------------------------------------------------------------------
+
+    def append(
+        self,
+        records: bytearray | memoryview | bytes,
+        *,
+        leader_epoch: int = 0,
+        log_append_time_ms: int | None = None,
+        assign_offsets: bool = True,
+    ) -> AppendInfo:
+        """Append whole, already validated v2 batches; patches them in place when writable.
+
+        Assigns offsets from the log end offset (rewriting baseOffset and
+        partitionLeaderEpoch), or with ``assign_offsets=False`` keeps the
+        batches' offsets (replication), which must not go below the log end.
+        Returns once the bytes are in the page cache.
+        """
+        view = memoryview(records).cast("B")
+        if view.readonly:
+            view = memoryview(bytearray(view))
+        chain = _batch_chain(view)
+        with self._lock:
+            self._ensure_open()
+            first = next_off = self._leo
+            batches = []
+            max_ts, off_max_ts, n = -1, first, 0
+            for pos, lod, ts, size, base in chain:
+                if assign_offsets:
+                    patch_base_offset(view, pos, next_off)
+                    patch_partition_leader_epoch(view, pos, leader_epoch)
+                    base = next_off
+                elif base < next_off:
+                    raise KafkaError(
+                        Errors.OFFSET_OUT_OF_RANGE, f"batch offset {base} below log end {next_off}"
+                    )
+                if pos == 0:
+                    first = base
+                if log_append_time_ms is not None:
+                    patch_log_append_time(view, pos, log_append_time_ms)
+                    ts = log_append_time_ms
+                last = base + lod
+                if ts > max_ts:
+                    max_ts, off_max_ts = ts, last
+                batches.append((pos, last, ts, size))
+                n += lod + 1
+                next_off = last + 1
+            seg = self._segments[-1]
+            if self._should_roll(seg, len(view), max_ts, next_off - 1, self.clock.now_ms()):
+                seg = self.roll(first)
+            seg.append(view, batches)
+            self._leo = next_off
+            if self.hw_follows_leo:
+                self._hw = next_off
+            self._check_offsets()
+            info = AppendInfo(first, next_off - 1, max_ts, off_max_ts,
+                              -1 if log_append_time_ms is None else log_append_time_ms,
+                              self._log_start, n, len(view))
+        if self._leo - self._recovery_point >= self._config.flush_messages:
+            self.flush()
+        return info
+
+    # -- reads ---------------------------------------------------------------------
+
+    def read(
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        *,
+        max_offset: int | None = None,
+        min_one_batch: bool = True,
+    ) -> FetchSlice | None:
+        """Whole batches from the batch holding ``fetch_offset``, from one segment.
+
+        At most ``max_bytes`` unless the first batch alone is larger and
+        ``min_one_batch`` (KIP-74); no batch reaching ``max_offset`` (exclusive:
+        the high watermark or LSO). None when there is nothing to return.
+        OFFSET_OUT_OF_RANGE below the log start or above the log end offset.
+        """
+        segs, bases = self._segments, self._bases
+        leo, start = self._leo, self._log_start
+        if fetch_offset < start or fetch_offset > leo:
+            raise KafkaError(
+                Errors.OFFSET_OUT_OF_RANGE,
+                f"{self.tp}: offset {fetch_offset} not in [{start}, {leo}]",
+            )
+        limit = leo if max_offset is None else min(max_offset, leo)
+        if fetch_offset >= limit:
+            return None
+        i = max(0, bisect.bisect_right(bases, fetch_offset) - 1)
+        for seg in segs[i:]:
+            found = seg.translate_offset(fetch_offset)
+            if found is None:
+                continue  # the offset falls in a gap at this segment's end
+            return self._slice(seg, found[0], found[1], limit, max_bytes, min_one_batch)
+        return None
+
+    def _slice(
+        self,
+        seg: LogSegment,
+        pos: int,
+        first: BatchHeader,
+        limit: int,
+        max_bytes: int,
+        min_one_batch: bool,
+    ) -> FetchSlice | None:
+        if first.last_offset >= limit:
+            return None
+        end = seg.size
+        stop = seg.translate_offset(limit, pos)
+        if stop is not None:
+            end = stop[0]
+        if end - pos > max_bytes:
+            end, _ = seg.boundary_at_or_before(pos, pos + max_bytes)
+            if end == pos:
+                if not min_one_batch:
+                    return None
+                end = pos + first.size
+        return FetchSlice(seg.file, pos, end - pos, first.base_offset, seg.base_offset)
+
+    def read_bytes(
+        self,
+        fetch_offset: int,
+        max_bytes: int = 1 << 20,
+        *,
+        max_offset: int | None = None,
+        min_one_batch: bool = True,
+    ) -> bytes:
+        """``read`` as bytes (b"" for nothing): for tests and tools."""
+        sl = self.read(fetch_offset, max_bytes, max_offset=max_offset, min_one_batch=min_one_batch)
+        return b"" if sl is None else sl.read()
+
+    def iter_batches(self, from_offset: int | None = None) -> Iterator[bytes]:
+        """Every whole batch from ``from_offset`` (default: log start) to the log end."""
+        offset = self._log_start if from_offset is None else from_offset
+        while offset < self._leo:
+            sl = self.read(offset, 1 << 20)
+            if sl is None:
+                return
+            data = sl.read()
+            for pos, h in iter_batch_headers(data):
+                yield data[pos : pos + h.size]
+                offset = h.next_offset
+
+    # -- timestamps ----------------------------------------------------------------
+
+    def offset_for_timestamp(
+        self, timestamp: int, *, max_offset: int | None = None
+    ) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= ``timestamp``.
+
+        The time index picks the segment and a starting batch; the batches
+        after it are decoded (decompressed if need be) to find the record.
+        None when there is none (below ``max_offset`` if given).
+        """
+        from spool.records.record import iter_records
+
+        start = self._log_start
+        limit = self._leo if max_offset is None else min(max_offset, self._leo)
+        for seg in self._segments:
+            if seg.largest_timestamp() < timestamp:
+                continue
+            _, off = seg.time_index.lookup(timestamp, strict=True)
+            found = seg.translate_offset(max(off, start))
+            pos = found[0] if found else seg.size
+            for p, h in seg.batches(pos):
+                if h.base_offset >= limit:
+                    return None
+                if h.max_timestamp < timestamp or h.last_offset < start:
+                    continue
+                for rec in iter_records(os.pread(seg.fd, h.size, p)):
+                    if rec.offset >= limit:
+                        return None
+                    if rec.timestamp >= timestamp and rec.offset >= start:
+                        return rec.offset, rec.timestamp
+        return None
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record carrying the largest timestamp (KIP-734)."""
+        from spool.records.record import iter_records
+
+        best = None
+        for seg in self._segments:
+            if seg.size and seg.largest_timestamp() >= 0:
+                if best is None or seg.max_timestamp > best.max_timestamp:
+                    best = seg
+        if best is None:
+            return None
+        found = best.translate_offset(best.offset_of_max_timestamp)
+        if found is None:
+            return None
+        p, h = found
+        for rec in iter_records(os.pread(best.fd, h.size, p)):
+            if rec.timestamp == best.max_timestamp:
+                return rec.offset, rec.timestamp
+        return h.last_offset, h.max_timestamp
+
+    # -- flush ---------------------------------------------------------------------
+
+    def flush(self, up_to: int | None = None) -> None:
+        """fsync segments holding offsets below ``up_to`` (default: all), then move the
+        recovery point there. The fsync itself runs outside the lock."""
+        with self._lock:
+            if self.closed:
+                return
+            target = self._leo if up_to is None else min(up_to, self._leo)
+            if target <= self._recovery_point and not self._dir_dirty:
+                return
+            segs, bases = self._segments, self._bases
+            first = max(0, bisect.bisect_right(bases, self._recovery_point) - 1)
+            todo = [s for s in segs[first:] if s.base_offset < target or s is segs[first]]
+            dir_dirty, self._dir_dirty = self._dir_dirty, False
+        for seg in todo:
+            try:
+                seg.flush()
+            except (OSError, ValueError):
+                if not seg.deleted:
+                    raise
+        if dir_dirty:
+            fsync_dir(self.dir)
+        with self._lock:
+            self._last_flush_ms = self.clock.now_ms()
+            if target > self._recovery_point:
+                self._recovery_point = target
+                self.checkpoints.update(self.tp, recovery_point=target)
+
+    def flush_if_due(self, now_ms: int | None = None) -> bool:
+        """Background hook: flush rolled segments, and everything when ``flush.ms`` passed."""
+        now = self.clock.now_ms() if now_ms is None else now_ms
+        if self._leo > self._recovery_point and now - self._last_flush_ms >= self._config.flush_ms:
+            self.flush()
+            return True
+        active_base = self._segments[-1].base_offset
+        if self._recovery_point < active_base:
+            self.flush(active_base)
+            return True
+        return False
+
+    # -- retention, DeleteRecords, truncation --------------------------------------
+
+    def run_retention(self, now_ms: int | None = None) -> int:
+        """Delete whole non-active segments past retention.ms / retention.bytes or wholly
+        below the log start offset; returns how many were deleted."""
+        now = self.clock.now_ms() if now_ms is None else now_ms
+        with self._lock:
+            if self.closed:
+                return 0
+            cfg, segs = self._config, self._segments
+            n = 0
+            candidates = segs[:-1]
+            if cfg.delete_enabled and cfg.retention_ms >= 0:
+                while n < len(candidates) and self._next_base(n) <= self._hw and (
+                    now - candidates[n].largest_timestamp() > cfg.retention_ms
+                ):
+                    n += 1
+            if cfg.delete_enabled and cfg.retention_bytes >= 0:
+                diff = self.size_in_bytes - cfg.retention_bytes
+                diff -= sum(s.size for s in candidates[:n])
+                while n < len(candidates) and self._next_base(n) <= self._hw and (
+                    diff - candidates[n].size >= 0
+                ):
+                    diff -= candidates[n].size
+                    n += 1
+            while n < len(candidates) and self._next_base(n) <= self._log_start:
+                n += 1
+            if n:
+                self._delete_segments(n, now)
+        self.delete_expired_files(now)
+        return n
+
+    def _next_base(self, i: int) -> int:
+        return self._bases[i + 1] if i + 1 < len(self._bases) else self._leo
+
+    def _delete_segments(self, n: int, now: int) -> None:
+        """Drop the first ``n`` segments: rename ``.deleted`` now, unlink after the delay."""
+        segs = list(self._segments)
+        doomed, rest = segs[:n], segs[n:]
+        self._set_segments(rest)
+        for seg in doomed:
+            seg.rename_to_deleted()
+            self._pending_deletes.append((now + self._config.file_delete_delay_ms, seg))
+        self._dir_dirty = True
+        if rest[0].base_offset > self._log_start:
+            self._log_start = rest[0].base_offset
+            self.checkpoints.update(self.tp, log_start=self._log_start)
+        self._recovery_point = max(self._recovery_point, self._log_start)
+        self._check_offsets()
+
+    def delete_expired_files(self, now_ms: int | None = None, *, force: bool = False) -> int:
+        """Close and unlink ``.deleted`` segments whose delay has passed."""
+        now = self.clock.now_ms() if now_ms is None else now_ms
+        with self._lock:
+            due = [s for t, s in self._pending_deletes if force or t <= now]
+            self._pending_deletes = [
+                (t, s) for t, s in self._pending_deletes if not (force or t <= now)
+            ]
+        for seg in due:
+            seg.delete_files()
+        return len(due)
+
+    def advance_log_start_offset(self, offset: int) -> int:
+        """DeleteRecords: make ``offset`` the first readable offset (at most the high
+        watermark); whole segments below it go; returns the new log start offset."""
+        with self._lock:
+            self._ensure_open()
+            if offset > self._hw:
+                raise KafkaError(
+                    Errors.OFFSET_OUT_OF_RANGE, f"{self.tp}: {offset} is past the high watermark"
+                )
+            if offset > self._log_start:
+                self._log_start = offset
+                self._recovery_point = max(self._recovery_point, offset)
+                self.checkpoints.update(self.tp, log_start=offset)
+                self.checkpoints.write()
+                self._check_offsets()
+            self.run_retention_for_log_start()
+            return self._log_start
+
+    delete_records_before = advance_log_start_offset
+
+    def run_retention_for_log_start(self) -> int:
+        with self._lock:
+            n = 0
+            while n < len(self._segments) - 1 and self._next_base(n) <= self._log_start:
+                n += 1
+            if n:
+                self._delete_segments(n, self.clock.now_ms())
+        self.delete_expired_files()
+        return n
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every offset >= ``offset`` (a follower diverging from its leader)."""
+        with self._lock:
+            self._ensure_open()
+            if offset >= self._leo:
+                return
+            now = self.clock.now_ms()
+            if offset < self._log_start or offset <= self._bases[0]:
+                self._truncate_fully(offset, now)
+            else:
+                i = bisect.bisect_right(self._bases, offset) - 1
+                segs = list(self._segments)
+                for seg in segs[i + 1 :]:
+                    seg.rename_to_deleted()
+                    self._pending_deletes.append((now + self._config.file_delete_delay_ms, seg))
+                seg = segs[i]
+                seg.truncate_to(offset)
+                seg.make_active()
+                self._set_segments(segs[: i + 1])
+                assert seg.next_offset is not None
+                self._leo = seg.next_offset
+            self._hw = min(self._hw, self._leo)
+            self._recovery_point = min(self._recovery_point, self._leo)
+            self.checkpoints.update(self.tp, recovery_point=self._recovery_point,
+                                    log_start=self._log_start)
+            self._dir_dirty = True
+            self._check_offsets()
+
+    def _truncate_fully(self, offset: int, now: int) -> None:
+        for seg in self._segments:
+            seg.rename_to_deleted()
+            self._pending_deletes.append((now + self._config.file_delete_delay_ms, seg))
+        fresh = new_segment(self.dir, offset, self._config, now)
+        fresh.make_active()
+        self._set_segments([fresh])
+        self._log_start = self._leo = self._hw = offset
+        self._recovery_point = offset
+
+    # -- close / delete ------------------------------------------------------------
+
+    def _ensure_open(self) -> None:
+        if self.closed:
+            raise KafkaError(Errors.KAFKA_STORAGE_ERROR, f"{self.tp}: log is closed")
+
+    def close(self) -> None:
+        """Flush, trim the active segment's indexes, close every file."""
+        if self.closed:
+            return
+        self.flush()
+        with self._lock:
+            self.closed = True
+            self._segments[-1].on_become_inactive()
+            for seg in self._segments:
+                seg.close()
+        self.delete_expired_files(force=True)
+        self.checkpoints.update(self.tp, recovery_point=self._recovery_point,
+                                log_start=self._log_start)
+        if self._owns_checkpoints:
+            self.checkpoints.write()
+
+    def delete(self) -> Path:
+        """Rename the directory to ``<topic>-<partition>.<uuid>-delete`` and stop serving.
+
+        Files stay open (in-flight reads finish); ``destroy()`` closes and removes them.
+        """
+        with self._lock:
+            self.closed = True
+            target = self.dir.with_name(f"{self.dir.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
+            os.rename(self.dir, target)
+            self.dir = target
+        fsync_dir(target.parent)
+        self.checkpoints.remove(self.tp)
+        self.checkpoints.write()
+        return target
+
+    def destroy(self) -> None:
+        """Close every file and remove the (renamed) directory."""
+        with self._lock:
+            self.closed = True
+            for seg in self._segments:
+                seg.close()
+            self._segments[-1].active = False
+        self.delete_expired_files(force=True)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        return (
+            f"PartitionLog({self.topic}-{self.partition}, start={self._log_start}, "
+            f"hw={self._hw}, leo={self._leo}, segments={len(self._segments)})"
+        )

@@ -1,0 +1,1 @@
+"""Small shared utilities: an injectable clock and crash-safe file writes."""
