@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from spool.cli import configs, consume, produce, topics
+
 app = typer.Typer(
     name="spool",
     help="Spool: a commit log that speaks the Apache Kafka protocol.",
@@ -25,6 +27,12 @@ def version() -> None:
     from importlib.metadata import version as _v
 
     typer.echo(_v("spool"))
+
+
+app.add_typer(topics.app, name="topics")
+app.add_typer(configs.app, name="configs")
+app.command("produce")(produce.produce)
+app.command("consume")(consume.consume)
 
 
 if __name__ == "__main__":

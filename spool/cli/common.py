@@ -1,0 +1,269 @@
+"""What every ``spool`` client command shares: options, clients, errors, output.
+
+Contract:
+
+- Every client command takes ``--bootstrap-server``/``-b`` (default
+  ``127.0.0.1:9092``, environment ``SPOOL_BOOTSTRAP``); see :data:`Bootstrap`.
+- Commands are wrapped in :func:`cli_command`. Whatever goes wrong leaves as
+  exactly ONE line on stderr, ``spool: <what happened> (<ERROR_NAME>)``, and a
+  non-zero exit status: 1 for a failed operation, 2 for bad usage, 130 for
+  Ctrl-C. No traceback reaches the user. A closed stdout (``| head``) ends
+  the command quietly.
+- Clients are confluent-kafka's, configured by :func:`client_config`:
+  librdkafka's own log lines are silenced (set ``SPOOL_CLIENT_DEBUG=1`` to see
+  them) so that the one-line rule holds.
+- Output: :func:`print_table` draws a rich table when stdout is a terminal
+  and whitespace-aligned plain text otherwise; :func:`print_json` writes one
+  JSON document for scripts.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import typer
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, ConfigSource
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+
+Bootstrap = Annotated[
+    str,
+    typer.Option(
+        "--bootstrap-server",
+        "-b",
+        envvar="SPOOL_BOOTSTRAP",
+        help="host:port of a broker (comma-separated list allowed).",
+    ),
+]
+AdminTimeout = Annotated[
+    float,
+    typer.Option("--timeout", min=0.1, help="Seconds to wait for the broker before giving up."),
+]
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+# Errors that mean "no broker answered", reported with the bootstrap address.
+_UNREACHABLE = {
+    KafkaError._TRANSPORT,
+    KafkaError._ALL_BROKERS_DOWN,
+    KafkaError._RESOLVE,
+    KafkaError._TIMED_OUT,
+    KafkaError.REQUEST_TIMED_OUT,
+}
+
+# Readable phrasings of common errors; ``{s}`` is the subject (a topic name).
+_PHRASES: dict[int, str] = {
+    KafkaError.TOPIC_ALREADY_EXISTS: "topic '{s}' already exists",
+    KafkaError.UNKNOWN_TOPIC_OR_PART: "topic '{s}' does not exist",
+    KafkaError._UNKNOWN_TOPIC: "topic '{s}' does not exist",
+    KafkaError._UNKNOWN_PARTITION: "'{s}': unknown partition",
+}
+
+
+class CliError(Exception):
+    """A failure already phrased for the user: one line, and an exit status."""
+
+    def __init__(self, message: str, code: int = 1, error_name: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.error_name = error_name  # the Kafka error's name, when there was one
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _clean(text: str) -> str:
+    """librdkafka's text without its 'Broker: '/'Local: ' prefix or final period."""
+    for prefix in ("Broker: ", "Local: "):
+        text = text.replace(prefix, "")
+    return " ".join(text.split()).rstrip(".")
+
+
+def error_line(err: KafkaError, subject: str | None = None, bootstrap: str | None = None) -> str:
+    """One readable line (without the ``spool:`` prefix) for a Kafka error."""
+    code, name = err.code(), err.name()
+    if code in _UNREACHABLE and bootstrap:
+        return f"cannot reach a broker at {bootstrap}: {_clean(err.str())} ({name})"
+    if code in _PHRASES and subject is not None:
+        return f"{_PHRASES[code].format(s=subject)} ({name})"
+    text = _clean(err.str())
+    where = f"'{subject}': " if subject is not None else ""
+    return f"{where}{text} ({name})"
+
+
+def kafka_error(exc: KafkaException | KafkaError, subject: str | None = None) -> CliError:
+    """Wrap a confluent-kafka failure as a :class:`CliError` (a line and exit 1)."""
+    err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else exc
+    if not isinstance(err, KafkaError):
+        return CliError(str(err) or type(exc).__name__)
+    return CliError(error_line(err, subject, _current_bootstrap), 1, err.name())
+
+
+_current_bootstrap: str | None = None
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    raise CliError(message, code)
+
+
+def _say(line: str) -> None:
+    try:
+        sys.stderr.write(f"spool: {line}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe, point stdout at /dev/null so exit-time flushes are quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def cli_command(fn: F) -> F:
+    """Run a command so that every failure ends as one stderr line and an exit status."""
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        global _current_bootstrap
+        _current_bootstrap = kwargs.get("bootstrap")
+        try:
+            return fn(*args, **kwargs)
+        except (typer.Exit, typer.Abort):
+            raise
+        except CliError as e:
+            _say(str(e))
+            raise typer.Exit(e.code) from None
+        except KafkaException as e:
+            _say(str(kafka_error(e)))
+            raise typer.Exit(1) from None
+        except KeyboardInterrupt:
+            _say("interrupted")
+            raise typer.Exit(130) from None
+        except BrokenPipeError:
+            _silence_stdout()
+            raise typer.Exit(0) from None
+        except Exception as e:  # the one-line rule holds even for our own bugs
+            _say(f"unexpected error: {type(e).__name__}: {e}")
+            raise typer.Exit(1) from None
+
+    return run  # type: ignore[return-value]
+
+
+def client_config(bootstrap: str, **extra: Any) -> dict[str, Any]:
+    """A confluent-kafka configuration for ``bootstrap`` with librdkafka logs silenced."""
+    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "client.id": "spool-cli"}
+    if not os.environ.get("SPOOL_CLIENT_DEBUG"):
+        conf["log_level"] = 0
+    conf.update(extra)
+    return conf
+
+
+def admin_client(bootstrap: str, timeout: float) -> AdminClient:
+    """An AdminClient that has already reached a broker within ``timeout`` seconds."""
+    admin = AdminClient(client_config(bootstrap))
+    try:
+        admin.list_topics(timeout=timeout)
+    except KafkaException as e:
+        raise kafka_error(e) from None
+    return admin
+
+
+def result(future: Future, subject: str | None = None, timeout: float | None = None) -> Any:
+    """The value of an admin future; its failure as a :class:`CliError` about ``subject``."""
+    try:
+        return future.result(timeout=timeout)
+    except KafkaException as e:
+        raise kafka_error(e, subject) from None
+    except TimeoutError:
+        raise CliError(
+            f"'{subject}': no answer from the broker in time (_TIMED_OUT)", 1, "_TIMED_OUT"
+        ) from None
+
+
+def config_source(entry: Any) -> ConfigSource:
+    """A ConfigEntry's source as the enum (the C layer sometimes hands back an int)."""
+    src = entry.source
+    return src if isinstance(src, ConfigSource) else ConfigSource(int(src))
+
+
+def parse_pairs(items: Iterable[str] | None, what: str = "config") -> dict[str, str]:
+    """``["k1=v1,k2=v2", "k3=[a,b]"]`` -> ``{"k1": "v1", "k2": "v2", "k3": "a,b"}``.
+
+    Each item is a comma-separated list of ``key=value``; a value that itself
+    holds commas is written in square brackets (Kafka's kafka-configs rule).
+    """
+    out: dict[str, str] = {}
+    for item in items or []:
+        for part in _split_top_level(item):
+            key, sep, value = part.partition("=")
+            key = key.strip()
+            if not sep or not key:
+                fail(f"bad {what} '{part}': expected key=value", 2)
+            value = value.strip()
+            if value.startswith("[") and value.endswith("]"):
+                value = value[1:-1]
+            out[key] = value
+    return out
+
+
+def parse_names(items: Iterable[str] | None) -> list[str]:
+    """``["a,b", "c"]`` -> ``["a", "b", "c"]`` (empty names dropped)."""
+    return [n.strip() for item in items or [] for n in item.split(",") if n.strip()]
+
+
+def _split_top_level(text: str) -> list[str]:
+    parts, depth, cur = [], 0, []
+    for ch in text:
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth = max(0, depth - 1)
+        if ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur))
+    return [p for p in parts if p.strip()]
+
+
+def is_tty() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def print_table(
+    columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str | None = None
+) -> None:
+    """A rich table on a terminal; plain aligned columns (header first) otherwise."""
+    cells = [["" if c is None else str(c) for c in row] for row in rows]
+    if is_tty():
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(*columns, title=title, title_justify="left")
+        for row in cells:
+            table.add_row(*row)
+        Console().print(table)
+        return
+    if title:
+        print(title)
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    for row in [list(columns), *cells]:
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+
+
+def print_json(doc: Any) -> None:
+    print(json.dumps(doc, indent=None, ensure_ascii=False))

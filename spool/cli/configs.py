@@ -1,0 +1,152 @@
+"""``spool configs describe|alter``: topic and broker configuration.
+
+Contract (Kafka's kafka-configs semantics, over confluent-kafka's AdminClient):
+
+- The resource is chosen with exactly one of ``--topic NAME``,
+  ``--broker ID`` or ``--broker-defaults`` (the cluster-wide dynamic broker
+  defaults, the empty broker name).
+- ``describe [--all] [--json]``: DescribeConfigs. By default only the
+  entries that are not defaults (source other than DEFAULT_CONFIG, i.e.
+  overrides: DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, STATIC_BROKER_CONFIG,
+  ...); ``--all`` lists every entry. Each entry shows name, value, source
+  (the enum name Kafka uses, e.g. ``DYNAMIC_TOPIC_CONFIG``), read-only and
+  sensitive flags. ``--json`` prints an array of ``{"name", "value",
+  "source", "read_only", "sensitive", "default"}``.
+- ``alter --add-config k=v,k2=v2 --delete-config k``: IncrementalAlterConfigs
+  with SET and DELETE operations (both options repeatable; a value holding
+  commas goes in square brackets: ``cleanup.policy=[compact,delete]``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+from spool.cli.common import (
+    DEFAULT_BOOTSTRAP,
+    AdminTimeout,
+    Bootstrap,
+    JsonFlag,
+    admin_client,
+    cli_command,
+    config_source,
+    fail,
+    is_tty,
+    parse_names,
+    parse_pairs,
+    print_json,
+    print_table,
+    result,
+)
+
+app = typer.Typer(help="Describe and alter topic and broker configs.", no_args_is_help=True)
+
+TopicOpt = Annotated[str | None, typer.Option("--topic", help="A topic's configs.")]
+BrokerOpt = Annotated[str | None, typer.Option("--broker", help="A broker's configs (its id).")]
+BrokerDefaultsOpt = Annotated[
+    bool, typer.Option("--broker-defaults", help="The cluster-wide broker defaults.")
+]
+
+
+def _resource(topic: str | None, broker: str | None, broker_defaults: bool) -> ConfigResource:
+    chosen = [x for x in (topic is not None, broker is not None, broker_defaults) if x]
+    if len(chosen) != 1:
+        fail("name exactly one of --topic NAME, --broker ID or --broker-defaults", 2)
+    if topic is not None:
+        return ConfigResource(ResourceType.TOPIC, topic)
+    return ConfigResource(ResourceType.BROKER, "" if broker_defaults else str(broker))
+
+
+def _label(res: ConfigResource) -> str:
+    kind = "topic" if res.restype == ResourceType.TOPIC else "broker"
+    return f"{kind} '{res.name}'" if res.name else "broker defaults"
+
+
+@app.command()
+@cli_command
+def describe(
+    topic: TopicOpt = None,
+    broker: BrokerOpt = None,
+    broker_defaults: BrokerDefaultsOpt = False,
+    all_: Annotated[bool, typer.Option("--all", help="Include default values too.")] = False,
+    json: JsonFlag = False,
+    bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    timeout: AdminTimeout = 30.0,
+) -> None:
+    """Show a topic's or broker's configuration."""
+    res = _resource(topic, broker, broker_defaults)
+    admin = admin_client(bootstrap, timeout)
+    entries = result(admin.describe_configs([res], request_timeout=timeout)[res], res.name)
+    rows = [_entry_doc(e) for e in sorted(entries.values(), key=lambda e: e.name)]
+    if not all_:
+        rows = [r for r in rows if r["source"] != "DEFAULT_CONFIG"]
+    if json:
+        print_json(rows)
+        return
+    print_table(
+        ["Name", "Value", "Source", "ReadOnly", "Sensitive"],
+        [
+            [
+                r["name"],
+                "<hidden>" if r["sensitive"] else r["value"],
+                r["source"],
+                _yes(r["read_only"]),
+                _yes(r["sensitive"]),
+            ]
+            for r in rows
+        ],
+        title=f"Configs of {_label(res)}" if is_tty() else None,
+    )
+
+
+@app.command()
+@cli_command
+def alter(
+    topic: TopicOpt = None,
+    broker: BrokerOpt = None,
+    broker_defaults: BrokerDefaultsOpt = False,
+    add_config: Annotated[
+        list[str] | None,
+        typer.Option("--add-config", help="k=v,k2=v2 to set (repeatable)."),
+    ] = None,
+    delete_config: Annotated[
+        list[str] | None,
+        typer.Option("--delete-config", help="k or k1,k2 to reset to default (repeatable)."),
+    ] = None,
+    bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    timeout: AdminTimeout = 30.0,
+) -> None:
+    """Set or delete configuration entries (IncrementalAlterConfigs)."""
+    res = _resource(topic, broker, broker_defaults)
+    sets = parse_pairs(add_config)
+    deletes = parse_names(delete_config)
+    if not sets and not deletes:
+        fail("nothing to alter: give --add-config k=v and/or --delete-config k", 2)
+    both = sorted(set(sets) & set(deletes))
+    if both:
+        fail(f"'{both[0]}' is both added and deleted", 2)
+    ops = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in sets.items()]
+    ops += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in deletes]
+    target = ConfigResource(res.restype, res.name, incremental_configs=ops)
+    admin = admin_client(bootstrap, timeout)
+    futures = admin.incremental_alter_configs([target], request_timeout=timeout)
+    for fut in futures.values():
+        result(fut, res.name)
+    typer.echo(f"configs of {_label(res)} altered", err=True)
+
+
+def _entry_doc(e: Any) -> dict[str, Any]:
+    return {
+        "name": e.name,
+        "value": e.value,
+        "source": config_source(e).name,
+        "read_only": bool(e.is_read_only),
+        "sensitive": bool(e.is_sensitive),
+        "default": bool(e.is_default),
+    }
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"

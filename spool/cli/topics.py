@@ -1,0 +1,273 @@
+"""``spool topics create|list|describe|alter|delete``: topic administration.
+
+Contract (Kafka's kafka-topics semantics, over confluent-kafka's AdminClient):
+
+- ``create NAME --partitions N --replication-factor R --config k=v ...
+  [--if-not-exists] [--validate-only]``: CreateTopics. Partitions and
+  replication factor default to the broker's (``num.partitions``,
+  ``default.replication.factor``). An existing topic is an error
+  (TOPIC_ALREADY_EXISTS) unless ``--if-not-exists``.
+- ``list [--internal] [--json]``: topic names from Metadata (internal topics
+  only with ``--internal``). ``--json`` prints an array of
+  ``{"name", "partitions", "replication_factor", "internal"}``.
+- ``describe [NAME ...] [--json]``: each topic's partitions (leader,
+  replicas, ISR) and its configuration overrides (DescribeConfigs entries
+  whose source is DYNAMIC_TOPIC_CONFIG). No names: every non-internal topic.
+  ``--json`` prints an array of ``{"name", "internal", "partitions": [{"partition",
+  "leader", "replicas", "isr"}], "configs": {k: v}}``.
+- ``alter NAME --partitions N``: CreatePartitions (the count only grows).
+- ``delete NAME ... [--if-exists]``: DeleteTopics.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from confluent_kafka.admin import (
+    AdminClient,
+    ClusterMetadata,
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+    ResourceType,
+)
+
+from spool.cli.common import (
+    DEFAULT_BOOTSTRAP,
+    AdminTimeout,
+    Bootstrap,
+    CliError,
+    JsonFlag,
+    admin_client,
+    cli_command,
+    config_source,
+    fail,
+    is_tty,
+    kafka_error,
+    parse_pairs,
+    print_json,
+    print_table,
+    result,
+)
+
+app = typer.Typer(help="Create, list, describe, alter and delete topics.", no_args_is_help=True)
+
+
+@app.command()
+@cli_command
+def create(
+    name: Annotated[str, typer.Argument(help="Topic name.")],
+    partitions: Annotated[
+        int | None, typer.Option("--partitions", "-p", min=1, help="Partition count.")
+    ] = None,
+    replication_factor: Annotated[
+        int | None, typer.Option("--replication-factor", "-r", min=1, help="Replicas each.")
+    ] = None,
+    config: Annotated[
+        list[str] | None,
+        typer.Option("--config", "-c", help="k=v topic config (repeatable, or k=v,k2=v2)."),
+    ] = None,
+    if_not_exists: Annotated[
+        bool, typer.Option("--if-not-exists", help="Succeed quietly if the topic exists.")
+    ] = False,
+    validate_only: Annotated[
+        bool, typer.Option("--validate-only", help="Ask the broker to check, not create.")
+    ] = False,
+    bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    timeout: AdminTimeout = 30.0,
+) -> None:
+    """Create a topic."""
+    admin = admin_client(bootstrap, timeout)
+    new = NewTopic(
+        name,
+        num_partitions=partitions if partitions is not None else -1,
+        replication_factor=replication_factor if replication_factor is not None else -1,
+        config=parse_pairs(config),
+    )
+    futures = admin.create_topics(
+        [new], operation_timeout=timeout, request_timeout=timeout, validate_only=validate_only
+    )
+    try:
+        result(futures[name], name)
+    except CliError as e:
+        if if_not_exists and e.error_name == "TOPIC_ALREADY_EXISTS":
+            return
+        raise
+    verb = "would be created" if validate_only else "created"
+    typer.echo(f"topic '{name}' {verb}", err=True)
+
+
+@app.command("list")
+@cli_command
+def list_(
+    internal: Annotated[bool, typer.Option("--internal", help="Include internal topics.")] = False,
+    json: JsonFlag = False,
+    bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    timeout: AdminTimeout = 30.0,
+) -> None:
+    """List topics."""
+    md = admin_client(bootstrap, timeout).list_topics(timeout=timeout)
+    topics = sorted(
+        (t for t in md.topics.values() if internal or not _is_internal(t)), key=lambda t: t.topic
+    )
+    rows = [
+        {
+            "name": t.topic,
+            "partitions": len(t.partitions),
+            "replication_factor": _replication_factor(t),
+            "internal": _is_internal(t),
+        }
+        for t in topics
+    ]
+    if json:
+        print_json(rows)
+    elif is_tty():
+        print_table(
+            ["Topic", "Partitions", "Replication", "Internal"],
+            [[r["name"], r["partitions"], r["replication_factor"], r["internal"]] for r in rows],
+        )
+    else:
+        for r in rows:
+            print(r["name"])
+
+
+@app.command()
+@cli_command
+def describe(
+    names: Annotated[list[str] | None, typer.Argument(help="Topics (default: all).")] = None,
+    json: JsonFlag = False,
+    bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    timeout: AdminTimeout = 30.0,
+) -> None:
+    """Show partitions (leader, replicas, ISR) and configuration overrides."""
+    admin = admin_client(bootstrap, timeout)
+    md = admin.list_topics(timeout=timeout)
+    wanted = names or sorted(n for n, t in md.topics.items() if not _is_internal(t))
+    docs = [_describe_one(admin, md, name, timeout) for name in wanted]
+    if json:
+        print_json(docs)
+    elif is_tty():
+        for doc in docs:
+            _print_rich(doc)
+    else:
+        for doc in docs:
+            _print_plain(doc)
+
+
+@app.command()
+@cli_command
+def alter(
+    name: Annotated[str, typer.Argument(help="Topic name.")],
+    partitions: Annotated[
+        int, typer.Option("--partitions", "-p", min=1, help="The new, larger partition count.")
+    ],
+    bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    timeout: AdminTimeout = 30.0,
+) -> None:
+    """Grow a topic's partition count (CreatePartitions)."""
+    admin = admin_client(bootstrap, timeout)
+    futures = admin.create_partitions(
+        [NewPartitions(name, partitions)], operation_timeout=timeout, request_timeout=timeout
+    )
+    result(futures[name], name)
+    typer.echo(f"topic '{name}' now has {partitions} partitions", err=True)
+
+
+@app.command()
+@cli_command
+def delete(
+    names: Annotated[list[str], typer.Argument(help="Topics to delete.")],
+    if_exists: Annotated[
+        bool, typer.Option("--if-exists", help="Succeed quietly if a topic does not exist.")
+    ] = False,
+    bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    timeout: AdminTimeout = 30.0,
+) -> None:
+    """Delete topics."""
+    admin = admin_client(bootstrap, timeout)
+    futures = admin.delete_topics(names, operation_timeout=timeout, request_timeout=timeout)
+    for name in names:
+        try:
+            result(futures[name], name)
+        except CliError as e:
+            if if_exists and e.error_name == "UNKNOWN_TOPIC_OR_PART":
+                continue
+            raise
+        typer.echo(f"topic '{name}' deleted", err=True)
+
+
+def _is_internal(t: Any) -> bool:
+    return t.topic.startswith("__")
+
+
+def _replication_factor(t: Any) -> int:
+    return max((len(p.replicas) for p in t.partitions.values()), default=0)
+
+
+def _describe_one(
+    admin: AdminClient, md: ClusterMetadata, name: str, timeout: float
+) -> dict[str, Any]:
+    t = md.topics.get(name)
+    if t is None:
+        fail(f"topic '{name}' does not exist (UNKNOWN_TOPIC_OR_PART)")
+    if t.error is not None:
+        raise kafka_error(t.error, name)
+    res = ConfigResource(ResourceType.TOPIC, name)
+    entries = result(admin.describe_configs([res], request_timeout=timeout)[res], name)
+    overrides = {
+        e.name: e.value
+        for e in sorted(entries.values(), key=lambda e: e.name)
+        if config_source(e) == ConfigSource.DYNAMIC_TOPIC_CONFIG
+    }
+    return {
+        "name": name,
+        "internal": _is_internal(t),
+        "partitions": [
+            {
+                "partition": p.id,
+                "leader": p.leader,
+                "replicas": list(p.replicas),
+                "isr": list(p.isrs),
+            }
+            for p in sorted(t.partitions.values(), key=lambda p: p.id)
+        ],
+        "configs": overrides,
+    }
+
+
+def _fmt_configs(configs: dict[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in configs.items())
+
+
+def _print_plain(doc: dict[str, Any]) -> None:
+    parts = doc["partitions"]
+    rf = max((len(p["replicas"]) for p in parts), default=0)
+    print(
+        f"Topic: {doc['name']}\tPartitionCount: {len(parts)}\tReplicationFactor: {rf}"
+        f"\tConfigs: {_fmt_configs(doc['configs'])}"
+    )
+    for p in parts:
+        print(
+            f"\tTopic: {doc['name']}\tPartition: {p['partition']}\tLeader: {p['leader']}"
+            f"\tReplicas: {','.join(map(str, p['replicas']))}"
+            f"\tIsr: {','.join(map(str, p['isr']))}"
+        )
+
+
+def _print_rich(doc: dict[str, Any]) -> None:
+    configs = _fmt_configs(doc["configs"]) or "(none)"
+    print_table(
+        ["Partition", "Leader", "Replicas", "ISR"],
+        [
+            [
+                p["partition"],
+                p["leader"],
+                ",".join(map(str, p["replicas"])),
+                ",".join(map(str, p["isr"])),
+            ]
+            for p in doc["partitions"]
+        ],
+        title=f"{doc['name']}  (config overrides: {configs})",
+    )
