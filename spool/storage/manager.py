@@ -1,0 +1,354 @@
+"""The log manager: every partition log of this broker across its log dirs.
+
+Layout of one log dir (``log.dirs`` may list several)::
+
+    <log dir>/
+      recovery-point-offset-checkpoint     (spool.storage.checkpoint)
+      log-start-offset-checkpoint
+      .kafka_cleanshutdown                 present only while the broker is down
+                                           after a clean shutdown
+      __cluster_metadata-0/                the metadata log (first log dir only)
+      orders-0/ orders-1/ ...              partition logs (spool.storage.log)
+      orders-2.<uuid hex>-delete/          being deleted (removed in the background)
+
+Lifecycle: ``LogManager(...)`` opens the dirs and, unless ``load=False``,
+loads every partition in parallel (a thread pool; recovery is per
+partition) -> serve -> ``shutdown()`` (stop the background thread, flush and
+close every log, write checkpoints, then the clean-shutdown marker). The
+marker is removed once loading finishes, so a crash after startup is seen as
+unclean next time and triggers recovery past the recovery points.
+
+Background work is exposed twice: as ``*_once`` methods the broker can call
+from an executor (``run_retention_once``, ``flush_once``, ``checkpoint``,
+``cleanup_once``, or ``run_background_once`` for all, each on its own
+interval), and as ``start_background(interval_s)``, a daemon thread calling
+``run_background_once``. Never call these from the event loop: they fsync.
+
+Concurrency: ``_lock`` guards the partition map; each log has its own lock.
+Configs: a partition's ``LogConfig`` = its topic's overrides over the dynamic
+broker config over the static broker properties (``spool.storage.config``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from spool.protocol.errors import Errors, KafkaError
+from spool.storage.checkpoint import CLEAN_SHUTDOWN_MARKER, DirCheckpoints
+from spool.storage.config import LogConfig, broker_setting
+from spool.storage.log import DELETE_DIR_SUFFIX, PartitionLog, parse_dir_name
+from spool.util.clock import Clock, as_clock
+from spool.util.fileio import fsync_dir
+
+log = logging.getLogger(__name__)
+
+METADATA_TOPIC = "__cluster_metadata"
+METADATA_LOG_CONFIG = LogConfig(retention_ms=-1, retention_bytes=-1, segment_bytes=64 << 20,
+                                segment_ms=2**63 - 1, segment_index_bytes=1 << 20)
+_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+
+TopicPartition = tuple[str, int]
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's rule: 1-249 of [a-zA-Z0-9._-], not '.' or '..'; INVALID_TOPIC otherwise."""
+    if not name or len(name) > 249 or name in (".", "..") or not _LEGAL_TOPIC.match(name):
+        raise KafkaError(Errors.INVALID_TOPIC, f"illegal topic name {name!r}")
+
+
+class LogManager:
+    """All partition logs of this broker (see the module docstring)."""
+
+    def __init__(
+        self,
+        log_dirs: list[str] | list[Path],
+        defaults: Mapping[str, object] | None = None,
+        clock: Clock | Callable[[], int] | None = None,
+        *,
+        load: bool = True,
+        topic_overrides: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> None:
+        if not log_dirs:
+            raise ValueError("at least one log dir is needed")
+        self.log_dirs = [Path(d) for d in log_dirs]
+        self.static_props = dict(defaults or {})
+        self.dynamic_props: dict[str, str] = {}
+        self.clock = as_clock(clock)
+        self._lock = threading.RLock()
+        self._logs: dict[TopicPartition, PartitionLog] = {}
+        self._topic_overrides: dict[str, dict[str, str]] = {
+            t: dict(c) for t, c in (topic_overrides or {}).items()
+        }
+        self._dir_of: dict[TopicPartition, Path] = {}
+        self._deleting: list[tuple[int, PartitionLog | Path]] = []
+        self.metadata_log: PartitionLog | None = None
+        self._bg_thread: threading.Thread | None = None
+        self._bg_stop = threading.Event()
+        self._last_retention_ms = self._last_checkpoint_ms = self.clock.now_ms()
+        self.checkpoints: dict[Path, DirCheckpoints] = {}
+        self.had_clean_shutdown: dict[Path, bool] = {}
+        for d in self.log_dirs:
+            d.mkdir(parents=True, exist_ok=True)
+            self.checkpoints[d] = DirCheckpoints(d)
+            self.had_clean_shutdown[d] = (d / CLEAN_SHUTDOWN_MARKER).exists()
+        self.loaded = False
+        if load:
+            self.load_all()
+
+    # -- configs -------------------------------------------------------------------
+
+    def log_config(self, topic: str) -> LogConfig:
+        return LogConfig.from_props(
+            self._topic_overrides.get(topic), self.static_props, self.dynamic_props
+        )
+
+    def set_topic_overrides(self, topic: str, overrides: Mapping[str, str]) -> None:
+        """Replace a topic's overrides and apply them to its live partitions."""
+        with self._lock:
+            self._topic_overrides[topic] = dict(overrides)
+            cfg = self.log_config(topic)
+            for (t, _), plog in self._logs.items():
+                if t == topic:
+                    plog.config = cfg
+
+    def set_dynamic_broker_config(self, props: Mapping[str, str]) -> None:
+        """Replace the dynamic broker-level values and re-resolve every log's config."""
+        with self._lock:
+            self.dynamic_props = dict(props)
+            for (t, _), plog in self._logs.items():
+                plog.config = self.log_config(t)
+
+    def setting(self, name: str) -> object:
+        """A broker-only setting (``num.partitions``...), dynamic over static over default."""
+        merged = {**self.static_props, **self.dynamic_props}
+        return broker_setting(name, merged)
+
+    # -- loading -------------------------------------------------------------------
+
+    def _partition_dirs(self) -> list[tuple[Path, TopicPartition]]:
+        found: list[tuple[Path, TopicPartition]] = []
+        now = self.clock.now_ms()
+        for d in self.log_dirs:
+            for entry in os.scandir(d):
+                if not entry.is_dir():
+                    continue
+                if entry.name.endswith(DELETE_DIR_SUFFIX):
+                    self._deleting.append((now, Path(entry.path)))
+                    continue
+                try:
+                    tp = parse_dir_name(entry.name)
+                except ValueError:
+                    continue  # -future, -stray, or something that is not ours
+                if tp[0] == METADATA_TOPIC:
+                    continue
+                found.append((Path(entry.path), tp))
+        return found
+
+    def _open_log(self, path: Path, config: LogConfig) -> PartitionLog:
+        parent = path.parent
+        return PartitionLog(
+            path,
+            config,
+            clock=self.clock,
+            checkpoints=self.checkpoints[parent],
+            had_clean_shutdown=self.had_clean_shutdown[parent],
+        )
+
+    def load_all(self) -> None:
+        """Open every partition directory (in parallel), then drop the clean-shutdown marker."""
+        dirs = self._partition_dirs()
+        seen: dict[TopicPartition, Path] = {}
+        for path, tp in dirs:
+            if tp in seen:
+                raise RuntimeError(f"{tp} is in two log dirs: {seen[tp]} and {path}")
+            seen[tp] = path
+        threads = int(self.setting("num.recovery.threads.per.data.dir")) * len(self.log_dirs)
+        with ThreadPoolExecutor(max_workers=max(1, min(threads, 16))) as pool:
+            futures = {
+                tp: pool.submit(self._open_log, path, self.log_config(tp[0])) for path, tp in dirs
+            }
+            loaded = {tp: f.result() for tp, f in futures.items()}
+        with self._lock:
+            self._logs.update(loaded)
+            self._dir_of.update(seen)
+        for d in self.log_dirs:
+            self.checkpoints[d].write()
+            marker = d / CLEAN_SHUTDOWN_MARKER
+            if marker.exists():
+                marker.unlink()
+                fsync_dir(d)
+        self.loaded = True
+        log.info("loaded %d partitions from %d log dirs", len(loaded), len(self.log_dirs))
+
+    def open_metadata_log(self) -> PartitionLog:
+        """The ``__cluster_metadata-0`` log in the first log dir (kept out of ``partitions``)."""
+        if self.metadata_log is None:
+            path = self.log_dirs[0] / f"{METADATA_TOPIC}-0"
+            self.metadata_log = self._open_log(path, METADATA_LOG_CONFIG)
+        return self.metadata_log
+
+    # -- partitions ----------------------------------------------------------------
+
+    def get(self, topic: str, partition: int) -> PartitionLog | None:
+        return self._logs.get((topic, partition))
+
+    def partitions(self) -> list[TopicPartition]:
+        return sorted(self._logs)
+
+    def logs(self) -> dict[TopicPartition, PartitionLog]:
+        return dict(self._logs)
+
+    def _choose_dir(self) -> Path:
+        counts = {d: 0 for d in self.log_dirs}
+        for d in self._dir_of.values():
+            counts[d.parent] = counts.get(d.parent, 0) + 1
+        return min(self.log_dirs, key=lambda d: counts[d])
+
+    def create_partition(
+        self,
+        topic: str,
+        partition: int,
+        config: LogConfig | Mapping[str, str] | None = None,
+    ) -> PartitionLog:
+        """Create (or return the existing) log of a partition. A mapping ``config`` sets
+        the topic's overrides; a ``LogConfig`` is used as is for this partition."""
+        validate_topic_name(topic)
+        if partition < 0:
+            raise KafkaError(Errors.INVALID_PARTITIONS, f"partition {partition}")
+        with self._lock:
+            if isinstance(config, Mapping):
+                self.set_topic_overrides(topic, config)
+            existing = self._logs.get((topic, partition))
+            if existing is not None:
+                return existing
+            parent = self._choose_dir()
+            path = parent / f"{topic}-{partition}"
+            plog = self._open_log(
+                path, config if isinstance(config, LogConfig) else self.log_config(topic)
+            )
+            fsync_dir(parent)
+            self._logs[(topic, partition)] = plog
+            self._dir_of[(topic, partition)] = path
+            return plog
+
+    def delete_partition(self, topic: str, partition: int) -> bool:
+        """Stop serving the partition and rename its dir ``-delete``; removed later."""
+        with self._lock:
+            plog = self._logs.pop((topic, partition), None)
+            self._dir_of.pop((topic, partition), None)
+        if plog is None:
+            return False
+        plog.delete()
+        due = self.clock.now_ms() + plog.config.file_delete_delay_ms
+        with self._lock:
+            self._deleting.append((due, plog))
+        return True
+
+    def delete_topic(self, topic: str) -> int:
+        with self._lock:
+            parts = [p for t, p in self._logs if t == topic]
+            self._topic_overrides.pop(topic, None)
+        return sum(self.delete_partition(topic, p) for p in parts)
+
+    # -- background work -----------------------------------------------------------
+
+    def run_retention_once(self, now_ms: int | None = None) -> int:
+        """Apply retention to every partition; returns the number of segments deleted."""
+        now = self.clock.now_ms() if now_ms is None else now_ms
+        self._last_retention_ms = now
+        return sum(plog.run_retention(now) for plog in list(self._logs.values()))
+
+    def flush_once(self, now_ms: int | None = None) -> int:
+        """Flush what ``flush.ms`` makes due, and segments rolled since the last flush."""
+        now = self.clock.now_ms() if now_ms is None else now_ms
+        logs = list(self._logs.values())
+        if self.metadata_log is not None:
+            logs.append(self.metadata_log)
+        return sum(plog.flush_if_due(now) for plog in logs)
+
+    def flush_all(self) -> None:
+        for plog in list(self._logs.values()):
+            plog.flush()
+        if self.metadata_log is not None:
+            self.metadata_log.flush()
+
+    def checkpoint(self) -> None:
+        """Write the recovery point and log start offset files of every log dir."""
+        for cps in self.checkpoints.values():
+            cps.write()
+        self._last_checkpoint_ms = self.clock.now_ms()
+
+    def cleanup_once(self, now_ms: int | None = None, *, force: bool = False) -> int:
+        """Unlink ``.deleted`` segments and ``-delete`` dirs whose delay has passed."""
+        now = self.clock.now_ms() if now_ms is None else now_ms
+        n = sum(plog.delete_expired_files(now) for plog in list(self._logs.values()))
+        with self._lock:
+            due = [x for t, x in self._deleting if force or t <= now]
+            self._deleting = [(t, x) for t, x in self._deleting if not (force or t <= now)]
+        for item in due:
+            if isinstance(item, PartitionLog):
+                item.destroy()
+            else:
+                shutil.rmtree(item, ignore_errors=True)
+        return n + len(due)
+
+    def run_background_once(self, now_ms: int | None = None) -> None:
+        """One round of everything periodic, each on its configured interval."""
+        now = self.clock.now_ms() if now_ms is None else now_ms
+        if now - self._last_retention_ms >= int(self.setting("log.retention.check.interval.ms")):
+            self.run_retention_once(now)
+        self.flush_once(now)
+        interval = int(self.setting("log.flush.offset.checkpoint.interval.ms"))
+        if now - self._last_checkpoint_ms >= interval:
+            self.checkpoint()
+        self.cleanup_once(now)
+
+    def start_background(self, interval_s: float = 1.0) -> threading.Thread:
+        """Run ``run_background_once`` every ``interval_s`` in a daemon thread."""
+        if self._bg_thread is not None:
+            return self._bg_thread
+        self._bg_stop.clear()
+
+        def loop() -> None:
+            while not self._bg_stop.wait(interval_s):
+                try:
+                    self.run_background_once()
+                except Exception:  # keep the thread alive; the next round retries
+                    log.exception("storage background round failed")
+
+        self._bg_thread = threading.Thread(target=loop, name="spool-storage-bg", daemon=True)
+        self._bg_thread.start()
+        return self._bg_thread
+
+    def stop_background(self) -> None:
+        if self._bg_thread is not None:
+            self._bg_stop.set()
+            self._bg_thread.join()
+            self._bg_thread = None
+
+    # -- shutdown ------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        """Stop background work, flush and close every log, write checkpoints, then the
+        clean-shutdown marker (so the next start skips recovery)."""
+        self.stop_background()
+        logs = list(self._logs.values())
+        if self.metadata_log is not None:
+            logs.append(self.metadata_log)
+        for plog in logs:
+            plog.close()
+        self.cleanup_once(force=True)
+        for d in self.log_dirs:
+            self.checkpoints[d].write(force=True)
+            if self.loaded:  # an unloaded (unrecovered) dir must not look clean
+                (d / CLEAN_SHUTDOWN_MARKER).touch()
+                fsync_dir(d)
+        with self._lock:
+            self._logs.clear()
