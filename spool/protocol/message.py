@@ -48,7 +48,7 @@ class _Unset:
 UNSET: Any = _Unset()
 
 # What a straight-line decoder may raise on bad input besides ProtocolDecodeError.
-_DECODE_FAILURES = (struct.error, IndexError, ValueError, OverflowError, TypeError)
+_DECODE_FAILURES = (struct.error, IndexError, ValueError)
 
 
 class Message:

@@ -85,21 +85,24 @@ def read_uvarint(buf, pos: int) -> tuple[int, int]:
         b = buf[pos]
         if b < 0x80:
             return b, pos + 1
+        # unrolled: lengths of 16 KiB records take 3 bytes
         value = b & 0x7F
-        shift = 7
-        start = pos
-        pos += 1
-        while True:
-            b = buf[pos]
-            pos += 1
-            value |= (b & 0x7F) << shift
-            if b < 0x80:
-                if value > 0xFFFFFFFF:
-                    raise ProtocolDecodeError(f'uvarint overflow at offset {start}')
-                return value, pos
-            shift += 7
-            if shift > 28:
-                raise ProtocolDecodeError(f'uvarint longer than 5 bytes at offset {start}')
+        b = buf[pos + 1]
+        if b < 0x80:
+            return value | b << 7, pos + 2
+        value |= (b & 0x7F) << 7
+        b = buf[pos + 2]
+        if b < 0x80:
+            return value | b << 14, pos + 3
+        value |= (b & 0x7F) << 14
+        b = buf[pos + 3]
+        if b < 0x80:
+            return value | b << 21, pos + 4
+        value |= (b & 0x7F) << 21
+        b = buf[pos + 4]
+        if b > 0x0F:
+            raise ProtocolDecodeError(f'uvarint longer than 32 bits at offset {pos}')
+        return value | b << 28, pos + 5
     except IndexError:
         raise _truncated('uvarint', pos) from None
 
@@ -412,6 +415,8 @@ def write_compact_array_len(value: list | None) -> bytes:
 def skip_tagged_fields(buf, pos: int) -> int:
     """Skip a tagged-field section (all tags unknown to the reader)."""
     n, pos = read_uvarint(buf, pos)
+    if not n:
+        return pos
     for _ in range(n):
         _tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)

@@ -208,7 +208,14 @@ def _decode_elements(ctx: Context, code: Code, f: FieldSpec, version: int, flexi
 def _decode_tagged(ctx: Context, code: Code, struct: StructSpec, version: int) -> None:
     tagged = sorted((f for f in struct.fields if f.is_tagged_at(version)), key=lambda f: f.tag)
     if not tagged:
-        code('pos = skip_tagged_fields(buf, pos)')
+        # fast path for the usual empty section (a truncated buffer raises
+        # IndexError, which the decode entry point turns into ProtocolDecodeError)
+        code('if buf[pos]:')
+        code.indent()('pos = skip_tagged_fields(buf, pos)')
+        code.dedent()
+        code('else:')
+        code.indent()('pos += 1')
+        code.dedent()
         return
     for f in tagged:
         code(f'f_{f.attr} = {default_expr(f)}')

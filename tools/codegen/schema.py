@@ -1,7 +1,8 @@
 """The message-spec model and its loader.
 
 ``load_specs()`` reads every ``*.json`` spec bundled with the installed
-kafka-python wheel (``kafka/protocol/schemas/resources``), applies
+kafka-python wheel (``kafka/protocol/schemas/resources``, located with
+``importlib.util.find_spec`` so kafka itself is not imported), applies
 :mod:`tools.codegen.overrides`, resolves ``commonStructs`` and struct
 references, and returns :class:`MessageSpec` objects sorted by name. Header
 specs (``RequestHeader``/``ResponseHeader``) are skipped: headers are
@@ -13,8 +14,9 @@ A version range is inclusive on both ends; ``none`` is the empty range and
 
 from __future__ import annotations
 
-import importlib.resources
+import importlib.util
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tools.codegen import jsonc, overrides
@@ -32,7 +34,7 @@ FIXED = {
     'uint32': 'I', 'float64': 'd', 'bool': '?',
 }
 NULLABLE_TYPES = frozenset({'string', 'bytes', 'records'})
-SPEC_PACKAGE = 'kafka.protocol.schemas.resources'
+SPEC_SUBDIR = ('protocol', 'schemas', 'resources')  # inside the kafka package
 SKIPPED_TYPES = frozenset({'header'})
 
 
@@ -292,12 +294,17 @@ def _validate(spec: MessageSpec) -> None:
         raise SpecError(f'{spec.name}: struct name clash')
 
 
+def spec_dir() -> Path:
+    """The installed kafka-python's spec directory (found without importing kafka)."""
+    found = importlib.util.find_spec('kafka')
+    if found is None or not found.submodule_search_locations:
+        raise SpecError('kafka-python is not installed (pip install -e .[dev])')
+    return Path(found.submodule_search_locations[0]).joinpath(*SPEC_SUBDIR)
+
+
 def spec_files() -> list[tuple[str, str]]:
     """(file name, text) of every bundled spec, sorted by name."""
-    root = importlib.resources.files(SPEC_PACKAGE)
-    found = [(p.name, p.read_text(encoding='utf-8')) for p in root.iterdir()
-             if p.name.endswith('.json')]
-    return sorted(found)
+    return sorted((p.name, p.read_text(encoding='utf-8')) for p in spec_dir().glob('*.json'))
 
 
 def load_specs() -> list[MessageSpec]:

@@ -65,7 +65,10 @@ def _d_AddOffsetsToTxnRequest_v3(buf, pos):
     f_producer_id, f_producer_epoch = _S_qh.unpack_from(buf, pos)
     pos += 10
     f_group_id, pos = read_compact_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AddOffsetsToTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_group_id), pos
 
 

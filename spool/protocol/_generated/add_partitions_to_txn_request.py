@@ -135,7 +135,10 @@ def _d_AddPartitionsToTxnTopic_v3(buf, pos):
     n, pos = read_compact_array_len(buf, pos)
     f_partitions = list(unpack_from(f'>{n}i', buf, pos))
     pos += 4 * n
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AddPartitionsToTxnTopic(f_name, f_partitions), pos
 
 
@@ -165,7 +168,10 @@ def _d_AddPartitionsToTxnTransaction_v4(buf, pos):
     for _ in range(n):
         e, pos = _d_AddPartitionsToTxnTopic_v3(buf, pos)
         f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AddPartitionsToTxnTransaction(f_transactional_id, f_producer_id, f_producer_epoch, f_verify_only, f_topics), pos
 
 
@@ -201,7 +207,10 @@ def _d_AddPartitionsToTxnRequest_v3(buf, pos):
     for _ in range(n):
         e, pos = _d_AddPartitionsToTxnTopic_v3(buf, pos)
         f_v3_and_below_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AddPartitionsToTxnRequest([], f_v3_and_below_transactional_id, f_v3_and_below_producer_id, f_v3_and_below_producer_epoch, f_v3_and_below_topics), pos
 
 
@@ -211,7 +220,10 @@ def _d_AddPartitionsToTxnRequest_v4(buf, pos):
     for _ in range(n):
         e, pos = _d_AddPartitionsToTxnTransaction_v4(buf, pos)
         f_transactions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AddPartitionsToTxnRequest(f_transactions, '', 0, 0, []), pos
 
 

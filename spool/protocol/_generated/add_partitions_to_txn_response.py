@@ -138,7 +138,10 @@ def _d_AddPartitionsToTxnPartitionResult_v0(buf, pos):
 def _d_AddPartitionsToTxnPartitionResult_v3(buf, pos):
     f_partition_index, f_partition_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AddPartitionsToTxnPartitionResult(f_partition_index, f_partition_error_code), pos
 
 
@@ -170,7 +173,10 @@ def _d_AddPartitionsToTxnTopicResult_v3(buf, pos):
     for _ in range(n):
         e, pos = _d_AddPartitionsToTxnPartitionResult_v3(buf, pos)
         f_results_by_partition.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AddPartitionsToTxnTopicResult(f_name, f_results_by_partition), pos
 
 
@@ -200,7 +206,10 @@ def _d_AddPartitionsToTxnResult_v4(buf, pos):
     for _ in range(n):
         e, pos = _d_AddPartitionsToTxnTopicResult_v3(buf, pos)
         f_topic_results.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AddPartitionsToTxnResult(f_transactional_id, f_topic_results), pos
 
 
@@ -233,7 +242,10 @@ def _d_AddPartitionsToTxnResponse_v3(buf, pos):
     for _ in range(n):
         e, pos = _d_AddPartitionsToTxnTopicResult_v3(buf, pos)
         f_results_by_topic_v3_and_below.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AddPartitionsToTxnResponse(f_throttle_time_ms, 0, [], f_results_by_topic_v3_and_below), pos
 
 
@@ -245,7 +257,10 @@ def _d_AddPartitionsToTxnResponse_v4(buf, pos):
     for _ in range(n):
         e, pos = _d_AddPartitionsToTxnResult_v4(buf, pos)
         f_results_by_transaction.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AddPartitionsToTxnResponse(f_throttle_time_ms, f_error_code, f_results_by_transaction, []), pos
 
 

@@ -138,7 +138,10 @@ def _d_EntityData_v0(buf, pos):
 def _d_EntityData_v1(buf, pos):
     f_entity_type, pos = read_compact_string(buf, pos)
     f_entity_name, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return EntityData(f_entity_type, f_entity_name), pos
 
 
@@ -166,7 +169,10 @@ def _d_OpData_v1(buf, pos):
     f_key, pos = read_compact_string(buf, pos)
     f_value, f_remove = _S_do.unpack_from(buf, pos)
     pos += 9
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OpData(f_key, f_value, f_remove), pos
 
 
@@ -208,7 +214,10 @@ def _d_EntryData_v1(buf, pos):
     for _ in range(n):
         e, pos = _d_OpData_v1(buf, pos)
         f_ops.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return EntryData(f_entity, f_ops), pos
 
 
@@ -256,7 +265,10 @@ def _d_AlterClientQuotasRequest_v1(buf, pos):
         f_entries.append(e)
     f_validate_only, = _S_o.unpack_from(buf, pos)
     pos += 1
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AlterClientQuotasRequest(f_entries, f_validate_only), pos
 
 

@@ -114,7 +114,10 @@ def _d_EntityData_v0(buf, pos):
 def _d_EntityData_v1(buf, pos):
     f_entity_type, pos = read_compact_string(buf, pos)
     f_entity_name, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return EntityData(f_entity_type, f_entity_name), pos
 
 
@@ -152,7 +155,10 @@ def _d_EntryData_v1(buf, pos):
     for _ in range(n):
         e, pos = _d_EntityData_v1(buf, pos)
         f_entity.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return EntryData(f_error_code, f_error_message, f_entity), pos
 
 
@@ -196,7 +202,10 @@ def _d_AlterClientQuotasResponse_v1(buf, pos):
     for _ in range(n):
         e, pos = _d_EntryData_v1(buf, pos)
         f_entries.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AlterClientQuotasResponse(f_throttle_time_ms, f_entries), pos
 
 

@@ -114,7 +114,10 @@ def _d_AlterableConfig_v0(buf, pos):
 def _d_AlterableConfig_v2(buf, pos):
     f_name, pos = read_compact_string(buf, pos)
     f_value, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AlterableConfig(f_name, f_value), pos
 
 
@@ -152,7 +155,10 @@ def _d_AlterConfigsResource_v2(buf, pos):
     for _ in range(n):
         e, pos = _d_AlterableConfig_v2(buf, pos)
         f_configs.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AlterConfigsResource(f_resource_type, f_resource_name, f_configs), pos
 
 
@@ -196,7 +202,10 @@ def _d_AlterConfigsRequest_v2(buf, pos):
         f_resources.append(e)
     f_validate_only, = _S_o.unpack_from(buf, pos)
     pos += 1
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AlterConfigsRequest(f_resources, f_validate_only), pos
 
 

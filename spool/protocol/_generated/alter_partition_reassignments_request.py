@@ -109,7 +109,10 @@ def _d_ReassignablePartition_v0(buf, pos):
     else:
         f_replicas = list(unpack_from(f'>{n}i', buf, pos))
         pos += 4 * n
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ReassignablePartition(f_partition_index, f_replicas), pos
 
 
@@ -132,7 +135,10 @@ def _d_ReassignableTopic_v0(buf, pos):
     for _ in range(n):
         e, pos = _d_ReassignablePartition_v0(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ReassignableTopic(f_name, f_partitions), pos
 
 
@@ -154,7 +160,10 @@ def _d_AlterPartitionReassignmentsRequest_v0(buf, pos):
     for _ in range(n):
         e, pos = _d_ReassignableTopic_v0(buf, pos)
         f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AlterPartitionReassignmentsRequest(f_timeout_ms, True, f_topics), pos
 
 
@@ -166,7 +175,10 @@ def _d_AlterPartitionReassignmentsRequest_v1(buf, pos):
     for _ in range(n):
         e, pos = _d_ReassignableTopic_v0(buf, pos)
         f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AlterPartitionReassignmentsRequest(f_timeout_ms, f_allow_replication_factor_change, f_topics), pos
 
 

@@ -117,7 +117,10 @@ def _d_ReassignablePartitionResponse_v0(buf, pos):
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ReassignablePartitionResponse(f_partition_index, f_error_code, f_error_message), pos
 
 
@@ -135,7 +138,10 @@ def _d_ReassignableTopicResponse_v0(buf, pos):
     for _ in range(n):
         e, pos = _d_ReassignablePartitionResponse_v0(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ReassignableTopicResponse(f_name, f_partitions), pos
 
 
@@ -158,7 +164,10 @@ def _d_AlterPartitionReassignmentsResponse_v0(buf, pos):
     for _ in range(n):
         e, pos = _d_ReassignableTopicResponse_v0(buf, pos)
         f_responses.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AlterPartitionReassignmentsResponse(f_throttle_time_ms, True, f_error_code, f_error_message, f_responses), pos
 
 
@@ -171,7 +180,10 @@ def _d_AlterPartitionReassignmentsResponse_v1(buf, pos):
     for _ in range(n):
         e, pos = _d_ReassignableTopicResponse_v0(buf, pos)
         f_responses.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AlterPartitionReassignmentsResponse(f_throttle_time_ms, f_allow_replication_factor_change, f_error_code, f_error_message, f_responses), pos
 
 

@@ -104,7 +104,10 @@ def _d_AlterReplicaLogDirTopic_v2(buf, pos):
     n, pos = read_compact_array_len(buf, pos)
     f_partitions = list(unpack_from(f'>{n}i', buf, pos))
     pos += 4 * n
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AlterReplicaLogDirTopic(f_name, f_partitions), pos
 
 
@@ -142,7 +145,10 @@ def _d_AlterReplicaLogDir_v2(buf, pos):
     for _ in range(n):
         e, pos = _d_AlterReplicaLogDirTopic_v2(buf, pos)
         f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AlterReplicaLogDir(f_path, f_topics), pos
 
 
@@ -180,7 +186,10 @@ def _d_AlterReplicaLogDirsRequest_v2(buf, pos):
     for _ in range(n):
         e, pos = _d_AlterReplicaLogDir_v2(buf, pos)
         f_dirs.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AlterReplicaLogDirsRequest(f_dirs), pos
 
 

@@ -106,7 +106,10 @@ def _d_AlterReplicaLogDirPartitionResult_v1(buf, pos):
 def _d_AlterReplicaLogDirPartitionResult_v2(buf, pos):
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AlterReplicaLogDirPartitionResult(f_partition_index, f_error_code), pos
 
 
@@ -138,7 +141,10 @@ def _d_AlterReplicaLogDirTopicResult_v2(buf, pos):
     for _ in range(n):
         e, pos = _d_AlterReplicaLogDirPartitionResult_v2(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AlterReplicaLogDirTopicResult(f_topic_name, f_partitions), pos
 
 
@@ -180,7 +186,10 @@ def _d_AlterReplicaLogDirsResponse_v2(buf, pos):
     for _ in range(n):
         e, pos = _d_AlterReplicaLogDirTopicResult_v2(buf, pos)
         f_results.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AlterReplicaLogDirsResponse(f_throttle_time_ms, f_results), pos
 
 

@@ -111,7 +111,10 @@ def _d_ScramCredentialDeletion_v0(buf, pos):
     f_name, pos = read_compact_string(buf, pos)
     f_mechanism, = _S_b.unpack_from(buf, pos)
     pos += 1
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ScramCredentialDeletion(f_name, f_mechanism), pos
 
 
@@ -128,7 +131,10 @@ def _d_ScramCredentialUpsertion_v0(buf, pos):
     pos += 5
     f_salt, pos = read_compact_bytes(buf, pos)
     f_salted_password, pos = read_compact_bytes(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ScramCredentialUpsertion(f_name, f_mechanism, f_iterations, f_salt, f_salted_password), pos
 
 
@@ -152,7 +158,10 @@ def _d_AlterUserScramCredentialsRequest_v0(buf, pos):
     for _ in range(n):
         e, pos = _d_ScramCredentialUpsertion_v0(buf, pos)
         f_upsertions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AlterUserScramCredentialsRequest(f_deletions, f_upsertions), pos
 
 

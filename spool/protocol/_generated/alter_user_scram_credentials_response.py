@@ -81,7 +81,10 @@ def _d_AlterUserScramCredentialsResult_v0(buf, pos):
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AlterUserScramCredentialsResult(f_user, f_error_code, f_error_message), pos
 
 
@@ -101,7 +104,10 @@ def _d_AlterUserScramCredentialsResponse_v0(buf, pos):
     for _ in range(n):
         e, pos = _d_AlterUserScramCredentialsResult_v0(buf, pos)
         f_results.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AlterUserScramCredentialsResponse(f_throttle_time_ms, f_results), pos
 
 

@@ -45,7 +45,10 @@ def _d_ApiVersionsRequest_v0(buf, pos):
 def _d_ApiVersionsRequest_v3(buf, pos):
     f_client_software_name, pos = read_compact_string(buf, pos)
     f_client_software_version, pos = read_compact_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ApiVersionsRequest(f_client_software_name, f_client_software_version), pos
 
 

@@ -170,7 +170,10 @@ def _d_ApiVersion_v0(buf, pos):
 def _d_ApiVersion_v3(buf, pos):
     f_api_key, f_min_version, f_max_version = _S_hhh.unpack_from(buf, pos)
     pos += 6
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ApiVersion(f_api_key, f_min_version, f_max_version), pos
 
 
@@ -189,7 +192,10 @@ def _d_SupportedFeatureKey_v3(buf, pos):
     f_name, pos = read_compact_string(buf, pos)
     f_min_version, f_max_version = _S_hh.unpack_from(buf, pos)
     pos += 4
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return SupportedFeatureKey(f_name, f_min_version, f_max_version), pos
 
 
@@ -204,7 +210,10 @@ def _d_FinalizedFeatureKey_v3(buf, pos):
     f_name, pos = read_compact_string(buf, pos)
     f_max_version_level, f_min_version_level = _S_hh.unpack_from(buf, pos)
     pos += 4
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return FinalizedFeatureKey(f_name, f_max_version_level, f_min_version_level), pos
 
 

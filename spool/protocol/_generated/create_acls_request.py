@@ -112,7 +112,10 @@ def _d_AclCreation_v2(buf, pos):
     f_host, pos = read_compact_string(buf, pos)
     f_operation, f_permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AclCreation(f_resource_type, f_resource_name, f_resource_pattern_type, f_principal, f_host, f_operation, f_permission_type), pos
 
 
@@ -152,7 +155,10 @@ def _d_CreateAclsRequest_v2(buf, pos):
     for _ in range(n):
         e, pos = _d_AclCreation_v2(buf, pos)
         f_creations.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return CreateAclsRequest(f_creations), pos
 
 

@@ -84,7 +84,10 @@ def _d_AclCreationResult_v2(buf, pos):
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AclCreationResult(f_error_code, f_error_message), pos
 
 
@@ -120,7 +123,10 @@ def _d_CreateAclsResponse_v2(buf, pos):
     for _ in range(n):
         e, pos = _d_AclCreationResult_v2(buf, pos)
         f_results.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return CreateAclsResponse(f_throttle_time_ms, f_results), pos
 
 

@@ -114,7 +114,10 @@ def _d_CreatePartitionsAssignment_v2(buf, pos):
     n, pos = read_compact_array_len(buf, pos)
     f_broker_ids = list(unpack_from(f'>{n}i', buf, pos))
     pos += 4 * n
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return CreatePartitionsAssignment(f_broker_ids), pos
 
 
@@ -160,7 +163,10 @@ def _d_CreatePartitionsTopic_v2(buf, pos):
         for _ in range(n):
             e, pos = _d_CreatePartitionsAssignment_v2(buf, pos)
             f_assignments.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return CreatePartitionsTopic(f_name, f_count, f_assignments), pos
 
 
@@ -210,7 +216,10 @@ def _d_CreatePartitionsRequest_v2(buf, pos):
         f_topics.append(e)
     f_timeout_ms, f_validate_only = _S_io.unpack_from(buf, pos)
     pos += 5
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return CreatePartitionsRequest(f_topics, f_timeout_ms, f_validate_only), pos
 
 

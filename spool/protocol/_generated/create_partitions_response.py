@@ -94,7 +94,10 @@ def _d_CreatePartitionsTopicResult_v2(buf, pos):
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return CreatePartitionsTopicResult(f_name, f_error_code, f_error_message), pos
 
 
@@ -132,7 +135,10 @@ def _d_CreatePartitionsResponse_v2(buf, pos):
     for _ in range(n):
         e, pos = _d_CreatePartitionsTopicResult_v2(buf, pos)
         f_results.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return CreatePartitionsResponse(f_throttle_time_ms, f_results), pos
 
 

@@ -159,7 +159,10 @@ def _d_CreatableReplicaAssignment_v5(buf, pos):
     n, pos = read_compact_array_len(buf, pos)
     f_broker_ids = list(unpack_from(f'>{n}i', buf, pos))
     pos += 4 * n
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return CreatableReplicaAssignment(f_partition_index, f_broker_ids), pos
 
 
@@ -189,7 +192,10 @@ def _d_CreatableTopicConfig_v2(buf, pos):
 def _d_CreatableTopicConfig_v5(buf, pos):
     f_name, pos = read_compact_string(buf, pos)
     f_value, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return CreatableTopicConfig(f_name, f_value), pos
 
 
@@ -237,7 +243,10 @@ def _d_CreatableTopic_v5(buf, pos):
     for _ in range(n):
         e, pos = _d_CreatableTopicConfig_v5(buf, pos)
         f_configs.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return CreatableTopic(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs), pos
 
 
@@ -289,7 +298,10 @@ def _d_CreateTopicsRequest_v5(buf, pos):
         f_topics.append(e)
     f_timeout_ms, f_validate_only = _S_io.unpack_from(buf, pos)
     pos += 5
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return CreateTopicsRequest(f_topics, f_timeout_ms, f_validate_only), pos
 
 

@@ -151,7 +151,10 @@ def _d_CreatableTopicConfigs_v5(buf, pos):
     f_value, pos = read_compact_nullable_string(buf, pos)
     f_read_only, f_config_source, f_is_sensitive = _S_obo.unpack_from(buf, pos)
     pos += 3
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return CreatableTopicConfigs(f_name, f_value, f_read_only, f_config_source, f_is_sensitive), pos
 
 
@@ -307,7 +310,10 @@ def _d_CreateTopicsResponse_v5(buf, pos):
     for _ in range(n):
         e, pos = _d_CreatableTopicResult_v5(buf, pos)
         f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return CreateTopicsResponse(f_throttle_time_ms, f_topics), pos
 
 
@@ -319,7 +325,10 @@ def _d_CreateTopicsResponse_v7(buf, pos):
     for _ in range(n):
         e, pos = _d_CreatableTopicResult_v7(buf, pos)
         f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return CreateTopicsResponse(f_throttle_time_ms, f_topics), pos
 
 

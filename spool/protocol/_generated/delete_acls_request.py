@@ -112,7 +112,10 @@ def _d_DeleteAclsFilter_v2(buf, pos):
     f_host_filter, pos = read_compact_nullable_string(buf, pos)
     f_operation, f_permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DeleteAclsFilter(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type), pos
 
 
@@ -152,7 +155,10 @@ def _d_DeleteAclsRequest_v2(buf, pos):
     for _ in range(n):
         e, pos = _d_DeleteAclsFilter_v2(buf, pos)
         f_filters.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DeleteAclsRequest(f_filters), pos
 
 

@@ -164,7 +164,10 @@ def _d_DeleteAclsMatchingAcl_v2(buf, pos):
     f_host, pos = read_compact_string(buf, pos)
     f_operation, f_permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DeleteAclsMatchingAcl(f_error_code, f_error_message, f_resource_type, f_resource_name, f_pattern_type, f_principal, f_host, f_operation, f_permission_type), pos
 
 
@@ -214,7 +217,10 @@ def _d_DeleteAclsFilterResult_v2(buf, pos):
     for _ in range(n):
         e, pos = _d_DeleteAclsMatchingAcl_v2(buf, pos)
         f_matching_acls.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DeleteAclsFilterResult(f_error_code, f_error_message, f_matching_acls), pos
 
 
@@ -258,7 +264,10 @@ def _d_DeleteAclsResponse_v2(buf, pos):
     for _ in range(n):
         e, pos = _d_DeleteAclsFilterResult_v2(buf, pos)
         f_filter_results.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DeleteAclsResponse(f_throttle_time_ms, f_filter_results), pos
 
 

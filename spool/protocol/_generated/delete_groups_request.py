@@ -58,7 +58,10 @@ def _d_DeleteGroupsRequest_v2(buf, pos):
     for _ in range(n):
         e, pos = read_compact_string(buf, pos)
         f_groups_names.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DeleteGroupsRequest(f_groups_names), pos
 
 

@@ -84,7 +84,10 @@ def _d_DeletableGroupResult_v2(buf, pos):
     f_group_id, pos = read_compact_string(buf, pos)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DeletableGroupResult(f_group_id, f_error_code), pos
 
 
@@ -120,7 +123,10 @@ def _d_DeleteGroupsResponse_v2(buf, pos):
     for _ in range(n):
         e, pos = _d_DeletableGroupResult_v2(buf, pos)
         f_results.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DeleteGroupsResponse(f_throttle_time_ms, f_results), pos
 
 

@@ -105,7 +105,10 @@ def _d_DeleteRecordsPartition_v0(buf, pos):
 def _d_DeleteRecordsPartition_v2(buf, pos):
     f_partition_index, f_offset = _S_iq.unpack_from(buf, pos)
     pos += 12
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DeleteRecordsPartition(f_partition_index, f_offset), pos
 
 
@@ -137,7 +140,10 @@ def _d_DeleteRecordsTopic_v2(buf, pos):
     for _ in range(n):
         e, pos = _d_DeleteRecordsPartition_v2(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DeleteRecordsTopic(f_name, f_partitions), pos
 
 
@@ -179,7 +185,10 @@ def _d_DeleteRecordsRequest_v2(buf, pos):
         f_topics.append(e)
     f_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DeleteRecordsRequest(f_topics, f_timeout_ms), pos
 
 

@@ -110,7 +110,10 @@ def _d_DeleteRecordsPartitionResult_v0(buf, pos):
 def _d_DeleteRecordsPartitionResult_v2(buf, pos):
     f_partition_index, f_low_watermark, f_error_code = _S_iqh.unpack_from(buf, pos)
     pos += 14
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DeleteRecordsPartitionResult(f_partition_index, f_low_watermark, f_error_code), pos
 
 
@@ -142,7 +145,10 @@ def _d_DeleteRecordsTopicResult_v2(buf, pos):
     for _ in range(n):
         e, pos = _d_DeleteRecordsPartitionResult_v2(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DeleteRecordsTopicResult(f_name, f_partitions), pos
 
 
@@ -184,7 +190,10 @@ def _d_DeleteRecordsResponse_v2(buf, pos):
     for _ in range(n):
         e, pos = _d_DeleteRecordsTopicResult_v2(buf, pos)
         f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DeleteRecordsResponse(f_throttle_time_ms, f_topics), pos
 
 

@@ -83,7 +83,10 @@ class DeleteTopicsRequest(Message):
 def _d_DeleteTopicState_v6(buf, pos):
     f_name, pos = read_compact_nullable_string(buf, pos)
     f_topic_id, pos = read_uuid(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DeleteTopicState(f_name, f_topic_id), pos
 
 
@@ -113,7 +116,10 @@ def _d_DeleteTopicsRequest_v4(buf, pos):
         f_topic_names.append(e)
     f_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DeleteTopicsRequest([], f_topic_names, f_timeout_ms), pos
 
 
@@ -125,7 +131,10 @@ def _d_DeleteTopicsRequest_v6(buf, pos):
         f_topics.append(e)
     f_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DeleteTopicsRequest(f_topics, [], f_timeout_ms), pos
 
 

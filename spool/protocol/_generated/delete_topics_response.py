@@ -97,7 +97,10 @@ def _d_DeletableTopicResult_v4(buf, pos):
     f_name, pos = read_compact_string(buf, pos)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DeletableTopicResult(f_name, ZERO_UUID, f_error_code, None), pos
 
 
@@ -106,7 +109,10 @@ def _d_DeletableTopicResult_v5(buf, pos):
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DeletableTopicResult(f_name, ZERO_UUID, f_error_code, f_error_message), pos
 
 
@@ -116,7 +122,10 @@ def _d_DeletableTopicResult_v6(buf, pos):
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DeletableTopicResult(f_name, f_topic_id, f_error_code, f_error_message), pos
 
 
@@ -169,7 +178,10 @@ def _d_DeleteTopicsResponse_v4(buf, pos):
     for _ in range(n):
         e, pos = _d_DeletableTopicResult_v4(buf, pos)
         f_responses.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DeleteTopicsResponse(f_throttle_time_ms, f_responses), pos
 
 
@@ -181,7 +193,10 @@ def _d_DeleteTopicsResponse_v5(buf, pos):
     for _ in range(n):
         e, pos = _d_DeletableTopicResult_v5(buf, pos)
         f_responses.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DeleteTopicsResponse(f_throttle_time_ms, f_responses), pos
 
 
@@ -193,7 +208,10 @@ def _d_DeleteTopicsResponse_v6(buf, pos):
     for _ in range(n):
         e, pos = _d_DeletableTopicResult_v6(buf, pos)
         f_responses.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DeleteTopicsResponse(f_throttle_time_ms, f_responses), pos
 
 

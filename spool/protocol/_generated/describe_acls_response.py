@@ -140,7 +140,10 @@ def _d_AclDescription_v2(buf, pos):
     f_host, pos = read_compact_string(buf, pos)
     f_operation, f_permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AclDescription(f_principal, f_host, f_operation, f_permission_type), pos
 
 
@@ -184,7 +187,10 @@ def _d_DescribeAclsResource_v2(buf, pos):
     for _ in range(n):
         e, pos = _d_AclDescription_v2(buf, pos)
         f_acls.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeAclsResource(f_resource_type, f_resource_name, f_pattern_type, f_acls), pos
 
 
@@ -232,7 +238,10 @@ def _d_DescribeAclsResponse_v2(buf, pos):
     for _ in range(n):
         e, pos = _d_DescribeAclsResource_v2(buf, pos)
         f_resources.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeAclsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_resources), pos
 
 

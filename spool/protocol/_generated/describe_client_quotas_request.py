@@ -94,7 +94,10 @@ def _d_ComponentData_v1(buf, pos):
     f_match_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_match, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ComponentData(f_entity_type, f_match_type, f_match), pos
 
 
@@ -132,7 +135,10 @@ def _d_DescribeClientQuotasRequest_v1(buf, pos):
         f_components.append(e)
     f_strict, = _S_o.unpack_from(buf, pos)
     pos += 1
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeClientQuotasRequest(f_components, f_strict), pos
 
 

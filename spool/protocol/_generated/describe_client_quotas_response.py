@@ -145,7 +145,10 @@ def _d_EntityData_v0(buf, pos):
 def _d_EntityData_v1(buf, pos):
     f_entity_type, pos = read_compact_string(buf, pos)
     f_entity_name, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return EntityData(f_entity_type, f_entity_name), pos
 
 
@@ -173,7 +176,10 @@ def _d_ValueData_v1(buf, pos):
     f_key, pos = read_compact_string(buf, pos)
     f_value, = _S_d.unpack_from(buf, pos)
     pos += 8
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ValueData(f_key, f_value), pos
 
 
@@ -215,7 +221,10 @@ def _d_EntryData_v1(buf, pos):
     for _ in range(n):
         e, pos = _d_ValueData_v1(buf, pos)
         f_values.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return EntryData(f_entity, f_values), pos
 
 
@@ -271,7 +280,10 @@ def _d_DescribeClientQuotasResponse_v1(buf, pos):
         for _ in range(n):
             e, pos = _d_EntryData_v1(buf, pos)
             f_entries.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeClientQuotasResponse(f_throttle_time_ms, f_error_code, f_error_message, f_entries), pos
 
 

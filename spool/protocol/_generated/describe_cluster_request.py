@@ -49,21 +49,30 @@ class DescribeClusterRequest(Message):
 def _d_DescribeClusterRequest_v0(buf, pos):
     f_include_cluster_authorized_operations, = _S_o.unpack_from(buf, pos)
     pos += 1
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeClusterRequest(f_include_cluster_authorized_operations, 1, False), pos
 
 
 def _d_DescribeClusterRequest_v1(buf, pos):
     f_include_cluster_authorized_operations, f_endpoint_type = _S_ob.unpack_from(buf, pos)
     pos += 2
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeClusterRequest(f_include_cluster_authorized_operations, f_endpoint_type, False), pos
 
 
 def _d_DescribeClusterRequest_v2(buf, pos):
     f_include_cluster_authorized_operations, f_endpoint_type, f_include_fenced_brokers = _S_obo.unpack_from(buf, pos)
     pos += 3
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeClusterRequest(f_include_cluster_authorized_operations, f_endpoint_type, f_include_fenced_brokers), pos
 
 

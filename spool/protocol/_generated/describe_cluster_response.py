@@ -118,7 +118,10 @@ def _d_DescribeClusterBroker_v0(buf, pos):
     f_port, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_rack, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeClusterBroker(f_broker_id, f_host, f_port, f_rack, False), pos
 
 
@@ -131,7 +134,10 @@ def _d_DescribeClusterBroker_v2(buf, pos):
     f_rack, pos = read_compact_nullable_string(buf, pos)
     f_is_fenced, = _S_o.unpack_from(buf, pos)
     pos += 1
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeClusterBroker(f_broker_id, f_host, f_port, f_rack, f_is_fenced), pos
 
 
@@ -168,7 +174,10 @@ def _d_DescribeClusterResponse_v0(buf, pos):
         f_brokers.append(e)
     f_cluster_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeClusterResponse(f_throttle_time_ms, f_error_code, f_error_message, 1, f_cluster_id, f_controller_id, f_brokers, f_cluster_authorized_operations), pos
 
 
@@ -188,7 +197,10 @@ def _d_DescribeClusterResponse_v1(buf, pos):
         f_brokers.append(e)
     f_cluster_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeClusterResponse(f_throttle_time_ms, f_error_code, f_error_message, f_endpoint_type, f_cluster_id, f_controller_id, f_brokers, f_cluster_authorized_operations), pos
 
 
@@ -208,7 +220,10 @@ def _d_DescribeClusterResponse_v2(buf, pos):
         f_brokers.append(e)
     f_cluster_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeClusterResponse(f_throttle_time_ms, f_error_code, f_error_message, f_endpoint_type, f_cluster_id, f_controller_id, f_brokers, f_cluster_authorized_operations), pos
 
 

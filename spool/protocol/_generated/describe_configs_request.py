@@ -111,7 +111,10 @@ def _d_DescribeConfigsResource_v4(buf, pos):
         for _ in range(n):
             e, pos = read_compact_string(buf, pos)
             f_configuration_keys.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeConfigsResource(f_resource_type, f_resource_name, f_configuration_keys), pos
 
 
@@ -172,7 +175,10 @@ def _d_DescribeConfigsRequest_v4(buf, pos):
         f_resources.append(e)
     f_include_synonyms, f_include_documentation = _S_oo.unpack_from(buf, pos)
     pos += 2
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeConfigsRequest(f_resources, f_include_synonyms, f_include_documentation), pos
 
 

@@ -185,7 +185,10 @@ def _d_DescribeConfigsSynonym_v4(buf, pos):
     f_value, pos = read_compact_nullable_string(buf, pos)
     f_source, = _S_b.unpack_from(buf, pos)
     pos += 1
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeConfigsSynonym(f_name, f_value, f_source), pos
 
 
@@ -246,7 +249,10 @@ def _d_DescribeConfigsResourceResult_v4(buf, pos):
     f_config_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_documentation, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeConfigsResourceResult(f_name, f_value, f_read_only, f_config_source, False, f_is_sensitive, f_synonyms, f_config_type, f_documentation), pos
 
 
@@ -330,7 +336,10 @@ def _d_DescribeConfigsResult_v4(buf, pos):
     for _ in range(n):
         e, pos = _d_DescribeConfigsResourceResult_v4(buf, pos)
         f_configs.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs), pos
 
 
@@ -401,7 +410,10 @@ def _d_DescribeConfigsResponse_v4(buf, pos):
     for _ in range(n):
         e, pos = _d_DescribeConfigsResult_v4(buf, pos)
         f_results.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeConfigsResponse(f_throttle_time_ms, f_results), pos
 
 

@@ -76,7 +76,10 @@ def _d_DescribeGroupsRequest_v5(buf, pos):
         f_groups.append(e)
     f_include_authorized_operations, = _S_o.unpack_from(buf, pos)
     pos += 1
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeGroupsRequest(f_groups, f_include_authorized_operations), pos
 
 

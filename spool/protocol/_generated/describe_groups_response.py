@@ -171,7 +171,10 @@ def _d_DescribedGroupMember_v5(buf, pos):
     f_client_host, pos = read_compact_string(buf, pos)
     f_member_metadata, pos = read_compact_bytes(buf, pos)
     f_member_assignment, pos = read_compact_bytes(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribedGroupMember(f_member_id, f_group_instance_id, f_client_id, f_client_host, f_member_metadata, f_member_assignment), pos
 
 
@@ -268,7 +271,10 @@ def _d_DescribedGroup_v5(buf, pos):
         f_members.append(e)
     f_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribedGroup(f_error_code, None, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations), pos
 
 
@@ -287,7 +293,10 @@ def _d_DescribedGroup_v6(buf, pos):
         f_members.append(e)
     f_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribedGroup(f_error_code, f_error_message, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations), pos
 
 
@@ -413,7 +422,10 @@ def _d_DescribeGroupsResponse_v5(buf, pos):
     for _ in range(n):
         e, pos = _d_DescribedGroup_v5(buf, pos)
         f_groups.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeGroupsResponse(f_throttle_time_ms, f_groups), pos
 
 
@@ -425,7 +437,10 @@ def _d_DescribeGroupsResponse_v6(buf, pos):
     for _ in range(n):
         e, pos = _d_DescribedGroup_v6(buf, pos)
         f_groups.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeGroupsResponse(f_throttle_time_ms, f_groups), pos
 
 

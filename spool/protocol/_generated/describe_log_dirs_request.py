@@ -82,7 +82,10 @@ def _d_DescribableLogDirTopic_v2(buf, pos):
     n, pos = read_compact_array_len(buf, pos)
     f_partitions = list(unpack_from(f'>{n}i', buf, pos))
     pos += 4 * n
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribableLogDirTopic(f_topic, f_partitions), pos
 
 
@@ -124,7 +127,10 @@ def _d_DescribeLogDirsRequest_v2(buf, pos):
         for _ in range(n):
             e, pos = _d_DescribableLogDirTopic_v2(buf, pos)
             f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeLogDirsRequest(f_topics), pos
 
 

@@ -166,7 +166,10 @@ def _d_DescribeLogDirsPartition_v1(buf, pos):
 def _d_DescribeLogDirsPartition_v2(buf, pos):
     f_partition_index, f_partition_size, f_offset_lag, f_is_future_key = _S_iqqo.unpack_from(buf, pos)
     pos += 21
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeLogDirsPartition(f_partition_index, f_partition_size, f_offset_lag, f_is_future_key), pos
 
 
@@ -198,7 +201,10 @@ def _d_DescribeLogDirsTopic_v2(buf, pos):
     for _ in range(n):
         e, pos = _d_DescribeLogDirsPartition_v2(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeLogDirsTopic(f_name, f_partitions), pos
 
 
@@ -242,7 +248,10 @@ def _d_DescribeLogDirsResult_v2(buf, pos):
     for _ in range(n):
         e, pos = _d_DescribeLogDirsTopic_v2(buf, pos)
         f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, -1, -1, False), pos
 
 
@@ -257,7 +266,10 @@ def _d_DescribeLogDirsResult_v4(buf, pos):
         f_topics.append(e)
     f_total_bytes, f_usable_bytes = _S_qq.unpack_from(buf, pos)
     pos += 16
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, f_total_bytes, f_usable_bytes, False), pos
 
 
@@ -272,7 +284,10 @@ def _d_DescribeLogDirsResult_v5(buf, pos):
         f_topics.append(e)
     f_total_bytes, f_usable_bytes, f_is_cordoned = _S_qqo.unpack_from(buf, pos)
     pos += 17
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, f_total_bytes, f_usable_bytes, f_is_cordoned), pos
 
 
@@ -340,7 +355,10 @@ def _d_DescribeLogDirsResponse_v2(buf, pos):
     for _ in range(n):
         e, pos = _d_DescribeLogDirsResult_v2(buf, pos)
         f_results.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeLogDirsResponse(f_throttle_time_ms, 0, f_results), pos
 
 
@@ -352,7 +370,10 @@ def _d_DescribeLogDirsResponse_v3(buf, pos):
     for _ in range(n):
         e, pos = _d_DescribeLogDirsResult_v2(buf, pos)
         f_results.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeLogDirsResponse(f_throttle_time_ms, f_error_code, f_results), pos
 
 
@@ -364,7 +385,10 @@ def _d_DescribeLogDirsResponse_v4(buf, pos):
     for _ in range(n):
         e, pos = _d_DescribeLogDirsResult_v4(buf, pos)
         f_results.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeLogDirsResponse(f_throttle_time_ms, f_error_code, f_results), pos
 
 
@@ -376,7 +400,10 @@ def _d_DescribeLogDirsResponse_v5(buf, pos):
     for _ in range(n):
         e, pos = _d_DescribeLogDirsResult_v5(buf, pos)
         f_results.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeLogDirsResponse(f_throttle_time_ms, f_error_code, f_results), pos
 
 

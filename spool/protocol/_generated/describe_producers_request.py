@@ -67,7 +67,10 @@ def _d_TopicRequest_v0(buf, pos):
     n, pos = read_compact_array_len(buf, pos)
     f_partition_indexes = list(unpack_from(f'>{n}i', buf, pos))
     pos += 4 * n
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return TopicRequest(f_name, f_partition_indexes), pos
 
 
@@ -86,7 +89,10 @@ def _d_DescribeProducersRequest_v0(buf, pos):
     for _ in range(n):
         e, pos = _d_TopicRequest_v0(buf, pos)
         f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeProducersRequest(f_topics), pos
 
 

@@ -148,7 +148,10 @@ class DescribeProducersResponse(Message):
 def _d_ProducerState_v0(buf, pos):
     f_producer_id, f_producer_epoch, f_last_sequence, f_last_timestamp, f_coordinator_epoch, f_current_txn_start_offset = _S_qiiqiq.unpack_from(buf, pos)
     pos += 36
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ProducerState(f_producer_id, f_producer_epoch, f_last_sequence, f_last_timestamp, f_coordinator_epoch, f_current_txn_start_offset), pos
 
 
@@ -167,7 +170,10 @@ def _d_PartitionResponse_v0(buf, pos):
     for _ in range(n):
         e, pos = _d_ProducerState_v0(buf, pos)
         f_active_producers.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return PartitionResponse(f_partition_index, f_error_code, f_error_message, f_active_producers), pos
 
 
@@ -189,7 +195,10 @@ def _d_TopicResponse_v0(buf, pos):
     for _ in range(n):
         e, pos = _d_PartitionResponse_v0(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return TopicResponse(f_name, f_partitions), pos
 
 
@@ -211,7 +220,10 @@ def _d_DescribeProducersResponse_v0(buf, pos):
     for _ in range(n):
         e, pos = _d_TopicResponse_v0(buf, pos)
         f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeProducersResponse(f_throttle_time_ms, f_topics), pos
 
 

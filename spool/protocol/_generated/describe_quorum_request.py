@@ -87,7 +87,10 @@ class DescribeQuorumRequest(Message):
 def _d_PartitionData_v0(buf, pos):
     f_partition_index, = _S_i.unpack_from(buf, pos)
     pos += 4
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return PartitionData(f_partition_index), pos
 
 
@@ -104,7 +107,10 @@ def _d_TopicData_v0(buf, pos):
     for _ in range(n):
         e, pos = _d_PartitionData_v0(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return TopicData(f_topic_name, f_partitions), pos
 
 
@@ -124,7 +130,10 @@ def _d_DescribeQuorumRequest_v0(buf, pos):
     for _ in range(n):
         e, pos = _d_TopicData_v0(buf, pos)
         f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeQuorumRequest(f_topics), pos
 
 

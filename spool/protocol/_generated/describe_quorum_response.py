@@ -231,14 +231,20 @@ class DescribeQuorumResponse(Message):
 def _d_ReplicaState_v0(buf, pos):
     f_replica_id, f_log_end_offset = _S_iq.unpack_from(buf, pos)
     pos += 12
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ReplicaState(f_replica_id, ZERO_UUID, f_log_end_offset, -1, -1), pos
 
 
 def _d_ReplicaState_v1(buf, pos):
     f_replica_id, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp = _S_iqqq.unpack_from(buf, pos)
     pos += 28
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ReplicaState(f_replica_id, ZERO_UUID, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp), pos
 
 
@@ -248,7 +254,10 @@ def _d_ReplicaState_v2(buf, pos):
     f_replica_directory_id, pos = read_uuid(buf, pos)
     f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp = _S_qqq.unpack_from(buf, pos)
     pos += 24
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ReplicaState(f_replica_id, f_replica_directory_id, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp), pos
 
 
@@ -285,7 +294,10 @@ def _d_PartitionData_v0(buf, pos):
     for _ in range(n):
         e, pos = _d_ReplicaState_v0(buf, pos)
         f_observers.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return PartitionData(f_partition_index, f_error_code, '', f_leader_id, f_leader_epoch, f_high_watermark, f_current_voters, f_observers), pos
 
 
@@ -302,7 +314,10 @@ def _d_PartitionData_v1(buf, pos):
     for _ in range(n):
         e, pos = _d_ReplicaState_v1(buf, pos)
         f_observers.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return PartitionData(f_partition_index, f_error_code, '', f_leader_id, f_leader_epoch, f_high_watermark, f_current_voters, f_observers), pos
 
 
@@ -322,7 +337,10 @@ def _d_PartitionData_v2(buf, pos):
     for _ in range(n):
         e, pos = _d_ReplicaState_v2(buf, pos)
         f_observers.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return PartitionData(f_partition_index, f_error_code, f_error_message, f_leader_id, f_leader_epoch, f_high_watermark, f_current_voters, f_observers), pos
 
 
@@ -377,7 +395,10 @@ def _d_TopicData_v0(buf, pos):
     for _ in range(n):
         e, pos = _d_PartitionData_v0(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return TopicData(f_topic_name, f_partitions), pos
 
 
@@ -388,7 +409,10 @@ def _d_TopicData_v1(buf, pos):
     for _ in range(n):
         e, pos = _d_PartitionData_v1(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return TopicData(f_topic_name, f_partitions), pos
 
 
@@ -399,7 +423,10 @@ def _d_TopicData_v2(buf, pos):
     for _ in range(n):
         e, pos = _d_PartitionData_v2(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return TopicData(f_topic_name, f_partitions), pos
 
 
@@ -438,7 +465,10 @@ def _d_Listener_v2(buf, pos):
     f_host, pos = read_compact_string(buf, pos)
     f_port, = _S_H.unpack_from(buf, pos)
     pos += 2
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return Listener(f_name, f_host, f_port), pos
 
 
@@ -458,7 +488,10 @@ def _d_Node_v2(buf, pos):
     for _ in range(n):
         e, pos = _d_Listener_v2(buf, pos)
         f_listeners.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return Node(f_node_id, f_listeners), pos
 
 
@@ -480,7 +513,10 @@ def _d_DescribeQuorumResponse_v0(buf, pos):
     for _ in range(n):
         e, pos = _d_TopicData_v0(buf, pos)
         f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeQuorumResponse(f_error_code, '', f_topics, []), pos
 
 
@@ -492,7 +528,10 @@ def _d_DescribeQuorumResponse_v1(buf, pos):
     for _ in range(n):
         e, pos = _d_TopicData_v1(buf, pos)
         f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeQuorumResponse(f_error_code, '', f_topics, []), pos
 
 
@@ -510,7 +549,10 @@ def _d_DescribeQuorumResponse_v2(buf, pos):
     for _ in range(n):
         e, pos = _d_Node_v2(buf, pos)
         f_nodes.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeQuorumResponse(f_error_code, f_error_message, f_topics, f_nodes), pos
 
 

@@ -95,7 +95,10 @@ class DescribeTopicPartitionsRequest(Message):
 
 def _d_TopicRequest_v0(buf, pos):
     f_name, pos = read_compact_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return TopicRequest(f_name), pos
 
 
@@ -109,7 +112,10 @@ def _d_Cursor_v0(buf, pos):
     f_topic_name, pos = read_compact_string(buf, pos)
     f_partition_index, = _S_i.unpack_from(buf, pos)
     pos += 4
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return Cursor(f_topic_name, f_partition_index), pos
 
 
@@ -133,7 +139,10 @@ def _d_DescribeTopicPartitionsRequest_v0(buf, pos):
         pos += 1
     else:
         f_cursor, pos = _d_Cursor_v0(buf, pos + 1)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeTopicPartitionsRequest(f_topics, f_response_partition_limit, f_cursor), pos
 
 

@@ -199,7 +199,10 @@ def _d_DescribeTopicPartitionsResponsePartition_v0(buf, pos):
     n, pos = read_compact_array_len(buf, pos)
     f_offline_replicas = list(unpack_from(f'>{n}i', buf, pos))
     pos += 4 * n
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeTopicPartitionsResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_eligible_leader_replicas, f_last_known_elr, f_offline_replicas), pos
 
 
@@ -244,7 +247,10 @@ def _d_DescribeTopicPartitionsResponseTopic_v0(buf, pos):
         f_partitions.append(e)
     f_topic_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeTopicPartitionsResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations), pos
 
 
@@ -266,7 +272,10 @@ def _d_Cursor_v0(buf, pos):
     f_topic_name, pos = read_compact_string(buf, pos)
     f_partition_index, = _S_i.unpack_from(buf, pos)
     pos += 4
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return Cursor(f_topic_name, f_partition_index), pos
 
 
@@ -290,7 +299,10 @@ def _d_DescribeTopicPartitionsResponse_v0(buf, pos):
         pos += 1
     else:
         f_next_cursor, pos = _d_Cursor_v0(buf, pos + 1)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeTopicPartitionsResponse(f_throttle_time_ms, f_topics, f_next_cursor), pos
 
 

@@ -43,7 +43,10 @@ def _d_DescribeTransactionsRequest_v0(buf, pos):
     for _ in range(n):
         e, pos = read_compact_string(buf, pos)
         f_transactional_ids.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeTransactionsRequest(f_transactional_ids), pos
 
 

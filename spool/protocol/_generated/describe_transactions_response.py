@@ -126,7 +126,10 @@ def _d_TopicData_v0(buf, pos):
     n, pos = read_compact_array_len(buf, pos)
     f_partitions = list(unpack_from(f'>{n}i', buf, pos))
     pos += 4 * n
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return TopicData(f_topic, f_partitions), pos
 
 
@@ -151,7 +154,10 @@ def _d_TransactionState_v0(buf, pos):
     for _ in range(n):
         e, pos = _d_TopicData_v0(buf, pos)
         f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return TransactionState(f_error_code, f_transactional_id, f_transaction_state, f_transaction_timeout_ms, f_transaction_start_time_ms, f_producer_id, f_producer_epoch, f_topics), pos
 
 
@@ -176,7 +182,10 @@ def _d_DescribeTransactionsResponse_v0(buf, pos):
     for _ in range(n):
         e, pos = _d_TransactionState_v0(buf, pos)
         f_transaction_states.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeTransactionsResponse(f_throttle_time_ms, f_transaction_states), pos
 
 

@@ -58,7 +58,10 @@ class DescribeUserScramCredentialsRequest(Message):
 
 def _d_UserName_v0(buf, pos):
     f_name, pos = read_compact_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return UserName(f_name), pos
 
 
@@ -77,7 +80,10 @@ def _d_DescribeUserScramCredentialsRequest_v0(buf, pos):
         for _ in range(n):
             e, pos = _d_UserName_v0(buf, pos)
             f_users.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeUserScramCredentialsRequest(f_users), pos
 
 

@@ -116,7 +116,10 @@ class DescribeUserScramCredentialsResponse(Message):
 def _d_CredentialInfo_v0(buf, pos):
     f_mechanism, f_iterations = _S_bi.unpack_from(buf, pos)
     pos += 5
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return CredentialInfo(f_mechanism, f_iterations), pos
 
 
@@ -136,7 +139,10 @@ def _d_DescribeUserScramCredentialsResult_v0(buf, pos):
     for _ in range(n):
         e, pos = _d_CredentialInfo_v0(buf, pos)
         f_credential_infos.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeUserScramCredentialsResult(f_user, f_error_code, f_error_message, f_credential_infos), pos
 
 
@@ -161,7 +167,10 @@ def _d_DescribeUserScramCredentialsResponse_v0(buf, pos):
     for _ in range(n):
         e, pos = _d_DescribeUserScramCredentialsResult_v0(buf, pos)
         f_results.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return DescribeUserScramCredentialsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_results), pos
 
 

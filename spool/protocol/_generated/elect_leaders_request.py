@@ -92,7 +92,10 @@ def _d_TopicPartitions_v2(buf, pos):
     n, pos = read_compact_array_len(buf, pos)
     f_partitions = list(unpack_from(f'>{n}i', buf, pos))
     pos += 4 * n
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return TopicPartitions(f_topic, f_partitions), pos
 
 
@@ -156,7 +159,10 @@ def _d_ElectLeadersRequest_v2(buf, pos):
             f_topic_partitions.append(e)
     f_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ElectLeadersRequest(f_election_type, f_topic_partitions, f_timeout_ms), pos
 
 

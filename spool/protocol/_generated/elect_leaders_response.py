@@ -121,7 +121,10 @@ def _d_PartitionResult_v2(buf, pos):
     f_partition_id, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return PartitionResult(f_partition_id, f_error_code, f_error_message), pos
 
 
@@ -155,7 +158,10 @@ def _d_ReplicaElectionResult_v2(buf, pos):
     for _ in range(n):
         e, pos = _d_PartitionResult_v2(buf, pos)
         f_partition_result.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ReplicaElectionResult(f_topic, f_partition_result), pos
 
 
@@ -208,7 +214,10 @@ def _d_ElectLeadersResponse_v2(buf, pos):
     for _ in range(n):
         e, pos = _d_ReplicaElectionResult_v2(buf, pos)
         f_replica_election_results.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ElectLeadersResponse(f_throttle_time_ms, f_error_code, f_replica_election_results), pos
 
 

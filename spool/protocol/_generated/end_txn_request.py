@@ -63,7 +63,10 @@ def _d_EndTxnRequest_v3(buf, pos):
     f_transactional_id, pos = read_compact_string(buf, pos)
     f_producer_id, f_producer_epoch, f_committed = _S_qho.unpack_from(buf, pos)
     pos += 11
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return EndTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_committed), pos
 
 

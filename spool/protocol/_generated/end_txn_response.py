@@ -59,14 +59,20 @@ def _d_EndTxnResponse_v0(buf, pos):
 def _d_EndTxnResponse_v3(buf, pos):
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return EndTxnResponse(f_throttle_time_ms, f_error_code, -1, -1), pos
 
 
 def _d_EndTxnResponse_v5(buf, pos):
     f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch = _S_ihqh.unpack_from(buf, pos)
     pos += 16
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return EndTxnResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch), pos
 
 

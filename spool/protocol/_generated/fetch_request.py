@@ -247,7 +247,10 @@ _DEFAULT_ReplicaState = ReplicaState()
 def _d_ReplicaState_v15(buf, pos):
     f_replica_id, f_replica_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ReplicaState(f_replica_id, f_replica_epoch), pos
 
 
@@ -278,7 +281,10 @@ def _d_FetchPartition_v9(buf, pos):
 def _d_FetchPartition_v12(buf, pos):
     f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes = _S_iiqiqi.unpack_from(buf, pos)
     pos += 32
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, ZERO_UUID, 9223372036854775807), pos
 
 
@@ -412,7 +418,10 @@ def _d_FetchTopic_v12(buf, pos):
     for _ in range(n):
         e, pos = _d_FetchPartition_v12(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return FetchTopic(f_topic, ZERO_UUID, f_partitions), pos
 
 
@@ -423,7 +432,10 @@ def _d_FetchTopic_v13(buf, pos):
     for _ in range(n):
         e, pos = _d_FetchPartition_v12(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return FetchTopic('', f_topic_id, f_partitions), pos
 
 
@@ -434,7 +446,10 @@ def _d_FetchTopic_v17(buf, pos):
     for _ in range(n):
         e, pos = _d_FetchPartition_v17(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return FetchTopic('', f_topic_id, f_partitions), pos
 
 
@@ -445,7 +460,10 @@ def _d_FetchTopic_v18(buf, pos):
     for _ in range(n):
         e, pos = _d_FetchPartition_v18(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return FetchTopic('', f_topic_id, f_partitions), pos
 
 
@@ -529,7 +547,10 @@ def _d_ForgottenTopic_v12(buf, pos):
     n, pos = read_compact_array_len(buf, pos)
     f_partitions = list(unpack_from(f'>{n}i', buf, pos))
     pos += 4 * n
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ForgottenTopic(f_topic, ZERO_UUID, f_partitions), pos
 
 
@@ -538,7 +559,10 @@ def _d_ForgottenTopic_v13(buf, pos):
     n, pos = read_compact_array_len(buf, pos)
     f_partitions = list(unpack_from(f'>{n}i', buf, pos))
     pos += 4 * n
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ForgottenTopic('', f_topic_id, f_partitions), pos
 
 

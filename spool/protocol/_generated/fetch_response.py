@@ -310,7 +310,10 @@ _DEFAULT_SnapshotId = SnapshotId()
 def _d_EpochEndOffset_v12(buf, pos):
     f_epoch, f_end_offset = _S_iq.unpack_from(buf, pos)
     pos += 12
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return EpochEndOffset(f_epoch, f_end_offset), pos
 
 
@@ -323,7 +326,10 @@ def _e_EpochEndOffset_v12(self, out):
 def _d_LeaderIdAndEpoch_v12(buf, pos):
     f_leader_id, f_leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return LeaderIdAndEpoch(f_leader_id, f_leader_epoch), pos
 
 
@@ -336,7 +342,10 @@ def _e_LeaderIdAndEpoch_v12(self, out):
 def _d_SnapshotId_v12(buf, pos):
     f_end_offset, f_epoch = _S_qi.unpack_from(buf, pos)
     pos += 12
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return SnapshotId(f_end_offset, f_epoch), pos
 
 
@@ -355,7 +364,10 @@ def _d_AbortedTransaction_v4(buf, pos):
 def _d_AbortedTransaction_v12(buf, pos):
     f_producer_id, f_first_offset = _S_qq.unpack_from(buf, pos)
     pos += 16
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AbortedTransaction(f_producer_id, f_first_offset), pos
 
 
@@ -583,7 +595,10 @@ def _d_FetchableTopicResponse_v12(buf, pos):
     for _ in range(n):
         e, pos = _d_PartitionData_v12(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions), pos
 
 
@@ -594,7 +609,10 @@ def _d_FetchableTopicResponse_v13(buf, pos):
     for _ in range(n):
         e, pos = _d_PartitionData_v12(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return FetchableTopicResponse('', f_topic_id, f_partitions), pos
 
 
@@ -652,7 +670,10 @@ def _d_NodeEndpoint_v16(buf, pos):
     f_port, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_rack, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return NodeEndpoint(f_node_id, f_host, f_port, f_rack), pos
 
 
@@ -717,7 +738,10 @@ def _d_FetchResponse_v12(buf, pos):
     for _ in range(n):
         e, pos = _d_FetchableTopicResponse_v12(buf, pos)
         f_responses.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, []), pos
 
 
@@ -729,7 +753,10 @@ def _d_FetchResponse_v13(buf, pos):
     for _ in range(n):
         e, pos = _d_FetchableTopicResponse_v13(buf, pos)
         f_responses.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, []), pos
 
 

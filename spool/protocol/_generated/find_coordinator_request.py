@@ -66,7 +66,10 @@ def _d_FindCoordinatorRequest_v3(buf, pos):
     f_key, pos = read_compact_string(buf, pos)
     f_key_type, = _S_b.unpack_from(buf, pos)
     pos += 1
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return FindCoordinatorRequest(f_key, f_key_type, []), pos
 
 
@@ -78,7 +81,10 @@ def _d_FindCoordinatorRequest_v4(buf, pos):
     for _ in range(n):
         e, pos = read_compact_string(buf, pos)
         f_coordinator_keys.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return FindCoordinatorRequest('', f_key_type, f_coordinator_keys), pos
 
 

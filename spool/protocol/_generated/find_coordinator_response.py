@@ -121,7 +121,10 @@ def _d_Coordinator_v4(buf, pos):
     f_port, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return Coordinator(f_key, f_node_id, f_host, f_port, f_error_code, f_error_message), pos
 
 
@@ -165,7 +168,10 @@ def _d_FindCoordinatorResponse_v3(buf, pos):
     f_host, pos = read_compact_string(buf, pos)
     f_port, = _S_i.unpack_from(buf, pos)
     pos += 4
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return FindCoordinatorResponse(f_throttle_time_ms, f_error_code, f_error_message, f_node_id, f_host, f_port, []), pos
 
 
@@ -177,7 +183,10 @@ def _d_FindCoordinatorResponse_v4(buf, pos):
     for _ in range(n):
         e, pos = _d_Coordinator_v4(buf, pos)
         f_coordinators.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return FindCoordinatorResponse(f_throttle_time_ms, 0, '', 0, '', 0, f_coordinators), pos
 
 

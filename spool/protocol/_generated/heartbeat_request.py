@@ -79,7 +79,10 @@ def _d_HeartbeatRequest_v4(buf, pos):
     pos += 4
     f_member_id, pos = read_compact_string(buf, pos)
     f_group_instance_id, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return HeartbeatRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id), pos
 
 

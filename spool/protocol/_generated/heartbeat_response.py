@@ -57,7 +57,10 @@ def _d_HeartbeatResponse_v1(buf, pos):
 def _d_HeartbeatResponse_v4(buf, pos):
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return HeartbeatResponse(f_throttle_time_ms, f_error_code), pos
 
 

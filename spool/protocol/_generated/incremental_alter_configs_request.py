@@ -122,7 +122,10 @@ def _d_AlterableConfig_v1(buf, pos):
     f_config_operation, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_value, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AlterableConfig(f_name, f_config_operation, f_value), pos
 
 
@@ -162,7 +165,10 @@ def _d_AlterConfigsResource_v1(buf, pos):
     for _ in range(n):
         e, pos = _d_AlterableConfig_v1(buf, pos)
         f_configs.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AlterConfigsResource(f_resource_type, f_resource_name, f_configs), pos
 
 
@@ -206,7 +212,10 @@ def _d_IncrementalAlterConfigsRequest_v1(buf, pos):
         f_resources.append(e)
     f_validate_only, = _S_o.unpack_from(buf, pos)
     pos += 1
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return IncrementalAlterConfigsRequest(f_resources, f_validate_only), pos
 
 

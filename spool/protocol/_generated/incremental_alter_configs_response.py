@@ -103,7 +103,10 @@ def _d_AlterConfigsResourceResponse_v1(buf, pos):
     f_resource_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = read_compact_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return AlterConfigsResourceResponse(f_error_code, f_error_message, f_resource_type, f_resource_name), pos
 
 
@@ -143,7 +146,10 @@ def _d_IncrementalAlterConfigsResponse_v1(buf, pos):
     for _ in range(n):
         e, pos = _d_AlterConfigsResourceResponse_v1(buf, pos)
         f_responses.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return IncrementalAlterConfigsResponse(f_throttle_time_ms, f_responses), pos
 
 

@@ -77,7 +77,10 @@ def _d_InitProducerIdRequest_v2(buf, pos):
     f_transactional_id, pos = read_compact_nullable_string(buf, pos)
     f_transaction_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, -1, -1, False, False), pos
 
 
@@ -85,7 +88,10 @@ def _d_InitProducerIdRequest_v3(buf, pos):
     f_transactional_id, pos = read_compact_nullable_string(buf, pos)
     f_transaction_timeout_ms, f_producer_id, f_producer_epoch = _S_iqh.unpack_from(buf, pos)
     pos += 14
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, f_producer_id, f_producer_epoch, False, False), pos
 
 
@@ -93,7 +99,10 @@ def _d_InitProducerIdRequest_v6(buf, pos):
     f_transactional_id, pos = read_compact_nullable_string(buf, pos)
     f_transaction_timeout_ms, f_producer_id, f_producer_epoch, f_enable2_pc, f_keep_prepared_txn = _S_iqhoo.unpack_from(buf, pos)
     pos += 16
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, f_producer_id, f_producer_epoch, f_enable2_pc, f_keep_prepared_txn), pos
 
 

@@ -115,7 +115,10 @@ def _d_JoinGroupRequestProtocol_v0(buf, pos):
 def _d_JoinGroupRequestProtocol_v6(buf, pos):
     f_name, pos = read_compact_string(buf, pos)
     f_metadata, pos = read_compact_bytes(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return JoinGroupRequestProtocol(f_name, f_metadata), pos
 
 
@@ -187,7 +190,10 @@ def _d_JoinGroupRequest_v6(buf, pos):
     for _ in range(n):
         e, pos = _d_JoinGroupRequestProtocol_v6(buf, pos)
         f_protocols.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, None), pos
 
 
@@ -204,7 +210,10 @@ def _d_JoinGroupRequest_v8(buf, pos):
         e, pos = _d_JoinGroupRequestProtocol_v6(buf, pos)
         f_protocols.append(e)
     f_reason, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, f_reason), pos
 
 

@@ -132,7 +132,10 @@ def _d_JoinGroupResponseMember_v6(buf, pos):
     f_member_id, pos = read_compact_string(buf, pos)
     f_group_instance_id, pos = read_compact_nullable_string(buf, pos)
     f_metadata, pos = read_compact_bytes(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return JoinGroupResponseMember(f_member_id, f_group_instance_id, f_metadata), pos
 
 
@@ -210,7 +213,10 @@ def _d_JoinGroupResponse_v6(buf, pos):
     for _ in range(n):
         e, pos = _d_JoinGroupResponseMember_v6(buf, pos)
         f_members.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members), pos
 
 
@@ -226,7 +232,10 @@ def _d_JoinGroupResponse_v7(buf, pos):
     for _ in range(n):
         e, pos = _d_JoinGroupResponseMember_v6(buf, pos)
         f_members.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, f_protocol_type, f_protocol_name, f_leader, False, f_member_id, f_members), pos
 
 
@@ -244,7 +253,10 @@ def _d_JoinGroupResponse_v9(buf, pos):
     for _ in range(n):
         e, pos = _d_JoinGroupResponseMember_v6(buf, pos)
         f_members.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, f_protocol_type, f_protocol_name, f_leader, f_skip_assignment, f_member_id, f_members), pos
 
 

@@ -92,7 +92,10 @@ def _d_MemberIdentity_v3(buf, pos):
 def _d_MemberIdentity_v4(buf, pos):
     f_member_id, pos = read_compact_string(buf, pos)
     f_group_instance_id, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return MemberIdentity(f_member_id, f_group_instance_id, None), pos
 
 
@@ -100,7 +103,10 @@ def _d_MemberIdentity_v5(buf, pos):
     f_member_id, pos = read_compact_string(buf, pos)
     f_group_instance_id, pos = read_compact_nullable_string(buf, pos)
     f_reason, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return MemberIdentity(f_member_id, f_group_instance_id, f_reason), pos
 
 
@@ -148,7 +154,10 @@ def _d_LeaveGroupRequest_v4(buf, pos):
     for _ in range(n):
         e, pos = _d_MemberIdentity_v4(buf, pos)
         f_members.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return LeaveGroupRequest(f_group_id, '', f_members), pos
 
 
@@ -159,7 +168,10 @@ def _d_LeaveGroupRequest_v5(buf, pos):
     for _ in range(n):
         e, pos = _d_MemberIdentity_v5(buf, pos)
         f_members.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return LeaveGroupRequest(f_group_id, '', f_members), pos
 
 

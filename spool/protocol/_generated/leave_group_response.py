@@ -99,7 +99,10 @@ def _d_MemberResponse_v4(buf, pos):
     f_group_instance_id, pos = read_compact_nullable_string(buf, pos)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return MemberResponse(f_member_id, f_group_instance_id, f_error_code), pos
 
 
@@ -149,7 +152,10 @@ def _d_LeaveGroupResponse_v4(buf, pos):
     for _ in range(n):
         e, pos = _d_MemberResponse_v4(buf, pos)
         f_members.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return LeaveGroupResponse(f_throttle_time_ms, f_error_code, f_members), pos
 
 

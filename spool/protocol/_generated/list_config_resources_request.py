@@ -38,7 +38,10 @@ class ListConfigResourcesRequest(Message):
 
 
 def _d_ListConfigResourcesRequest_v0(buf, pos):
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ListConfigResourcesRequest([]), pos
 
 
@@ -46,7 +49,10 @@ def _d_ListConfigResourcesRequest_v1(buf, pos):
     n, pos = read_compact_array_len(buf, pos)
     f_resource_types = list(unpack_from(f'>{n}b', buf, pos))
     pos += 1 * n
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ListConfigResourcesRequest(f_resource_types), pos
 
 

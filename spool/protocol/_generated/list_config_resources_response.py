@@ -76,7 +76,10 @@ class ListConfigResourcesResponse(Message):
 
 def _d_ConfigResource_v0(buf, pos):
     f_resource_name, pos = read_compact_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ConfigResource(f_resource_name, 16), pos
 
 
@@ -84,7 +87,10 @@ def _d_ConfigResource_v1(buf, pos):
     f_resource_name, pos = read_compact_string(buf, pos)
     f_resource_type, = _S_b.unpack_from(buf, pos)
     pos += 1
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ConfigResource(f_resource_name, f_resource_type), pos
 
 
@@ -109,7 +115,10 @@ def _d_ListConfigResourcesResponse_v0(buf, pos):
     for _ in range(n):
         e, pos = _d_ConfigResource_v0(buf, pos)
         f_config_resources.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ListConfigResourcesResponse(f_throttle_time_ms, f_error_code, f_config_resources), pos
 
 
@@ -121,7 +130,10 @@ def _d_ListConfigResourcesResponse_v1(buf, pos):
     for _ in range(n):
         e, pos = _d_ConfigResource_v1(buf, pos)
         f_config_resources.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ListConfigResourcesResponse(f_throttle_time_ms, f_error_code, f_config_resources), pos
 
 

@@ -47,7 +47,10 @@ def _d_ListGroupsRequest_v0(buf, pos):
 
 
 def _d_ListGroupsRequest_v3(buf, pos):
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ListGroupsRequest([], []), pos
 
 
@@ -57,7 +60,10 @@ def _d_ListGroupsRequest_v4(buf, pos):
     for _ in range(n):
         e, pos = read_compact_string(buf, pos)
         f_states_filter.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ListGroupsRequest(f_states_filter, []), pos
 
 
@@ -72,7 +78,10 @@ def _d_ListGroupsRequest_v5(buf, pos):
     for _ in range(n):
         e, pos = read_compact_string(buf, pos)
         f_types_filter.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ListGroupsRequest(f_states_filter, f_types_filter), pos
 
 

@@ -95,7 +95,10 @@ def _d_ListedGroup_v0(buf, pos):
 def _d_ListedGroup_v3(buf, pos):
     f_group_id, pos = read_compact_string(buf, pos)
     f_protocol_type, pos = read_compact_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ListedGroup(f_group_id, f_protocol_type, '', ''), pos
 
 
@@ -103,7 +106,10 @@ def _d_ListedGroup_v4(buf, pos):
     f_group_id, pos = read_compact_string(buf, pos)
     f_protocol_type, pos = read_compact_string(buf, pos)
     f_group_state, pos = read_compact_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ListedGroup(f_group_id, f_protocol_type, f_group_state, ''), pos
 
 
@@ -112,7 +118,10 @@ def _d_ListedGroup_v5(buf, pos):
     f_protocol_type, pos = read_compact_string(buf, pos)
     f_group_state, pos = read_compact_string(buf, pos)
     f_group_type, pos = read_compact_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ListedGroup(f_group_id, f_protocol_type, f_group_state, f_group_type), pos
 
 
@@ -176,7 +185,10 @@ def _d_ListGroupsResponse_v3(buf, pos):
     for _ in range(n):
         e, pos = _d_ListedGroup_v3(buf, pos)
         f_groups.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups), pos
 
 
@@ -188,7 +200,10 @@ def _d_ListGroupsResponse_v4(buf, pos):
     for _ in range(n):
         e, pos = _d_ListedGroup_v4(buf, pos)
         f_groups.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups), pos
 
 
@@ -200,7 +215,10 @@ def _d_ListGroupsResponse_v5(buf, pos):
     for _ in range(n):
         e, pos = _d_ListedGroup_v5(buf, pos)
         f_groups.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups), pos
 
 

@@ -136,7 +136,10 @@ def _d_ListOffsetsPartition_v4(buf, pos):
 def _d_ListOffsetsPartition_v6(buf, pos):
     f_partition_index, f_current_leader_epoch, f_timestamp = _S_iiq.unpack_from(buf, pos)
     pos += 16
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, 1), pos
 
 
@@ -183,7 +186,10 @@ def _d_ListOffsetsTopic_v6(buf, pos):
     for _ in range(n):
         e, pos = _d_ListOffsetsPartition_v6(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ListOffsetsTopic(f_name, f_partitions), pos
 
 
@@ -256,7 +262,10 @@ def _d_ListOffsetsRequest_v6(buf, pos):
     for _ in range(n):
         e, pos = _d_ListOffsetsTopic_v6(buf, pos)
         f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, 0), pos
 
 
@@ -270,7 +279,10 @@ def _d_ListOffsetsRequest_v10(buf, pos):
         f_topics.append(e)
     f_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, f_timeout_ms), pos
 
 

@@ -129,7 +129,10 @@ def _d_ListOffsetsPartitionResponse_v4(buf, pos):
 def _d_ListOffsetsPartitionResponse_v6(buf, pos):
     f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch = _S_ihqqi.unpack_from(buf, pos)
     pos += 26
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch), pos
 
 
@@ -176,7 +179,10 @@ def _d_ListOffsetsTopicResponse_v6(buf, pos):
     for _ in range(n):
         e, pos = _d_ListOffsetsPartitionResponse_v6(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ListOffsetsTopicResponse(f_name, f_partitions), pos
 
 
@@ -247,7 +253,10 @@ def _d_ListOffsetsResponse_v6(buf, pos):
     for _ in range(n):
         e, pos = _d_ListOffsetsTopicResponse_v6(buf, pos)
         f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ListOffsetsResponse(f_throttle_time_ms, f_topics), pos
 
 

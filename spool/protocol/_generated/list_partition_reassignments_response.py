@@ -124,7 +124,10 @@ def _d_OngoingPartitionReassignment_v0(buf, pos):
     n, pos = read_compact_array_len(buf, pos)
     f_removing_replicas = list(unpack_from(f'>{n}i', buf, pos))
     pos += 4 * n
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OngoingPartitionReassignment(f_partition_index, f_replicas, f_adding_replicas, f_removing_replicas), pos
 
 
@@ -150,7 +153,10 @@ def _d_OngoingTopicReassignment_v0(buf, pos):
     for _ in range(n):
         e, pos = _d_OngoingPartitionReassignment_v0(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OngoingTopicReassignment(f_name, f_partitions), pos
 
 
@@ -173,7 +179,10 @@ def _d_ListPartitionReassignmentsResponse_v0(buf, pos):
     for _ in range(n):
         e, pos = _d_OngoingTopicReassignment_v0(buf, pos)
         f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ListPartitionReassignmentsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_topics), pos
 
 

@@ -68,7 +68,10 @@ def _d_ListTransactionsRequest_v0(buf, pos):
     n, pos = read_compact_array_len(buf, pos)
     f_producer_id_filters = list(unpack_from(f'>{n}q', buf, pos))
     pos += 8 * n
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ListTransactionsRequest(f_state_filters, f_producer_id_filters, -1, None), pos
 
 
@@ -83,7 +86,10 @@ def _d_ListTransactionsRequest_v1(buf, pos):
     pos += 8 * n
     f_duration_filter, = _S_q.unpack_from(buf, pos)
     pos += 8
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ListTransactionsRequest(f_state_filters, f_producer_id_filters, f_duration_filter, None), pos
 
 
@@ -99,7 +105,10 @@ def _d_ListTransactionsRequest_v2(buf, pos):
     f_duration_filter, = _S_q.unpack_from(buf, pos)
     pos += 8
     f_transactional_id_pattern, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ListTransactionsRequest(f_state_filters, f_producer_id_filters, f_duration_filter, f_transactional_id_pattern), pos
 
 

@@ -88,7 +88,10 @@ def _d_TransactionState_v0(buf, pos):
     f_producer_id, = _S_q.unpack_from(buf, pos)
     pos += 8
     f_transaction_state, pos = read_compact_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return TransactionState(f_transactional_id, f_producer_id, f_transaction_state), pos
 
 
@@ -113,7 +116,10 @@ def _d_ListTransactionsResponse_v0(buf, pos):
     for _ in range(n):
         e, pos = _d_TransactionState_v0(buf, pos)
         f_transaction_states.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ListTransactionsResponse(f_throttle_time_ms, f_error_code, f_unknown_state_filters, f_transaction_states), pos
 
 

@@ -96,14 +96,20 @@ def _d_MetadataRequestTopic_v0(buf, pos):
 
 def _d_MetadataRequestTopic_v9(buf, pos):
     f_name, pos = read_compact_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return MetadataRequestTopic(ZERO_UUID, f_name), pos
 
 
 def _d_MetadataRequestTopic_v10(buf, pos):
     f_topic_id, pos = read_uuid(buf, pos)
     f_name, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return MetadataRequestTopic(f_topic_id, f_name), pos
 
 
@@ -185,7 +191,10 @@ def _d_MetadataRequest_v9(buf, pos):
             f_topics.append(e)
     f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations = _S_ooo.unpack_from(buf, pos)
     pos += 3
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations), pos
 
 
@@ -200,7 +209,10 @@ def _d_MetadataRequest_v10(buf, pos):
             f_topics.append(e)
     f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations = _S_ooo.unpack_from(buf, pos)
     pos += 3
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations), pos
 
 
@@ -215,7 +227,10 @@ def _d_MetadataRequest_v11(buf, pos):
             f_topics.append(e)
     f_allow_auto_topic_creation, f_include_topic_authorized_operations = _S_oo.unpack_from(buf, pos)
     pos += 2
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return MetadataRequest(f_topics, f_allow_auto_topic_creation, False, f_include_topic_authorized_operations), pos
 
 

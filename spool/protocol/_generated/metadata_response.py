@@ -223,7 +223,10 @@ def _d_MetadataResponseBroker_v9(buf, pos):
     f_port, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_rack, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
 
 
@@ -305,7 +308,10 @@ def _d_MetadataResponsePartition_v9(buf, pos):
     n, pos = read_compact_array_len(buf, pos)
     f_offline_replicas = list(unpack_from(f'>{n}i', buf, pos))
     pos += 4 * n
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas), pos
 
 
@@ -446,7 +452,10 @@ def _d_MetadataResponseTopic_v9(buf, pos):
         f_partitions.append(e)
     f_topic_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, f_topic_authorized_operations), pos
 
 
@@ -464,7 +473,10 @@ def _d_MetadataResponseTopic_v10(buf, pos):
         f_partitions.append(e)
     f_topic_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations), pos
 
 
@@ -482,7 +494,10 @@ def _d_MetadataResponseTopic_v12(buf, pos):
         f_partitions.append(e)
     f_topic_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations), pos
 
 
@@ -725,7 +740,10 @@ def _d_MetadataResponse_v9(buf, pos):
         f_topics.append(e)
     f_cluster_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, 0), pos
 
 
@@ -747,7 +765,10 @@ def _d_MetadataResponse_v10(buf, pos):
         f_topics.append(e)
     f_cluster_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, 0), pos
 
 
@@ -767,7 +788,10 @@ def _d_MetadataResponse_v11(buf, pos):
     for _ in range(n):
         e, pos = _d_MetadataResponseTopic_v10(buf, pos)
         f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
 
 
@@ -787,7 +811,10 @@ def _d_MetadataResponse_v12(buf, pos):
     for _ in range(n):
         e, pos = _d_MetadataResponseTopic_v12(buf, pos)
         f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
 
 
@@ -809,7 +836,10 @@ def _d_MetadataResponse_v13(buf, pos):
         f_topics.append(e)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, f_error_code), pos
 
 

@@ -156,7 +156,10 @@ def _d_OffsetCommitRequestPartition_v8(buf, pos):
     f_partition_index, f_committed_offset, f_committed_leader_epoch = _S_iqi.unpack_from(buf, pos)
     pos += 16
     f_committed_metadata, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, -1, f_committed_metadata), pos
 
 
@@ -206,7 +209,10 @@ def _d_OffsetCommitRequestTopic_v8(buf, pos):
     for _ in range(n):
         e, pos = _d_OffsetCommitRequestPartition_v8(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetCommitRequestTopic(f_name, ZERO_UUID, f_partitions), pos
 
 
@@ -217,7 +223,10 @@ def _d_OffsetCommitRequestTopic_v10(buf, pos):
     for _ in range(n):
         e, pos = _d_OffsetCommitRequestPartition_v8(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetCommitRequestTopic('', f_topic_id, f_partitions), pos
 
 
@@ -325,7 +334,10 @@ def _d_OffsetCommitRequest_v8(buf, pos):
     for _ in range(n):
         e, pos = _d_OffsetCommitRequestTopic_v8(buf, pos)
         f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, -1, f_topics), pos
 
 
@@ -340,7 +352,10 @@ def _d_OffsetCommitRequest_v10(buf, pos):
     for _ in range(n):
         e, pos = _d_OffsetCommitRequestTopic_v10(buf, pos)
         f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, -1, f_topics), pos
 
 

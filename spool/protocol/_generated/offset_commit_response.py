@@ -113,7 +113,10 @@ def _d_OffsetCommitResponsePartition_v2(buf, pos):
 def _d_OffsetCommitResponsePartition_v8(buf, pos):
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetCommitResponsePartition(f_partition_index, f_error_code), pos
 
 
@@ -145,7 +148,10 @@ def _d_OffsetCommitResponseTopic_v8(buf, pos):
     for _ in range(n):
         e, pos = _d_OffsetCommitResponsePartition_v8(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetCommitResponseTopic(f_name, ZERO_UUID, f_partitions), pos
 
 
@@ -156,7 +162,10 @@ def _d_OffsetCommitResponseTopic_v10(buf, pos):
     for _ in range(n):
         e, pos = _d_OffsetCommitResponsePartition_v8(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetCommitResponseTopic('', f_topic_id, f_partitions), pos
 
 
@@ -217,7 +226,10 @@ def _d_OffsetCommitResponse_v8(buf, pos):
     for _ in range(n):
         e, pos = _d_OffsetCommitResponseTopic_v8(buf, pos)
         f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetCommitResponse(f_throttle_time_ms, f_topics), pos
 
 
@@ -229,7 +241,10 @@ def _d_OffsetCommitResponse_v10(buf, pos):
     for _ in range(n):
         e, pos = _d_OffsetCommitResponseTopic_v10(buf, pos)
         f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetCommitResponse(f_throttle_time_ms, f_topics), pos
 
 

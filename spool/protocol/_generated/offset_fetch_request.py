@@ -161,7 +161,10 @@ def _d_OffsetFetchRequestTopic_v6(buf, pos):
     n, pos = read_compact_array_len(buf, pos)
     f_partition_indexes = list(unpack_from(f'>{n}i', buf, pos))
     pos += 4 * n
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetFetchRequestTopic(f_name, f_partition_indexes), pos
 
 
@@ -187,7 +190,10 @@ def _d_OffsetFetchRequestTopics_v8(buf, pos):
     n, pos = read_compact_array_len(buf, pos)
     f_partition_indexes = list(unpack_from(f'>{n}i', buf, pos))
     pos += 4 * n
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetFetchRequestTopics(f_name, ZERO_UUID, f_partition_indexes), pos
 
 
@@ -196,7 +202,10 @@ def _d_OffsetFetchRequestTopics_v10(buf, pos):
     n, pos = read_compact_array_len(buf, pos)
     f_partition_indexes = list(unpack_from(f'>{n}i', buf, pos))
     pos += 4 * n
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetFetchRequestTopics('', f_topic_id, f_partition_indexes), pos
 
 
@@ -228,7 +237,10 @@ def _d_OffsetFetchRequestGroup_v8(buf, pos):
         for _ in range(n):
             e, pos = _d_OffsetFetchRequestTopics_v8(buf, pos)
             f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetFetchRequestGroup(f_group_id, None, -1, f_topics), pos
 
 
@@ -245,7 +257,10 @@ def _d_OffsetFetchRequestGroup_v9(buf, pos):
         for _ in range(n):
             e, pos = _d_OffsetFetchRequestTopics_v8(buf, pos)
             f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetFetchRequestGroup(f_group_id, f_member_id, f_member_epoch, f_topics), pos
 
 
@@ -262,7 +277,10 @@ def _d_OffsetFetchRequestGroup_v10(buf, pos):
         for _ in range(n):
             e, pos = _d_OffsetFetchRequestTopics_v10(buf, pos)
             f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetFetchRequestGroup(f_group_id, f_member_id, f_member_epoch, f_topics), pos
 
 
@@ -342,7 +360,10 @@ def _d_OffsetFetchRequest_v6(buf, pos):
         for _ in range(n):
             e, pos = _d_OffsetFetchRequestTopic_v6(buf, pos)
             f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetFetchRequest(f_group_id, f_topics, [], False), pos
 
 
@@ -358,7 +379,10 @@ def _d_OffsetFetchRequest_v7(buf, pos):
             f_topics.append(e)
     f_require_stable, = _S_o.unpack_from(buf, pos)
     pos += 1
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetFetchRequest(f_group_id, f_topics, [], f_require_stable), pos
 
 
@@ -370,7 +394,10 @@ def _d_OffsetFetchRequest_v8(buf, pos):
         f_groups.append(e)
     f_require_stable, = _S_o.unpack_from(buf, pos)
     pos += 1
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetFetchRequest('', [], f_groups, f_require_stable), pos
 
 
@@ -382,7 +409,10 @@ def _d_OffsetFetchRequest_v9(buf, pos):
         f_groups.append(e)
     f_require_stable, = _S_o.unpack_from(buf, pos)
     pos += 1
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetFetchRequest('', [], f_groups, f_require_stable), pos
 
 
@@ -394,7 +424,10 @@ def _d_OffsetFetchRequest_v10(buf, pos):
         f_groups.append(e)
     f_require_stable, = _S_o.unpack_from(buf, pos)
     pos += 1
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetFetchRequest('', [], f_groups, f_require_stable), pos
 
 

@@ -242,7 +242,10 @@ def _d_OffsetFetchResponsePartition_v6(buf, pos):
     f_metadata, pos = read_compact_nullable_string(buf, pos)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetFetchResponsePartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code), pos
 
 
@@ -295,7 +298,10 @@ def _d_OffsetFetchResponseTopic_v6(buf, pos):
     for _ in range(n):
         e, pos = _d_OffsetFetchResponsePartition_v6(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetFetchResponseTopic(f_name, f_partitions), pos
 
 
@@ -333,7 +339,10 @@ def _d_OffsetFetchResponsePartitions_v8(buf, pos):
     f_metadata, pos = read_compact_nullable_string(buf, pos)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetFetchResponsePartitions(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code), pos
 
 
@@ -352,7 +361,10 @@ def _d_OffsetFetchResponseTopics_v8(buf, pos):
     for _ in range(n):
         e, pos = _d_OffsetFetchResponsePartitions_v8(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetFetchResponseTopics(f_name, ZERO_UUID, f_partitions), pos
 
 
@@ -363,7 +375,10 @@ def _d_OffsetFetchResponseTopics_v10(buf, pos):
     for _ in range(n):
         e, pos = _d_OffsetFetchResponsePartitions_v8(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetFetchResponseTopics('', f_topic_id, f_partitions), pos
 
 
@@ -396,7 +411,10 @@ def _d_OffsetFetchResponseGroup_v8(buf, pos):
         f_topics.append(e)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetFetchResponseGroup(f_group_id, f_topics, f_error_code), pos
 
 
@@ -409,7 +427,10 @@ def _d_OffsetFetchResponseGroup_v10(buf, pos):
         f_topics.append(e)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetFetchResponseGroup(f_group_id, f_topics, f_error_code), pos
 
 
@@ -491,7 +512,10 @@ def _d_OffsetFetchResponse_v6(buf, pos):
         f_topics.append(e)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetFetchResponse(f_throttle_time_ms, f_topics, f_error_code, []), pos
 
 
@@ -503,7 +527,10 @@ def _d_OffsetFetchResponse_v8(buf, pos):
     for _ in range(n):
         e, pos = _d_OffsetFetchResponseGroup_v8(buf, pos)
         f_groups.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetFetchResponse(f_throttle_time_ms, [], 0, f_groups), pos
 
 
@@ -515,7 +542,10 @@ def _d_OffsetFetchResponse_v10(buf, pos):
     for _ in range(n):
         e, pos = _d_OffsetFetchResponseGroup_v10(buf, pos)
         f_groups.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetFetchResponse(f_throttle_time_ms, [], 0, f_groups), pos
 
 

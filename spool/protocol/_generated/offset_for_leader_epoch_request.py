@@ -112,7 +112,10 @@ def _d_OffsetForLeaderPartition_v2(buf, pos):
 def _d_OffsetForLeaderPartition_v4(buf, pos):
     f_partition, f_current_leader_epoch, f_leader_epoch = _S_iii.unpack_from(buf, pos)
     pos += 12
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetForLeaderPartition(f_partition, f_current_leader_epoch, f_leader_epoch), pos
 
 
@@ -144,7 +147,10 @@ def _d_OffsetForLeaderTopic_v4(buf, pos):
     for _ in range(n):
         e, pos = _d_OffsetForLeaderPartition_v4(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetForLeaderTopic(f_topic, f_partitions), pos
 
 
@@ -195,7 +201,10 @@ def _d_OffsetForLeaderEpochRequest_v4(buf, pos):
     for _ in range(n):
         e, pos = _d_OffsetForLeaderTopic_v4(buf, pos)
         f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetForLeaderEpochRequest(f_replica_id, f_topics), pos
 
 

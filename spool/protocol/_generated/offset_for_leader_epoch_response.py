@@ -114,7 +114,10 @@ def _d_EpochEndOffset_v2(buf, pos):
 def _d_EpochEndOffset_v4(buf, pos):
     f_error_code, f_partition, f_leader_epoch, f_end_offset = _S_hiiq.unpack_from(buf, pos)
     pos += 18
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return EpochEndOffset(f_error_code, f_partition, f_leader_epoch, f_end_offset), pos
 
 
@@ -146,7 +149,10 @@ def _d_OffsetForLeaderTopicResult_v4(buf, pos):
     for _ in range(n):
         e, pos = _d_EpochEndOffset_v4(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetForLeaderTopicResult(f_topic, f_partitions), pos
 
 
@@ -188,7 +194,10 @@ def _d_OffsetForLeaderEpochResponse_v4(buf, pos):
     for _ in range(n):
         e, pos = _d_OffsetForLeaderTopicResult_v4(buf, pos)
         f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return OffsetForLeaderEpochResponse(f_throttle_time_ms, f_topics), pos
 
 

@@ -131,7 +131,10 @@ def _d_PartitionProduceData_v9(buf, pos):
     f_index, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_records, pos = read_compact_records(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return PartitionProduceData(f_index, f_records), pos
 
 
@@ -175,7 +178,10 @@ def _d_TopicProduceData_v9(buf, pos):
     for _ in range(n):
         e, pos = _d_PartitionProduceData_v9(buf, pos)
         f_partition_data.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return TopicProduceData(f_name, ZERO_UUID, f_partition_data), pos
 
 
@@ -186,7 +192,10 @@ def _d_TopicProduceData_v13(buf, pos):
     for _ in range(n):
         e, pos = _d_PartitionProduceData_v9(buf, pos)
         f_partition_data.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return TopicProduceData('', f_topic_id, f_partition_data), pos
 
 
@@ -251,7 +260,10 @@ def _d_ProduceRequest_v9(buf, pos):
     for _ in range(n):
         e, pos = _d_TopicProduceData_v9(buf, pos)
         f_topic_data.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
 
 
@@ -264,7 +276,10 @@ def _d_ProduceRequest_v13(buf, pos):
     for _ in range(n):
         e, pos = _d_TopicProduceData_v13(buf, pos)
         f_topic_data.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
 
 

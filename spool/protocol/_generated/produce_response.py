@@ -240,7 +240,10 @@ def _d_BatchIndexAndErrorMessage_v9(buf, pos):
     f_batch_index, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_batch_index_error_message, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return BatchIndexAndErrorMessage(f_batch_index, f_batch_index_error_message), pos
 
 
@@ -260,7 +263,10 @@ def _e_BatchIndexAndErrorMessage_v9(self, out):
 def _d_LeaderIdAndEpoch_v10(buf, pos):
     f_leader_id, f_leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return LeaderIdAndEpoch(f_leader_id, f_leader_epoch), pos
 
 
@@ -309,7 +315,10 @@ def _d_PartitionProduceResponse_v9(buf, pos):
         e, pos = _d_BatchIndexAndErrorMessage_v9(buf, pos)
         f_record_errors.append(e)
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, LeaderIdAndEpoch()), pos
 
 
@@ -438,7 +447,10 @@ def _d_TopicProduceResponse_v9(buf, pos):
     for _ in range(n):
         e, pos = _d_PartitionProduceResponse_v9(buf, pos)
         f_partition_responses.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return TopicProduceResponse(f_name, ZERO_UUID, f_partition_responses), pos
 
 
@@ -449,7 +461,10 @@ def _d_TopicProduceResponse_v10(buf, pos):
     for _ in range(n):
         e, pos = _d_PartitionProduceResponse_v10(buf, pos)
         f_partition_responses.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return TopicProduceResponse(f_name, ZERO_UUID, f_partition_responses), pos
 
 
@@ -460,7 +475,10 @@ def _d_TopicProduceResponse_v13(buf, pos):
     for _ in range(n):
         e, pos = _d_PartitionProduceResponse_v10(buf, pos)
         f_partition_responses.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return TopicProduceResponse('', f_topic_id, f_partition_responses), pos
 
 
@@ -537,7 +555,10 @@ def _d_NodeEndpoint_v10(buf, pos):
     f_port, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_rack, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return NodeEndpoint(f_node_id, f_host, f_port, f_rack), pos
 
 
@@ -611,7 +632,10 @@ def _d_ProduceResponse_v9(buf, pos):
         f_responses.append(e)
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return ProduceResponse(f_responses, f_throttle_time_ms, []), pos
 
 

@@ -43,7 +43,10 @@ def _d_SaslAuthenticateRequest_v0(buf, pos):
 
 def _d_SaslAuthenticateRequest_v2(buf, pos):
     f_auth_bytes, pos = read_compact_bytes(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return SaslAuthenticateRequest(f_auth_bytes), pos
 
 

@@ -83,7 +83,10 @@ def _d_SaslAuthenticateResponse_v2(buf, pos):
     f_auth_bytes, pos = read_compact_bytes(buf, pos)
     f_session_lifetime_ms, = _S_q.unpack_from(buf, pos)
     pos += 8
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return SaslAuthenticateResponse(f_error_code, f_error_message, f_auth_bytes, f_session_lifetime_ms), pos
 
 

@@ -108,7 +108,10 @@ def _d_SyncGroupRequestAssignment_v0(buf, pos):
 def _d_SyncGroupRequestAssignment_v4(buf, pos):
     f_member_id, pos = read_compact_string(buf, pos)
     f_assignment, pos = read_compact_bytes(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return SyncGroupRequestAssignment(f_member_id, f_assignment), pos
 
 
@@ -163,7 +166,10 @@ def _d_SyncGroupRequest_v4(buf, pos):
     for _ in range(n):
         e, pos = _d_SyncGroupRequestAssignment_v4(buf, pos)
         f_assignments.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return SyncGroupRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, None, None, f_assignments), pos
 
 
@@ -180,7 +186,10 @@ def _d_SyncGroupRequest_v5(buf, pos):
     for _ in range(n):
         e, pos = _d_SyncGroupRequestAssignment_v4(buf, pos)
         f_assignments.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return SyncGroupRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, f_protocol_type, f_protocol_name, f_assignments), pos
 
 

@@ -78,7 +78,10 @@ def _d_SyncGroupResponse_v4(buf, pos):
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_assignment, pos = read_compact_bytes(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return SyncGroupResponse(f_throttle_time_ms, f_error_code, None, None, f_assignment), pos
 
 
@@ -88,7 +91,10 @@ def _d_SyncGroupResponse_v5(buf, pos):
     f_protocol_type, pos = read_compact_nullable_string(buf, pos)
     f_protocol_name, pos = read_compact_nullable_string(buf, pos)
     f_assignment, pos = read_compact_bytes(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return SyncGroupResponse(f_throttle_time_ms, f_error_code, f_protocol_type, f_protocol_name, f_assignment), pos
 
 

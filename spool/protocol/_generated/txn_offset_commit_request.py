@@ -153,7 +153,10 @@ def _d_TxnOffsetCommitRequestPartition_v3(buf, pos):
     f_partition_index, f_committed_offset, f_committed_leader_epoch = _S_iqi.unpack_from(buf, pos)
     pos += 16
     f_committed_metadata, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return TxnOffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_committed_metadata), pos
 
 
@@ -203,7 +206,10 @@ def _d_TxnOffsetCommitRequestTopic_v3(buf, pos):
     for _ in range(n):
         e, pos = _d_TxnOffsetCommitRequestPartition_v3(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return TxnOffsetCommitRequestTopic(f_name, f_partitions), pos
 
 
@@ -273,7 +279,10 @@ def _d_TxnOffsetCommitRequest_v3(buf, pos):
     for _ in range(n):
         e, pos = _d_TxnOffsetCommitRequestTopic_v3(buf, pos)
         f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return TxnOffsetCommitRequest(f_transactional_id, f_group_id, f_producer_id, f_producer_epoch, f_generation_id, f_member_id, f_group_instance_id, f_topics), pos
 
 

@@ -106,7 +106,10 @@ def _d_TxnOffsetCommitResponsePartition_v0(buf, pos):
 def _d_TxnOffsetCommitResponsePartition_v3(buf, pos):
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return TxnOffsetCommitResponsePartition(f_partition_index, f_error_code), pos
 
 
@@ -138,7 +141,10 @@ def _d_TxnOffsetCommitResponseTopic_v3(buf, pos):
     for _ in range(n):
         e, pos = _d_TxnOffsetCommitResponsePartition_v3(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return TxnOffsetCommitResponseTopic(f_name, f_partitions), pos
 
 
@@ -180,7 +186,10 @@ def _d_TxnOffsetCommitResponse_v3(buf, pos):
     for _ in range(n):
         e, pos = _d_TxnOffsetCommitResponseTopic_v3(buf, pos)
         f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return TxnOffsetCommitResponse(f_throttle_time_ms, f_topics), pos
 
 

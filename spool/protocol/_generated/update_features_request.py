@@ -92,7 +92,10 @@ def _d_FeatureUpdateKey_v0(buf, pos):
     f_feature, pos = read_compact_string(buf, pos)
     f_max_version_level, f_allow_downgrade = _S_ho.unpack_from(buf, pos)
     pos += 3
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return FeatureUpdateKey(f_feature, f_max_version_level, f_allow_downgrade, 1), pos
 
 
@@ -100,7 +103,10 @@ def _d_FeatureUpdateKey_v1(buf, pos):
     f_feature, pos = read_compact_string(buf, pos)
     f_max_version_level, f_upgrade_type = _S_hb.unpack_from(buf, pos)
     pos += 3
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return FeatureUpdateKey(f_feature, f_max_version_level, False, f_upgrade_type), pos
 
 
@@ -126,7 +132,10 @@ def _d_UpdateFeaturesRequest_v0(buf, pos):
     for _ in range(n):
         e, pos = _d_FeatureUpdateKey_v0(buf, pos)
         f_feature_updates.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return UpdateFeaturesRequest(f_timeout_ms, f_feature_updates, False), pos
 
 
@@ -140,7 +149,10 @@ def _d_UpdateFeaturesRequest_v1(buf, pos):
         f_feature_updates.append(e)
     f_validate_only, = _S_o.unpack_from(buf, pos)
     pos += 1
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return UpdateFeaturesRequest(f_timeout_ms, f_feature_updates, f_validate_only), pos
 
 

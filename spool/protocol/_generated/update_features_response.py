@@ -89,7 +89,10 @@ def _d_UpdatableFeatureResult_v0(buf, pos):
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return UpdatableFeatureResult(f_feature, f_error_code, f_error_message), pos
 
 
@@ -110,7 +113,10 @@ def _d_UpdateFeaturesResponse_v0(buf, pos):
     for _ in range(n):
         e, pos = _d_UpdatableFeatureResult_v0(buf, pos)
         f_results.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return UpdateFeaturesResponse(f_throttle_time_ms, f_error_code, f_error_message, f_results), pos
 
 
@@ -118,7 +124,10 @@ def _d_UpdateFeaturesResponse_v2(buf, pos):
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return UpdateFeaturesResponse(f_throttle_time_ms, f_error_code, f_error_message, []), pos
 
 

@@ -112,7 +112,10 @@ def _d_WritableTxnMarkerTopic_v1(buf, pos):
     n, pos = read_compact_array_len(buf, pos)
     f_partition_indexes = list(unpack_from(f'>{n}i', buf, pos))
     pos += 4 * n
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return WritableTxnMarkerTopic(f_name, f_partition_indexes), pos
 
 
@@ -135,7 +138,10 @@ def _d_WritableTxnMarker_v1(buf, pos):
         f_topics.append(e)
     f_coordinator_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return WritableTxnMarker(f_producer_id, f_producer_epoch, f_transaction_result, f_topics, f_coordinator_epoch, 0), pos
 
 
@@ -149,7 +155,10 @@ def _d_WritableTxnMarker_v2(buf, pos):
         f_topics.append(e)
     f_coordinator_epoch, f_transaction_version = _S_ib.unpack_from(buf, pos)
     pos += 5
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return WritableTxnMarker(f_producer_id, f_producer_epoch, f_transaction_result, f_topics, f_coordinator_epoch, f_transaction_version), pos
 
 
@@ -181,7 +190,10 @@ def _d_WriteTxnMarkersRequest_v1(buf, pos):
     for _ in range(n):
         e, pos = _d_WritableTxnMarker_v1(buf, pos)
         f_markers.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return WriteTxnMarkersRequest(f_markers), pos
 
 
@@ -191,7 +203,10 @@ def _d_WriteTxnMarkersRequest_v2(buf, pos):
     for _ in range(n):
         e, pos = _d_WritableTxnMarker_v2(buf, pos)
         f_markers.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return WriteTxnMarkersRequest(f_markers), pos
 
 

@@ -116,7 +116,10 @@ class WriteTxnMarkersResponse(Message):
 def _d_WritableTxnMarkerPartitionResult_v1(buf, pos):
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return WritableTxnMarkerPartitionResult(f_partition_index, f_error_code), pos
 
 
@@ -133,7 +136,10 @@ def _d_WritableTxnMarkerTopicResult_v1(buf, pos):
     for _ in range(n):
         e, pos = _d_WritableTxnMarkerPartitionResult_v1(buf, pos)
         f_partitions.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return WritableTxnMarkerTopicResult(f_name, f_partitions), pos
 
 
@@ -155,7 +161,10 @@ def _d_WritableTxnMarkerResult_v1(buf, pos):
     for _ in range(n):
         e, pos = _d_WritableTxnMarkerTopicResult_v1(buf, pos)
         f_topics.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return WritableTxnMarkerResult(f_producer_id, f_topics), pos
 
 
@@ -175,7 +184,10 @@ def _d_WriteTxnMarkersResponse_v1(buf, pos):
     for _ in range(n):
         e, pos = _d_WritableTxnMarkerResult_v1(buf, pos)
         f_markers.append(e)
-    pos = skip_tagged_fields(buf, pos)
+    if buf[pos]:
+        pos = skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return WriteTxnMarkersResponse(f_markers), pos
 
 
