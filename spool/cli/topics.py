@@ -79,13 +79,13 @@ def create(
     timeout: AdminTimeout = 30.0,
 ) -> None:
     """Create a topic."""
-    admin = admin_client(bootstrap, timeout)
     new = NewTopic(
         name,
         num_partitions=partitions if partitions is not None else -1,
         replication_factor=replication_factor if replication_factor is not None else -1,
         config=parse_pairs(config),
     )
+    admin = admin_client(bootstrap, timeout)
     futures = admin.create_topics(
         [new], operation_timeout=timeout, request_timeout=timeout, validate_only=validate_only
     )

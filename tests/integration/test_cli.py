@@ -1,0 +1,304 @@
+"""The ``spool`` client commands, run as real processes against a real broker.
+
+Covers: topics create/list/describe/alter/delete (and the one-line error for
+an existing or missing topic), produce from stdin with keys, headers, an
+explicit partition and compression, consume back with --json, --format,
+--max-messages, --offset and --from-time (keyed records must land on
+``(murmur2(key) & 0x7fffffff) % n``, the Java client's rule), configs
+describe/alter round-trips, and a clear, bounded error for an unreachable
+bootstrap server.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.timeout(120)
+
+SPOOL = [sys.executable, "-m", "spool.cli.main"]
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's murmur2 (``Utils.murmur2``) as an unsigned 32-bit int."""
+    m, r = 0x5BD1E995, 24
+    h = (0x9747B28C ^ len(data)) & 0xFFFFFFFF
+    tail = len(data) & ~3
+    for i in range(0, tail, 4):
+        k = (int.from_bytes(data[i : i + 4], "little") * m) & 0xFFFFFFFF
+        k ^= k >> r
+        k = (k * m) & 0xFFFFFFFF
+        h = ((h * m) & 0xFFFFFFFF) ^ k
+    extra = len(data) & 3
+    if extra >= 3:
+        h ^= data[tail + 2] << 16
+    if extra >= 2:
+        h ^= data[tail + 1] << 8
+    if extra >= 1:
+        h ^= data[tail]
+        h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * m) & 0xFFFFFFFF
+    return h ^ (h >> 15)
+
+
+def partition_of(key: bytes, n: int) -> int:
+    return (murmur2(key) & 0x7FFFFFFF) % n
+
+
+def test_murmur2_matches_kafka_vectors() -> None:
+    # From Kafka's UtilsTest.testMurmur2 (Java ints, signed).
+    vectors = {
+        b"21": -973932308,
+        b"foobar": -790332482,
+        b"a-little-bit-long-string": -985981536,
+        b"a-little-bit-longer-string": -1486304829,
+        b"abc": 479470107,
+    }
+    for data, want in vectors.items():
+        assert murmur2(data) == want & 0xFFFFFFFF, data
+
+
+def spool(
+    broker: Any, *args: str, stdin: str | None = None, timeout: float = 45, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    cmd = [*SPOOL, *args]
+    if broker is not None:
+        cmd += ["--bootstrap-server", broker.bootstrap]
+    proc = subprocess.run(
+        cmd, input=stdin, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    if check and proc.returncode != 0:
+        pytest.fail(f"{args} exited {proc.returncode}: {proc.stderr}")
+    return proc
+
+
+def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("spool: "), lines[0]
+    assert "Traceback" not in proc.stderr
+    return lines[0]
+
+
+def consume_json(broker: Any, topic: str, *args: str) -> list[dict[str, Any]]:
+    proc = spool(broker, "consume", topic, "--json", "--timeout", "5", *args)
+    return [json.loads(line) for line in proc.stdout.splitlines()]
+
+
+def describe(broker: Any, topic: str) -> dict[str, Any]:
+    docs = json.loads(spool(broker, "topics", "describe", topic, "--json").stdout)
+    assert [d["name"] for d in docs] == [topic]
+    return docs[0]
+
+
+def test_topics_lifecycle(broker: Any, topic_name: str) -> None:
+    spool(
+        broker,
+        "topics",
+        "create",
+        topic_name,
+        "--partitions",
+        "3",
+        "--replication-factor",
+        "1",
+        "--config",
+        "retention.ms=3600000",
+    )
+
+    assert topic_name in spool(broker, "topics", "list").stdout.splitlines()
+    listed = {t["name"]: t for t in json.loads(spool(broker, "topics", "list", "--json").stdout)}
+    assert listed[topic_name]["partitions"] == 3
+    assert listed[topic_name]["replication_factor"] == 1
+
+    doc = describe(broker, topic_name)
+    assert [p["partition"] for p in doc["partitions"]] == [0, 1, 2]
+    for p in doc["partitions"]:
+        assert p["leader"] >= 0
+        assert p["replicas"] == [p["leader"]]
+        assert p["isr"] == [p["leader"]]
+    assert doc["configs"] == {"retention.ms": "3600000"}
+    plain = spool(broker, "topics", "describe", topic_name).stdout
+    assert f"Topic: {topic_name}\tPartitionCount: 3\tReplicationFactor: 1" in plain
+    assert "retention.ms=3600000" in plain
+
+    again = spool(broker, "topics", "create", topic_name, "--partitions", "1", check=False)
+    line = one_error_line(again)
+    assert line == f"spool: topic '{topic_name}' already exists (TOPIC_ALREADY_EXISTS)"
+    spool(broker, "topics", "create", topic_name, "--if-not-exists")
+
+    spool(broker, "topics", "alter", topic_name, "--partitions", "5")
+    assert [p["partition"] for p in describe(broker, topic_name)["partitions"]] == [0, 1, 2, 3, 4]
+
+    spool(broker, "topics", "delete", topic_name)
+    deadline = time.monotonic() + 10
+    while topic_name in spool(broker, "topics", "list").stdout.splitlines():
+        assert time.monotonic() < deadline, "deleted topic still listed"
+        time.sleep(0.2)
+    gone = one_error_line(spool(broker, "topics", "delete", topic_name, check=False))
+    assert "UNKNOWN_TOPIC_OR_PART" in gone
+    missing = one_error_line(spool(broker, "topics", "describe", topic_name, check=False))
+    assert missing == f"spool: topic '{topic_name}' does not exist (UNKNOWN_TOPIC_OR_PART)"
+
+
+def test_produce_keys_headers_consume_json(broker: Any, topic_name: str) -> None:
+    n = 4
+    spool(broker, "topics", "create", topic_name, "--partitions", str(n))
+    keys = [f"key-{i}" for i in range(40)]
+    lines = "".join(f"{k}:value {i}:{k}\n" for i, k in enumerate(keys))
+    proc = spool(
+        broker,
+        "produce",
+        topic_name,
+        "--key-separator",
+        ":",
+        "--headers",
+        "h1=a,h2=b",
+        "--acks",
+        "all",
+        stdin=lines,
+    )
+    assert proc.stderr.strip().splitlines()[-1] == f"spool: 40 records sent to '{topic_name}'"
+
+    records = consume_json(broker, topic_name, "--from-beginning", "--max-messages", "40")
+    assert len(records) == 40
+    by_key = {r["key"]: r for r in records}
+    assert sorted(by_key) == sorted(keys)
+    for i, k in enumerate(keys):
+        r = by_key[k]
+        assert r["topic"] == topic_name
+        assert r["value"] == f"value {i}:{k}"  # split at the first separator only
+        assert r["headers"] == [["h1", "a"], ["h2", "b"]]
+        assert r["partition"] == partition_of(k.encode(), n), k
+        assert isinstance(r["timestamp"], int) and r["timestamp"] > 0
+    for p in range(n):  # per partition: offsets 0.. in production order
+        mine = [r for r in records if r["partition"] == p]
+        assert [r["offset"] for r in mine] == list(range(len(mine)))
+        assert [r["key"] for r in mine] == [k for k in keys if partition_of(k.encode(), n) == p]
+
+
+def test_produce_partition_compression_and_format(broker: Any, topic_name: str) -> None:
+    spool(broker, "topics", "create", topic_name, "--partitions", "3")
+    spool(
+        broker,
+        "produce",
+        topic_name,
+        "--partition",
+        "2",
+        "--compression",
+        "gzip",
+        "--acks",
+        "1",
+        "-K",
+        "=",
+        stdin="a=1\nb=2\n",
+    )
+    out = spool(
+        broker,
+        "consume",
+        topic_name,
+        "--partition",
+        "2",
+        "--from-beginning",
+        "--max-messages",
+        "2",
+        "--timeout",
+        "5",
+        "--format",
+        "%p|%o|%k|%s|%K\\n",
+    ).stdout
+    assert out == "2|0|a|1|1\n2|1|b|2|1\n"
+    bad = spool(broker, "produce", topic_name, "-K", "=", stdin="novalue\n", check=False)
+    assert bad.returncode != 0 and "no key separator" in bad.stderr
+
+
+def test_consume_offset_and_from_time(broker: Any, topic_name: str) -> None:
+    spool(broker, "topics", "create", topic_name, "--partitions", "1")
+    spool(broker, "produce", topic_name, stdin="".join(f"old-{i}\n" for i in range(5)))
+    time.sleep(0.05)
+    middle_ms = int(time.time() * 1000)
+    time.sleep(0.05)
+    spool(broker, "produce", topic_name, stdin="".join(f"new-{i}\n" for i in range(3)))
+
+    def values(*args: str) -> list[str]:
+        return [r["value"] for r in consume_json(broker, topic_name, *args)]
+
+    news = ["new-0", "new-1", "new-2"]
+    assert values("--from-time", str(middle_ms), "--max-messages", "3") == news
+    iso = datetime.fromtimestamp(middle_ms / 1000, UTC).isoformat()
+    assert values("--from-time", iso, "--max-messages", "3") == news
+    assert values("--offset", "3", "--partition", "0", "--max-messages", "3") == [
+        "old-3",
+        "old-4",
+        "new-0",
+    ]
+    assert values("--offset=-2", "--timeout", "3") == ["new-1", "new-2"]
+    # --from-time after the last record: nothing, and it stops on --timeout
+    assert values("--from-time", str(int(time.time() * 1000) + 60_000), "--timeout", "2") == []
+
+
+def test_configs_roundtrip(broker: Any, topic_name: str) -> None:
+    spool(broker, "topics", "create", topic_name, "--partitions", "1")
+    spool(
+        broker,
+        "configs",
+        "alter",
+        "--topic",
+        topic_name,
+        "--add-config",
+        "retention.ms=123456,cleanup.policy=[compact,delete]",
+    )
+
+    def overrides() -> dict[str, dict[str, Any]]:
+        out = spool(broker, "configs", "describe", "--topic", topic_name, "--json").stdout
+        return {e["name"]: e for e in json.loads(out)}
+
+    got = overrides()
+    assert got["retention.ms"]["value"] == "123456"
+    assert got["retention.ms"]["source"] == "DYNAMIC_TOPIC_CONFIG"
+    assert got["cleanup.policy"]["value"] == "compact,delete"
+    assert describe(broker, topic_name)["configs"]["retention.ms"] == "123456"
+    plain = spool(broker, "configs", "describe", "--topic", topic_name).stdout
+    assert any(
+        line.split()[:3] == ["retention.ms", "123456", "DYNAMIC_TOPIC_CONFIG"]
+        for line in plain.splitlines()
+    ), plain
+
+    spool(broker, "configs", "alter", "--topic", topic_name, "--delete-config", "retention.ms")
+    assert "retention.ms" not in overrides()
+    everything = json.loads(
+        spool(broker, "configs", "describe", "--topic", topic_name, "--all", "--json").stdout
+    )
+    retention = [e for e in everything if e["name"] == "retention.ms"]
+    assert retention and retention[0]["source"] != "DYNAMIC_TOPIC_CONFIG"
+
+    leader = describe(broker, topic_name)["partitions"][0]["leader"]
+    broker_cfg = json.loads(
+        spool(broker, "configs", "describe", "--broker", str(leader), "--all", "--json").stdout
+    )
+    assert {e["name"] for e in broker_cfg} >= {"num.partitions", "log.retention.ms"}
+
+    bad = spool(broker, "configs", "alter", "--topic", topic_name, check=False)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_unreachable_bootstrap_is_one_line_error() -> None:
+    for args in (
+        ["topics", "list", "--timeout", "3"],
+        ["consume", "nope", "--timeout", "3"],
+        ["produce", "nope", "--timeout", "3"],
+    ):
+        started = time.monotonic()
+        proc = spool(
+            None, *args, "--bootstrap-server", "127.0.0.1:1", stdin="x\n", timeout=20, check=False
+        )
+        assert time.monotonic() - started < 15
+        line = one_error_line(proc)
+        assert "cannot reach a broker at 127.0.0.1:1" in line, line
