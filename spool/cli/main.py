@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
 from spool.cli import configs, consume, produce, topics
@@ -15,10 +18,33 @@ app = typer.Typer(
 
 
 @app.command()
-def broker() -> None:
-    """Start a broker (not built yet: see the broker issue)."""
-    typer.echo("spool broker: the broker is not built yet.", err=True)
-    raise typer.Exit(1)
+def broker(
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", "-c", help="A server.properties file with Kafka's broker keys."),
+    ] = None,
+    override: Annotated[
+        list[str] | None,
+        typer.Option("--override", "-o", help="key=value, applied after the file (repeatable)."),
+    ] = None,
+    log_level: Annotated[
+        str, typer.Option("--log-level", help="DEBUG, INFO, WARNING or ERROR.")
+    ] = "INFO",
+) -> None:
+    """Start a broker (defaults: 127.0.0.1:9092, data in ./data)."""
+    from spool.broker.config import BrokerConfig, ConfigError
+    from spool.broker.main import run
+
+    try:
+        cfg = BrokerConfig.load(config, override or [])
+    except ConfigError as e:
+        typer.echo(f"spool broker: {e}", err=True)
+        raise typer.Exit(2) from e
+    try:
+        run(cfg, log_level)
+    except OSError as e:
+        typer.echo(f"spool broker: {e}", err=True)
+        raise typer.Exit(1) from e
 
 
 @app.command()

@@ -1,6 +1,7 @@
 """Kafka's wire error codes: one table of (code, name, retriable).
 
-Names are Kafka's own (``Errors.java``). ``KafkaError`` is the typed internal
+Names are Kafka's own (``Errors.java``); a few client-library spellings are
+accepted as aliases. ``KafkaError`` is the typed internal
 exception every layer raises; the broker maps it to the code at the handler
 boundary, so per-partition errors become data in the response.
 """
@@ -17,25 +18,25 @@ class ErrorCode(NamedTuple):
 
 
 _TABLE: tuple[tuple[int, str, bool], ...] = (
-    (-1, 'UNKNOWN', False),
-    (0, 'NO_ERROR', False),
+    (-1, 'UNKNOWN_SERVER_ERROR', False),
+    (0, 'NONE', False),
     (1, 'OFFSET_OUT_OF_RANGE', False),
     (2, 'CORRUPT_MESSAGE', True),
     (3, 'UNKNOWN_TOPIC_OR_PARTITION', True),
     (4, 'INVALID_FETCH_SIZE', False),
     (5, 'LEADER_NOT_AVAILABLE', True),
-    (6, 'NOT_LEADER_FOR_PARTITION', True),
+    (6, 'NOT_LEADER_OR_FOLLOWER', True),
     (7, 'REQUEST_TIMED_OUT', True),
     (8, 'BROKER_NOT_AVAILABLE', False),
     (9, 'REPLICA_NOT_AVAILABLE', True),
-    (10, 'MESSAGE_SIZE_TOO_LARGE', False),
+    (10, 'MESSAGE_TOO_LARGE', False),
     (11, 'STALE_CONTROLLER_EPOCH', False),
     (12, 'OFFSET_METADATA_TOO_LARGE', False),
     (13, 'NETWORK_EXCEPTION', True),
     (14, 'COORDINATOR_LOAD_IN_PROGRESS', True),
     (15, 'COORDINATOR_NOT_AVAILABLE', True),
     (16, 'NOT_COORDINATOR', True),
-    (17, 'INVALID_TOPIC', False),
+    (17, 'INVALID_TOPIC_EXCEPTION', False),
     (18, 'RECORD_LIST_TOO_LARGE', False),
     (19, 'NOT_ENOUGH_REPLICAS', True),
     (20, 'NOT_ENOUGH_REPLICAS_AFTER_APPEND', True),
@@ -57,7 +58,7 @@ _TABLE: tuple[tuple[int, str, bool], ...] = (
     (36, 'TOPIC_ALREADY_EXISTS', False),
     (37, 'INVALID_PARTITIONS', False),
     (38, 'INVALID_REPLICATION_FACTOR', False),
-    (39, 'INVALID_REPLICATION_ASSIGNMENT', False),
+    (39, 'INVALID_REPLICA_ASSIGNMENT', False),
     (40, 'INVALID_CONFIG', False),
     (41, 'NOT_CONTROLLER', True),
     (42, 'INVALID_REQUEST', False),
@@ -156,8 +157,20 @@ class Errors:
     """Error codes as attributes: ``Errors.CORRUPT_MESSAGE == 2``."""
 
 
+# Other spellings seen in client libraries, accepted as attributes too.
+_ALIASES = {
+    "UNKNOWN": -1,
+    "NO_ERROR": 0,
+    "NOT_LEADER_FOR_PARTITION": 6,
+    "MESSAGE_SIZE_TOO_LARGE": 10,
+    "INVALID_TOPIC": 17,
+    "INVALID_REPLICATION_ASSIGNMENT": 39,
+}
+
 for _e in BY_CODE.values():
     setattr(Errors, _e.name, _e.code)
+for _name, _code in _ALIASES.items():
+    setattr(Errors, _name, _code)
 
 
 def error_name(code: int) -> str:

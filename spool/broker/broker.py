@@ -1,0 +1,273 @@
+"""The broker: storage, metadata and the server wired together.
+
+``Broker(config)`` owns the ``LogManager`` (partition logs), the
+``MetadataStore`` (topics, ids, config overrides, replayed from the
+metadata log) and the ``Server``. Handlers reach everything through
+``ctx.broker``. Lifecycle: ``await start()`` loads logs and binds the
+listeners; ``await shutdown()`` stops accepting, lets in-flight requests
+finish, then flushes and closes every log (a clean shutdown marker spares
+the next start its recovery scan). Blocking storage work (retention, fsync)
+runs in a thread pool, off the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+
+from spool.broker.config import BrokerConfig
+from spool.broker.config_view import (
+    DYNAMIC_TOPIC_DEFAULTS,
+    ConfigEntry,
+    broker_entries,
+    topic_entries,
+)
+from spool.broker.dispatch import Dispatcher
+from spool.broker.server import Server
+from spool.protocol.errors import Errors, KafkaError
+from spool.storage.config import validate_broker_overrides, validate_topic_overrides
+from spool.storage.engine import Storage
+from spool.storage.log import PartitionLog
+from spool.storage.manager import validate_topic_name
+from spool.util.clock import SystemClock
+
+log = logging.getLogger("spool.broker")
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+class Broker:
+    """A single-node broker (node ``node.id``) serving every partition as leader."""
+
+    leader_epoch = 0
+
+    def __init__(self, config: BrokerConfig, clock=None) -> None:
+        self.config = config
+        self.clock = clock or SystemClock()
+        self.node_id = config.node_id
+        self.cluster_id = config.get("cluster.id") or "spool"
+        self.executor = ThreadPoolExecutor(
+            max_workers=max(2, config.get_int("num.io.threads")), thread_name_prefix="spool-io"
+        )
+        self.storage: Storage | None = None
+        self.server: Server | None = None
+        self._waiters: dict[tuple[str, int], list[asyncio.Future]] = {}
+        self._background: list[asyncio.Task] = []
+
+    # ---- lifecycle
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        log_dirs = self.config.log_dirs
+        defaults = self.config.log_defaults()
+        self.storage = await loop.run_in_executor(
+            self.executor,
+            lambda: Storage(log_dirs, defaults, self.clock, node_id=self.node_id),
+        )
+        listeners = self.config.listeners
+        self.server = Server(
+            Dispatcher(self),
+            [(lst.host, lst.port) for lst in listeners],
+            max_request_size=self.config.get_int("socket.request.max.bytes"),
+            max_queued=self.config.get_int("queued.max.requests"),
+            idle_timeout_ms=self.config.get_int("connections.max.idle.ms"),
+        )
+        await self.server.start()
+        interval = self.config.get_int("log.retention.check.interval.ms") / 1000.0
+        self._background.append(loop.create_task(self._retention_loop(interval)))
+        log.info("broker %d listening on %s", self.node_id, self.server.bound)
+
+    @property
+    def logs(self):
+        return self.storage.logs
+
+    @property
+    def metadata(self):
+        return self.storage.metadata
+
+    async def _retention_loop(self, interval_s: float) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                await loop.run_in_executor(self.executor, self.logs.run_retention_once)
+            except Exception:
+                log.exception("retention run failed")
+
+    async def shutdown(self) -> None:
+        for t in self._background:
+            t.cancel()
+        if self.server is not None:
+            await self.server.close()
+        if self.storage is not None:
+            await asyncio.get_running_loop().run_in_executor(self.executor, self.storage.shutdown)
+        self.executor.shutdown(wait=True)
+
+    @property
+    def advertised_address(self) -> tuple[str, int]:
+        lst = self.config.advertised_listeners[0]
+        host, port = lst.host, lst.port
+        if port == 0 and self.server is not None and self.server.bound:
+            port = self.server.bound[0][1]
+        if host in ("0.0.0.0", "::", ""):
+            host = "127.0.0.1"
+        return host, port
+
+    # ---- topics
+
+    def topic_names(self) -> list[str]:
+        return sorted(self.metadata.topics())
+
+    def has_topic(self, name: str) -> bool:
+        return self.metadata.topic(name) is not None
+
+    def partition_count(self, name: str) -> int:
+        t = self.metadata.topic(name)
+        return t.partitions if t else 0
+
+    def get_log(self, topic: str, partition: int) -> PartitionLog:
+        """The log of a partition this broker leads, or UNKNOWN_TOPIC_OR_PARTITION."""
+        plog = self.storage.logs.get(topic, partition)
+        if plog is None:
+            raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition}")
+        return plog
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = -1,
+        replication_factor: int = -1,
+        configs: dict[str, str] | None = None,
+        validate_only: bool = False,
+        internal_ok: bool = False,
+    ):
+        """Create a topic (metadata record, then its partition logs); returns its metadata."""
+        validate_topic_name(name)
+        if name in INTERNAL_TOPICS and not internal_ok:
+            raise KafkaError(Errors.INVALID_REQUEST, f"{name} is an internal topic")
+        if self.has_topic(name):
+            raise KafkaError(Errors.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+        if partitions == -1:
+            partitions = self.config.get_int("num.partitions")
+        if partitions <= 0:
+            raise KafkaError(Errors.INVALID_PARTITIONS, "number of partitions must be positive")
+        if replication_factor == -1:
+            replication_factor = self.config.get_int("default.replication.factor")
+        if replication_factor <= 0:
+            raise KafkaError(
+                Errors.INVALID_REPLICATION_FACTOR, "replication factor must be positive"
+            )
+        if replication_factor > 1:
+            raise KafkaError(
+                Errors.INVALID_REPLICATION_FACTOR,
+                f"replication factor {replication_factor} is larger than the 1 available broker",
+            )
+        overrides = {k: v for k, v in validate_topic_overrides(configs or {}).items() if v is not None}
+        if validate_only:
+            return None
+        self.storage.create_topic(name, partitions, overrides)
+        return self.metadata.topic(name)
+
+    def auto_create_topic(self, name: str) -> bool:
+        """Create ``name`` with broker defaults if auto-creation allows it."""
+        if name in INTERNAL_TOPICS or not self.config.get_bool("auto.create.topics.enable"):
+            return False
+        try:
+            self.create_topic(name)
+        except KafkaError as e:
+            if e.code != Errors.TOPIC_ALREADY_EXISTS:
+                raise
+        return True
+
+    def topic_id(self, name: str) -> uuid.UUID:
+        return uuid.UUID(self.metadata.topic(name).topic_id)
+
+    def topic_name_by_id(self, topic_id: uuid.UUID) -> str:
+        name = self.metadata.topic_name(str(topic_id))
+        if name is None:
+            raise KafkaError(Errors.UNKNOWN_TOPIC_ID, f"no topic with id {topic_id}")
+        return name
+
+    def delete_topic(self, name: str) -> None:
+        self.storage.delete_topic(name)
+
+    def create_partitions(self, name: str, total: int) -> None:
+        self.storage.create_partitions(name, total)
+
+    # ---- configs
+
+    def _dynamic_broker(self) -> dict[str, str]:
+        return {**self.metadata.broker_config(""), **self.metadata.broker_config(str(self.node_id))}
+
+    def describe_topic_configs(
+        self, name: str | None, extra: dict[str, str] | None = None
+    ) -> list[ConfigEntry]:
+        overrides = dict(self.metadata.topic(name).configs) if name else {}
+        overrides.update(extra or {})
+        return topic_entries(overrides, self._dynamic_broker(), self.config.values)
+
+    def describe_broker_configs(self) -> list[ConfigEntry]:
+        return broker_entries(self._dynamic_broker(), self.config.values)
+
+    def current_config_values(self, resource_type: int, name: str) -> dict[str, str]:
+        entries = (
+            self.describe_topic_configs(name) if resource_type == 2 else self.describe_broker_configs()
+        )
+        return {e.name: e.value or "" for e in entries}
+
+    def alter_topic_configs(
+        self, name: str, changes: dict[str, str | None], *, replace: bool, validate_only: bool
+    ) -> None:
+        """Set (None: delete) topic overrides; ``replace`` drops every override not given."""
+        if replace:
+            current = self.metadata.topic(name).configs
+            changes = {**{k: None for k in current}, **changes}
+        validate_topic_overrides(changes)
+        if not validate_only:
+            self.storage.alter_topic_config(name, changes)
+
+    def alter_broker_configs(
+        self, changes: dict[str, str | None], *, replace: bool, validate_only: bool
+    ) -> None:
+        """Dynamic broker defaults for topics (``log.retention.ms``...), cluster-wide."""
+        for k in changes:
+            if k not in DYNAMIC_TOPIC_DEFAULTS:
+                raise KafkaError(
+                    Errors.INVALID_REQUEST, f"{k} cannot be changed while the broker runs"
+                )
+        if replace:
+            changes = {**{k: None for k in self.metadata.broker_config(str(self.node_id))}, **changes}
+        validate_broker_overrides(changes)
+        if not validate_only:
+            self.storage.alter_broker_config(changes, str(self.node_id))
+
+    # ---- fetch long-polling
+
+    def notify_append(self, topic: str, partition: int) -> None:
+        waiters = self._waiters.pop((topic, partition), None)
+        if waiters:
+            for fut in waiters:
+                if not fut.done():
+                    fut.set_result(None)
+
+    async def wait_for_append(self, keys: Iterable[tuple[str, int]], timeout_s: float) -> None:
+        """Wait until one of ``keys`` gets an append, or the timeout passes."""
+        fut = asyncio.get_running_loop().create_future()
+        keys = list(keys)
+        for k in keys:
+            self._waiters.setdefault(k, []).append(fut)
+        try:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(fut, timeout_s)
+        finally:
+            for k in keys:
+                lst = self._waiters.get(k)
+                if lst is not None:
+                    with contextlib.suppress(ValueError):
+                        lst.remove(fut)
+                    if not lst:
+                        del self._waiters[k]

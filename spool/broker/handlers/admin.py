@@ -1,0 +1,172 @@
+"""Topic administration: CreateTopics (19), DeleteTopics (20), CreatePartitions (37),
+DeleteRecords (21).
+
+Each topic or partition gets its own error code and message; one bad topic
+never fails the others. ``validate_only`` checks everything and changes
+nothing. DeleteRecords with offset -1 means "up to the high watermark";
+beyond it is OFFSET_OUT_OF_RANGE.
+"""
+
+from __future__ import annotations
+
+from spool.broker.broker import INTERNAL_TOPICS
+from spool.broker.registry import handles
+from spool.protocol._generated import (
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+)
+from spool.protocol._generated.create_partitions_response import CreatePartitionsTopicResult
+from spool.protocol._generated.create_topics_response import (
+    CreatableTopicConfigs,
+    CreatableTopicResult,
+)
+from spool.protocol._generated.delete_records_response import (
+    DeleteRecordsPartitionResult,
+    DeleteRecordsTopicResult,
+)
+from spool.protocol._generated.delete_topics_response import DeletableTopicResult
+from spool.protocol.errors import Errors, KafkaError
+
+
+def _check_assignments(assignments, node_id: int) -> int | None:
+    """Manual replica assignments: only this broker exists. Returns the partition count."""
+    if not assignments:
+        return None
+    for i, a in enumerate(sorted(assignments, key=lambda a: a.partition_index)):
+        if a.partition_index != i:
+            raise KafkaError(Errors.INVALID_REPLICA_ASSIGNMENT, "partitions must be 0..n-1")
+        if a.broker_ids != [node_id]:
+            raise KafkaError(
+                Errors.INVALID_REPLICA_ASSIGNMENT, f"only broker {node_id} exists"
+            )
+    return len(assignments)
+
+
+@handles(19, 2, 7)
+async def create_topics(ctx, req: CreateTopicsRequest) -> CreateTopicsResponse:
+    broker = ctx.broker
+    results = []
+    seen: set[str] = set()
+    for t in req.topics:
+        r = CreatableTopicResult(name=t.name, error_code=0, error_message=None,
+                                 num_partitions=-1, replication_factor=-1, configs=None)
+        results.append(r)
+        try:
+            if t.name in seen:
+                raise KafkaError(Errors.INVALID_REQUEST, f"topic {t.name!r} appears twice")
+            seen.add(t.name)
+            n = t.num_partitions
+            manual = _check_assignments(t.assignments, broker.node_id)
+            if manual is not None:
+                if n != -1 or t.replication_factor != -1:
+                    raise KafkaError(Errors.INVALID_REQUEST,
+                                     "assignments exclude num_partitions and replication_factor")
+                n = manual
+            configs = {c.name: c.value for c in t.configs}
+            broker.create_topic(t.name, n, t.replication_factor if manual is None else 1,
+                                configs, validate_only=req.validate_only)
+            r.num_partitions = n if n != -1 else broker.config.get_int("num.partitions")
+            r.replication_factor = 1
+            if not req.validate_only:
+                r.topic_id = broker.topic_id(t.name)
+            r.configs = [
+                CreatableTopicConfigs(name=c.name, value=c.value, read_only=False,
+                                      config_source=int(c.source), is_sensitive=False)
+                for c in broker.describe_topic_configs(t.name if not req.validate_only else None,
+                                                       configs)
+            ]
+        except KafkaError as e:
+            r.error_code = e.code
+            r.error_message = e.message
+    return CreateTopicsResponse(throttle_time_ms=0, topics=results)
+
+
+@handles(20, 1, 6)
+async def delete_topics(ctx, req: DeleteTopicsRequest) -> DeleteTopicsResponse:
+    broker = ctx.broker
+    if ctx.api_version >= 6:
+        targets = [(t.name, t.topic_id) for t in req.topics]
+    else:
+        targets = [(n, None) for n in req.topic_names]
+    results = []
+    for name, topic_id in targets:
+        r = DeletableTopicResult(name=name, error_code=0, error_message=None)
+        results.append(r)
+        try:
+            if name is None and topic_id is not None:
+                name = broker.topic_name_by_id(topic_id)
+                r.name = name
+            if not broker.config.get_bool("delete.topic.enable"):
+                raise KafkaError(Errors.TOPIC_DELETION_DISABLED, "delete.topic.enable is false")
+            if name in INTERNAL_TOPICS:
+                raise KafkaError(Errors.INVALID_REQUEST, f"{name} is an internal topic")
+            if name is None or not broker.has_topic(name):
+                raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+            r.topic_id = broker.topic_id(name)
+            broker.delete_topic(name)
+        except KafkaError as e:
+            r.error_code = e.code
+            r.error_message = e.message
+    return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
+
+
+@handles(37, 0, 3)
+async def create_partitions(ctx, req: CreatePartitionsRequest) -> CreatePartitionsResponse:
+    broker = ctx.broker
+    results = []
+    for t in req.topics:
+        r = CreatePartitionsTopicResult(name=t.name, error_code=0, error_message=None)
+        results.append(r)
+        try:
+            if not broker.has_topic(t.name):
+                raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"topic {t.name!r} does not exist")
+            current = broker.partition_count(t.name)
+            if t.count <= current:
+                raise KafkaError(
+                    Errors.INVALID_PARTITIONS,
+                    f"topic has {current} partitions; the new count must be larger, not {t.count}",
+                )
+            if t.assignments is not None:
+                if len(t.assignments) != t.count - current:
+                    raise KafkaError(Errors.INVALID_REPLICA_ASSIGNMENT,
+                                     "one assignment per new partition is needed")
+                for a in t.assignments:
+                    if a.broker_ids != [broker.node_id]:
+                        raise KafkaError(Errors.INVALID_REPLICA_ASSIGNMENT,
+                                         f"only broker {broker.node_id} exists")
+            if not req.validate_only:
+                broker.create_partitions(t.name, t.count)
+        except KafkaError as e:
+            r.error_code = e.code
+            r.error_message = e.message
+    return CreatePartitionsResponse(throttle_time_ms=0, results=results)
+
+
+@handles(21, 0, 2)
+async def delete_records(ctx, req: DeleteRecordsRequest) -> DeleteRecordsResponse:
+    broker = ctx.broker
+    topics = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            r = DeleteRecordsPartitionResult(partition_index=p.partition_index,
+                                             low_watermark=-1, error_code=0)
+            try:
+                plog = broker.get_log(t.name, p.partition_index)
+                offset = plog.high_watermark if p.offset == -1 else p.offset
+                if offset < 0 or offset > plog.high_watermark:
+                    raise KafkaError(Errors.OFFSET_OUT_OF_RANGE,
+                                     f"offset {p.offset} is beyond the high watermark")
+                plog.delete_records_before(offset)
+                r.low_watermark = plog.log_start_offset
+            except KafkaError as e:
+                r.error_code = e.code
+            parts.append(r)
+        topics.append(DeleteRecordsTopicResult(name=t.name, partitions=parts))
+    return DeleteRecordsResponse(throttle_time_ms=0, topics=topics)

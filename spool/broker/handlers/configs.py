@@ -1,0 +1,163 @@
+"""DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44).
+
+Resources: TOPIC (2) and BROKER (4, name = node id, or "" for the cluster
+default). Topic describe lists every topic key with its effective value,
+source (TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, STATIC_BROKER_CONFIG,
+DEFAULT_CONFIG) and, on request, synonyms and documentation. AlterConfigs
+replaces a resource's whole override set; IncrementalAlterConfigs SETs,
+DELETEs, APPENDs to or SUBTRACTs from list values one key at a time.
+Broker resources accept the dynamic ``log.*``-style topic defaults only.
+"""
+
+from __future__ import annotations
+
+from spool.broker.registry import handles
+from spool.protocol._generated import (
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
+from spool.protocol._generated.alter_configs_response import AlterConfigsResourceResponse
+from spool.protocol._generated.describe_configs_response import (
+    DescribeConfigsResourceResult,
+    DescribeConfigsResult,
+    DescribeConfigsSynonym,
+)
+from spool.protocol._generated.incremental_alter_configs_response import (
+    AlterConfigsResourceResponse as IncrementalResourceResponse,
+)
+from spool.protocol.errors import Errors, KafkaError
+
+TOPIC = 2
+BROKER = 4
+BROKER_LOGGER = 8
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+CONFIG_TYPES = {"boolean": 1, "bool": 1, "string": 2, "int": 3, "short": 4, "long": 5,
+                "double": 6, "list": 7, "class": 8, "password": 9}
+
+
+def _check_broker_name(broker, name: str) -> None:
+    if name not in ("", str(broker.node_id)):
+        raise KafkaError(Errors.INVALID_REQUEST, f"broker {name!r} is not this broker")
+
+
+def _describe_resource(broker, res, include_synonyms: bool, include_docs: bool, version: int):
+    out = DescribeConfigsResult(error_code=0, error_message=None,
+                                resource_type=res.resource_type,
+                                resource_name=res.resource_name, configs=[])
+    try:
+        if res.resource_type == TOPIC:
+            if not broker.has_topic(res.resource_name):
+                raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                 f"topic {res.resource_name!r} does not exist")
+            entries = broker.describe_topic_configs(res.resource_name)
+        elif res.resource_type == BROKER:
+            _check_broker_name(broker, res.resource_name)
+            entries = broker.describe_broker_configs()
+        else:
+            raise KafkaError(Errors.INVALID_REQUEST,
+                             f"resource type {res.resource_type} is not supported")
+        wanted = set(res.configuration_keys) if res.configuration_keys is not None else None
+        for e in entries:
+            if wanted is not None and e.name not in wanted:
+                continue
+            source = int(e.source)
+            out.configs.append(DescribeConfigsResourceResult(
+                name=e.name, value=e.value, read_only=e.read_only,
+                config_source=source, is_default=source == 5, is_sensitive=False,
+                synonyms=[DescribeConfigsSynonym(name=n, value=v, source=int(s))
+                          for n, v, s in e.synonyms] if include_synonyms else [],
+                config_type=CONFIG_TYPES.get(e.type, 2),
+                documentation=(e.doc or None) if include_docs else None,
+            ))
+    except KafkaError as e:
+        out.error_code = e.code
+        out.error_message = e.message
+    return out
+
+
+@handles(32, 1, 4)
+async def describe_configs(ctx, req: DescribeConfigsRequest) -> DescribeConfigsResponse:
+    results = [
+        _describe_resource(ctx.broker, r, req.include_synonyms, req.include_documentation,
+                           ctx.api_version)
+        for r in req.resources
+    ]
+    return DescribeConfigsResponse(throttle_time_ms=0, results=results)
+
+
+def _apply(broker, resource_type: int, name: str, changes: dict[str, str | None],
+           replace: bool, validate_only: bool) -> None:
+    if resource_type == TOPIC:
+        if not broker.has_topic(name):
+            raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+        broker.alter_topic_configs(name, changes, replace=replace, validate_only=validate_only)
+    elif resource_type == BROKER:
+        _check_broker_name(broker, name)
+        broker.alter_broker_configs(changes, replace=replace, validate_only=validate_only)
+    else:
+        raise KafkaError(Errors.INVALID_REQUEST, f"resource type {resource_type} is not supported")
+
+
+@handles(33, 0, 2)
+async def alter_configs(ctx, req: AlterConfigsRequest) -> AlterConfigsResponse:
+    out = []
+    for r in req.resources:
+        resp = AlterConfigsResourceResponse(error_code=0, error_message=None,
+                                            resource_type=r.resource_type,
+                                            resource_name=r.resource_name)
+        try:
+            changes = {c.name: c.value for c in r.configs}
+            _apply(ctx.broker, r.resource_type, r.resource_name, changes, True, req.validate_only)
+        except KafkaError as e:
+            resp.error_code = e.code
+            resp.error_message = e.message
+        out.append(resp)
+    return AlterConfigsResponse(throttle_time_ms=0, responses=out)
+
+
+def _incremental_changes(broker, r) -> dict[str, str | None]:
+    changes: dict[str, str | None] = {}
+    current = (broker.current_config_values(r.resource_type, r.resource_name)
+               if any(c.config_operation in (APPEND, SUBTRACT) for c in r.configs) else {})
+    for c in r.configs:
+        if c.name in changes:
+            raise KafkaError(Errors.INVALID_REQUEST, f"config {c.name} appears twice")
+        op = c.config_operation
+        if op == SET:
+            changes[c.name] = c.value
+        elif op == DELETE:
+            changes[c.name] = None
+        elif op in (APPEND, SUBTRACT):
+            items = [s for s in (current.get(c.name) or "").split(",") if s]
+            new = [s for s in (c.value or "").split(",") if s]
+            if op == APPEND:
+                items += [s for s in new if s not in items]
+            else:
+                items = [s for s in items if s not in new]
+            changes[c.name] = ",".join(items)
+        else:
+            raise KafkaError(Errors.INVALID_REQUEST, f"unknown config operation {op}")
+    return changes
+
+
+@handles(44, 0, 1)
+async def incremental_alter_configs(ctx, req: IncrementalAlterConfigsRequest
+                                    ) -> IncrementalAlterConfigsResponse:
+    out = []
+    for r in req.resources:
+        resp = IncrementalResourceResponse(error_code=0, error_message=None,
+                                           resource_type=r.resource_type,
+                                           resource_name=r.resource_name)
+        try:
+            changes = _incremental_changes(ctx.broker, r)
+            _apply(ctx.broker, r.resource_type, r.resource_name, changes, False,
+                   req.validate_only)
+        except KafkaError as e:
+            resp.error_code = e.code
+            resp.error_message = e.message
+        out.append(resp)
+    return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=out)

@@ -1,0 +1,98 @@
+"""Fetch (1): whole batches from segment files, zero copy, with long polling.
+
+For each requested partition the log returns a file region of whole batches
+starting at the batch holding ``fetch_offset`` and ending at or before the
+high watermark (the LSO under read_committed). The region travels in the
+response's chunk list as a ``FileRegion`` and goes out with ``sendfile``.
+Limits: ``partition_max_bytes`` per partition and ``max_bytes`` overall,
+except that the first non-empty partition always gets at least one whole
+batch (KIP-74) so a batch larger than the limits never stalls a consumer.
+If fewer than ``min_bytes`` are ready the request waits (a delayed
+operation) until an append to one of its partitions or ``max_wait_ms``.
+Fetch sessions (KIP-227) are not kept: ``session_id`` 0 tells clients to
+send full requests.
+"""
+
+from __future__ import annotations
+
+import os
+
+from spool.broker.registry import handles
+from spool.broker.server import FileRegion
+from spool.protocol._generated import FetchRequest, FetchResponse
+from spool.protocol._generated.fetch_response import FetchableTopicResponse, PartitionData
+from spool.protocol.errors import Errors, KafkaError
+
+READ_UNCOMMITTED = 0
+READ_COMMITTED = 1
+
+
+def _leader_epoch_error(current_leader_epoch: int, leader_epoch: int) -> int:
+    if current_leader_epoch < 0 or current_leader_epoch == leader_epoch:
+        return 0
+    if current_leader_epoch < leader_epoch:
+        return Errors.FENCED_LEADER_EPOCH
+    return Errors.UNKNOWN_LEADER_EPOCH
+
+
+def _read_all(broker, req: FetchRequest, version: int):
+    """One pass over the requested partitions; returns (topics, bytes, any_error)."""
+    budget = req.max_bytes if version >= 3 else 2**31 - 1
+    total = 0
+    any_error = False
+    topics = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            pd = PartitionData(partition_index=p.partition, error_code=0, high_watermark=-1,
+                               last_stable_offset=-1, log_start_offset=-1,
+                               aborted_transactions=None, preferred_read_replica=-1, records=b"")
+            parts.append(pd)
+            try:
+                plog = broker.get_log(t.topic, p.partition)
+                err = _leader_epoch_error(p.current_leader_epoch, broker.leader_epoch)
+                if err:
+                    raise KafkaError(err)
+                hw = plog.high_watermark
+                lso = plog.last_stable_offset
+                pd.high_watermark = hw
+                pd.last_stable_offset = lso
+                pd.log_start_offset = plog.log_start_offset
+                limit = lso if req.isolation_level == READ_COMMITTED else hw
+                if req.isolation_level == READ_COMMITTED:
+                    pd.aborted_transactions = []
+                max_bytes = min(p.partition_max_bytes, max(budget - total, 0))
+                if max_bytes <= 0 and total > 0:
+                    continue
+                sl = plog.read(p.fetch_offset, max_bytes, max_offset=limit,
+                               min_one_batch=(total == 0))
+            except KafkaError as e:
+                pd.error_code = e.code
+                any_error = True
+                continue
+            if sl is not None and sl.length > 0:
+                pd.records = FileRegion(os.dup(sl.file.fileno()), sl.position, sl.length)
+                total += sl.length
+        topics.append(FetchableTopicResponse(topic=t.topic, partitions=parts))
+    return topics, total, any_error
+
+
+def _release(topics) -> None:
+    for t in topics:
+        for p in t.partitions:
+            if isinstance(p.records, FileRegion):
+                p.records.close()
+
+
+@handles(1, 4, 12)
+async def fetch(ctx, req: FetchRequest) -> FetchResponse:
+    broker = ctx.broker
+    version = ctx.api_version
+    topics, total, any_error = _read_all(broker, req, version)
+    if total < req.min_bytes and req.max_wait_ms > 0 and not any_error:
+        keys = [(t.topic, p.partition) for t in req.topics for p in t.partitions]
+        if keys:
+            await broker.wait_for_append(keys, req.max_wait_ms / 1000.0)
+            _release(topics)
+            topics, total, any_error = _read_all(broker, req, version)
+    return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=topics)

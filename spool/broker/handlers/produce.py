@@ -1,0 +1,84 @@
+"""Produce (0): validate each partition's batch, append it, answer per partition.
+
+Advertised from v0 (old librdkafka stops compressing otherwise) but served
+from v3: a v0-2 request gets UNSUPPORTED_VERSION for every partition, as
+Kafka 4 does. Bad records never drop the connection: each partition gets
+its own error code (CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE,
+UNSUPPORTED_FOR_MESSAGE_FORMAT, INVALID_TIMESTAMP...). acks=0 gets no
+response at all. On a single node acks=all is acks=1: the in-sync replica
+set is the leader alone.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from spool.broker.registry import handles
+from spool.protocol._generated import ProduceRequest, ProduceResponse
+from spool.protocol._generated.produce_response import (
+    PartitionProduceResponse,
+    TopicProduceResponse,
+)
+from spool.protocol.errors import Errors, KafkaError
+from spool.records.batch import validate_batch
+
+log = logging.getLogger("spool.produce")
+
+MIN_SERVED_VERSION = 3
+
+
+def _check_timestamp(cfg, max_timestamp: int, now_ms: int) -> None:
+    if cfg.message_timestamp_type != "CreateTime" or max_timestamp < 0:
+        return
+    if now_ms - max_timestamp > cfg.message_timestamp_before_max_ms:
+        raise KafkaError(Errors.INVALID_TIMESTAMP, "timestamp is before message.timestamp.before.max.ms")
+    if max_timestamp - now_ms > cfg.message_timestamp_after_max_ms:
+        raise KafkaError(Errors.INVALID_TIMESTAMP, "timestamp is after message.timestamp.after.max.ms")
+
+
+def append_partition(broker, topic: str, partition: int, records, now_ms: int) -> PartitionProduceResponse:
+    resp = PartitionProduceResponse(index=partition, error_code=0, base_offset=-1,
+                                    log_append_time_ms=-1, log_start_offset=-1)
+    try:
+        plog = broker.get_log(topic, partition)
+        if records is None or len(records) == 0:
+            raise KafkaError(Errors.INVALID_RECORD, "produce request without records")
+        cfg = plog.config
+        header = validate_batch(records, 0, max_size=cfg.max_message_bytes)
+        if header.size != len(records):
+            raise KafkaError(
+                Errors.INVALID_RECORD, "a produce request must carry exactly one record batch per partition"
+            )
+        _check_timestamp(cfg, header.max_timestamp, now_ms)
+        append_time = now_ms if cfg.uses_log_append_time else None
+        info = plog.append(records, leader_epoch=broker.leader_epoch, log_append_time_ms=append_time)
+    except KafkaError as e:
+        resp.error_code = e.code
+        resp.error_message = e.message
+        return resp
+    resp.base_offset = info.first_offset
+    resp.log_append_time_ms = append_time if append_time is not None else -1
+    resp.log_start_offset = plog.log_start_offset
+    broker.notify_append(topic, partition)
+    return resp
+
+
+@handles(0, 0, 11)
+async def produce(ctx, req: ProduceRequest) -> ProduceResponse | None:
+    broker = ctx.broker
+    version = ctx.api_version
+    now_ms = broker.clock.now_ms()
+    topics = []
+    for t in req.topic_data:
+        parts = []
+        for p in t.partition_data:
+            if version < MIN_SERVED_VERSION:
+                parts.append(PartitionProduceResponse(index=p.index, error_code=Errors.UNSUPPORTED_VERSION))
+            elif req.acks not in (0, 1, -1):
+                parts.append(PartitionProduceResponse(index=p.index, error_code=Errors.INVALID_REQUIRED_ACKS))
+            else:
+                parts.append(append_partition(broker, t.name, p.index, p.records, now_ms))
+        topics.append(TopicProduceResponse(name=t.name, partition_responses=parts))
+    if req.acks == 0:
+        return None
+    return ProduceResponse(responses=topics, throttle_time_ms=0)

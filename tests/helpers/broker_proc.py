@@ -1,0 +1,97 @@
+"""A real broker process for tests: start, kill -9, restart on the same port and data."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+_LISTEN = re.compile(rb"listening on ([0-9.]+):(\d+)")
+
+
+class BrokerProcess:
+    """``spool broker`` in a child process with its data in ``data_dir``."""
+
+    def __init__(self, data_dir: Path, overrides: dict[str, str] | None = None) -> None:
+        self.data_dir = Path(data_dir)
+        self.overrides = dict(overrides or {})
+        self.port = 0
+        self.proc: subprocess.Popen | None = None
+        self.log_path = self.data_dir.parent / f"{self.data_dir.name}-broker.log"
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> BrokerProcess:
+        ov = {
+            "log.dirs": str(self.data_dir),
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "group.initial.rebalance.delay.ms": "0",
+            **self.overrides,
+        }
+        cmd = [sys.executable, "-m", "spool.cli.main", "broker", "--log-level", "WARNING"]
+        for k, v in ov.items():
+            cmd += ["--override", f"{k}={v}"]
+        log = open(self.log_path, "ab")  # noqa: SIM115
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log)
+        log.close()
+        found: list[int] = []
+
+        def read() -> None:
+            assert self.proc and self.proc.stdout
+            for line in self.proc.stdout:
+                m = _LISTEN.search(line)
+                if m and not found:
+                    found.append(int(m.group(2)))
+
+        threading.Thread(target=read, daemon=True).start()
+        deadline = time.monotonic() + timeout
+        while not found:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"broker exited with {self.proc.returncode}: {self.log_tail()}")
+            if time.monotonic() > deadline:
+                self.kill()
+                raise RuntimeError(f"broker did not start: {self.log_tail()}")
+            time.sleep(0.02)
+        self.port = found[0]
+        return self
+
+    def log_tail(self, n: int = 4000) -> str:
+        try:
+            return self.log_path.read_bytes()[-n:].decode(errors="replace")
+        except OSError:
+            return ""
+
+    def kill(self) -> None:
+        """kill -9: no flush, no clean shutdown."""
+        if self.proc and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self, timeout: float = 20.0) -> int:
+        """SIGTERM and wait for a graceful exit; returns the exit code."""
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        return self.proc.returncode
+
+    def restart(self) -> BrokerProcess:
+        self.kill()
+        return self.start()
+
+    def __enter__(self) -> BrokerProcess:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
