@@ -96,7 +96,12 @@ def load_segments(
     """Open and, when needed, recover the segments of one partition directory."""
     bases = _remove_leftovers(directory)
     segments = [new_segment(directory, b, config, now_ms) for b in bases]
-    for seg in segments:
+    # segments from this index on are rescanned with CRCs (unclean shutdown only)
+    first_unflushed = (
+        len(segments) if had_clean_shutdown
+        else max(0, sum(1 for b in bases if b <= recovery_point) - 1)
+    )
+    for seg in segments[:first_unflushed]:
         if seg.indexes_missing():
             seg.rebuild_indexes()
     result = LoadResult(segments, log_start_offset, 0, recovery_point)
@@ -105,8 +110,7 @@ def load_segments(
             log.warning("%s: damaged tail after a clean shutdown; recovering", segments[-1])
             _recover_from(result, len(segments) - 1)
     elif segments:
-        first = max(0, sum(1 for b in bases if b <= recovery_point) - 1)
-        _recover_from(result, first)
+        _recover_from(result, first_unflushed)
     segments = result.segments
     if not segments:
         segments.append(new_segment(directory, log_start_offset, config, now_ms))

@@ -102,12 +102,10 @@ class Scan:
             return False
         if pos + h.size > self.limit or h.last_offset_delta < 0:
             return False
-        if not self.verify:
-            return True
         return (
-            h.compression <= 4
-            and h.base_offset >= self.next_offset
+            h.base_offset >= self.next_offset
             and h.last_offset - self.base <= MAX_RELATIVE_OFFSET
+            and (h.compression <= 4 or not self.verify)
         )
 
 
