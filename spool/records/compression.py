@@ -20,9 +20,9 @@ xerial framing::
 Contract: ``decompress(codec, data, max_size=...)`` returns ``bytes`` and
 raises only ``KafkaError(CORRUPT_MESSAGE)`` -- for an unknown codec, bad or
 truncated input, trailing garbage, and for output beyond ``max_size``
-(the decompression-bomb guard: output is materialised at most to about
-``max_size`` -- gzip and lz4 stop at ``max_size + 1``, zstd within 2 MiB
-past it, snappy checks each block's declared size before inflating it). ``compress(codec, data, level=None)`` returns
+(the decompression-bomb guard: gzip, lz4 and zstd frames without a
+content size stop inflating at ``max_size + 1`` bytes; snappy blocks and
+zstd frames with one have their declared size checked first). ``compress(codec, data, level=None)`` returns
 ``bytes`` any conforming reader (Java, librdkafka, kafka-python, aiokafka)
 can decode; an unknown codec raises ``ValueError``.
 """
@@ -164,16 +164,23 @@ def _xerial_compress(data: Buffer) -> bytes:
 
 
 def _lz4_decompress(data: Buffer, max_size: int) -> bytes:
+    # lz4 allocates max_length up front: ask for modest steps, not the whole budget.
     parts: list[bytes] = []
     total = 0
     rest = bytes(data)
+    step = max(1 << 16, 4 * len(rest))
     while rest:
         d = lz4.frame.LZ4FrameDecompressor()
-        chunk = d.decompress(rest, max_length=max_size + 1 - total)
-        total += len(chunk)
-        parts.append(chunk)
-        if total > max_size:
-            raise _too_big(max_size)
+        chunk = d.decompress(rest, max_length=min(step, max_size + 1 - total))
+        while True:
+            total += len(chunk)
+            parts.append(chunk)
+            if total > max_size:
+                raise _too_big(max_size)
+            if d.eof or d.needs_input:
+                break
+            step *= 2
+            chunk = d.decompress(b"", max_length=min(step, max_size + 1 - total))
         if not d.eof:
             raise KafkaError(Errors.CORRUPT_MESSAGE, "lz4 frame is truncated")
         rest = d.unused_data
@@ -183,28 +190,82 @@ def _lz4_decompress(data: Buffer, max_size: int) -> bytes:
 
 
 def _zstd_decompress(data: Buffer, max_size: int) -> bytes:
-    # Input is fed in slices small enough that one slice cannot inflate past the
-    # remaining budget (a zstd byte yields at most 32 KiB: an RLE block), so the
-    # output stays bounded; each frame must reach its end (truncation is caught).
+    # The one-shot API drops frames after a first one without a content size,
+    # and a streaming reader hides truncation (it just stops); so the frames'
+    # structure is walked first (RFC 8878). A frame declaring its content size
+    # then inflates in one call; one without is read in bounded steps.
     mv = memoryview(data)
-    end = len(mv)
-    if end == 0:
+    if len(mv) == 0:
         raise KafkaError(Errors.CORRUPT_MESSAGE, "zstd block is empty")
+    d = zstandard.ZstdDecompressor()
     parts: list[bytes] = []
     total = 0
-    pos = 0
-    while pos < end:
-        d = zstandard.ZstdDecompressor().decompressobj()
-        while not d.eof:
-            if pos >= end:
-                raise KafkaError(Errors.CORRUPT_MESSAGE, "zstd frame is truncated")
-            piece = mv[pos : pos + max(64, (max_size - total) >> 15)]
-            pos += len(piece)
-            chunk = d.decompress(piece)
-            if chunk:
-                total += len(chunk)
-                parts.append(chunk)
-                if total > max_size:
-                    raise _too_big(max_size)
-        pos -= len(d.unused_data)
+    for start, end, content_size in _zstd_frames(mv):
+        frame = mv[start:end]
+        if content_size >= 0:
+            if content_size > max_size - total:
+                raise _too_big(max_size)
+            out = d.decompress(frame, allow_extra_data=False)
+            if len(out) != content_size:
+                raise KafkaError(Errors.CORRUPT_MESSAGE, "zstd frame content size mismatch")
+            total += len(out)
+            parts.append(out)
+            continue
+        reader = d.stream_reader(frame)
+        while chunk := reader.read(min(_ZSTD_READ, max_size + 1 - total)):
+            total += len(chunk)
+            parts.append(chunk)
+            if total > max_size:
+                raise _too_big(max_size)
     return b"".join(parts)
+
+
+_ZSTD_READ = 1 << 20
+_ZSTD_MAGIC = 0xFD2FB528
+_FCS_SIZE = (0, 2, 4, 8)
+_DID_SIZE = (0, 1, 2, 4)
+
+
+def _zstd_frames(mv: memoryview) -> list[tuple[int, int, int]]:
+    """``(start, end, content size or -1)`` of each zstd frame in ``mv`` (skippable ones
+    left out); CORRUPT_MESSAGE unless ``mv`` is whole frames. Walks block headers only."""
+    frames = []
+    pos, end = 0, len(mv)
+    try:
+        while pos < end:
+            start = pos
+            magic = int.from_bytes(mv[pos : pos + 4], "little")
+            if magic & 0xFFFFFFF0 == 0x184D2A50:  # skippable frame
+                pos += 8 + int.from_bytes(mv[pos + 4 : pos + 8], "little")
+                continue
+            if magic != _ZSTD_MAGIC:
+                raise KafkaError(Errors.CORRUPT_MESSAGE, "zstd frame magic is missing")
+            fhd = mv[pos + 4]
+            single_segment = fhd & 0x20
+            fcs_size = _FCS_SIZE[fhd >> 6] or (1 if single_segment else 0)
+            pos += 5 + (0 if single_segment else 1) + _DID_SIZE[fhd & 3]
+            content_size = -1
+            if fcs_size:
+                if pos + fcs_size > end:
+                    raise IndexError
+                content_size = int.from_bytes(mv[pos : pos + fcs_size], "little")
+                content_size += 256 if fcs_size == 2 else 0
+                pos += fcs_size
+            while True:
+                if pos + 3 > end:
+                    raise IndexError
+                header = int.from_bytes(mv[pos : pos + 3], "little")
+                pos += 3
+                kind = (header >> 1) & 3
+                if kind == 3:
+                    raise KafkaError(Errors.CORRUPT_MESSAGE, "zstd reserved block type")
+                pos += 1 if kind == 1 else header >> 3
+                if header & 1:
+                    break
+            pos += 4 if fhd & 4 else 0
+            if pos > end:
+                raise IndexError
+            frames.append((start, pos, content_size))
+    except IndexError:
+        raise KafkaError(Errors.CORRUPT_MESSAGE, "zstd frame is truncated") from None
+    return frames

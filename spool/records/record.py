@@ -125,28 +125,41 @@ def iter_records(
 
 
 def decode_records(h: BatchHeader, data: bytes) -> Iterator[Record]:
-    """Yield the records of an already checked, inflated records block ``data``."""
+    """Yield the records of an already checked, inflated records block ``data`` (bytes)."""
     base_offset = h.base_offset
     base_ts = h.base_timestamp
     log_append_ts = h.max_timestamp if h.is_log_append_time else None
+    new = tuple.__new__  # Record(...) without NamedTuple's keyword-handling __new__
     end = len(data)
     pos = 0
     try:
         for _ in range(h.records_count):
-            # length varint: one-byte fast path inline, else the general reader.
-            n = data[pos]
-            if n < 0x80:
-                n = (n >> 1) ^ -(n & 1)
-                pos += 1
+            # Each varint takes an inline one-byte fast path (values -64..63),
+            # else the general reader.
+            b = data[pos]
+            if b < 0x80:
+                n, pos = (b >> 1) ^ -(b & 1), pos + 1
             else:
                 n, pos = read_varint(data, pos)
             rec_end = pos + n
             if n < 6 or rec_end > end:
                 raise _corrupt(f"record length {n} at {pos} is out of bounds")
             attributes = data[pos]
-            ts_delta, pos = read_varlong(data, pos + 1)
-            off_delta, pos = read_varint(data, pos)
-            n, pos = read_varint(data, pos)
+            b = data[pos + 1]
+            if b < 0x80:
+                ts_delta, pos = (b >> 1) ^ -(b & 1), pos + 2
+            else:
+                ts_delta, pos = read_varlong(data, pos + 1)
+            b = data[pos]
+            if b < 0x80:
+                off_delta, pos = (b >> 1) ^ -(b & 1), pos + 1
+            else:
+                off_delta, pos = read_varint(data, pos)
+            b = data[pos]
+            if b < 0x80:
+                n, pos = (b >> 1) ^ -(b & 1), pos + 1
+            else:
+                n, pos = read_varint(data, pos)
             if n >= 0:
                 if pos + n > rec_end:
                     raise _corrupt("record key overruns the record")
@@ -156,7 +169,11 @@ def decode_records(h: BatchHeader, data: bytes) -> Iterator[Record]:
                 key = None
             else:
                 raise _corrupt(f"record key length {n}")
-            n, pos = read_varint(data, pos)
+            b = data[pos]
+            if b < 0x80:
+                n, pos = (b >> 1) ^ -(b & 1), pos + 1
+            else:
+                n, pos = read_varint(data, pos)
             if n >= 0:
                 if pos + n > rec_end:
                     raise _corrupt("record value overruns the record")
@@ -166,20 +183,24 @@ def decode_records(h: BatchHeader, data: bytes) -> Iterator[Record]:
                 value = None
             else:
                 raise _corrupt(f"record value length {n}")
-            n, pos = read_varint(data, pos)
-            if n == 0:
+            if data[pos] == 0:
                 headers: list[Header] = []
+                pos += 1
             else:
+                n, pos = read_varint(data, pos)
                 headers, pos = _read_headers(data, pos, n, rec_end)
             if pos != rec_end:
                 raise _corrupt(f"record ends at {pos}, its length says {rec_end}")
-            yield Record(
-                base_offset + off_delta,
-                base_ts + ts_delta if log_append_ts is None else log_append_ts,
-                key,
-                value,
-                headers,
-                attributes,
+            yield new(
+                Record,
+                (
+                    base_offset + off_delta,
+                    base_ts + ts_delta if log_append_ts is None else log_append_ts,
+                    key,
+                    value,
+                    headers,
+                    attributes,
+                ),
             )
     except IndexError:
         raise _corrupt("record is truncated") from None
