@@ -177,7 +177,7 @@ class BatchBuilder:
         if last_delta < 0:
             raise ValueError("an empty batch needs an explicit last_offset_delta")
         block = b"".join(self._chunks)
-        if self.compression != NONE:
+        if self.compression != NONE and self._chunks:  # an empty batch has no block
             block = compress(self.compression, block, self.compression_level)
         base_ts = NO_TIMESTAMP if self._base_timestamp is None else self._base_timestamp
         max_ts = self._max_timestamp

@@ -25,8 +25,8 @@ marker (types 0 abort, 1 commit)::
     value = version int16 (0) | coordinatorEpoch int32
 
 Contract: ``iter_records(buf, pos)`` checks the batch at ``pos`` (length,
-magic, CRC, codec: ``check_batch``), inflates it and yields ``Record``s in
-order. Anything malformed -- a bad varint, a length past the record or the
+magic, CRC, codec: ``check_batch``) and inflates it when called -- errors
+there raise at once -- then yields ``Record``s in order. Anything malformed -- a bad varint, a length past the record or the
 block, a negative header count or key length, fewer or more records than
 ``recordsCount``, bytes left over, a failed decompression -- raises
 ``KafkaError(CORRUPT_MESSAGE)``, never another exception. Header keys are
@@ -120,6 +120,8 @@ def iter_records(
     if h.records_count < 0:
         raise _corrupt(f"negative record count {h.records_count}")
     block = memoryview(buf)[pos + HEADER_SIZE : pos + h.size]
+    if h.records_count == 0 and not block:
+        return iter(())  # an empty batch (compaction keeps them) has no block to inflate
     data = decompress(h.compression, block, max_decompressed_size)
     return decode_records(h, data)
 

@@ -139,6 +139,9 @@ def test_compaction_style_rebuild() -> None:
     h = check_batch(empty)
     assert (h.records_count, h.last_offset_delta, h.producer_id) == (0, 5, 8)
     assert list(iter_records(empty)) == []
+    empty_lz4 = BatchBuilder(0, compression=3, last_offset_delta=2).build()
+    assert len(empty_lz4) == 61 and check_batch(empty_lz4).compression == 3
+    assert list(iter_records(empty_lz4)) == []
     with pytest.raises(ValueError):
         BatchBuilder(0).build()
     with pytest.raises(ValueError):
