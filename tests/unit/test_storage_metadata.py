@@ -1,0 +1,105 @@
+"""The metadata log: replay into the image, atomic changes, and Storage reconciliation."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from spool.protocol.errors import Errors, KafkaError
+from spool.storage.config import ConfigSource
+from spool.storage.engine import Storage
+from spool.storage.log import PartitionLog
+from spool.storage.manager import METADATA_LOG_CONFIG
+from spool.storage.metadata import MetadataStore
+from spool.util.clock import FakeClock
+
+
+def meta_log(tmp_path):
+    return PartitionLog(tmp_path / "__cluster_metadata-0", METADATA_LOG_CONFIG, clock=FakeClock())
+
+
+def test_replay_rebuilds_the_image(tmp_path):
+    store = MetadataStore(meta_log(tmp_path))
+    tid = store.create_topic("orders", 3, {"retention.ms": "1000"})
+    store.create_topic("tmp", 1)
+    store.create_partitions("orders", 5)
+    store.alter_topic_config("orders", {"retention.ms": None, "cleanup.policy": "compact"})
+    store.alter_broker_config({"log.retention.hours": "2"})
+    store.delete_topic("tmp")
+    assert store.log.recovery_point == store.log.log_end_offset  # always fsynced
+    before = store.image
+    store.log.close()
+
+    again = MetadataStore(meta_log(tmp_path))
+    assert again.image == before
+    t = again.topic("orders")
+    assert (t.topic_id, t.partitions, t.configs) == (tid, 5, {"cleanup.policy": "compact"})
+    assert again.topic("tmp") is None and again.topic_name(tid) == "orders"
+    assert again.broker_config() == {"log.retention.hours": "2"}
+    again.log.close()
+
+
+def test_changes_are_validated(tmp_path):
+    store = MetadataStore(meta_log(tmp_path))
+    store.create_topic("a", 1)
+    cases = [
+        (lambda: store.create_topic("a", 1), Errors.TOPIC_ALREADY_EXISTS),
+        (lambda: store.create_topic("b", 0), Errors.INVALID_PARTITIONS),
+        (lambda: store.create_topic("bad/name", 1), Errors.INVALID_TOPIC),
+        (lambda: store.create_topic("c", 1, {"retention.ms": "x"}), Errors.INVALID_CONFIG),
+        (lambda: store.create_partitions("a", 1), Errors.INVALID_PARTITIONS),
+        (lambda: store.create_partitions("zz", 3), Errors.UNKNOWN_TOPIC_OR_PARTITION),
+        (lambda: store.delete_topic("zz"), Errors.UNKNOWN_TOPIC_OR_PARTITION),
+        (lambda: store.alter_topic_config("a", {"nope": "1"}), Errors.INVALID_CONFIG),
+    ]
+    leo = store.log.log_end_offset
+    for call, code in cases:
+        with pytest.raises(KafkaError) as e:
+            call()
+        assert e.value.code == code
+    assert store.log.log_end_offset == leo  # nothing written for a rejected change
+    store.log.close()
+
+
+def test_a_torn_change_never_happened(tmp_path):
+    store = MetadataStore(meta_log(tmp_path))
+    store.create_topic("a", 1)
+    store.create_topic("b", 4)
+    path = store.log.active_segment.log_path
+    store.log.close()
+    os.truncate(path, path.stat().st_size - 10)  # tear the last change (one batch)
+    again = MetadataStore(meta_log(tmp_path))
+    assert set(again.topics()) == {"a"}
+    again.log.close()
+
+
+def test_storage_keeps_partitions_and_metadata_in_step(tmp_path):
+    dirs = [str(tmp_path / "d0"), str(tmp_path / "d1")]
+    clock = FakeClock()
+    s = Storage(dirs, {"log.retention.hours": "24"}, clock)
+    s.create_topic("orders", 2, {"retention.ms": "1000"})
+    s.create_topic("gone", 1)
+    s.create_partitions("orders", 3)
+    assert s.get("orders", 2).config.retention_ms == 1000
+    s.alter_topic_config("orders", {"retention.ms": "2000"})
+    assert s.get("orders", 0).config.retention_ms == 2000
+    s.alter_broker_config({"log.retention.hours": "1"})
+    entries = {e.name: e for e in s.describe_topic_config("gone")}
+    assert entries["retention.ms"].value == str(3_600_000)
+    assert entries["retention.ms"].source == ConfigSource.DYNAMIC_BROKER_CONFIG
+    s.delete_topic("gone")
+    assert s.get("gone", 0) is None
+    s.shutdown()
+
+    # simulate a crash between the metadata write and the directory work
+    d0 = tmp_path / "d0"
+    os.mkdir(d0 / "stray-0")
+    orders1 = next(p for p in (tmp_path / "d0", tmp_path / "d1") if (p / "orders-1").exists())
+    os.rename(orders1 / "orders-1", orders1 / "orders-1.x-delete")
+    again = Storage(dirs, {}, clock)
+    deleted, created = again.reconciled
+    assert deleted == [("stray", 0)] and created == [("orders", 1)]
+    assert again.logs.partitions() == [("orders", 0), ("orders", 1), ("orders", 2)]
+    assert again.get("orders", 1).config.retention_ms == 2000
+    again.shutdown()
