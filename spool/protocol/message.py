@@ -10,19 +10,37 @@ straight-line function:
 
 Public API (identical for every generated class)::
 
+    Cls(**fields)                                      # omitted fields = schema defaults
     Cls.decode(buf, pos, version) -> (obj, new_pos)   # raises ProtocolDecodeError
     obj.encode(version, out) -> None                   # out: list of chunks
     obj.to_bytes(version) -> bytes
     Cls.from_bytes(data, version) -> obj               # must consume all of data
+    Cls.NAME, Cls.API_KEY, Cls.VALID_VERSIONS, Cls.FLEXIBLE_VERSIONS, Cls.is_flexible(v)
+    Root.StructName              # nested classes, e.g. ProduceRequest.TopicProduceData
 
-Chunks are ``bytes``/``memoryview`` objects, except that a ``records`` field
-whose value is not bytes-like is appended to ``out`` as-is (its length prefix
-computed from ``len(value)``): a sendfile region placeholder can travel in
-the chunk list. ``to_bytes`` only works when every chunk is bytes-like.
+Value representation:
+
+* int8..int64, uint16, uint32 -> ``int``; float64 -> ``float``; bool -> ``bool``.
+* string -> ``str`` (``None`` where nullable); bytes -> ``bytes`` (decoded as a
+  copy; any bytes-like value encodes).
+* records -> decoded as a zero-copy ``memoryview`` slice of the input (or
+  ``None``). To encode, give bytes/memoryview or any object with ``__len__``:
+  the value is appended to ``out`` as its own chunk after a length prefix
+  computed from ``len(value)``, so a sendfile region placeholder can travel
+  in the chunk list (``to_bytes`` then fails; join the chunks yourself).
+* uuid -> ``uuid.UUID``; the default is ``ZERO_UUID`` (all zero bits).
+* arrays -> ``list`` (``None`` where nullable); structs -> the nested class
+  (``None`` where nullable, with its int8 -1/1 presence prefix on the wire).
+* Known tagged fields are plain attributes: they are written only when not
+  equal to their default, in ascending tag order; unknown tags are skipped
+  on decode and not kept.
 
 Fields absent from the version being encoded are not written, whatever
-their value (Kafka raises for non-ignorable fields; Spool drops silently).
-On decode they keep the schema default.
+their value (Kafka raises for a non-default non-ignorable field; Spool drops
+silently). On decode they keep the schema default. Decoding never raises
+anything but :class:`ProtocolDecodeError` for bad input;
+:class:`UnsupportedVersionError` (a ``ValueError``) means the class has no
+such version, a caller bug: check ``VALID_VERSIONS`` first.
 """
 
 from __future__ import annotations
@@ -116,8 +134,15 @@ class Message:
         return True
 
     def __repr__(self) -> str:
-        body = ', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)
+        body = ', '.join(f'{name}={_short_repr(getattr(self, name))}' for name in self.__slots__)
         return f'{type(self).__name__}({body})'
+
+
+def _short_repr(value: Any) -> str:
+    """repr() that keeps record payloads out of logs."""
+    if isinstance(value, memoryview | bytes | bytearray) and len(value) > 32:
+        return f'<{type(value).__name__} of {len(value)} bytes>'
+    return repr(value)
 
 
 class ApiEntry(NamedTuple):

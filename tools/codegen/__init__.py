@@ -6,5 +6,6 @@ the output with the committed files and exits 1 on any difference.
 Modules: ``jsonc`` (comment stripping), ``schema`` (spec model and loader),
 ``overrides`` (version ranges extended beyond the bundled JSON), ``naming``,
 ``emit_codec`` (per-version encode/decode bodies), ``emit_module`` (classes,
-modules and the registry), ``__main__`` (CLI).
+modules and the registry), ``__main__`` (CLI), ``strategies`` (Hypothesis
+strategies for the generated classes, derived from the same specs; tests only).
 """
