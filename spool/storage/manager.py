@@ -87,6 +87,7 @@ class LogManager:
             t: dict(c) for t, c in (topic_overrides or {}).items()
         }
         self._dir_of: dict[TopicPartition, Path] = {}
+        self._config_cache: dict[str, LogConfig] = {}
         self._deleting: list[tuple[int, PartitionLog | Path]] = []
         self.metadata_log: PartitionLog | None = None
         self._bg_thread: threading.Thread | None = None
@@ -105,14 +106,19 @@ class LogManager:
     # -- configs -------------------------------------------------------------------
 
     def log_config(self, topic: str) -> LogConfig:
-        return LogConfig.from_props(
-            self._topic_overrides.get(topic), self.static_props, self.dynamic_props
-        )
+        cfg = self._config_cache.get(topic)
+        if cfg is None:
+            cfg = LogConfig.from_props(
+                self._topic_overrides.get(topic), self.static_props, self.dynamic_props
+            )
+            self._config_cache[topic] = cfg
+        return cfg
 
     def set_topic_overrides(self, topic: str, overrides: Mapping[str, str]) -> None:
         """Replace a topic's overrides and apply them to its live partitions."""
         with self._lock:
             self._topic_overrides[topic] = dict(overrides)
+            self._config_cache.pop(topic, None)
             cfg = self.log_config(topic)
             for (t, _), plog in self._logs.items():
                 if t == topic:
@@ -122,6 +128,7 @@ class LogManager:
         """Replace the dynamic broker-level values and re-resolve every log's config."""
         with self._lock:
             self.dynamic_props = dict(props)
+            self._config_cache.clear()
             for (t, _), plog in self._logs.items():
                 plog.config = self.log_config(t)
 
@@ -255,6 +262,7 @@ class LogManager:
         with self._lock:
             parts = [p for t, p in self._logs if t == topic]
             self._topic_overrides.pop(topic, None)
+            self._config_cache.pop(topic, None)
         return sum(self.delete_partition(topic, p) for p in parts)
 
     # -- background work -----------------------------------------------------------
@@ -268,16 +276,23 @@ class LogManager:
     def flush_once(self, now_ms: int | None = None) -> int:
         """Flush what ``flush.ms`` makes due, and segments rolled since the last flush."""
         now = self.clock.now_ms() if now_ms is None else now_ms
+        return sum(plog.flush_if_due(now) for plog in self._all_logs())
+
+    def _all_logs(self) -> list[PartitionLog]:
         logs = list(self._logs.values())
         if self.metadata_log is not None:
             logs.append(self.metadata_log)
-        return sum(plog.flush_if_due(now) for plog in logs)
+        return logs
+
+    def _parallel(self, fn: Callable[[PartitionLog], object], logs: list[PartitionLog]) -> None:
+        """Run ``fn`` over ``logs`` in a pool: fsync releases the GIL, disks like company."""
+        workers = int(self.setting("num.recovery.threads.per.data.dir")) * len(self.log_dirs)
+        with ThreadPoolExecutor(max_workers=max(1, min(workers * 4, 32))) as pool:
+            for _ in pool.map(fn, logs):
+                pass
 
     def flush_all(self) -> None:
-        for plog in list(self._logs.values()):
-            plog.flush()
-        if self.metadata_log is not None:
-            self.metadata_log.flush()
+        self._parallel(PartitionLog.flush, self._all_logs())
 
     def checkpoint(self) -> None:
         """Write the recovery point and log start offset files of every log dir."""
@@ -339,11 +354,7 @@ class LogManager:
         """Stop background work, flush and close every log, write checkpoints, then the
         clean-shutdown marker (so the next start skips recovery)."""
         self.stop_background()
-        logs = list(self._logs.values())
-        if self.metadata_log is not None:
-            logs.append(self.metadata_log)
-        for plog in logs:
-            plog.close()
+        self._parallel(PartitionLog.close, self._all_logs())
         self.cleanup_once(force=True)
         for d in self.log_dirs:
             self.checkpoints[d].write(force=True)
