@@ -253,10 +253,13 @@ def print_table(
         from rich.console import Console
         from rich.table import Table
 
-        table = Table(*columns, title=title, title_justify="left")
+        console = Console()
+        if title:
+            console.print(title, style="bold", highlight=False, markup=False)
+        table = Table(*columns)
         for row in cells:
             table.add_row(*row)
-        Console().print(table)
+        console.print(table)
         return
     if title:
         print(title)

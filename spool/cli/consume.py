@@ -16,7 +16,7 @@ Contract:
   ``auto.offset.reset=earliest``) and commits its offsets; with a position
   or partitions it assigns them directly and still commits to G.
 - Stops after ``--max-messages N`` records, or when ``--timeout S`` seconds
-  pass with no new record; neither given: runs until Ctrl-C (exit 0).
+  pass with no new record; neither given: runs until Ctrl-C or SIGTERM (exit 0).
   A summary (``spool: N records consumed``) goes to stderr.
 - Output, one record at a time on stdout:
   default — the value and a newline;
@@ -33,12 +33,13 @@ Contract:
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import time
 import uuid
 from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, BinaryIO
 
 import typer
 from confluent_kafka import (
@@ -119,22 +120,32 @@ def consume(
             },
         )
     )
+    signal.signal(signal.SIGTERM, _interrupt)  # end like Ctrl-C: close, summary, exit 0
     count = 0
+    subscribed = group is not None and offset is None and since_ms is None and not partition
     try:
         partitions = _partitions(consumer, topic, partition, timeout)
-        if group is not None and offset is None and since_ms is None and not partition:
+        if subscribed:
             consumer.subscribe([topic])
         else:
             consumer.assign(
                 _positions(consumer, topic, partitions, from_beginning, offset, since_ms)
             )
         count = _loop(consumer, topic, render, max_messages, timeout)
-    except KeyboardInterrupt:
-        pass
+        if subscribed and count == 0 and not consumer.assignment():
+            typer.echo(
+                f"spool: group '{group}' was given no partitions of '{topic}' "
+                "(is the group coordinator reachable?)",
+                err=True,
+            )
     finally:
         sys.stdout.flush()
         consumer.close()
     typer.echo(f"spool: {count} records consumed", err=True)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def _loop(
@@ -147,10 +158,30 @@ def _loop(
     out = sys.stdout.buffer
     count = 0
     last = time.monotonic()
-    while max_messages is None or count < max_messages:
+    try:
+        while max_messages is None or count < max_messages:
+            if not _step(consumer, topic, render, out, timeout, last):
+                break
+            count += 1
+            last = time.monotonic()
+    except KeyboardInterrupt:
+        pass  # Ctrl-C is how an open-ended consume ends: not an error
+    return count
+
+
+def _step(
+    consumer: Consumer,
+    topic: str,
+    render: Callable[[Message], bytes],
+    out: BinaryIO,
+    timeout: float | None,
+    last: float,
+) -> bool:
+    """Print the next record; False when ``timeout`` passed since ``last`` without one."""
+    while True:
         now = time.monotonic()
         if timeout is not None and now - last >= timeout:
-            break
+            return False
         wait = _POLL_SLICE if timeout is None else min(_POLL_SLICE, last + timeout - now)
         msg = consumer.poll(max(wait, 0.0))
         if msg is None:
@@ -162,9 +193,7 @@ def _loop(
                 continue
             raise kafka_error(err, topic)
         out.write(render(msg))
-        count += 1
-        last = time.monotonic()
-    return count
+        return True
 
 
 def _partitions(
