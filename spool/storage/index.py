@@ -50,6 +50,7 @@ class _Index:
         self.max_index_size = max_index_size
         self.entries = 0
         self.writable = False
+        self._last: tuple[int, int] | None = None
         self._fd: int | None = None
         self._mm: mmap.mmap | None = None
         self._max_entries = 0
@@ -62,6 +63,7 @@ class _Index:
             self.path.touch()
         size = self.path.stat().st_size
         self.entries = size // self.ENTRY.size
+        self._last = None
         self._max_entries = self.entries
         if size:
             self._fd = os.open(self.path, os.O_RDONLY)
@@ -137,6 +139,15 @@ class _Index:
         assert self._mm is not None
         self.ENTRY.pack_into(self._mm, self.entries * self.ENTRY.size, a, b)
         self.entries += 1
+        self._last = (a, b)
+
+    def _last_raw(self) -> tuple[int, int] | None:
+        """The last entry as stored (cached after a write)."""
+        if not self.entries:
+            return None
+        if self._last is None:
+            self._last = self.entry(self.entries - 1)
+        return self._last
 
     def _floor(self, key_index: int, target: int, strict: bool = False) -> int:
         """Index of the last entry whose field ``key_index`` is <= target (< if strict); -1 if none."""
@@ -162,6 +173,7 @@ class _Index:
                 (self.entries - n) * self.ENTRY.size
             )
             self.entries = n
+            self._last = None
 
     def reset(self) -> None:
         """Drop every entry (before a rebuild): truncate the file and map it afresh."""
@@ -169,6 +181,7 @@ class _Index:
         self.writable = False
         os.truncate(self.path, 0)
         self.entries = 0
+        self._last = None
         self.make_writable()
 
     def all_entries(self) -> list[tuple[int, int]]:
@@ -210,8 +223,9 @@ class OffsetIndex(_Index):
         rel = offset - self.base_offset
         if not 0 <= rel <= 0x7FFFFFFF:
             raise ValueError(f"offset {offset} does not fit segment {self.base_offset}")
-        if self.entries:
-            last_rel, last_pos = self.entry(self.entries - 1)
+        last = self._last_raw()
+        if last is not None:
+            last_rel, last_pos = last
             if rel <= last_rel or position <= last_pos:
                 raise ValueError(f"index entry ({offset}, {position}) is not increasing")
         self._write(rel, position)
@@ -261,8 +275,9 @@ class TimeIndex(_Index):
         rel = offset - self.base_offset
         if not 0 <= rel <= 0x7FFFFFFF:
             raise ValueError(f"offset {offset} does not fit segment {self.base_offset}")
-        if self.entries:
-            last_ts, last_rel = self.entry(self.entries - 1)
+        last = self._last_raw()
+        if last is not None:
+            last_ts, last_rel = last
             if timestamp <= last_ts:
                 return False
             if rel < last_rel:

@@ -43,9 +43,8 @@ import shutil
 import threading
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from spool.protocol.errors import Errors, KafkaError
 from spool.records.batch import (
@@ -63,7 +62,7 @@ from spool.records.batch import (
 from spool.storage.checkpoint import DirCheckpoints
 from spool.storage.config import LogConfig
 from spool.storage.loader import load_segments, new_segment
-from spool.storage.segment import LogSegment
+from spool.storage.segment import MAX_RELATIVE_OFFSET, LogSegment
 from spool.util.clock import Clock, as_clock
 from spool.util.fileio import fsync_dir
 
@@ -72,8 +71,7 @@ log = logging.getLogger(__name__)
 DELETE_DIR_SUFFIX = "-delete"
 
 
-@dataclass(frozen=True, slots=True)
-class AppendInfo:
+class AppendInfo(NamedTuple):
     first_offset: int
     last_offset: int
     max_timestamp: int
@@ -84,8 +82,7 @@ class AppendInfo:
     size: int
 
 
-@dataclass(frozen=True, slots=True)
-class FetchSlice:
+class FetchSlice(NamedTuple):
     """A region of one segment's ``.log`` holding whole batches: give it to sendfile.
 
     ``file`` is the segment's open file object (``fileno()`` for ``os.sendfile``);
@@ -232,7 +229,9 @@ class PartitionLog:
         return self._recovery_point
 
     def _check_offsets(self) -> None:
-        ls, lso, hw, leo = self._log_start, self.last_stable_offset, self._hw, self._leo
+        """The one place ``log_start <= lso <= hw <= leo`` is enforced."""
+        ls, hw, leo = self._log_start, self._hw, self._leo
+        lso = hw if self._first_unstable is None else self.last_stable_offset
         if not ls <= lso <= hw <= leo:
             raise AssertionError(
                 f"{self.tp}: offsets out of order: log_start={ls} lso={lso} hw={hw} leo={leo}"
@@ -268,7 +267,9 @@ class PartitionLog:
         return random.randrange(j) if j > 0 else 0
 
     def _should_roll(self, seg: LogSegment, size: int, max_ts: int, last: int, now: int) -> bool:
-        if not seg.can_hold(last):
+        """Kafka's rule: size, segment.ms (record time since the first batch), full
+        indexes, or offsets that no longer fit the segment's int32 relative range."""
+        if last - seg.base_offset > MAX_RELATIVE_OFFSET:
             return True
         if seg.size == 0:
             return False

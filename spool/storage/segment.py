@@ -214,7 +214,7 @@ class LogSegment:
             self.max_timestamp, self.offset_of_max_timestamp = max_ts, last_offset
         if self.bytes_since_last_index_entry > self.index_interval_bytes:
             oi, ti = self.offset_index, self.time_index
-            if not oi.is_full and not ti.is_full:
+            if oi.entries < oi.max_entries and ti.entries < ti.max_entries - 1:
                 oi.append(last_offset, pos)
                 ti.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
             self.bytes_since_last_index_entry = 0
@@ -340,7 +340,10 @@ class LogSegment:
         return last_offset - self.base_offset <= MAX_RELATIVE_OFFSET
 
     def indexes_full(self) -> bool:
-        return self.offset_index.is_full or self.time_index.is_full
+        oi, ti = self._offset_index, self._time_index
+        if oi is None or ti is None:
+            oi, ti = self.offset_index, self.time_index
+        return oi.entries >= oi.max_entries or ti.entries >= ti.max_entries - 1
 
     # -- reads ---------------------------------------------------------------------
 

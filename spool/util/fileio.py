@@ -26,8 +26,13 @@ def fsync_dir(path: str | os.PathLike[str]) -> None:
 
 def write_all(fd: int, data: bytes | bytearray | memoryview, offset: int | None = None) -> int:
     """Write every byte of ``data`` (pwrite at ``offset`` when given); returns the count."""
+    if offset is not None:
+        done = os.pwrite(fd, data, offset)
+        if done == len(data):
+            return done
+    else:
+        done = 0
     view = memoryview(data).cast("B")
-    done = 0
     total = len(view)
     while done < total:
         if offset is None:
