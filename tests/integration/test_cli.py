@@ -230,6 +230,10 @@ def test_consume_offset_and_from_time(broker: Any, topic_name: str) -> None:
     def values(*args: str) -> list[str]:
         return [r["value"] for r in consume_json(broker, topic_name, *args)]
 
+    first = consume_json(broker, topic_name, "--from-beginning", "--max-messages", "1")
+    assert first[0]["key"] is None and first[0]["headers"] == []
+    assert (first[0]["partition"], first[0]["offset"], first[0]["value"]) == (0, 0, "old-0")
+
     news = ["new-0", "new-1", "new-2"]
     assert values("--from-time", str(middle_ms), "--max-messages", "3") == news
     iso = datetime.fromtimestamp(middle_ms / 1000, UTC).isoformat()
@@ -239,7 +243,7 @@ def test_consume_offset_and_from_time(broker: Any, topic_name: str) -> None:
         "old-4",
         "new-0",
     ]
-    assert values("--offset=-2", "--timeout", "3") == ["new-1", "new-2"]
+    assert values("--offset=-2", "--max-messages", "2") == ["new-1", "new-2"]
     # --from-time after the last record: nothing, and it stops on --timeout
     assert values("--from-time", str(int(time.time() * 1000) + 60_000), "--timeout", "2") == []
 
@@ -291,9 +295,9 @@ def test_configs_roundtrip(broker: Any, topic_name: str) -> None:
 
 def test_unreachable_bootstrap_is_one_line_error() -> None:
     for args in (
-        ["topics", "list", "--timeout", "3"],
-        ["consume", "nope", "--timeout", "3"],
-        ["produce", "nope", "--timeout", "3"],
+        ["topics", "list", "--timeout", "2"],
+        ["consume", "nope", "--timeout", "2"],
+        ["produce", "nope", "--timeout", "2"],
     ):
         started = time.monotonic()
         proc = spool(
