@@ -134,6 +134,10 @@ def write_uvarint(value: int) -> bytes:
         return _UVARINT_1[value]
     if value < 0:
         raise ValueError(f'uvarint must be non-negative: {value}')
+    if value < 0x4000:
+        return bytes(((value & 0x7F) | 0x80, value >> 7))
+    if value < 0x200000:
+        return bytes(((value & 0x7F) | 0x80, (value >> 7 & 0x7F) | 0x80, value >> 14))
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)

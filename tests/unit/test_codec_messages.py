@@ -133,6 +133,16 @@ def test_tagged_fields_written_only_when_not_default_in_tag_order() -> None:
         == [0]
 
 
+def test_tagged_uuid_at_default_is_not_written() -> None:
+    part = FetchRequest.FetchPartition(partition=1)
+    assert part.replica_directory_id == ZERO_UUID
+    assert part.to_bytes(17).endswith(b'\x00')
+    part.replica_directory_id = uuid.UUID(int=1)
+    data = part.to_bytes(17)
+    assert data.endswith(b'\x01\x00\x10' + uuid.UUID(int=1).bytes)
+    assert FetchRequest.FetchPartition.from_bytes(data, 17) == part
+
+
 def test_unknown_tags_are_skipped() -> None:
     req = ApiVersionsRequest(client_software_name='c', client_software_version='1')
     data = req.to_bytes(3)

@@ -4,8 +4,9 @@ For a sample of (message, version) pairs, the same content is built with
 kafka-python's own message classes (its codec is a separate implementation
 of the same specs); our encoding must be byte-identical to theirs, and our
 decoding of their bytes must give back the same content. Content comes from
-hand-written examples and from the Hypothesis strategies of the round-trip
-test.
+hand-written examples, from the Hypothesis strategies of the round-trip test
+for the APIs the broker serves, and from a light sweep over every message
+and version.
 
 The converter between the two object models walks OUR spec (field presence
 per version); values map one to one except kafka-python's ``bitfield`` for
@@ -336,9 +337,14 @@ RANDOM_CASES = [(name, v) for name, versions in RANDOM for v in versions]
 @pytest.mark.parametrize(('name', 'version'), RANDOM_CASES,
                          ids=[f'{n}-v{v}' for n, v in RANDOM_CASES])
 def test_random_content_matches_kafka_python(name: str, version: int) -> None:
-    spec = SPECS[name]
+    _check_random(SPECS[name], version, 10)
 
-    @settings(max_examples=10, deadline=None, database=None,
+
+SWEEP = sorted(name for name in SPECS if name in KP)
+
+
+def _check_random(spec: MessageSpec, version: int, examples: int) -> None:
+    @settings(max_examples=examples, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow])
     @given(pair=message_pairs(spec, version))
     def check(pair: tuple[Any, Any]) -> None:
@@ -346,3 +352,15 @@ def test_random_content_matches_kafka_python(name: str, version: int) -> None:
         assert_matches_oracle(spec, ours, version, expected)
 
     check()
+
+
+@pytest.mark.parametrize('name', SWEEP)
+def test_every_message_and_version_matches_kafka_python(name: str) -> None:
+    """A light sweep: a few random messages at every valid version."""
+    spec = SPECS[name]
+    for version in spec.valid.range():
+        _check_random(spec, version, 3)
+
+
+def test_sweep_covers_every_spec() -> None:
+    assert set(SWEEP) == set(SPECS)

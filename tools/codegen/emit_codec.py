@@ -74,19 +74,28 @@ def default_expr(f: FieldSpec) -> str:
     return repr(d)
 
 
-def non_default_test(f: FieldSpec, src: str) -> str:
-    """A condition that is true when ``src`` differs from ``f``'s default."""
+def non_default_test(f: FieldSpec, src: str, version: int | None = None) -> str:
+    """A condition that is true when ``src`` differs from ``f``'s default.
+
+    For a struct whose fields at ``version`` are all scalars the test is
+    inlined field by field (much cheaper than ``Message.__eq__``); fields of
+    the struct absent at ``version`` are not compared since they are never
+    written.
+    """
     d = f.default
+    if f.is_array:
+        return f'{src} is not None' if d is None else f'{src} != []'
+    if f.elem == 'uuid':
+        return f'{src} != ZERO_UUID'
     if d is None:
         return f'{src} is not None'
-    if f.is_array:
-        return f'{src} != []'
     if d is DEFAULT_STRUCT:
+        inner = [g for g in f.struct.fields if version is not None and version in g.versions]
+        if inner and all(g.struct is None and not g.is_array and g.tag is None for g in inner):
+            return ' or '.join(non_default_test(g, f'{src}.{g.attr}') for g in inner)
         return f'{src} != _DEFAULT_{f.struct.name}'
     if f.elem == 'bool':
         return src if d is False else f'not {src}'
-    if f.elem == 'uuid':
-        return f'{src} != ZERO_UUID'
     return f'{src} != {d!r}'
 
 
@@ -277,7 +286,8 @@ def _encode_field(ctx: Context, code: Code, f: FieldSpec, version: int, flexible
                   src: str, out: str, ap: str) -> None:
     nullable = f.is_nullable_at(version)
     if f.is_array:
-        code(f'v = {src}')
+        if src != 'v':
+            code(f'v = {src}')
         if nullable:
             code('if v is None:')
             code.indent()(f"{ap}({_null_len(flexible)})")
@@ -294,7 +304,8 @@ def _encode_field(ctx: Context, code: Code, f: FieldSpec, version: int, flexible
     elif f.struct is not None:
         child = ctx.child_name('e', f.struct.name, version)
         if nullable:
-            code(f'v = {src}')
+            if src != 'v':
+                code(f'v = {src}')
             code('if v is None:')
             code.indent()(f"{ap}(b'\\xff')")
             code.dedent()
@@ -308,7 +319,8 @@ def _encode_field(ctx: Context, code: Code, f: FieldSpec, version: int, flexible
         code(f'{ap}({ctx.struct_const(FIXED[f.elem])}.pack({src}))')
     elif f.elem == 'records':
         # The value is its own chunk: bytes, memoryview or any sized object.
-        code(f'v = {src}')
+        if src != 'v':
+            code(f'v = {src}')
         code('if v is None:')
         code.indent()(f"{ap}({_null_len(flexible)})")
         code.dedent()
@@ -352,12 +364,18 @@ def _encode_tagged(ctx: Context, code: Code, struct: StructSpec, version: int) -
         return
     code('tagged = []')
     for f in tagged:
-        code(f'if {non_default_test(f, "self." + f.attr)}:')
+        code(f'v = self.{f.attr}')
+        code(f'if {non_default_test(f, "v", version)}:')
         code.indent()
         code('t = []')
-        _encode_field(ctx, code, f, version, True, f'self.{f.attr}', 't', 't.append')
+        _encode_field(ctx, code, f, version, True, 'v', 't', 't.append')
         code("d = b''.join(t)")
         code(f'tagged.append(write_uvarint({f.tag}) + write_uvarint(len(d)) + d)')
         code.dedent()
-    code('ap(write_uvarint(len(tagged)))')
+    code('if tagged:')
+    code.indent()('ap(write_uvarint(len(tagged)))')
     code('out += tagged')
+    code.dedent()
+    code('else:')
+    code.indent()("ap(b'\\x00')")
+    code.dedent()

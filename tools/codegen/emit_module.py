@@ -190,7 +190,9 @@ class ModuleEmitter:
         classes.extend(self._class(spec.root, True))
         defaults = sorted({f.struct.name for s in [*spec.structs, spec.root] for f in s.fields
                            if f.tag is not None and f.default is DEFAULT_STRUCT})
-        default_lines = [f'_DEFAULT_{name} = {name}()' for name in defaults]
+        used = '\n'.join(functions)
+        default_lines = [f'_DEFAULT_{name} = {name}()' for name in defaults
+                         if f'_DEFAULT_{name}' in used]
         body = '\n'.join([*classes, '', '', *default_lines, '', '', *functions, *tables])
         consts = [f'{struct_const_name(fmt)} = Struct({">" + fmt!r})'
                   for fmt in sorted(self.ctx.formats)]

@@ -14,7 +14,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from tools.codegen.schema import FieldSpec, MessageSpec, StructSpec
+from spool.protocol.primitives import ZERO_UUID
+from tools.codegen.schema import DEFAULT_STRUCT, FieldSpec, MessageSpec, StructSpec
 
 _INT_RANGES = {
     'int8': 8, 'int16': 16, 'int32': 32, 'int64': 64,
@@ -57,8 +58,27 @@ def _scalar(elem: str, nullable: bool) -> st.SearchStrategy[Any]:
     return st.none() | base if nullable else base
 
 
+def _default(spec: MessageSpec, f: FieldSpec) -> Any:
+    if f.is_array:
+        return None if f.default is None else []
+    if f.elem == 'uuid':
+        return ZERO_UUID
+    if f.default is DEFAULT_STRUCT:
+        return struct_class(spec, f.struct)()
+    return f.default
+
+
 def _field(spec: MessageSpec, f: FieldSpec, version: int) -> st.SearchStrategy[tuple[Any, Any]]:
     """(actual, expected) values for a field on the wire at ``version``."""
+    values = _field_values(spec, f, version)
+    if f.is_tagged_at(version):
+        # a tagged field at its default is not written: draw that case often
+        return st.builds(lambda: (_default(spec, f), _default(spec, f))) | values
+    return values
+
+
+def _field_values(spec: MessageSpec, f: FieldSpec,
+                  version: int) -> st.SearchStrategy[tuple[Any, Any]]:
     nullable = f.is_nullable_at(version) or (f.elem == 'records' and not f.is_array)
     if f.struct is not None:
         elem = struct_pairs(spec, f.struct, version)

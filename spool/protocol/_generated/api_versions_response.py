@@ -323,34 +323,39 @@ def _e_ApiVersionsResponse_v3(self, out):
         _e_ApiVersion_v3(e, out)
     ap(_S_i.pack(self.throttle_time_ms))
     tagged = []
-    if self.supported_features != []:
+    v = self.supported_features
+    if v != []:
         t = []
-        v = self.supported_features
         t.append(write_uvarint(len(v) + 1))
         for e in v:
             _e_SupportedFeatureKey_v3(e, t)
         d = b''.join(t)
         tagged.append(write_uvarint(0) + write_uvarint(len(d)) + d)
-    if self.finalized_features_epoch != -1:
+    v = self.finalized_features_epoch
+    if v != -1:
         t = []
-        t.append(_S_q.pack(self.finalized_features_epoch))
+        t.append(_S_q.pack(v))
         d = b''.join(t)
         tagged.append(write_uvarint(1) + write_uvarint(len(d)) + d)
-    if self.finalized_features != []:
+    v = self.finalized_features
+    if v != []:
         t = []
-        v = self.finalized_features
         t.append(write_uvarint(len(v) + 1))
         for e in v:
             _e_FinalizedFeatureKey_v3(e, t)
         d = b''.join(t)
         tagged.append(write_uvarint(2) + write_uvarint(len(d)) + d)
-    if self.zk_migration_ready:
+    v = self.zk_migration_ready
+    if v:
         t = []
-        t.append(_S_o.pack(self.zk_migration_ready))
+        t.append(_S_o.pack(v))
         d = b''.join(t)
         tagged.append(write_uvarint(3) + write_uvarint(len(d)) + d)
-    ap(write_uvarint(len(tagged)))
-    out += tagged
+    if tagged:
+        ap(write_uvarint(len(tagged)))
+        out += tagged
+    else:
+        ap(b'\x00')
 
 
 ApiVersion._DECODERS = {

@@ -258,13 +258,17 @@ def _e_CreatableTopicResult_v5(self, out):
         for e in v:
             _e_CreatableTopicConfigs_v5(e, out)
     tagged = []
-    if self.topic_config_error_code != 0:
+    v = self.topic_config_error_code
+    if v != 0:
         t = []
-        t.append(_S_h.pack(self.topic_config_error_code))
+        t.append(_S_h.pack(v))
         d = b''.join(t)
         tagged.append(write_uvarint(0) + write_uvarint(len(d)) + d)
-    ap(write_uvarint(len(tagged)))
-    out += tagged
+    if tagged:
+        ap(write_uvarint(len(tagged)))
+        out += tagged
+    else:
+        ap(b'\x00')
 
 
 def _e_CreatableTopicResult_v7(self, out):
@@ -282,13 +286,17 @@ def _e_CreatableTopicResult_v7(self, out):
         for e in v:
             _e_CreatableTopicConfigs_v5(e, out)
     tagged = []
-    if self.topic_config_error_code != 0:
+    v = self.topic_config_error_code
+    if v != 0:
         t = []
-        t.append(_S_h.pack(self.topic_config_error_code))
+        t.append(_S_h.pack(v))
         d = b''.join(t)
         tagged.append(write_uvarint(0) + write_uvarint(len(d)) + d)
-    ap(write_uvarint(len(tagged)))
-    out += tagged
+    if tagged:
+        ap(write_uvarint(len(tagged)))
+        out += tagged
+    else:
+        ap(b'\x00')
 
 
 def _d_CreateTopicsResponse_v2(buf, pos):

@@ -241,9 +241,6 @@ class FetchRequest(Message):
         self.rack_id = rack_id
 
 
-_DEFAULT_ReplicaState = ReplicaState()
-
-
 def _d_ReplicaState_v15(buf, pos):
     f_replica_id, f_replica_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
@@ -354,31 +351,40 @@ def _e_FetchPartition_v17(self, out):
     ap = out.append
     ap(_S_iiqiqi.pack(self.partition, self.current_leader_epoch, self.fetch_offset, self.last_fetched_epoch, self.log_start_offset, self.partition_max_bytes))
     tagged = []
-    if self.replica_directory_id is not None:
+    v = self.replica_directory_id
+    if v != ZERO_UUID:
         t = []
-        t.append(self.replica_directory_id.bytes)
+        t.append(v.bytes)
         d = b''.join(t)
         tagged.append(write_uvarint(0) + write_uvarint(len(d)) + d)
-    ap(write_uvarint(len(tagged)))
-    out += tagged
+    if tagged:
+        ap(write_uvarint(len(tagged)))
+        out += tagged
+    else:
+        ap(b'\x00')
 
 
 def _e_FetchPartition_v18(self, out):
     ap = out.append
     ap(_S_iiqiqi.pack(self.partition, self.current_leader_epoch, self.fetch_offset, self.last_fetched_epoch, self.log_start_offset, self.partition_max_bytes))
     tagged = []
-    if self.replica_directory_id is not None:
+    v = self.replica_directory_id
+    if v != ZERO_UUID:
         t = []
-        t.append(self.replica_directory_id.bytes)
+        t.append(v.bytes)
         d = b''.join(t)
         tagged.append(write_uvarint(0) + write_uvarint(len(d)) + d)
-    if self.high_watermark != 9223372036854775807:
+    v = self.high_watermark
+    if v != 9223372036854775807:
         t = []
-        t.append(_S_q.pack(self.high_watermark))
+        t.append(_S_q.pack(v))
         d = b''.join(t)
         tagged.append(write_uvarint(1) + write_uvarint(len(d)) + d)
-    ap(write_uvarint(len(tagged)))
-    out += tagged
+    if tagged:
+        ap(write_uvarint(len(tagged)))
+        out += tagged
+    else:
+        ap(b'\x00')
 
 
 def _d_FetchTopic_v4(buf, pos):
@@ -891,13 +897,17 @@ def _e_FetchRequest_v12(self, out):
         _e_ForgottenTopic_v12(e, out)
     ap(write_compact_string(self.rack_id))
     tagged = []
-    if self.cluster_id is not None:
+    v = self.cluster_id
+    if v is not None:
         t = []
-        t.append(write_compact_nullable_string(self.cluster_id))
+        t.append(write_compact_nullable_string(v))
         d = b''.join(t)
         tagged.append(write_uvarint(0) + write_uvarint(len(d)) + d)
-    ap(write_uvarint(len(tagged)))
-    out += tagged
+    if tagged:
+        ap(write_uvarint(len(tagged)))
+        out += tagged
+    else:
+        ap(b'\x00')
 
 
 def _e_FetchRequest_v13(self, out):
@@ -913,13 +923,17 @@ def _e_FetchRequest_v13(self, out):
         _e_ForgottenTopic_v13(e, out)
     ap(write_compact_string(self.rack_id))
     tagged = []
-    if self.cluster_id is not None:
+    v = self.cluster_id
+    if v is not None:
         t = []
-        t.append(write_compact_nullable_string(self.cluster_id))
+        t.append(write_compact_nullable_string(v))
         d = b''.join(t)
         tagged.append(write_uvarint(0) + write_uvarint(len(d)) + d)
-    ap(write_uvarint(len(tagged)))
-    out += tagged
+    if tagged:
+        ap(write_uvarint(len(tagged)))
+        out += tagged
+    else:
+        ap(b'\x00')
 
 
 def _e_FetchRequest_v15(self, out):
@@ -935,18 +949,23 @@ def _e_FetchRequest_v15(self, out):
         _e_ForgottenTopic_v13(e, out)
     ap(write_compact_string(self.rack_id))
     tagged = []
-    if self.cluster_id is not None:
+    v = self.cluster_id
+    if v is not None:
         t = []
-        t.append(write_compact_nullable_string(self.cluster_id))
+        t.append(write_compact_nullable_string(v))
         d = b''.join(t)
         tagged.append(write_uvarint(0) + write_uvarint(len(d)) + d)
-    if self.replica_state != _DEFAULT_ReplicaState:
+    v = self.replica_state
+    if v.replica_id != -1 or v.replica_epoch != -1:
         t = []
-        _e_ReplicaState_v15(self.replica_state, t)
+        _e_ReplicaState_v15(v, t)
         d = b''.join(t)
         tagged.append(write_uvarint(1) + write_uvarint(len(d)) + d)
-    ap(write_uvarint(len(tagged)))
-    out += tagged
+    if tagged:
+        ap(write_uvarint(len(tagged)))
+        out += tagged
+    else:
+        ap(b'\x00')
 
 
 def _e_FetchRequest_v17(self, out):
@@ -962,18 +981,23 @@ def _e_FetchRequest_v17(self, out):
         _e_ForgottenTopic_v13(e, out)
     ap(write_compact_string(self.rack_id))
     tagged = []
-    if self.cluster_id is not None:
+    v = self.cluster_id
+    if v is not None:
         t = []
-        t.append(write_compact_nullable_string(self.cluster_id))
+        t.append(write_compact_nullable_string(v))
         d = b''.join(t)
         tagged.append(write_uvarint(0) + write_uvarint(len(d)) + d)
-    if self.replica_state != _DEFAULT_ReplicaState:
+    v = self.replica_state
+    if v.replica_id != -1 or v.replica_epoch != -1:
         t = []
-        _e_ReplicaState_v15(self.replica_state, t)
+        _e_ReplicaState_v15(v, t)
         d = b''.join(t)
         tagged.append(write_uvarint(1) + write_uvarint(len(d)) + d)
-    ap(write_uvarint(len(tagged)))
-    out += tagged
+    if tagged:
+        ap(write_uvarint(len(tagged)))
+        out += tagged
+    else:
+        ap(b'\x00')
 
 
 def _e_FetchRequest_v18(self, out):
@@ -989,18 +1013,23 @@ def _e_FetchRequest_v18(self, out):
         _e_ForgottenTopic_v13(e, out)
     ap(write_compact_string(self.rack_id))
     tagged = []
-    if self.cluster_id is not None:
+    v = self.cluster_id
+    if v is not None:
         t = []
-        t.append(write_compact_nullable_string(self.cluster_id))
+        t.append(write_compact_nullable_string(v))
         d = b''.join(t)
         tagged.append(write_uvarint(0) + write_uvarint(len(d)) + d)
-    if self.replica_state != _DEFAULT_ReplicaState:
+    v = self.replica_state
+    if v.replica_id != -1 or v.replica_epoch != -1:
         t = []
-        _e_ReplicaState_v15(self.replica_state, t)
+        _e_ReplicaState_v15(v, t)
         d = b''.join(t)
         tagged.append(write_uvarint(1) + write_uvarint(len(d)) + d)
-    ap(write_uvarint(len(tagged)))
-    out += tagged
+    if tagged:
+        ap(write_uvarint(len(tagged)))
+        out += tagged
+    else:
+        ap(b'\x00')
 
 
 ReplicaState._DECODERS = {

@@ -302,11 +302,6 @@ class FetchResponse(Message):
         self.node_endpoints = [] if node_endpoints is UNSET else node_endpoints
 
 
-_DEFAULT_EpochEndOffset = EpochEndOffset()
-_DEFAULT_LeaderIdAndEpoch = LeaderIdAndEpoch()
-_DEFAULT_SnapshotId = SnapshotId()
-
-
 def _d_EpochEndOffset_v12(buf, pos):
     f_epoch, f_end_offset = _S_iq.unpack_from(buf, pos)
     pos += 12
@@ -539,23 +534,29 @@ def _e_PartitionData_v12(self, out):
         ap(write_uvarint(len(v) + 1))
         ap(v)
     tagged = []
-    if self.diverging_epoch != _DEFAULT_EpochEndOffset:
+    v = self.diverging_epoch
+    if v.epoch != -1 or v.end_offset != -1:
         t = []
-        _e_EpochEndOffset_v12(self.diverging_epoch, t)
+        _e_EpochEndOffset_v12(v, t)
         d = b''.join(t)
         tagged.append(write_uvarint(0) + write_uvarint(len(d)) + d)
-    if self.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    v = self.current_leader
+    if v.leader_id != -1 or v.leader_epoch != -1:
         t = []
-        _e_LeaderIdAndEpoch_v12(self.current_leader, t)
+        _e_LeaderIdAndEpoch_v12(v, t)
         d = b''.join(t)
         tagged.append(write_uvarint(1) + write_uvarint(len(d)) + d)
-    if self.snapshot_id != _DEFAULT_SnapshotId:
+    v = self.snapshot_id
+    if v.end_offset != -1 or v.epoch != -1:
         t = []
-        _e_SnapshotId_v12(self.snapshot_id, t)
+        _e_SnapshotId_v12(v, t)
         d = b''.join(t)
         tagged.append(write_uvarint(2) + write_uvarint(len(d)) + d)
-    ap(write_uvarint(len(tagged)))
-    out += tagged
+    if tagged:
+        ap(write_uvarint(len(tagged)))
+        out += tagged
+    else:
+        ap(b'\x00')
 
 
 def _d_FetchableTopicResponse_v4(buf, pos):
@@ -851,16 +852,19 @@ def _e_FetchResponse_v16(self, out):
     for e in v:
         _e_FetchableTopicResponse_v13(e, out)
     tagged = []
-    if self.node_endpoints != []:
+    v = self.node_endpoints
+    if v != []:
         t = []
-        v = self.node_endpoints
         t.append(write_uvarint(len(v) + 1))
         for e in v:
             _e_NodeEndpoint_v16(e, t)
         d = b''.join(t)
         tagged.append(write_uvarint(0) + write_uvarint(len(d)) + d)
-    ap(write_uvarint(len(tagged)))
-    out += tagged
+    if tagged:
+        ap(write_uvarint(len(tagged)))
+        out += tagged
+    else:
+        ap(b'\x00')
 
 
 EpochEndOffset._DECODERS = {

@@ -226,9 +226,6 @@ class ProduceResponse(Message):
         self.node_endpoints = [] if node_endpoints is UNSET else node_endpoints
 
 
-_DEFAULT_LeaderIdAndEpoch = LeaderIdAndEpoch()
-
-
 def _d_BatchIndexAndErrorMessage_v8(buf, pos):
     f_batch_index, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -391,13 +388,17 @@ def _e_PartitionProduceResponse_v10(self, out):
         _e_BatchIndexAndErrorMessage_v9(e, out)
     ap(write_compact_nullable_string(self.error_message))
     tagged = []
-    if self.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    v = self.current_leader
+    if v.leader_id != -1 or v.leader_epoch != -1:
         t = []
-        _e_LeaderIdAndEpoch_v10(self.current_leader, t)
+        _e_LeaderIdAndEpoch_v10(v, t)
         d = b''.join(t)
         tagged.append(write_uvarint(0) + write_uvarint(len(d)) + d)
-    ap(write_uvarint(len(tagged)))
-    out += tagged
+    if tagged:
+        ap(write_uvarint(len(tagged)))
+        out += tagged
+    else:
+        ap(b'\x00')
 
 
 def _d_TopicProduceResponse_v0(buf, pos):
@@ -755,16 +756,19 @@ def _e_ProduceResponse_v10(self, out):
         _e_TopicProduceResponse_v10(e, out)
     ap(_S_i.pack(self.throttle_time_ms))
     tagged = []
-    if self.node_endpoints != []:
+    v = self.node_endpoints
+    if v != []:
         t = []
-        v = self.node_endpoints
         t.append(write_uvarint(len(v) + 1))
         for e in v:
             _e_NodeEndpoint_v10(e, t)
         d = b''.join(t)
         tagged.append(write_uvarint(0) + write_uvarint(len(d)) + d)
-    ap(write_uvarint(len(tagged)))
-    out += tagged
+    if tagged:
+        ap(write_uvarint(len(tagged)))
+        out += tagged
+    else:
+        ap(b'\x00')
 
 
 def _e_ProduceResponse_v13(self, out):
@@ -775,16 +779,19 @@ def _e_ProduceResponse_v13(self, out):
         _e_TopicProduceResponse_v13(e, out)
     ap(_S_i.pack(self.throttle_time_ms))
     tagged = []
-    if self.node_endpoints != []:
+    v = self.node_endpoints
+    if v != []:
         t = []
-        v = self.node_endpoints
         t.append(write_uvarint(len(v) + 1))
         for e in v:
             _e_NodeEndpoint_v10(e, t)
         d = b''.join(t)
         tagged.append(write_uvarint(0) + write_uvarint(len(d)) + d)
-    ap(write_uvarint(len(tagged)))
-    out += tagged
+    if tagged:
+        ap(write_uvarint(len(tagged)))
+        out += tagged
+    else:
+        ap(b'\x00')
 
 
 BatchIndexAndErrorMessage._DECODERS = {
