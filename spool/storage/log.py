@@ -51,7 +51,6 @@ from spool.records.batch import (
     _HEADER,
     HEADER_SIZE,
     LOG_OVERHEAD,
-    BatchHeader,
     patch_base_offset,
     patch_log_append_time,
     patch_partition_leader_epoch,
@@ -247,8 +246,19 @@ class PartitionLog:
     # -- segments ------------------------------------------------------------------
 
     def _set_segments(self, segments: list[LogSegment]) -> None:
-        self._segments: tuple[LogSegment, ...] = tuple(segments)
-        self._bases = [s.base_offset for s in segments]
+        # one attribute, swapped whole: lock-free readers never see segments and bases disagree
+        self._state: tuple[tuple[LogSegment, ...], list[int]] = (
+            tuple(segments),
+            [s.base_offset for s in segments],
+        )
+
+    @property
+    def _segments(self) -> tuple[LogSegment, ...]:
+        return self._state[0]
+
+    @property
+    def _bases(self) -> list[int]:
+        return self._state[1]
 
     @property
     def segments(self) -> tuple[LogSegment, ...]:
@@ -313,9 +323,15 @@ class PartitionLog:
         """Append whole, already validated v2 batches; patches them in place when writable.
 
         Assigns offsets from the log end offset (rewriting baseOffset and
-        partitionLeaderEpoch), or with ``assign_offsets=False`` keeps the
-        batches' offsets (replication), which must not go below the log end.
-        Returns once the bytes are in the page cache.
+        partitionLeaderEpoch in the caller's buffer when it is writable; a
+        read-only one is copied first), or with ``assign_offsets=False`` keeps
+        the batches' offsets (replication), which must not go below the log
+        end. For LogAppendTime topics (``config.uses_log_append_time``) the
+        broker passes ``log_append_time_ms=clock.now_ms()``: maxTimestamp and
+        the CRC are rewritten. The caller has validated the batches
+        (``validate_batch``); only their framing is checked here
+        (CORRUPT_MESSAGE). Returns once the bytes are in the page cache, after
+        an fsync too when ``flush.messages`` is reached.
         """
         view = memoryview(records).cast("B")
         if view.readonly:
@@ -378,7 +394,8 @@ class PartitionLog:
         the high watermark or LSO). None when there is nothing to return.
         OFFSET_OUT_OF_RANGE below the log start or above the log end offset.
         """
-        segs, bases = self._segments, self._bases
+        segs, bases = self._state
+        active_size = segs[-1].size  # before the LEO: never covers more than the LEO says
         leo, start = self._leo, self._log_start
         if fetch_offset < start or fetch_offset > leo:
             raise KafkaError(
@@ -388,36 +405,29 @@ class PartitionLog:
         limit = leo if max_offset is None else min(max_offset, leo)
         if fetch_offset >= limit:
             return None
-        i = max(0, bisect.bisect_right(bases, fetch_offset) - 1)
-        for seg in segs[i:]:
+        last = len(segs) - 1
+        for i in range(max(0, bisect.bisect_right(bases, fetch_offset) - 1), last + 1):
+            seg = segs[i]
             found = seg.translate_offset(fetch_offset)
             if found is None:
                 continue  # the offset falls in a gap at this segment's end
-            return self._slice(seg, found[0], found[1], limit, max_bytes, min_one_batch)
+            pos, first = found
+            size = active_size if i == last else seg.size
+            if pos >= size or first.last_offset >= limit:
+                return None
+            end = size
+            if limit < (leo if i == last else bases[i + 1]):
+                stop = seg.translate_offset(limit, pos)
+                if stop is not None and stop[0] < end:
+                    end = stop[0]
+            if end - pos > max_bytes:
+                end, _ = seg.boundary_at_or_before(pos, pos + max_bytes)
+                if end == pos:
+                    if not min_one_batch:
+                        return None
+                    end = pos + first.size
+            return FetchSlice(seg.file, pos, end - pos, first.base_offset, seg.base_offset)
         return None
-
-    def _slice(
-        self,
-        seg: LogSegment,
-        pos: int,
-        first: BatchHeader,
-        limit: int,
-        max_bytes: int,
-        min_one_batch: bool,
-    ) -> FetchSlice | None:
-        if first.last_offset >= limit:
-            return None
-        end = seg.size
-        stop = seg.translate_offset(limit, pos)
-        if stop is not None:
-            end = stop[0]
-        if end - pos > max_bytes:
-            end, _ = seg.boundary_at_or_before(pos, pos + max_bytes)
-            if end == pos:
-                if not min_one_batch:
-                    return None
-                end = pos + first.size
-        return FetchSlice(seg.file, pos, end - pos, first.base_offset, seg.base_offset)
 
     def read_bytes(
         self,
