@@ -58,9 +58,12 @@ TopicPartition = tuple[str, int]
 
 
 def validate_topic_name(name: str) -> None:
-    """Kafka's rule: 1-249 of [a-zA-Z0-9._-], not '.' or '..'; INVALID_TOPIC otherwise."""
+    """Kafka's rule: 1-249 of [a-zA-Z0-9._-], not '.' or '..', not the metadata log's
+    name; INVALID_TOPIC otherwise."""
     if not name or len(name) > 249 or name in (".", "..") or not _LEGAL_TOPIC.match(name):
         raise KafkaError(Errors.INVALID_TOPIC, f"illegal topic name {name!r}")
+    if name == METADATA_TOPIC:
+        raise KafkaError(Errors.INVALID_TOPIC, f"{name} is reserved")
 
 
 class LogManager:

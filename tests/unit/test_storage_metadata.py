@@ -47,6 +47,8 @@ def test_changes_are_validated(tmp_path):
         (lambda: store.create_topic("a", 1), Errors.TOPIC_ALREADY_EXISTS),
         (lambda: store.create_topic("b", 0), Errors.INVALID_PARTITIONS),
         (lambda: store.create_topic("bad/name", 1), Errors.INVALID_TOPIC),
+        (lambda: store.create_topic("__cluster_metadata", 1), Errors.INVALID_TOPIC),
+        (lambda: store.create_topic("x" * 250, 1), Errors.INVALID_TOPIC),
         (lambda: store.create_topic("c", 1, {"retention.ms": "x"}), Errors.INVALID_CONFIG),
         (lambda: store.create_partitions("a", 1), Errors.INVALID_PARTITIONS),
         (lambda: store.create_partitions("zz", 3), Errors.UNKNOWN_TOPIC_OR_PARTITION),
