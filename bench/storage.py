@@ -175,7 +175,7 @@ def bench_startup(root: Path, partitions: int) -> dict[str, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=int, default=64, help="MiB appended per run")
-    ap.add_argument("--reps", type=int, default=3, help="alternating runs per case (best kept)")
+    ap.add_argument("--reps", type=int, default=5, help="alternating runs per case (best kept)")
     ap.add_argument("--dir", default=None, help="where to write (default: a temp dir)")
     ap.add_argument("--partitions", type=int, default=1000)
     args = ap.parse_args()
