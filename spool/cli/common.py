@@ -53,8 +53,6 @@ _UNREACHABLE = {
     KafkaError._TRANSPORT,
     KafkaError._ALL_BROKERS_DOWN,
     KafkaError._RESOLVE,
-    KafkaError._TIMED_OUT,
-    KafkaError.REQUEST_TIMED_OUT,
 }
 
 # Readable phrasings of common errors; ``{s}`` is the subject (a topic name).

@@ -2,9 +2,10 @@
 
 Contract (Kafka's kafka-configs semantics, over confluent-kafka's AdminClient):
 
-- The resource is chosen with exactly one of ``--topic NAME``,
-  ``--broker ID`` or ``--broker-defaults`` (the cluster-wide dynamic broker
-  defaults, the empty broker name).
+- The resource is chosen with exactly one of ``--topic NAME`` or
+  ``--broker ID`` (an id the cluster's metadata lists). Kafka's cluster-wide
+  broker defaults (the empty broker name) are not offered: confluent-kafka
+  refuses a ConfigResource with an empty name.
 - ``describe [--all] [--json]``: DescribeConfigs. By default only the
   entries that are not defaults (source other than DEFAULT_CONFIG, i.e.
   overrides: DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, STATIC_BROKER_CONFIG,
@@ -22,7 +23,13 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ResourceType,
+)
 
 from spool.cli.common import (
     DEFAULT_BOOTSTRAP,
@@ -45,23 +52,31 @@ app = typer.Typer(help="Describe and alter topic and broker configs.", no_args_i
 
 TopicOpt = Annotated[str | None, typer.Option("--topic", help="A topic's configs.")]
 BrokerOpt = Annotated[str | None, typer.Option("--broker", help="A broker's configs (its id).")]
-BrokerDefaultsOpt = Annotated[
-    bool, typer.Option("--broker-defaults", help="The cluster-wide broker defaults.")
-]
 
 
-def _resource(topic: str | None, broker: str | None, broker_defaults: bool) -> ConfigResource:
-    chosen = [x for x in (topic is not None, broker is not None, broker_defaults) if x]
-    if len(chosen) != 1:
-        fail("name exactly one of --topic NAME, --broker ID or --broker-defaults", 2)
+def _resource(topic: str | None, broker: str | None) -> ConfigResource:
+    if (topic is None) == (broker is None):
+        fail("name exactly one of --topic NAME or --broker ID", 2)
     if topic is not None:
         return ConfigResource(ResourceType.TOPIC, topic)
-    return ConfigResource(ResourceType.BROKER, "" if broker_defaults else str(broker))
+    if not str(broker).isdigit():
+        fail(f"bad --broker '{broker}': expected a broker id (a number)", 2)
+    return ConfigResource(ResourceType.BROKER, str(broker))
+
+
+def _admin(res: ConfigResource, bootstrap: str, timeout: float) -> AdminClient:
+    """An admin client, having checked that a broker resource names a known broker."""
+    admin = admin_client(bootstrap, timeout)
+    if res.restype == ResourceType.BROKER:
+        known = sorted(admin.list_topics(timeout=timeout).brokers)
+        if int(res.name) not in known:
+            fail(f"broker {res.name} is not in the cluster (brokers: {known})")
+    return admin
 
 
 def _label(res: ConfigResource) -> str:
     kind = "topic" if res.restype == ResourceType.TOPIC else "broker"
-    return f"{kind} '{res.name}'" if res.name else "broker defaults"
+    return f"{kind} '{res.name}'"
 
 
 @app.command()
@@ -69,15 +84,14 @@ def _label(res: ConfigResource) -> str:
 def describe(
     topic: TopicOpt = None,
     broker: BrokerOpt = None,
-    broker_defaults: BrokerDefaultsOpt = False,
     all_: Annotated[bool, typer.Option("--all", help="Include default values too.")] = False,
     json: JsonFlag = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
     timeout: AdminTimeout = 30.0,
 ) -> None:
     """Show a topic's or broker's configuration."""
-    res = _resource(topic, broker, broker_defaults)
-    admin = admin_client(bootstrap, timeout)
+    res = _resource(topic, broker)
+    admin = _admin(res, bootstrap, timeout)
     entries = result(admin.describe_configs([res], request_timeout=timeout)[res], res.name)
     rows = [_entry_doc(e) for e in sorted(entries.values(), key=lambda e: e.name)]
     if not all_:
@@ -106,7 +120,6 @@ def describe(
 def alter(
     topic: TopicOpt = None,
     broker: BrokerOpt = None,
-    broker_defaults: BrokerDefaultsOpt = False,
     add_config: Annotated[
         list[str] | None,
         typer.Option("--add-config", help="k=v,k2=v2 to set (repeatable)."),
@@ -119,7 +132,7 @@ def alter(
     timeout: AdminTimeout = 30.0,
 ) -> None:
     """Set or delete configuration entries (IncrementalAlterConfigs)."""
-    res = _resource(topic, broker, broker_defaults)
+    res = _resource(topic, broker)
     sets = parse_pairs(add_config)
     deletes = parse_names(delete_config)
     if not sets and not deletes:
@@ -130,7 +143,7 @@ def alter(
     ops = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in sets.items()]
     ops += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in deletes]
     target = ConfigResource(res.restype, res.name, incremental_configs=ops)
-    admin = admin_client(bootstrap, timeout)
+    admin = _admin(res, bootstrap, timeout)
     futures = admin.incremental_alter_configs([target], request_timeout=timeout)
     for fut in futures.values():
         result(fut, res.name)
