@@ -2,12 +2,12 @@
 
 Contract:
 
-* Readers take ``(buf, pos)`` where ``buf`` is a ``memoryview`` (or any
-  object supporting indexing, slicing and ``len``) and return
-  ``(value, new_pos)``. On malformed or truncated input they raise
-  :class:`ProtocolDecodeError` (``struct.error``/``IndexError`` may escape
-  from the fixed-width fast paths; the generated decoders' entry point
-  converts those into :class:`ProtocolDecodeError`).
+* Readers take ``(buf, pos)`` where ``buf`` is a ``memoryview`` or
+  ``bytes`` and return ``(value, new_pos)``. On malformed or truncated input
+  they raise :class:`ProtocolDecodeError` and nothing else. (The generated
+  decoders also unpack fixed-width fields inline; their entry point,
+  ``Message.decode``, turns ``struct.error``/``IndexError`` into
+  :class:`ProtocolDecodeError`.)
 * Writers return ``bytes`` (length prefix and payload joined), except the
   records helpers, which the generated code inlines so that a records value
   stays its own chunk.
@@ -74,6 +74,20 @@ _UVARINT_1 = tuple(bytes((i,)) for i in range(128))
 
 def _truncated(what: str, pos: int) -> ProtocolDecodeError:
     return ProtocolDecodeError(f'truncated {what} at offset {pos}')
+
+
+def _i16_at(buf, pos: int) -> int:
+    try:
+        return _unpack_i16(buf, pos)[0]
+    except struct.error:
+        raise _truncated('int16 length', pos) from None
+
+
+def _i32_at(buf, pos: int) -> int:
+    try:
+        return _unpack_i32(buf, pos)[0]
+    except struct.error:
+        raise _truncated('int32 length', pos) from None
 
 
 # ---------------------------------------------------------------- varints
@@ -199,7 +213,7 @@ def _utf8(buf, start: int, end: int) -> str:
 
 def read_string(buf, pos: int) -> tuple[str, int]:
     """int16 length (>= 0) then UTF-8 bytes."""
-    (n,) = _unpack_i16(buf, pos)
+    n = _i16_at(buf, pos)
     if n < 0:
         raise ProtocolDecodeError(f'negative string length {n} at offset {pos}')
     pos += 2
@@ -208,7 +222,7 @@ def read_string(buf, pos: int) -> tuple[str, int]:
 
 def read_nullable_string(buf, pos: int) -> tuple[str | None, int]:
     """int16 length (-1 = null) then UTF-8 bytes."""
-    (n,) = _unpack_i16(buf, pos)
+    n = _i16_at(buf, pos)
     if n < 0:
         if n == -1:
             return None, pos + 2
@@ -271,7 +285,7 @@ def _slice(buf, start: int, n: int) -> memoryview:
 
 def read_bytes(buf, pos: int) -> tuple[bytes, int]:
     """int32 length (>= 0) then raw bytes (copied)."""
-    (n,) = _unpack_i32(buf, pos)
+    n = _i32_at(buf, pos)
     if n < 0:
         raise ProtocolDecodeError(f'negative bytes length {n} at offset {pos}')
     pos += 4
@@ -280,7 +294,7 @@ def read_bytes(buf, pos: int) -> tuple[bytes, int]:
 
 def read_nullable_bytes(buf, pos: int) -> tuple[bytes | None, int]:
     """int32 length (-1 = null) then raw bytes (copied)."""
-    (n,) = _unpack_i32(buf, pos)
+    n = _i32_at(buf, pos)
     if n < 0:
         if n == -1:
             return None, pos + 4
@@ -305,7 +319,7 @@ def read_compact_nullable_bytes(buf, pos: int) -> tuple[bytes | None, int]:
 
 def read_records(buf, pos: int) -> tuple[memoryview | None, int]:
     """int32 length (-1 = null) then a zero-copy slice of ``buf``."""
-    (n,) = _unpack_i32(buf, pos)
+    n = _i32_at(buf, pos)
     if n < 0:
         if n == -1:
             return None, pos + 4
@@ -369,7 +383,7 @@ def _check_count(buf, pos: int, n: int) -> None:
 
 def read_array_len(buf, pos: int) -> tuple[int, int]:
     """int32 count (>= 0)."""
-    (n,) = _unpack_i32(buf, pos)
+    n = _i32_at(buf, pos)
     if n < 0:
         raise ProtocolDecodeError(f'negative array length {n} at offset {pos}')
     pos += 4
@@ -379,7 +393,7 @@ def read_array_len(buf, pos: int) -> tuple[int, int]:
 
 def read_nullable_array_len(buf, pos: int) -> tuple[int, int]:
     """int32 count, -1 = null (returned as -1)."""
-    (n,) = _unpack_i32(buf, pos)
+    n = _i32_at(buf, pos)
     if n < 0:
         if n == -1:
             return -1, pos + 4

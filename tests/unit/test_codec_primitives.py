@@ -146,6 +146,23 @@ def test_records_are_zero_copy() -> None:
     assert read_records(b'\xff\xff\xff\xff', 0) == (None, 4)
 
 
+READERS = [read_uvarint, read_uvarlong, read_varint, read_varlong, read_string,
+           read_nullable_string, read_compact_string, read_compact_nullable_string, read_bytes,
+           read_nullable_bytes, read_records, read_compact_records, read_uuid, read_array_len,
+           read_compact_array_len, read_compact_nullable_array_len, skip_tagged_fields]
+
+
+@settings(max_examples=50, deadline=None)
+@given(data=st.binary(max_size=24), pos=st.integers(0, 30))
+def test_readers_raise_only_protocol_decode_error(data: bytes, pos: int) -> None:
+    for reader in READERS:
+        for buf in (data, memoryview(data)):
+            try:
+                reader(buf, pos)
+            except ProtocolDecodeError:
+                pass
+
+
 def test_skip_tagged_fields() -> None:
     section = b'\x02' + b'\x00\x02hi' + b'\x07\x01!'
     assert skip_tagged_fields(section + b'rest', 0) == len(section)
