@@ -58,9 +58,11 @@ from spool.records.batch import (
 from spool.records.batch import (
     iter_batches as iter_batch_headers,
 )
+from spool.storage import timestamps
 from spool.storage.checkpoint import DirCheckpoints
 from spool.storage.config import LogConfig
 from spool.storage.loader import load_segments, new_segment
+from spool.storage.retention import deletable_prefix
 from spool.storage.segment import MAX_RELATIVE_OFFSET, LogSegment
 from spool.util.clock import Clock, as_clock
 from spool.util.fileio import fsync_dir
@@ -458,53 +460,14 @@ class PartitionLog:
     def offset_for_timestamp(
         self, timestamp: int, *, max_offset: int | None = None
     ) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first record with timestamp >= ``timestamp``.
-
-        The time index picks the segment and a starting batch; the batches
-        after it are decoded (decompressed if need be) to find the record.
-        None when there is none (below ``max_offset`` if given).
-        """
-        from spool.records.record import iter_records
-
-        start = self._log_start
+        """(offset, timestamp) of the first record with timestamp >= ``timestamp`` (and
+        below ``max_offset`` if given), or None. See ``spool.storage.timestamps``."""
         limit = self._leo if max_offset is None else min(max_offset, self._leo)
-        for seg in self._segments:
-            if seg.largest_timestamp() < timestamp:
-                continue
-            _, off = seg.time_index.lookup(timestamp, strict=True)
-            found = seg.translate_offset(max(off, start))
-            pos = found[0] if found else seg.size
-            for p, h in seg.batches(pos):
-                if h.base_offset >= limit:
-                    return None
-                if h.max_timestamp < timestamp or h.last_offset < start:
-                    continue
-                for rec in iter_records(os.pread(seg.fd, h.size, p)):
-                    if rec.offset >= limit:
-                        return None
-                    if rec.timestamp >= timestamp and rec.offset >= start:
-                        return rec.offset, rec.timestamp
-        return None
+        return timestamps.offset_for_timestamp(self._segments, timestamp, self._log_start, limit)
 
     def max_timestamp_offset(self) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record carrying the largest timestamp (KIP-734)."""
-        from spool.records.record import iter_records
-
-        best = None
-        for seg in self._segments:
-            if seg.size and seg.largest_timestamp() >= 0:
-                if best is None or seg.max_timestamp > best.max_timestamp:
-                    best = seg
-        if best is None:
-            return None
-        found = best.translate_offset(best.offset_of_max_timestamp)
-        if found is None:
-            return None
-        p, h = found
-        for rec in iter_records(os.pread(best.fd, h.size, p)):
-            if rec.timestamp == best.max_timestamp:
-                return rec.offset, rec.timestamp
-        return h.last_offset, h.max_timestamp
+        return timestamps.max_timestamp_offset(self._segments)
 
     # -- flush ---------------------------------------------------------------------
 
@@ -551,29 +514,14 @@ class PartitionLog:
 
     def run_retention(self, now_ms: int | None = None) -> int:
         """Delete whole non-active segments past retention.ms / retention.bytes or wholly
-        below the log start offset; returns how many were deleted."""
+        below the log start offset (``spool.storage.retention``); returns how many."""
         now = self.clock.now_ms() if now_ms is None else now_ms
         with self._lock:
             if self.closed:
                 return 0
-            cfg, segs = self._config, self._segments
-            n = 0
-            candidates = segs[:-1]
-            if cfg.delete_enabled and cfg.retention_ms >= 0:
-                while n < len(candidates) and self._next_base(n) <= self._hw and (
-                    now - candidates[n].largest_timestamp() > cfg.retention_ms
-                ):
-                    n += 1
-            if cfg.delete_enabled and cfg.retention_bytes >= 0:
-                diff = self.size_in_bytes - cfg.retention_bytes
-                diff -= sum(s.size for s in candidates[:n])
-                while n < len(candidates) and self._next_base(n) <= self._hw and (
-                    diff - candidates[n].size >= 0
-                ):
-                    diff -= candidates[n].size
-                    n += 1
-            while n < len(candidates) and self._next_base(n) <= self._log_start:
-                n += 1
+            n = deletable_prefix(
+                self._segments, self._leo, self._hw, self._log_start, self._config, now
+            )
             if n:
                 self._delete_segments(n, now)
         self.delete_expired_files(now)
