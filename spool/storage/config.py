@@ -6,7 +6,8 @@ in priority order (``segment.ms`` <- ``log.roll.ms``, then ``log.roll.hours``
 x 3600000). Resolution of one key, highest priority first::
 
     topic override          (ConfigSource.TOPIC_CONFIG)
-    dynamic broker value    (DYNAMIC_BROKER_CONFIG; set with alter_broker_config)
+    dynamic broker value    (DYNAMIC_BROKER_CONFIG; alter_broker_config on broker "<id>")
+    dynamic cluster default (DYNAMIC_DEFAULT_BROKER_CONFIG; alter_broker_config on "")
     static broker value     (STATIC_BROKER_CONFIG; the broker's properties)
     static default          (DEFAULT_CONFIG)
 
@@ -246,6 +247,7 @@ def _candidates(
     topic: Mapping[str, object],
     dynamic_broker: Mapping[str, object],
     static_broker: Mapping[str, object],
+    dynamic_default: Mapping[str, object] | None = None,
 ) -> list[tuple[str, Any, ConfigSource]]:
     """Every place ``key`` is set, highest priority first, as (name, typed value, source)."""
     out: list[tuple[str, Any, ConfigSource]] = []
@@ -253,6 +255,7 @@ def _candidates(
         out.append((key.name, parse_value(key, topic[key.name]), ConfigSource.TOPIC_CONFIG))
     for layer, source in (
         (dynamic_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
+        (dynamic_default or {}, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
         (static_broker, ConfigSource.STATIC_BROKER_CONFIG),
     ):
         for syn in key.synonyms:
@@ -270,12 +273,20 @@ def resolve(
     topic: Mapping[str, object] | None = None,
     dynamic_broker: Mapping[str, object] | None = None,
     static_broker: Mapping[str, object] | None = None,
+    dynamic_default: Mapping[str, object] | None = None,
 ) -> ConfigValue:
-    """The effective value of topic key ``name`` and its synonyms (for DescribeConfigs)."""
+    """The effective value of topic key ``name`` and its synonyms (for DescribeConfigs).
+
+    Layers: ``topic`` overrides, ``dynamic_broker`` (this broker's dynamic values,
+    DYNAMIC_BROKER_CONFIG), ``dynamic_default`` (the cluster-wide dynamic default,
+    DYNAMIC_DEFAULT_BROKER_CONFIG), ``static_broker`` (its properties), then the default.
+    """
     key = TOPIC_CONFIGS.get(name)
     if key is None:
         raise KafkaError(Errors.INVALID_CONFIG, f"unknown topic config {name}")
-    cands = _candidates(key, topic or {}, dynamic_broker or {}, static_broker or {})
+    cands = _candidates(
+        key, topic or {}, dynamic_broker or {}, static_broker or {}, dynamic_default
+    )
     syns = tuple((n, format_value(key, v), s) for n, v, s in cands)
     if cands:
         n, v, s = cands[0]
@@ -287,9 +298,13 @@ def describe_topic_configs(
     topic: Mapping[str, object] | None = None,
     dynamic_broker: Mapping[str, object] | None = None,
     static_broker: Mapping[str, object] | None = None,
+    dynamic_default: Mapping[str, object] | None = None,
 ) -> list[ConfigValue]:
     """Every topic key, sorted by name, with its effective value and source."""
-    return [resolve(n, topic, dynamic_broker, static_broker) for n in sorted(TOPIC_CONFIGS)]
+    return [
+        resolve(n, topic, dynamic_broker, static_broker, dynamic_default)
+        for n in sorted(TOPIC_CONFIGS)
+    ]
 
 
 def validate_topic_overrides(overrides: Mapping[str, object | None]) -> dict[str, str | None]:
@@ -366,15 +381,17 @@ class LogConfig:
         topic: Mapping[str, object] | None = None,
         broker: Mapping[str, object] | None = None,
         dynamic_broker: Mapping[str, object] | None = None,
+        dynamic_default: Mapping[str, object] | None = None,
     ) -> LogConfig:
-        """Resolve every key: topic overrides, then broker values, then defaults."""
+        """Resolve every key: topic overrides, then broker values (dynamic per-broker,
+        dynamic cluster default, static), then defaults."""
         topic = topic or {}
         unknown = set(topic) - TOPIC_CONFIGS.keys()
         if unknown:
             raise KafkaError(Errors.INVALID_CONFIG, f"unknown topic configs {sorted(unknown)}")
         values = {}
         for key in TOPIC_CONFIGS.values():
-            cands = _candidates(key, topic, dynamic_broker or {}, broker or {})
+            cands = _candidates(key, topic, dynamic_broker or {}, broker or {}, dynamic_default)
             values[key.attr] = cands[0][1] if cands else key.default
         cfg = cls(**values)
         if cfg.min_compaction_lag_ms > cfg.max_compaction_lag_ms:

@@ -101,9 +101,9 @@ class Storage:
 
     def describe_topic_config(self, name: str) -> list[ConfigValue]:
         t = self.metadata.topic(name)
-        overrides = t.configs if t else {}
+        own, cluster_default = self.metadata.broker_config_layers(str(self.node_id))
         return describe_topic_configs(
-            overrides, self._dynamic_broker_config(), self.logs.static_props
+            t.configs if t else {}, own, self.logs.static_props, cluster_default
         )
 
     def shutdown(self) -> None:

@@ -155,6 +155,11 @@ class MetadataStore:
     def topic_configs(self) -> dict[str, dict[str, str]]:
         return {n: dict(t.configs) for n, t in self.image.topics.items()}
 
+    def broker_config_layers(self, broker: str) -> tuple[dict[str, str], dict[str, str]]:
+        """(this broker's own dynamic values, the cluster-wide dynamic default)."""
+        own = dict(self.image.broker_configs.get(broker, {})) if broker else {}
+        return own, dict(self.image.broker_configs.get("", {}))
+
     def broker_config(self, broker: str = "") -> dict[str, str]:
         """Dynamic broker overrides: cluster default ("") then this broker's own."""
         merged = dict(self.image.broker_configs.get("", {}))

@@ -89,7 +89,16 @@ def test_storage_keeps_partitions_and_metadata_in_step(tmp_path):
     s.alter_broker_config({"log.retention.hours": "1"})
     entries = {e.name: e for e in s.describe_topic_config("gone")}
     assert entries["retention.ms"].value == str(3_600_000)
-    assert entries["retention.ms"].source == ConfigSource.DYNAMIC_BROKER_CONFIG
+    assert entries["retention.ms"].source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+    s.alter_broker_config({"log.retention.minutes": "2"}, broker="0")
+    entries = {e.name: e for e in s.describe_topic_config("gone")}
+    assert entries["retention.ms"].value == str(120_000)
+    assert [x[2] for x in entries["retention.ms"].synonyms] == [
+        ConfigSource.DYNAMIC_BROKER_CONFIG,
+        ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+        ConfigSource.STATIC_BROKER_CONFIG,
+    ]
+    assert s.get("gone", 0).config.retention_ms == 120_000
     s.delete_topic("gone")
     assert s.get("gone", 0) is None
     s.shutdown()
