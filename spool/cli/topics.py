@@ -145,7 +145,14 @@ def describe(
     admin = admin_client(bootstrap, timeout)
     md = admin.list_topics(timeout=timeout)
     wanted = names or sorted(n for n, t in md.topics.items() if not _is_internal(t))
-    docs = [_describe_one(admin, md, name, timeout) for name in wanted]
+    for name in wanted:
+        t = md.topics.get(name)
+        if t is None:
+            fail(f"topic '{name}' does not exist (UNKNOWN_TOPIC_OR_PART)")
+        if t.error is not None:
+            raise kafka_error(t.error, name)
+    overrides = _overrides(admin, wanted, timeout)
+    docs = [_doc(md, name, overrides[name]) for name in wanted]
     if json:
         print_json(docs)
     elif is_tty():
@@ -206,21 +213,25 @@ def _replication_factor(t: Any) -> int:
     return max((len(p.replicas) for p in t.partitions.values()), default=0)
 
 
-def _describe_one(
-    admin: AdminClient, md: ClusterMetadata, name: str, timeout: float
-) -> dict[str, Any]:
-    t = md.topics.get(name)
-    if t is None:
-        fail(f"topic '{name}' does not exist (UNKNOWN_TOPIC_OR_PART)")
-    if t.error is not None:
-        raise kafka_error(t.error, name)
-    res = ConfigResource(ResourceType.TOPIC, name)
-    entries = result(admin.describe_configs([res], request_timeout=timeout)[res], name)
-    overrides = {
-        e.name: e.value
-        for e in sorted(entries.values(), key=lambda e: e.name)
-        if config_source(e) == ConfigSource.DYNAMIC_TOPIC_CONFIG
-    }
+def _overrides(admin: AdminClient, names: list[str], timeout: float) -> dict[str, dict[str, str]]:
+    """Each topic's DYNAMIC_TOPIC_CONFIG entries, from one DescribeConfigs request."""
+    if not names:
+        return {}
+    resources = [ConfigResource(ResourceType.TOPIC, name) for name in names]
+    futures = admin.describe_configs(resources, request_timeout=timeout)
+    out = {}
+    for res in resources:
+        entries = result(futures[res], res.name)
+        out[res.name] = {
+            e.name: e.value
+            for e in sorted(entries.values(), key=lambda e: e.name)
+            if config_source(e) == ConfigSource.DYNAMIC_TOPIC_CONFIG
+        }
+    return out
+
+
+def _doc(md: ClusterMetadata, name: str, overrides: dict[str, str]) -> dict[str, Any]:
+    t = md.topics[name]
     return {
         "name": name,
         "internal": _is_internal(t),
