@@ -72,7 +72,7 @@ def broker_entries(
     for name, (topic_key, scale) in BROKER_SYNONYM_OF.items():
         key = TOPIC_CONFIGS[topic_key]
         if name in dynamic_broker:
-            value, source = dynamic_broker[name], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+            value, source = dynamic_broker[name], ConfigSource.DYNAMIC_BROKER_CONFIG
         elif name in static_broker:
             value, source = static_broker[name], ConfigSource.STATIC_BROKER_CONFIG
         elif scale == 1:

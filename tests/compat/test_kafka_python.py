@@ -430,11 +430,6 @@ def test_admin_delete_records(broker, admin, topic_name):
 
 
 @pytest.mark.timeout(30)
-@pytest.mark.xfail(strict=True, reason=(
-    "DescribeConfigs (32) reports a value set with AlterConfigs on broker resource '0' as "
-    "DYNAMIC_DEFAULT_BROKER_CONFIG (3) in the broker's own entries (spool/broker/config_view.py, "
-    "broker_entries) but as DYNAMIC_BROKER_CONFIG (2) among a topic's synonyms; Kafka says 2 "
-    "for a per-broker value, and kafka-python's default 'modified' filter hides source 3"))
 def test_dynamic_broker_config_is_reported_as_such(fresh_broker):
     fresh_broker.start()
     a = KafkaAdminClient(bootstrap_servers=fresh_broker.bootstrap, request_timeout_ms=10_000)

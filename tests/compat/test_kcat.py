@@ -29,11 +29,6 @@ pytestmark = pytest.mark.skipif(
 PARTITIONS = 3
 RECORDS = 2000
 
-LZ4_NEEDS_FIND_COORDINATOR = pytest.mark.xfail(strict=True, reason=(
-    "FindCoordinator (API 10) is not advertised: librdkafka (2.0.2 here, still 2.16) enables "
-    "its LZ4 feature only if FindCoordinator v0 is, and otherwise sends -z lz4 uncompressed"))
-
-
 def kcat(bootstrap: str, *args: str, stdin: str | None = None, timeout: float = 30.0):
     """Run kcat; returns (stdout, stderr) after checking it exited 0 and reported no error."""
     proc = subprocess.run([KCAT, "-b", bootstrap, *args], input=stdin, capture_output=True,
@@ -127,7 +122,7 @@ def test_produce_consume(broker, admin, topic_name, codec):
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("codec", [
-    pytest.param(c, marks=LZ4_NEEDS_FIND_COORDINATOR) if c == "lz4" else c
+    c
     for c in CODECS if c != "none"
 ])
 def test_producer_really_compresses(broker, admin, topic_name, codec):

@@ -4,6 +4,7 @@ from spool.broker.handlers import (  # noqa: F401
     admin,
     api_versions,
     configs,
+    coordinator,
     fetch,
     list_offsets,
     metadata,
