@@ -2,8 +2,14 @@
 
 Steps, in order::
 
-    1. delete leftovers of interrupted work: *.deleted, *.cleaned, *.tmp,
-       and index files whose .log is gone (*.swap is left for the cleaner)
+    1. finish or undo an interrupted compaction swap (``complete_swaps``,
+       Kafka's rule): if any *.cleaned file exists the swap had not reached
+       its commit point, so every *.cleaned and every *.swap at or above the
+       lowest .cleaned base offset goes (the old segments are intact);
+       the remaining *.swap files are committed: live files whose base
+       offset lies in [lowest .swap base, highest .swap next offset) are
+       deleted and the .swap files renamed live.
+       Then delete leftovers: *.deleted, *.tmp, index files whose .log is gone
     2. open every <base>.log as a LogSegment, sorted by base offset;
        rebuild any missing index (a header walk; indexes are caches)
     3. unclean shutdown: every segment from the one holding the recovery
@@ -38,6 +44,7 @@ from spool.storage.segment import (
     LOG_SUFFIX,
     SWAP_SUFFIX,
     LogSegment,
+    Scan,
 )
 from spool.util.fileio import TMP_SUFFIX
 
@@ -64,16 +71,65 @@ def new_segment(directory: Path, base: int, config: LogConfig, now_ms: int) -> L
     )
 
 
+def _base_of(name: str) -> int | None:
+    stem = name.split(".", 1)[0]
+    return int(stem) if stem.isdigit() else None
+
+
+def complete_swaps(directory: Path) -> tuple[list[str], list[str]]:
+    """Finish or undo an interrupted ``.cleaned -> .swap -> live`` (step 1 above);
+    returns (files removed, files renamed live)."""
+    names = os.listdir(directory)
+    cleaned = [n for n in names if n.endswith(CLEANED_SUFFIX)]
+    swaps = [n for n in names if n.endswith(SWAP_SUFFIX)]
+    removed, renamed = [], []
+    min_cleaned = min((b for n in cleaned if (b := _base_of(n)) is not None), default=None)
+    for name in cleaned + [
+        n for n in swaps if min_cleaned is not None and (_base_of(n) or 0) >= min_cleaned
+    ]:
+        (directory / name).unlink(missing_ok=True)
+        removed.append(name)
+    swaps = [n for n in swaps if n not in removed]
+    lo, hi = None, None
+    for name in swaps:
+        base = _base_of(name)
+        if base is None or not name.endswith(LOG_SUFFIX + SWAP_SUFFIX):
+            continue
+        fd = os.open(directory / name, os.O_RDONLY)
+        try:
+            scan = Scan(fd, base, 0, os.fstat(fd).st_size, base, verify=True)
+            for _ in scan:
+                pass
+        finally:
+            os.close(fd)
+        lo = base if lo is None else min(lo, base)
+        hi = scan.next_offset if hi is None else max(hi, scan.next_offset)
+    if lo is not None and hi is not None:
+        for name in os.listdir(directory):
+            base = _base_of(name)
+            if name.endswith(SWAP_SUFFIX) or base is None or not lo <= base < max(hi, lo + 1):
+                continue
+            if name.endswith((LOG_SUFFIX, *INDEX_SUFFIXES, DELETED_SUFFIX)):
+                (directory / name).unlink(missing_ok=True)
+                removed.append(name)
+    for name in swaps:
+        os.rename(directory / name, directory / name[: -len(SWAP_SUFFIX)])
+        renamed.append(name)
+    if removed or renamed:
+        log.warning("%s: interrupted compaction swap: removed %s, renamed live %s",
+                    directory, removed, renamed)
+    return removed, renamed
+
+
 def _remove_leftovers(directory: Path) -> list[int]:
+    complete_swaps(directory)
     bases = []
     names = os.listdir(directory)
     live_logs = {n[: -len(LOG_SUFFIX)] for n in names if n.endswith(LOG_SUFFIX)}
     for name in names:
         path = directory / name
-        if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, TMP_SUFFIX)):
+        if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX, TMP_SUFFIX)):
             path.unlink(missing_ok=True)
-        elif name.endswith(SWAP_SUFFIX):
-            log.warning("leaving %s for the log cleaner", path)
         elif name.endswith(LOG_SUFFIX):
             stem = name[: -len(LOG_SUFFIX)]
             if stem.isdigit():

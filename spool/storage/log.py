@@ -63,7 +63,7 @@ from spool.storage.checkpoint import DirCheckpoints
 from spool.storage.config import LogConfig
 from spool.storage.loader import load_segments, new_segment
 from spool.storage.retention import deletable_prefix
-from spool.storage.segment import MAX_RELATIVE_OFFSET, LogSegment
+from spool.storage.segment import MAX_RELATIVE_OFFSET, SWAP_SUFFIX, LogSegment
 from spool.util.clock import Clock, as_clock
 from spool.util.fileio import fsync_dir
 
@@ -509,6 +509,38 @@ class PartitionLog:
             self.flush(active_base)
             return True
         return False
+
+    # -- compaction swap -------------------------------------------------------------
+
+    def replace_segments(self, old: list[LogSegment], new: LogSegment) -> bool:
+        """Put the cleaner's ``new`` segment (``.cleaned``, flushed, spanning exactly the
+        offsets of the consecutive non-active segments ``old``) in their place.
+
+        Kafka's replaceSegments: ``.cleaned -> .swap`` (the commit point; dir
+        fsynced), every old segment -> ``.deleted`` (unlinked after
+        ``file.delete.delay.ms``), ``.swap -> live``, dir fsynced. Recovery of a
+        crash at any step is ``spool.storage.loader.complete_swaps``. Returns
+        False, changing nothing, when ``old`` is no longer part of the log
+        (retention, truncation or deletion got there first).
+        """
+        with self._lock:
+            segs = list(self._segments)
+            i = next((k for k, s in enumerate(segs) if s is old[0]), -1) if old else -1
+            if self.closed or i < 0 or i + len(old) >= len(segs) or any(
+                a is not b for a, b in zip(segs[i : i + len(old)], old, strict=True)
+            ):
+                return False
+            new.change_file_suffix(SWAP_SUFFIX)
+            fsync_dir(self.dir)
+            due = self.clock.now_ms() + self._config.file_delete_delay_ms
+            for seg in old:
+                seg.rename_to_deleted()
+                self._pending_deletes.append((due, seg))
+            new.change_file_suffix("")
+            self._set_segments(segs[:i] + [new] + segs[i + len(old) :])
+            self._dir_dirty = True
+        fsync_dir(self.dir)
+        return True
 
     # -- retention, DeleteRecords, truncation --------------------------------------
 

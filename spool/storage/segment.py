@@ -10,7 +10,9 @@ Files, named by the segment's base offset (the first offset it may hold)::
     00000000000000000000.txnindex   aborted transactions (not written yet)
 
     suffixes in a file's life:  (none) live  ->  .deleted  ->  unlinked
-                                .cleaned -> .swap -> live  (compaction, later)
+                                .cleaned -> .swap -> live  (compaction: a segment
+                                built with ``file_suffix=".cleaned"`` is moved
+                                with ``change_file_suffix``; spool.storage.cleaner)
 
 Offsets inside a segment are ``base .. base + 2**31 - 1`` (relative offsets
 are int32) and positions fit an int32 too (``segment.bytes`` is an int).
@@ -120,13 +122,15 @@ class LogSegment:
         index_interval_bytes: int,
         max_index_size: int,
         created_ms: int,
+        file_suffix: str = "",
     ) -> None:
         self.dir = Path(directory)
         self.base_offset = base_offset
+        self.file_suffix = file_suffix  # "" live, ".cleaned"/".swap" while the cleaner swaps
         self.index_interval_bytes = index_interval_bytes
         self.max_index_size = max_index_size
         self.created_ms = created_ms
-        self.log_path = self.dir / file_name(base_offset, LOG_SUFFIX)
+        self.log_path = self.dir / (file_name(base_offset, LOG_SUFFIX) + file_suffix)
         self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.file = os.fdopen(self.fd, "r+b", buffering=0)
         self.size = os.fstat(self.fd).st_size
@@ -146,7 +150,7 @@ class LogSegment:
     # -- indexes (lazy) ------------------------------------------------------------
 
     def _index_path(self, suffix: str) -> Path:
-        return self.dir / file_name(self.base_offset, suffix)
+        return self.dir / (file_name(self.base_offset, suffix) + self.file_suffix)
 
     def _load_indexes(self) -> None:
         with self._index_lock:
@@ -441,11 +445,24 @@ class LogSegment:
             if idx is not None:
                 idx.path = idx.path.with_name(idx.path.name + DELETED_SUFFIX)
 
+    def change_file_suffix(self, new_suffix: str) -> None:
+        """Rename every file from ``<name><file_suffix>`` to ``<name><new_suffix>``
+        (indexes first, the .log last; open fds and maps keep working)."""
+        for suffix in (*INDEX_SUFFIXES, LOG_SUFFIX):
+            path = self._index_path(suffix)
+            if path.exists():
+                os.rename(path, self.dir / (file_name(self.base_offset, suffix) + new_suffix))
+        self.file_suffix = new_suffix
+        self.log_path = self._index_path(LOG_SUFFIX)
+        for idx, suffix in ((self._offset_index, INDEX_SUFFIX), (self._time_index, TIME_INDEX_SUFFIX)):
+            if idx is not None:
+                idx.path = self._index_path(suffix)
+
     def delete_files(self) -> None:
         """Close and unlink (after ``rename_to_deleted``, or directly when unused)."""
         self.close()
         for suffix in (LOG_SUFFIX, *INDEX_SUFFIXES):
-            name = file_name(self.base_offset, suffix)
+            name = file_name(self.base_offset, suffix) + self.file_suffix
             for path in (self.dir / name, self.dir / (name + DELETED_SUFFIX)):
                 if self.deleted == path.name.endswith(DELETED_SUFFIX):
                     path.unlink(missing_ok=True)
