@@ -1,0 +1,205 @@
+"""Offsets and group administration on a ``GroupCoordinator``.
+
+OffsetCommit, OffsetFetch, OffsetDelete, DescribeGroups, ListGroups,
+DeleteGroups and offset retention. Same contract as the coordinator:
+functions of (coordinator, request fields) returning a ``Result`` (records,
+then replies) plus the response data; no I/O, the clock is the
+coordinator's. Offsets change only by replaying the records written here.
+
+Retention (``offsets.retention.minutes``): a group with a protocol type
+(``consumer``) loses all its offsets once it has been Empty that long; a
+group that only stores offsets (no members ever, ``protocol_type`` None)
+loses each offset that long after its commit. A group left Empty with no
+offsets is then deleted (tombstone, Dead).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from spool.coordinator.coordinator import GroupCoordinator, _record
+from spool.coordinator.group import ClassicGroup, GroupState
+from spool.coordinator.offsets import CommittedOffset, OffsetStore
+from spool.coordinator.result import GroupSummary, MemberSummary, Result
+from spool.coordinator.schema import subscribed_topics
+from spool.protocol.errors import Errors
+
+S = GroupState
+
+
+@dataclass(frozen=True)
+class OffsetToCommit:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int = -1
+    metadata: str | None = ""
+
+
+def commit_offsets(
+    coord: GroupCoordinator, group_id: str, generation: int, member_id: str,
+    instance: str | None, offsets: list[OffsetToCommit],
+) -> tuple[Result, list[int]]:
+    """OffsetCommit: one error code per offset (the same for all when the group refuses)."""
+    out = Result()
+    code = _check_commit(coord, group_id, generation, member_id, instance)
+    if code:
+        return out, [code] * len(offsets)
+    group = coord.groups.get(group_id)
+    if group is None:  # a group that only stores offsets (no members, generation -1)
+        group = coord.groups[group_id] = ClassicGroup(group_id, state_timestamp=coord.now())
+    elif member_id in group.members:
+        coord._heartbeat(group, group.members[member_id])
+    codes = []
+    now = coord.now()
+    for o in offsets:
+        metadata = o.metadata or ""
+        if len(metadata.encode("utf-8")) > coord.config.max_metadata_bytes:
+            codes.append(Errors.OFFSET_METADATA_TOO_LARGE)
+            continue
+        committed = CommittedOffset(o.offset, o.leader_epoch, metadata, now)
+        rec, key, value = OffsetStore.commit_record(group_id, o.topic, o.partition, committed)
+        out.records.append(rec)
+        coord.offsets.replay(key, value)
+        codes.append(0)
+    return out, codes
+
+
+def _check_commit(coord: GroupCoordinator, group_id: str, generation: int, member_id: str,
+                  instance: str | None) -> int:
+    if not group_id:
+        return Errors.INVALID_GROUP_ID
+    group = coord.groups.get(group_id)
+    simple = generation < 0 and not member_id and instance is None
+    if group is None:
+        return 0 if simple else Errors.ILLEGAL_GENERATION
+    if group.is_(S.DEAD):
+        return Errors.COORDINATOR_NOT_AVAILABLE
+    if simple:
+        return 0 if group.is_(S.EMPTY) else Errors.UNKNOWN_MEMBER_ID
+    code = coord._check_member(group, member_id, instance)
+    if code:
+        return code
+    if generation != group.generation:
+        return Errors.ILLEGAL_GENERATION
+    if group.is_(S.COMPLETING_REBALANCE):
+        return Errors.REBALANCE_IN_PROGRESS
+    return 0  # Stable, or PreparingRebalance (eager members commit before rejoining)
+
+
+def fetch_offsets(
+    coord: GroupCoordinator, group_id: str, partitions: list[tuple[str, int]] | None,
+) -> dict[tuple[str, int], CommittedOffset | None]:
+    """OffsetFetch: the listed partitions (None: every committed one); None where nothing is."""
+    committed = coord.offsets.get(group_id)
+    if partitions is None:
+        return dict(sorted(committed.items()))
+    return {tp: committed.get(tp) for tp in partitions}
+
+
+def delete_offsets(
+    coord: GroupCoordinator, group_id: str, partitions: list[tuple[str, int]],
+) -> tuple[Result, int, list[int]]:
+    """OffsetDelete: (result, group error, per-partition errors)."""
+    out = Result()
+    group = coord.groups.get(group_id)
+    if group is None or group.is_(S.DEAD):
+        return out, Errors.GROUP_ID_NOT_FOUND, []
+    subscribed: set[str] = set()
+    if not group.is_(S.EMPTY):
+        if group.protocol_type != "consumer":
+            return out, Errors.NON_EMPTY_GROUP, []
+        for m in group.members.values():
+            subscribed |= subscribed_topics(m.metadata(group.protocol_name))
+    codes = []
+    committed = coord.offsets.get(group_id)
+    for topic, partition in partitions:
+        if topic in subscribed:
+            codes.append(Errors.GROUP_SUBSCRIBED_TO_TOPIC)
+            continue
+        if (topic, partition) in committed:
+            _tombstone(coord, out, group_id, topic, partition)
+        codes.append(0)
+    return out, 0, codes
+
+
+def _tombstone(coord: GroupCoordinator, out: Result, group_id: str, topic: str, partition: int) -> None:
+    rec, key = OffsetStore.tombstone_record(group_id, topic, partition)
+    out.records.append(rec)
+    coord.offsets.replay(key, None)
+
+
+def describe_group(coord: GroupCoordinator, group_id: str) -> GroupSummary:
+    """DescribeGroups: unknown groups describe as Dead; metadata and assignments only when Stable."""
+    group = coord.groups.get(group_id)
+    if group is None:
+        return GroupSummary(group_id, S.DEAD.value, "", "", ())
+    stable = group.is_(S.STABLE)
+    members = tuple(
+        MemberSummary(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                      m.metadata(group.protocol_name) if stable else b"",
+                      m.assignment if stable else b"")
+        for m in group.members.values()
+    )
+    return GroupSummary(group_id, group.state.value, group.protocol_type or "",
+                        group.protocol_name or "" if not group.is_(S.PREPARING_REBALANCE) else "",
+                        members)
+
+
+def list_groups(coord: GroupCoordinator, states: list[str] | None = None,
+                types: list[str] | None = None) -> list[tuple[str, str, str]]:
+    """ListGroups: (group_id, protocol_type, state); filters match case-insensitively."""
+    wanted = {s.lower() for s in states or []}
+    kinds = {t.lower() for t in types or []}
+    rows = []
+    for g in coord.groups.values():
+        if g.is_(S.DEAD) or (wanted and g.state.value.lower() not in wanted):
+            continue
+        if kinds and "classic" not in kinds:
+            continue
+        rows.append((g.group_id, g.protocol_type or "", g.state.value))
+    return sorted(rows)
+
+
+def delete_groups(coord: GroupCoordinator, group_ids: list[str]) -> tuple[Result, list[int]]:
+    """DeleteGroups: only Empty groups; their offsets and metadata get tombstones."""
+    out = Result()
+    codes = []
+    for gid in group_ids:
+        group = coord.groups.get(gid)
+        if not gid:
+            codes.append(Errors.INVALID_GROUP_ID)
+        elif group is None or group.is_(S.DEAD):
+            codes.append(Errors.GROUP_ID_NOT_FOUND)
+        elif not group.is_(S.EMPTY):
+            codes.append(Errors.NON_EMPTY_GROUP)
+        else:
+            _delete_group(coord, group, out)
+            codes.append(0)
+    return out, codes
+
+
+def _delete_group(coord: GroupCoordinator, group: ClassicGroup, out: Result) -> None:
+    for topic, partition in list(coord.offsets.get(group.group_id)):
+        _tombstone(coord, out, group.group_id, topic, partition)
+    group.transition(S.DEAD, coord.now())
+    out.records.append(_record(group.group_id, None))
+    del coord.groups[group.group_id]
+
+
+def expire_offsets(coord: GroupCoordinator, out: Result) -> None:
+    """One retention pass (see the module docstring)."""
+    now = coord.now()
+    retention = coord.config.offsets_retention_ms
+    for group in list(coord.groups.values()):
+        if not group.is_(S.EMPTY):
+            continue
+        committed = coord.offsets.get(group.group_id)
+        if group.protocol_type:
+            expired = list(committed) if now - group.state_timestamp >= retention else []
+        else:
+            expired = [tp for tp, c in committed.items() if now - c.commit_timestamp >= retention]
+        for topic, partition in expired:
+            _tombstone(coord, out, group.group_id, topic, partition)
+        if not coord.offsets.has_offsets(group.group_id):
+            _delete_group(coord, group, out)
