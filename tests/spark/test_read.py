@@ -1,0 +1,105 @@
+"""Batch read: exact offset ranges, columns, splitting, subscriptions, time travel."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+
+pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[spark]')")
+
+from tests.spark.conftest import create_topic, produce  # noqa: E402
+
+BASE_TS = 1_700_000_000_000
+
+
+@pytest.fixture
+def filled(broker, topic_name):
+    """3 partitions x 10 records; record i of partition p: key k{p}-{i}, ts BASE_TS + 1000*i."""
+    create_topic(broker.bootstrap, topic_name, 3)
+    produce(
+        broker.bootstrap,
+        topic_name,
+        [
+            {
+                "key": f"k{p}-{i}".encode(),
+                "value": f"v{p}-{i}".encode(),
+                "partition": p,
+                "timestamp": BASE_TS + 1000 * i,
+                "headers": [("n", str(i).encode()), ("p", None)],
+            }
+            for p in range(3)
+            for i in range(10)
+        ],
+    )
+    return topic_name
+
+
+def read(spark, bootstrap, **opts):
+    r = spark.read.format("spool").option("kafka.bootstrap.servers", bootstrap)
+    for k, v in opts.items():
+        r = r.option(k, v)
+    return r.load()
+
+
+def test_exact_offset_ranges_return_exactly_those_records(spark, broker, filled):
+    df = read(
+        spark,
+        broker.bootstrap,
+        subscribe=filled,
+        includeHeaders="true",
+        startingOffsets=json.dumps({filled: {"0": 2, "1": -2, "2": 9}}),
+        endingOffsets=json.dumps({filled: {"0": 5, "1": 3, "2": -1}}),
+    )
+    rows = sorted(df.collect(), key=lambda r: (r.partition, r.offset))
+    got = [(r.partition, r.offset, bytes(r.key), bytes(r.value)) for r in rows]
+    want = [(0, i, f"k0-{i}".encode(), f"v0-{i}".encode()) for i in (2, 3, 4)]
+    want += [(1, i, f"k1-{i}".encode(), f"v1-{i}".encode()) for i in (0, 1, 2)]
+    want += [(2, 9, b"k2-9", b"v2-9")]
+    assert got == want
+    first = rows[0]
+    assert first.topic == filled
+    assert first.timestamp.astimezone(dt.UTC) == dt.datetime.fromtimestamp((BASE_TS + 2000) / 1000, dt.UTC)
+    assert first.timestampType == 0
+    assert [(h.key, None if h.value is None else bytes(h.value)) for h in first.headers] == [("n", b"2"), ("p", None)]
+
+
+def test_schema_is_sparks_kafka_schema(spark, broker, filled):
+    df = read(spark, broker.bootstrap, subscribe=filled)
+    assert df.schema.simpleString() == (
+        "struct<key:binary,value:binary,topic:string,partition:int,offset:bigint,"
+        "timestamp:timestamp,timestampType:int>"
+    )
+
+
+def test_min_partitions_splits_ranges_without_losing_records(spark, broker, filled):
+    df = read(spark, broker.bootstrap, subscribe=filled, minPartitions="7")
+    assert df.rdd.getNumPartitions() >= 7
+    rows = df.select("partition", "offset").collect()
+    assert sorted((r.partition, r.offset) for r in rows) == [(p, i) for p in range(3) for i in range(10)]
+
+
+def test_assign_and_pattern(spark, broker, filled):
+    df = read(spark, broker.bootstrap, assign=json.dumps({filled: [1]}))
+    assert {r.partition for r in df.select("partition").collect()} == {1}
+    assert df.count() == 10
+    pattern = filled[:-8] + ".{8}"
+    assert read(spark, broker.bootstrap, subscribePattern=pattern).count() == 30
+
+
+def test_as_of_a_point_in_time(spark, broker, filled):
+    # Records with timestamp < BASE_TS + 4000: offsets 0..3 of each partition.
+    df = read(spark, broker.bootstrap, subscribe=filled, endingTimestamp=str(BASE_TS + 4000))
+    assert sorted((r.partition, r.offset) for r in df.collect()) == [(p, i) for p in range(3) for i in range(4)]
+    by_part = json.dumps({filled: {"0": BASE_TS + 8000, "1": BASE_TS, "2": BASE_TS + 60_000}})
+    df = read(spark, broker.bootstrap, subscribe=filled, startingOffsetsByTimestamp=by_part,
+              startingOffsetsByTimestampStrategy="latest")
+    assert sorted((r.partition, r.offset) for r in df.collect()) == [(0, 8), (0, 9)] + [(1, i) for i in range(10)]
+
+
+def test_bad_options_fail_with_the_option_named(spark, broker, filled):
+    with pytest.raises(Exception, match="subscribe, subscribePattern, assign"):
+        read(spark, broker.bootstrap).collect()
+    with pytest.raises(Exception, match="startingOffsets"):
+        read(spark, broker.bootstrap, subscribe=filled, startingOffsets="{nope").collect()
