@@ -27,6 +27,7 @@ from spool.broker.config_view import (
     topic_entries,
 )
 from spool.broker.dispatch import Dispatcher
+from spool.broker.group_runtime import GroupRuntime
 from spool.broker.server import Server
 from spool.protocol.errors import Errors, KafkaError
 from spool.storage.config import validate_broker_overrides, validate_topic_overrides
@@ -55,6 +56,7 @@ class Broker:
         )
         self.storage: Storage | None = None
         self.server: Server | None = None
+        self.groups: GroupRuntime | None = None
         self._waiters: dict[tuple[str, int], list[asyncio.Future]] = {}
         self._background: list[asyncio.Task] = []
 
@@ -68,6 +70,10 @@ class Broker:
             self.executor,
             lambda: Storage(log_dirs, defaults, self.clock, node_id=self.node_id),
         )
+        self.groups = GroupRuntime(self)
+        loaded = await loop.run_in_executor(self.executor, self.groups.load)
+        if loaded:
+            log.info("group coordinator replayed %d __consumer_offsets records", loaded)
         listeners = self.config.listeners
         self.server = Server(
             Dispatcher(self),
@@ -77,6 +83,7 @@ class Broker:
             idle_timeout_ms=self.config.get_int("connections.max.idle.ms"),
         )
         await self.server.start()
+        self.groups.start()
         interval = self.config.get_int("log.retention.check.interval.ms") / 1000.0
         self._background.append(loop.create_task(self._retention_loop(interval)))
         log.info("broker %d listening on %s", self.node_id, self.server.bound)
@@ -101,6 +108,8 @@ class Broker:
     async def shutdown(self) -> None:
         for t in self._background:
             t.cancel()
+        if self.groups is not None:
+            await self.groups.stop()
         if self.server is not None:
             await self.server.close()
         if self.storage is not None:

@@ -6,7 +6,9 @@ from spool.broker.handlers import (  # noqa: F401
     configs,
     coordinator,
     fetch,
+    groups,
     list_offsets,
     metadata,
+    offsets,
     produce,
 )

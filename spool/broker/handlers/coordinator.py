@@ -1,10 +1,12 @@
-"""FindCoordinator (10): advertised now, answered COORDINATOR_NOT_AVAILABLE until the
-group and transaction coordinators exist.
+"""FindCoordinator (10): this broker coordinates every group; transactions not yet.
 
-Why advertise it before it works: librdkafka enables lz4 only when the broker
-advertises FindCoordinator, and otherwise silently sends lz4 batches
-uncompressed. COORDINATOR_NOT_AVAILABLE is retriable, so a client that does
-want a group waits (and says so in its log) instead of failing hard.
+key_type 0 (group): this node, after making sure ``__consumer_offsets``
+exists. key_type 1 (transaction): COORDINATOR_NOT_AVAILABLE until the
+transaction coordinator exists (retriable: a client that wants one waits).
+Any other key type: INVALID_REQUEST. v4 batches keys (``coordinator_keys``).
+
+Advertising this API also matters on its own: librdkafka enables lz4 only
+when the broker advertises FindCoordinator.
 """
 
 from __future__ import annotations
@@ -14,20 +16,31 @@ from spool.protocol._generated import FindCoordinatorRequest, FindCoordinatorRes
 from spool.protocol._generated.find_coordinator_response import Coordinator
 from spool.protocol.errors import Errors
 
-MESSAGE = "the group and transaction coordinators are not built yet"
+NO_TXN = "the transaction coordinator is not built yet"
+
+
+def _lookup(broker, key: str, key_type: int) -> tuple[int, str | None, int, str, int]:
+    """(error, message, node_id, host, port) for one key."""
+    if key_type == 1:
+        return Errors.COORDINATOR_NOT_AVAILABLE, NO_TXN, -1, "", -1
+    if key_type != 0:
+        return Errors.INVALID_REQUEST, f"unknown key type {key_type}", -1, "", -1
+    if not key:
+        return Errors.INVALID_GROUP_ID, "empty group id", -1, "", -1
+    broker.groups.ensure_topic()
+    host, port = broker.advertised_address
+    return 0, None, broker.node_id, host, port
 
 
 @handles(10, 0, 4)
 async def find_coordinator(ctx, req: FindCoordinatorRequest) -> FindCoordinatorResponse:
-    code = Errors.COORDINATOR_NOT_AVAILABLE
     if ctx.api_version >= 4:
-        return FindCoordinatorResponse(
-            throttle_time_ms=0,
-            coordinators=[
-                Coordinator(key=k, node_id=-1, host="", port=-1, error_code=code, error_message=MESSAGE)
-                for k in req.coordinator_keys
-            ],
-        )
-    return FindCoordinatorResponse(
-        throttle_time_ms=0, error_code=code, error_message=MESSAGE, node_id=-1, host="", port=-1
-    )
+        coordinators = []
+        for k in req.coordinator_keys:
+            code, msg, node, host, port = _lookup(ctx.broker, k, req.key_type)
+            coordinators.append(Coordinator(key=k, node_id=node, host=host, port=port,
+                                            error_code=code, error_message=msg))
+        return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
+    code, msg, node, host, port = _lookup(ctx.broker, req.key, req.key_type)
+    return FindCoordinatorResponse(throttle_time_ms=0, error_code=code, error_message=msg,
+                                   node_id=node, host=host, port=port)

@@ -1,0 +1,160 @@
+"""Classic group membership and administration: JoinGroup (11) 0-7, SyncGroup (14) 0-5,
+Heartbeat (12) 0-4, LeaveGroup (13) 0-5, DescribeGroups (15) 0-5, ListGroups (16) 0-5,
+DeleteGroups (42) 0-2.
+
+Each handler translates the request into a coordinator call, hands the
+``Result`` to ``broker.groups.run`` (records appended, then replies
+released) and translates the reply into the response of the request's
+version. JoinGroup and SyncGroup park on a future that a later operation
+resolves (rebalance complete, leader's assignment); the wait is an
+``await``, so the connection's reader and every other connection go on.
+JoinGroup is advertised from v0 (librdkafka's feature checks want it);
+v0-3 never get MEMBER_ID_REQUIRED (that round trip is v4+).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from spool.broker.registry import handles
+from spool.coordinator import JoinRequest, JoinResult, SyncResult
+from spool.coordinator.admin import delete_groups, describe_group, list_groups
+from spool.protocol._generated import (
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from spool.protocol._generated.delete_groups_response import DeletableGroupResult
+from spool.protocol._generated.describe_groups_response import DescribedGroup, DescribedGroupMember
+from spool.protocol._generated.join_group_response import JoinGroupResponseMember
+from spool.protocol._generated.leave_group_response import MemberResponse
+from spool.protocol._generated.list_groups_response import ListedGroup
+from spool.protocol.errors import KafkaError
+
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+
+
+async def _parked(ctx, call) -> object:
+    """Run ``call(reply)`` on the coordinator and await the reply it (or a later op) gives."""
+    fut = asyncio.get_running_loop().create_future()
+
+    def reply(value) -> None:
+        if not fut.done():
+            fut.set_result(value)
+
+    ctx.broker.groups.run(call(reply))
+    return await fut
+
+
+@handles(11, 0, 7)
+async def join_group(ctx, req: JoinGroupRequest) -> JoinGroupResponse:
+    v = ctx.api_version
+    jr = JoinRequest(
+        group_id=req.group_id, member_id=req.member_id,
+        group_instance_id=req.group_instance_id if v >= 5 else None,
+        protocol_type=req.protocol_type,
+        protocols=[(p.name, bytes(p.metadata)) for p in req.protocols],
+        session_timeout_ms=req.session_timeout_ms,
+        rebalance_timeout_ms=req.rebalance_timeout_ms if v >= 1 else req.session_timeout_ms,
+        client_id=ctx.client_id, client_host=f"/{ctx.conn.host}", require_known_member_id=v >= 4,
+    )
+    coord = ctx.broker.groups.coordinator
+    res = await _parked(ctx, lambda reply: coord.join_group(jr, reply))
+    if isinstance(res, KafkaError):
+        res = JoinResult(res.code, member_id=req.member_id)
+    return JoinGroupResponse(
+        throttle_time_ms=0, error_code=res.error, generation_id=res.generation,
+        protocol_type=res.protocol_type, member_id=res.member_id, leader=res.leader,
+        protocol_name=res.protocol_name if v >= 7 else (res.protocol_name or ""),
+        members=[JoinGroupResponseMember(member_id=m.member_id, group_instance_id=m.group_instance_id,
+                                         metadata=m.metadata) for m in res.members],
+    )
+
+
+@handles(14, 0, 5)
+async def sync_group(ctx, req: SyncGroupRequest) -> SyncGroupResponse:
+    v = ctx.api_version
+    assignments = {a.member_id: bytes(a.assignment) for a in req.assignments}
+    coord = ctx.broker.groups.coordinator
+    res = await _parked(ctx, lambda reply: coord.sync_group(
+        req.group_id, req.generation_id, req.member_id, req.group_instance_id if v >= 3 else None,
+        req.protocol_type if v >= 5 else None, req.protocol_name if v >= 5 else None,
+        assignments, reply))
+    if isinstance(res, KafkaError):
+        res = SyncResult(res.code)
+    return SyncGroupResponse(throttle_time_ms=0, error_code=res.error, protocol_type=res.protocol_type,
+                             protocol_name=res.protocol_name, assignment=res.assignment)
+
+
+@handles(12, 0, 4)
+async def heartbeat(ctx, req: HeartbeatRequest) -> HeartbeatResponse:
+    instance = req.group_instance_id if ctx.api_version >= 3 else None
+    result, code = ctx.broker.groups.coordinator.heartbeat(
+        req.group_id, req.generation_id, req.member_id, instance)
+    ctx.broker.groups.run(result)
+    return HeartbeatResponse(throttle_time_ms=0, error_code=code)
+
+
+@handles(13, 0, 5)
+async def leave_group(ctx, req: LeaveGroupRequest) -> LeaveGroupResponse:
+    if ctx.api_version < 3:
+        members = [(req.member_id, None)]
+    else:
+        members = [(m.member_id, m.group_instance_id) for m in req.members]
+    result, codes = ctx.broker.groups.coordinator.leave_group(req.group_id, members)
+    ctx.broker.groups.run(result)
+    if ctx.api_version < 3:
+        return LeaveGroupResponse(throttle_time_ms=0, error_code=codes[0])
+    return LeaveGroupResponse(throttle_time_ms=0, error_code=0, members=[
+        MemberResponse(member_id=mid, group_instance_id=inst, error_code=code)
+        for (mid, inst), code in zip(members, codes, strict=True)
+    ])
+
+
+@handles(15, 0, 5)
+async def describe_groups(ctx, req: DescribeGroupsRequest) -> DescribeGroupsResponse:
+    coord = ctx.broker.groups.coordinator
+    groups = []
+    for gid in req.groups:
+        d = describe_group(coord, gid)
+        groups.append(DescribedGroup(
+            error_code=0, group_id=gid, group_state=d.state, protocol_type=d.protocol_type,
+            protocol_data=d.protocol, authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+            members=[DescribedGroupMember(
+                member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
+                client_host=m.client_host, member_metadata=m.metadata, member_assignment=m.assignment,
+            ) for m in d.members],
+        ))
+    return DescribeGroupsResponse(throttle_time_ms=0, groups=groups)
+
+
+@handles(16, 0, 5)
+async def list_groups_handler(ctx, req: ListGroupsRequest) -> ListGroupsResponse:
+    v = ctx.api_version
+    rows = list_groups(ctx.broker.groups.coordinator,
+                       req.states_filter if v >= 4 else None, req.types_filter if v >= 5 else None)
+    return ListGroupsResponse(throttle_time_ms=0, error_code=0, groups=[
+        ListedGroup(group_id=g, protocol_type=t, group_state=s, group_type="classic")
+        for g, t, s in rows
+    ])
+
+
+@handles(42, 0, 2)
+async def delete_groups_handler(ctx, req: DeleteGroupsRequest) -> DeleteGroupsResponse:
+    result, codes = delete_groups(ctx.broker.groups.coordinator, list(req.groups_names))
+    ctx.broker.groups.run(result)
+    return DeleteGroupsResponse(throttle_time_ms=0, results=[
+        DeletableGroupResult(group_id=g, error_code=c)
+        for g, c in zip(req.groups_names, codes, strict=True)
+    ])
