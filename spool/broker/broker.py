@@ -86,6 +86,7 @@ class Broker:
         self.groups.start()
         interval = self.config.get_int("log.retention.check.interval.ms") / 1000.0
         self._background.append(loop.create_task(self._retention_loop(interval)))
+        self.logs.start_cleaner()  # its own thread, off the event loop
         log.info("broker %d listening on %s", self.node_id, self.server.bound)
 
     @property

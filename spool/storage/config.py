@@ -165,6 +165,10 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         _K("log.flush.start.offset.checkpoint.interval.ms", "int", 60_000, check=_at_least(0)),
         _K("num.recovery.threads.per.data.dir", "int", 2, check=_at_least(1)),
         _K("log.cleaner.enable", "boolean", True),
+        _K("log.cleaner.backoff.ms", "long", 15_000, check=_at_least(0)),
+        _K("log.cleaner.dedupe.buffer.size", "long", 134_217_728, check=_at_least(24)),
+        _K("log.cleaner.io.buffer.load.factor", "double", 0.9, check=_ratio),
+        _K("log.cleaner.threads", "int", 1, check=_at_least(0)),
     )
 }
 

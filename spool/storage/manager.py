@@ -24,6 +24,10 @@ from an executor (``run_retention_once``, ``flush_once``, ``checkpoint``,
 interval), and as ``start_background(interval_s)``, a daemon thread calling
 ``run_background_once``. Never call these from the event loop: they fsync.
 
+The log cleaner (``spool.storage.cleaner_manager``) is a thread of its own:
+``start_cleaner()`` starts it when ``log.cleaner.enable`` (the broker does,
+once serving); ``shutdown`` stops it first.
+
 Concurrency: ``_lock`` guards the partition map; each log has its own lock.
 Configs: a partition's ``LogConfig`` = its topic's overrides over the dynamic
 broker config over the static broker properties (``spool.storage.config``).
@@ -42,6 +46,7 @@ from pathlib import Path
 
 from spool.protocol.errors import Errors, KafkaError
 from spool.storage.checkpoint import CLEAN_SHUTDOWN_MARKER, DirCheckpoints
+from spool.storage.cleaner_manager import LogCleaner
 from spool.storage.config import LogConfig, broker_setting
 from spool.storage.log import DELETE_DIR_SUFFIX, PartitionLog, parse_dir_name
 from spool.util.clock import Clock, as_clock
@@ -95,6 +100,7 @@ class LogManager:
         self.metadata_log: PartitionLog | None = None
         self._bg_thread: threading.Thread | None = None
         self._bg_stop = threading.Event()
+        self.cleaner: LogCleaner | None = None
         self._last_retention_ms = self._last_checkpoint_ms = self.clock.now_ms()
         self.checkpoints: dict[Path, DirCheckpoints] = {}
         self.had_clean_shutdown: dict[Path, bool] = {}
@@ -351,11 +357,24 @@ class LogManager:
             self._bg_thread.join()
             self._bg_thread = None
 
+    def start_cleaner(self) -> LogCleaner | None:
+        """Start the log cleaner thread if ``log.cleaner.enable`` (idempotent)."""
+        if self.cleaner is None and bool(self.setting("log.cleaner.enable")):
+            self.cleaner = LogCleaner(self)
+            self.cleaner.start()
+        return self.cleaner
+
+    def stop_cleaner(self) -> None:
+        if self.cleaner is not None:
+            self.cleaner.stop()
+            self.cleaner = None
+
     # -- shutdown ------------------------------------------------------------------
 
     def shutdown(self) -> None:
         """Stop background work, flush and close every log, write checkpoints, then the
         clean-shutdown marker (so the next start skips recovery)."""
+        self.stop_cleaner()
         self.stop_background()
         self._parallel(PartitionLog.close, self._all_logs())
         self.cleanup_once(force=True)

@@ -21,6 +21,7 @@ from spool.protocol._generated.produce_response import (
 )
 from spool.protocol.errors import Errors, KafkaError
 from spool.records.batch import validate_batch
+from spool.storage.cleaner import check_keys
 
 log = logging.getLogger("spool.produce")
 
@@ -50,6 +51,8 @@ def append_partition(broker, topic: str, partition: int, records, now_ms: int) -
                 Errors.INVALID_RECORD, "a produce request must carry exactly one record batch per partition"
             )
         _check_timestamp(cfg, header.max_timestamp, now_ms)
+        if cfg.compact_enabled:
+            check_keys(records)  # a compacted topic needs a key on every record
         append_time = now_ms if cfg.uses_log_append_time else None
         info = plog.append(records, leader_epoch=broker.leader_epoch, log_append_time_ms=append_time)
     except KafkaError as e:
