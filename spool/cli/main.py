@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from spool.cli import configs, consume, produce, topics
+from spool.cli import configs, consume, groups, produce, topics
 
 app = typer.Typer(
     name="spool",
@@ -57,6 +57,7 @@ def version() -> None:
 
 app.add_typer(topics.app, name="topics")
 app.add_typer(configs.app, name="configs")
+app.add_typer(groups.app, name="groups")
 app.command("produce")(produce.produce)
 app.command("consume")(consume.consume)
 
