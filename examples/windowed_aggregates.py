@@ -3,7 +3,7 @@
     python -m examples.windowed_aggregates [--bootstrap 127.0.0.1:9092]
         [--source orders] [--sink order-totals] [--checkpoint ./checkpoints/order-totals]
         [--window "1 minute"] [--watermark "1 minute"] [--trigger available-now|SECONDS]
-        [--delivery-guarantee auto|exactly-once|at-least-once]
+        [--delivery-guarantee auto|exactly-once|at-least-once] [--max-offsets-per-trigger N]
 
 Input records: key = customer id, value = JSON ``{"amount": 12.5, ...}``,
 event time = the record's timestamp. Each output record (key = customer)
@@ -19,16 +19,21 @@ from __future__ import annotations
 from examples.common import delivery_guarantee, parser, session
 
 
-def order_totals(spark, bootstrap: str, source: str, window: str = "1 minute", watermark: str = "1 minute"):
+def order_totals(spark, bootstrap: str, source: str, window: str = "1 minute",
+                 watermark: str = "1 minute", max_offsets: int | None = None):
     """The streaming DataFrame of (key, value) output records."""
     from pyspark.sql import functions as F
 
-    orders = (
+    reader = (
         spark.readStream.format("spool")
         .option("kafka.bootstrap.servers", bootstrap)
         .option("subscribe", source)
         .option("startingOffsets", "earliest")
-        .load()
+    )
+    if max_offsets:
+        reader = reader.option("maxOffsetsPerTrigger", str(max_offsets))
+    orders = (
+        reader.load()
         .select(
             F.col("key").cast("string").alias("customer"),
             F.get_json_object(F.col("value").cast("string"), "$.amount").cast("double").alias("amount"),
@@ -55,9 +60,10 @@ def order_totals(spark, bootstrap: str, source: str, window: str = "1 minute", w
 
 
 def start(spark, bootstrap: str, source: str, sink: str, checkpoint: str, guarantee: str,
-          trigger: str = "available-now", window: str = "1 minute", watermark: str = "1 minute"):
+          trigger: str = "available-now", window: str = "1 minute", watermark: str = "1 minute",
+          max_offsets: int | None = None):
     writer = (
-        order_totals(spark, bootstrap, source, window, watermark)
+        order_totals(spark, bootstrap, source, window, watermark, max_offsets)
         .writeStream.format("spool")
         .outputMode("append")
         .option("kafka.bootstrap.servers", bootstrap)
@@ -81,10 +87,12 @@ def main() -> None:
     p.add_argument("--watermark", default="1 minute")
     p.add_argument("--trigger", default="available-now")
     p.add_argument("--delivery-guarantee", default="auto")
+    p.add_argument("--max-offsets-per-trigger", type=int, default=None)
     a = p.parse_args()
     spark = session("order-totals", a.scratch)
     q = start(spark, a.bootstrap, a.source, a.sink, a.checkpoint,
-              delivery_guarantee(a.bootstrap, a.delivery_guarantee), a.trigger, a.window, a.watermark)
+              delivery_guarantee(a.bootstrap, a.delivery_guarantee), a.trigger, a.window, a.watermark,
+              a.max_offsets_per_trigger)
     q.awaitTermination()
     if q.exception():
         raise SystemExit(f"query failed: {q.exception()}")
