@@ -1,0 +1,102 @@
+"""Exactly-once streaming sink: kill -9 the whole driver tree at random moments, restart, compare.
+
+The job is ``examples.windowed_aggregates`` reading ``events`` and writing
+per-(key, window) counts to ``counts`` with ``deliveryGuarantee=exactly-once``
+and a small ``maxOffsetsPerTrigger`` (many micro-batches to crash in). After
+several kills and a final ``availableNow`` run, ``counts`` read with
+read_committed must hold every closed window exactly once with the count
+computed directly from ``events``.
+
+Skipped until the broker supports transactions (ApiVersions advertises
+InitProducerId, AddPartitionsToTxn and EndTxn); it runs by itself then.
+"""
+
+from __future__ import annotations
+
+import calendar
+import collections
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[spark]')")
+
+from spool.spark.capabilities import missing_transaction_apis  # noqa: E402
+from tests.spark.conftest import consume_all, create_topic, produce  # noqa: E402
+
+T0 = 1_800_000_000_000
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def transactional_broker(broker):
+    missing = missing_transaction_apis(broker.bootstrap)
+    if missing:
+        pytest.skip(f"broker does not support transactions (no {', '.join(missing)})")
+    return broker
+
+
+def job(bootstrap: str, src: str, dst: str, checkpoint: Path, scratch: Path, trigger: str) -> subprocess.Popen:
+    cmd = [
+        sys.executable, "-m", "examples.windowed_aggregates", "--bootstrap", bootstrap,
+        "--source", src, "--sink", dst, "--checkpoint", str(checkpoint), "--scratch", str(scratch),
+        "--trigger", trigger, "--delivery-guarantee", "exactly-once", "--max-offsets-per-trigger", "150",
+    ]
+    log = open(scratch / "job.log", "ab")  # noqa: SIM115
+    try:
+        return subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=log, start_new_session=True)
+    finally:
+        log.close()
+
+
+def kill_tree(proc: subprocess.Popen) -> None:
+    """SIGKILL the driver's whole process group (JVM, Python workers)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def test_kill_9_driver_repeatedly_leaves_every_count_exactly_once(transactional_broker, topic_name, tmp_path):
+    bootstrap = transactional_broker.bootstrap
+    src, dst = topic_name + "-events", topic_name + "-counts"
+    create_topic(bootstrap, src, 3)
+    create_topic(bootstrap, dst, 2)
+    rng = random.Random(8)
+    events = [
+        {"key": f"k{rng.randrange(7)}".encode(), "value": b'{"amount": 1}', "timestamp": T0 + i * 700}
+        for i in range(1500)
+    ]
+    cp, scratch = tmp_path / "cp", tmp_path / "scratch"
+    scratch.mkdir()
+    for chunk in range(3):
+        produce(bootstrap, src, events[chunk * 500 : (chunk + 1) * 500])
+        proc = job(bootstrap, src, dst, cp, scratch, "0.5")
+        time.sleep(rng.uniform(12, 30))
+        kill_tree(proc)
+    produce(bootstrap, src, [{"key": b"tick", "value": b'{"amount": 0}', "timestamp": T0 + 10_000_000}])
+    proc = job(bootstrap, src, dst, cp, scratch, "available-now")
+    assert proc.wait(300) == 0, (scratch / "job.log").read_text()[-3000:]
+
+    want = collections.Counter()
+    for e in events:
+        window = (e["timestamp"] - T0) // 60_000
+        want[(e["key"].decode(), window)] += 1
+    got: collections.Counter = collections.Counter()
+    copies: collections.Counter = collections.Counter()
+    for m in consume_all(bootstrap, dst, isolation="read_committed"):
+        v = json.loads(m.value())
+        start = calendar.timegm(time.strptime(v["window_start"], "%Y-%m-%dT%H:%M:%SZ")) * 1000
+        window = (v["customer"], (start - T0) // 60_000)
+        got[window] += v["orders"]
+        copies[window] += 1
+    assert {w: n for w, n in copies.items() if n != 1} == {}  # no duplicates
+    assert dict(got) == dict(want)  # none missing, none wrong
