@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from spool.cli import configs, consume, groups, produce, topics
+from spool.cli import configs, consume, dump_log, groups, produce, topics
 
 app = typer.Typer(
     name="spool",
@@ -60,6 +60,7 @@ app.add_typer(configs.app, name="configs")
 app.add_typer(groups.app, name="groups")
 app.command("produce")(produce.produce)
 app.command("consume")(consume.consume)
+app.command("dump-log")(dump_log.dump_log_command)
 
 
 if __name__ == "__main__":
