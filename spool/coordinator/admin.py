@@ -192,7 +192,7 @@ def expire_offsets(coord: GroupCoordinator, out: Result) -> None:
     now = coord.now()
     retention = coord.config.offsets_retention_ms
     for group in list(coord.groups.values()):
-        if not group.is_(S.EMPTY):
+        if not group.is_(S.EMPTY) or group.pending_members:
             continue
         committed = coord.offsets.get(group.group_id)
         if group.protocol_type:

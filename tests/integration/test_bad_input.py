@@ -173,8 +173,9 @@ def test_acks_zero_gets_no_response_and_the_next_request_is_answered(broker, top
     c.close()
 
 
-def test_invalid_topic_names_in_metadata(broker):
-    c = RawClient(broker.bootstrap)
+def test_invalid_topic_names_in_metadata(fresh_broker):
+    # a broker of its own: on the shared one a group test may have created __consumer_offsets
+    c = RawClient(fresh_broker.start().bootstrap)
     resp = c.request(3, 4, MetadataRequest(
         topics=[MetadataRequestTopic(name="bad/name"), MetadataRequestTopic(name="__consumer_offsets")],
         allow_auto_topic_creation=True,
