@@ -167,3 +167,12 @@ def test_timer_of_removed_group_does_not_resurrect_it():
     h.leave((first[0].member_id, None))
     h.advance(60 * MINUTE)
     assert h.coord.groups.get("g") is None or h.state() == S.EMPTY
+
+
+def test_retention_spares_a_group_whose_member_is_between_join_round_trips():
+    h = Harness(retention_check_interval_ms=1000, min_session_timeout_ms=1000)
+    first = h.join(session=30_000)
+    assert first[0].error == Errors.MEMBER_ID_REQUIRED
+    h.advance(1500)  # a retention pass runs while the member id is pending
+    second = h.join(member_id=first[0].member_id, session=30_000)
+    assert second[0].error == 0 and second[0].generation == 1
