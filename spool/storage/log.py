@@ -415,6 +415,8 @@ class PartitionLog:
                 continue  # the offset falls in a gap at this segment's end
             pos, first = found
             size = active_size if i == last else seg.size
+            if not first.records_count and pos + first.size == size and i < last:
+                continue  # only an emptied batch left (compaction): librdkafka wants records
             if pos >= size or first.last_offset >= limit:
                 return None
             end = size

@@ -10,7 +10,13 @@ import time
 import pytest
 
 from spool.protocol.errors import Errors, KafkaError
-from spool.records import BatchBuilder, BatchHeader, build_control_batch, iter_records
+from spool.records import (
+    BatchBuilder,
+    BatchHeader,
+    build_control_batch,
+    iter_batches,
+    iter_records,
+)
 from spool.records.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD
 from spool.storage.checkpoint import read_checkpoint
 from spool.storage.cleaner import check_keys, empty_batch
@@ -294,3 +300,17 @@ def test_thread_cleans_in_the_background(env):
         time.sleep(0.02)
     mgr.stop_cleaner()
     assert done == [("tbl", 0)] or done[:1] == [("tbl", 0)]
+
+
+def test_a_fetch_never_returns_only_an_emptied_batch(env):
+    """librdkafka takes a fetch answer without records for a too-small fetch size (and
+    gives up after a few): a segment that ends with an emptied batch serves the next."""
+    mgr, cleaner, clock = env
+    plog = make_log(mgr)
+    for _ in range(3):
+        fill(plog, 100, 3)
+    cleaner.clean(log_to_clean(plog.tp, plog, None, clock.now_ms()), clock.now_ms())
+    for seg in plog.segments[:-1]:
+        last = list(seg.batches())[-1][1]
+        raw = plog.read_bytes(last.base_offset)
+        assert any(BatchHeader.parse(raw, p).records_count for p, _ in iter_batches(raw))
