@@ -17,7 +17,14 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, NewTopic
 
 KEYS = 1000
@@ -213,3 +220,16 @@ def test_kill_9_while_cleaning_keeps_the_table(fresh_broker, topic_name):
     print(f"\nkill -9 rounds: {rounds}, of which {caught_cleaning} while .cleaned/.swap "
           "files were being written")
     assert caught_cleaning >= 1
+
+
+def test_null_key_on_a_compacted_topic_is_rejected(broker, topic_name):
+    create(broker.bootstrap, topic_name, {"cleanup.policy": "compact,delete"})
+    p = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all", "retries": 0})
+    results: list = []
+    p.produce(topic_name, key=None, value=b"no key", on_delivery=lambda e, m: results.append(e))
+    p.flush(30)  # its own batch: Kafka fails the whole batch holding a keyless record
+    p.produce(topic_name, key=b"k", value=b"keyed", on_delivery=lambda e, m: results.append(e))
+    assert p.flush(30) == 0
+    assert results[0] is not None and results[0].code() == KafkaError.INVALID_RECORD
+    assert results[1] is None
+    assert [(k, v) for _, k, v in read_all(broker.bootstrap, topic_name)] == [(b"k", b"keyed")]
