@@ -423,5 +423,13 @@ class LogConfig:
         return "compact" in self.cleanup_policy
 
     @property
+    def max_segment_ms(self) -> int:
+        """How long a segment may stay active: segment.ms, or max.compaction.lag.ms when
+        smaller on a compacted log (so the cleaner gets its records in time; KIP-354)."""
+        if self.compact_enabled and self.max_compaction_lag_ms < self.segment_ms:
+            return self.max_compaction_lag_ms
+        return self.segment_ms
+
+    @property
     def uses_log_append_time(self) -> bool:
         return self.message_timestamp_type == "LogAppendTime"

@@ -279,7 +279,8 @@ class PartitionLog:
         return random.randrange(j) if j > 0 else 0
 
     def _should_roll(self, seg: LogSegment, size: int, max_ts: int, last: int, now: int) -> bool:
-        """Kafka's rule: size, segment.ms (record time since the first batch), full
+        """Kafka's rule: size, segment.ms (record time since the first batch; at most
+        max.compaction.lag.ms on a compacted log, KIP-354), full
         indexes, or offsets that no longer fit the segment's int32 relative range."""
         if last - seg.base_offset > MAX_RELATIVE_OFFSET:
             return True
@@ -290,7 +291,7 @@ class PartitionLog:
             return True
         first_ts = seg.first_batch_timestamp()
         waited = max_ts - first_ts if first_ts is not None and first_ts >= 0 else now - seg.created_ms
-        return waited > cfg.segment_ms - self._roll_jitter
+        return waited > cfg.max_segment_ms - self._roll_jitter
 
     def roll(self, new_base: int | None = None) -> LogSegment:
         """Close the active segment for appends and start a new one at ``new_base`` (LEO)."""

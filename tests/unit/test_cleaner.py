@@ -314,3 +314,18 @@ def test_a_fetch_never_returns_only_an_emptied_batch(env):
         last = list(seg.batches())[-1][1]
         raw = plog.read_bytes(last.base_offset)
         assert any(BatchHeader.parse(raw, p).records_count for p, _ in iter_batches(raw))
+
+
+def test_max_compaction_lag_rolls_the_active_segment(env):
+    mgr, _, _ = env
+    plog = make_log(mgr, {"segment.bytes": "1000000", "max.compaction.lag.ms": "1000"})
+    plog.append(batch([("a", "1")], ts=T0))
+    plog.append(batch([("a", "2")], ts=T0 + 500))
+    assert len(plog.segments) == 1
+    plog.append(batch([("a", "3")], ts=T0 + 1001))
+    assert len(plog.segments) == 2  # the record time since the first batch passed the lag
+    delete = mgr.create_partition("del", 0, {"segment.bytes": "1000000",
+                                             "max.compaction.lag.ms": "1000"})
+    delete.append(batch([("a", "1")], ts=T0))
+    delete.append(batch([("a", "3")], ts=T0 + 1001))
+    assert len(delete.segments) == 1  # not compacted: segment.ms alone
