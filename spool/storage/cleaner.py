@@ -78,6 +78,7 @@ from spool.records.batch import (
 from spool.records.builder import BatchBuilder
 from spool.records.record import iter_records
 from spool.storage.cleaner_txn import (
+    AbortedTxn,
     LastBatch,
     TxnCleaningState,
     control_type,
@@ -203,12 +204,12 @@ class LogCleanerPass:
 
     # -- 1. the offset map -----------------------------------------------------
 
-    def build_offset_map(self, first_dirty: int, first_uncleanable: int) -> int:
+    def build_offset_map(self, first_dirty: int, first_uncleanable: int,
+                         aborted: list[AbortedTxn]) -> int:
         """Map the dirty section; returns the end offset of what the map covers."""
         m = self.map
         m.clear()
         segs = [s for s in self.log.segments[:-1] if s.base_offset < first_uncleanable]
-        aborted, _ = scan_producers(self.log.segments, self.now)
         txn = TxnCleaningState([t for t in aborted if t.last_offset >= first_dirty])
         mapped_one = False  # the first segment with dirty records is always mapped whole
         for i, seg in enumerate(segs):
@@ -376,8 +377,8 @@ class LogCleanerPass:
     # -- all of it -------------------------------------------------------------
 
     def run(self, first_dirty: int, first_uncleanable: int) -> CleanResult:
-        end = self.build_offset_map(first_dirty, first_uncleanable)
         aborted, last = scan_producers(self.log.segments, self.now)
+        end = self.build_offset_map(first_dirty, first_uncleanable, aborted)
         txn = TxnCleaningState(aborted)
         for group in self.groups(end):
             self.clean_group(group, txn, last)

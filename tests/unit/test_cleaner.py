@@ -329,3 +329,26 @@ def test_max_compaction_lag_rolls_the_active_segment(env):
     delete.append(batch([("a", "1")], ts=T0))
     delete.append(batch([("a", "3")], ts=T0 + 1001))
     assert len(delete.segments) == 1  # not compacted: segment.ms alone
+
+
+def test_a_full_offset_map_cleans_in_several_passes(tmp_path):
+    clock = FakeClock(T0)
+    # capacity = 240 // 24 * 0.9 = 9 keys: far fewer than the log's 40
+    mgr = LogManager([str(tmp_path / "d")], {"log.cleaner.dedupe.buffer.size": "240"}, clock)
+    try:
+        cleaner = LogCleaner(mgr)
+        plog = make_log(mgr)
+        fill(plog, 400, 40, per_batch=4)
+        want = latest(table(plog))
+        ends = []
+        while cleaner.clean_once():
+            ends.append(cleaner.checkpoints.get(plog))
+            assert latest(table(plog)) == want
+        assert len(ends) > 2 and ends == sorted(ends)
+        assert ends[-1] == plog.active_segment.base_offset
+        cleaner.clean(log_to_clean(plog.tp, plog, None, T0), T0)  # a fresh look from the start
+        active_base = plog.active_segment.base_offset
+        keys = [k for o, k, _ in table(plog) if o < active_base]
+        assert len(keys) == len(set(keys))
+    finally:
+        mgr.shutdown()
