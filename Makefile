@@ -30,6 +30,9 @@ codegen: .venv
 
 bench: .venv
 	$(BIN)/python -m bench.codec
+	$(BIN)/python -m bench.records
+	$(BIN)/python -m bench.storage
+	$(BIN)/python -m bench.broker
 
 clean:
 	rm -rf $(VENV) build *.egg-info
