@@ -43,11 +43,12 @@ def transactional_broker(broker):
     return broker
 
 
-def job(bootstrap: str, src: str, dst: str, checkpoint: Path, scratch: Path, trigger: str) -> subprocess.Popen:
+def job(bootstrap: str, src: str, dst: str, checkpoint: Path, scratch: Path, trigger: str,
+        guarantee: str = "exactly-once") -> subprocess.Popen:
     cmd = [
         sys.executable, "-m", "examples.windowed_aggregates", "--bootstrap", bootstrap,
         "--source", src, "--sink", dst, "--checkpoint", str(checkpoint), "--scratch", str(scratch),
-        "--trigger", trigger, "--delivery-guarantee", "exactly-once", "--max-offsets-per-trigger", "150",
+        "--trigger", trigger, "--delivery-guarantee", guarantee, "--max-offsets-per-trigger", "150",
     ]
     log = open(scratch / "job.log", "ab")  # noqa: SIM115
     try:
@@ -80,7 +81,7 @@ def test_kill_9_driver_repeatedly_leaves_every_count_exactly_once(transactional_
     for chunk in range(3):
         produce(bootstrap, src, events[chunk * 500 : (chunk + 1) * 500])
         proc = job(bootstrap, src, dst, cp, scratch, "0.5")
-        time.sleep(rng.uniform(12, 30))
+        time.sleep(rng.uniform(20, 40))  # a job needs ~15-20 s before its first batch
         kill_tree(proc)
     produce(bootstrap, src, [{"key": b"tick", "value": b'{"amount": 0}', "timestamp": T0 + 10_000_000}])
     proc = job(bootstrap, src, dst, cp, scratch, "available-now")
