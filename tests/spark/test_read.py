@@ -103,3 +103,8 @@ def test_bad_options_fail_with_the_option_named(spark, broker, filled):
         read(spark, broker.bootstrap).collect()
     with pytest.raises(Exception, match="startingOffsets"):
         read(spark, broker.bootstrap, subscribe=filled, startingOffsets="{nope").collect()
+
+
+def test_read_committed_reads_plain_records(spark, broker, filled):
+    df = read(spark, broker.bootstrap, subscribe=filled, **{"kafka.isolation.level": "read_committed"})
+    assert df.count() == 30
