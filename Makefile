@@ -29,10 +29,12 @@ codegen: .venv
 	$(BIN)/python -m tools.codegen
 
 bench: .venv
+	$(BIN)/python -m pip install --quiet -e '.[dev,spark,bench]' --config-settings editable_mode=compat
 	$(BIN)/python -m bench.codec
 	$(BIN)/python -m bench.records
 	$(BIN)/python -m bench.storage
 	$(BIN)/python -m bench.broker
+	$(BIN)/python -m bench.compare
 
 clean:
 	rm -rf $(VENV) build *.egg-info
