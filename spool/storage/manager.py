@@ -358,8 +358,10 @@ class LogManager:
             self._bg_thread = None
 
     def start_cleaner(self) -> LogCleaner | None:
-        """Start the log cleaner thread if ``log.cleaner.enable`` (idempotent)."""
-        if self.cleaner is None and bool(self.setting("log.cleaner.enable")):
+        """Start the log cleaner thread if ``log.cleaner.enable`` and ``log.cleaner.threads``
+        >= 1 (one thread whatever the number; idempotent)."""
+        enabled = bool(self.setting("log.cleaner.enable"))
+        if self.cleaner is None and enabled and int(self.setting("log.cleaner.threads")) >= 1:
             self.cleaner = LogCleaner(self)
             self.cleaner.start()
         return self.cleaner
