@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -146,7 +145,6 @@ class LogCleaner:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.last_result: CleanResult | None = None
-        self.on_cleaned: Callable[[TopicPartition, CleanResult], None] | None = None
 
     def _setting(self, name: str) -> Any:
         return self.manager.setting(name)
@@ -206,8 +204,6 @@ class LogCleaner:
             log.error("cleaning %s failed; it is uncleanable until restart: %s", ltc.tp, e)
             self.uncleanable.add(ltc.tp)
             return False
-        if self.on_cleaned is not None:
-            self.on_cleaned(ltc.tp, self.last_result)
         return True
 
     def start(self) -> threading.Thread:
