@@ -28,6 +28,7 @@ from spool.broker.config_view import (
 )
 from spool.broker.dispatch import Dispatcher
 from spool.broker.group_runtime import GroupRuntime
+from spool.broker.producer_ids import ProducerIdManager
 from spool.broker.server import Server
 from spool.protocol.errors import Errors, KafkaError
 from spool.storage.config import validate_broker_overrides, validate_topic_overrides
@@ -70,6 +71,7 @@ class Broker:
             self.executor,
             lambda: Storage(log_dirs, defaults, self.clock, node_id=self.node_id),
         )
+        self.producer_ids = ProducerIdManager(self.metadata)
         self.groups = GroupRuntime(self)
         loaded = await loop.run_in_executor(self.executor, self.groups.load)
         if loaded:

@@ -40,6 +40,7 @@ import logging
 import os
 import random
 import shutil
+import struct
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -51,6 +52,7 @@ from spool.records.batch import (
     _HEADER,
     HEADER_SIZE,
     LOG_OVERHEAD,
+    BatchHeader,
     patch_base_offset,
     patch_log_append_time,
     patch_partition_leader_epoch,
@@ -58,10 +60,12 @@ from spool.records.batch import (
 from spool.records.batch import (
     iter_batches as iter_batch_headers,
 )
-from spool.storage import timestamps
+from spool.storage import timestamps, txn_index
 from spool.storage.checkpoint import DirCheckpoints
+from spool.storage.cleaner_txn import control_type
 from spool.storage.config import LogConfig
 from spool.storage.loader import load_segments, new_segment
+from spool.storage.producer_state import ProducerStateManager
 from spool.storage.retention import deletable_prefix
 from spool.storage.segment import MAX_RELATIVE_OFFSET, SWAP_SUFFIX, LogSegment
 from spool.util.clock import Clock, as_clock
@@ -69,6 +73,8 @@ from spool.util.fileio import fsync_dir
 
 log = logging.getLogger(__name__)
 
+_PRODUCER_ID = struct.Struct(">q")
+_PRODUCER_ID_OFFSET = 43
 DELETE_DIR_SUFFIX = "-delete"
 
 
@@ -172,6 +178,9 @@ class PartitionLog:
         self._last_flush_ms = self.clock.now_ms()
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._roll_jitter = self._new_jitter()
+        self.producers = ProducerStateManager(self.dir)
+        self.txn_reader = txn_index.TxnIndexReader()
+        self._load_producer_state()
         self.checkpoints.update(self.tp, recovery_point=self._recovery_point,
                                 log_start=self._log_start)
         self._check_offsets()
@@ -307,6 +316,7 @@ class PartitionLog:
                 old.on_become_inactive()
             seg = new_segment(self.dir, base, self._config, self.clock.now_ms())
             seg.make_active()
+            self.producers.take_snapshot(base)
             segs.append(seg)
             self._set_segments(segs)
             self._dir_dirty = True
@@ -345,6 +355,12 @@ class PartitionLog:
             first = next_off = self._leo
             batches = []
             max_ts, off_max_ts, n = -1, first, 0
+            producer_batches = [pos for pos, *_ in chain
+                                if _PRODUCER_ID.unpack_from(view, pos + _PRODUCER_ID_OFFSET)[0] >= 0]
+            if producer_batches and assign_offsets:
+                dup = self._check_producers(view, producer_batches)
+                if dup is not None:
+                    return AppendInfo(dup[0], dup[1], -1, -1, -1, self._log_start, 0, 0)
             for pos, lod, ts, size, base in chain:
                 if assign_offsets:
                     patch_base_offset(view, pos, next_off)
@@ -372,6 +388,8 @@ class PartitionLog:
             self._leo = next_off
             if self.hw_follows_leo:
                 self._hw = next_off
+            if producer_batches:
+                self._update_producers(view, producer_batches, seg)
             self._check_offsets()
             info = AppendInfo(first, next_off - 1, max_ts, off_max_ts,
                               -1 if log_append_time_ms is None else log_append_time_ms,
@@ -379,6 +397,57 @@ class PartitionLog:
         if self._leo - self._recovery_point >= self._config.flush_messages:
             self.flush()
         return info
+
+    # -- producer state (spool.storage.producer_state) -----------------------------
+
+    def _check_producers(self, view: memoryview, positions: list[int]) -> tuple[int, int] | None:
+        dup = None
+        for pos in positions:
+            dup = self.producers.check(BatchHeader.parse(view, pos)) or dup
+        return dup
+
+    def _update_producers(self, view, positions: list[int], seg: LogSegment) -> None:
+        for pos in positions:
+            h = BatchHeader.parse(view, pos)
+            aborted = self.producers.update(h, control_type(view, pos) if h.is_control else None)
+            if aborted is not None:
+                txn_index.append(txn_index.path_of(self.dir, seg.base_offset), aborted)
+        self._first_unstable = self.producers.first_unstable_offset()
+
+    def _load_producer_state(self) -> None:
+        """Newest snapshot, then the log from there; rewrites the tail's ``.txnindex`` entries."""
+        start = self.producers.load_snapshot(self._leo)
+        start = self._log_start if start is None else max(start, self._log_start)
+        segs = self._segments
+        for i, seg in enumerate(segs):
+            next_base = segs[i + 1].base_offset if i + 1 < len(segs) else self._leo
+            if next_base <= start and i + 1 < len(segs):
+                continue
+            txn_index.truncate_from(txn_index.path_of(self.dir, seg.base_offset), start)
+            for pos, h in seg.batches():
+                if h.last_offset < start or not h.has_producer_id:
+                    continue
+                ctype = None
+                if h.is_control:
+                    ctype = control_type(os.pread(seg.fd, h.size, pos))
+                aborted = self.producers.update(h, ctype)
+                if aborted is not None:
+                    txn_index.append(txn_index.path_of(self.dir, seg.base_offset), aborted)
+        self._first_unstable = self.producers.first_unstable_offset()
+
+    def aborted_transactions(self, start: int, upper: int) -> list[tuple[int, int]]:
+        """(producer id, first offset) of aborted transactions overlapping [start, upper)."""
+        segs, bases = self._state
+        out = []
+        for seg in segs[max(0, bisect.bisect_right(bases, start) - 1):]:
+            for t in self.txn_reader.entries(txn_index.path_of(self.dir, seg.base_offset)):
+                if t.last_offset >= start and t.first_offset < upper:
+                    out.append((t.producer_id, t.first_offset))
+        return out
+
+    def expire_producers(self, now_ms: int, expiration_ms: int) -> int:
+        with self._lock:
+            return self.producers.remove_expired(now_ms, expiration_ms)
 
     # -- reads ---------------------------------------------------------------------
 
@@ -644,6 +713,8 @@ class PartitionLog:
                 assert seg.next_offset is not None
                 self._leo = seg.next_offset
             self._hw = min(self._hw, self._leo)
+            self._first_unstable = None
+            self._load_producer_state()
             self._recovery_point = min(self._recovery_point, self._leo)
             self.checkpoints.update(self.tp, recovery_point=self._recovery_point,
                                     log_start=self._log_start)
@@ -672,6 +743,7 @@ class PartitionLog:
             return
         self.flush()
         with self._lock:
+            self.producers.take_snapshot(self._leo)
             self.closed = True
             self._segments[-1].on_become_inactive()
             for seg in self._segments:

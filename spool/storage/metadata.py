@@ -13,6 +13,9 @@ Every record has key = the record type (ASCII) and value = a JSON object::
                                   "resource_name": "orders" | "" (cluster default) | "0",
                                   "name": "retention.ms", "value": "1000" | null (delete)}
     {"type": "RemoveTopicRecord", "v": 0, "topic_id": "<uuid>"}
+    {"type": "ProducerIdsRecord", "v": 0, "broker_id": 0, "next_producer_id": 2000}
+                                  (a block of producer ids [previous next, next) was
+                                  handed to the broker: ids stay unique across restarts)
 
 ``MetadataImage`` is the state the log replays to; ``MetadataImage.apply`` is
 its only mutator (replay = load), so a replicated controller can later ship
@@ -63,6 +66,7 @@ class MetadataImage:
     names_by_id: dict[str, str] = field(default_factory=dict)
     broker_configs: dict[str, dict[str, str]] = field(default_factory=dict)
     last_offset: int = -1
+    next_producer_id: int = 0
 
     def apply(self, rec: Mapping[str, Any]) -> None:
         kind = rec.get("type")
@@ -76,6 +80,8 @@ class MetadataImage:
                 t.partitions = max(t.partitions, rec["partition"] + 1)
         elif kind == "ConfigRecord":
             self._apply_config(rec)
+        elif kind == "ProducerIdsRecord":
+            self.next_producer_id = max(self.next_producer_id, rec["next_producer_id"])
         elif kind == "RemoveTopicRecord":
             name = self.names_by_id.pop(rec["topic_id"], None)
             if name is not None:
@@ -242,6 +248,15 @@ class MetadataStore:
                     [_config_record(BROKER_RESOURCE, broker, k, v) for k, v in cfg.items()]
                 )
             return dict(self.image.broker_configs.get(broker, {}))
+
+
+    def allocate_producer_ids(self, block_size: int = 1000) -> tuple[int, int]:
+        """Reserve the next ``block_size`` producer ids; returns [first, end)."""
+        with self._lock:
+            first = self.image.next_producer_id
+            self._commit([{"type": "ProducerIdsRecord", "broker_id": self.node_id,
+                           "next_producer_id": first + block_size}])
+            return first, first + block_size
 
 
 def _config_record(rtype: int, rname: str, key: str, value: str | None) -> dict[str, Any]:

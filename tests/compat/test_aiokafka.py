@@ -2,8 +2,8 @@
 
 Consumer groups are not implemented in the broker yet: consumers use
 ``group_id=None`` and manual assignment. aiokafka producers are not
-idempotent unless asked; the idempotent one (InitProducerId, not implemented
-yet) has its own strict xfail. Every test drives its own event loop.
+idempotent unless asked; the idempotent one (InitProducerId) has its own
+test. Every test drives its own event loop.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic, RecordsToDelete
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import (
-    IncompatibleBrokerVersion,
     InvalidPartitionsError,
     InvalidTimestampError,
     MessageSizeTooLargeError,
@@ -177,9 +176,6 @@ def test_edge_records(broker, topic_name):
 
 
 @pytest.mark.timeout(30)
-@pytest.mark.xfail(strict=True, raises=IncompatibleBrokerVersion, reason=(
-    "InitProducerId (API 22) is neither implemented nor advertised: "
-    "aiokafka's enable_idempotence=True producer fails with IncompatibleBrokerVersion"))
 def test_idempotent_producer(broker, topic_name):
     async def go():
         await create(broker.bootstrap, topic_name, partitions=1)

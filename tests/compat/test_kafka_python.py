@@ -2,9 +2,8 @@
 
 Consumer groups are not implemented in the broker yet, so consumers run with
 ``group_id=None`` and manual assignment. kafka-python 3 makes producers
-idempotent by default, which needs InitProducerId (not implemented yet):
-producers here say ``enable_idempotence=False``; the default producer has its
-own strict xfail.
+idempotent by default (InitProducerId); most producers here say
+``enable_idempotence=False``, and the default producer has its own test.
 """
 
 from __future__ import annotations
@@ -166,9 +165,6 @@ def test_auto_created_topic(broker, topic_name):
 
 
 @pytest.mark.timeout(30)
-@pytest.mark.xfail(strict=True, raises=Errors.IncompatibleBrokerVersion, reason=(
-    "InitProducerId (API 22) is neither implemented nor advertised: kafka-python 3's default "
-    "producer is idempotent (KIP-679) and aborts every batch with IncompatibleBrokerVersion"))
 def test_default_producer_is_idempotent(broker, admin, topic_name):
     _create(admin, topic_name, partitions=1)
     p = KafkaProducer(bootstrap_servers=broker.bootstrap, request_timeout_ms=10_000)

@@ -11,4 +11,5 @@ from spool.broker.handlers import (  # noqa: F401
     metadata,
     offsets,
     produce,
+    producer_id,
 )

@@ -50,6 +50,8 @@ def append_partition(broker, topic: str, partition: int, records, now_ms: int) -
             raise KafkaError(
                 Errors.INVALID_RECORD, "a produce request must carry exactly one record batch per partition"
             )
+        if header.producer_id >= 0 and header.base_sequence < 0:
+            raise KafkaError(Errors.INVALID_RECORD, "a batch with a producer id needs a sequence")
         _check_timestamp(cfg, header.max_timestamp, now_ms)
         if cfg.compact_enabled:
             check_keys(records)  # a compacted topic needs a key on every record

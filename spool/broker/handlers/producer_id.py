@@ -1,0 +1,32 @@
+"""InitProducerId (22): a producer id and epoch for idempotent and transactional producers.
+
+Advertised 0-4. Without a ``transactional_id`` every call gets a fresh
+producer id with epoch 0, as Kafka answers (also when a v3+ client passes its
+current id and epoch to bump it after an error, KIP-360: a new id is the
+bumped identity). With one, the transaction coordinator answers (fencing the
+previous instance, see ``spool.broker.txn_runtime``).
+"""
+
+from __future__ import annotations
+
+from spool.broker.registry import handles
+from spool.protocol._generated import InitProducerIdRequest, InitProducerIdResponse
+from spool.protocol.errors import KafkaError
+
+
+@handles(22, 0, 4)
+async def init_producer_id(ctx, req: InitProducerIdRequest) -> InitProducerIdResponse:
+    broker = ctx.broker
+    try:
+        if req.transactional_id is None:
+            pid, epoch = broker.producer_ids.next_id(), 0
+        else:
+            pid, epoch = await broker.transactions.init_producer_id(
+                req.transactional_id, req.transaction_timeout_ms,
+                req.producer_id if ctx.api_version >= 3 else -1,
+                req.producer_epoch if ctx.api_version >= 3 else -1)
+    except KafkaError as e:
+        return InitProducerIdResponse(throttle_time_ms=0, error_code=e.code,
+                                      producer_id=-1, producer_epoch=-1)
+    return InitProducerIdResponse(throttle_time_ms=0, error_code=0, producer_id=pid,
+                                  producer_epoch=epoch)

@@ -1,0 +1,253 @@
+"""Per-partition producer state: idempotence and open transactions (Kafka's ProducerStateManager).
+
+For every producer id that wrote to the partition: its epoch, the last five
+batches' ``(first seq, last seq, first offset, last offset)``, the timestamp
+of its last batch, and the first offset of its open transaction (if any).
+
+``check(header)`` is the produce-time rule for one batch (raises
+``KafkaError``; returns the cached batch of a duplicate)::
+
+    unknown producer         data batch with sequence != 0  -> UNKNOWN_PRODUCER_ID (59)
+    epoch < current epoch    any batch, markers included     -> INVALID_PRODUCER_EPOCH (47)
+    epoch == current         same (first, last) seq as one of the last 5 -> duplicate
+                             (answered with the original offsets, nothing written)
+                             first seq != last seq + 1 (mod 2**31)      -> OUT_OF_ORDER_SEQUENCE_NUMBER (45)
+    epoch > current          first seq != 0                             -> OUT_OF_ORDER_SEQUENCE_NUMBER
+    non-transactional batch while the producer's transaction is open    -> INVALID_TXN_STATE (48)
+
+Batches with ``baseSequence = -1`` (the coordinator's transactional offset
+commits) and control batches skip the sequence rules. ``update`` applies an
+appended batch: a transactional data batch opens the producer's transaction
+at its base offset; a COMMIT/ABORT marker closes it, and an ABORT returns
+the ``AbortedTxn`` for the segment's ``.txnindex``. The partition's first
+unstable offset (LSO) is the smallest open transaction's first offset.
+
+Snapshots: ``<offset:020d>.snapshot`` in the partition directory holds the
+state of every offset below ``offset`` (written at segment roll and at
+close; the two newest are kept)::
+
+    version int16 (1) | crc uint32 (CRC-32C of what follows) | count int32
+    count x ( producerId int64 | epoch int16 | coordinatorEpoch int32 |
+              txnFirstOffset int64 (-1: none) | lastTimestamp int64 |
+              batches int8 | batches x (firstSeq int32 | lastSeq int32 |
+              firstOffset int64 | lastOffset int64) )
+
+Written to ``.tmp`` and renamed; no fsync (a lost or damaged snapshot only
+means replaying more of the log). Load: the newest intact snapshot at or
+below the log end offset (later ones are deleted), then the log from there.
+
+Expiry: a producer without an open transaction whose last batch timestamp
+is ``producer.id.expiration.ms`` old is forgotten (``remove_expired``).
+Concurrency: owned by one ``PartitionLog``; called under its lock.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from crc32c import crc32c
+
+from spool.protocol.errors import Errors, KafkaError
+from spool.records.batch import NO_SEQUENCE, BatchHeader
+from spool.records.record import CONTROL_ABORT
+from spool.storage.txn_index import AbortedTxn
+
+MAX_CACHED_BATCHES = 5
+SNAPSHOT_SUFFIX = ".snapshot"
+SNAPSHOT_VERSION = 1
+KEEP_SNAPSHOTS = 2
+
+_HEAD = struct.Struct(">hIi")
+_ENTRY = struct.Struct(">qhiqqb")
+_BATCH = struct.Struct(">iiqq")
+
+
+@dataclass(slots=True)
+class ProducerEntry:
+    producer_id: int
+    epoch: int = -1
+    coordinator_epoch: int = -1
+    txn_first_offset: int = -1  # -1: no open transaction
+    last_timestamp: int = -1
+    # (first seq, last seq, first offset, last offset), oldest first
+    batches: deque = field(default_factory=lambda: deque(maxlen=MAX_CACHED_BATCHES))
+
+
+def _in_sequence(last_seq: int, next_seq: int) -> bool:
+    return next_seq == last_seq + 1 or (last_seq == 0x7FFFFFFF and next_seq == 0)
+
+
+def snapshot_name(offset: int) -> str:
+    return f"{offset:020d}{SNAPSHOT_SUFFIX}"
+
+
+class ProducerStateManager:
+    """The producer state of one partition (see the module docstring)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+        self.producers: dict[int, ProducerEntry] = {}
+        self._open: dict[int, int] = {}  # producer id -> first offset of its open transaction
+
+    # -- produce-time checks -------------------------------------------------------
+
+    def check(self, h: BatchHeader) -> tuple[int, int] | None:
+        """Validate one batch to be appended; (first, last offset) of a duplicate, else None."""
+        e = self.producers.get(h.producer_id)
+        seq = h.base_sequence
+        if e is None:
+            if not h.is_control and seq not in (0, NO_SEQUENCE):
+                raise KafkaError(Errors.UNKNOWN_PRODUCER_ID,
+                                 f"producer {h.producer_id} is unknown and sent sequence {seq}")
+            return None
+        if h.producer_epoch < e.epoch:
+            raise KafkaError(Errors.INVALID_PRODUCER_EPOCH,
+                             f"epoch {h.producer_epoch} of producer {h.producer_id} is older "
+                             f"than {e.epoch}")
+        if h.is_control or seq == NO_SEQUENCE:
+            return None
+        if h.producer_epoch == e.epoch:
+            last_seq = h.last_sequence
+            for first_seq, lseq, first_off, last_off in e.batches:
+                if first_seq == seq and lseq == last_seq:
+                    return first_off, last_off
+            if not e.batches:
+                if seq != 0:
+                    raise KafkaError(Errors.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                                     f"sequence {seq} for producer {h.producer_id}, expected 0")
+            elif not _in_sequence(e.batches[-1][1], seq):
+                raise KafkaError(Errors.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                                 f"sequence {seq} for producer {h.producer_id}, expected "
+                                 f"{(e.batches[-1][1] + 1) & 0x7FFFFFFF}")
+        elif seq != 0:
+            raise KafkaError(Errors.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                             f"sequence {seq} for the new epoch {h.producer_epoch}, expected 0")
+        if not h.is_transactional and e.txn_first_offset >= 0:
+            raise KafkaError(Errors.INVALID_TXN_STATE,
+                             f"producer {h.producer_id} wrote outside its open transaction")
+        return None
+
+    # -- state changes -------------------------------------------------------------
+
+    def update(self, h: BatchHeader, control_type: int | None = None) -> AbortedTxn | None:
+        """Apply an appended batch (``h`` carries its final offsets); ``control_type`` is the
+        marker type of a control batch. Returns the aborted transaction an ABORT closes."""
+        pid = h.producer_id
+        e = self.producers.get(pid)
+        if e is None:
+            e = self.producers[pid] = ProducerEntry(pid)
+        if h.producer_epoch > e.epoch:
+            e.epoch = h.producer_epoch
+            e.batches.clear()
+        e.last_timestamp = max(e.last_timestamp, h.max_timestamp)
+        if h.is_control:
+            return self._complete_txn(e, h, control_type)
+        if h.base_sequence != NO_SEQUENCE:
+            e.batches.append((h.base_sequence, h.last_sequence, h.base_offset, h.last_offset))
+        if h.is_transactional and e.txn_first_offset < 0:
+            e.txn_first_offset = h.base_offset
+            self._open[pid] = h.base_offset
+        return None
+
+    def _complete_txn(self, e: ProducerEntry, h: BatchHeader, ctype: int | None) -> AbortedTxn | None:
+        first = e.txn_first_offset
+        e.txn_first_offset = -1
+        self._open.pop(e.producer_id, None)
+        if first < 0 or ctype != CONTROL_ABORT:
+            return None
+        lso = self.first_unstable_offset()
+        return AbortedTxn(e.producer_id, first, h.base_offset,
+                          h.base_offset + 1 if lso is None else lso)
+
+    def first_unstable_offset(self) -> int | None:
+        return min(self._open.values()) if self._open else None
+
+    def open_transactions(self) -> dict[int, int]:
+        """producer id -> first offset of its open transaction."""
+        return dict(self._open)
+
+    def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
+        """Forget producers idle for ``expiration_ms`` with no open transaction."""
+        doomed = [pid for pid, e in self.producers.items()
+                  if e.txn_first_offset < 0 and now_ms - e.last_timestamp >= expiration_ms]
+        for pid in doomed:
+            del self.producers[pid]
+        return len(doomed)
+
+    def clear(self) -> None:
+        self.producers.clear()
+        self._open.clear()
+
+    # -- snapshots -----------------------------------------------------------------
+
+    def snapshot_offsets(self) -> list[int]:
+        out = []
+        for name in os.listdir(self.dir):
+            if name.endswith(SNAPSHOT_SUFFIX) and name[: -len(SNAPSHOT_SUFFIX)].isdigit():
+                out.append(int(name[: -len(SNAPSHOT_SUFFIX)]))
+        return sorted(out)
+
+    def encode(self) -> bytes:
+        parts = []
+        for e in self.producers.values():
+            parts.append(_ENTRY.pack(e.producer_id, e.epoch, e.coordinator_epoch,
+                                     e.txn_first_offset, e.last_timestamp, len(e.batches)))
+            parts.extend(_BATCH.pack(*b) for b in e.batches)
+        body = struct.pack(">i", len(self.producers)) + b"".join(parts)
+        return struct.pack(">hI", SNAPSHOT_VERSION, crc32c(body)) + body
+
+    def decode(self, data: bytes) -> None:
+        """Replace the state with a snapshot's; ValueError if it is damaged."""
+        if len(data) < _HEAD.size:
+            raise ValueError("snapshot too short")
+        version, crc = struct.unpack_from(">hI", data)
+        if version != SNAPSHOT_VERSION or crc32c(data[6:]) != crc:
+            raise ValueError("bad snapshot version or CRC")
+        (count,) = struct.unpack_from(">i", data, 6)
+        pos = 10
+        producers: dict[int, ProducerEntry] = {}
+        try:
+            for _ in range(count):
+                pid, epoch, cepoch, txn_first, ts, nb = _ENTRY.unpack_from(data, pos)
+                pos += _ENTRY.size
+                e = ProducerEntry(pid, epoch, cepoch, txn_first, ts)
+                for _ in range(nb):
+                    e.batches.append(_BATCH.unpack_from(data, pos))
+                    pos += _BATCH.size
+                producers[pid] = e
+        except struct.error as exc:
+            raise ValueError("truncated snapshot") from exc
+        self.producers = producers
+        self._open = {p: e.txn_first_offset for p, e in producers.items() if e.txn_first_offset >= 0}
+
+    def take_snapshot(self, offset: int) -> None:
+        """Write ``<offset>.snapshot`` (state of the offsets below it); keep the newest two."""
+        existing = self.snapshot_offsets()
+        if not self.producers and not existing:
+            return
+        path = self.dir / snapshot_name(offset)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(self.encode())
+        os.replace(tmp, path)
+        for old in sorted(set(existing) | {offset})[:-KEEP_SNAPSHOTS]:
+            (self.dir / snapshot_name(old)).unlink(missing_ok=True)
+
+    def load_snapshot(self, log_end_offset: int) -> int | None:
+        """Load the newest intact snapshot at or below the log end; returns its offset."""
+        self.clear()
+        for off in reversed(self.snapshot_offsets()):
+            path = self.dir / snapshot_name(off)
+            if off > log_end_offset:
+                path.unlink(missing_ok=True)
+                continue
+            try:
+                self.decode(path.read_bytes())
+            except (OSError, ValueError):
+                path.unlink(missing_ok=True)
+                continue
+            return off
+        return None
