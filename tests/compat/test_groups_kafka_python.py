@@ -19,6 +19,7 @@ from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+from kafka.errors import KafkaError
 from kafka.structs import OffsetAndMetadata
 
 pytestmark = pytest.mark.timeout(90)
@@ -54,7 +55,10 @@ class Member(threading.Thread):
         while not self.stopping.is_set():
             for records in self.consumer.poll(200).values():
                 self.values += [r.value for r in records]
-            self.consumer.commit()
+            try:
+                self.consumer.commit()
+            except KafkaError:  # CommitFailed/RebalanceInProgress mid-rebalance: commit next round
+                pass
         self.consumer.close()
 
     def stop(self) -> None:
