@@ -30,6 +30,7 @@ from spool.broker.dispatch import Dispatcher
 from spool.broker.group_runtime import GroupRuntime
 from spool.broker.producer_ids import ProducerIdManager
 from spool.broker.server import Server
+from spool.broker.txn_runtime import TransactionRuntime
 from spool.protocol.errors import Errors, KafkaError
 from spool.storage.config import validate_broker_overrides, validate_topic_overrides
 from spool.storage.engine import Storage
@@ -58,6 +59,7 @@ class Broker:
         self.storage: Storage | None = None
         self.server: Server | None = None
         self.groups: GroupRuntime | None = None
+        self.transactions: TransactionRuntime | None = None
         self._waiters: dict[tuple[str, int], list[asyncio.Future]] = {}
         self._background: list[asyncio.Task] = []
 
@@ -76,6 +78,9 @@ class Broker:
         loaded = await loop.run_in_executor(self.executor, self.groups.load)
         if loaded:
             log.info("group coordinator replayed %d __consumer_offsets records", loaded)
+        self.transactions = TransactionRuntime(self)
+        await loop.run_in_executor(self.executor, self.transactions.load)
+        self.transactions.recover()  # PREPARE_* transactions a crash interrupted
         listeners = self.config.listeners
         self.server = Server(
             Dispatcher(self),
@@ -86,6 +91,7 @@ class Broker:
         )
         await self.server.start()
         self.groups.start()
+        self.transactions.start()
         interval = self.config.get_int("log.retention.check.interval.ms") / 1000.0
         self._background.append(loop.create_task(self._retention_loop(interval)))
         self.logs.start_cleaner()  # its own thread, off the event loop
@@ -113,6 +119,8 @@ class Broker:
             t.cancel()
         if self.groups is not None:
             await self.groups.stop()
+        if self.transactions is not None:
+            await self.transactions.stop()
         if self.server is not None:
             await self.server.close()
         if self.storage is not None:

@@ -38,6 +38,14 @@ BROKER_KEYS: dict[str, tuple[str | None, str, str]] = {
     "offsets.topic.num.partitions": ("50", "int", "Partitions of __consumer_offsets."),
     "offsets.topic.replication.factor": ("1", "short", "Replication factor of __consumer_offsets."),
     "transaction.state.log.num.partitions": ("50", "int", "Partitions of __transaction_state."),
+    "transaction.max.timeout.ms": ("900000", "int", "Largest transaction.timeout.ms a producer may ask for."),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": (
+        "10000", "int", "How often open transactions are checked against their timeout."),
+    "transactional.id.expiration.ms": ("604800000", "int", "Idle transactional ids are forgotten after this."),
+    "transaction.remove.expired.transaction.cleanup.interval.ms": (
+        "3600000", "int", "How often expired transactional ids are removed."),
+    "producer.id.expiration.ms": ("86400000", "int", "Idle producer ids are forgotten by partitions after this."),
+    "producer.id.expiration.check.interval.ms": ("600000", "int", "How often producer ids are expired."),
     "group.initial.rebalance.delay.ms": ("3000", "int", "Delay before the first rebalance."),
     "group.min.session.timeout.ms": ("6000", "int", "Shortest session timeout a member may ask for."),
     "group.max.session.timeout.ms": ("1800000", "int", "Longest session timeout a member may ask for."),

@@ -29,6 +29,7 @@ from collections import defaultdict
 from typing import Any
 
 from spool.coordinator import CoordinatorConfig, GroupCoordinator, Result, partition_for
+from spool.coordinator.txn_offsets import PendingTxnOffsets
 from spool.protocol.errors import Errors, KafkaError
 from spool.records.batch import BatchHeader
 from spool.records.builder import BatchBuilder
@@ -57,6 +58,7 @@ class GroupRuntime:
         self.broker = broker
         self.coordinator = GroupCoordinator(broker.clock, coordinator_config(broker.config))
         self.num_partitions = broker.config.get_int("offsets.topic.num.partitions")
+        self.txn_offsets = PendingTxnOffsets()  # TxnOffsetCommit records awaiting their marker
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
 
@@ -69,7 +71,9 @@ class GroupRuntime:
             self.num_partitions = self.broker.partition_count(TOPIC)
             for p in range(self.num_partitions):
                 for batch in self.broker.get_log(TOPIC, p).iter_batches():
-                    if BatchHeader.parse(batch).is_control:
+                    h = BatchHeader.parse(batch)
+                    if h.is_control or h.is_transactional:  # spool.coordinator.txn_offsets
+                        self.txn_offsets.load_batch(p, h, batch, self.coordinator.load)
                         continue
                     for rec in iter_records(batch):
                         self.coordinator.load(_bytes(rec.key), _bytes(rec.value))

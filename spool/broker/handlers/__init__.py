@@ -12,4 +12,5 @@ from spool.broker.handlers import (  # noqa: F401
     offsets,
     produce,
     producer_id,
+    transactions,
 )

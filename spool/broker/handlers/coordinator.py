@@ -1,9 +1,8 @@
-"""FindCoordinator (10): this broker coordinates every group; transactions not yet.
+"""FindCoordinator (10): this broker coordinates every group and every transaction.
 
 key_type 0 (group): this node, after making sure ``__consumer_offsets``
-exists. key_type 1 (transaction): COORDINATOR_NOT_AVAILABLE until the
-transaction coordinator exists (retriable: a client that wants one waits).
-Any other key type: INVALID_REQUEST. v4 batches keys (``coordinator_keys``).
+exists. key_type 1 (transaction): this node, after making sure
+``__transaction_state`` exists. Any other key type: INVALID_REQUEST. v4 batches keys (``coordinator_keys``).
 
 Advertising this API also matters on its own: librdkafka enables lz4 only
 when the broker advertises FindCoordinator.
@@ -16,14 +15,16 @@ from spool.protocol._generated import FindCoordinatorRequest, FindCoordinatorRes
 from spool.protocol._generated.find_coordinator_response import Coordinator
 from spool.protocol.errors import Errors
 
-NO_TXN = "the transaction coordinator is not built yet"
-
 
 def _lookup(broker, key: str, key_type: int) -> tuple[int, str | None, int, str, int]:
     """(error, message, node_id, host, port) for one key."""
     if key_type == 1:
-        return Errors.COORDINATOR_NOT_AVAILABLE, NO_TXN, -1, "", -1
-    if key_type != 0:
+        if not key:
+            return Errors.INVALID_REQUEST, "empty transactional id", -1, "", -1
+        broker.transactions.ensure_topic()
+        host, port = broker.advertised_address
+        return 0, None, broker.node_id, host, port
+    if key_type not in (0, 1):
         return Errors.INVALID_REQUEST, f"unknown key type {key_type}", -1, "", -1
     if not key:
         return Errors.INVALID_GROUP_ID, "empty group id", -1, "", -1

@@ -20,7 +20,11 @@ import os
 from spool.broker.registry import handles
 from spool.broker.server import FileRegion
 from spool.protocol._generated import FetchRequest, FetchResponse
-from spool.protocol._generated.fetch_response import FetchableTopicResponse, PartitionData
+from spool.protocol._generated.fetch_response import (
+    AbortedTransaction,
+    FetchableTopicResponse,
+    PartitionData,
+)
 from spool.protocol.errors import Errors, KafkaError
 
 READ_UNCOMMITTED = 0
@@ -73,6 +77,10 @@ def _read_all(broker, req: FetchRequest, version: int):
             if sl is not None and sl.length > 0:
                 pd.records = FileRegion(os.dup(sl.file.fileno()), sl.position, sl.length)
                 total += sl.length
+                if req.isolation_level == READ_COMMITTED:
+                    pd.aborted_transactions = [
+                        AbortedTransaction(producer_id=pid, first_offset=first)
+                        for pid, first in plog.aborted_transactions(sl.first_offset, limit)]
         topics.append(FetchableTopicResponse(topic=t.topic, partitions=parts))
     return topics, total, any_error
 

@@ -21,7 +21,7 @@ async def init_producer_id(ctx, req: InitProducerIdRequest) -> InitProducerIdRes
         if req.transactional_id is None:
             pid, epoch = broker.producer_ids.next_id(), 0
         else:
-            pid, epoch = await broker.transactions.init_producer_id(
+            pid, epoch = broker.transactions.init_producer_id(
                 req.transactional_id, req.transaction_timeout_ms,
                 req.producer_id if ctx.api_version >= 3 else -1,
                 req.producer_epoch if ctx.api_version >= 3 else -1)

@@ -1,0 +1,150 @@
+"""Transactions: AddPartitionsToTxn (24) 0-3, AddOffsetsToTxn (25) 0-3, EndTxn (26) 0-3,
+TxnOffsetCommit (28) 0-3, DescribeTransactions (65) 0, ListTransactions (66) 0-1.
+
+Each handler hands the request to ``broker.transactions``
+(``spool.broker.txn_runtime``), which appends every record the answer
+depends on (transaction state, markers, transactional offsets) before
+returning, so the response leaves after the append. Errors are Kafka's:
+INVALID_PRODUCER_ID_MAPPING (unknown id or producer), PRODUCER_FENCED (an
+older epoch), CONCURRENT_TRANSACTIONS, INVALID_TXN_STATE,
+UNKNOWN_TOPIC_OR_PARTITION with OPERATION_NOT_ATTEMPTED for the rest of the
+request, TRANSACTIONAL_ID_NOT_FOUND (DescribeTransactions).
+"""
+
+from __future__ import annotations
+
+from spool.broker.registry import handles
+from spool.coordinator.transaction import TxnState
+from spool.protocol._generated import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+    EndTxnRequest,
+    EndTxnResponse,
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+)
+from spool.protocol._generated.add_partitions_to_txn_response import (
+    AddPartitionsToTxnPartitionResult,
+    AddPartitionsToTxnTopicResult,
+)
+from spool.protocol._generated.describe_transactions_response import TopicData, TransactionState
+from spool.protocol._generated.list_transactions_response import TransactionState as ListedState
+from spool.protocol._generated.txn_offset_commit_response import (
+    TxnOffsetCommitResponsePartition,
+    TxnOffsetCommitResponseTopic,
+)
+from spool.protocol.errors import Errors, KafkaError
+
+
+@handles(24, 0, 3)
+async def add_partitions_to_txn(ctx, req: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse:
+    tps = [(t.name, p) for t in req.v3_and_below_topics for p in t.partitions]
+    codes = ctx.broker.transactions.add_partitions(
+        req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
+        req.v3_and_below_producer_epoch, tps)
+    by_topic: dict[str, list] = {}
+    for (topic, p), code in codes.items():
+        by_topic.setdefault(topic, []).append(
+            AddPartitionsToTxnPartitionResult(partition_index=p, partition_error_code=code))
+    return AddPartitionsToTxnResponse(throttle_time_ms=0, results_by_topic_v3_and_below=[
+        AddPartitionsToTxnTopicResult(name=t, results_by_partition=r) for t, r in by_topic.items()])
+
+
+@handles(25, 0, 3)
+async def add_offsets_to_txn(ctx, req: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse:
+    try:
+        ctx.broker.transactions.add_offsets(req.transactional_id, req.producer_id,
+                                            req.producer_epoch, req.group_id)
+    except KafkaError as e:
+        return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=e.code)
+    return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=0)
+
+
+@handles(26, 0, 3)
+async def end_txn(ctx, req: EndTxnRequest) -> EndTxnResponse:
+    try:
+        ctx.broker.transactions.end_txn(req.transactional_id, req.producer_id, req.producer_epoch,
+                                        req.committed)
+    except KafkaError as e:
+        return EndTxnResponse(throttle_time_ms=0, error_code=e.code)
+    return EndTxnResponse(throttle_time_ms=0, error_code=0)
+
+
+@handles(28, 0, 3)
+async def txn_offset_commit(ctx, req: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
+    broker = ctx.broker
+    v = ctx.api_version
+    offsets, codes = [], {}
+    for t in req.topics:
+        for p in t.partitions:
+            if 0 <= p.partition_index < broker.partition_count(t.name):
+                offsets.append((t.name, p.partition_index, p.committed_offset,
+                                p.committed_leader_epoch if v >= 2 else -1, p.committed_metadata))
+            else:
+                codes[(t.name, p.partition_index)] = Errors.UNKNOWN_TOPIC_OR_PARTITION
+    if offsets:
+        code = broker.transactions.txn_offset_commit(
+            req.transactional_id, req.group_id, req.producer_id, req.producer_epoch,
+            req.generation_id if v >= 3 else -1, req.member_id if v >= 3 else "",
+            req.group_instance_id if v >= 3 else None, offsets)
+        for topic, p, *_ in offsets:
+            codes[(topic, p)] = code
+    by_topic: dict[str, list] = {}
+    for (topic, p), code in codes.items():
+        by_topic.setdefault(topic, []).append(TxnOffsetCommitResponsePartition(partition_index=p,
+                                                                               error_code=code))
+    return TxnOffsetCommitResponse(throttle_time_ms=0, topics=[
+        TxnOffsetCommitResponseTopic(name=t, partitions=ps) for t, ps in by_topic.items()])
+
+
+@handles(65, 0, 0)
+async def describe_transactions(ctx, req: DescribeTransactionsRequest) -> DescribeTransactionsResponse:
+    txns = ctx.broker.transactions.coordinator.txns
+    out = []
+    for txn_id in req.transactional_ids:
+        m = txns.get(txn_id)
+        if m is None:
+            out.append(TransactionState(error_code=Errors.TRANSACTIONAL_ID_NOT_FOUND,
+                                        transactional_id=txn_id, transaction_state="",
+                                        transaction_timeout_ms=0, transaction_start_time_ms=-1,
+                                        producer_id=-1, producer_epoch=-1, topics=[]))
+            continue
+        by_topic: dict[str, list[int]] = {}
+        for t, p in sorted(m.partitions):
+            by_topic.setdefault(t, []).append(p)
+        out.append(TransactionState(
+            error_code=0, transactional_id=txn_id, transaction_state=m.state.kafka_name,
+            transaction_timeout_ms=m.timeout_ms, transaction_start_time_ms=m.start_ms,
+            producer_id=m.producer_id, producer_epoch=m.producer_epoch,
+            topics=[TopicData(topic=t, partitions=ps) for t, ps in by_topic.items()]))
+    return DescribeTransactionsResponse(throttle_time_ms=0, transaction_states=out)
+
+
+@handles(66, 0, 1)
+async def list_transactions(ctx, req: ListTransactionsRequest) -> ListTransactionsResponse:
+    txns = ctx.broker.transactions.coordinator.txns
+    states = set(req.state_filters or [])
+    known = {s.kafka_name for s in TxnState}
+    unknown = sorted(states - known)
+    pids = set(req.producer_id_filters or [])
+    now = ctx.broker.clock.now_ms()
+    duration = req.duration_filter if ctx.api_version >= 1 else -1
+    out = []
+    for txn_id, m in sorted(txns.items()):
+        if states and m.state.kafka_name not in states:
+            continue
+        if pids and m.producer_id not in pids:
+            continue
+        if duration is not None and duration >= 0 and (
+                m.state != TxnState.ONGOING or now - m.start_ms < duration):
+            continue
+        out.append(ListedState(transactional_id=txn_id, producer_id=m.producer_id,
+                               transaction_state=m.state.kafka_name))
+    return ListTransactionsResponse(throttle_time_ms=0, error_code=0,
+                                    unknown_state_filters=unknown, transaction_states=out)

@@ -1,0 +1,277 @@
+"""The transaction coordinator's asyncio shell: ``__transaction_state``, markers, timers.
+
+``TransactionRuntime(broker)`` owns a ``TransactionCoordinator`` and is its
+only caller, on the event loop's thread. Every operation runs to the end
+without awaiting, so operations never interleave and a response leaves only
+after everything it reports is in the log:
+
+- Topic: ``__transaction_state`` is created on first use with
+  ``transaction.state.log.num.partitions`` partitions, ``cleanup.policy=compact``.
+  A transactional id's records go to ``partition_for(id)``.
+- ``_write(m)``: one record (key = id, value = metadata) appended, then replayed.
+- EndTxn / fencing / timeout: PREPARE_COMMIT|PREPARE_ABORT written, then a
+  COMMIT|ABORT marker (``build_control_batch``, coordinator epoch 0) appended
+  to every partition of the transaction (for ``__consumer_offsets``
+  partitions the group coordinator's pending transactional offsets are
+  applied or dropped), then COMPLETE_COMMIT|COMPLETE_ABORT written.
+- Crash recovery: ``load()`` replays the topic at startup; ``recover()`` then
+  completes every PREPARE_* transaction (markers again: a marker for a
+  transaction already closed on a partition changes nothing there).
+- Timers (one task): open transactions past ``transaction.timeout.ms`` are
+  aborted with a bumped epoch (the producer that let them time out is fenced)
+  every ``transaction.abort.timed.out.transaction.cleanup.interval.ms``;
+  completed ids idle for ``transactional.id.expiration.ms`` are tombstoned;
+  partitions forget producers idle for ``producer.id.expiration.ms``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from spool.coordinator import partition_for
+from spool.coordinator.admin import _check_commit
+from spool.coordinator.offsets import CommittedOffset, OffsetStore
+from spool.coordinator.transaction import (
+    TransactionCoordinator,
+    TxnMetadata,
+    TxnState,
+    encode_key,
+    encode_value,
+)
+from spool.protocol.errors import Errors, KafkaError
+from spool.records.builder import BatchBuilder, build_control_batch
+from spool.records.record import iter_records
+
+log = logging.getLogger("spool.transactions")
+
+TOPIC = "__transaction_state"
+OFFSETS_TOPIC = "__consumer_offsets"
+COORDINATOR_EPOCH = 0
+
+
+class TransactionRuntime:
+    def __init__(self, broker: Any) -> None:
+        self.broker = broker
+        cfg = broker.config
+        self.coordinator = TransactionCoordinator(cfg.get_int("transaction.max.timeout.ms"))
+        self.num_partitions = cfg.get_int("transaction.state.log.num.partitions")
+        self._task: asyncio.Task | None = None
+
+    def _cfg(self, key: str) -> int:
+        return self.broker.config.get_int(key)
+
+    def now(self) -> int:
+        return self.broker.clock.now_ms()
+
+    # ---- lifecycle
+
+    def load(self) -> int:
+        """Replay ``__transaction_state`` (blocking: the executor, at startup)."""
+        count = 0
+        if self.broker.has_topic(TOPIC):
+            self.num_partitions = self.broker.partition_count(TOPIC)
+            for p in range(self.num_partitions):
+                for batch in self.broker.get_log(TOPIC, p).iter_batches():
+                    for rec in iter_records(batch):
+                        self.coordinator.load(_b(rec.key), _b(rec.value))
+                        count += 1
+        return count
+
+    def recover(self) -> int:
+        """Complete the transactions a crash left in PREPARE_COMMIT/PREPARE_ABORT."""
+        todo = self.coordinator.pending_completion()
+        for m in todo:
+            log.info("completing %s of %s after a restart", m.state.kafka_name, m.transactional_id)
+            self._complete(m)
+        return len(todo)
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._timer_loop())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    def ensure_topic(self) -> None:
+        if self.broker.has_topic(TOPIC):
+            return
+        with contextlib.suppress(KafkaError):
+            self.broker.create_topic(TOPIC, self.num_partitions, configs={"cleanup.policy": "compact"},
+                                     internal_ok=True)
+        log.info("created %s with %d partitions", TOPIC, self.num_partitions)
+
+    # ---- appends
+
+    def _write(self, m: TxnMetadata, *, tombstone: bool = False) -> None:
+        self.ensure_topic()
+        p = partition_for(m.transactional_id, self.num_partitions)
+        b = BatchBuilder()
+        b.append(encode_key(m.transactional_id), None if tombstone else encode_value(m),
+                 timestamp=self.now())
+        try:
+            self.broker.get_log(TOPIC, p).append(bytearray(b.build()),
+                                                 leader_epoch=self.broker.leader_epoch)
+        except (KafkaError, OSError) as e:
+            log.error("appending to %s-%d failed: %s", TOPIC, p, e)
+            raise KafkaError(Errors.COORDINATOR_NOT_AVAILABLE, "the transaction log refused the append") from e
+        self.broker.notify_append(TOPIC, p)
+        self.coordinator.replay(m.transactional_id, None if tombstone else m)
+
+    def _complete(self, m: TxnMetadata) -> TxnMetadata:
+        """Markers to every partition of a PREPARE_* transaction, then COMPLETE_*."""
+        commit = m.state == TxnState.PREPARE_COMMIT
+        now = self.now()
+        groups = self.broker.groups
+        for topic, p in sorted(m.partitions):
+            plog = self.broker.storage.logs.get(topic, p)
+            if plog is None:
+                continue  # the topic was deleted meanwhile
+            marker = build_control_batch(m.producer_id, m.producer_epoch, commit, COORDINATOR_EPOCH,
+                                         0, now)
+            try:
+                plog.append(bytearray(marker), leader_epoch=self.broker.leader_epoch)
+            except KafkaError as e:
+                log.warning("marker for %s to %s-%d refused: %s", m.transactional_id, topic, p, e)
+                continue
+            self.broker.notify_append(topic, p)
+            if topic == OFFSETS_TOPIC and groups is not None:
+                groups.txn_offsets.complete(m.producer_id, p, commit, groups.coordinator.load)
+        done = self.coordinator.completed(m, now)
+        self._write(done)
+        return done
+
+    # ---- operations (handlers call these; KafkaError is the answer)
+
+    def init_producer_id(self, txn_id: str, timeout_ms: int, producer_id: int,
+                         epoch: int) -> tuple[int, int]:
+        if not txn_id:
+            raise KafkaError(Errors.INVALID_REQUEST, "empty transactional id")
+        abort, m = self.coordinator.init_producer_id(
+            txn_id, timeout_ms, producer_id, epoch, self.now(), self.broker.producer_ids.next_id)
+        if abort is not None:
+            log.info("fencing %s: aborting its open transaction", txn_id)
+            self._write(abort)
+            self._complete(abort)
+        self._write(m)
+        return m.producer_id, m.producer_epoch
+
+    def add_partitions(self, txn_id: str, producer_id: int, epoch: int,
+                       partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """Error code per partition (Kafka: one unknown partition fails the whole request)."""
+        unknown = {tp for tp in partitions
+                   if not 0 <= tp[1] < self.broker.partition_count(tp[0])}
+        if unknown:
+            return {tp: Errors.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown
+                    else Errors.OPERATION_NOT_ATTEMPTED for tp in partitions}
+        try:
+            m = self.coordinator.add_partitions(txn_id, producer_id, epoch, set(partitions),
+                                                self.now())
+            if m is not None:
+                self._write(m)
+        except KafkaError as e:
+            return {tp: e.code for tp in partitions}
+        return {tp: 0 for tp in partitions}
+
+    def add_offsets(self, txn_id: str, producer_id: int, epoch: int, group_id: str) -> None:
+        groups = self.broker.groups
+        groups.ensure_topic()
+        p = partition_for(group_id, groups.num_partitions)
+        code = self.add_partitions(txn_id, producer_id, epoch, [(OFFSETS_TOPIC, p)])[(OFFSETS_TOPIC, p)]
+        if code:
+            raise KafkaError(code)
+
+    def end_txn(self, txn_id: str, producer_id: int, epoch: int, commit: bool) -> None:
+        m = self.coordinator.end_txn(txn_id, producer_id, epoch, commit, self.now())
+        if m is not None:
+            self._write(m)
+            self._complete(m)
+
+    def txn_offset_commit(self, txn_id: str, group_id: str, producer_id: int, epoch: int,
+                          generation: int, member_id: str, instance: str | None,
+                          offsets: list[tuple[str, int, int, int, str | None]]) -> int:
+        """Append the offsets as a transactional batch; pending until the marker. Error code."""
+        m = self.coordinator.txns.get(txn_id)
+        if m is None or m.producer_id != producer_id:
+            return Errors.INVALID_PRODUCER_ID_MAPPING
+        if m.producer_epoch != epoch:
+            return Errors.PRODUCER_FENCED
+        groups = self.broker.groups
+        coord = groups.coordinator
+        if generation >= 0 or member_id or instance is not None:
+            code = _check_commit(coord, group_id, generation, member_id, instance)
+            if code:
+                return code
+        elif not group_id:
+            return Errors.INVALID_GROUP_ID
+        groups.ensure_topic()
+        p = partition_for(group_id, groups.num_partitions)
+        if (OFFSETS_TOPIC, p) not in m.partitions or m.state != TxnState.ONGOING:
+            return Errors.INVALID_TXN_STATE
+        now = self.now()
+        b = BatchBuilder(producer_id=producer_id, producer_epoch=epoch, is_transactional=True)
+        records = []
+        for topic, partition, offset, leader_epoch, metadata in offsets:
+            rec, _, _ = OffsetStore.commit_record(
+                group_id, topic, partition, CommittedOffset(offset, leader_epoch, metadata or "", now))
+            b.append(rec.key, rec.value, timestamp=now)
+            records.append((rec.key, rec.value))
+        if not records:
+            return 0
+        try:
+            self.broker.get_log(OFFSETS_TOPIC, p).append(bytearray(b.build()),
+                                                         leader_epoch=self.broker.leader_epoch)
+        except KafkaError as e:
+            return Errors.PRODUCER_FENCED if e.code == Errors.INVALID_PRODUCER_EPOCH else e.code
+        self.broker.notify_append(OFFSETS_TOPIC, p)
+        for key, value in records:
+            groups.txn_offsets.add(producer_id, p, key, value)
+        return 0
+
+    # ---- timers
+
+    def abort_timed_out(self) -> int:
+        todo = self.coordinator.timed_out(self.now())
+        for m in todo:
+            log.info("aborting %s: open longer than %d ms", m.transactional_id, m.timeout_ms)
+            try:
+                self._write(m)
+                self._complete(m)
+            except KafkaError:
+                log.exception("aborting %s failed", m.transactional_id)
+        return len(todo)
+
+    def expire_ids(self) -> int:
+        ids = self.coordinator.expired(self.now(), self._cfg("transactional.id.expiration.ms"))
+        for txn_id in ids:
+            self._write(self.coordinator.txns[txn_id], tombstone=True)
+        return len(ids)
+
+    def expire_producers(self) -> int:
+        now, ms = self.now(), self._cfg("producer.id.expiration.ms")
+        return sum(plog.expire_producers(now, ms) for plog in self.broker.logs.logs().values())
+
+    async def _timer_loop(self) -> None:
+        jobs = [
+            (self.abort_timed_out, "transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+            (self.expire_ids, "transaction.remove.expired.transaction.cleanup.interval.ms"),
+            (self.expire_producers, "producer.id.expiration.check.interval.ms"),
+        ]
+        due = {fn: self.now() + self._cfg(key) for fn, key in jobs}
+        while True:
+            await asyncio.sleep(max(0.0, (min(due.values()) - self.now()) / 1000.0))
+            for fn, key in jobs:
+                if due[fn] <= self.now():
+                    try:
+                        fn()
+                    except Exception:
+                        log.exception("transaction timer %s failed", fn.__name__)
+                    due[fn] = self.now() + self._cfg(key)
+
+
+def _b(v) -> bytes | None:
+    return None if v is None else bytes(v)
