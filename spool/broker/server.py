@@ -26,6 +26,7 @@ import logging
 import os
 import socket
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
@@ -85,9 +86,10 @@ class Connection:
         self.host = peer[0] if peer else ""
         self.last_active = time.monotonic()
         self.closed = False
-        self._queue: asyncio.Queue[asyncio.Future | None] = asyncio.Queue(
-            maxsize=server.max_queued
-        )
+        # Handler tasks in request order; None marks the end of the requests.
+        self._pending: deque[asyncio.Future | None] = deque()
+        self._queued = asyncio.Event()
+        self._room = asyncio.Semaphore(server.max_queued)
         self._loop = asyncio.get_running_loop()
 
     async def run(self) -> None:
@@ -95,7 +97,7 @@ class Connection:
         try:
             await self._read_loop()
         finally:
-            await self._queue.put(None)
+            self._enqueue(None)
             with contextlib.suppress(Exception):
                 await writer
             self._close_socket()
@@ -124,33 +126,60 @@ class Connection:
                     return
                 if frame is None:
                     break
-                task = loop.create_task(dispatch(self, bytearray(frame)))
-                await self._queue.put(task)
+                await self._room.acquire()  # backpressure: too many requests in flight
+                self._enqueue(loop.create_task(dispatch(self, bytearray(frame))))
                 if self.closed:
                     return
 
+    def _enqueue(self, task: asyncio.Future | None) -> None:
+        self._pending.append(task)
+        self._queued.set()
+
+    @property
+    def idle(self) -> bool:
+        return not self._pending
+
+    async def _next(self) -> asyncio.Future | None:
+        while not self._pending:
+            self._queued.clear()
+            await self._queued.wait()
+        task = self._pending.popleft()
+        if task is not None:
+            self._room.release()
+        return task
+
     async def _write_loop(self) -> None:
+        """Await responses in request order; those already finished go out in one send."""
+        pending = self._pending
         while True:
-            task = await self._queue.get()
+            task = await self._next()
+            out: list = []
+            while task is not None:
+                try:
+                    chunks = await task
+                except CloseConnection:
+                    chunks, task = None, None
+                    self.closed = True
+                except Exception:
+                    log.exception("handler failed for %s; closing the connection", self.peer)
+                    chunks, task = None, None
+                    self.closed = True
+                if chunks:
+                    out.extend(chunks)
+                if task is None or not pending or pending[0] is None or not pending[0].done():
+                    break
+                task = await self._next()
+            if out:
+                try:
+                    await self._send(out)
+                except (ConnectionError, OSError):
+                    self.close()
+                    return
+                self.last_active = time.monotonic()
             if task is None:
+                if self.closed:
+                    self.close()
                 return
-            try:
-                chunks = await task
-            except CloseConnection:
-                self.close()
-                return
-            except Exception:
-                log.exception("handler failed for %s; closing the connection", self.peer)
-                self.close()
-                return
-            if chunks is None:
-                continue
-            try:
-                await self._send(chunks)
-            except (ConnectionError, OSError):
-                self.close()
-                return
-            self.last_active = time.monotonic()
 
     async def _send(self, chunks: list) -> None:
         loop = self._loop
@@ -273,7 +302,7 @@ class Server:
             await asyncio.sleep(min(10.0, max(0.5, self.idle_timeout_s / 4)))
             deadline = time.monotonic() - self.idle_timeout_s
             for conn in list(self.connections):
-                if conn.last_active < deadline and conn._queue.empty():
+                if conn.last_active < deadline and conn.idle:
                     log.info("closing idle connection %s", conn.peer)
                     conn.close()
 
