@@ -22,6 +22,11 @@ after everything it reports is in the log:
   every ``transaction.abort.timed.out.transaction.cleanup.interval.ms``;
   completed ids idle for ``transactional.id.expiration.ms`` are tombstoned;
   partitions forget producers idle for ``producer.id.expiration.ms``.
+
+Crash testing: ``SPOOL_CRASH_POINT=txn-after-prepare`` (or
+``txn-after-first-marker``) makes the process SIGKILL itself at that point
+of the next commit or abort, so tests can kill the broker exactly in the
+middle of a transaction's completion.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import signal
 from typing import Any
 
 from spool.coordinator import partition_for
@@ -50,6 +57,12 @@ log = logging.getLogger("spool.transactions")
 TOPIC = "__transaction_state"
 OFFSETS_TOPIC = "__consumer_offsets"
 COORDINATOR_EPOCH = 0
+CRASH_POINT = os.environ.get("SPOOL_CRASH_POINT", "")
+
+
+def _crash_point(name: str) -> None:
+    if CRASH_POINT == name:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 class TransactionRuntime:
@@ -127,6 +140,7 @@ class TransactionRuntime:
         commit = m.state == TxnState.PREPARE_COMMIT
         now = self.now()
         groups = self.broker.groups
+        _crash_point("txn-after-prepare")
         for topic, p in sorted(m.partitions):
             plog = self.broker.storage.logs.get(topic, p)
             if plog is None:
@@ -139,6 +153,7 @@ class TransactionRuntime:
                 log.warning("marker for %s to %s-%d refused: %s", m.transactional_id, topic, p, e)
                 continue
             self.broker.notify_append(topic, p)
+            _crash_point("txn-after-first-marker")
             if topic == OFFSETS_TOPIC and groups is not None:
                 groups.txn_offsets.complete(m.producer_id, p, commit, groups.coordinator.load)
         done = self.coordinator.completed(m, now)

@@ -1,0 +1,48 @@
+"""A consume-transform-produce processor (exactly-once): run as a subprocess, kill -9 it.
+
+``python -m tests.helpers.eos_processor BOOTSTRAP INPUT OUTPUT GROUP TXN_ID`` reads
+``INPUT`` with read_committed in group GROUP (static member: a restarted
+instance takes the old one's place at once), and for each poll writes
+``b"T:" + value`` to ``OUTPUT`` and commits the input offsets in the same
+transaction (``send_offsets_to_transaction``). Runs until killed (exits 1 if a transaction fails); prints
+``ready`` once its first transaction committed.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from confluent_kafka import Consumer, KafkaException, Producer
+
+
+def main(bootstrap: str, source: str, sink: str, group: str, txn_id: str) -> None:
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap, "group.id": group, "group.instance.id": f"{group}-1",
+        "isolation.level": "read_committed", "enable.auto.commit": False,
+        "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
+    })
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id,
+                         "linger.ms": 5})
+    producer.init_transactions(30)
+    consumer.subscribe([source])
+    announced = False
+    while True:
+        msgs = [m for m in consumer.consume(200, 0.5) if m.error() is None]
+        if not msgs:
+            continue
+        producer.begin_transaction()
+        for m in msgs:
+            producer.produce(sink, key=m.key(), value=b"T:" + m.value())
+        try:
+            producer.send_offsets_to_transaction(consumer.position(consumer.assignment()),
+                                                 consumer.consumer_group_metadata(), 30)
+            producer.commit_transaction(30)
+        except KafkaException:
+            sys.exit(1)  # a rebalance or fencing: the caller restarts us from committed offsets
+        if not announced:
+            print("ready", flush=True)
+            announced = True
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:6])
