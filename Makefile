@@ -33,7 +33,9 @@ bench: .venv
 	$(BIN)/python -m bench.codec
 	$(BIN)/python -m bench.records
 	$(BIN)/python -m bench.storage
+	$(BIN)/python -m bench.cleaner
 	$(BIN)/python -m bench.broker
+	$(BIN)/python -m bench.spark
 	$(BIN)/python -m bench.compare
 
 clean:
