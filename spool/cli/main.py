@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from spool.cli import configs, consume, dump_log, groups, produce, topics
+from spool.cli import configs, consume, dump_log, groups, produce, topics, transactions
 
 app = typer.Typer(
     name="spool",
@@ -58,6 +58,7 @@ def version() -> None:
 app.add_typer(topics.app, name="topics")
 app.add_typer(configs.app, name="configs")
 app.add_typer(groups.app, name="groups")
+app.add_typer(transactions.app, name="transactions")
 app.command("produce")(produce.produce)
 app.command("consume")(consume.consume)
 app.command("dump-log")(dump_log.dump_log_command)
