@@ -6,7 +6,8 @@ Workloads (issue "Performance"): (a) produce 1,000,000 x 100 B, one
 partition; (b) 200,000 x 1 KiB; (c) both on 6 partitions; (d) consume each
 back; (e) produce latency p50/p99 at 10,000 records/s; (f) end-to-end
 latency at that rate. Both brokers run for the whole benchmark and take
-turns within each run, so the machine's noise falls on both. Reported:
+turns within each run, so the machine's noise falls on both; every run
+starts after ``sync()``, so one run's writeback does not slow the next. Reported:
 records/s and MB/s (median of the runs, with min and max), broker CPU
 seconds per workload and peak RSS, the client's enqueue-only ceiling, and
 the physical limits (sequential write, file-to-loopback-socket, raw fetch).
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -50,6 +52,7 @@ def pct(values: list[float], q: float) -> float:
 def throughput_run(b: Running, partitions: int, records: int, size: int, tag: str,
                    raw_fetch: bool) -> dict[str, float]:
     topic = f"bench-{tag}-{time.time_ns()}"
+    os.sync()  # start every run with no dirty pages left over from the previous one
     workloads.create_topic(b.bootstrap, topic, partitions)
     cpu0, _ = usage(b.pid)
     p_s = workloads.produce(b.bootstrap, topic, records, size)
