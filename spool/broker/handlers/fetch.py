@@ -8,13 +8,15 @@ Limits: ``partition_max_bytes`` per partition and ``max_bytes`` overall,
 except that the first non-empty partition always gets at least one whole
 batch (KIP-74) so a batch larger than the limits never stalls a consumer.
 If fewer than ``min_bytes`` are ready the request waits (a delayed
-operation) until an append to one of its partitions or ``max_wait_ms``.
+operation): each append to one of its partitions makes it look again, and
+it answers once ``min_bytes`` are there or ``max_wait_ms`` has passed.
 Fetch sessions (KIP-227) are not kept: ``session_id`` 0 tells clients to
 send full requests.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 
 from spool.broker.registry import handles
@@ -97,10 +99,15 @@ async def fetch(ctx, req: FetchRequest) -> FetchResponse:
     broker = ctx.broker
     version = ctx.api_version
     topics, total, any_error = _read_all(broker, req, version)
-    if total < req.min_bytes and req.max_wait_ms > 0 and not any_error:
-        keys = [(t.topic, p.partition) for t in req.topics for p in t.partitions]
-        if keys:
-            await broker.wait_for_append(keys, req.max_wait_ms / 1000.0)
-            _release(topics)
-            topics, total, any_error = _read_all(broker, req, version)
+    keys = [(t.topic, p.partition) for t in req.topics for p in t.partitions]
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + req.max_wait_ms / 1000.0
+    while total < req.min_bytes and not any_error and keys:
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            break
+        # a delayed fetch: wait for an append to one of its partitions, then look again
+        await broker.wait_for_append(keys, remaining)
+        _release(topics)
+        topics, total, any_error = _read_all(broker, req, version)
     return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=topics)
