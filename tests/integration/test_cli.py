@@ -20,49 +20,11 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.murmur2 import partition_for as partition_of
+
 pytestmark = pytest.mark.timeout(120)
 
 SPOOL = [sys.executable, "-m", "spool.cli.main"]
-
-
-def murmur2(data: bytes) -> int:
-    """Kafka's murmur2 (``Utils.murmur2``) as an unsigned 32-bit int."""
-    m, r = 0x5BD1E995, 24
-    h = (0x9747B28C ^ len(data)) & 0xFFFFFFFF
-    tail = len(data) & ~3
-    for i in range(0, tail, 4):
-        k = (int.from_bytes(data[i : i + 4], "little") * m) & 0xFFFFFFFF
-        k ^= k >> r
-        k = (k * m) & 0xFFFFFFFF
-        h = ((h * m) & 0xFFFFFFFF) ^ k
-    extra = len(data) & 3
-    if extra >= 3:
-        h ^= data[tail + 2] << 16
-    if extra >= 2:
-        h ^= data[tail + 1] << 8
-    if extra >= 1:
-        h ^= data[tail]
-        h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 13
-    h = (h * m) & 0xFFFFFFFF
-    return h ^ (h >> 15)
-
-
-def partition_of(key: bytes, n: int) -> int:
-    return (murmur2(key) & 0x7FFFFFFF) % n
-
-
-def test_murmur2_matches_kafka_vectors() -> None:
-    # From Kafka's UtilsTest.testMurmur2 (Java ints, signed).
-    vectors = {
-        b"21": -973932308,
-        b"foobar": -790332482,
-        b"a-little-bit-long-string": -985981536,
-        b"a-little-bit-longer-string": -1486304829,
-        b"abc": 479470107,
-    }
-    for data, want in vectors.items():
-        assert murmur2(data) == want & 0xFFFFFFFF, data
 
 
 def spool(
