@@ -126,6 +126,39 @@ def iter_records(
     return decode_records(h, data)
 
 
+MIN_RECORD_SIZE = 7  # length varint (1) + attributes, timestamp, offset, key, value, headers
+
+
+def check_record_count(buf: Buffer, pos: int, h: BatchHeader) -> None:
+    """Produce policy for an uncompressed batch at ``pos``: its records block holds
+    exactly ``recordsCount`` records (walking only their length varints), as Kafka's
+    record iterator does; INVALID_RECORD otherwise (a 70-byte batch claiming 2**31-1
+    records must not move the log end offset by 2**31)."""
+    end = pos + h.size
+    pos += HEADER_SIZE
+    count = h.records_count
+    if count < 0 or count * MIN_RECORD_SIZE > end - pos:
+        raise KafkaError(Errors.INVALID_RECORD,
+                         f"recordsCount {count} does not fit in {end - pos} bytes of records")
+    try:
+        for _ in range(count):
+            b = buf[pos]
+            if b < 0x80:
+                n, pos = (b >> 1) ^ -(b & 1), pos + 1
+            else:
+                n, pos = read_varint(buf, pos)
+            if n < MIN_RECORD_SIZE - 1 or pos + n > end:
+                raise KafkaError(Errors.INVALID_RECORD,
+                                 "Incorrect declared batch size, premature EOF reached")
+            pos += n
+    except IndexError:
+        raise KafkaError(Errors.INVALID_RECORD,
+                         "Incorrect declared batch size, premature EOF reached") from None
+    if pos != end:
+        raise KafkaError(Errors.INVALID_RECORD,
+                         "Incorrect declared batch size, records still remaining in file")
+
+
 def decode_records(h: BatchHeader, data: bytes) -> Iterator[Record]:
     """Yield the records of an already checked, inflated records block ``data`` (bytes)."""
     base_offset = h.base_offset

@@ -184,3 +184,32 @@ def test_invalid_topic_names_in_metadata(fresh_broker):
     assert codes["bad/name"] == Errors.INVALID_TOPIC_EXCEPTION
     assert codes["__consumer_offsets"] == Errors.UNKNOWN_TOPIC_OR_PARTITION
     c.close()
+
+
+def _recount(good: bytes, count: int) -> bytes:
+    """``good`` claiming ``count`` records (lastOffsetDelta = count - 1), CRC recomputed."""
+    from spool.records.batch import compute_crc
+
+    b = bytearray(good)
+    struct.pack_into(">i", b, 23, count - 1)
+    struct.pack_into(">i", b, 57, count)
+    struct.pack_into(">I", b, 17, compute_crc(b, 0, len(b)))
+    return bytes(b)
+
+
+def test_record_count_must_match_the_records_present(broker, topic):
+    c = RawClient(broker.bootstrap)
+    try:
+        good = batch(1)
+        huge = _recount(good, 0x7FFFFFFF)
+        assert len(huge) < 80
+        assert produce(c, topic, huge).error_code == Errors.INVALID_RECORD
+        three = batch(3)
+        assert produce(c, topic, _recount(three, 2)).error_code == Errors.INVALID_RECORD
+        assert produce(c, topic, _recount(three, 4)).error_code == Errors.INVALID_RECORD
+        ok = produce(c, topic, three)
+        assert ok.error_code == 0 and ok.base_offset == 10  # the log end did not move
+    finally:
+        c.close()
+    assert stored_values(broker.bootstrap, topic)[:13] == (
+        [b"stored-%d" % i for i in range(10)] + [b"v0", b"v1", b"v2"])

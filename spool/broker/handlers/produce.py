@@ -4,7 +4,11 @@ Advertised from v0 (old librdkafka stops compressing otherwise) but served
 from v3: a v0-2 request gets UNSUPPORTED_VERSION for every partition, as
 Kafka 4 does. Bad records never drop the connection: each partition gets
 its own error code (CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE,
-UNSUPPORTED_FOR_MESSAGE_FORMAT, INVALID_TIMESTAMP...). acks=0 gets no
+UNSUPPORTED_FOR_MESSAGE_FORMAT, INVALID_TIMESTAMP...). As Kafka: lastOffsetDelta
+must be recordsCount - 1, and an uncompressed batch must hold exactly
+recordsCount records (INVALID_RECORD); a compressed batch is counted when it is
+inflated anyway (a compacted topic's key check), where a mismatch is
+CORRUPT_MESSAGE. acks=0 gets no
 response at all. On a single node acks=all is acks=1: the in-sync replica
 set is the leader alone.
 """
@@ -21,6 +25,7 @@ from spool.protocol._generated.produce_response import (
 )
 from spool.protocol.errors import Errors, KafkaError
 from spool.records.batch import validate_batch
+from spool.records.record import check_record_count
 from spool.storage.cleaner import check_keys
 
 log = logging.getLogger("spool.produce")
@@ -50,6 +55,8 @@ def append_partition(broker, topic: str, partition: int, records, now_ms: int) -
             raise KafkaError(
                 Errors.INVALID_RECORD, "a produce request must carry exactly one record batch per partition"
             )
+        if header.compression == 0:
+            check_record_count(records, 0, header)
         if header.producer_id >= 0 and header.base_sequence < 0:
             raise KafkaError(Errors.INVALID_RECORD, "a batch with a producer id needs a sequence")
         _check_timestamp(cfg, header.max_timestamp, now_ms)
