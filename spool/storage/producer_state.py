@@ -38,6 +38,16 @@ below the log end offset (later ones are deleted), then the log from there.
 
 Expiry: a producer without an open transaction whose last batch timestamp
 is ``producer.id.expiration.ms`` old is forgotten (``remove_expired``).
+Bound: at most ``max_producers`` (``MAX_PRODUCERS``, 4096) producers are
+kept per partition, so a flood of fresh producer ids cannot grow memory
+without limit between expiry runs: beyond it, the least recently appending
+producers without an open transaction are forgotten at once (the dict is
+kept in least-recently-updated order). A forgotten producer that writes again
+with a sequence other than 0 gets UNKNOWN_PRODUCER_ID, which clients since
+KIP-360 answer by bumping their epoch; only its duplicate detection for a
+retry older than 4096 other producers' writes is lost. Producers with an
+open transaction are never evicted (they are bounded by the transaction
+coordinator's producers, and their LSO must hold).
 Concurrency: owned by one ``PartitionLog``; called under its lock.
 """
 
@@ -60,6 +70,7 @@ MAX_CACHED_BATCHES = 5
 SNAPSHOT_SUFFIX = ".snapshot"
 SNAPSHOT_VERSION = 1
 KEEP_SNAPSHOTS = 2
+MAX_PRODUCERS = 4096
 
 _HEAD = struct.Struct(">hIi")
 _ENTRY = struct.Struct(">qhiqqb")
@@ -88,8 +99,10 @@ def snapshot_name(offset: int) -> str:
 class ProducerStateManager:
     """The producer state of one partition (see the module docstring)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, max_producers: int = MAX_PRODUCERS) -> None:
         self.dir = directory
+        self.max_producers = max_producers
+        # least recently updated first: update() moves a producer to the end
         self.producers: dict[int, ProducerEntry] = {}
         self._open: dict[int, int] = {}  # producer id -> first offset of its open transaction
 
@@ -137,9 +150,12 @@ class ProducerStateManager:
         """Apply an appended batch (``h`` carries its final offsets); ``control_type`` is the
         marker type of a control batch. Returns the aborted transaction an ABORT closes."""
         pid = h.producer_id
-        e = self.producers.get(pid)
+        e = self.producers.pop(pid, None)
         if e is None:
-            e = self.producers[pid] = ProducerEntry(pid)
+            e = ProducerEntry(pid)
+        self.producers[pid] = e
+        if len(self.producers) > self.max_producers:
+            self._evict_idle(keep=pid)
         if h.producer_epoch > e.epoch:
             e.epoch = h.producer_epoch
             e.batches.clear()
@@ -177,6 +193,20 @@ class ProducerStateManager:
         for pid in doomed:
             del self.producers[pid]
         return len(doomed)
+
+    def _evict_idle(self, keep: int) -> None:
+        """Forget the least recently updated producers without an open transaction until
+        at most ``max_producers`` remain (or only transactional ones are left)."""
+        excess = len(self.producers) - self.max_producers
+        doomed = []
+        for pid, e in self.producers.items():
+            if excess <= 0:
+                break
+            if e.txn_first_offset < 0 and pid != keep:
+                doomed.append(pid)
+                excess -= 1
+        for pid in doomed:
+            del self.producers[pid]
 
     def clear(self) -> None:
         self.producers.clear()

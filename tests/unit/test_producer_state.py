@@ -150,3 +150,28 @@ def test_idle_producers_expire(tmp_path):
     assert log.expire_producers(T0 + 1000, 1000) == 1  # 8 has an open transaction
     assert code_of(lambda: log.append(batch(7, 0, 2))) == Errors.UNKNOWN_PRODUCER_ID
     log.append(batch(7, 0, 0))
+
+
+def test_a_flood_of_fresh_producer_ids_is_bounded(tmp_path):
+    log = open_log(tmp_path)
+    log.producers.max_producers = 50
+    log.append(batch(1, 0, 0, txn=True))  # an open transaction is never evicted
+    for pid in range(100, 200):
+        log.append(batch(pid, 0, 0))
+    assert set(log.producers.producers) == {1, *range(151, 200)}
+    log.append(batch(160, 0, 2))  # writing again makes it the most recent
+    for pid in range(300, 320):
+        log.append(batch(pid, 0, 0))
+    state = log.producers.producers
+    assert len(state) == 50
+    assert set(state) == {1, 160, *range(172, 200), *range(300, 320)}
+    assert log.last_stable_offset == 0
+    # the evicted producer is unknown again; the kept one still detects its duplicate
+    assert code_of(lambda: log.append(batch(100, 0, 2))) == Errors.UNKNOWN_PRODUCER_ID
+    dup = log.append(batch(160, 0, 2))
+    assert dup.num_records == 0
+    log.close()
+    reopened = open_log(tmp_path)
+    reopened.producers.max_producers = 50
+    assert set(reopened.producers.producers) == set(state)
+    reopened.close()
