@@ -77,6 +77,9 @@ def broker_entries(
             value, source = static_broker[name], ConfigSource.STATIC_BROKER_CONFIG
         elif scale == 1:
             value, source = format_value(key, key.default), ConfigSource.DEFAULT_CONFIG
+        elif scale == max(s.scale for s in key.synonyms) and key.default % scale == 0:
+            # Kafka's default sits on the coarsest unit: log.retention.hours=168.
+            value, source = str(key.default // scale), ConfigSource.DEFAULT_CONFIG
         else:
             value, source = None, ConfigSource.DEFAULT_CONFIG
         entries[name] = ConfigEntry(name, value, source, key.type, False, key.doc)

@@ -162,5 +162,8 @@ def test_broker_configs_describe(broker):
     res = ConfigResource("broker", "0")
     cfg = admin.describe_configs([res])[res].result(10)
     assert cfg["num.partitions"].value == "1"
-    assert cfg["log.retention.hours"].value is None or cfg["log.retention.hours"].value
+    # Kafka's defaults: the hours key carries 168, the finer unit is unset.
+    assert cfg["log.retention.hours"].value == "168"
+    assert cfg["log.retention.minutes"].value is None
+    assert cfg["log.roll.hours"].value == "168"
     assert "log.segment.bytes" in cfg and "listeners" in cfg
