@@ -7,8 +7,8 @@ several kills and a final ``availableNow`` run, ``counts`` read with
 read_committed must hold every closed window exactly once with the count
 computed directly from ``events``.
 
-Skipped until the broker supports transactions (ApiVersions advertises
-InitProducerId, AddPartitionsToTxn and EndTxn); it runs by itself then.
+Transactions are required of the broker: no capability check, so a broker
+that stops advertising them fails this test instead of skipping it.
 """
 
 from __future__ import annotations
@@ -24,23 +24,10 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
-pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[spark]')")
-
-from spool.spark.capabilities import missing_transaction_apis  # noqa: E402
-from tests.spark.conftest import consume_all, create_topic, produce  # noqa: E402
+from tests.spark.conftest import consume_all, create_topic, produce
 
 T0 = 1_800_000_000_000
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def transactional_broker(broker):
-    missing = missing_transaction_apis(broker.bootstrap)
-    if missing:
-        pytest.skip(f"broker does not support transactions (no {', '.join(missing)})")
-    return broker
 
 
 def job(bootstrap: str, src: str, dst: str, checkpoint: Path, scratch: Path, trigger: str,
@@ -66,8 +53,8 @@ def kill_tree(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def test_kill_9_driver_repeatedly_leaves_every_count_exactly_once(transactional_broker, topic_name, tmp_path):
-    bootstrap = transactional_broker.bootstrap
+def test_kill_9_driver_repeatedly_leaves_every_count_exactly_once(broker, topic_name, tmp_path):
+    bootstrap = broker.bootstrap
     src, dst = topic_name + "-events", topic_name + "-counts"
     create_topic(bootstrap, src, 3)
     create_topic(bootstrap, dst, 2)

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[spark]')")
-
-from examples.as_of import as_of  # noqa: E402
-from examples.replay_to_parquet import replay  # noqa: E402
-from examples.windowed_aggregates import start  # noqa: E402
-from tests.spark.conftest import consume_all, create_topic, produce  # noqa: E402
+from examples.as_of import as_of
+from examples.replay_to_parquet import replay
+from examples.windowed_aggregates import start
+from tests.spark.conftest import consume_all, create_topic, produce
 
 T0 = 1_800_000_000_000  # a minute boundary (ms)
 

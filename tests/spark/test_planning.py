@@ -6,12 +6,10 @@ import json
 
 import pytest
 
-pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[spark]')")
-
-from spool.spark.cluster import from_json, to_json  # noqa: E402
-from spool.spark.options import parse_options  # noqa: E402
-from spool.spark.ranges import plan  # noqa: E402
-from spool.spark.stream_reader import rate_limit  # noqa: E402
+from spool.spark.cluster import from_json, to_json
+from spool.spark.options import parse_options
+from spool.spark.ranges import plan
+from spool.spark.stream_reader import rate_limit
 
 BS = {"kafka.bootstrap.servers": "127.0.0.1:1"}
 

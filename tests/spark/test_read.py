@@ -7,9 +7,7 @@ import json
 
 import pytest
 
-pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[spark]')")
-
-from tests.spark.conftest import create_topic, produce  # noqa: E402
+from tests.spark.conftest import create_topic, produce
 
 BASE_TS = 1_700_000_000_000
 

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient, NewPartitions
 
-pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[spark]')")
-
-from confluent_kafka import TopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewPartitions  # noqa: E402
-
-from tests.spark.conftest import create_topic, produce  # noqa: E402
+from tests.spark.conftest import create_topic, produce
 
 
 def run_available_now(spark, bootstrap, checkpoint, **opts) -> list[list[tuple]]:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import socket
+import struct
+import threading
+
 import pytest
 
-pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[spark]')")
-
-from spool.spark.capabilities import supports_transactions  # noqa: E402
-from tests.helpers.murmur2 import murmur2  # noqa: E402
-from tests.spark.conftest import consume_all, create_topic, produce  # noqa: E402
+from spool.protocol._generated import ApiVersionsResponse
+from spool.protocol._generated.api_versions_response import ApiVersion
+from tests.helpers.murmur2 import murmur2
+from tests.spark.conftest import consume_all, create_topic, produce
 
 HEADERS = "array<struct<key: string, value: binary>>"
 
@@ -99,9 +102,70 @@ def test_streaming_at_least_once_copy(spark, broker, topic_name, tmp_path):
 
 
 def test_exactly_once_is_refused_without_broker_transactions(spark, broker, topic_name, tmp_path):
-    if supports_transactions(broker.bootstrap):
-        pytest.skip("the broker supports transactions: the exactly-once sink runs (test_exactly_once)")
+    """A sink broker that advertises no transaction APIs: the exactly-once sink refuses.
+
+    Spool always has transactions, so the sink's bootstrap is a stand-in that
+    answers ApiVersions (the only request the refusal makes) without them.
+    """
     create_topic(broker.bootstrap, topic_name, 1)
     produce(broker.bootstrap, topic_name, [{"value": b"x"}])
-    with pytest.raises(Exception, match="deliveryGuarantee=at-least-once"):
-        _stream_copy(spark, broker.bootstrap, topic_name, topic_name + "-out", tmp_path / "cp", "exactly-once")
+    with NoTransactionsBroker() as sink_bootstrap:
+        q = (
+            spark.readStream.format("spool")
+            .option("kafka.bootstrap.servers", broker.bootstrap)
+            .option("subscribe", topic_name)
+            .option("startingOffsets", "earliest")
+            .load()
+            .selectExpr("key", "value")
+            .writeStream.format("spool")
+            .option("kafka.bootstrap.servers", sink_bootstrap)
+            .option("topic", topic_name + "-out")
+            .option("deliveryGuarantee", "exactly-once")
+            .option("checkpointLocation", str(tmp_path / "cp"))
+            .trigger(availableNow=True)
+        )
+        with pytest.raises(Exception) as e:
+            started = q.start()
+            started.awaitTermination(120)
+            raise RuntimeError(str(started.exception()))
+    assert (
+        f"deliveryGuarantee=exactly-once needs Kafka transactions, but the broker at "
+        f"{sink_bootstrap} does not support them (no InitProducerId, AddPartitionsToTxn, EndTxn); "
+        "set the option deliveryGuarantee=at-least-once to write without them"
+    ) in str(e.value)
+
+
+class NoTransactionsBroker:
+    """A stand-in broker that answers ApiVersions v0 with Produce, Fetch, ListOffsets,
+    Metadata and ApiVersions only (no InitProducerId, AddPartitionsToTxn, EndTxn)."""
+
+    APIS = ((0, 0, 9), (1, 0, 13), (2, 0, 7), (3, 0, 12), (18, 0, 3))
+
+    def __enter__(self) -> str:
+        self._srv = socket.create_server(("127.0.0.1", 0))
+        threading.Thread(target=self._serve, daemon=True).start()
+        return f"127.0.0.1:{self._srv.getsockname()[1]}"
+
+    def __exit__(self, *exc: object) -> None:
+        self._srv.close()
+
+    def _serve(self) -> None:
+        body = ApiVersionsResponse(
+            error_code=0, api_keys=[ApiVersion(api_key=k, min_version=lo, max_version=hi)
+                                    for k, lo, hi in self.APIS]
+        ).to_bytes(0)
+        while True:
+            try:
+                conn, _ = self._srv.accept()
+            except OSError:
+                return
+            with conn:
+                try:
+                    (size,) = struct.unpack(">i", conn.recv(4, socket.MSG_WAITALL))
+                    frame = conn.recv(size, socket.MSG_WAITALL)
+                    api_key, _, correlation_id = struct.unpack(">hhi", frame[:8])
+                    assert api_key == 18, api_key
+                    reply = struct.pack(">i", correlation_id) + body
+                    conn.sendall(struct.pack(">i", len(reply)) + reply)
+                except (OSError, struct.error, AssertionError):
+                    continue
