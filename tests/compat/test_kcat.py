@@ -5,7 +5,8 @@ build is a check on the ApiVersions table as much as on the data path:
 MsgVer2 needs Produce>=3 and Fetch>=4, zstd needs Produce>=7 and Fetch>=10,
 and gzip/snappy/lz4 stop being compressed (silently) when Produce is not
 advertised from v0. Topics are made with kafka-python's admin client; kcat
-itself only produces, consumes and lists. CI installs kcat with apt-get.
+itself only produces, consumes and lists. kcat is required: .ci/run installs it
+with apt-get and fails if it cannot; here a missing kcat fails, never skips.
 """
 
 from __future__ import annotations
@@ -23,8 +24,13 @@ from kafka.admin import KafkaAdminClient
 from tests.compat.expect import CODECS, check_stored_codec, now_ms
 
 KCAT = shutil.which("kcat")
-pytestmark = pytest.mark.skipif(
-    KCAT is None, reason="kcat is not installed (CI installs it: apt-get install kcat)")
+
+
+@pytest.fixture(autouse=True)
+def _kcat_is_required() -> None:
+    """kcat is required, not optional: a missing kcat fails every test here."""
+    assert KCAT is not None, "kcat is not installed: apt-get install kcat (.ci/run does)"
+
 
 PARTITIONS = 3
 RECORDS = 2000
