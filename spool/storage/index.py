@@ -16,29 +16,78 @@ caller scans batch headers forward from the position it returns. Keys are
 strictly increasing (offsets, positions, timestamps) so the first batch of a
 segment is never indexed (position 0 is implicit).
 
-Lifecycle: the active segment's indexes are mapped writable and
-preallocated to ``segment.index.bytes`` (a sparse file); when the segment
-rolls or closes they are trimmed to their entries. Inactive segments' indexes
-are opened read-only and lazily on first use. ``TimeIndex.is_full`` keeps one
-slot free for the entry written when the segment becomes inactive.
+Lifecycle: an index is held in memory, not mapped, and keeps no file
+descriptor open (an mmap in Python dups its descriptor, and a mapped sparse
+file turns a full disk into SIGBUS on a page fault). The active segment's
+index (``make_writable``) is a ``bytearray`` of its entries, capped at
+``segment.index.bytes``; its new entries reach the file on ``flush`` and
+``trim`` (the segment rolls or closes), which leaves the file exactly its
+entries. An inactive segment's index is read from its file on first use and
+kept in ``INDEX_CACHE``, an LRU bounded by bytes (``DEFAULT_CACHE_BYTES``);
+an evicted index is read again when next needed. ``TimeIndex.is_full``
+keeps one slot free for the entry written when the segment becomes inactive.
 
-Durability: entries go to the shared mapping (the page cache), so they
-survive a process crash; ``flush`` msyncs them. Indexes are caches: a
-missing one, or one that fails ``sanity_check``, is rebuilt from the log.
+Durability: the active index's entries are in the file after ``flush`` or
+``trim`` only; after a crash the loader rebuilds the indexes of every
+segment from the recovery point on, the active one included. Indexes are
+caches: a missing one, or one that fails ``sanity_check``, is rebuilt from
+the log, and a failed index write (a full disk) is logged and never fails
+an append: the file keeps a valid prefix of the entries or is rebuilt.
 Not thread-safe on their own; the owning ``PartitionLog`` serialises
-mutations, and lookups only see fully written entries.
+mutations; lookups see only fully written entries (``entries`` grows after
+the bytes are in place) and a loaded buffer is never mutated in place.
 """
 
 from __future__ import annotations
 
-import mmap
+import logging
 import os
 import struct
+import threading
+from collections import OrderedDict
 from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CACHE_BYTES = 64 << 20
 
 
 class CorruptIndexError(Exception):
     """An index file failed its sanity check; rebuild it from the log."""
+
+
+class IndexCache:
+    """LRU of the loaded read-only index buffers, bounded by their total bytes."""
+
+    def __init__(self, max_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._lru: OrderedDict[int, _Index] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def touch(self, idx: _Index, size: int) -> None:
+        """``idx`` was used (or loaded with ``size`` bytes): newest; evict beyond the bound."""
+        with self._lock:
+            key = id(idx)
+            if key in self._lru:
+                self._lru.move_to_end(key)
+                return
+            self._lru[key] = idx
+            self.bytes += size
+            while self.bytes > self.max_bytes and len(self._lru) > 1:
+                _, old = self._lru.popitem(last=False)
+                self.bytes -= old._drop_buffer()
+
+    def forget(self, idx: _Index) -> None:
+        with self._lock:
+            if self._lru.pop(id(idx), None) is not None:
+                self.bytes -= idx._drop_buffer()
+
+    def __len__(self) -> int:
+        return len(self._lru)
+
+
+INDEX_CACHE = IndexCache()
 
 
 class _Index:
@@ -51,67 +100,122 @@ class _Index:
         self.entries = 0
         self.writable = False
         self._last: tuple[int, int] | None = None
-        self._fd: int | None = None
-        self._mm: mmap.mmap | None = None
+        self._buf: bytes | bytearray | None = None  # None: not loaded (read-only) or evicted
+        self._persisted = 0  # entries known to be in the file (writable)
         self._max_entries = 0
+        self._file_lock = threading.Lock()
         self._open()
 
     # -- file handling -----------------------------------------------------------
 
     def _open(self) -> None:
+        """Read-only: learn the entry count from the file size; the bytes load lazily."""
         if not self.path.exists():
             self.path.touch()
         size = self.path.stat().st_size
         self.entries = size // self.ENTRY.size
         self._last = None
         self._max_entries = self.entries
-        if size:
-            self._fd = os.open(self.path, os.O_RDONLY)
-            self._mm = mmap.mmap(self._fd, size, access=mmap.ACCESS_READ)
+        self._buf = None
 
-    def _unmap(self) -> None:
-        if self._mm is not None:
-            self._mm.close()
-            self._mm = None
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+    def _read_file(self) -> bytes:
+        n = self.entries * self.ENTRY.size
+        if not n:
+            return b""
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            data = os.pread(fd, n, 0)
+        finally:
+            os.close(fd)
+        if len(data) < n:  # the file shrank under us: keep the whole entries that are left
+            self.entries = len(data) // self.ENTRY.size
+            data = data[: self.entries * self.ENTRY.size]
+        return data
+
+    def _buffer(self) -> bytes | bytearray:
+        """The entries' bytes, loading them (and registering in the cache) if needed."""
+        buf = self._buf
+        if buf is None:
+            buf = self._buf = self._read_file()
+            if buf:
+                INDEX_CACHE.touch(self, len(buf))
+        return buf
+
+    def _drop_buffer(self) -> int:
+        """Cache eviction: forget the loaded bytes (read-only only); returns their size."""
+        buf = self._buf
+        if buf is None or self.writable:
+            return 0 if buf is None else len(buf)
+        self._buf = None
+        return len(buf)
 
     def make_writable(self) -> None:
-        """Map read-write and preallocate to ``max_index_size`` (the active segment)."""
+        """Hold the entries in a growable buffer (the active segment)."""
         if self.writable:
             return
-        self._unmap()
+        data = bytes(self._buffer())
+        INDEX_CACHE.forget(self)
         n = self.ENTRY.size
-        length = max(self.max_index_size // n * n, (self.entries + 1) * n)
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        os.ftruncate(self._fd, length)
-        self._mm = mmap.mmap(self._fd, length, access=mmap.ACCESS_WRITE)
-        self._max_entries = length // n
+        self._buf = bytearray(data)
+        self._persisted = self.entries
+        self._max_entries = max(self.max_index_size // n, self.entries + 1)
         self.writable = True
 
+    def _write_out(self, *, truncate: bool, sync: bool = False) -> None:
+        """Write the entries not yet in the file (and cut the file to its entries)."""
+        with self._file_lock:
+            n = self.ENTRY.size
+            entries, persisted = self.entries, min(self._persisted, self.entries)
+            buf = self._buf
+            if buf is None or (persisted == entries and not truncate and not sync):
+                return
+            tail = bytes(buf[persisted * n : entries * n])
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
+                try:
+                    if tail:
+                        os.pwrite(fd, tail, persisted * n)
+                    if truncate:
+                        os.ftruncate(fd, entries * n)
+                    if sync:
+                        os.fsync(fd)
+                finally:
+                    os.close(fd)
+            except OSError as e:  # an index is a cache: the loader checks and rebuilds it
+                log.warning("%s: index write failed (%s); it will be rebuilt if damaged",
+                            self.path, e)
+                return
+            self._persisted = entries
+
     def trim(self, *, reopen: bool = True) -> None:
-        """Shrink the file to its entries and remap read-only (segment became inactive)."""
+        """Write the file as exactly its entries; read-only from now on (segment became inactive)."""
         if not self.writable:
             return
-        assert self._mm is not None and self._fd is not None
-        self._mm.flush()
-        self._mm.close()
-        self._mm = None
-        os.ftruncate(self._fd, self.entries * self.ENTRY.size)
-        os.close(self._fd)
-        self._fd = None
+        self._write_out(truncate=True)
+        data = bytes(self._buf or b"")
         self.writable = False
+        self._max_entries = self.entries
         if reopen:
-            self._open()
+            self._buf = data
+            if data:
+                INDEX_CACHE.touch(self, len(data))
+        else:
+            self._buf = None
 
     def flush(self) -> None:
-        if self.writable and self._mm is not None:
-            self._mm.flush()
+        if self.writable:
+            self._write_out(truncate=False, sync=True)
 
     def close(self) -> None:
         self.trim(reopen=False)
-        self._unmap()
+        INDEX_CACHE.forget(self)
+        self._buf = None
+
+    def discard(self) -> None:
+        """Drop the in-memory entries without writing them (what a kill -9 leaves; tests)."""
+        INDEX_CACHE.forget(self)
+        self._buf = None
+        self.writable = False
 
     def rename(self, path: Path) -> None:
         os.rename(self.path, path)
@@ -128,16 +232,16 @@ class _Index:
         return self.entries >= self.max_entries
 
     def entry(self, i: int) -> tuple[int, int]:
-        assert self._mm is not None
-        return self.ENTRY.unpack_from(self._mm, i * self.ENTRY.size)
+        return self.ENTRY.unpack_from(self._buffer(), i * self.ENTRY.size)
 
     def _write(self, a: int, b: int) -> None:
         if not self.writable:
             raise ValueError(f"index {self.path.name} is not writable")
         if self.entries >= self._max_entries:
             raise ValueError(f"index {self.path.name} is full")
-        assert self._mm is not None
-        self.ENTRY.pack_into(self._mm, self.entries * self.ENTRY.size, a, b)
+        buf = self._buf
+        assert isinstance(buf, bytearray)
+        buf += self.ENTRY.pack(a, b)
         self.entries += 1
         self._last = (a, b)
 
@@ -152,10 +256,16 @@ class _Index:
     def _floor(self, key_index: int, target: int, strict: bool = False) -> int:
         """Index of the last entry whose field ``key_index`` is <= target (< if strict); -1 if none."""
         lo, hi = 0, self.entries - 1
+        if hi < 0:
+            return -1
+        buf = self._buffer()
+        if not self.writable:
+            INDEX_CACHE.touch(self, len(buf))
+        unpack, n = self.ENTRY.unpack_from, self.ENTRY.size
         found = -1
         while lo <= hi:
             mid = (lo + hi) >> 1
-            k = self.entry(mid)[key_index]
+            k = unpack(buf, mid * n)[key_index]
             if k < target or (k == target and not strict):
                 found = mid
                 lo = mid + 1
@@ -167,30 +277,30 @@ class _Index:
         if n < self.entries:
             if not self.writable:
                 self.make_writable()
-            assert self._mm is not None
-            start = n * self.ENTRY.size
-            self._mm[start : self.entries * self.ENTRY.size] = bytes(
-                (self.entries - n) * self.ENTRY.size
-            )
+            buf = self._buf
+            assert isinstance(buf, bytearray)
             self.entries = n
             self._last = None
+            del buf[n * self.ENTRY.size :]
+            self._persisted = min(self._persisted, n)
+            self._write_out(truncate=True)
 
     def reset(self) -> None:
-        """Drop every entry (before a rebuild): truncate the file and map it afresh."""
-        self._unmap()
-        self.writable = False
-        os.truncate(self.path, 0)
+        """Drop every entry (before a rebuild): an empty, writable index and file."""
+        INDEX_CACHE.forget(self)
         self.entries = 0
         self._last = None
+        self._buf = None
+        self.writable = False
+        with open(self.path, "wb"):
+            pass
         self.make_writable()
 
     def all_entries(self) -> list[tuple[int, int]]:
         if not self.entries:
             return []
-        assert self._mm is not None
-        return list(self.ENTRY.iter_unpack(self._mm[: self.entries * self.ENTRY.size]))
-
-
+        buf = self._buffer()
+        return list(self.ENTRY.iter_unpack(bytes(buf[: self.entries * self.ENTRY.size])))
 class OffsetIndex(_Index):
     """``.index``: offset -> byte position of the batch holding it (floor lookup)."""
 

@@ -227,7 +227,7 @@ class LogSegment:
     # -- lifecycle -----------------------------------------------------------------
 
     def make_active(self) -> None:
-        """Map the indexes writable and preallocated (this segment takes appends)."""
+        """Make the indexes writable (this segment takes appends)."""
         self.active = True
         self.offset_index.make_writable()
         self.time_index.make_writable()

@@ -50,7 +50,7 @@ def test_recovery_keeps_every_valid_batch_before_the_damage(sizes, hit, clean_in
         for seg in log.segments:  # kill -9: nothing trimmed, flushed or checkpointed
             for idx in (seg._offset_index, seg._time_index):
                 if idx is not None:
-                    idx._unmap()
+                    idx.discard()
             seg.file.close()
         if clean_index:
             for p in tmp.glob("t-0/*index"):

@@ -174,7 +174,7 @@ class LogMachine(RuleBasedStateMachine):
         for seg in self.log.segments:  # kill -9: nothing trimmed, flushed or checkpointed
             for idx in (seg._offset_index, seg._time_index):
                 if idx is not None:
-                    idx._unmap()
+                    idx.discard()
             seg.file.close()
         self.log.closed = True
         self.log = self._open()

@@ -20,7 +20,7 @@ def crash(log: PartitionLog) -> None:
     for seg in log.segments:
         for idx in (seg._offset_index, seg._time_index):
             if idx is not None:
-                idx._unmap()
+                idx.discard()
         seg.file.close()
 
 

@@ -1,0 +1,40 @@
+"""Storage resources of a real broker: descriptors per partition."""
+
+from __future__ import annotations
+
+import os
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+
+def open_fds(pid: int) -> list[str]:
+    out = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            out.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except OSError:
+            pass
+    return out
+
+
+def test_an_idle_partition_holds_one_descriptor(fresh_broker):
+    """Was 5 per partition (the .log, and the .index and .timeindex each held twice by
+    their mmaps); now only the active segment's .log stays open."""
+    fresh_broker.start()
+    pid = fresh_broker.proc.pid
+    admin = AdminClient({"bootstrap.servers": fresh_broker.bootstrap})
+    admin.create_topics([NewTopic("warmup", 1)])["warmup"].result(10)
+    before = len(open_fds(pid))
+    topics = [f"fds-{i}" for i in range(20)]
+    for f in admin.create_topics([NewTopic(t, 10) for t in topics]).values():
+        f.result(30)
+    p = Producer({"bootstrap.servers": fresh_broker.bootstrap, "linger.ms": 0})
+    for t in topics:
+        for part in range(10):
+            p.produce(t, value=b"x" * 100, partition=part)
+    assert p.flush(30) == 0
+    n = len(open_fds(pid))
+    index_fds = [t for t in open_fds(pid) if t.endswith(("index", "timeindex"))]
+    assert index_fds == []
+    assert (n - before) / 200 < 1.2
