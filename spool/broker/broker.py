@@ -3,10 +3,12 @@
 ``Broker(config)`` owns the ``LogManager`` (partition logs), the
 ``MetadataStore`` (topics, ids, config overrides, replayed from the
 metadata log) and the ``Server``. Handlers reach everything through
-``ctx.broker``. Lifecycle: ``await start()`` loads logs and binds the
-listeners; ``await shutdown()`` stops accepting, lets in-flight requests
-finish, then flushes and closes every log (a clean shutdown marker spares
-the next start its recovery scan). Blocking storage work (retention, fsync)
+``ctx.broker``. Lifecycle: ``await start()`` binds the listeners, locks the
+log dirs and checks their ``meta.properties`` (``spool.storage.logdirs``),
+loads the logs, then accepts; ``await shutdown()`` stops accepting, lets
+in-flight requests finish, then flushes and closes every log (a clean
+shutdown marker spares the next start its recovery scan) and unlocks the
+dirs. Blocking storage work (retention, fsync)
 runs in a thread pool, off the event loop.
 """
 
@@ -35,6 +37,7 @@ from spool.protocol.errors import Errors, KafkaError
 from spool.storage.config import validate_broker_overrides, validate_topic_overrides
 from spool.storage.engine import Storage
 from spool.storage.log import PartitionLog
+from spool.storage.logdirs import LogDirs, claim_log_dirs
 from spool.storage.manager import validate_topic_name
 from spool.util.clock import SystemClock
 
@@ -57,6 +60,7 @@ class Broker:
             max_workers=max(2, config.get_int("num.io.threads")), thread_name_prefix="spool-io"
         )
         self.storage: Storage | None = None
+        self.log_dirs: LogDirs | None = None
         self.server: Server | None = None
         self.groups: GroupRuntime | None = None
         self.transactions: TransactionRuntime | None = None
@@ -66,9 +70,42 @@ class Broker:
     # ---- lifecycle
 
     async def start(self) -> None:
+        """Bind the listeners, lock and check the log dirs, load, then serve.
+
+        The order is the point: a second broker on the same port fails at the bind
+        and one on the same log dirs at the lock, both before any data is read or
+        written. Connections made meanwhile wait in the listen backlog."""
         loop = asyncio.get_running_loop()
+        self.server = Server(
+            Dispatcher(self),
+            [(lst.host, lst.port) for lst in self.config.listeners],
+            max_request_size=self.config.get_int("socket.request.max.bytes"),
+            max_queued=self.config.get_int("queued.max.requests"),
+            idle_timeout_ms=self.config.get_int("connections.max.idle.ms"),
+        )
+        self.server.bind()
+        try:
+            await self._load(loop)
+        except BaseException:
+            await self.server.close()
+            if self.log_dirs is not None:
+                self.log_dirs.release()
+            self.executor.shutdown(wait=False)
+            raise
+        await self.server.start()
+        self.groups.start()
+        self.transactions.start()
+        interval = self.config.get_int("log.retention.check.interval.ms") / 1000.0
+        self._background.append(loop.create_task(self._retention_loop(interval)))
+        self.logs.start_cleaner()  # its own thread, off the event loop
+        log.info("broker %d listening on %s", self.node_id, self.server.bound)
+
+    async def _load(self, loop: asyncio.AbstractEventLoop) -> None:
         log_dirs = self.config.log_dirs
         defaults = self.config.log_defaults()
+        self.log_dirs = await loop.run_in_executor(
+            self.executor, lambda: claim_log_dirs(log_dirs, self.cluster_id, self.node_id)
+        )
         self.storage = await loop.run_in_executor(
             self.executor,
             lambda: Storage(log_dirs, defaults, self.clock, node_id=self.node_id),
@@ -81,21 +118,6 @@ class Broker:
         self.transactions = TransactionRuntime(self)
         await loop.run_in_executor(self.executor, self.transactions.load)
         self.transactions.recover()  # PREPARE_* transactions a crash interrupted
-        listeners = self.config.listeners
-        self.server = Server(
-            Dispatcher(self),
-            [(lst.host, lst.port) for lst in listeners],
-            max_request_size=self.config.get_int("socket.request.max.bytes"),
-            max_queued=self.config.get_int("queued.max.requests"),
-            idle_timeout_ms=self.config.get_int("connections.max.idle.ms"),
-        )
-        await self.server.start()
-        self.groups.start()
-        self.transactions.start()
-        interval = self.config.get_int("log.retention.check.interval.ms") / 1000.0
-        self._background.append(loop.create_task(self._retention_loop(interval)))
-        self.logs.start_cleaner()  # its own thread, off the event loop
-        log.info("broker %d listening on %s", self.node_id, self.server.bound)
 
     @property
     def logs(self):
@@ -126,6 +148,8 @@ class Broker:
         if self.storage is not None:
             await asyncio.get_running_loop().run_in_executor(self.executor, self.storage.shutdown)
         self.executor.shutdown(wait=True)
+        if self.log_dirs is not None:
+            self.log_dirs.release()  # last: the dirs are consistent and closed
 
     @property
     def advertised_address(self) -> tuple[str, int]:

@@ -11,7 +11,9 @@ after a later request. A response is a list of chunks: byte strings, and
 ``FileRegion`` objects that go from the segment file to the socket with
 ``os.sendfile`` (zero copy), the socket being ours, not a transport's.
 
-Lifecycle: ``Server.start()`` binds every listener; ``Server.close()``
+Lifecycle: ``Server.bind()`` binds and listens on every address (the broker
+does this before touching its data, so a second broker on the same port
+fails first); ``Server.start()`` starts accepting; ``Server.close()``
 stops accepting, lets each connection finish the requests it has read (up
 to a grace period), then closes the sockets. The dispatcher decides what a
 frame means; ``CloseConnection`` from it ends the connection after the
@@ -259,19 +261,32 @@ class Server:
         self.bound: list[tuple[str, int]] = []
         self.on_connection: Callable[[Connection], None] | None = None
 
+    def bind(self) -> None:
+        """Bind and listen on every address (the port is ours; connections wait in the
+        backlog until ``start``). On failure, the sockets bound so far are closed."""
+        if self._listeners:
+            return
+        try:
+            for host, port in self.addresses:
+                ls = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+                self._listeners.append(ls)
+                ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                ls.bind((host, port))
+                ls.listen(1024)
+                ls.setblocking(False)
+                self.bound.append(ls.getsockname()[:2])
+        except BaseException:
+            for ls in self._listeners:
+                ls.close()
+            self._listeners, self.bound = [], []
+            raise
+
     async def start(self) -> None:
-        loop = asyncio.get_running_loop()
-        for host, port in self.addresses:
-            ls = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-            ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            ls.bind((host, port))
-            ls.listen(1024)
-            ls.setblocking(False)
-            self._listeners.append(ls)
-            self.bound.append(ls.getsockname()[:2])
+        """Bind (unless ``bind`` already did) and start accepting."""
+        self.bind()
+        for ls in self._listeners:
             self._spawn(self._accept_loop(ls))
         self._spawn(self._reap_idle())
-        del loop
 
     def _spawn(self, coro) -> asyncio.Task:
         t = asyncio.get_running_loop().create_task(coro)

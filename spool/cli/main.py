@@ -40,8 +40,13 @@ def broker(
     except ConfigError as e:
         typer.echo(f"spool broker: {e}", err=True)
         raise typer.Exit(2) from e
+    from spool.storage.logdirs import LogDirError
+
     try:
         run(cfg, log_level)
+    except LogDirError as e:
+        typer.echo(f"spool broker: {e}", err=True)
+        raise typer.Exit(1) from e
     except OSError as e:
         typer.echo(f"spool broker: {e}", err=True)
         raise typer.Exit(1) from e

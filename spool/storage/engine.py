@@ -5,13 +5,19 @@ Startup order (``Storage.open``)::
     LogManager(load=False)           dirs, checkpoints, clean-shutdown markers
     metadata log -> MetadataStore    replay __cluster_metadata-0 into the image
     dynamic broker config applied    (ConfigRecords for the broker resource)
-    LogManager.load_all              every partition, with its topic's overrides
-    reconcile                        partition dirs of topics no longer in the
-                                     metadata are deleted; partitions the
-                                     metadata lists but the disk lacks are created
+    LogManager.load_all(expected)    every partition the metadata lists, with its
+                                     topic's overrides; any other folder is logged
+                                     and left alone (never read, never deleted)
+    reconcile                        partitions the metadata lists but the disk
+                                     lacks are created
 
 Each change writes the metadata first (fsynced) and then touches partition
-directories, so a crash in between is repaired by ``reconcile`` on restart.
+directories, so a crash in between is repaired by ``reconcile`` on restart:
+a missing partition is created; the folder of a partition deleted just
+before the crash stays on disk, not served, and is logged at every start
+(Kafka's "stray" log; Spool does not delete what it cannot prove is its own).
+Should a topic of that name be created again, the old folder is moved aside
+as ``-stray``, never adopted.
 The broker calls these from an executor or accepts the short fsync on the
 loop (metadata changes are rare).
 """
@@ -45,28 +51,25 @@ class Storage:
         self.logs.set_dynamic_broker_config(self._dynamic_broker_config())
         for name, cfg in self.metadata.topic_configs().items():
             self.logs.set_topic_overrides(name, cfg)
-        self.logs.load_all()
+        self.logs.load_all(self._expected_partitions())
         self.reconciled = self.reconcile()
 
     def _dynamic_broker_config(self) -> dict[str, str]:
         return self.metadata.broker_config(str(self.node_id))
 
-    def reconcile(self) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
-        """Make the partition dirs match the metadata; returns (deleted, created)."""
+    def _expected_partitions(self) -> set[tuple[str, int]]:
+        return {(n, p) for n, t in self.metadata.topics().items() for p in range(t.partitions)}
+
+    def reconcile(self) -> list[tuple[str, int]]:
+        """Create the partitions the metadata lists but the disk lacks; returns them."""
         topics = self.metadata.topics()
-        deleted = []
-        for topic, p in self.logs.partitions():
-            t = topics.get(topic)
-            if t is None or p >= t.partitions:
-                self.logs.delete_partition(topic, p)
-                deleted.append((topic, p))
         created = []
         for name, t in topics.items():
             for p in range(t.partitions):
                 if self.logs.get(name, p) is None:
                     self.logs.create_partition(name, p, t.configs)
                     created.append((name, p))
-        return deleted, created
+        return created
 
     def get(self, topic: str, partition: int) -> PartitionLog | None:
         return self.logs.get(topic, partition)

@@ -10,6 +10,16 @@ Layout of one log dir (``log.dirs`` may list several)::
       __cluster_metadata-0/                the metadata log (first log dir only)
       orders-0/ orders-1/ ...              partition logs (spool.storage.log)
       orders-2.<uuid hex>-delete/          being deleted (removed in the background)
+      orders-9.<uuid hex>-stray/           a folder moved aside (never removed by Spool)
+
+Ownership: Spool removes only what it made: ``-delete`` folders whose name is
+exactly ``<topic>-<partition>.<32 hex>-delete``, and files inside partition
+dirs it serves. ``load_all(expected)`` (the broker passes the partitions the
+metadata lists) opens only those; any other entry of a log dir, a ``name-N``
+folder the metadata does not list or a ``backup-2024/``, is logged once and
+left alone. ``create_partition`` on a path that exists but is not a loaded
+partition renames that folder ``<name>.<uuid hex>-stray`` (logged) instead of
+adopting whatever it holds.
 
 Lifecycle: ``LogManager(...)`` opens the dirs and, unless ``load=False``,
 loads every partition in parallel (a thread pool; recovery is per
@@ -40,6 +50,7 @@ import os
 import re
 import shutil
 import threading
+import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -55,6 +66,15 @@ from spool.util.fileio import fsync_dir
 log = logging.getLogger(__name__)
 
 METADATA_TOPIC = "__cluster_metadata"
+STRAY_DIR_SUFFIX = "-stray"
+_DELETE_DIR = re.compile(r"^.+-\d+\.[0-9a-f]{32}" + re.escape(DELETE_DIR_SUFFIX) + "$")
+# log-dir entries that are Spool's (or Kafka's) own, besides partition folders
+_OWN_ENTRIES = frozenset({
+    ".lock", "meta.properties", "recovery-point-offset-checkpoint",
+    "log-start-offset-checkpoint", "cleaner-offset-checkpoint", ".kafka_cleanshutdown",
+    "recovery-point-offset-checkpoint.tmp", "log-start-offset-checkpoint.tmp",
+    "cleaner-offset-checkpoint.tmp", "meta.properties.tmp", "lost+found",
+})
 METADATA_LOG_CONFIG = LogConfig(retention_ms=-1, retention_bytes=-1, segment_bytes=64 << 20,
                                 segment_ms=2**63 - 1, segment_index_bytes=1 << 20)
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -148,21 +168,33 @@ class LogManager:
 
     # -- loading -------------------------------------------------------------------
 
-    def _partition_dirs(self) -> list[tuple[Path, TopicPartition]]:
+    def _partition_dirs(
+        self, expected: set[TopicPartition] | None = None
+    ) -> list[tuple[Path, TopicPartition]]:
+        """The partition folders to open: every ``name-N`` one, or with ``expected``
+        only those. Spool's own ``-delete`` folders are queued for removal; anything
+        else is logged and left alone."""
         found: list[tuple[Path, TopicPartition]] = []
         now = self.clock.now_ms()
         for d in self.log_dirs:
-            for entry in os.scandir(d):
-                if not entry.is_dir():
+            for entry in sorted(os.scandir(d), key=lambda e: e.name):
+                name = entry.name
+                if name in _OWN_ENTRIES or name == f"{METADATA_TOPIC}-0":
                     continue
-                if entry.name.endswith(DELETE_DIR_SUFFIX):
+                if entry.is_dir(follow_symlinks=False) and _DELETE_DIR.match(name):
                     self._deleting.append((now, Path(entry.path)))
                     continue
+                if name.endswith((STRAY_DIR_SUFFIX, "-future")):
+                    log.info("%s: left alone (moved aside earlier)", entry.path)
+                    continue
                 try:
-                    tp = parse_dir_name(entry.name)
+                    tp = parse_dir_name(name) if entry.is_dir(follow_symlinks=False) else None
                 except ValueError:
-                    continue  # -future, -stray, or something that is not ours
-                if tp[0] == METADATA_TOPIC:
+                    tp = None
+                if tp is None or (expected is not None and tp not in expected):
+                    what = "not a partition" if tp is None else "not a partition in the metadata"
+                    log.warning("%s: %s; left alone (Spool neither reads nor removes it)",
+                                entry.path, what)
                     continue
                 found.append((Path(entry.path), tp))
         return found
@@ -177,9 +209,10 @@ class LogManager:
             had_clean_shutdown=self.had_clean_shutdown[parent],
         )
 
-    def load_all(self) -> None:
-        """Open every partition directory (in parallel), then drop the clean-shutdown marker."""
-        dirs = self._partition_dirs()
+    def load_all(self, expected: set[TopicPartition] | None = None) -> None:
+        """Open every partition directory (only ``expected`` ones when given) in
+        parallel, then drop the clean-shutdown marker."""
+        dirs = self._partition_dirs(expected)
         seen: dict[TopicPartition, Path] = {}
         for path, tp in dirs:
             if tp in seen:
@@ -246,6 +279,8 @@ class LogManager:
                 return existing
             parent = self._choose_dir()
             path = parent / f"{topic}-{partition}"
+            for d in self.log_dirs:
+                self._move_aside(d / path.name)
             plog = self._open_log(
                 path, config if isinstance(config, LogConfig) else self.log_config(topic)
             )
@@ -253,6 +288,17 @@ class LogManager:
             self._logs[(topic, partition)] = plog
             self._dir_of[(topic, partition)] = path
             return plog
+
+    @staticmethod
+    def _move_aside(path: Path) -> None:
+        """A folder where a new partition goes that Spool does not serve: keep it,
+        renamed ``<name>.<uuid hex>-stray``, rather than adopt what it holds."""
+        if not os.path.lexists(path):
+            return
+        target = path.with_name(f"{path.name}.{uuid.uuid4().hex}{STRAY_DIR_SUFFIX}")
+        os.rename(path, target)
+        fsync_dir(path.parent)
+        log.warning("%s is in the way of a new partition; moved it to %s", path, target)
 
     def delete_partition(self, topic: str, partition: int) -> bool:
         """Stop serving the partition and rename its dir ``-delete``; removed later."""

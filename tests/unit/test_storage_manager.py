@@ -89,12 +89,15 @@ def test_delete_partition_renames_then_background_removes(tmp_path):
 
 def test_leftover_delete_dirs_are_removed_and_ignored(tmp_path):
     root = tmp_path / "d0"
-    (root / "x-0.0123abcd-delete").mkdir(parents=True)
+    ours = "x-0." + "0123abcd" * 4 + "-delete"
+    (root / ours).mkdir(parents=True)
     (root / "not a partition").mkdir()
+    (root / "backup-delete").mkdir()  # looks like ours, is not: stays
     mgr = LogManager([str(root)], {}, FakeClock())
     assert mgr.partitions() == []
     mgr.cleanup_once()
-    assert not (root / "x-0.0123abcd-delete").exists()
+    assert not (root / ours).exists()
+    assert (root / "backup-delete").exists() and (root / "not a partition").exists()
     mgr.shutdown()
 
 

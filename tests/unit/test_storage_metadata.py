@@ -105,12 +105,13 @@ def test_storage_keeps_partitions_and_metadata_in_step(tmp_path):
 
     # simulate a crash between the metadata write and the directory work
     d0 = tmp_path / "d0"
-    os.mkdir(d0 / "stray-0")
+    os.mkdir(d0 / "stray-0")  # not in the metadata: not ours to read or remove
+    (d0 / "stray-0" / "keep.txt").write_text("mine")
     orders1 = next(p for p in (tmp_path / "d0", tmp_path / "d1") if (p / "orders-1").exists())
     os.rename(orders1 / "orders-1", orders1 / "orders-1.x-delete")
     again = Storage(dirs, {}, clock)
-    deleted, created = again.reconciled
-    assert deleted == [("stray", 0)] and created == [("orders", 1)]
+    assert again.reconciled == [("orders", 1)]
+    assert (d0 / "stray-0" / "keep.txt").read_text() == "mine"
     assert again.logs.partitions() == [("orders", 0), ("orders", 1), ("orders", 2)]
     assert again.get("orders", 1).config.retention_ms == 2000
     again.shutdown()
