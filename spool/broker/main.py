@@ -4,7 +4,9 @@
 in order (stop accepting, finish in-flight requests, flush and close logs).
 Once listening it prints one line to stdout,
 ``spool broker <node> listening on HOST:PORT``, which tests and scripts
-read to learn an ephemeral port.
+read to learn an ephemeral port. A log dir the broker cannot own (locked by
+another process, another node's or cluster's, not a log dir) raises
+``LogDirError`` from ``run`` before anything was served.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ import uvloop
 
 from spool.broker.broker import Broker
 from spool.broker.config import BrokerConfig
+from spool.storage.logdirs import LogDirError
+
+__all__ = ["LogDirError", "run", "serve"]  # LogDirError: the command reports it
 
 
 async def serve(config: BrokerConfig, ready=None) -> None:

@@ -33,15 +33,13 @@ def broker(
 ) -> None:
     """Start a broker (defaults: 127.0.0.1:9092, data in ./data)."""
     from spool.broker.config import BrokerConfig, ConfigError
-    from spool.broker.main import run
+    from spool.broker.main import LogDirError, run
 
     try:
         cfg = BrokerConfig.load(config, override or [])
     except ConfigError as e:
         typer.echo(f"spool broker: {e}", err=True)
         raise typer.Exit(2) from e
-    from spool.storage.logdirs import LogDirError
-
     try:
         run(cfg, log_level)
     except LogDirError as e:
