@@ -2,10 +2,25 @@
 
 ``BrokerConfig.load(path, overrides)`` reads a Java-properties file (``key=value``
 or ``key: value``, ``#``/``!`` comments, backslash line continuation) and then
-``--override key=value`` pairs. Every known key has a static default (so
-``make run`` needs no file) and a type; unknown keys are kept (Kafka warns and
-ignores them) so topic-level ``log.*`` defaults can be passed to storage.
-Values are kept as strings, the way DescribeConfigs reports them.
+``--override key=value`` pairs, and checks every value it knows before anything
+starts. Values are kept as strings, the way DescribeConfigs reports them.
+
+One table, ``BROKER_KEYS``, holds the broker's own keys: name, type, default,
+constraint (Kafka's ``ConfigDef`` validators) and doc, one ``ConfigKey`` per
+line; adding a key is adding a line. The storage layer's broker keys
+(``spool.storage.config.BROKER_CONFIGS``) and the broker synonyms of topic
+keys (``log.retention.ms``...) are known too, and passed to storage.
+
+- A bad value raises ``ConfigError`` naming the key, the value and what is
+  allowed (``num.partitions=abc: expected an integer >= 1``).
+- An unknown key is kept out of everything and listed in ``unknown`` (Kafka
+  warns "The configuration 'x' was supplied but isn't a known config.");
+  ``unknown_warnings()`` gives that line with a "did you mean" hint.
+- Listeners: each name maps to a security protocol through
+  ``listener.security.protocol.map`` (Kafka's default maps PLAINTEXT, SSL,
+  SASL_PLAINTEXT, SASL_SSL to themselves); a name without a mapping is an
+  error, and so is any protocol but PLAINTEXT until TLS/SASL exist: Spool
+  refuses to start rather than serve plaintext where security was asked for.
 """
 
 from __future__ import annotations
@@ -15,51 +30,123 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from spool.protocol.errors import KafkaError
+from spool.storage.config import (
+    BROKER_CONFIGS,
+    BROKER_SYNONYM_OF,
+    INT32_MAX,
+    TOPIC_CONFIGS,
+    Check,
+    ConfigKey,
+    at_least,
+    did_you_mean,
+    format_value,
+    parse_value,
+)
+
 
 class ConfigError(ValueError):
     """A configuration value or file is invalid; the message says which key."""
 
 
-# key -> (default, type, documentation). Types: int, long, bool, string, list, double.
-BROKER_KEYS: dict[str, tuple[str | None, str, str]] = {
-    "node.id": ("0", "int", "The id of this broker."),
-    "broker.id": ("0", "int", "Alias of node.id."),
-    "listeners": ("PLAINTEXT://127.0.0.1:9092", "list", "Addresses the broker binds."),
-    "advertised.listeners": (None, "list", "Addresses given to clients; defaults to listeners."),
-    "log.dirs": ("./data", "list", "Directories holding the partition logs."),
-    "log.dir": ("./data", "string", "Used when log.dirs is not set."),
-    "num.partitions": ("1", "int", "Partitions of an auto-created topic."),
-    "default.replication.factor": ("1", "int", "Replication factor of auto-created topics."),
-    "auto.create.topics.enable": ("true", "bool", "Create unknown topics on metadata requests."),
-    "delete.topic.enable": ("true", "bool", "Allow DeleteTopics."),
-    "socket.request.max.bytes": ("104857600", "int", "Largest request the broker reads."),
-    "connections.max.idle.ms": ("600000", "long", "Idle connections are closed after this."),
-    "queued.max.requests": ("500", "int", "In-flight requests per connection before reading pauses."),
-    "offsets.topic.num.partitions": ("50", "int", "Partitions of __consumer_offsets."),
-    "offsets.topic.replication.factor": ("1", "short", "Replication factor of __consumer_offsets."),
-    "transaction.state.log.num.partitions": ("50", "int", "Partitions of __transaction_state."),
-    "transaction.max.timeout.ms": ("900000", "int", "Largest transaction.timeout.ms a producer may ask for."),
-    "transaction.abort.timed.out.transaction.cleanup.interval.ms": (
-        "10000", "int", "How often open transactions are checked against their timeout."),
-    "transactional.id.expiration.ms": ("604800000", "int", "Idle transactional ids are forgotten after this."),
-    "transaction.remove.expired.transaction.cleanup.interval.ms": (
-        "3600000", "int", "How often expired transactional ids are removed."),
-    "producer.id.expiration.ms": ("86400000", "int", "Idle producer ids are forgotten by partitions after this."),
-    "producer.id.expiration.check.interval.ms": ("600000", "int", "How often producer ids are expired."),
-    "group.initial.rebalance.delay.ms": ("3000", "int", "Delay before the first rebalance."),
-    "group.min.session.timeout.ms": ("6000", "int", "Shortest session timeout a member may ask for."),
-    "group.max.session.timeout.ms": ("1800000", "int", "Longest session timeout a member may ask for."),
-    "group.max.size": ("2147483647", "int", "Most members in one consumer group."),
-    "offsets.retention.minutes": ("10080", "int", "How long an empty group keeps its offsets."),
-    "offsets.retention.check.interval.ms": ("600000", "long", "How often offset retention runs."),
-    "offset.metadata.max.bytes": ("4096", "int", "Largest metadata string of a committed offset."),
-    "log.retention.check.interval.ms": ("300000", "long", "How often retention runs."),
-    "log.flush.scheduler.interval.ms": ("9223372036854775807", "long", "How often flush.ms is checked."),
-    "num.io.threads": ("8", "int", "Threads for blocking storage work."),
-    "fetch.max.bytes": ("57671680", "int", "Largest fetch response."),
-    "replica.fetch.wait.max.ms": ("500", "int", "Follower long-poll wait (replication later)."),
-    "cluster.id": ("spool-cluster-0000000", "string", "The cluster id reported to clients."),
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SUPPORTED_PROTOCOLS = ("PLAINTEXT",)
+
+
+def _paths() -> Check:  # Kafka's ValidList.anyNonDuplicateValues(false, ...)
+    return Check("a non-empty comma-separated list of paths without duplicates",
+                 lambda v: bool(v) and len(set(v)) == len(v), replaces_type=True)
+
+
+def _key(name: str, type_: str, default: object, check: Check | None = None,
+         doc: str = "") -> ConfigKey:
+    return ConfigKey(name, type_, default, (), check, doc)
+
+
+BROKER_KEYS: dict[str, ConfigKey] = {
+    k.name: k
+    for k in (
+        _key("node.id", "int", 0, at_least(0), "The id of this broker."),
+        _key("broker.id", "int", 0, at_least(0), "Alias of node.id."),
+        _key("listeners", "list", ("PLAINTEXT://127.0.0.1:9092",), None,
+             "Addresses the broker binds, NAME://host:port."),
+        _key("advertised.listeners", "list", None, None,
+             "Addresses given to clients; defaults to listeners."),
+        _key("listener.security.protocol.map", "list",
+             tuple(f"{p}:{p}" for p in SECURITY_PROTOCOLS), None,
+             "Listener name -> security protocol. Only PLAINTEXT is served yet."),
+        _key("log.dirs", "list", ("./data",), _paths(), "Directories holding the partition logs."),
+        _key("log.dir", "string", "./data", None, "Used when log.dirs is not set."),
+        _key("num.partitions", "int", 1, at_least(1), "Partitions of an auto-created topic."),
+        _key("default.replication.factor", "int", 1, at_least(1),
+             "Replication factor of auto-created topics."),
+        _key("auto.create.topics.enable", "boolean", True, None,
+             "Create unknown topics on metadata requests."),
+        _key("delete.topic.enable", "boolean", True, None, "Allow DeleteTopics."),
+        _key("socket.request.max.bytes", "int", 104857600, at_least(1),
+             "Largest request the broker reads."),
+        _key("connections.max.idle.ms", "long", 600000, at_least(1),
+             "Idle connections are closed after this."),
+        _key("queued.max.requests", "int", 500, at_least(1),
+             "In-flight requests per connection before reading pauses."),
+        _key("offsets.topic.num.partitions", "int", 50, at_least(1),
+             "Partitions of __consumer_offsets."),
+        _key("offsets.topic.replication.factor", "short", 1, at_least(1),
+             "Replication factor of __consumer_offsets."),
+        _key("transaction.state.log.num.partitions", "int", 50, at_least(1),
+             "Partitions of __transaction_state."),
+        _key("transaction.max.timeout.ms", "int", 900000, at_least(1),
+             "Largest transaction.timeout.ms a producer may ask for."),
+        _key("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10000,
+             at_least(1), "How often open transactions are checked against their timeout."),
+        _key("transactional.id.expiration.ms", "int", 604800000, at_least(1),
+             "Idle transactional ids are forgotten after this."),
+        _key("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3600000,
+             at_least(1), "How often expired transactional ids are removed."),
+        _key("producer.id.expiration.ms", "int", 86400000, at_least(1),
+             "Idle producer ids are forgotten by partitions after this."),
+        _key("producer.id.expiration.check.interval.ms", "int", 600000, at_least(1),
+             "How often producer ids are expired."),
+        _key("group.initial.rebalance.delay.ms", "int", 3000, at_least(0),
+             "Delay before the first rebalance."),
+        _key("group.min.session.timeout.ms", "int", 6000, at_least(0),
+             "Shortest session timeout a member may ask for."),
+        _key("group.max.session.timeout.ms", "int", 1800000, at_least(0),
+             "Longest session timeout a member may ask for."),
+        _key("group.max.size", "int", INT32_MAX, at_least(1), "Most members in one consumer group."),
+        _key("offsets.retention.minutes", "int", 10080, at_least(1),
+             "How long an empty group keeps its offsets."),
+        _key("offsets.retention.check.interval.ms", "long", 600000, at_least(1),
+             "How often offset retention runs."),
+        _key("offset.metadata.max.bytes", "int", 4096, at_least(0),
+             "Largest metadata string of a committed offset."),
+        _key("log.retention.check.interval.ms", "long", 300000, at_least(1),
+             "How often retention runs."),
+        _key("log.flush.scheduler.interval.ms", "long", 9223372036854775807, None,
+             "How often flush.ms is checked."),
+        _key("num.io.threads", "int", 8, at_least(1), "Threads for blocking storage work."),
+        _key("fetch.max.bytes", "int", 57671680, at_least(1024), "Largest fetch response."),
+        _key("replica.fetch.wait.max.ms", "int", 500, at_least(0),
+             "Follower long-poll wait (replication later)."),
+        _key("cluster.id", "string", "spool-cluster-0000000", None,
+             "The cluster id reported to clients."),
+    )
 }
+
+
+def known_key(name: str) -> ConfigKey | None:
+    """The definition of a broker-level key: the broker's own, storage's, or a topic synonym."""
+    if name in BROKER_KEYS:
+        return BROKER_KEYS[name]
+    if name in BROKER_CONFIGS:
+        return BROKER_CONFIGS[name]
+    if name in BROKER_SYNONYM_OF:
+        return TOPIC_CONFIGS[BROKER_SYNONYM_OF[name][0]]
+    return None
+
+
+def all_known_keys() -> list[str]:
+    return sorted({*BROKER_KEYS, *BROKER_CONFIGS, *BROKER_SYNONYM_OF})
 
 
 def parse_properties(text: str) -> dict[str, str]:
@@ -94,24 +181,60 @@ class Listener:
     name: str
     host: str
     port: int
+    protocol: str = "PLAINTEXT"
+    text: str = ""  # as configured, for messages
 
 
-def parse_listeners(value: str) -> list[Listener]:
-    result = []
+def parse_protocol_map(value: str) -> dict[str, str]:
+    """``listener.security.protocol.map``: ``NAME:PROTOCOL,...`` (names case-insensitive)."""
+    out: dict[str, str] = {}
+    for item in filter(None, (v.strip() for v in value.split(","))):
+        name, sep, proto = item.partition(":")
+        name, proto = name.strip().upper(), proto.strip().upper()
+        if not sep or not name or not proto:
+            raise ConfigError(
+                f"listener.security.protocol.map={value}: {item!r} is not NAME:PROTOCOL"
+            )
+        if proto not in SECURITY_PROTOCOLS:
+            raise ConfigError(
+                f"listener.security.protocol.map={value}: {proto} is not a security protocol "
+                f"(expected one of {', '.join(SECURITY_PROTOCOLS)})"
+            )
+        if name in out:
+            raise ConfigError(f"listener.security.protocol.map={value}: {name} is mapped twice")
+        out[name] = proto
+    return out
+
+
+def parse_listeners(
+    value: str, protocol_map: dict[str, str] | None = None, key: str = "listeners"
+) -> list[Listener]:
+    """``NAME://host:port,...``; each name's protocol from ``protocol_map`` (Kafka's default
+    when None). An unmapped name or a repeated one is a ConfigError."""
+    pmap = protocol_map if protocol_map is not None else {p: p for p in SECURITY_PROTOCOLS}
+    result: list[Listener] = []
     for item in filter(None, (v.strip() for v in value.split(","))):
         if "://" not in item:
-            raise ConfigError(f"listener {item!r} is not NAME://host:port")
+            raise ConfigError(f"{key}: listener {item!r} is not NAME://host:port")
         name, rest = item.split("://", 1)
+        name = name.strip().upper()
         parts = urlsplit("//" + rest)
         try:
             port = parts.port
         except ValueError as e:
-            raise ConfigError(f"listener {item!r} has a bad port") from e
+            raise ConfigError(f"{key}: listener {item!r} has a bad port (0-65535)") from e
         if port is None:
-            raise ConfigError(f"listener {item!r} has no port")
-        result.append(Listener(name.upper(), parts.hostname or "0.0.0.0", port))
+            raise ConfigError(f"{key}: listener {item!r} has no port")
+        if name not in pmap:
+            raise ConfigError(
+                f"{key}: listener {item!r}: no security protocol is mapped to listener name "
+                f"{name!r} in listener.security.protocol.map; only PLAINTEXT is supported yet"
+            )
+        if any(lst.name == name for lst in result):
+            raise ConfigError(f"{key}: listener name {name} is used twice; each needs its own")
+        result.append(Listener(name, parts.hostname or "0.0.0.0", port, pmap[name], item))
     if not result:
-        raise ConfigError("no listeners configured")
+        raise ConfigError(f"{key}: no listeners configured")
     return result
 
 
@@ -121,6 +244,7 @@ class BrokerConfig:
 
     values: dict[str, str] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)  # key -> STATIC_BROKER_CONFIG|DEFAULT
+    unknown: list[str] = field(default_factory=list)  # given but not known: ignored
 
     @classmethod
     def load(cls, path: str | Path | None = None, overrides: Iterable[str] = ()) -> BrokerConfig:
@@ -130,6 +254,8 @@ class BrokerConfig:
                 text = Path(path).read_text(encoding="utf-8")
             except OSError as e:
                 raise ConfigError(f"cannot read config file {path}: {e.strerror}") from e
+            except UnicodeDecodeError as e:
+                raise ConfigError(f"config file {path} is not UTF-8 text") from e
             cfg.update(parse_properties(text))
         for item in overrides:
             if "=" not in item:
@@ -141,8 +267,25 @@ class BrokerConfig:
 
     def update(self, values: dict[str, str]) -> None:
         for k, v in values.items():
+            if known_key(k) is None:
+                if k not in self.unknown:
+                    self.unknown.append(k)
+                continue
             self.values[k] = v
             self.sources[k] = "STATIC_BROKER_CONFIG"
+
+    def unknown_hints(self) -> list[tuple[str, str | None]]:
+        """Each unknown key with the known key(s) it is probably a misspelling of."""
+        known = all_known_keys()
+        return [(k, did_you_mean(k, known)) for k in self.unknown]
+
+    def unknown_warnings(self) -> list[str]:
+        """One line per unknown key: Kafka's wording, plus a hint when a known key is close."""
+        return [
+            f"The configuration '{k}' was supplied but isn't a known config; it is ignored"
+            + (f" (did you mean {hint}?)" if hint else "")
+            for k, hint in self.unknown_hints()
+        ]
 
     def get(self, key: str) -> str | None:
         if key in self.values:
@@ -153,20 +296,22 @@ class BrokerConfig:
             return self.values["log.dir"]
         if key == "advertised.listeners":
             return self.get("listeners")
-        spec = BROKER_KEYS.get(key)
-        return spec[0] if spec else None
+        spec = known_key(key)
+        if spec is None or spec.default is None:
+            return None
+        return format_value(spec, spec.default)
 
     def get_int(self, key: str) -> int:
         v = self.get(key)
         try:
             return int(v)  # type: ignore[arg-type]
         except (TypeError, ValueError) as e:
-            raise ConfigError(f"{key}={v!r} is not an integer") from e
+            raise ConfigError(f"{key}={v}: expected an integer") from e
 
     def get_bool(self, key: str) -> bool:
         v = (self.get(key) or "").lower()
         if v not in ("true", "false"):
-            raise ConfigError(f"{key}={v!r} is not true or false")
+            raise ConfigError(f"{key}={v}: expected true or false")
         return v == "true"
 
     def get_list(self, key: str) -> list[str]:
@@ -177,30 +322,59 @@ class BrokerConfig:
         return self.get_int("node.id")
 
     @property
+    def protocol_map(self) -> dict[str, str]:
+        return parse_protocol_map(self.get("listener.security.protocol.map") or "")
+
+    @property
     def listeners(self) -> list[Listener]:
-        return parse_listeners(self.get("listeners") or "")
+        return parse_listeners(self.get("listeners") or "", self.protocol_map)
 
     @property
     def advertised_listeners(self) -> list[Listener]:
-        return parse_listeners(self.get("advertised.listeners") or "")
+        return parse_listeners(
+            self.get("advertised.listeners") or "", self.protocol_map, "advertised.listeners"
+        )
 
     @property
     def log_dirs(self) -> list[str]:
         return self.get_list("log.dirs")
 
     def log_defaults(self) -> dict[str, str]:
-        """Broker-level keys that set topic defaults (``log.*``, ``message.*``...)."""
-        return {k: v for k, v in self.values.items() if k not in BROKER_KEYS}
+        """The keys the storage layer reads: topic defaults (``log.*``, ``message.*``...)
+        and its broker-only keys (``num.partitions``...)."""
+        return {k: v for k, v in self.values.items() if k in BROKER_SYNONYM_OF or k in BROKER_CONFIGS}
 
     def validate(self) -> None:
-        for key, (_, typ, _) in BROKER_KEYS.items():
-            if key not in self.values:
+        """Every known key's value, then the listeners; ConfigError on the first bad one."""
+        for key, raw in self.values.items():
+            spec = known_key(key)
+            if spec is None:
                 continue
-            if typ in ("int", "long", "short"):
-                self.get_int(key)
-            elif typ == "bool":
-                self.get_bool(key)
-        self.listeners  # noqa: B018 - parse to validate
-        self.advertised_listeners  # noqa: B018
+            try:
+                parse_value(spec, raw, key)
+            except KafkaError as e:
+                raise ConfigError(e.message) from None
+        if "node.id" in self.values and "broker.id" in self.values and (
+            int(self.values["node.id"]) != int(self.values["broker.id"])
+        ):
+            raise ConfigError(
+                f"node.id={self.values['node.id']} and broker.id={self.values['broker.id']} "
+                f"differ; set one of them"
+            )
         if not self.log_dirs:
             raise ConfigError("log.dirs is empty")
+        listeners = self.listeners
+        for lst in listeners:
+            if lst.protocol not in SUPPORTED_PROTOCOLS:
+                raise ConfigError(
+                    f"listener {lst.text} uses security protocol {lst.protocol}: only "
+                    f"PLAINTEXT is supported yet (no TLS, no SASL), and Spool will not serve "
+                    f"it as plaintext"
+                )
+        names = {lst.name for lst in listeners}
+        for lst in self.advertised_listeners:
+            if lst.name not in names:
+                raise ConfigError(
+                    f"advertised.listeners: listener {lst.text} has a name ({lst.name}) that "
+                    f"listeners does not define"
+                )

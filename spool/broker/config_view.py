@@ -53,13 +53,14 @@ def broker_entries(
     dynamic_broker: Mapping[str, str], static_broker: Mapping[str, str]
 ) -> list[ConfigEntry]:
     entries: dict[str, ConfigEntry] = {}
-    for name, (default, typ, doc) in BROKER_KEYS.items():
+    for name, key in BROKER_KEYS.items():
         if name in static_broker:
-            entries[name] = ConfigEntry(
-                name, static_broker[name], ConfigSource.STATIC_BROKER_CONFIG, typ, True, doc
-            )
+            entries[name] = ConfigEntry(name, static_broker[name],
+                                        ConfigSource.STATIC_BROKER_CONFIG, key.type, True, key.doc)
         else:
-            entries[name] = ConfigEntry(name, default, ConfigSource.DEFAULT_CONFIG, typ, True, doc)
+            default = None if key.default is None else format_value(key, key.default)
+            entries[name] = ConfigEntry(name, default, ConfigSource.DEFAULT_CONFIG, key.type,
+                                        True, key.doc)
     for name, key in BROKER_CONFIGS.items():
         if name in entries:
             continue

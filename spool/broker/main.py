@@ -43,10 +43,15 @@ async def serve(config: BrokerConfig, ready=None) -> None:
     await broker.shutdown()
 
 
-def run(config: BrokerConfig, log_level: str = "INFO") -> None:
+def configure_logging(log_level: str = "INFO") -> None:
+    """Log to stderr at ``log_level`` (DEBUG, INFO, WARNING, ERROR); once per process."""
     logging.basicConfig(
-        level=getattr(logging, log_level.upper(), logging.INFO),
+        level=getattr(logging, log_level.upper()),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+
+
+def run(config: BrokerConfig, log_level: str = "INFO") -> None:
+    configure_logging(log_level)
     uvloop.run(serve(config))

@@ -17,6 +17,15 @@ app = typer.Typer(
 )
 
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def _log_level(value: str) -> str:
+    if value.upper() not in LOG_LEVELS:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(LOG_LEVELS)}")
+    return value.upper()
+
+
 @app.command()
 def broker(
     config: Annotated[
@@ -28,18 +37,39 @@ def broker(
         typer.Option("--override", "-o", help="key=value, applied after the file (repeatable)."),
     ] = None,
     log_level: Annotated[
-        str, typer.Option("--log-level", help="DEBUG, INFO, WARNING or ERROR.")
+        str,
+        typer.Option("--log-level", help="How much to log.", callback=_log_level,
+                     metavar="|".join(LOG_LEVELS)),
     ] = "INFO",
+    strict_config: Annotated[
+        bool,
+        typer.Option("--strict-config", help="Refuse to start on an unknown configuration key "
+                     "(default: warn and ignore it, as Kafka does)."),
+    ] = False,
 ) -> None:
-    """Start a broker (defaults: 127.0.0.1:9092, data in ./data)."""
-    from spool.broker.config import BrokerConfig, ConfigError
-    from spool.broker.main import LogDirError, run
+    """Start a broker (defaults: 127.0.0.1:9092, data in ./data).
 
+    Exits 2 on a configuration it cannot honour (a bad value, a listener that is
+    not PLAINTEXT, an unknown key under --strict-config), 1 if it cannot run.
+    """
+    import logging
+
+    from spool.broker.config import BrokerConfig, ConfigError
+    from spool.broker.main import LogDirError, configure_logging, run
+
+    configure_logging(log_level)
     try:
         cfg = BrokerConfig.load(config, override or [])
     except ConfigError as e:
         typer.echo(f"spool broker: {e}", err=True)
         raise typer.Exit(2) from e
+    if strict_config and cfg.unknown:
+        for key, hint in cfg.unknown_hints():
+            typer.echo(f"spool broker: unknown configuration key '{key}' (--strict-config)"
+                       + (f"; did you mean {hint}?" if hint else ""), err=True)
+        raise typer.Exit(2)
+    for line in cfg.unknown_warnings():
+        logging.getLogger("spool.broker.config").warning("%s", line)
     try:
         run(cfg, log_level)
     except LogDirError as e:

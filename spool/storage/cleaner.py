@@ -254,7 +254,7 @@ class LogCleanerPass:
             while segs:
                 s = segs[0]
                 nxt = next_base[s.base_offset]
-                if (size + s.size > cfg.segment_bytes
+                if (size + s.size > cfg.segment_size
                         or (oidx + s.offset_index.entries) * 8 > cfg.segment_index_bytes
                         or (tidx + s.time_index.entries + 1) * 12 > cfg.segment_index_bytes
                         or nxt - 1 - group[0].base_offset > MAX_RELATIVE_OFFSET):

@@ -16,13 +16,22 @@ is the typed result the storage engine reads; ``describe_topic_configs``
 gives DescribeConfigs every key with its value, source and synonyms.
 ``BROKER_CONFIGS`` holds the broker-only log keys (``num.partitions``,
 ``log.dirs``, check intervals...). Bad values or unknown keys raise
-``KafkaError(INVALID_CONFIG)``. Values travel as strings, like on the wire.
+``KafkaError(INVALID_CONFIG)`` whose message names the key, the value and what
+is allowed (``segment.bytes=14: expected an integer >= 1048576``), never
+Python's own wording; an unknown key gets a "did you mean" hint when one is
+close. Constraints are Kafka 4's ``ConfigDef`` validators (``segment.bytes``
+>= 1 MiB...) and ``LogConfig`` refuses values outside them even when built
+directly. ``internal.segment.bytes`` (Kafka 4's internal key, test-only)
+overrides ``segment.bytes`` below that minimum; DescribeConfigs never lists it.
+Values travel as strings, like on the wire.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
@@ -55,94 +64,147 @@ class Synonym:
 
 
 @dataclass(frozen=True, slots=True)
+class Check:
+    """A constraint on a parsed value, and how to say what it allows.
+
+    ``allowed`` completes "expected an integer ..." (``>= 1``) or, when
+    ``replaces_type`` (a set of choices), is the whole phrase (``one of a, b``).
+    """
+
+    allowed: str
+    ok: Callable[[Any], bool]
+    replaces_type: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class ConfigKey:
+    """One configuration key: type, default, constraint, broker synonyms, documentation.
+
+    ``internal`` keys (Kafka's ``defineInternal``) are accepted but never listed by
+    DescribeConfigs: ``internal.segment.bytes`` is a test-only seam.
+    """
+
     name: str
-    type: str  # int, long, double, boolean, string, list
+    type: str  # int, short, long, double, boolean, string, list
     default: Any
     synonyms: tuple[Synonym, ...] = ()
-    check: Callable[[Any], str | None] | None = None
+    check: Check | None = None
     doc: str = ""
+    internal: bool = False
 
     @property
     def attr(self) -> str:
         return self.name.replace(".", "_")
 
-
-def _at_least(n: int) -> Callable[[Any], str | None]:
-    return lambda v: None if v >= n else f"must be at least {n}"
-
-
-def _one_of(*choices: str) -> Callable[[Any], str | None]:
-    return lambda v: None if v in choices else f"must be one of {', '.join(choices)}"
-
-
-def _policy(v: tuple[str, ...]) -> str | None:
-    bad = [p for p in v if p not in ("delete", "compact")]
-    return f"unknown cleanup policies {bad}" if bad or not v else None
+    def expected(self) -> str:
+        """What a valid value looks like, e.g. ``an integer >= 1``."""
+        if self.check is not None and self.check.replaces_type:
+            return self.check.allowed
+        phrase = _TYPE_PHRASES.get(self.type, "a string")
+        return f"{phrase} {self.check.allowed}" if self.check is not None else phrase
 
 
-def _ratio(v: float) -> str | None:
-    return None if 0.0 <= v <= 1.0 else "must be between 0 and 1"
+_TYPE_PHRASES = {
+    "int": "an integer", "short": "an integer", "long": "an integer", "double": "a number",
+    "boolean": "true or false", "list": "a comma-separated list", "string": "a string",
+}
+_INT_BOUNDS = {"short": 2**15 - 1, "int": INT32_MAX, "long": INT64_MAX}
+
+
+def at_least(n: int | float) -> Check:
+    return Check(f">= {n}", lambda v: v >= n)
+
+
+def between(lo: int | float, hi: int | float) -> Check:
+    return Check(f"between {lo} and {hi}", lambda v: lo <= v <= hi)
+
+
+def one_of(*choices: str) -> Check:
+    return Check(f"one of {', '.join(choices)}", lambda v: v in choices, replaces_type=True)
+
+
+def list_of(*choices: str) -> Check:
+    """A non-empty list whose items are all in ``choices``."""
+    return Check(f"a non-empty comma-separated list of {', '.join(choices)}",
+                 lambda v: bool(v) and all(p in choices for p in v), replaces_type=True)
+
+
+def _gzip_level() -> Check:  # Kafka's GzipCompression level validator
+    return Check("-1 or between 1 and 9", lambda v: v == -1 or 1 <= v <= 9)
 
 
 def _log(name: str, scale: int = 1) -> Synonym:
     return Synonym("log." + name, scale)
 
 
+MIB = 1024 * 1024
 _K = ConfigKey
 TOPIC_CONFIGS: dict[str, ConfigKey] = {
     k.name: k
     for k in (
-        _K("cleanup.policy", "list", ("delete",), (_log("cleanup.policy"),), _policy),
+        _K("cleanup.policy", "list", ("delete",), (_log("cleanup.policy"),),
+           list_of("compact", "delete")),
         _K("compression.type", "string", "producer", (Synonym("compression.type"),),
-           _one_of(*COMPRESSION_TYPES)),
-        _K("compression.gzip.level", "int", -1, (Synonym("compression.gzip.level"),)),
-        _K("compression.lz4.level", "int", 9, (Synonym("compression.lz4.level"),)),
-        _K("compression.zstd.level", "int", 3, (Synonym("compression.zstd.level"),)),
+           one_of(*COMPRESSION_TYPES)),
+        _K("compression.gzip.level", "int", -1, (Synonym("compression.gzip.level"),), _gzip_level()),
+        _K("compression.lz4.level", "int", 9, (Synonym("compression.lz4.level"),),
+           between(1, 17)),
+        _K("compression.zstd.level", "int", 3, (Synonym("compression.zstd.level"),),
+           between(-131072, 22)),
         _K("delete.retention.ms", "long", 86_400_000,
-           (Synonym("log.cleaner.delete.retention.ms"),), _at_least(0)),
+           (Synonym("log.cleaner.delete.retention.ms"),), at_least(0)),
         _K("file.delete.delay.ms", "long", 60_000, (_log("segment.delete.delay.ms"),),
-           _at_least(0)),
-        _K("flush.messages", "long", LONG_MAX, (_log("flush.interval.messages"),), _at_least(1)),
+           at_least(0)),
+        _K("flush.messages", "long", LONG_MAX, (_log("flush.interval.messages"),), at_least(1)),
         _K("flush.ms", "long", LONG_MAX,
-           (_log("flush.interval.ms"), _log("flush.scheduler.interval.ms")), _at_least(0)),
+           (_log("flush.interval.ms"), _log("flush.scheduler.interval.ms")), at_least(0)),
         _K("follower.replication.throttled.replicas", "list", ()),
-        _K("index.interval.bytes", "int", 4096, (_log("index.interval.bytes"),), _at_least(0)),
+        _K("index.interval.bytes", "int", 4096, (_log("index.interval.bytes"),), at_least(0)),
         _K("leader.replication.throttled.replicas", "list", ()),
-        _K("local.retention.bytes", "long", -2, (_log("local.retention.bytes"),), _at_least(-2)),
-        _K("local.retention.ms", "long", -2, (_log("local.retention.ms"),), _at_least(-2)),
+        _K("local.retention.bytes", "long", -2, (_log("local.retention.bytes"),), at_least(-2)),
+        _K("local.retention.ms", "long", -2, (_log("local.retention.ms"),), at_least(-2)),
         _K("max.compaction.lag.ms", "long", LONG_MAX,
-           (Synonym("log.cleaner.max.compaction.lag.ms"),), _at_least(1)),
+           (Synonym("log.cleaner.max.compaction.lag.ms"),), at_least(1)),
         _K("max.message.bytes", "int", 1_048_588, (Synonym("message.max.bytes"),),
-           _at_least(0)),
+           at_least(0)),
         _K("message.timestamp.after.max.ms", "long", LONG_MAX,
-           (_log("message.timestamp.after.max.ms"),), _at_least(0)),
+           (_log("message.timestamp.after.max.ms"),), at_least(0)),
         _K("message.timestamp.before.max.ms", "long", LONG_MAX,
-           (_log("message.timestamp.before.max.ms"),), _at_least(0)),
+           (_log("message.timestamp.before.max.ms"),), at_least(0)),
         _K("message.timestamp.type", "string", "CreateTime",
-           (_log("message.timestamp.type"),), _one_of("CreateTime", "LogAppendTime")),
+           (_log("message.timestamp.type"),), one_of("CreateTime", "LogAppendTime")),
         _K("min.cleanable.dirty.ratio", "double", 0.5,
-           (Synonym("log.cleaner.min.cleanable.ratio"),), _ratio),
+           (Synonym("log.cleaner.min.cleanable.ratio"),), between(0, 1)),
         _K("min.compaction.lag.ms", "long", 0, (Synonym("log.cleaner.min.compaction.lag.ms"),),
-           _at_least(0)),
-        _K("min.insync.replicas", "int", 1, (Synonym("min.insync.replicas"),), _at_least(1)),
+           at_least(0)),
+        _K("min.insync.replicas", "int", 1, (Synonym("min.insync.replicas"),), at_least(1)),
         _K("preallocate", "boolean", False, (_log("preallocate"),)),
         _K("remote.storage.enable", "boolean", False),
         _K("retention.bytes", "long", -1, (_log("retention.bytes"),)),
         _K("retention.ms", "long", 604_800_000,
            (_log("retention.ms"), _log("retention.minutes", MINUTES),
-            _log("retention.hours", HOURS)), _at_least(-1)),
-        # Kafka 4 raised the minimum to 1 MiB; we keep 3.x's 14 so tests can roll small.
-        _K("segment.bytes", "int", 1_073_741_824, (_log("segment.bytes"),), _at_least(14)),
+            _log("retention.hours", HOURS)), at_least(-1)),
+        # Kafka 4's minimum; tests that need tiny segments use internal.segment.bytes.
+        _K("segment.bytes", "int", 1_073_741_824, (_log("segment.bytes"),), at_least(MIB)),
         _K("segment.index.bytes", "int", 10_485_760, (_log("index.size.max.bytes"),),
-           _at_least(4)),
+           at_least(4)),
         _K("segment.jitter.ms", "long", 0,
-           (_log("roll.jitter.ms"), _log("roll.jitter.hours", HOURS)), _at_least(0)),
+           (_log("roll.jitter.ms"), _log("roll.jitter.hours", HOURS)), at_least(0)),
         _K("segment.ms", "long", 604_800_000,
-           (_log("roll.ms"), _log("roll.hours", HOURS)), _at_least(1)),
+           (_log("roll.ms"), _log("roll.hours", HOURS)), at_least(1)),
         _K("unclean.leader.election.enable", "boolean", False,
            (Synonym("unclean.leader.election.enable"),)),
+        # Kafka 4's LogConfig.INTERNAL_SEGMENT_BYTES_CONFIG: overrides segment.bytes below
+        # its 1 MiB minimum. For tests only; never listed by DescribeConfigs.
+        _K("internal.segment.bytes", "int", None, (), at_least(14),
+           "The maximum size of a single log file. This should be used for testing only.",
+           internal=True),
     )
+}
+
+# The keys DescribeConfigs lists (and "did you mean" suggests): all but internal ones.
+PUBLIC_TOPIC_CONFIGS: dict[str, ConfigKey] = {
+    n: k for n, k in TOPIC_CONFIGS.items() if not k.internal
 }
 
 # topic key -> the broker key with the highest priority (Kafka's TOPIC_CONFIG_SYNONYMS).
@@ -154,21 +216,21 @@ TOPIC_TO_BROKER_KEY: dict[str, str] = {
 BROKER_CONFIGS: dict[str, ConfigKey] = {
     k.name: k
     for k in (
-        _K("num.partitions", "int", 1, check=_at_least(1)),
-        _K("default.replication.factor", "int", 1, check=_at_least(1)),
+        _K("num.partitions", "int", 1, check=at_least(1)),
+        _K("default.replication.factor", "int", 1, check=at_least(1)),
         _K("auto.create.topics.enable", "boolean", True),
         _K("delete.topic.enable", "boolean", True),
         _K("log.dirs", "list", ()),
         _K("log.dir", "string", "/tmp/kafka-logs"),
-        _K("log.retention.check.interval.ms", "long", 300_000, check=_at_least(1)),
-        _K("log.flush.offset.checkpoint.interval.ms", "int", 60_000, check=_at_least(0)),
-        _K("log.flush.start.offset.checkpoint.interval.ms", "int", 60_000, check=_at_least(0)),
-        _K("num.recovery.threads.per.data.dir", "int", 2, check=_at_least(1)),
+        _K("log.retention.check.interval.ms", "long", 300_000, check=at_least(1)),
+        _K("log.flush.offset.checkpoint.interval.ms", "int", 60_000, check=at_least(0)),
+        _K("log.flush.start.offset.checkpoint.interval.ms", "int", 60_000, check=at_least(0)),
+        _K("num.recovery.threads.per.data.dir", "int", 2, check=at_least(1)),
         _K("log.cleaner.enable", "boolean", True),
-        _K("log.cleaner.backoff.ms", "long", 15_000, check=_at_least(0)),
-        _K("log.cleaner.dedupe.buffer.size", "long", 134_217_728, check=_at_least(24)),
-        _K("log.cleaner.io.buffer.load.factor", "double", 0.9, check=_ratio),
-        _K("log.cleaner.threads", "int", 1, check=_at_least(0)),
+        _K("log.cleaner.backoff.ms", "long", 15_000, check=at_least(0)),
+        _K("log.cleaner.dedupe.buffer.size", "long", 134_217_728, check=at_least(24)),
+        _K("log.cleaner.io.buffer.load.factor", "double", 0.9, check=between(0, 1)),
+        _K("log.cleaner.threads", "int", 1, check=at_least(0)),
     )
 }
 
@@ -178,48 +240,113 @@ BROKER_SYNONYM_OF: dict[str, tuple[str, int]] = {
 }
 
 
-def _invalid(name: str, value: object, why: str) -> KafkaError:
-    return KafkaError(Errors.INVALID_CONFIG, f"invalid value {value!r} for {name}: {why}")
+_INT_TEXT = re.compile(r"[+-]?[0-9]+")
+_DOUBLE_TEXT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+def _shown(raw: object) -> str:
+    text = "null" if raw is None else str(raw)
+    return text if len(text) <= 100 else text[:100] + "..."
+
+
+def invalid_value(key: ConfigKey, raw: object, name: str | None = None) -> KafkaError:
+    """INVALID_CONFIG naming the key, the value and what is allowed:
+    ``num.partitions=abc: expected an integer >= 1``."""
+    expected = key.expected()
+    bound = _INT_BOUNDS.get(key.type)
+    text = str(raw).strip() if isinstance(raw, int | str) and not isinstance(raw, bool) else ""
+    if bound is not None and _INT_TEXT.fullmatch(text) and not -bound - 1 <= int(text) <= bound:
+        expected += f" and at most {bound}"
+    return KafkaError(
+        Errors.INVALID_CONFIG, f"{name or key.name}={_shown(raw)}: expected {expected}"
+    )
+
+
+def unknown_config(name: str, known: Iterable[str], what: str = "topic config") -> KafkaError:
+    """INVALID_CONFIG for a key nobody defines, with a "did you mean" hint when one is close."""
+    hint = did_you_mean(name, known)
+    return KafkaError(
+        Errors.INVALID_CONFIG,
+        f"unknown {what} {_shown(name)}" + (f" (did you mean {hint}?)" if hint else ""),
+    )
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str | None:
+    """The known keys closest to a misspelt ``name`` (at most 2 edits away, or a quarter
+    of its length when longer), as ``'a'`` or ``'a' or 'b'``; None if none is that close."""
+    limit = max(2, len(name) // 4)
+    scored = [(d, k) for k in known if (d := _edits(name, k, limit)) <= limit]
+    if not scored:
+        return None
+    best = min(d for d, _ in scored)
+    return " or ".join(f"'{k}'" for d, k in sorted(scored) if d == best)
+
+
+def _edits(a: str, b: str, limit: int) -> int:
+    """Optimal-string-alignment distance (a swap of neighbours is one edit), capped."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        if min(cur) > limit:
+            return limit + 1
+        prev2, prev = prev, cur
+    return prev[-1]
 
 
 def parse_value(key: ConfigKey, raw: object, name: str | None = None) -> Any:
-    """Parse a string (or an already typed value) for ``key``; INVALID_CONFIG if bad."""
-    name = name or key.name
-    try:
-        value = _coerce(key.type, raw)
-    except (TypeError, ValueError) as e:
-        raise _invalid(name, raw, str(e) or f"not a {key.type}") from None
-    if key.check is not None:
-        why = key.check(value)
-        if why:
-            raise _invalid(name, raw, why)
+    """Parse a string (or an already typed value) for ``key``; INVALID_CONFIG if bad.
+
+    The message never carries Python's own wording, only the key, the value and
+    what the key allows (``invalid_value``).
+    """
+    value = _coerce(key.type, raw)
+    if value is _BAD or (key.check is not None and not key.check.ok(value)):
+        raise invalid_value(key, raw, name)
     return value
 
 
+_BAD = object()
+
+
 def _coerce(type_: str, raw: object) -> Any:
-    if type_ in ("int", "long"):
-        if isinstance(raw, bool) or not isinstance(raw, int | str):
-            raise TypeError(f"not an {type_}")
-        v = int(str(raw).strip())
-        bound = INT32_MAX if type_ == "int" else INT64_MAX
-        if not -bound - 1 <= v <= bound:
-            raise ValueError(f"out of range for {type_}")
-        return v
+    """The typed value of ``raw``, or ``_BAD``."""
+    if raw is None:
+        return _BAD
+    if type_ in _INT_BOUNDS:
+        if isinstance(raw, bool):
+            return _BAD
+        if isinstance(raw, int):
+            v = raw
+        elif isinstance(raw, str) and _INT_TEXT.fullmatch(raw.strip()):
+            v = int(raw.strip())
+        else:
+            return _BAD
+        bound = _INT_BOUNDS[type_]
+        return v if -bound - 1 <= v <= bound else _BAD
     if type_ == "double":
-        return float(str(raw).strip())
+        if isinstance(raw, int | float) and not isinstance(raw, bool):
+            v = float(raw)
+        elif isinstance(raw, str) and _DOUBLE_TEXT.fullmatch(raw.strip()):
+            v = float(raw.strip())
+        else:
+            return _BAD
+        return v if math.isfinite(v) else _BAD
     if type_ == "boolean":
         if isinstance(raw, bool):
             return raw
         s = str(raw).strip().lower()
-        if s not in ("true", "false"):
-            raise ValueError("expected true or false")
-        return s == "true"
+        return s == "true" if s in ("true", "false") else _BAD
     if type_ == "list":
         if isinstance(raw, list | tuple):
             return tuple(str(p).strip() for p in raw)
         return tuple(p.strip() for p in str(raw).split(",") if p.strip())
-    if raw is None:
-        raise TypeError("null")
     return str(raw).strip() if type_ == "string" else str(raw)
 
 
@@ -287,7 +414,7 @@ def resolve(
     """
     key = TOPIC_CONFIGS.get(name)
     if key is None:
-        raise KafkaError(Errors.INVALID_CONFIG, f"unknown topic config {name}")
+        raise unknown_config(name, PUBLIC_TOPIC_CONFIGS)
     cands = _candidates(
         key, topic or {}, dynamic_broker or {}, static_broker or {}, dynamic_default
     )
@@ -304,10 +431,10 @@ def describe_topic_configs(
     static_broker: Mapping[str, object] | None = None,
     dynamic_default: Mapping[str, object] | None = None,
 ) -> list[ConfigValue]:
-    """Every topic key, sorted by name, with its effective value and source."""
+    """Every public topic key, sorted by name, with its effective value and source."""
     return [
         resolve(n, topic, dynamic_broker, static_broker, dynamic_default)
-        for n in sorted(TOPIC_CONFIGS)
+        for n in sorted(PUBLIC_TOPIC_CONFIGS)
     ]
 
 
@@ -317,8 +444,13 @@ def validate_topic_overrides(overrides: Mapping[str, object | None]) -> dict[str
     for name, raw in overrides.items():
         key = TOPIC_CONFIGS.get(name)
         if key is None:
-            raise KafkaError(Errors.INVALID_CONFIG, f"unknown topic config {name}")
+            raise unknown_config(name, PUBLIC_TOPIC_CONFIGS)
         out[name] = None if raw is None else format_value(key, parse_value(key, raw))
+    lo, hi = out.get("min.compaction.lag.ms"), out.get("max.compaction.lag.ms")
+    if lo is not None and hi is not None and int(lo) > int(hi):
+        raise KafkaError(
+            Errors.INVALID_CONFIG, "min.compaction.lag.ms exceeds max.compaction.lag.ms"
+        )
     return out
 
 
@@ -331,7 +463,7 @@ def validate_broker_overrides(overrides: Mapping[str, object | None]) -> dict[st
         elif name in BROKER_CONFIGS:
             key = BROKER_CONFIGS[name]
         else:
-            raise KafkaError(Errors.INVALID_CONFIG, f"unknown broker config {name}")
+            raise unknown_config(name, [*BROKER_SYNONYM_OF, *BROKER_CONFIGS], "broker config")
         out[name] = None if raw is None else format_value(key, parse_value(key, raw, name))
     return out
 
@@ -378,6 +510,13 @@ class LogConfig:
     segment_jitter_ms: int = 0
     segment_ms: int = 604_800_000
     unclean_leader_election_enable: bool = False
+    internal_segment_bytes: int | None = None  # test-only: overrides segment_bytes
+
+    def __post_init__(self) -> None:
+        for key in TOPIC_CONFIGS.values():
+            value = getattr(self, key.attr)
+            if key.check is not None and value is not None and not key.check.ok(value):
+                raise invalid_value(key, format_value(key, value))
 
     @classmethod
     def from_props(
@@ -390,9 +529,9 @@ class LogConfig:
         """Resolve every key: topic overrides, then broker values (dynamic per-broker,
         dynamic cluster default, static), then defaults."""
         topic = topic or {}
-        unknown = set(topic) - TOPIC_CONFIGS.keys()
-        if unknown:
-            raise KafkaError(Errors.INVALID_CONFIG, f"unknown topic configs {sorted(unknown)}")
+        for name in topic:
+            if name not in TOPIC_CONFIGS:
+                raise unknown_config(name, PUBLIC_TOPIC_CONFIGS)
         values = {}
         for key in TOPIC_CONFIGS.values():
             cands = _candidates(key, topic, dynamic_broker or {}, broker or {}, dynamic_default)
@@ -411,8 +550,18 @@ class LogConfig:
     def to_props(self) -> dict[str, str]:
         """Every key with its value as a string (Kafka's names)."""
         return {
-            k.name: format_value(k, getattr(self, k.attr)) for k in TOPIC_CONFIGS.values()
+            k.name: format_value(k, getattr(self, k.attr))
+            for k in TOPIC_CONFIGS.values()
+            if getattr(self, k.attr) is not None
         }
+
+    @property
+    def segment_size(self) -> int:
+        """Where the active segment rolls: ``internal.segment.bytes`` if set (tests only),
+        else ``segment.bytes`` (Kafka's ``LogConfig.segmentSize()``)."""
+        if self.internal_segment_bytes is not None:
+            return self.internal_segment_bytes
+        return self.segment_bytes
 
     @property
     def delete_enabled(self) -> bool:

@@ -296,7 +296,7 @@ class PartitionLog:
         if seg.size == 0:
             return False
         cfg = self._config
-        if seg.size > cfg.segment_bytes - size or seg.indexes_full():
+        if seg.size > cfg.segment_size - size or seg.indexes_full():
             return True
         first_ts = seg.first_batch_timestamp()
         waited = max_ts - first_ts if first_ts is not None and first_ts >= 0 else now - seg.created_ms

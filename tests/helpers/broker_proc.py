@@ -35,7 +35,8 @@ class BrokerProcess:
             "group.initial.rebalance.delay.ms": "0",
             **self.overrides,
         }
-        cmd = [sys.executable, "-m", "spool.cli.main", "broker", "--log-level", "WARNING"]
+        cmd = [sys.executable, "-m", "spool.cli.main", "broker", "--log-level", "WARNING",
+               "--strict-config"]
         for k, v in ov.items():
             cmd += ["--override", f"{k}={v}"]
         log = open(self.log_path, "ab")  # noqa: SIM115

@@ -26,7 +26,6 @@ def main() -> None:
     log_dir, seed, flush_messages = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     rng = random.Random(seed)
     props = {
-        "log.segment.bytes": str(256 * 1024),
         "log.index.interval.bytes": "4096",
         "log.index.size.max.bytes": str(64 * 1024),
         "log.flush.interval.messages": flush_messages,
@@ -34,7 +33,7 @@ def main() -> None:
         "log.flush.offset.checkpoint.interval.ms": "50",
     }
     mgr = LogManager([log_dir], props)
-    log = mgr.create_partition("crash", 0)
+    log = mgr.create_partition("crash", 0, {"internal.segment.bytes": str(256 * 1024)})
     mgr.start_background(0.02)
     out = sys.stdout
     i = 0

@@ -33,7 +33,7 @@ DELETED = range(0, 1000, 10)  # 100 keys get a tombstone at the end
 RETENTION_MS = 6000
 TOPIC_CONFIG = {
     "cleanup.policy": "compact",
-    "segment.bytes": str(256 * 1024),
+    "internal.segment.bytes": str(256 * 1024),  # test-only key
     "min.cleanable.dirty.ratio": "0.01",
     "delete.retention.ms": str(RETENTION_MS),
     # in-flight fetches still read replaced segments for this long (sendfile from their fd)
@@ -183,7 +183,7 @@ def test_kill_9_while_cleaning_keeps_the_table(fresh_broker, topic_name):
     fresh_broker.overrides.update(BROKER)
     fresh_broker.start()
     bs = fresh_broker.bootstrap
-    create(bs, topic_name, {**TOPIC_CONFIG, "segment.bytes": str(64 * 1024)})
+    create(bs, topic_name, {**TOPIC_CONFIG, "internal.segment.bytes": str(64 * 1024)})
     part = fresh_broker.data_dir / f"{topic_name}-0"
     rng = random.Random(7)
     expected: dict[bytes, bytes | None] = {}

@@ -25,7 +25,7 @@ from spool.storage.manager import LogManager
 from spool.util.clock import FakeClock
 
 RETENTION = 10_000
-PROPS = {"cleanup.policy": "compact", "segment.bytes": "700", "delete.retention.ms": str(RETENTION),
+PROPS = {"cleanup.policy": "compact", "internal.segment.bytes": "700", "delete.retention.ms": str(RETENTION),
          "file.delete.delay.ms": "0", "index.interval.bytes": "100"}
 KEYS = [b"k%d" % i for i in range(6)]
 

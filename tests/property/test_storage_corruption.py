@@ -16,7 +16,7 @@ from spool.storage.log import PartitionLog
 from spool.util.clock import FakeClock
 from tests.helpers.storage_batches import make_batch
 
-CFG = LogConfig(segment_bytes=3000, index_interval_bytes=200, segment_index_bytes=2048)
+CFG = LogConfig(internal_segment_bytes=3000, index_interval_bytes=200, segment_index_bytes=2048)
 
 damage = st.one_of(
     st.tuples(st.just("flip"), st.integers(0, 10**6), st.binary(min_size=1, max_size=8)),

@@ -26,7 +26,7 @@ from tests.helpers.storage_batches import make_batch
 
 RETENTION_MS = 5_000
 CFG = LogConfig(
-    segment_bytes=1_500,
+    internal_segment_bytes=1_500,
     index_interval_bytes=150,
     segment_index_bytes=96,  # 12 offset entries / 8 time entries: index-full rolls happen
     retention_ms=RETENTION_MS,

@@ -26,7 +26,7 @@ from spool.util.clock import FakeClock
 
 T0 = 1_700_000_000_000
 DAY = 86_400_000
-COMPACT = {"cleanup.policy": "compact", "segment.bytes": "1000",
+COMPACT = {"cleanup.policy": "compact", "internal.segment.bytes": "1000",
            "min.cleanable.dirty.ratio": "0.01", "file.delete.delay.ms": "0"}
 
 
@@ -206,13 +206,13 @@ def test_max_compaction_lag_forces_a_cleaning(env):
 
 def test_groups_respect_segment_bytes(env):
     mgr, cleaner, _ = env
-    plog = make_log(mgr, {"segment.bytes": "3000"})
+    plog = make_log(mgr, {"internal.segment.bytes": "3000"})
     fill(plog, 3000, 1500, per_batch=10)  # little to remove: groups must stay <= 3000 bytes
     want = latest(table(plog))
     cleaner.clean_once()
     assert latest(table(plog)) == want
     assert all(s.size <= 3000 for s in plog.segments)
-    small = make_log(mgr, {"segment.bytes": "3000"}, topic="small")
+    small = make_log(mgr, {"internal.segment.bytes": "3000"}, topic="small")
     fill(small, 3000, 5, per_batch=10)  # almost everything goes: segments merge
     n_before = len(small.segments)
     cleaner.clean(log_to_clean(small.tp, small, None, 0), 0)
@@ -316,13 +316,13 @@ def test_a_fetch_never_returns_only_an_emptied_batch(env):
 
 def test_max_compaction_lag_rolls_the_active_segment(env):
     mgr, _, _ = env
-    plog = make_log(mgr, {"segment.bytes": "1000000", "max.compaction.lag.ms": "1000"})
+    plog = make_log(mgr, {"internal.segment.bytes": "1000000", "max.compaction.lag.ms": "1000"})
     plog.append(batch([("a", "1")], ts=T0))
     plog.append(batch([("a", "2")], ts=T0 + 500))
     assert len(plog.segments) == 1
     plog.append(batch([("a", "3")], ts=T0 + 1001))
     assert len(plog.segments) == 2  # the record time since the first batch passed the lag
-    delete = mgr.create_partition("del", 0, {"segment.bytes": "1000000",
+    delete = mgr.create_partition("del", 0, {"internal.segment.bytes": "1000000",
                                              "max.compaction.lag.ms": "1000"})
     delete.append(batch([("a", "1")], ts=T0))
     delete.append(batch([("a", "3")], ts=T0 + 1001))

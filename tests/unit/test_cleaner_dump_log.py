@@ -22,7 +22,7 @@ def seg_dir(tmp_path):
     """A compacted log after one cleaning: tombstones carry a delete horizon."""
     clock = FakeClock(T0)
     mgr = LogManager([str(tmp_path / "d")], {}, clock)
-    plog = mgr.create_partition("t", 0, {"cleanup.policy": "compact", "segment.bytes": "3000",
+    plog = mgr.create_partition("t", 0, {"cleanup.policy": "compact", "internal.segment.bytes": "3000",
                                          "index.interval.bytes": "100",
                                          "delete.retention.ms": "5000"})
     for i in range(60):

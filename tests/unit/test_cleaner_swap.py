@@ -23,7 +23,7 @@ from spool.storage.manager import LogManager
 from spool.util.clock import FakeClock
 
 T0 = 1_700_000_000_000
-CFG = {"cleanup.policy": "compact", "segment.bytes": "2500", "file.delete.delay.ms": "0",
+CFG = {"cleanup.policy": "compact", "internal.segment.bytes": "2500", "file.delete.delay.ms": "0",
        "min.cleanable.dirty.ratio": "0.01"}
 
 

@@ -13,7 +13,7 @@ from spool.storage.log import PartitionLog
 from spool.util.clock import FakeClock
 
 T0 = 1_700_000_000_000
-SMALL = LogConfig(segment_bytes=2000, index_interval_bytes=150, segment_index_bytes=4096)
+SMALL = LogConfig(internal_segment_bytes=2000, index_interval_bytes=150, segment_index_bytes=4096)
 
 
 def batch(pid: int, epoch: int, seq: int, n: int = 2, txn: bool = False, ts: int = T0) -> bytearray:

@@ -17,7 +17,7 @@ from spool.storage.log import PartitionLog
 from spool.util.clock import FakeClock
 from tests.helpers.storage_batches import make_batch
 
-SMALL = LogConfig(segment_bytes=1500, index_interval_bytes=150, segment_index_bytes=4096)
+SMALL = LogConfig(internal_segment_bytes=1500, index_interval_bytes=150, segment_index_bytes=4096)
 
 
 @pytest.fixture
@@ -91,7 +91,7 @@ def test_rolls_by_size_and_reads_stay_in_one_segment(tmp_path, clock):
     fill(log, 40, clock)
     assert len(log.segments) > 3
     for seg in log.segments[:-1]:
-        assert seg.size <= SMALL.segment_bytes
+        assert seg.size <= SMALL.segment_size
     # a read that reaches the end of a segment stops there
     seg0 = log.segments[0]
     sl = log.read(0, 10**9)
@@ -145,7 +145,7 @@ def test_fetch_slice_works_with_sendfile(tmp_path, clock):
 
 
 def test_offset_for_timestamp_uncompressed_and_compressed(tmp_path, clock):
-    cfg = LogConfig(segment_bytes=600, index_interval_bytes=100)
+    cfg = LogConfig(internal_segment_bytes=600, index_interval_bytes=100)
     log = open_log(tmp_path, cfg, clock=clock)
     t0 = clock.now_ms()
     expected = {}

@@ -11,8 +11,8 @@ from spool.storage.manager import LogManager
 from spool.util.clock import FakeClock
 from tests.helpers.storage_batches import make_batch
 
-SMALL = {"log.segment.bytes": "2000", "log.index.size.max.bytes": "4096",
-         "log.segment.delete.delay.ms": "0"}
+SMALL = {"log.index.size.max.bytes": "4096", "log.segment.delete.delay.ms": "0"}
+TINY = {"internal.segment.bytes": "2000"}  # topic override: segments roll at 2000 bytes
 
 
 def dirs(tmp_path, n=2):
@@ -23,7 +23,7 @@ def test_create_spreads_over_dirs_and_reloads(tmp_path):
     clock = FakeClock()
     mgr = LogManager(dirs(tmp_path), SMALL, clock)
     for p in range(4):
-        log = mgr.create_partition("orders", p)
+        log = mgr.create_partition("orders", p, TINY)
         log.append(make_batch(p + 1))
     assert mgr.create_partition("orders", 0) is mgr.get("orders", 0)
     assert mgr.partitions() == [("orders", p) for p in range(4)]
@@ -46,7 +46,7 @@ def test_create_spreads_over_dirs_and_reloads(tmp_path):
 def test_unclean_restart_recovers(tmp_path):
     clock = FakeClock()
     mgr = LogManager(dirs(tmp_path, 1), SMALL, clock)
-    log = mgr.create_partition("t", 0)
+    log = mgr.create_partition("t", 0, TINY)
     for _ in range(30):
         log.append(make_batch(2, value_size=50))
     leo = log.log_end_offset
@@ -107,7 +107,7 @@ def test_background_round_applies_retention_flush_and_checkpoints(tmp_path):
              "log.retention.check.interval.ms": "100",
              "log.flush.offset.checkpoint.interval.ms": "100"}
     mgr = LogManager(dirs(tmp_path, 1), props, clock)
-    log = mgr.create_partition("t", 0)
+    log = mgr.create_partition("t", 0, TINY)
     while len(log.segments) < 4:
         log.append(make_batch(2, timestamp=clock.now_ms(), value_size=100))
     clock.advance(1001)

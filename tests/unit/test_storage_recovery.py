@@ -12,7 +12,7 @@ from spool.storage.log import PartitionLog
 from spool.util.clock import FakeClock
 from tests.helpers.storage_batches import make_batch
 
-CFG = LogConfig(segment_bytes=2000, index_interval_bytes=120, segment_index_bytes=4096)
+CFG = LogConfig(internal_segment_bytes=2000, index_interval_bytes=120, segment_index_bytes=4096)
 
 
 def crash(log: PartitionLog) -> None:

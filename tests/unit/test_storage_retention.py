@@ -11,7 +11,7 @@ HOUR = 3_600_000
 
 
 def make_log(tmp_path, clock, **cfg):
-    base = dict(segment_bytes=1000, index_interval_bytes=100, file_delete_delay_ms=0)
+    base = dict(internal_segment_bytes=1000, index_interval_bytes=100, file_delete_delay_ms=0)
     return PartitionLog(tmp_path / "t-0", LogConfig(**{**base, **cfg}), clock=clock)
 
 
@@ -99,7 +99,7 @@ def test_retention_stops_at_the_high_watermark(tmp_path):
     clock = FakeClock()
     log = PartitionLog(
         tmp_path / "t-0",
-        LogConfig(segment_bytes=1000, retention_ms=1, file_delete_delay_ms=0),
+        LogConfig(internal_segment_bytes=1000, retention_ms=1, file_delete_delay_ms=0),
         clock=clock,
         hw_follows_leo=False,
     )
