@@ -431,11 +431,39 @@ def describe_topic_configs(
     static_broker: Mapping[str, object] | None = None,
     dynamic_default: Mapping[str, object] | None = None,
 ) -> list[ConfigValue]:
-    """Every public topic key, sorted by name, with its effective value and source."""
+    """Every public topic key, sorted by name, with its effective value and source.
+    Stored values this version refuses are skipped, as storage skips them."""
+    topic, dynamic_broker = _valid_only(topic, "topic"), _valid_only(dynamic_broker, "broker")
     return [
         resolve(n, topic, dynamic_broker, static_broker, dynamic_default)
         for n in sorted(PUBLIC_TOPIC_CONFIGS)
     ]
+
+
+def _valid_only(
+    layer: Mapping[str, object] | None, what: str, problems: list[str] | None = None
+) -> dict[str, object]:
+    """The values of a stored ``topic`` or dynamic ``broker`` layer this version accepts;
+    the message of each one dropped is appended to ``problems``."""
+    out: dict[str, object] = {}
+    for name, raw in (layer or {}).items():
+        if what == "topic":
+            key = TOPIC_CONFIGS.get(name)
+        elif name in BROKER_SYNONYM_OF:
+            key = TOPIC_CONFIGS[BROKER_SYNONYM_OF[name][0]]
+        else:
+            key = BROKER_CONFIGS.get(name)
+        try:
+            if key is None:
+                raise unknown_config(name, (), f"{what} config")
+            if raw is not None:
+                parse_value(key, raw, name)
+        except KafkaError as e:
+            if problems is not None:
+                problems.append(e.message)
+            continue
+        out[name] = raw
+    return out
 
 
 def validate_topic_overrides(overrides: Mapping[str, object | None]) -> dict[str, str | None]:
@@ -542,6 +570,27 @@ class LogConfig:
                 Errors.INVALID_CONFIG, "min.compaction.lag.ms exceeds max.compaction.lag.ms"
             )
         return cfg
+
+    @classmethod
+    def from_stored(
+        cls,
+        topic: Mapping[str, object] | None = None,
+        broker: Mapping[str, object] | None = None,
+        dynamic_broker: Mapping[str, object] | None = None,
+    ) -> tuple[LogConfig, list[str]]:
+        """``from_props`` for values read back from the metadata log, which an older Spool
+        may have accepted (``segment.bytes=14``): a stored topic or dynamic broker value
+        this version refuses is dropped, not fatal. Returns the config and one message
+        per dropped value."""
+        problems: list[str] = []
+        kept_topic = _valid_only(topic, "topic", problems)
+        kept_dynamic = _valid_only(dynamic_broker, "broker", problems)
+        try:
+            cfg = cls.from_props(kept_topic, broker, kept_dynamic)
+        except KafkaError as e:  # a cross-key check: fall back to the broker's values
+            problems.append(e.message)
+            cfg = cls.from_props({}, broker, kept_dynamic)
+        return cfg, problems
 
     def with_overrides(self, **changes: Any) -> LogConfig:
         """A copy with some fields changed (attribute names), e.g. in tests."""

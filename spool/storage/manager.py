@@ -137,9 +137,13 @@ class LogManager:
     def log_config(self, topic: str) -> LogConfig:
         cfg = self._config_cache.get(topic)
         if cfg is None:
-            cfg = LogConfig.from_props(
+            # Stored values an older version accepted but this one refuses are logged and
+            # dropped: the broker must start on what it wrote itself.
+            cfg, problems = LogConfig.from_stored(
                 self._topic_overrides.get(topic), self.static_props, self.dynamic_props
             )
+            for problem in problems:
+                log.warning("topic %s: ignoring a stored config value: %s", topic, problem)
             self._config_cache[topic] = cfg
         return cfg
 

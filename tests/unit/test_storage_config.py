@@ -180,3 +180,17 @@ def test_round_trip_and_helpers():
     assert LogConfig.from_props(c.to_props()) == c
     assert broker_setting("num.partitions") == 1
     assert broker_setting("num.partitions", {"num.partitions": "4"}) == 4
+
+
+def test_stored_values_an_older_version_accepted_are_dropped_not_fatal():
+    """A metadata log written before segment.bytes had its 1 MiB minimum still loads."""
+    cfg, problems = LogConfig.from_stored(
+        {"segment.bytes": "14", "retention.ms": "1000"}, {}, {"log.segment.bytes": "100"}
+    )
+    assert (cfg.segment_bytes, cfg.retention_ms) == (1_073_741_824, 1000)
+    assert problems == [
+        "segment.bytes=14: expected an integer >= 1048576",
+        "log.segment.bytes=100: expected an integer >= 1048576",
+    ]
+    entries = {v.name: v for v in describe_topic_configs({"segment.bytes": "14"})}
+    assert entries["segment.bytes"].is_default

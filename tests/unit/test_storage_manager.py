@@ -141,3 +141,15 @@ def test_thousand_partitions_load(tmp_path):
         assert all(log.log_end_offset == 15 for log in again.logs().values())
         if clean:
             again.shutdown()
+
+
+def test_a_stored_override_this_version_refuses_is_logged_and_dropped(tmp_path, caplog):
+    mgr = LogManager(dirs(tmp_path, 1), {}, FakeClock())
+    mgr.set_topic_overrides("old", {"segment.bytes": "14", "retention.ms": "1000"})
+    log = mgr.create_partition("old", 0)
+    assert (log.config.segment_bytes, log.config.retention_ms) == (1_073_741_824, 1000)
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
+        "topic old: ignoring a stored config value: "
+        "segment.bytes=14: expected an integer >= 1048576"
+    ]
+    mgr.shutdown()
