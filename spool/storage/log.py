@@ -303,25 +303,45 @@ class PartitionLog:
         return waited > cfg.max_segment_ms - self._roll_jitter
 
     def roll(self, new_base: int | None = None) -> LogSegment:
-        """Close the active segment for appends and start a new one at ``new_base`` (LEO)."""
+        """Close the active segment for appends and start a new one at ``new_base`` (LEO).
+
+        The new segment's files are created first: if that fails (a full disk)
+        the old segment stays active and KAFKA_STORAGE_ERROR is raised, so the
+        next append tries again. The producer snapshot and the old segment's
+        index write-out cannot fail the roll (both are caches)."""
         with self._lock:
             self._ensure_open()
             base = self._leo if new_base is None else new_base
             old = self._segments[-1]
+            if old.size == 0 and old.base_offset == base:
+                return old
+            seg = self._create_segment(base)
+            self.producers.take_snapshot(base)
             segs = list(self._segments)
             if old.size == 0:
                 old.delete_files()
                 segs.pop()
             else:
                 old.on_become_inactive()
-            seg = new_segment(self.dir, base, self._config, self.clock.now_ms())
-            seg.make_active()
-            self.producers.take_snapshot(base)
             segs.append(seg)
             self._set_segments(segs)
             self._dir_dirty = True
             self._roll_jitter = self._new_jitter()
             return seg
+
+    def _create_segment(self, base: int) -> LogSegment:
+        """A new active segment at ``base``; KAFKA_STORAGE_ERROR (nothing left behind) if
+        its files cannot be created."""
+        seg = None
+        try:
+            seg = new_segment(self.dir, base, self._config, self.clock.now_ms())
+            seg.make_active()
+            return seg
+        except OSError as e:
+            if seg is not None:
+                seg.delete_files()
+            raise KafkaError(Errors.KAFKA_STORAGE_ERROR,
+                             f"{self.tp}: cannot create segment {base}: {e}") from e
 
     # -- append --------------------------------------------------------------------
 
@@ -395,7 +415,10 @@ class PartitionLog:
                               -1 if log_append_time_ms is None else log_append_time_ms,
                               self._log_start, n, len(view))
         if self._leo - self._recovery_point >= self._config.flush_messages:
-            self.flush()
+            try:
+                self.flush()
+            except OSError as e:
+                raise KafkaError(Errors.KAFKA_STORAGE_ERROR, f"{self.tp}: flush failed: {e}") from e
         return info
 
     # -- producer state (spool.storage.producer_state) -----------------------------
@@ -411,7 +434,11 @@ class PartitionLog:
             h = BatchHeader.parse(view, pos)
             aborted = self.producers.update(h, control_type(view, pos) if h.is_control else None)
             if aborted is not None:
-                txn_index.append(txn_index.path_of(self.dir, seg.base_offset), aborted)
+                try:
+                    txn_index.append(txn_index.path_of(self.dir, seg.base_offset), aborted)
+                except OSError as e:  # the batch is in the log: do not fail its append
+                    log.error("%s: aborted transaction %s not written to the .txnindex: %s",
+                              self.tp, aborted, e)
         self._first_unstable = self.producers.first_unstable_offset()
 
     def _load_producer_state(self) -> None:

@@ -33,7 +33,8 @@ close; the two newest are kept)::
               firstOffset int64 | lastOffset int64) )
 
 Written to ``.tmp`` and renamed; no fsync (a lost or damaged snapshot only
-means replaying more of the log). Load: the newest intact snapshot at or
+means replaying more of the log, so a snapshot that cannot be written, e.g.
+on a full disk, is logged and skipped). Load: the newest intact snapshot at or
 below the log end offset (later ones are deleted), then the log from there.
 
 Expiry: a producer without an open transaction whose last batch timestamp
@@ -53,6 +54,7 @@ Concurrency: owned by one ``PartitionLog``; called under its lock.
 
 from __future__ import annotations
 
+import logging
 import os
 import struct
 from collections import deque
@@ -65,6 +67,8 @@ from spool.protocol.errors import Errors, KafkaError
 from spool.records.batch import NO_SEQUENCE, BatchHeader
 from spool.records.record import CONTROL_ABORT
 from spool.storage.txn_index import AbortedTxn
+
+log = logging.getLogger(__name__)
 
 MAX_CACHED_BATCHES = 5
 SNAPSHOT_SUFFIX = ".snapshot"
@@ -261,8 +265,13 @@ class ProducerStateManager:
             return
         path = self.dir / snapshot_name(offset)
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(self.encode())
-        os.replace(tmp, path)
+        try:
+            tmp.write_bytes(self.encode())
+            os.replace(tmp, path)
+        except OSError as e:  # a missing snapshot only means replaying more of the log
+            log.warning("%s: producer state snapshot at %d not written: %s", self.dir, offset, e)
+            tmp.unlink(missing_ok=True)
+            return
         for old in sorted(set(existing) | {offset})[:-KEEP_SNAPSHOTS]:
             (self.dir / snapshot_name(old)).unlink(missing_ok=True)
 

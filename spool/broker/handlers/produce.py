@@ -9,7 +9,9 @@ must be recordsCount - 1, and an uncompressed batch must hold exactly
 recordsCount records (INVALID_RECORD); a compressed batch is counted when it is
 inflated anyway (a compacted topic's key check), where a mismatch is
 CORRUPT_MESSAGE. acks=0 gets no
-response at all. On a single node acks=all is acks=1: the in-sync replica
+response at all. A storage failure (a full disk) is KAFKA_STORAGE_ERROR for
+that partition; the connection stays and a later produce succeeds once space
+returns. On a single node acks=all is acks=1: the in-sync replica
 set is the leader alone.
 """
 
@@ -67,6 +69,11 @@ def append_partition(broker, topic: str, partition: int, records, now_ms: int) -
     except KafkaError as e:
         resp.error_code = e.code
         resp.error_message = e.message
+        return resp
+    except OSError as e:  # storage failed (a full disk): this partition's error, not the connection's
+        log.warning("produce to %s-%d failed: %s", topic, partition, e)
+        resp.error_code = Errors.KAFKA_STORAGE_ERROR
+        resp.error_message = str(e)
         return resp
     resp.base_offset = info.first_offset
     resp.log_append_time_ms = append_time if append_time is not None else -1
