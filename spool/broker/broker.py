@@ -8,8 +8,10 @@ log dirs and checks their ``meta.properties`` (``spool.storage.logdirs``),
 loads the logs, then accepts; ``await shutdown()`` stops accepting, lets
 in-flight requests finish, then flushes and closes every log (a clean
 shutdown marker spares the next start its recovery scan) and unlocks the
-dirs. Blocking storage work (retention, fsync)
-runs in a thread pool, off the event loop.
+dirs. Blocking storage work runs off the event loop: a request's in a
+thread pool, the periodic work (retention, ``flush.ms``, rolled-segment fsyncs,
+checkpoints, removal of deleted partitions) in the log manager's background
+thread, ticking every ``log.flush.scheduler.interval.ms`` (at most 1 s).
 """
 
 from __future__ import annotations
@@ -95,14 +97,19 @@ class Broker:
         await self.server.start()
         self.groups.start()
         self.transactions.start()
-        interval = self.config.get_int("log.retention.check.interval.ms") / 1000.0
-        self._background.append(loop.create_task(self._retention_loop(interval)))
+        # retention, flush.ms, rolled-segment fsyncs, checkpoints, removal of deleted
+        # partitions: one thread, off the event loop (LogManager.run_background_once)
+        tick_ms = min(self.config.get_int("log.flush.scheduler.interval.ms"), 1000)
+        self.logs.start_background(max(tick_ms, 10) / 1000.0)
         self.logs.start_cleaner()  # its own thread, off the event loop
         log.info("broker %d listening on %s", self.node_id, self.server.bound)
 
     async def _load(self, loop: asyncio.AbstractEventLoop) -> None:
         log_dirs = self.config.log_dirs
-        defaults = self.config.log_defaults()
+        defaults = {
+            **self.config.log_defaults(),
+            "log.retention.check.interval.ms": self.config.get("log.retention.check.interval.ms"),
+        }
         self.log_dirs = await loop.run_in_executor(
             self.executor, lambda: claim_log_dirs(log_dirs, self.cluster_id, self.node_id)
         )
@@ -126,15 +133,6 @@ class Broker:
     @property
     def metadata(self):
         return self.storage.metadata
-
-    async def _retention_loop(self, interval_s: float) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            await asyncio.sleep(interval_s)
-            try:
-                await loop.run_in_executor(self.executor, self.logs.run_retention_once)
-            except Exception:
-                log.exception("retention run failed")
 
     async def shutdown(self) -> None:
         for t in self._background:

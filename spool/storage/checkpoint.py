@@ -18,8 +18,13 @@ the old or the new file, never a torn one. A file that does not parse is
 treated as empty (recovery then scans every segment, which is always safe).
 
 ``DirCheckpoints`` is the in-memory view shared by every ``PartitionLog`` of
-one log dir; it is thread-safe (one lock) and writes both files on
-``write()`` (called on flush, DeleteRecords, periodically and at shutdown).
+one log dir; it is thread-safe (one lock) and writes each file when it
+changed: on ``write()`` (both; DeleteRecords, partition deletion, shutdown)
+or ``write(recovery_points=False)`` / ``write(log_starts=False)`` (the log
+manager's background thread, each on its own interval:
+``log.flush.offset.checkpoint.interval.ms`` and
+``log.flush.start.offset.checkpoint.interval.ms``).
+A failed write leaves the file marked changed, so the next one retries.
 """
 
 from __future__ import annotations
@@ -77,7 +82,7 @@ class DirCheckpoints:
         self._lock = threading.Lock()
         self.recovery_points = read_checkpoint(self.dir / RECOVERY_POINT_CHECKPOINT)
         self.log_start_offsets = read_checkpoint(self.dir / LOG_START_OFFSET_CHECKPOINT)
-        self._dirty = False
+        self._dirty_rp = self._dirty_ls = False
 
     def recovery_point(self, tp: TopicPartition) -> int:
         return self.recovery_points.get(tp, 0)
@@ -91,24 +96,30 @@ class DirCheckpoints:
         with self._lock:
             if recovery_point is not None and self.recovery_points.get(tp) != recovery_point:
                 self.recovery_points[tp] = recovery_point
-                self._dirty = True
+                self._dirty_rp = True
             if log_start is not None and self.log_start_offsets.get(tp) != log_start:
                 self.log_start_offsets[tp] = log_start
-                self._dirty = True
+                self._dirty_ls = True
 
     def remove(self, tp: TopicPartition) -> None:
         with self._lock:
-            self._dirty |= self.recovery_points.pop(tp, None) is not None
-            self._dirty |= self.log_start_offsets.pop(tp, None) is not None
+            self._dirty_rp |= self.recovery_points.pop(tp, None) is not None
+            self._dirty_ls |= self.log_start_offsets.pop(tp, None) is not None
 
-    def write(self, *, force: bool = False) -> bool:
-        """Write both files if anything changed (or ``force``); returns whether it wrote."""
+    def write(
+        self, *, force: bool = False, recovery_points: bool = True, log_starts: bool = True
+    ) -> bool:
+        """Write the files that changed (or all with ``force``), both unless told which;
+        returns whether it wrote any."""
         with self._lock:
-            if not (self._dirty or force):
-                return False
-            rp = format_checkpoint(self.recovery_points)
-            ls = format_checkpoint(self.log_start_offsets)
-            self._dirty = False
-            atomic_write(self.dir / RECOVERY_POINT_CHECKPOINT, rp)
-            atomic_write(self.dir / LOG_START_OFFSET_CHECKPOINT, ls)
-            return True
+            do_rp = recovery_points and (self._dirty_rp or force)
+            do_ls = log_starts and (self._dirty_ls or force)
+            if do_rp:
+                atomic_write(self.dir / RECOVERY_POINT_CHECKPOINT,
+                             format_checkpoint(self.recovery_points))
+                self._dirty_rp = False
+            if do_ls:
+                atomic_write(self.dir / LOG_START_OFFSET_CHECKPOINT,
+                             format_checkpoint(self.log_start_offsets))
+                self._dirty_ls = False
+            return do_rp or do_ls

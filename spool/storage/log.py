@@ -673,7 +673,9 @@ class PartitionLog:
         if rest[0].base_offset > self._log_start:
             self._log_start = rest[0].base_offset
             self.checkpoints.update(self.tp, log_start=self._log_start)
-        self._recovery_point = max(self._recovery_point, self._log_start)
+        if self._log_start > self._recovery_point:  # nothing below the log start to recover
+            self._recovery_point = self._log_start
+            self.checkpoints.update(self.tp, recovery_point=self._recovery_point)
         self._check_offsets()
 
     def delete_expired_files(self, now_ms: int | None = None, *, force: bool = False) -> int:
@@ -700,7 +702,8 @@ class PartitionLog:
             if offset > self._log_start:
                 self._log_start = offset
                 self._recovery_point = max(self._recovery_point, offset)
-                self.checkpoints.update(self.tp, log_start=offset)
+                self.checkpoints.update(self.tp, log_start=offset,
+                                        recovery_point=self._recovery_point)
                 self.checkpoints.write()
                 self._check_offsets()
             self.run_retention_for_log_start()

@@ -28,11 +28,25 @@ close every log, write checkpoints, then the clean-shutdown marker). The
 marker is removed once loading finishes, so a crash after startup is seen as
 unclean next time and triggers recovery past the recovery points.
 
-Background work is exposed twice: as ``*_once`` methods the broker can call
-from an executor (``run_retention_once``, ``flush_once``, ``checkpoint``,
-``cleanup_once``, or ``run_background_once`` for all, each on its own
-interval), and as ``start_background(interval_s)``, a daemon thread calling
-``run_background_once``. Never call these from the event loop: they fsync.
+Background work: ``start_background(interval_s)`` (the broker calls it once
+serving, with ``interval_s`` = ``log.flush.scheduler.interval.ms`` capped at
+one second) is a daemon thread calling ``run_background_once`` every
+``interval_s``; each round does what is due:
+
+    retention             every log.retention.check.interval.ms
+    flush                 logs whose flush.ms has passed (fsync, recovery point
+                          moves to the log end); segments rolled since the last
+                          flush (fsync, recovery point moves to the active base)
+    recovery points file  every log.flush.offset.checkpoint.interval.ms
+    log start file        every log.flush.start.offset.checkpoint.interval.ms
+    cleanup               ``.deleted`` segments and ``-delete`` partition folders
+                          whose file.delete.delay.ms (log.segment.delete.delay.ms)
+                          has passed
+
+so after a kill -9 recovery rescans only what was appended since the last
+checkpointed flush. The ``*_once`` methods are the same steps one at a time
+(tests call them with a fake clock). Never call these from the event loop:
+they fsync.
 
 The log cleaner (``spool.storage.cleaner_manager``) is a thread of its own:
 ``start_cleaner()`` starts it when ``log.cleaner.enable`` (the broker does,
@@ -122,6 +136,7 @@ class LogManager:
         self._bg_stop = threading.Event()
         self.cleaner: LogCleaner | None = None
         self._last_retention_ms = self._last_checkpoint_ms = self.clock.now_ms()
+        self._last_start_checkpoint_ms = self._last_checkpoint_ms
         self.checkpoints: dict[Path, DirCheckpoints] = {}
         self.had_clean_shutdown: dict[Path, bool] = {}
         for d in self.log_dirs:
@@ -353,11 +368,16 @@ class LogManager:
     def flush_all(self) -> None:
         self._parallel(PartitionLog.flush, self._all_logs())
 
-    def checkpoint(self) -> None:
-        """Write the recovery point and log start offset files of every log dir."""
+    def checkpoint(self, *, recovery_points: bool = True, log_starts: bool = True) -> None:
+        """Write the recovery point and/or log start offset files of every log dir
+        (each only if it changed)."""
         for cps in self.checkpoints.values():
-            cps.write()
-        self._last_checkpoint_ms = self.clock.now_ms()
+            cps.write(recovery_points=recovery_points, log_starts=log_starts)
+        now = self.clock.now_ms()
+        if recovery_points:
+            self._last_checkpoint_ms = now
+        if log_starts:
+            self._last_start_checkpoint_ms = now
 
     def cleanup_once(self, now_ms: int | None = None, *, force: bool = False) -> int:
         """Unlink ``.deleted`` segments and ``-delete`` dirs whose delay has passed."""
@@ -379,9 +399,12 @@ class LogManager:
         if now - self._last_retention_ms >= int(self.setting("log.retention.check.interval.ms")):
             self.run_retention_once(now)
         self.flush_once(now)
-        interval = int(self.setting("log.flush.offset.checkpoint.interval.ms"))
-        if now - self._last_checkpoint_ms >= interval:
-            self.checkpoint()
+        rp = now - self._last_checkpoint_ms >= int(
+            self.setting("log.flush.offset.checkpoint.interval.ms"))
+        ls = now - self._last_start_checkpoint_ms >= int(
+            self.setting("log.flush.start.offset.checkpoint.interval.ms"))
+        if rp or ls:
+            self.checkpoint(recovery_points=rp, log_starts=ls)
         self.cleanup_once(now)
 
     def start_background(self, interval_s: float = 1.0) -> threading.Thread:

@@ -105,7 +105,8 @@ def test_background_round_applies_retention_flush_and_checkpoints(tmp_path):
     clock = FakeClock()
     props = {**SMALL, "log.retention.ms": "1000", "log.flush.interval.ms": "500",
              "log.retention.check.interval.ms": "100",
-             "log.flush.offset.checkpoint.interval.ms": "100"}
+             "log.flush.offset.checkpoint.interval.ms": "100",
+             "log.flush.start.offset.checkpoint.interval.ms": "100"}
     mgr = LogManager(dirs(tmp_path, 1), props, clock)
     log = mgr.create_partition("t", 0, TINY)
     while len(log.segments) < 4:
