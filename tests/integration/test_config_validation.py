@@ -6,7 +6,8 @@ name maps to no security protocol, a bad value, an unknown key under
 stderr and leave the data dir untouched; an unknown key without the flag is
 warned about (one line naming it, with a "did you mean" hint) and ignored.
 Topic configs sent by a client (CreateTopics, IncrementalAlterConfigs) get
-INVALID_CONFIG with the key, the value and what is allowed; ``segment.bytes``
+INVALID_CONFIG with the key, the value and what is allowed (a null value in
+CreateTopics too); ``segment.bytes``
 has Kafka 4's 1 MiB minimum and ``internal.segment.bytes`` is the test-only
 way to roll small segments.
 """
@@ -28,6 +29,13 @@ from confluent_kafka.admin import (
     ConfigResource,
     NewTopic,
 )
+
+from spool.protocol._generated import CreateTopicsRequest
+from spool.protocol._generated.create_topics_request import (
+    CreatableTopic,
+    CreatableTopicConfig,
+)
+from tests.helpers.raw_client import RawClient
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -246,3 +254,20 @@ def test_internal_segment_bytes_rolls_small_segments_and_stays_hidden(broker, to
     cfg = admin.describe_configs([res])[res].result(10)
     assert "internal.segment.bytes" not in cfg
     assert cfg["segment.bytes"].value == "1073741824"
+
+
+def test_create_topics_refuses_a_null_config_value(broker, topic_name):
+    c = RawClient(broker.bootstrap)
+    try:
+        req = CreateTopicsRequest(topics=[CreatableTopic(
+            name=topic_name, num_partitions=1, replication_factor=1, assignments=[],
+            configs=[CreatableTopicConfig(name="retention.ms", value=None)])],
+            timeout_ms=10_000, validate_only=False)
+        resp = c.request(19, 5, req)
+    finally:
+        c.close()
+    [t] = resp.topics
+    assert (t.error_code, t.error_message) == (
+        KafkaError.INVALID_CONFIG, "Null value not supported for topic configs: retention.ms")
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    assert topic_name not in admin.list_topics(timeout=10).topics

@@ -48,6 +48,16 @@ def _check_assignments(assignments, node_id: int) -> int | None:
     return len(assignments)
 
 
+def _new_topic_configs(configs) -> dict[str, str]:
+    """A new topic's configs by name; a null value is INVALID_CONFIG, as in Kafka (it would
+    otherwise vanish silently: null means "delete" only when altering)."""
+    nulls = [c.name for c in configs if c.value is None]
+    if nulls:
+        raise KafkaError(Errors.INVALID_CONFIG,
+                         f"Null value not supported for topic configs: {', '.join(nulls)}")
+    return {c.name: c.value for c in configs}
+
+
 @handles(19, 2, 7)
 async def create_topics(ctx, req: CreateTopicsRequest) -> CreateTopicsResponse:
     broker = ctx.broker
@@ -68,7 +78,7 @@ async def create_topics(ctx, req: CreateTopicsRequest) -> CreateTopicsResponse:
                     raise KafkaError(Errors.INVALID_REQUEST,
                                      "assignments exclude num_partitions and replication_factor")
                 n = manual
-            configs = {c.name: c.value for c in t.configs}
+            configs = _new_topic_configs(t.configs)
             broker.create_topic(t.name, n, t.replication_factor if manual is None else 1,
                                 configs, validate_only=req.validate_only)
             r.num_partitions = n if n != -1 else broker.config.get_int("num.partitions")
