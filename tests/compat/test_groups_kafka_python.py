@@ -19,21 +19,29 @@ from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+from kafka.coordinator.base import MemberState
 from kafka.errors import KafkaError
 from kafka.structs import OffsetAndMetadata
 
 pytestmark = pytest.mark.timeout(90)
 
-# About one run in ten, a kafka-python 3.0.12 member stops inside poll(200)
-# for good, right after its SyncGroup succeeds: its thread waits in
-# Fetcher.send_fetches -> NetworkSelector.run for its own IO thread, and it
-# sends nothing more (no heartbeat, no fetch) while the broker has no request
-# of it outstanding on any connection (checked by dumping every connection's
-# pending requests). The other member then takes every partition after the
-# session timeout. That is a client-side stall, not a rebalance loop; it is
-# reported as an expected failure, and every other outcome is checked.
-CLIENT_STALL = ("kafka-python 3.0.12 member stalled inside poll() with no request outstanding "
-                "at the broker (client-side; see the comment above)")
+# kafka-python 3.0.12 bug (found by logging both members at DEBUG): a leader
+# that rejoins because its assignment snapshot no longer matches its metadata
+# snapshot (its first assignment ran before it had fetched the new topic's
+# metadata) runs JoinGroup+SyncGroup as a background future. When poll()'s
+# timer expires first, join_group_async returns and leaves the future in
+# flight; the future's own _perform_assignment then updates the assignment
+# snapshot, so need_rejoin() is False on the next poll and the finished
+# future is never read: the member stays REBALANCING with heartbeats disabled
+# and nothing outstanding, holding a SyncGroup answer (error 0, its
+# partitions) it never applies, and the broker rightly expires it after
+# session.timeout.ms. Polling for 1 s (longer than the rejoin's JoinGroup
+# round) made it vanish in our runs (0 of 30, against 4 of 24 with 200 ms);
+# should it still happen, the test is an expected failure only when that exact
+# client state is there (Member.unapplied_join), which a broker that fails to
+# answer, answers with an error, or expires a live member never produces.
+CLIENT_BUG = ("kafka-python 3.0.12 left a successful SyncGroup answer unapplied "
+              "(join future done, member REBALANCING, need_rejoin() False)")
 PARTITIONS = 4
 N = 400
 
@@ -61,18 +69,23 @@ class Member(threading.Thread):
         self.consumer.subscribe([topic], listener=self.listener)
         self.values: list[bytes] = []
         self.stopping = threading.Event()
-        self.last_poll = time.monotonic()
 
     def run(self) -> None:
         while not self.stopping.is_set():
-            for records in self.consumer.poll(200).values():
+            for records in self.consumer.poll(1000).values():
                 self.values += [r.value for r in records]
-            self.last_poll = time.monotonic()
             try:
                 self.consumer.commit()
             except KafkaError:  # CommitFailed/RebalanceInProgress mid-rebalance: commit next round
                 pass
         self.consumer.close()
+
+    def unapplied_join(self) -> bool:
+        """True when this member is stuck in kafka-python 3.0.12's join bug (see CLIENT_BUG)."""
+        co = self.consumer._coordinator
+        join = co._join_task  # a kafka.future.Future of the JoinGroup+SyncGroup round trip
+        return (co.state is MemberState.REBALANCING and join is not None and join.succeeded()
+                and isinstance(join.value, bytes) and not co.need_rejoin())
 
     def stop(self) -> None:
         self.stopping.set()
@@ -109,9 +122,8 @@ def test_two_member_group_splits_partitions_and_settles(broker, topic_name, assi
         try:
             wait_for(settled, 60, "two members with two partitions each")
         except AssertionError:
-            stalled = [m for m in (a, b) if time.monotonic() - m.last_poll > 10]
-            if stalled:  # see CLIENT_STALL: the client stopped calling the broker at all
-                pytest.xfail(CLIENT_STALL)
+            if any(m.unapplied_join() for m in (a, b)):  # evidence of CLIENT_BUG, nothing less
+                pytest.xfail(CLIENT_BUG)
             raise
         rounds = (len(a.listener.assigned), len(b.listener.assigned))
         wait_for(lambda: len(set(a.values) | set(b.values)) == N, 30, "every record")
