@@ -179,7 +179,9 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {
            at_least(0)),
         _K("min.insync.replicas", "int", 1, (Synonym("min.insync.replicas"),), at_least(1)),
         _K("preallocate", "boolean", False, (_log("preallocate"),)),
-        _K("remote.storage.enable", "boolean", False),
+        # Kafka refuses it when the broker has no remote log storage: neither has Spool.
+        _K("remote.storage.enable", "boolean", False, (),
+           Check("false (Spool has no tiered storage)", lambda v: v is False, True)),
         _K("retention.bytes", "long", -1, (_log("retention.bytes"),)),
         _K("retention.ms", "long", 604_800_000,
            (_log("retention.ms"), _log("retention.minutes", MINUTES),

@@ -30,11 +30,13 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 
-from spool.protocol._generated import CreateTopicsRequest
+from spool.protocol._generated import CreateTopicsRequest, ProduceRequest
 from spool.protocol._generated.create_topics_request import (
     CreatableTopic,
     CreatableTopicConfig,
 )
+from spool.protocol._generated.produce_request import PartitionProduceData, TopicProduceData
+from spool.records.builder import BatchBuilder
 from tests.helpers.raw_client import RawClient
 
 pytestmark = pytest.mark.timeout(120)
@@ -215,6 +217,8 @@ def _error(exc: pytest.ExceptionInfo) -> KafkaError:
         ({"segment.bytes": "14"}, "segment.bytes=14: expected an integer >= 1048576"),
         ({"retention.ms": "abc"}, "retention.ms=abc: expected an integer >= -1"),
         ({"retention.msx": "1"}, "unknown topic config retention.msx (did you mean 'retention.ms'?)"),
+        ({"remote.storage.enable": "true"},
+         "remote.storage.enable=true: expected false (Spool has no tiered storage)"),
     ],
 )
 def test_create_topics_refuses_bad_topic_configs(broker, topic_name, configs, message):
@@ -271,3 +275,31 @@ def test_create_topics_refuses_a_null_config_value(broker, topic_name):
         KafkaError.INVALID_CONFIG, "Null value not supported for topic configs: retention.ms")
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     assert topic_name not in admin.list_topics(timeout=10).topics
+
+
+def test_acks_all_is_refused_when_min_insync_replicas_exceeds_the_single_node(broker, topic_name):
+    """One node is an in-sync replica set of 1: min.insync.replicas=2 cannot be met, and
+    acks=all says so (NOT_ENOUGH_REPLICAS, nothing appended) instead of acking anyway."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic_name, 1, config={"min.insync.replicas": "2"})]
+                        )[topic_name].result(10)
+    b = BatchBuilder()
+    b.append(b"k", b"v", timestamp=1_700_000_000_000)
+    records = b.build()
+    c = RawClient(broker.bootstrap)
+    try:
+        answers = []
+        for acks in (-1, 1):
+            req = ProduceRequest(transactional_id=None, acks=acks, timeout_ms=5000, topic_data=[
+                TopicProduceData(name=topic_name, partition_data=[
+                    PartitionProduceData(index=0, records=records)])])
+            p = c.request(0, 9, req).responses[0].partition_responses[0]
+            answers.append((p.error_code, p.error_message, p.base_offset))
+    finally:
+        c.close()
+    assert answers == [
+        (KafkaError.NOT_ENOUGH_REPLICAS,
+         f"the in-sync replica set of {topic_name}-0 has 1 replica, fewer than "
+         f"min.insync.replicas=2", -1),
+        (0, None, 0),  # acks=1 ignores min.insync.replicas, as in Kafka
+    ]

@@ -109,6 +109,8 @@ def test_describe_reports_sources_and_synonyms():
         ({"min.cleanable.dirty.ratio": "nan"},
          "min.cleanable.dirty.ratio=nan: expected a number between 0 and 1"),
         ({"preallocate": "yes"}, "preallocate=yes: expected true or false"),
+        ({"remote.storage.enable": "true"},
+         "remote.storage.enable=true: expected false (Spool has no tiered storage)"),
         ({"internal.segment.bytes": "13"}, "internal.segment.bytes=13: expected an integer >= 14"),
         ({"no.such.key": "1"}, "unknown topic config no.such.key"),
         ({"retention.msx": "1"}, "unknown topic config retention.msx (did you mean 'retention.ms'?)"),

@@ -11,8 +11,10 @@ inflated anyway (a compacted topic's key check), where a mismatch is
 CORRUPT_MESSAGE. acks=0 gets no
 response at all. A storage failure (a full disk) is KAFKA_STORAGE_ERROR for
 that partition; the connection stays and a later produce succeeds once space
-returns. On a single node acks=all is acks=1: the in-sync replica
-set is the leader alone.
+returns. On a single node the in-sync replica set is the leader alone:
+acks=all is acks=1, unless the topic's ``min.insync.replicas`` exceeds 1,
+which one node cannot satisfy: NOT_ENOUGH_REPLICAS, as Kafka answers with too
+small an ISR, nothing appended (acks=0 and acks=1 ignore the setting, as in Kafka).
 """
 
 from __future__ import annotations
@@ -44,7 +46,12 @@ def _check_timestamp(cfg, max_timestamp: int, now_ms: int) -> None:
         raise KafkaError(Errors.INVALID_TIMESTAMP, "timestamp is after message.timestamp.after.max.ms")
 
 
-def append_partition(broker, topic: str, partition: int, records, now_ms: int) -> PartitionProduceResponse:
+ISR_SIZE = 1  # a single node: the leader is the only in-sync replica
+
+
+def append_partition(
+    broker, topic: str, partition: int, records, now_ms: int, acks: int = 1
+) -> PartitionProduceResponse:
     resp = PartitionProduceResponse(index=partition, error_code=0, base_offset=-1,
                                     log_append_time_ms=-1, log_start_offset=-1)
     try:
@@ -52,6 +59,12 @@ def append_partition(broker, topic: str, partition: int, records, now_ms: int) -
         if records is None or len(records) == 0:
             raise KafkaError(Errors.INVALID_RECORD, "produce request without records")
         cfg = plog.config
+        if acks == -1 and cfg.min_insync_replicas > ISR_SIZE:
+            raise KafkaError(
+                Errors.NOT_ENOUGH_REPLICAS,
+                f"the in-sync replica set of {topic}-{partition} has {ISR_SIZE} replica, fewer "
+                f"than min.insync.replicas={cfg.min_insync_replicas}",
+            )
         header = validate_batch(records, 0, max_size=cfg.max_message_bytes)
         if header.size != len(records):
             raise KafkaError(
@@ -96,7 +109,7 @@ async def produce(ctx, req: ProduceRequest) -> ProduceResponse | None:
             elif req.acks not in (0, 1, -1):
                 parts.append(PartitionProduceResponse(index=p.index, error_code=Errors.INVALID_REQUIRED_ACKS))
             else:
-                parts.append(append_partition(broker, t.name, p.index, p.records, now_ms))
+                parts.append(append_partition(broker, t.name, p.index, p.records, now_ms, req.acks))
         topics.append(TopicProduceResponse(name=t.name, partition_responses=parts))
     if req.acks == 0:
         return None
