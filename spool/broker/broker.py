@@ -12,15 +12,25 @@ dirs. Blocking storage work runs off the event loop: a request's in a
 thread pool, the periodic work (retention, ``flush.ms``, rolled-segment fsyncs,
 checkpoints, removal of deleted partitions) in the log manager's background
 thread, ticking every ``log.flush.scheduler.interval.ms`` (at most 1 s).
+
+Partition limits (``partition_limit``): a broker holds at most
+``max.broker.partitions`` partitions, and no more than its descriptor limit
+can keep open (``ulimit -n`` less a reserve for connections, at
+``DESCRIPTORS_PER_PARTITION`` each); user topics leave room for the internal
+topics not created yet. Creating topics and partitions (``create_topic``,
+``auto_create_topic``, ``create_partitions``) blocks for seconds on big
+requests: handlers call them through ``run_blocking``, in the executor.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
+import resource
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 from spool.broker.config import BrokerConfig
@@ -41,11 +51,18 @@ from spool.storage.engine import Storage
 from spool.storage.log import PartitionLog
 from spool.storage.logdirs import LogDirs, claim_log_dirs
 from spool.storage.manager import validate_topic_name
+from spool.storage.metadata import PartitionLimit, check_op_size
 from spool.util.clock import SystemClock
 
 log = logging.getLogger("spool.broker")
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_PARTITIONS_KEY = {
+    "__consumer_offsets": "offsets.topic.num.partitions",
+    "__transaction_state": "transaction.state.log.num.partitions",
+}
+DESCRIPTORS_PER_PARTITION = 5  # an idle partition: .log, .index, .timeindex, .txnindex, dir
+DESCRIPTOR_RESERVE = 1024  # kept for connections, segment rolls and the broker's own files
 
 
 class Broker:
@@ -115,7 +132,8 @@ class Broker:
         )
         self.storage = await loop.run_in_executor(
             self.executor,
-            lambda: Storage(log_dirs, defaults, self.clock, node_id=self.node_id),
+            lambda: Storage(log_dirs, defaults, self.clock, node_id=self.node_id,
+                            max_partitions=self.partition_limit().max_partitions),
         )
         self.producer_ids = ProducerIdManager(self.metadata)
         self.groups = GroupRuntime(self)
@@ -162,7 +180,7 @@ class Broker:
     # ---- topics
 
     def topic_names(self) -> list[str]:
-        return sorted(self.metadata.topics())
+        return sorted(self.metadata.topic_names())
 
     def has_topic(self, name: str) -> bool:
         return self.metadata.topic(name) is not None
@@ -170,6 +188,35 @@ class Broker:
     def partition_count(self, name: str) -> int:
         t = self.metadata.topic(name)
         return t.partitions if t else 0
+
+    def partitions_ready(self, name: str) -> bool:
+        """Whether every partition of ``name`` has its log (creation runs off the loop:
+        a topic is in the metadata before its last partition log exists)."""
+        n = self.partition_count(name)
+        return n > 0 and all(self.storage.logs.get(name, p) is not None for p in range(n))
+
+    def partition_limit(self, topic: str | None = None) -> PartitionLimit:
+        """The most partitions this broker may hold: ``max.broker.partitions``, lowered
+        to what the descriptor limit can keep open. A user topic leaves room for the
+        internal topics not created yet."""
+        cap = self.config.get_int("max.broker.partitions")
+        why = f"max.broker.partitions={cap}"
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY:
+            by_fds = max(0, soft - min(DESCRIPTOR_RESERVE, soft // 4)) // DESCRIPTORS_PER_PARTITION
+            if by_fds < cap:
+                cap = by_fds
+                why = (f"{cap} partitions, what the descriptor limit (ulimit -n {soft}) "
+                       f"keeps open at {DESCRIPTORS_PER_PARTITION} descriptors each")
+        reserved = {}
+        if topic is not None and topic not in INTERNAL_TOPICS:
+            reserved = {t: self.config.get_int(k) for t, k in INTERNAL_PARTITIONS_KEY.items()}
+        return PartitionLimit(cap, reserved, why)
+
+    async def run_blocking(self, fn: Callable, *args, **kwargs):
+        """Run ``fn`` (creating topics or partitions: file work) in the executor."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, functools.partial(fn, *args, **kwargs))
 
     def get_log(self, topic: str, partition: int) -> PartitionLog:
         """The log of a partition this broker leads, or UNKNOWN_TOPIC_OR_PARTITION."""
@@ -187,7 +234,9 @@ class Broker:
         validate_only: bool = False,
         internal_ok: bool = False,
     ):
-        """Create a topic (metadata record, then its partition logs); returns its metadata."""
+        """Create a topic (metadata record, then its partition logs); returns its metadata.
+        Blocking (file work): call it from the executor (``run_blocking``).
+        POLICY_VIOLATION beyond ``partition_limit`` or one request's metadata records."""
         validate_topic_name(name)
         if name in INTERNAL_TOPICS and not internal_ok:
             raise KafkaError(Errors.INVALID_REQUEST, f"{name} is an internal topic")
@@ -209,13 +258,17 @@ class Broker:
                 f"replication factor {replication_factor} is larger than the 1 available broker",
             )
         overrides = {k: v for k, v in validate_topic_overrides(configs or {}).items() if v is not None}
+        check_op_size(1 + partitions + len(overrides), f"topic {name!r} with {partitions} partitions")
+        limit = self.partition_limit(name)
         if validate_only:
+            self.metadata.check_limit(limit, name, partitions)
             return None
-        self.storage.create_topic(name, partitions, overrides)
+        self.storage.create_topic(name, partitions, overrides, limit=limit)
         return self.metadata.topic(name)
 
     def auto_create_topic(self, name: str) -> bool:
-        """Create ``name`` with broker defaults if auto-creation allows it."""
+        """Create ``name`` with broker defaults if auto-creation allows it (blocking, as
+        ``create_topic``; the same limits apply)."""
         if name in INTERNAL_TOPICS or not self.config.get_bool("auto.create.topics.enable"):
             return False
         try:
@@ -237,8 +290,17 @@ class Broker:
     def delete_topic(self, name: str) -> None:
         self.storage.delete_topic(name)
 
-    def create_partitions(self, name: str, total: int) -> None:
-        self.storage.create_partitions(name, total)
+    def create_partitions(self, name: str, total: int, validate_only: bool = False) -> None:
+        """Grow ``name`` to ``total`` partitions (blocking, as ``create_topic``; the same
+        limits apply)."""
+        current = self.partition_count(name)
+        if total > current:
+            check_op_size(total - current, f"{total - current} new partitions of {name!r}")
+        limit = self.partition_limit(name)
+        if validate_only:
+            self.metadata.check_limit(limit, name, max(0, total - current))
+            return
+        self.storage.create_partitions(name, total, limit=limit)
 
     # ---- configs
 

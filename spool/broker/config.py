@@ -78,6 +78,10 @@ BROKER_KEYS: dict[str, ConfigKey] = {
         _key("log.dirs", "list", ("./data",), _paths(), "Directories holding the partition logs."),
         _key("log.dir", "string", "./data", None, "Used when log.dirs is not set."),
         _key("num.partitions", "int", 1, at_least(1), "Partitions of an auto-created topic."),
+        _key("max.broker.partitions", "int", 10000, at_least(1),
+             "Most partitions this broker holds, all topics (internal ones too); CreateTopics, "
+             "CreatePartitions and auto-creation beyond it get POLICY_VIOLATION. Lowered at "
+             "run time to what the descriptor limit (ulimit -n) keeps open."),
         _key("default.replication.factor", "int", 1, at_least(1),
              "Replication factor of auto-created topics."),
         _key("auto.create.topics.enable", "boolean", True, None,

@@ -18,19 +18,30 @@ before the crash stays on disk, not served, and is logged at every start
 (Kafka's "stray" log; Spool does not delete what it cannot prove is its own).
 Should a topic of that name be created again, the old folder is moved aside
 as ``-stray``, never adopted.
-The broker calls these from an executor or accepts the short fsync on the
-loop (metadata changes are rare).
+Partitions the metadata lists are created only while the broker holds fewer
+than ``max_partitions``: beyond it they are left uncreated and logged, so a
+metadata log written before the limit existed (a topic of a million
+partitions) still starts, and the topic can be deleted.
+A topic whose partition logs cannot be created (EMFILE, ENOSPC) is removed
+again and the error is KAFKA_STORAGE_ERROR; new partitions of an existing
+topic that cannot be created are created by the next start. Creating
+thousands of partitions takes seconds: the broker calls these from an
+executor, never from the event loop.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 
+from spool.protocol.errors import Errors, KafkaError
 from spool.storage.config import ConfigValue, describe_topic_configs
 from spool.storage.log import PartitionLog
 from spool.storage.manager import LogManager
-from spool.storage.metadata import MetadataStore
+from spool.storage.metadata import MetadataStore, PartitionLimit
 from spool.util.clock import Clock, as_clock
+
+log = logging.getLogger(__name__)
 
 
 class Storage:
@@ -43,9 +54,11 @@ class Storage:
         clock: Clock | Callable[[], int] | None = None,
         *,
         node_id: int = 0,
+        max_partitions: int | None = None,
     ) -> None:
         self.clock = as_clock(clock)
         self.node_id = node_id
+        self.max_partitions = max_partitions
         self.logs = LogManager(log_dirs, broker_props, self.clock, load=False)
         self.metadata = MetadataStore(self.logs.open_metadata_log(), self.clock, node_id=node_id)
         self.logs.set_dynamic_broker_config(self._dynamic_broker_config())
@@ -63,31 +76,73 @@ class Storage:
     def reconcile(self) -> list[tuple[str, int]]:
         """Create the partitions the metadata lists but the disk lacks; returns them."""
         topics = self.metadata.topics()
-        created = []
+        created: list[tuple[str, int]] = []
+        room = None if self.max_partitions is None else self.max_partitions - len(
+            self.logs.partitions())
         for name, t in topics.items():
-            for p in range(t.partitions):
-                if self.logs.get(name, p) is None:
-                    self.logs.create_partition(name, p, t.configs)
-                    created.append((name, p))
+            missing = [p for p in range(t.partitions) if self.logs.get(name, p) is None]
+            if not missing:
+                continue
+            if room is not None:
+                if len(missing) > room:
+                    log.error(
+                        "topic %s lists %d partitions; %d of them are not created because "
+                        "the broker would exceed max.broker.partitions=%d: delete the topic "
+                        "or raise the limit", name, t.partitions, len(missing) - max(room, 0),
+                        self.max_partitions)
+                missing = missing[: max(room, 0)]
+                room -= len(missing)
+            self.logs.create_partitions(name, missing, t.configs)
+            created += [(name, p) for p in missing]
         return created
 
     def get(self, topic: str, partition: int) -> PartitionLog | None:
         return self.logs.get(topic, partition)
 
+    def partition_limit(self, reserved: Mapping[str, int] | None = None) -> PartitionLimit | None:
+        """``max_partitions`` as a ``PartitionLimit`` keeping room for ``reserved``."""
+        if self.max_partitions is None:
+            return None
+        return PartitionLimit(self.max_partitions, dict(reserved or {}))
+
     def create_topic(
-        self, name: str, partitions: int, configs: Mapping[str, str] | None = None
+        self,
+        name: str,
+        partitions: int,
+        configs: Mapping[str, str] | None = None,
+        *,
+        limit: PartitionLimit | None = None,
     ) -> str:
-        tid = self.metadata.create_topic(name, partitions, configs)
-        overrides = self.metadata.topic_configs()[name]
-        for p in range(partitions):
-            self.logs.create_partition(name, p, overrides)
+        """Record the topic, then create its partition logs (see the module doc)."""
+        tid = self.metadata.create_topic(name, partitions, configs, limit=limit)
+        overrides = self.metadata.topic_configs().get(name, {})
+        try:
+            self.logs.create_partitions(name, range(partitions), overrides)
+        except OSError as e:
+            log.error("creating the partitions of %s failed (%s): removing the topic", name, e)
+            try:
+                self.delete_topic(name)
+            except (OSError, KafkaError) as e2:  # the next start reconciles what is left
+                log.error("removing %s after the failed creation failed too: %s", name, e2)
+            raise KafkaError(
+                Errors.KAFKA_STORAGE_ERROR,
+                f"creating the partition logs of {name} failed: {e}; the topic was not created",
+            ) from e
         return tid
 
-    def create_partitions(self, name: str, new_total: int) -> None:
-        self.metadata.create_partitions(name, new_total)
-        overrides = self.metadata.topic_configs()[name]
-        for p in range(new_total):
-            self.logs.create_partition(name, p, overrides)
+    def create_partitions(
+        self, name: str, new_total: int, *, limit: PartitionLimit | None = None
+    ) -> None:
+        """Record the new partitions, then create their logs (see the module doc)."""
+        self.metadata.create_partitions(name, new_total, limit=limit)
+        overrides = self.metadata.topic_configs().get(name, {})
+        try:
+            self.logs.create_partitions(name, range(new_total), overrides)
+        except OSError as e:
+            raise KafkaError(
+                Errors.KAFKA_STORAGE_ERROR,
+                f"creating partition logs of {name} failed: {e}; the next start creates them",
+            ) from e
 
     def delete_topic(self, name: str) -> str:
         tid = self.metadata.delete_topic(name)

@@ -59,13 +59,14 @@ broker config over the static broker properties (``spool.storage.config``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import shutil
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -273,11 +274,13 @@ class LogManager:
     def logs(self) -> dict[TopicPartition, PartitionLog]:
         return dict(self._logs)
 
-    def _choose_dir(self) -> Path:
+    def _dir_counts(self) -> dict[Path, int]:
+        """Partitions per log dir (one pass over the map: callers count once per batch)."""
         counts = {d: 0 for d in self.log_dirs}
-        for d in self._dir_of.values():
-            counts[d.parent] = counts.get(d.parent, 0) + 1
-        return min(self.log_dirs, key=lambda d: counts[d])
+        if len(self.log_dirs) > 1:
+            for d in self._dir_of.values():
+                counts[d.parent] = counts.get(d.parent, 0) + 1
+        return counts
 
     def create_partition(
         self,
@@ -287,26 +290,55 @@ class LogManager:
     ) -> PartitionLog:
         """Create (or return the existing) log of a partition. A mapping ``config`` sets
         the topic's overrides; a ``LogConfig`` is used as is for this partition."""
+        return self.create_partitions(topic, [partition], config)[0]
+
+    def create_partitions(
+        self,
+        topic: str,
+        partitions: Iterable[int],
+        config: LogConfig | Mapping[str, str] | None = None,
+    ) -> list[PartitionLog]:
+        """``create_partition`` for many partitions of one topic, each placed in the log
+        dir holding the fewest, with one directory fsync per log dir at the end (not one
+        per partition). The partition map lock is taken per partition, never across the
+        whole batch. An OSError (EMFILE, ENOSPC) propagates; partitions created before it
+        stay."""
         validate_topic_name(topic)
-        if partition < 0:
-            raise KafkaError(Errors.INVALID_PARTITIONS, f"partition {partition}")
-        with self._lock:
-            if isinstance(config, Mapping):
-                self.set_topic_overrides(topic, config)
-            existing = self._logs.get((topic, partition))
-            if existing is not None:
-                return existing
-            parent = self._choose_dir()
-            path = parent / f"{topic}-{partition}"
-            for d in self.log_dirs:
-                self._move_aside(d / path.name)
-            plog = self._open_log(
-                path, config if isinstance(config, LogConfig) else self.log_config(topic)
-            )
+        parts = list(partitions)
+        if any(p < 0 for p in parts):
+            raise KafkaError(Errors.INVALID_PARTITIONS, f"partition {min(parts)}")
+        if isinstance(config, Mapping):
+            self.set_topic_overrides(topic, config)
+        counts = self._dir_counts()
+        touched: set[Path] = set()
+        out = []
+        try:
+            for partition in parts:
+                with self._lock:
+                    existing = self._logs.get((topic, partition))
+                    if existing is not None:
+                        out.append(existing)
+                        continue
+                    parent = min(self.log_dirs, key=lambda d: counts[d])
+                    path = parent / f"{topic}-{partition}"
+                    touched.add(parent)
+                    for d in self.log_dirs:
+                        self._move_aside(d / path.name)
+                    plog = self._open_log(
+                        path, config if isinstance(config, LogConfig) else self.log_config(topic)
+                    )
+                    counts[parent] += 1
+                    self._logs[(topic, partition)] = plog
+                    self._dir_of[(topic, partition)] = path
+                    out.append(plog)
+        except OSError:
+            for parent in touched:  # best effort: keep the first error, not a second EMFILE
+                with contextlib.suppress(OSError):
+                    fsync_dir(parent)
+            raise
+        for parent in touched:
             fsync_dir(parent)
-            self._logs[(topic, partition)] = plog
-            self._dir_of[(topic, partition)] = path
-            return plog
+        return out
 
     @staticmethod
     def _move_aside(path: Path) -> None:

@@ -3,6 +3,11 @@
 ``__cluster_metadata-0`` is an ordinary ``PartitionLog``. Each change is ONE
 RecordBatch v2 (so it applies atomically: a torn batch is cut by recovery and
 the change never happened), appended and fsynced before the call returns.
+A change is bounded as Kafka's controller bounds a user operation: at most
+``MAX_RECORDS_PER_USER_OP`` (10,000) records and ``MAX_BATCH_BYTES`` bytes,
+else POLICY_VIOLATION ("Unable to perform excessively large batch
+operation") and nothing is written. Replay reads any batch the broker
+itself wrote, bounded or not (older versions wrote one batch of any size).
 Every record has key = the record type (ASCII) and value = a JSON object::
 
     {"type": "TopicRecord",       "v": 0, "name": "orders", "topic_id": "<uuid>"}
@@ -21,9 +26,17 @@ Every record has key = the record type (ASCII) and value = a JSON object::
 its only mutator (replay = load), so a replicated controller can later ship
 the same records. Unknown record types are skipped (forward compatibility).
 
+Partition limit: ``create_topic`` and ``create_partitions`` take an
+optional ``PartitionLimit`` (the broker's ``max.broker.partitions``, with room
+kept for internal topics not created yet), checked under the mutator lock so
+concurrent creations cannot overshoot it together; POLICY_VIOLATION names it.
+
 Lifecycle: ``MetadataStore(log, clock)`` replays the whole log, then each
 mutator validates, appends one batch, fsyncs, and applies it to the image.
-Concurrency: one lock serialises mutators; readers get copies.
+Concurrency: one lock serialises mutators (held across the append and fsync);
+a second, short lock guards the image, so readers (the event loop) never wait
+for a mutator's disk work and never see a change half applied. Readers get
+copies.
 Durability: always fsynced: a change that returned survives power loss.
 """
 
@@ -39,6 +52,7 @@ from typing import Any
 
 from spool.protocol.errors import Errors, KafkaError
 from spool.records.builder import BatchBuilder
+from spool.records.compression import DEFAULT_MAX_SIZE
 from spool.records.record import iter_records
 from spool.storage.config import validate_broker_overrides, validate_topic_overrides
 from spool.storage.log import PartitionLog
@@ -48,6 +62,45 @@ from spool.util.clock import Clock, as_clock
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
 VERSION = 0
+MAX_RECORDS_PER_USER_OP = 10_000  # Kafka's QuorumController.MAX_RECORDS_PER_USER_OP
+MAX_BATCH_BYTES = 16 << 20  # a generous bound: 10,000 records of a new topic take ~2 MiB
+EXCESSIVE = "Unable to perform excessively large batch operation"  # Kafka's message
+
+
+def check_op_size(records: int, what: str) -> None:
+    """POLICY_VIOLATION unless ``records`` metadata records fit one user operation."""
+    if records > MAX_RECORDS_PER_USER_OP:
+        raise KafkaError(
+            Errors.POLICY_VIOLATION,
+            f"{EXCESSIVE}: {what} needs {records} metadata records, "
+            f"at most {MAX_RECORDS_PER_USER_OP} per request",
+        )
+
+
+@dataclass(frozen=True)
+class PartitionLimit:
+    """At most ``max_partitions`` partitions on this broker (``why`` says where the
+    number comes from, for messages), keeping room for the ``reserved`` topics
+    (name -> partitions) while they do not exist: internal topics a coordinator
+    creates on first use."""
+
+    max_partitions: int
+    reserved: Mapping[str, int] = field(default_factory=dict)
+    why: str = ""
+
+    def check(self, image: MetadataImage, topic: str, adding: int) -> None:
+        """POLICY_VIOLATION unless ``adding`` partitions to ``topic`` fit."""
+        kept = sum(n for t, n in self.reserved.items() if t != topic and t not in image.topics)
+        if image.total_partitions + adding + kept <= self.max_partitions:
+            return
+        room = max(0, self.max_partitions - image.total_partitions - kept)
+        raise KafkaError(
+            Errors.POLICY_VIOLATION,
+            f"adding {adding} partitions to topic {topic!r} would exceed the broker's limit "
+            f"of {self.why or self.max_partitions}: it holds {image.total_partitions}"
+            + (f" and keeps {kept} for internal topics" if kept else "")
+            + f"; at most {room} more can be created",
+        )
 
 
 @dataclass
@@ -67,6 +120,7 @@ class MetadataImage:
     broker_configs: dict[str, dict[str, str]] = field(default_factory=dict)
     last_offset: int = -1
     next_producer_id: int = 0
+    total_partitions: int = 0
 
     def apply(self, rec: Mapping[str, Any]) -> None:
         kind = rec.get("type")
@@ -76,8 +130,9 @@ class MetadataImage:
             self.names_by_id[t.topic_id] = t.name
         elif kind == "PartitionRecord":
             t = self._topic(rec["topic_id"])
-            if t is not None:
-                t.partitions = max(t.partitions, rec["partition"] + 1)
+            if t is not None and rec["partition"] >= t.partitions:
+                self.total_partitions += rec["partition"] + 1 - t.partitions
+                t.partitions = rec["partition"] + 1
         elif kind == "ConfigRecord":
             self._apply_config(rec)
         elif kind == "ProducerIdsRecord":
@@ -85,7 +140,9 @@ class MetadataImage:
         elif kind == "RemoveTopicRecord":
             name = self.names_by_id.pop(rec["topic_id"], None)
             if name is not None:
-                self.topics.pop(name, None)
+                t = self.topics.pop(name, None)
+                if t is not None:
+                    self.total_partitions -= t.partitions
 
     def _topic(self, topic_id: str) -> TopicImage | None:
         name = self.names_by_id.get(topic_id)
@@ -120,58 +177,90 @@ class MetadataStore:
         self.log = log
         self.clock = as_clock(clock)
         self.node_id = node_id
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # serialises mutators, across their disk work
+        self._image_lock = threading.Lock()  # guards the image: short, never across I/O
         self.image = MetadataImage()
         self.replay()
 
     def replay(self) -> None:
-        """Rebuild the image from the whole log (what startup does)."""
+        """Rebuild the image from the whole log (what startup does). A batch is read
+        whatever its size: the metadata log is only ever written by this broker, and
+        its uncompressed batches inflate to no more than their own length."""
         image = MetadataImage()
         for batch in self.log.iter_batches():
-            for rec in iter_records(batch):
+            limit = max(DEFAULT_MAX_SIZE, len(batch))
+            for rec in iter_records(batch, max_decompressed_size=limit):
                 if rec.value is not None:
                     image.apply(json.loads(rec.value))
                 image.last_offset = rec.offset
-        self.image = image
+        with self._image_lock:
+            self.image = image
 
     def _commit(self, records: list[dict[str, Any]]) -> None:
+        check_op_size(len(records), "this change")
         now = self.clock.now_ms()
         b = BatchBuilder(0)
         for rec in records:
             value = json.dumps({**rec, "v": VERSION}, sort_keys=True).encode()
             b.append(rec["type"].encode(), value, timestamp=now)
-        info = self.log.append(bytearray(b.build()))
+        batch = b.build()
+        if len(batch) > MAX_BATCH_BYTES:
+            raise KafkaError(
+                Errors.POLICY_VIOLATION,
+                f"{EXCESSIVE}: {len(batch)} bytes of metadata, at most {MAX_BATCH_BYTES}",
+            )
+        info = self.log.append(bytearray(batch))
         self.log.flush()
-        for rec in records:
-            self.image.apply(rec)
-        self.image.last_offset = info.last_offset
+        with self._image_lock:
+            for rec in records:
+                self.image.apply(rec)
+            self.image.last_offset = info.last_offset
 
     # -- reads ---------------------------------------------------------------------
 
     def topics(self) -> dict[str, TopicImage]:
-        return copy.deepcopy(self.image.topics)
+        with self._image_lock:
+            return copy.deepcopy(self.image.topics)
+
+    def topic_names(self) -> list[str]:
+        with self._image_lock:
+            return list(self.image.topics)
 
     def topic(self, name: str) -> TopicImage | None:
-        t = self.image.topics.get(name)
-        return None if t is None else copy.deepcopy(t)
+        with self._image_lock:
+            t = self.image.topics.get(name)
+            return None if t is None else copy.deepcopy(t)
 
     def topic_name(self, topic_id: str) -> str | None:
-        return self.image.names_by_id.get(topic_id)
+        with self._image_lock:
+            return self.image.names_by_id.get(topic_id)
+
+    def check_limit(self, limit: PartitionLimit, topic: str, adding: int) -> None:
+        """``limit.check`` against the current image (for validate-only requests)."""
+        with self._image_lock:
+            limit.check(self.image, topic, adding)
+
+    def total_partitions(self) -> int:
+        with self._image_lock:
+            return self.image.total_partitions
 
     def topic_configs(self) -> dict[str, dict[str, str]]:
-        return {n: dict(t.configs) for n, t in self.image.topics.items()}
+        with self._image_lock:
+            return {n: dict(t.configs) for n, t in self.image.topics.items()}
 
     def broker_config_layers(self, broker: str) -> tuple[dict[str, str], dict[str, str]]:
         """(this broker's own dynamic values, the cluster-wide dynamic default)."""
-        own = dict(self.image.broker_configs.get(broker, {})) if broker else {}
-        return own, dict(self.image.broker_configs.get("", {}))
+        with self._image_lock:
+            own = dict(self.image.broker_configs.get(broker, {})) if broker else {}
+            return own, dict(self.image.broker_configs.get("", {}))
 
     def broker_config(self, broker: str = "") -> dict[str, str]:
         """Dynamic broker overrides: cluster default ("") then this broker's own."""
-        merged = dict(self.image.broker_configs.get("", {}))
-        if broker:
-            merged.update(self.image.broker_configs.get(broker, {}))
-        return merged
+        with self._image_lock:
+            merged = dict(self.image.broker_configs.get("", {}))
+            if broker:
+                merged.update(self.image.broker_configs.get(broker, {}))
+            return merged
 
     # -- changes -------------------------------------------------------------------
 
@@ -187,16 +276,21 @@ class MetadataStore:
         configs: Mapping[str, str] | None = None,
         *,
         topic_id: str | None = None,
+        limit: PartitionLimit | None = None,
     ) -> str:
         """Record a new topic; returns its id. TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS,
-        INVALID_CONFIG, INVALID_TOPIC as Kafka answers CreateTopics."""
+        INVALID_CONFIG, INVALID_TOPIC as Kafka answers CreateTopics; POLICY_VIOLATION
+        beyond one operation's records or ``limit``."""
         validate_topic_name(name)
         if partitions < 1:
             raise KafkaError(Errors.INVALID_PARTITIONS, f"{partitions} partitions")
         cfg = validate_topic_overrides(configs or {})
+        check_op_size(1 + partitions + len(cfg), f"topic {name!r} with {partitions} partitions")
         with self._lock:
             if name in self.image.topics:
                 raise KafkaError(Errors.TOPIC_ALREADY_EXISTS, f"topic {name} exists")
+            if limit is not None:
+                limit.check(self.image, name, partitions)
             tid = topic_id or str(uuid.uuid4())
             recs: list[dict[str, Any]] = [{"type": "TopicRecord", "name": name, "topic_id": tid}]
             recs += [self._partition_record(tid, p) for p in range(partitions)]
@@ -204,7 +298,11 @@ class MetadataStore:
             self._commit(recs)
             return tid
 
-    def create_partitions(self, name: str, new_total: int) -> None:
+    def create_partitions(
+        self, name: str, new_total: int, *, limit: PartitionLimit | None = None
+    ) -> None:
+        """Grow ``name`` to ``new_total`` partitions. UNKNOWN_TOPIC_OR_PARTITION,
+        INVALID_PARTITIONS (not more), POLICY_VIOLATION (too many records, ``limit``)."""
         with self._lock:
             t = self.image.topics.get(name)
             if t is None:
@@ -214,6 +312,9 @@ class MetadataStore:
                     Errors.INVALID_PARTITIONS,
                     f"topic {name} has {t.partitions} partitions; {new_total} is not more",
                 )
+            check_op_size(new_total - t.partitions, f"{new_total - t.partitions} new partitions")
+            if limit is not None:
+                limit.check(self.image, name, new_total - t.partitions)
             self._commit(
                 [self._partition_record(t.topic_id, p) for p in range(t.partitions, new_total)]
             )
@@ -235,7 +336,8 @@ class MetadataStore:
                 raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {name}")
             if cfg:
                 self._commit([_config_record(TOPIC_RESOURCE, name, k, v) for k, v in cfg.items()])
-            return dict(t.configs)
+            with self._image_lock:
+                return dict(t.configs)
 
     def alter_broker_config(
         self, changes: Mapping[str, str | None], broker: str = ""
@@ -247,7 +349,8 @@ class MetadataStore:
                 self._commit(
                     [_config_record(BROKER_RESOURCE, broker, k, v) for k, v in cfg.items()]
                 )
-            return dict(self.image.broker_configs.get(broker, {}))
+            with self._image_lock:
+                return dict(self.image.broker_configs.get(broker, {}))
 
 
     def allocate_producer_ids(self, block_size: int = 1000) -> tuple[int, int]:

@@ -2,8 +2,13 @@
 DeleteRecords (21).
 
 Each topic or partition gets its own error code and message; one bad topic
-never fails the others. ``validate_only`` checks everything and changes
-nothing. DeleteRecords with offset -1 means "up to the high watermark";
+never fails the others, except that, as Kafka's controller, a request whose
+changes need more than 10,000 metadata records (one per new partition, one
+per topic and config) fails whole with POLICY_VIOLATION ("Unable to perform
+excessively large batch operation"). Creation beyond the broker's partition
+limit (``max.broker.partitions``) is POLICY_VIOLATION for that topic.
+Creating runs in the executor: a big request never stalls other clients.
+``validate_only`` checks everything, limits included, and changes nothing. DeleteRecords with offset -1 means "up to the high watermark";
 beyond it is OFFSET_OUT_OF_RANGE.
 """
 
@@ -32,6 +37,23 @@ from spool.protocol._generated.delete_records_response import (
 )
 from spool.protocol._generated.delete_topics_response import DeletableTopicResult
 from spool.protocol.errors import Errors, KafkaError
+from spool.storage.metadata import EXCESSIVE, MAX_RECORDS_PER_USER_OP
+
+
+def _too_large(records: int) -> KafkaError | None:
+    """Kafka's answer to a request needing more than one operation's metadata records."""
+    if records <= MAX_RECORDS_PER_USER_OP:
+        return None
+    return KafkaError(Errors.POLICY_VIOLATION,
+                      f"{EXCESSIVE}: the request needs {records} metadata records, "
+                      f"at most {MAX_RECORDS_PER_USER_OP}")
+
+
+def _topic_records(t, default_partitions: int) -> int:
+    n = len(t.assignments) if t.assignments else t.num_partitions
+    if n == -1:
+        n = default_partitions
+    return 1 + max(n, 0) + len(t.configs)
 
 
 def _check_assignments(assignments, node_id: int) -> int | None:
@@ -63,11 +85,15 @@ async def create_topics(ctx, req: CreateTopicsRequest) -> CreateTopicsResponse:
     broker = ctx.broker
     results = []
     seen: set[str] = set()
+    default_n = broker.config.get_int("num.partitions")
+    too_large = _too_large(sum(_topic_records(t, default_n) for t in req.topics))
     for t in req.topics:
         r = CreatableTopicResult(name=t.name, error_code=0, error_message=None,
                                  num_partitions=-1, replication_factor=-1, configs=None)
         results.append(r)
         try:
+            if too_large is not None:
+                raise too_large
             if t.name in seen:
                 raise KafkaError(Errors.INVALID_REQUEST, f"topic {t.name!r} appears twice")
             seen.add(t.name)
@@ -79,8 +105,9 @@ async def create_topics(ctx, req: CreateTopicsRequest) -> CreateTopicsResponse:
                                      "assignments exclude num_partitions and replication_factor")
                 n = manual
             configs = _new_topic_configs(t.configs)
-            broker.create_topic(t.name, n, t.replication_factor if manual is None else 1,
-                                configs, validate_only=req.validate_only)
+            await broker.run_blocking(broker.create_topic, t.name, n,
+                                      t.replication_factor if manual is None else 1,
+                                      configs, validate_only=req.validate_only)
             r.num_partitions = n if n != -1 else broker.config.get_int("num.partitions")
             r.replication_factor = 1
             if not req.validate_only:
@@ -130,10 +157,14 @@ async def delete_topics(ctx, req: DeleteTopicsRequest) -> DeleteTopicsResponse:
 async def create_partitions(ctx, req: CreatePartitionsRequest) -> CreatePartitionsResponse:
     broker = ctx.broker
     results = []
+    too_large = _too_large(sum(max(0, t.count - broker.partition_count(t.name))
+                               for t in req.topics if broker.has_topic(t.name)))
     for t in req.topics:
         r = CreatePartitionsTopicResult(name=t.name, error_code=0, error_message=None)
         results.append(r)
         try:
+            if too_large is not None:
+                raise too_large
             if not broker.has_topic(t.name):
                 raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"topic {t.name!r} does not exist")
             current = broker.partition_count(t.name)
@@ -150,8 +181,8 @@ async def create_partitions(ctx, req: CreatePartitionsRequest) -> CreatePartitio
                     if a.broker_ids != [broker.node_id]:
                         raise KafkaError(Errors.INVALID_REPLICA_ASSIGNMENT,
                                          f"only broker {broker.node_id} exists")
-            if not req.validate_only:
-                broker.create_partitions(t.name, t.count)
+            await broker.run_blocking(broker.create_partitions, t.name, t.count,
+                                      req.validate_only)
         except KafkaError as e:
             r.error_code = e.code
             r.error_message = e.message

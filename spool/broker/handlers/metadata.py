@@ -5,10 +5,17 @@ partition. ``topics`` null (v1+) means all topics; before v1 an empty list
 meant all. Unknown topics are created when ``auto.create.topics.enable``
 and the request allows it (``allow_auto_topic_creation``, v4+; always
 before v4), never internal ones; otherwise UNKNOWN_TOPIC_OR_PARTITION.
-Internal topics are marked ``is_internal``.
+Auto-creation runs in the executor (other clients are served meanwhile) and
+obeys the broker's partition limit: beyond it the topic's error is
+POLICY_VIOLATION. A partition listed in the metadata whose log does not
+exist yet (a creation still running, or left uncreated by the limit) is
+LEADER_NOT_AVAILABLE with leader -1, as Kafka reports a partition being
+created. Internal topics are marked ``is_internal``.
 """
 
 from __future__ import annotations
+
+import uuid
 
 from spool.broker.broker import INTERNAL_TOPICS, validate_topic_name
 from spool.broker.registry import handles
@@ -38,15 +45,21 @@ AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 def _topic_entry(broker, name: str) -> MetadataResponseTopic:
     meta = broker.metadata.topic(name)
     node = broker.node_id
+    logs = broker.logs
     return MetadataResponseTopic(
         error_code=0,
         name=name,
-        topic_id=broker.topic_id(name),
+        topic_id=uuid.UUID(meta.topic_id),
         is_internal=name in INTERNAL_TOPICS,
         partitions=[
             MetadataResponsePartition(
                 error_code=0, partition_index=i, leader_id=node, leader_epoch=broker.leader_epoch,
                 replica_nodes=[node], isr_nodes=[node], offline_replicas=[],
+            )
+            if logs.get(name, i) is not None else
+            MetadataResponsePartition(
+                error_code=Errors.LEADER_NOT_AVAILABLE, partition_index=i, leader_id=-1,
+                leader_epoch=-1, replica_nodes=[node], isr_nodes=[], offline_replicas=[],
             )
             for i in range(meta.partitions)
         ],
@@ -85,7 +98,7 @@ async def metadata(ctx, req: MetadataRequest) -> MetadataResponse:
             created = False
             if allow_create:
                 try:
-                    created = broker.auto_create_topic(name)
+                    created = await broker.run_blocking(broker.auto_create_topic, name)
                 except KafkaError as e:
                     topics.append(_error_topic(name, e.code))
                     continue
