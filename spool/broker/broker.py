@@ -61,7 +61,7 @@ INTERNAL_PARTITIONS_KEY = {
     "__consumer_offsets": "offsets.topic.num.partitions",
     "__transaction_state": "transaction.state.log.num.partitions",
 }
-DESCRIPTORS_PER_PARTITION = 5  # an idle partition: .log, .index, .timeindex, .txnindex, dir
+DESCRIPTORS_PER_PARTITION = 2  # an idle partition holds 1 (its active .log), rolled ones more
 DESCRIPTOR_RESERVE = 1024  # kept for connections, segment rolls and the broker's own files
 
 

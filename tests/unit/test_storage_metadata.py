@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -11,7 +12,7 @@ from spool.storage.config import ConfigSource
 from spool.storage.engine import Storage
 from spool.storage.log import PartitionLog
 from spool.storage.manager import METADATA_LOG_CONFIG
-from spool.storage.metadata import MetadataStore
+from spool.storage.metadata import MAX_RECORDS_PER_USER_OP, MetadataStore, PartitionLimit
 from spool.util.clock import FakeClock
 
 
@@ -115,3 +116,59 @@ def test_storage_keeps_partitions_and_metadata_in_step(tmp_path):
     assert again.logs.partitions() == [("orders", 0), ("orders", 1), ("orders", 2)]
     assert again.get("orders", 1).config.retention_ms == 2000
     again.shutdown()
+
+
+def test_a_change_is_bounded_as_kafka_bounds_a_user_operation(tmp_path):
+    store = MetadataStore(meta_log(tmp_path))
+    store.create_topic("wide", MAX_RECORDS_PER_USER_OP - 1)  # + its TopicRecord: exactly 10,000
+    end = store.log.log_end_offset
+    for change in (lambda: store.create_topic("huge", 1_000_000),
+                   lambda: store.create_topic("over", MAX_RECORDS_PER_USER_OP),
+                   lambda: store.create_partitions("wide", 2 * MAX_RECORDS_PER_USER_OP)):
+        with pytest.raises(KafkaError) as info:
+            change()
+        assert info.value.code == Errors.POLICY_VIOLATION
+        assert "excessively large" in info.value.message
+    assert store.log.log_end_offset == end  # nothing written
+    assert store.topic("huge") is None and store.topic("wide").partitions == 9_999
+    store.log.close()
+
+
+def test_the_partition_limit_keeps_room_for_internal_topics(tmp_path):
+    store = MetadataStore(meta_log(tmp_path))
+    limit = PartitionLimit(100, {"__consumer_offsets": 50}, "max.broker.partitions=100")
+    store.create_topic("a", 40, limit=limit)
+    with pytest.raises(KafkaError) as info:
+        store.create_topic("b", 11, limit=limit)
+    assert info.value.code == Errors.POLICY_VIOLATION
+    assert info.value.message == (
+        "adding 11 partitions to topic 'b' would exceed the broker's limit of "
+        "max.broker.partitions=100: it holds 40 and keeps 50 for internal topics; "
+        "at most 10 more can be created")
+    with pytest.raises(KafkaError):
+        store.create_partitions("a", 51, limit=limit)
+    store.create_topic("__consumer_offsets", 50, limit=PartitionLimit(100))
+    store.create_partitions("a", 50, limit=limit)
+    assert store.total_partitions() == 100
+    with pytest.raises(KafkaError):
+        store.create_topic("c", 1, limit=limit)
+    store.delete_topic("a")
+    assert store.total_partitions() == 50
+    store.log.close()
+
+
+def test_concurrent_creations_never_overshoot_the_limit(tmp_path):
+    store = MetadataStore(meta_log(tmp_path))
+    limit = PartitionLimit(30)
+
+    def create(i: int) -> bool:
+        try:
+            store.create_topic(f"t{i}", 4, limit=limit)
+            return True
+        except KafkaError:
+            return False
+
+    with ThreadPoolExecutor(8) as pool:
+        created = sum(pool.map(create, range(20)))
+    assert created == 7 and store.total_partitions() == 28
+    store.log.close()
