@@ -144,8 +144,11 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {
     for k in (
         _K("cleanup.policy", "list", ("delete",), (_log("cleanup.policy"),),
            list_of("compact", "delete")),
+        # Kafka recompresses batches to a topic's codec; Spool keeps each batch as its
+        # producer compressed it, so "producer" is the one value it can honour.
         _K("compression.type", "string", "producer", (Synonym("compression.type"),),
-           one_of(*COMPRESSION_TYPES)),
+           Check("producer (Spool keeps each batch as its producer compressed it; it does "
+                 "not recompress)", lambda v: v == "producer", True)),
         _K("compression.gzip.level", "int", -1, (Synonym("compression.gzip.level"),), _gzip_level()),
         _K("compression.lz4.level", "int", 9, (Synonym("compression.lz4.level"),),
            between(1, 17)),

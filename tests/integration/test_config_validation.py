@@ -219,6 +219,9 @@ def _error(exc: pytest.ExceptionInfo) -> KafkaError:
         ({"retention.msx": "1"}, "unknown topic config retention.msx (did you mean 'retention.ms'?)"),
         ({"remote.storage.enable": "true"},
          "remote.storage.enable=true: expected false (Spool has no tiered storage)"),
+        ({"compression.type": "zstd"},
+         "compression.type=zstd: expected producer (Spool keeps each batch as its producer "
+         "compressed it; it does not recompress)"),
     ],
 )
 def test_create_topics_refuses_bad_topic_configs(broker, topic_name, configs, message):
