@@ -127,9 +127,13 @@ class Broker:
             **self.config.log_defaults(),
             "log.retention.check.interval.ms": self.config.get("log.retention.check.interval.ms"),
         }
+        configured = self.config.values.get("cluster.id")  # None: the dirs' own
         self.log_dirs = await loop.run_in_executor(
-            self.executor, lambda: claim_log_dirs(log_dirs, self.cluster_id, self.node_id)
+            self.executor,
+            lambda: claim_log_dirs(log_dirs, self.node_id, configured,
+                                   new_cluster_id=self.cluster_id),
         )
+        self.cluster_id = self.log_dirs.cluster_id
         self.storage = await loop.run_in_executor(
             self.executor,
             lambda: Storage(log_dirs, defaults, self.clock, node_id=self.node_id,

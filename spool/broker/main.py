@@ -7,6 +7,9 @@ Once listening it prints one line to stdout,
 read to learn an ephemeral port. A log dir the broker cannot own (locked by
 another process, another node's or cluster's, not a log dir) raises
 ``LogDirError`` from ``run`` before anything was served.
+
+``format_storage(config, cluster_id)`` is ``spool format`` (Kafka's
+``kafka-storage format``): ``meta.properties`` into every log dir.
 """
 
 from __future__ import annotations
@@ -20,9 +23,9 @@ import uvloop
 
 from spool.broker.broker import Broker
 from spool.broker.config import BrokerConfig
-from spool.storage.logdirs import LogDirError
+from spool.storage.logdirs import LogDirError, format_log_dirs
 
-__all__ = ["LogDirError", "run", "serve"]  # LogDirError: the command reports it
+__all__ = ["LogDirError", "format_storage", "run", "serve"]  # LogDirError: commands report it
 
 
 async def serve(config: BrokerConfig, ready=None) -> None:
@@ -55,3 +58,17 @@ def configure_logging(log_level: str = "INFO") -> None:
 def run(config: BrokerConfig, log_level: str = "INFO") -> None:
     configure_logging(log_level)
     uvloop.run(serve(config))
+
+
+def format_storage(
+    config: BrokerConfig, cluster_id: str | None = None, *, ignore_formatted: bool = False
+) -> list:
+    """Format ``config``'s log dirs for its node.id with ``cluster_id`` (default: the
+    configured ``cluster.id``); returns the dirs written. LogDirError on refusal."""
+    configured = config.values.get("cluster.id")
+    if cluster_id and configured and cluster_id != configured:
+        raise LogDirError(f"--cluster-id {cluster_id} differs from the configured "
+                          f"cluster.id={configured}")
+    cid = cluster_id or config.get("cluster.id") or "spool-cluster-0000000"
+    return format_log_dirs(config.log_dirs, config.node_id, cid,
+                           ignore_formatted=ignore_formatted)

@@ -80,6 +80,48 @@ def broker(
         raise typer.Exit(1) from e
 
 
+@app.command("format")
+def format_dirs(
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", "-c", help="A server.properties file with Kafka's broker keys."),
+    ] = None,
+    override: Annotated[
+        list[str] | None,
+        typer.Option("--override", "-o", help="key=value, applied after the file (repeatable)."),
+    ] = None,
+    cluster_id: Annotated[
+        str | None,
+        typer.Option("--cluster-id", "-t", help="The cluster id (default: cluster.id)."),
+    ] = None,
+    ignore_formatted: Annotated[
+        bool,
+        typer.Option("--ignore-formatted", "-g",
+                     help="Skip dirs already formatted (for this node and cluster)."),
+    ] = False,
+) -> None:
+    """Write meta.properties into every log dir (Kafka's kafka-storage format).
+
+    A broker also formats an empty log dir on its first start; this makes the
+    cluster id explicit. Exits 1 if a dir is in use, not empty, or formatted.
+    """
+    from spool.broker.config import BrokerConfig, ConfigError
+    from spool.broker.main import LogDirError, format_storage
+
+    try:
+        cfg = BrokerConfig.load(config, override or [])
+    except ConfigError as e:
+        typer.echo(f"spool format: {e}", err=True)
+        raise typer.Exit(2) from e
+    try:
+        written = format_storage(cfg, cluster_id, ignore_formatted=ignore_formatted)
+    except (LogDirError, OSError) as e:
+        typer.echo(f"spool format: {e}", err=True)
+        raise typer.Exit(1) from e
+    for d in written:
+        typer.echo(f"formatted {d}")
+
+
 @app.command()
 def version() -> None:
     """Print Spool's version."""

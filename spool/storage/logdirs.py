@@ -12,20 +12,27 @@ Each log dir holds, besides the partitions::
         node.id=<node id>
         version=1
 
-``claim_log_dirs(dirs, cluster_id, node_id)`` runs before anything reads a
+``claim_log_dirs(dirs, node_id, cluster_id)`` runs before anything reads a
 dir, in this order for every dir: create it if missing, take the lock
 (``LOCK_EX | LOCK_NB``; failure names the pid written in the file by the
 holder), then check ``meta.properties``:
 
-- present: version must be 1 and cluster.id / node.id must equal the
-  configuration; otherwise the broker refuses to start.
+- present: version must be 1 and node.id must equal the configuration, and
+  cluster.id too when one is configured (``cluster.id`` set); otherwise the
+  broker refuses to start. Without a configured one the broker takes the
+  dirs' (as Kafka, where the cluster id lives only in the dirs); all dirs
+  must agree.
 - missing, dir empty (``.lock`` and ``lost+found`` aside): the dir is
-  formatted (the single-node default: ``make run`` on a fresh ``./data``).
+  formatted (the single-node default: ``make run`` on a fresh ``./data``)
+  with the configured cluster id, else the other dirs', else the default.
 - missing, but the dir is an older Spool's (``__cluster_metadata-0`` or a
   ``recovery-point-offset-checkpoint`` in it): accepted, and
   ``meta.properties`` is written (logged as an upgrade).
 - missing, anything else in the dir: refused (it is not a log dir of ours,
   and Spool must not read, rewrite or delete what it holds).
+
+``format_log_dirs`` (``spool format``) is the same with a given cluster id,
+refusing dirs already formatted unless told to ignore them.
 
 Every failure is a ``LogDirError`` whose message says which dir and why;
 the broker prints it and exits non-zero. The locks are released by
@@ -53,6 +60,7 @@ log = logging.getLogger(__name__)
 LOCK_FILE = ".lock"
 META_PROPERTIES = "meta.properties"
 META_VERSION = 1
+DEFAULT_CLUSTER_ID = "spool-cluster-0000000"  # the single-node default's
 _IGNORED_WHEN_EMPTY = frozenset({LOCK_FILE, "lost+found"})
 _OLD_SPOOL_MARKERS = ("__cluster_metadata-0", "recovery-point-offset-checkpoint")
 
@@ -147,9 +155,12 @@ class DirLock:
 class LogDirs:
     """The claimed log dirs: locks held, ``meta.properties`` checked or written."""
 
-    def __init__(self, locks: list[DirLock], meta: dict[Path, MetaProperties]) -> None:
+    def __init__(self, locks: list[DirLock], meta: dict[Path, MetaProperties],
+                 cluster_id: str, written: list[Path]) -> None:
         self.locks = locks
         self.meta = meta
+        self.cluster_id = cluster_id  # the dirs' (and so the broker's) cluster id
+        self.written = written  # dirs whose meta.properties was written now
 
     def release(self) -> None:
         for lock in self.locks:
@@ -161,8 +172,9 @@ def _entries(log_dir: Path) -> list[str]:
     return sorted(n for n in os.listdir(log_dir) if n not in _IGNORED_WHEN_EMPTY)
 
 
-def _inspect(log_dir: Path, cluster_id: str, node_id: int) -> tuple[MetaProperties, str]:
-    """The dir's meta.properties and what to do: "ok", "format" or "upgrade" (write it)."""
+def _inspect(log_dir: Path, node_id: int, cluster_id: str | None) -> MetaProperties | None:
+    """The dir's meta.properties, checked; None if it may get one (empty, or an older
+    Spool's dir); LogDirError otherwise."""
     meta = read_meta_properties(log_dir)
     path = log_dir / META_PROPERTIES
     if meta is not None:
@@ -171,12 +183,12 @@ def _inspect(log_dir: Path, cluster_id: str, node_id: int) -> tuple[MetaProperti
                 f"{path} says node.id={meta.node_id} but this broker is configured with "
                 f"node.id={node_id}: the dir belongs to another node"
             )
-        if meta.cluster_id != cluster_id:
+        if cluster_id is not None and meta.cluster_id != cluster_id:
             raise LogDirError(
                 f"{path} says cluster.id={meta.cluster_id} but this broker is configured with "
                 f"cluster.id={cluster_id}: the dir belongs to another cluster"
             )
-        return meta, "ok"
+        return meta
     entries = _entries(log_dir)
     if entries and not any(m in entries for m in _OLD_SPOOL_MARKERS):
         shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
@@ -184,15 +196,22 @@ def _inspect(log_dir: Path, cluster_id: str, node_id: int) -> tuple[MetaProperti
             f"log dir {log_dir} is not empty ({shown}) and has no {META_PROPERTIES}: it is "
             "not a log dir of this broker. Use an empty or new directory for log.dirs"
         )
-    return MetaProperties(cluster_id, node_id, new_directory_id()), (
-        "upgrade" if entries else "format"
-    )
+    return None
 
 
-def claim_log_dirs(dirs: list[str] | list[Path], cluster_id: str, node_id: int) -> LogDirs:
+def claim_log_dirs(
+    dirs: list[str] | list[Path],
+    node_id: int,
+    cluster_id: str | None = None,
+    *,
+    new_cluster_id: str = DEFAULT_CLUSTER_ID,
+    refuse_formatted: bool = False,
+) -> LogDirs:
     """Lock every dir, check every ``meta.properties``, then write the missing ones
-    (module docstring). On failure nothing is written, the locks taken so far are
-    released and ``LogDirError`` raised."""
+    (module docstring). ``cluster_id`` None (not configured) accepts the dirs' own
+    (they must agree); a dir to format gets it, or ``new_cluster_id`` when no dir
+    has one. On failure nothing is written, the locks taken so far are released
+    and ``LogDirError`` raised."""
     locks: list[DirLock] = []
     try:
         paths = [Path(d) for d in dirs]
@@ -204,22 +223,46 @@ def claim_log_dirs(dirs: list[str] | list[Path], cluster_id: str, node_id: int) 
             if not d.is_dir():
                 raise LogDirError(f"log dir {d} is not a directory")
             locks.append(DirLock(d))
-        found = {d: _inspect(d, cluster_id, node_id) for d in paths}
-        ids = [m.directory_id for m, _ in found.values() if m.directory_id]
+        found = {d: _inspect(d, node_id, cluster_id) for d in paths}
+        have = {d: m for d, m in found.items() if m is not None}
+        if refuse_formatted and have:
+            raise LogDirError(f"already formatted: {', '.join(map(str, have))}")
+        clusters = sorted({m.cluster_id for m in have.values()})
+        if len(clusters) > 1:
+            raise LogDirError(f"the log dirs belong to different clusters: {clusters}")
+        ids = [m.directory_id for m in have.values() if m.directory_id]
         if len(ids) != len(set(ids)):
             raise LogDirError(f"two log dirs share a directory.id: {ids} (a copied dir?)")
-        for d, (meta, action) in found.items():
-            if action == "ok":
+        effective = cluster_id or (clusters[0] if clusters else new_cluster_id)
+        written = []
+        for d in paths:
+            if found[d] is not None:
                 continue
+            upgrade = bool(_entries(d))
+            meta = found[d] = MetaProperties(effective, node_id, new_directory_id())
             atomic_write(d / META_PROPERTIES, meta.encode())
-            if action == "upgrade":
+            written.append(d)
+            if upgrade:
                 log.warning("%s: a log dir of an older Spool (no %s); wrote one "
-                            "(cluster.id=%s, node.id=%d)", d, META_PROPERTIES, cluster_id, node_id)
+                            "(cluster.id=%s, node.id=%d)", d, META_PROPERTIES, effective, node_id)
             else:
                 log.info("formatted empty log dir %s (cluster.id=%s, node.id=%d)",
-                         d, cluster_id, node_id)
+                         d, effective, node_id)
     except BaseException:
         for lock in locks:
             lock.release()
         raise
-    return LogDirs(locks, {d: m for d, (m, _) in found.items()})
+    metas = {d: m for d, m in found.items() if m is not None}
+    return LogDirs(locks, metas, effective, written)
+
+
+def format_log_dirs(
+    dirs: list[str] | list[Path], node_id: int, cluster_id: str, *, ignore_formatted: bool = False
+) -> list[Path]:
+    """``spool format``: write ``meta.properties`` into every dir that lacks one (empty
+    or an older Spool's), refusing dirs already formatted unless ``ignore_formatted``
+    (they must then match). Returns the dirs written; the locks are released."""
+    claimed = claim_log_dirs(dirs, node_id, cluster_id, new_cluster_id=cluster_id,
+                             refuse_formatted=not ignore_formatted)
+    claimed.release()
+    return claimed.written

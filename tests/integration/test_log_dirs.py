@@ -189,3 +189,34 @@ def test_a_second_broker_on_the_same_port_touches_no_file(tmp_path, topic_name):
         assert snapshot(data) == before
     finally:
         assert first.stop() == 0
+
+
+def run_format(*args: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "spool.cli.main", "format", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+
+
+def test_format_sets_the_cluster_id_the_broker_then_takes(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    dirs = f"log.dirs={a},{b}"
+    done = run_format("-o", dirs, "-o", "node.id=4", "--cluster-id", "blue")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == [f"formatted {a}", f"formatted {b}"]
+    pa, pb = meta_properties(a), meta_properties(b)
+    assert (pa["cluster.id"], pa["node.id"], pa["version"]) == ("blue", "4", "1")
+    assert (pb["cluster.id"], pb["node.id"]) == ("blue", "4")
+    assert pa["directory.id"] != pb["directory.id"]
+
+    again = run_format("-o", dirs, "-o", "node.id=4", "--cluster-id", "blue")
+    assert again.returncode == 1 and "already formatted" in again.stderr
+    assert run_format("-o", dirs, "-o", "node.id=4", "-t", "blue", "-g").returncode == 0
+
+    broker = BrokerProcess(tmp_path / "x", {"log.dirs": f"{a},{b}", "node.id": "4"}).start()
+    try:  # no cluster.id configured: the dirs' own is the cluster's
+        md = AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(timeout=10)
+        assert md.cluster_id == "blue"
+    finally:
+        assert broker.stop() == 0
+    refused = run_broker_expecting_exit(a, 0, **{"log.dirs": f"{a},{b}", "node.id": "4",
+                                                 "cluster.id": "red"})
+    assert refused.returncode != 0 and "cluster.id=blue" in refused.stderr

@@ -172,3 +172,22 @@ def test_concurrent_creations_never_overshoot_the_limit(tmp_path):
         created = sum(pool.map(create, range(20)))
     assert created == 7 and store.total_partitions() == 28
     store.log.close()
+
+
+def test_a_folder_in_the_way_of_a_new_partition_is_moved_aside_not_adopted(tmp_path):
+    d0 = tmp_path / "d0"
+    s = Storage([str(d0)], {}, FakeClock())
+    s.shutdown()
+    (d0 / "backup-0").mkdir()  # someone's folder, named like partition 0 of "backup"
+    (d0 / "backup-0" / "00000000000000000000.log").write_bytes(b"not a log")
+    again = Storage([str(d0)], {}, FakeClock())
+    assert again.logs.partitions() == []  # not in the metadata: not opened
+    again.create_topic("backup", 1)
+    assert again.get("backup", 0).log_end_offset == 0
+    stray = [p for p in d0.iterdir() if p.name.startswith("backup-0.")]
+    assert len(stray) == 1 and stray[0].name.endswith("-stray")
+    assert (stray[0] / "00000000000000000000.log").read_bytes() == b"not a log"
+    again.shutdown()
+    third = Storage([str(d0)], {}, FakeClock())  # the -stray folder stays, unread
+    assert third.logs.partitions() == [("backup", 0)] and stray[0].exists()
+    third.shutdown()
