@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint check-codegen codegen bench clean
+.PHONY: run test lint check-codegen codegen bench soak clean
 
 # The environment is (re)built when missing or older than pyproject.toml.
 .venv: $(STAMP)
@@ -37,6 +37,10 @@ bench: .venv
 	$(BIN)/python -m bench.broker
 	$(BIN)/python -m bench.spark
 	$(BIN)/python -m bench.compare
+
+# Reliability soak (full counts, ~1 h on 2 cores): rewrites docs/RELIABILITY.md.
+soak: .venv
+	$(BIN)/python -m bench.reliability
 
 clean:
 	rm -rf $(VENV) build *.egg-info
