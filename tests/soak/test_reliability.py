@@ -54,7 +54,6 @@ def test_kill_9_rounds_lose_and_duplicate_nothing(tmp_path):
     r = run_quick("kill9", tmp_path)
     assert r["rounds"] == 5
     assert r["acked"] > 0
-    assert r["acked_growth_every_round"]
     assert r["acked_lost"] == 0
     assert r["duplicates"] == 0
     assert r["order_violations"] == 0
