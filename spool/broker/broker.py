@@ -101,6 +101,9 @@ class Broker:
             max_request_size=self.config.get_int("socket.request.max.bytes"),
             max_queued=self.config.get_int("queued.max.requests"),
             idle_timeout_ms=self.config.get_int("connections.max.idle.ms"),
+            max_connections=self.config.get_int("max.connections"),
+            max_connections_per_ip=self.config.get_int("max.connections.per.ip"),
+            queued_max_request_bytes=self.config.get_int("queued.max.request.bytes"),
         )
         self.server.bind()
         try:

@@ -9,12 +9,17 @@ The rules, in order (Kafka's, see PROTOCOL.md):
    that does not decode: close the connection.
 4. Otherwise decode, run the handler, encode: ``[size, header, *body]``.
    A handler returning None means "no response" (Produce with acks=0).
+
+Rules 1-3 are applied by ``prepare``, synchronously, as the connection
+reads each frame: a frame that breaks them condemns the connection
+(``CloseConnection`` with the reason, which the server logs once) before
+any frame pipelined after it is looked at.
 """
 
 from __future__ import annotations
 
-import logging
 import struct
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +37,6 @@ from spool.protocol.headers import (
 )
 from spool.protocol.primitives import ProtocolDecodeError
 
-log = logging.getLogger("spool.dispatch")
 _SIZE = struct.Struct(">i")
 
 
@@ -64,38 +68,48 @@ def unsupported_api_versions(correlation_id: int) -> list:
     return out
 
 
+async def _ready(chunks: list) -> list:
+    return chunks
+
+
 class Dispatcher:
     """Turns frames into handler calls for one broker."""
 
     def __init__(self, broker: Any) -> None:
         self.broker = broker
 
-    async def dispatch(self, conn: Connection, frame: bytearray) -> list | None:
+    def prepare(self, conn: Connection, frame: bytearray) -> Awaitable[list | None]:
+        """Check and decode ``frame`` now (rules 1-3); the awaitable runs the handler (rule 4).
+
+        Called by the connection's reader in arrival order, before it looks at
+        the next frame: ``CloseConnection`` here means no later frame runs.
+        """
         try:
             api_key, version, correlation_id = peek_request_header(frame)
         except ProtocolDecodeError as e:
-            log.info("closing %s: %s", conn.peer, e)
-            raise CloseConnection from e
+            raise CloseConnection(f"bad request header: {e}") from e
         spec = REGISTRY.get(api_key)
         if spec is None:
-            log.info("closing %s: unknown api key %d", conn.peer, api_key)
-            raise CloseConnection
+            raise CloseConnection(f"unknown api key {api_key}")
         if not spec.supports(version):
             if api_key == API_VERSIONS_KEY:
-                return unsupported_api_versions(correlation_id)
-            log.info("closing %s: %s v%d is not supported", conn.peer, spec.name, version)
-            raise CloseConnection
+                return _ready(unsupported_api_versions(correlation_id))
+            raise CloseConnection(f"{spec.name} v{version} is not supported")
         flexible = spec.request_cls.is_flexible(version)
         try:
             header, pos = parse_request_header(frame, flexible)
             request, _ = spec.request_cls.decode(memoryview(frame), pos, version)
         except ProtocolDecodeError as e:
-            log.info("closing %s: malformed %s v%d: %s", conn.peer, spec.name, version, e)
-            raise CloseConnection from e
-        response = await spec.fn(RequestContext(self.broker, conn, header), request)
+            raise CloseConnection(f"malformed {spec.name} v{version}: {e}") from e
+        ctx = RequestContext(self.broker, conn, header)
+        return self._handle(spec, ctx, request, correlation_id, flexible)
+
+    async def _handle(self, spec, ctx: RequestContext, request, correlation_id: int,
+                      flexible: bool) -> list | None:
+        response = await spec.fn(ctx, request)
         if response is None:
             return None
-        out: list = [b"", response_header(correlation_id, flexible, api_key)]
-        response.encode(version, out)
+        out: list = [b"", response_header(correlation_id, flexible, spec.api_key)]
+        response.encode(ctx.api_version, out)
         out[0] = _SIZE.pack(sum(len(c) for c in out))
         return out

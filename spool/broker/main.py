@@ -1,6 +1,8 @@
 """Running a broker process: logging, uvloop, signals, graceful shutdown.
 
-``run(config)`` blocks until SIGINT or SIGTERM, then shuts the broker down
+``run(config)`` first raises the open files limit (RLIMIT_NOFILE) from its
+soft to its hard value, as every connection and segment needs descriptors,
+and logs both. It blocks until SIGINT or SIGTERM, then shuts the broker down
 in order (stop accepting, finish in-flight requests, flush and close logs).
 Once listening it prints one line to stdout,
 ``spool broker <node> listening on HOST:PORT``, which tests and scripts
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import resource
 import signal
 import sys
 
@@ -55,8 +58,24 @@ def configure_logging(log_level: str = "INFO") -> None:
     )
 
 
+def raise_open_files_limit() -> tuple[int, int]:
+    """Raise RLIMIT_NOFILE's soft limit to the hard limit; returns (before, after)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+    if soft == resource.RLIM_INFINITY or soft >= target:
+        return soft, soft
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ValueError, OSError):
+        return soft, soft
+    return soft, target
+
+
 def run(config: BrokerConfig, log_level: str = "INFO") -> None:
     configure_logging(log_level)
+    before, after = raise_open_files_limit()
+    logging.getLogger("spool.broker").info(
+        "open files limit: %d (soft limit was %d)", after, before)
     uvloop.run(serve(config))
 
 

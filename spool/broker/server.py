@@ -1,29 +1,61 @@
-"""The asyncio shell: listeners, connections, in-order responses, sendfile.
+"""The asyncio shell: listeners, connections, in-order responses, sendfile, limits.
 
-One reader task and one writer task per connection. The reader splits the
-byte stream into frames (``FrameDecoder``, bounded by
-``socket.request.max.bytes``), starts one handler task per request in
-arrival order and queues it; the queue is bounded (``queued.max.requests``)
-so a client that pipelines faster than we answer stops being read
-(backpressure). The writer awaits the queued tasks strictly in order, so
-responses leave in request order even when a long-polling fetch finishes
-after a later request. A response is a list of chunks: byte strings, and
-``FileRegion`` objects that go from the segment file to the socket with
-``os.sendfile`` (zero copy), the socket being ours, not a transport's.
+One reader task per connection (and a writer task once it has sent a
+request). The reader waits for the socket to be readable, then receives
+into one buffer shared by the whole server, so an idle connection holds no
+receive buffer; the ``FrameDecoder`` keeps only the bytes of frames not yet
+whole, and gives memory back once they are handed out. Each whole frame is
+checked and decoded by the dispatcher *synchronously, in arrival order*
+(``Dispatcher.prepare``): a frame that is malformed, or that the dispatcher
+refuses (``CloseConnection``), condemns the connection before any later
+frame from it is even looked at, so nothing pipelined behind a bad frame
+ever runs. A good frame becomes one handler task, queued in request order.
+The writer awaits the queued tasks strictly in order, so responses leave in
+request order even when a long-polling fetch finishes after a later
+request; responses already finished go out in one send. A response is a
+list of chunks: byte strings, and ``FileRegion`` objects that go from the
+segment file to the socket with ``os.sendfile`` (zero copy).
 
-Lifecycle: ``Server.bind()`` binds and listens on every address (the broker
-does this before touching its data, so a second broker on the same port
-fails first); ``Server.start()`` starts accepting; ``Server.close()``
-stops accepting, lets each connection finish the requests it has read (up
-to a grace period), then closes the sockets. The dispatcher decides what a
-frame means; ``CloseConnection`` from it ends the connection after the
-responses already queued are written.
+What one connection may hold (backpressure, the reader stops reading):
+``queued.max.requests`` requests in flight (read, not yet written back),
+and at most ``MAX_QUEUED_RESPONSE_BYTES`` / ``MAX_QUEUED_FILE_REGIONS`` of
+finished responses its client has not read yet. While it is stopped the
+reader still notices the peer hanging up.
+
+Across connections: ``queued.max.request.bytes`` (Kafka's; -1: unbounded)
+bounds the request bytes read and not yet answered. A frame is counted at
+its declared size as soon as its size prefix has arrived, so a connection
+that has started a frame can always finish it, and no connection starts
+one while the total is over the limit (it waits; the first frame when
+nothing else is in flight always goes, however large).
+``max.connections`` (broker-wide: accepting pauses until one closes) and
+``max.connections.per.ip`` (a connection over it is closed at accept, as
+Kafka does). ``accept()`` failing for lack of descriptors (EMFILE/ENFILE)
+backs off and keeps retrying: the broker keeps serving and accepts again
+once descriptors are free.
+
+Lifecycle of a connection: when the peer hangs up (EOF, reset, or a send
+fails) the connection is torn down at once: queued handler tasks are
+cancelled (a parked fetch ends there and then), finished responses not
+sent release their file descriptors, its request bytes are given back.
+When it is condemned (bad frame) or the server shuts down, the responses
+to the requests read before are written first, then it closes. Each closed
+connection with a reason logs one line, rate-limited
+(``RateLimitedLog``).
+
+Lifecycle of the server: ``Server.bind()`` binds and listens on every
+address (the broker does this before touching its data, so a second broker
+on the same port fails first); ``Server.start()`` starts accepting;
+``Server.close()`` stops accepting, lets each connection finish the
+requests it has read (up to a grace period), then closes the sockets.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
+import functools
 import logging
 import os
 import socket
@@ -36,19 +68,53 @@ from spool.protocol.framing import FrameDecoder, FrameError
 
 log = logging.getLogger("spool.server")
 
-RECV_SIZE = 256 * 1024
+RECV_SIZE = 256 * 1024  # the server's one receive buffer
+MAX_QUEUED_RESPONSE_BYTES = 64 * 1024 * 1024  # finished, unsent responses of one connection
+MAX_QUEUED_FILE_REGIONS = 256  # segment descriptors pinned by one connection's unsent responses
 _BYTES = (bytes, bytearray, memoryview)
+_NO_DESCRIPTORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 
 class CloseConnection(Exception):
-    """Raised by a dispatcher: close the connection after pending responses."""
+    """Raised by a dispatcher: the connection is condemned; ``str(e)`` says why."""
+
+
+class RateLimitedLog:
+    """At most ``per_second`` lines a second; the next line says how many were dropped."""
+
+    def __init__(self, logger: logging.Logger, per_second: int = 10) -> None:
+        self.logger = logger
+        self.per_second = per_second
+        self._second = 0
+        self._count = 0
+        self._dropped = 0
+
+    def __call__(self, level: int, msg: str, *args, exc_info=None) -> None:
+        if not self.logger.isEnabledFor(level):
+            return
+        now = int(time.monotonic())
+        if now != self._second:
+            self._second, self._count = now, 0
+        if self._count >= self.per_second:
+            self._dropped += 1
+            return
+        self._count += 1
+        if self._dropped:
+            msg += " (%d similar lines dropped)"
+            args = (*args, self._dropped)
+            self._dropped = 0
+        self.logger.log(level, msg, *args, exc_info=exc_info)
+
+
+conn_log = RateLimitedLog(log)
 
 
 class FileRegion:
     """``length`` bytes of an open file at ``position``, sent with ``sendfile``.
 
     Owns ``fd`` (a duplicate of the segment's descriptor, so a concurrent
-    segment deletion cannot close it under us) and closes it once sent.
+    segment deletion cannot close it under us) and closes it once sent, or
+    when the connection that would have sent it closes.
     """
 
     __slots__ = ("fd", "position", "length")
@@ -75,7 +141,56 @@ Response = list | None  # chunks, or None for "no response" (acks=0)
 
 
 class Dispatcher(Protocol):
-    def dispatch(self, conn: Connection, frame: bytearray) -> Awaitable[Response]: ...
+    def prepare(self, conn: Connection, frame: bytearray) -> Awaitable[Response]:
+        """Check and decode ``frame`` now; the awaitable runs its handler.
+
+        Raises ``CloseConnection`` for a frame the connection must die for.
+        """
+        ...
+
+
+def _weigh(chunks) -> tuple[int, int]:
+    """(bytes, file regions) of a response's chunks."""
+    if not chunks:
+        return 0, 0
+    size = regions = 0
+    for c in chunks:
+        size += len(c)
+        if isinstance(c, FileRegion):
+            regions += 1
+    return size, regions
+
+
+def _close_regions(chunks) -> None:
+    if chunks:
+        for c in chunks:
+            if isinstance(c, FileRegion):
+                c.close()
+
+
+def _wake_future(fut: asyncio.Future) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+class RequestBytes:
+    """``queued.max.request.bytes``: request bytes read and not yet answered, all connections."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        self.waiting: set[Connection] = set()
+
+    @property
+    def full(self) -> bool:
+        return 0 <= self.limit <= self.used and self.used > 0
+
+    def add(self, n: int) -> None:
+        self.used += n
+        if n < 0 and self.waiting and not self.full:
+            waiting, self.waiting = self.waiting, set()
+            for conn in waiting:
+                conn.wake()
 
 
 class Connection:
@@ -84,93 +199,267 @@ class Connection:
     def __init__(self, server: Server, sock: socket.socket, peer: tuple) -> None:
         self.server = server
         self.sock = sock
+        self.fd = sock.fileno()
         self.peer = peer
         self.host = peer[0] if peer else ""
         self.last_active = time.monotonic()
-        self.closed = False
+        self.closed = False  # no more requests are read
+        self.torn_down = False
+        self.reason: str | None = None  # why it closed, logged once
         # Handler tasks in request order; None marks the end of the requests.
-        self._pending: deque[asyncio.Future | None] = deque()
-        self._queued = asyncio.Event()
-        self._room = asyncio.Semaphore(server.max_queued)
+        self._pending: deque[asyncio.Task | None] = deque()
         self._loop = asyncio.get_running_loop()
+        self._writer: asyncio.Task | None = None
+        self._writer_wake: asyncio.Future | None = None
+        self._reader_wake: asyncio.Future | None = None
+        self._buffered = 0  # request bytes this connection counts in server.request_bytes
+        self._unsent_bytes = 0
+        self._unsent_regions = 0
+
+    # ---- lifecycle
 
     async def run(self) -> None:
-        writer = self._loop.create_task(self._write_loop())
+        peer_gone = True
         try:
-            await self._read_loop()
+            peer_gone = await self._read_loop()
         finally:
+            self.closed = True
+            if peer_gone and not self.server.closing:
+                self._cancel_pending()  # nobody will read the answers: stop the work now
             self._enqueue(None)
-            with contextlib.suppress(Exception):
-                await writer
-            self._close_socket()
+            if self._writer is not None:
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await self._writer
+            self._teardown()
 
-    async def _read_loop(self) -> None:
-        decoder = FrameDecoder(self.server.max_request_size)
-        buf = bytearray(RECV_SIZE)
-        view = memoryview(buf)
-        loop = self._loop
-        sock = self.sock
-        dispatch = self.server.dispatcher.dispatch
-        while not self.closed:
-            try:
-                n = await loop.sock_recv_into(sock, buf)
-            except (ConnectionError, OSError):
-                return
-            if n == 0:
-                return
-            self.last_active = time.monotonic()
-            decoder.feed(view[:n])
-            while True:
-                try:
-                    frame = decoder.next_frame()
-                except FrameError as e:
-                    log.info("closing %s: %s", self.peer, e)
-                    return
-                if frame is None:
-                    break
-                await self._room.acquire()  # backpressure: too many requests in flight
-                self._enqueue(loop.create_task(dispatch(self, bytearray(frame))))
-                if self.closed:
-                    return
+    def close(self, reason: str | None = None) -> None:
+        """Stop this connection: the reader sees EOF and tears it down."""
+        if reason and self.reason is None:
+            self.reason = reason
+        self.closed = True
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+        self.wake()
 
-    def _enqueue(self, task: asyncio.Future | None) -> None:
-        self._pending.append(task)
-        self._queued.set()
+    def _condemn(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+        self.closed = True
+
+    def wake(self) -> None:
+        """Make a stalled reader look again (room, request bytes, or closing)."""
+        if self._reader_wake is not None:
+            _wake_future(self._reader_wake)
+
+    def _cancel_pending(self) -> None:
+        for task in self._pending:
+            if task is not None and not task.done():
+                task.cancel()
+
+    def _teardown(self) -> None:
+        if self.torn_down:
+            return
+        self.torn_down = True
+        self.closed = True
+        for task in self._pending:
+            if task is None:
+                continue
+            if not task.done():
+                task.cancel()
+            elif not task.cancelled() and task.exception() is None:
+                _close_regions(task.result())
+        self._pending.clear()
+        self._unsent_bytes = self._unsent_regions = 0
+        self.server.request_bytes.add(-self._buffered)
+        self._buffered = 0
+        self.server.request_bytes.waiting.discard(self)
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        if self.reason:
+            conn_log(logging.INFO, "closing %s: %s", self.peer, self.reason)
 
     @property
     def idle(self) -> bool:
         return not self._pending
 
-    async def _next(self) -> asyncio.Future | None:
+    # ---- reading
+
+    def _has_room(self) -> bool:
+        return (
+            len(self._pending) < self.server.max_queued
+            and self._unsent_bytes < MAX_QUEUED_RESPONSE_BYTES
+            and self._unsent_regions < MAX_QUEUED_FILE_REGIONS
+        )
+
+    def _count_buffered(self, decoder: FrameDecoder) -> None:
+        """Count the bytes of frames not yet whole, at their declared size."""
+        n = decoder.buffered
+        declared = decoder.pending_size()
+        if declared is not None and 0 <= declared <= self.server.max_request_size:
+            n = max(n, declared + 4)
+        if n != self._buffered:
+            self.server.request_bytes.add(n - self._buffered)
+            self._buffered = n
+
+    async def _read_loop(self) -> bool:
+        """Read and dispatch until the connection ends; True if the peer went away."""
+        server = self.server
+        decoder = FrameDecoder(server.max_request_size)
+        buf, view = server.recv_buf, server.recv_view
+        sock = self.sock
+        prepare = server.dispatcher.prepare
+        loop = self._loop
+        pool = server.request_bytes
+        while not self.closed:
+            dispatched = False
+            while self._has_room():
+                try:
+                    whole = decoder.next_frame()
+                except FrameError as e:
+                    self._condemn(str(e))
+                    return False
+                if whole is None:
+                    break
+                frame = bytearray(whole)
+                whole.release()
+                try:
+                    work = prepare(self, frame)
+                except CloseConnection as e:
+                    self._condemn(str(e) or "request refused")
+                    return False
+                size = len(frame) + 4
+                self._buffered -= size  # now counted by the task until it finishes
+                task = loop.create_task(work)
+                task.add_done_callback(functools.partial(self._done, size))
+                self._enqueue(task)
+                dispatched = True
+            if dispatched:
+                self._count_buffered(decoder)
+            if self.closed:
+                break
+            mid_frame = decoder.buffered > 0
+            if not self._has_room() or (pool.full and not mid_frame):
+                if await self._stalled(pool.full and not mid_frame):
+                    return True
+                continue
+            try:
+                n = sock.recv_into(buf)
+            except (BlockingIOError, InterruptedError):
+                await self._readable()
+                continue
+            except OSError:
+                return True
+            if n == 0:
+                return True
+            self.last_active = time.monotonic()
+            decoder.feed(view[:n])
+            self._count_buffered(decoder)
+        return False
+
+    async def _readable(self) -> None:
+        fut = self._loop.create_future()
+        self._loop.add_reader(self.fd, _wake_future, fut)
+        try:
+            await fut
+        finally:
+            self._loop.remove_reader(self.fd)
+
+    async def _stalled(self, for_bytes: bool) -> bool:
+        """Wait for room (or request bytes); True if the peer hung up meanwhile."""
+        loop = self._loop
+        fut = loop.create_future()
+        self._reader_wake = fut
+        if for_bytes:
+            self.server.request_bytes.waiting.add(self)
+        gone = False
+        watching = True
+
+        def peek() -> None:  # EOF shows even while we read no requests
+            nonlocal gone, watching
+            try:
+                data = self.sock.recv(1, socket.MSG_PEEK)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                data = b""
+            if not data:
+                gone = True
+                _wake_future(fut)
+            loop.remove_reader(self.fd)  # bytes wait behind: nothing more to learn now
+            watching = False
+
+        loop.add_reader(self.fd, peek)
+        try:
+            await fut
+        finally:
+            self._reader_wake = None
+            if watching:
+                loop.remove_reader(self.fd)
+            self.server.request_bytes.waiting.discard(self)
+        return gone
+
+    def _done(self, size: int, task: asyncio.Task) -> None:
+        self.server.request_bytes.add(-size)
+        if task.cancelled() or task.exception() is not None:
+            return  # (the exception is retrieved: the writer reports it if it gets there)
+        chunks = task.result()
+        if self.torn_down:
+            _close_regions(chunks)
+            return
+        n, regions = _weigh(chunks)
+        self._unsent_bytes += n
+        self._unsent_regions += regions
+
+    def _enqueue(self, task: asyncio.Task | None) -> None:
+        self._pending.append(task)
+        if self._writer is None:
+            if task is None:
+                return
+            self._writer = self._loop.create_task(self._write_loop())
+        elif self._writer_wake is not None:
+            _wake_future(self._writer_wake)
+
+    # ---- writing
+
+    async def _head(self) -> asyncio.Task | None:
         while not self._pending:
-            self._queued.clear()
-            await self._queued.wait()
-        task = self._pending.popleft()
-        if task is not None:
-            self._room.release()
-        return task
+            self._writer_wake = self._loop.create_future()
+            try:
+                await self._writer_wake
+            finally:
+                self._writer_wake = None
+        return self._pending[0]
 
     async def _write_loop(self) -> None:
         """Await responses in request order; those already finished go out in one send."""
         pending = self._pending
         while True:
-            task = await self._next()
+            task = await self._head()
             out: list = []
+            stop = False
             while task is not None:
                 try:
                     chunks = await task
-                except CloseConnection:
-                    chunks, task = None, None
-                    self.closed = True
+                except asyncio.CancelledError:
+                    if not task.cancelled():
+                        raise  # the writer itself is cancelled
+                    chunks, stop = None, True
                 except Exception:
-                    log.exception("handler failed for %s; closing the connection", self.peer)
-                    chunks, task = None, None
-                    self.closed = True
+                    conn_log(logging.ERROR, "closing %s: handler failed", self.peer,
+                             exc_info=True)
+                    chunks, stop = None, True
+                    self.reason = self.reason or "handler failed"
+                if pending and pending[0] is task:
+                    pending.popleft()
                 if chunks:
+                    n, regions = _weigh(chunks)
+                    self._unsent_bytes -= n
+                    self._unsent_regions -= regions
                     out.extend(chunks)
-                if task is None or not pending or pending[0] is None or not pending[0].done():
+                self.wake()
+                if stop or not pending or pending[0] is None or not pending[0].done():
                     break
-                task = await self._next()
+                task = pending[0]
             if out:
                 try:
                     await self._send(out)
@@ -178,6 +467,9 @@ class Connection:
                     self.close()
                     return
                 self.last_active = time.monotonic()
+            if stop:
+                self.close()
+                return
             if task is None:
                 if self.closed:
                     self.close()
@@ -200,12 +492,10 @@ class Connection:
             if pending:
                 await loop.sock_sendall(sock, pending)
         finally:
-            for c in chunks:
-                if isinstance(c, FileRegion):
-                    c.close()
+            _close_regions(chunks)
 
     async def _sendfile(self, region: FileRegion) -> None:
-        fd = self.sock.fileno()
+        fd = self.fd
         offset, remaining = region.position, region.length
         while remaining > 0:
             try:
@@ -221,21 +511,11 @@ class Connection:
 
     async def _writable(self, fd: int) -> None:
         fut = self._loop.create_future()
-        self._loop.add_writer(fd, lambda: fut.done() or fut.set_result(None))
+        self._loop.add_writer(fd, _wake_future, fut)
         try:
             await fut
         finally:
             self._loop.remove_writer(fd)
-
-    def close(self) -> None:
-        self.closed = True
-        with contextlib.suppress(OSError):
-            self.sock.shutdown(socket.SHUT_RDWR)
-
-    def _close_socket(self) -> None:
-        self.closed = True
-        with contextlib.suppress(OSError):
-            self.sock.close()
 
 
 class Server:
@@ -249,15 +529,27 @@ class Server:
         max_request_size: int,
         max_queued: int,
         idle_timeout_ms: int,
+        max_connections: int = 2**31 - 1,
+        max_connections_per_ip: int = 2**31 - 1,
+        queued_max_request_bytes: int = -1,
     ) -> None:
         self.dispatcher = dispatcher
         self.addresses = addresses
         self.max_request_size = max_request_size
         self.max_queued = max(1, max_queued)
         self.idle_timeout_s = idle_timeout_ms / 1000.0
+        self.max_connections = max(1, max_connections)
+        self.max_connections_per_ip = max(0, max_connections_per_ip)
+        self.request_bytes = RequestBytes(queued_max_request_bytes)
+        self.recv_buf = bytearray(RECV_SIZE)
+        self.recv_view = memoryview(self.recv_buf)
         self.connections: set[Connection] = set()
+        self.per_ip: dict[str, int] = {}
+        self.closing = False
         self._listeners: list[socket.socket] = []
         self._tasks: set[asyncio.Task] = set()
+        self._service: list[asyncio.Task] = []
+        self._slot_freed = asyncio.Event()
         self.bound: list[tuple[str, int]] = []
         self.on_connection: Callable[[Connection], None] | None = None
 
@@ -285,8 +577,8 @@ class Server:
         """Bind (unless ``bind`` already did) and start accepting."""
         self.bind()
         for ls in self._listeners:
-            self._spawn(self._accept_loop(ls))
-        self._spawn(self._reap_idle())
+            self._service.append(self._spawn(self._accept_loop(ls)))
+        self._service.append(self._spawn(self._reap_idle()))
 
     def _spawn(self, coro) -> asyncio.Task:
         t = asyncio.get_running_loop().create_task(coro)
@@ -296,21 +588,61 @@ class Server:
 
     async def _accept_loop(self, ls: socket.socket) -> None:
         loop = asyncio.get_running_loop()
+        fd = ls.fileno()
+        backoff = 0.0
         while True:
+            while len(self.connections) >= self.max_connections:  # max.connections: wait
+                self._slot_freed.clear()
+                await self._slot_freed.wait()
             try:
-                sock, peer = await loop.sock_accept(ls)
-            except asyncio.CancelledError:
-                raise
-            except OSError as e:
-                log.warning("accept failed: %s", e)
-                await asyncio.sleep(0.05)
+                sock, peer = ls.accept()
+            except (BlockingIOError, InterruptedError):
+                fut = loop.create_future()
+                loop.add_reader(fd, _wake_future, fut)
+                try:
+                    await fut
+                finally:
+                    loop.remove_reader(fd)
                 continue
+            except OSError as e:
+                # out of descriptors (or another transient failure): back off, keep serving
+                backoff = min(1.0, max(0.01, backoff * 2))
+                conn_log(logging.WARNING, "accept failed: %s; retrying in %.2f s", e, backoff)
+                await asyncio.sleep(backoff if e.errno in _NO_DESCRIPTORS else 0.01)
+                continue
+            backoff = 0.0
+            self._admit(sock, peer)
+
+    def _admit(self, sock: socket.socket, peer: tuple) -> None:
+        host = peer[0] if peer else ""
+        if self.per_ip.get(host, 0) >= self.max_connections_per_ip:
+            conn_log(logging.INFO, "refusing %s: max.connections.per.ip=%d reached",
+                     peer, self.max_connections_per_ip)
+            sock.close()
+            return
+        try:
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            conn = Connection(self, sock, peer)
-            self.connections.add(conn)
-            t = self._spawn(conn.run())
-            t.add_done_callback(lambda _t, c=conn: self.connections.discard(c))
+        except OSError:
+            sock.close()
+            return
+        self.per_ip[host] = self.per_ip.get(host, 0) + 1
+        conn = Connection(self, sock, peer)
+        self.connections.add(conn)
+        t = self._spawn(conn.run())
+        t.add_done_callback(functools.partial(self._gone, conn))
+        if self.on_connection is not None:
+            self.on_connection(conn)
+
+    def _gone(self, conn: Connection, _task: asyncio.Task) -> None:
+        conn._teardown()  # (if run() itself was cancelled)
+        self.connections.discard(conn)
+        n = self.per_ip.get(conn.host, 0) - 1
+        if n > 0:
+            self.per_ip[conn.host] = n
+        else:
+            self.per_ip.pop(conn.host, None)
+        self._slot_freed.set()
 
     async def _reap_idle(self) -> None:
         while True:
@@ -318,23 +650,26 @@ class Server:
             deadline = time.monotonic() - self.idle_timeout_s
             for conn in list(self.connections):
                 if conn.last_active < deadline and conn.idle:
-                    log.info("closing idle connection %s", conn.peer)
-                    conn.close()
+                    conn.close("idle for connections.max.idle.ms")
 
     async def close(self, grace_s: float = 5.0) -> None:
+        self.closing = True
+        for t in self._service:
+            t.cancel()
+        if self._service:
+            await asyncio.wait(self._service)
         for ls in self._listeners:
             ls.close()
-        for t in list(self._tasks):
-            if t.get_coro().__name__ in ("_accept_loop", "_reap_idle"):  # type: ignore[union-attr]
-                t.cancel()
         for conn in list(self.connections):
             conn.closed = True  # stop reading new requests; queued ones still finish
             with contextlib.suppress(OSError):
                 conn.sock.shutdown(socket.SHUT_RD)
+            conn.wake()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=grace_s)
         for conn in list(self.connections):
             conn.close()
-            conn._close_socket()
         for t in list(self._tasks):
             t.cancel()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=1.0)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 _LISTEN = re.compile(rb"listening on ([0-9.]+):(\d+)")
@@ -17,9 +18,18 @@ _LISTEN = re.compile(rb"listening on ([0-9.]+):(\d+)")
 class BrokerProcess:
     """``spool broker`` in a child process with its data in ``data_dir``."""
 
-    def __init__(self, data_dir: Path, overrides: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        overrides: dict[str, str] | None = None,
+        *,
+        log_level: str = "WARNING",
+        preexec_fn: Callable[[], None] | None = None,
+    ) -> None:
         self.data_dir = Path(data_dir)
         self.overrides = dict(overrides or {})
+        self.log_level = log_level
+        self.preexec_fn = preexec_fn  # runs in the child before exec (e.g. setrlimit)
         self.port = 0
         self.proc: subprocess.Popen | None = None
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}-broker.log"
@@ -35,12 +45,14 @@ class BrokerProcess:
             "group.initial.rebalance.delay.ms": "0",
             **self.overrides,
         }
-        cmd = [sys.executable, "-m", "spool.cli.main", "broker", "--log-level", "WARNING",
+        cmd = [sys.executable, "-m", "spool.cli.main", "broker", "--log-level", self.log_level,
                "--strict-config"]
         for k, v in ov.items():
             cmd += ["--override", f"{k}={v}"]
         log = open(self.log_path, "ab")  # noqa: SIM115
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log)
+        self.proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=log, preexec_fn=self.preexec_fn
+        )
         log.close()
         found: list[int] = []
 

@@ -9,7 +9,10 @@ except that the first non-empty partition always gets at least one whole
 batch (KIP-74) so a batch larger than the limits never stalls a consumer.
 If fewer than ``min_bytes`` are ready the request waits (a delayed
 operation): each append to one of its partitions makes it look again, and
-it answers once ``min_bytes`` are there or ``max_wait_ms`` has passed.
+it answers once ``min_bytes`` are there or ``max_wait_ms`` has passed, or
+is cancelled when its connection closes (its file regions are closed then).
+A partition whose file cannot be duplicated (no descriptors left) is
+answered without records rather than failing the request.
 Fetch sessions (KIP-227) are not kept: ``session_id`` 0 tells clients to
 send full requests.
 """
@@ -17,10 +20,11 @@ send full requests.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 
 from spool.broker.registry import handles
-from spool.broker.server import FileRegion
+from spool.broker.server import FileRegion, RateLimitedLog
 from spool.protocol._generated import FetchRequest, FetchResponse
 from spool.protocol._generated.fetch_response import (
     AbortedTransaction,
@@ -28,6 +32,8 @@ from spool.protocol._generated.fetch_response import (
     PartitionData,
 )
 from spool.protocol.errors import Errors, KafkaError
+
+_dup_log = RateLimitedLog(logging.getLogger("spool.fetch"))
 
 READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
@@ -77,7 +83,13 @@ def _read_all(broker, req: FetchRequest, version: int):
                 any_error = True
                 continue
             if sl is not None and sl.length > 0:
-                pd.records = FileRegion(os.dup(sl.file.fileno()), sl.position, sl.length)
+                try:
+                    fd = os.dup(sl.file.fileno())
+                except OSError as e:  # out of descriptors: answer without records, stay up
+                    _dup_log(logging.WARNING, "fetch %s-%d: no descriptor for the read: %s",
+                             t.topic, p.partition, e)
+                    continue
+                pd.records = FileRegion(fd, sl.position, sl.length)
                 total += sl.length
                 if req.isolation_level == READ_COMMITTED:
                     pd.aborted_transactions = [
@@ -102,12 +114,16 @@ async def fetch(ctx, req: FetchRequest) -> FetchResponse:
     keys = [(t.topic, p.partition) for t in req.topics for p in t.partitions]
     loop = asyncio.get_running_loop()
     deadline = loop.time() + req.max_wait_ms / 1000.0
-    while total < req.min_bytes and not any_error and keys:
-        remaining = deadline - loop.time()
-        if remaining <= 0:
-            break
-        # a delayed fetch: wait for an append to one of its partitions, then look again
-        await broker.wait_for_append(keys, remaining)
+    try:
+        while total < req.min_bytes and not any_error and keys:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            # a delayed fetch: wait for an append to one of its partitions, then look again
+            await broker.wait_for_append(keys, remaining)
+            _release(topics)
+            topics, total, any_error = _read_all(broker, req, version)
+    except BaseException:  # cancelled: its connection closed
         _release(topics)
-        topics, total, any_error = _read_all(broker, req, version)
+        raise
     return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=topics)
