@@ -365,9 +365,23 @@ class Broker:
                 if not fut.done():
                     fut.set_result(None)
 
-    async def wait_for_append(self, keys: Iterable[tuple[str, int]], timeout_s: float) -> None:
-        """Wait until one of ``keys`` gets an append, or the timeout passes."""
+    async def wait_for_append(
+        self,
+        keys: Iterable[tuple[str, int]],
+        timeout_s: float,
+        interrupt: asyncio.Future | None = None,
+    ) -> None:
+        """Wait until one of ``keys`` gets an append, the timeout passes, or ``interrupt`` is done."""
         fut = asyncio.get_running_loop().create_future()
+
+        def interrupted(_f: asyncio.Future) -> None:
+            if not fut.done():
+                fut.set_result(None)
+
+        if interrupt is not None:
+            if interrupt.done():
+                return
+            interrupt.add_done_callback(interrupted)
         keys = list(keys)
         for k in keys:
             self._waiters.setdefault(k, []).append(fut)
@@ -375,6 +389,8 @@ class Broker:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(fut, timeout_s)
         finally:
+            if interrupt is not None:
+                interrupt.remove_done_callback(interrupted)
             for k in keys:
                 lst = self._waiters.get(k)
                 if lst is not None:

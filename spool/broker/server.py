@@ -35,9 +35,12 @@ backs off and keeps retrying: the broker keeps serving and accepts again
 once descriptors are free.
 
 Lifecycle of a connection: when the peer hangs up (EOF, reset, or a send
-fails) the connection is torn down at once: queued handler tasks are
-cancelled (a parked fetch ends there and then), finished responses not
-sent release their file descriptors, its request bytes are given back.
+fails) the connection is torn down at once: parked work ends (a delayed
+fetch waits on ``hangup_future()``), finished responses not sent release
+their file descriptors, and so do those of requests still running, when
+they finish; its request bytes are given back. Requests already read still
+run to their end, as in Kafka (a produce sent just before closing is
+appended), their answers dropped.
 When it is condemned (bad frame) or the server shuts down, the responses
 to the requests read before are written first, then it closes. Each closed
 connection with a reason logs one line, rate-limited
@@ -173,6 +176,11 @@ def _wake_future(fut: asyncio.Future) -> None:
         fut.set_result(None)
 
 
+def _when_done(fut: asyncio.Future, _task: asyncio.Task) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
 class RequestBytes:
     """``queued.max.request.bytes``: request bytes read and not yet answered, all connections."""
 
@@ -205,6 +213,8 @@ class Connection:
         self.last_active = time.monotonic()
         self.closed = False  # no more requests are read
         self.torn_down = False
+        self.gone = False  # the peer hung up: nothing more is sent
+        self._hangup: asyncio.Future | None = None
         self.reason: str | None = None  # why it closed, logged once
         # Handler tasks in request order; None marks the end of the requests.
         self._pending: deque[asyncio.Task | None] = deque()
@@ -225,12 +235,32 @@ class Connection:
         finally:
             self.closed = True
             if peer_gone and not self.server.closing:
-                self._cancel_pending()  # nobody will read the answers: stop the work now
+                self._hang_up()
             self._enqueue(None)
             if self._writer is not None:
+                if self.gone:  # nobody reads the answers: stop writing now
+                    self._writer.cancel()
                 with contextlib.suppress(Exception, asyncio.CancelledError):
                     await self._writer
             self._teardown()
+
+    def _hang_up(self) -> None:
+        """The peer went away: parked work (a delayed fetch) ends now.
+
+        Requests already read still run to the end, as in Kafka (a produce
+        the client sent before closing is appended); only their answers go.
+        """
+        self.gone = True
+        if self._hangup is not None:
+            _wake_future(self._hangup)
+
+    def hangup_future(self) -> asyncio.Future:
+        """A future done when the peer hangs up, for work that parks (fetch's long poll)."""
+        if self._hangup is None:
+            self._hangup = self._loop.create_future()
+            if self.gone:
+                self._hangup.set_result(None)
+        return self._hangup
 
     def close(self, reason: str | None = None) -> None:
         """Stop this connection: the reader sees EOF and tears it down."""
@@ -251,21 +281,19 @@ class Connection:
         if self._reader_wake is not None:
             _wake_future(self._reader_wake)
 
-    def _cancel_pending(self) -> None:
-        for task in self._pending:
-            if task is not None and not task.done():
-                task.cancel()
-
     def _teardown(self) -> None:
         if self.torn_down:
             return
         self.torn_down = True
         self.closed = True
+        self._hang_up()
         for task in self._pending:
             if task is None:
                 continue
             if not task.done():
-                task.cancel()
+                if self.server.closing:
+                    task.cancel()  # (shutdown, past its grace period)
+                # else it runs to its end; _done drops its answer
             elif not task.cancelled() and task.exception() is None:
                 _close_regions(task.result())
         self._pending.clear()
@@ -400,8 +428,14 @@ class Connection:
 
     def _done(self, size: int, task: asyncio.Task) -> None:
         self.server.request_bytes.add(-size)
-        if task.cancelled() or task.exception() is not None:
-            return  # (the exception is retrieved: the writer reports it if it gets there)
+        if task.cancelled():
+            return
+        exc = task.exception()  # (retrieved here: the writer reports it if it gets there)
+        if exc is not None:
+            if self.torn_down:
+                conn_log(logging.ERROR, "handler failed for %s (closed)", self.peer,
+                         exc_info=exc)
+            return
         chunks = task.result()
         if self.torn_down:
             _close_regions(chunks)
@@ -438,11 +472,14 @@ class Connection:
             out: list = []
             stop = False
             while task is not None:
+                if not task.done():
+                    # not ``await task``: cancelling the writer must not cancel the handler
+                    ready = self._loop.create_future()
+                    task.add_done_callback(functools.partial(_when_done, ready))
+                    await ready
                 try:
-                    chunks = await task
+                    chunks = task.result()
                 except asyncio.CancelledError:
-                    if not task.cancelled():
-                        raise  # the writer itself is cancelled
                     chunks, stop = None, True
                 except Exception:
                     conn_log(logging.ERROR, "closing %s: handler failed", self.peer,

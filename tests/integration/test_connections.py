@@ -351,3 +351,29 @@ def test_out_of_descriptors_the_broker_backs_off_and_accepts_again(make_broker):
     assert topic_exists(b.bootstrap, "still-here")
     produce(b.bootstrap, "still-here", b"after")
     assert b.proc.poll() is None
+
+
+def test_produces_sent_just_before_hanging_up_are_all_appended(make_broker):
+    b = make_broker()
+    create_topic(b.bootstrap, "last-words")
+    frames = b""
+    for i in range(200):
+        bb = BatchBuilder()
+        bb.append(b"k", b"v%d" % i, timestamp=1_700_000_000_000)
+        frames += frame(0, 9, ProduceRequest(acks=0, timeout_ms=5000, topic_data=[
+            TopicProduceData(name="last-words", partition_data=[
+                PartitionProduceData(index=0, records=bb.build())])]), correlation_id=i)
+    c = RawClient(b.bootstrap)
+    c.send_raw(frames)
+    c.close()  # as a producer with acks=0 does once it has sent
+
+    def high_watermark() -> int:
+        c = RawClient(b.bootstrap)
+        try:
+            c.send(1, 12, fetch_request("last-words", max_wait_ms=0))
+            return c.recv(1, 12)[1].responses[0].partitions[0].high_watermark
+        finally:
+            c.close()
+
+    wait_until(lambda: high_watermark() == 200, 15, "the 200 records appended")
+    no_tracebacks(b)

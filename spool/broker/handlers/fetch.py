@@ -10,7 +10,8 @@ batch (KIP-74) so a batch larger than the limits never stalls a consumer.
 If fewer than ``min_bytes`` are ready the request waits (a delayed
 operation): each append to one of its partitions makes it look again, and
 it answers once ``min_bytes`` are there or ``max_wait_ms`` has passed, or
-is cancelled when its connection closes (its file regions are closed then).
+as soon as its client hangs up (an empty answer nobody reads: the wait and
+its file regions end with the connection, not with ``max_wait_ms``).
 A partition whose file cannot be duplicated (no descriptors left) is
 answered without records rather than failing the request.
 Fetch sessions (KIP-227) are not kept: ``session_id`` 0 tells clients to
@@ -114,16 +115,19 @@ async def fetch(ctx, req: FetchRequest) -> FetchResponse:
     keys = [(t.topic, p.partition) for t in req.topics for p in t.partitions]
     loop = asyncio.get_running_loop()
     deadline = loop.time() + req.max_wait_ms / 1000.0
+    conn = ctx.conn
     try:
-        while total < req.min_bytes and not any_error and keys:
+        while total < req.min_bytes and not any_error and keys and not conn.gone:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 break
             # a delayed fetch: wait for an append to one of its partitions, then look again
-            await broker.wait_for_append(keys, remaining)
+            await broker.wait_for_append(keys, remaining, interrupt=conn.hangup_future())
             _release(topics)
+            if conn.gone:  # the client hung up: nobody reads the answer
+                return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=[])
             topics, total, any_error = _read_all(broker, req, version)
-    except BaseException:  # cancelled: its connection closed
+    except BaseException:  # cancelled (shutdown)
         _release(topics)
         raise
     return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=topics)
