@@ -11,6 +11,7 @@ its file format and states lifecycle, concurrency and durability.
     load_segments (loader)  startup recovery
     LogConfig (config)      Kafka's topic configs, broker synonyms, sources
     MetadataStore (metadata) __cluster_metadata as JSON records
+    claim_log_dirs (logdirs) .lock + meta.properties: owning a log dir
 """
 
 from spool.storage.config import (
