@@ -306,3 +306,21 @@ def test_acks_all_is_refused_when_min_insync_replicas_exceeds_the_single_node(br
          f"min.insync.replicas=2", -1),
         (0, None, 0),  # acks=1 ignores min.insync.replicas, as in Kafka
     ]
+
+
+def test_append_to_a_key_that_is_not_a_list_is_invalid_config(broker, topic_name):
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic_name, 1, config={"retention.ms": "1000"})]
+                        )[topic_name].result(10)
+    res = ConfigResource("topic", topic_name, incremental_configs=[
+        ConfigEntry("retention.ms", "5", incremental_operation=AlterConfigOpType.APPEND)])
+    with pytest.raises(KafkaException) as e:
+        admin.incremental_alter_configs([res])[res].result(10)
+    assert (_error(e).code(), _error(e).str()) == (
+        KafkaError.INVALID_CONFIG, "Config value append is not allowed for config key: retention.ms")
+    ok = ConfigResource("topic", topic_name, incremental_configs=[
+        ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND)])
+    admin.incremental_alter_configs([ok])[ok].result(10)
+    got = admin.describe_configs([ConfigResource("topic", topic_name)])
+    cfg = next(iter(got.values())).result(10)
+    assert (cfg["cleanup.policy"].value, cfg["retention.ms"].value) == ("delete,compact", "1000")

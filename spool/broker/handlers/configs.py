@@ -5,12 +5,16 @@ default). Topic describe lists every topic key with its effective value,
 source (TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, STATIC_BROKER_CONFIG,
 DEFAULT_CONFIG) and, on request, synonyms and documentation. AlterConfigs
 replaces a resource's whole override set; IncrementalAlterConfigs SETs,
-DELETEs, APPENDs to or SUBTRACTs from list values one key at a time.
+DELETEs, APPENDs to or SUBTRACTs from list values one key at a time (APPEND or
+SUBTRACT on a key that is not a list is INVALID_CONFIG, as in Kafka). Every
+value is checked by the key's validator: INVALID_CONFIG naming the key, the
+value and what is allowed.
 Broker resources accept the dynamic ``log.*``-style topic defaults only.
 """
 
 from __future__ import annotations
 
+from spool.broker.config import known_key
 from spool.broker.registry import handles
 from spool.protocol._generated import (
     AlterConfigsRequest,
@@ -30,6 +34,7 @@ from spool.protocol._generated.incremental_alter_configs_response import (
     AlterConfigsResourceResponse as IncrementalResourceResponse,
 )
 from spool.protocol.errors import Errors, KafkaError
+from spool.storage.config import TOPIC_CONFIGS
 
 TOPIC = 2
 BROKER = 4
@@ -132,6 +137,12 @@ def _incremental_changes(broker, r) -> dict[str, str | None]:
         elif op == DELETE:
             changes[c.name] = None
         elif op in (APPEND, SUBTRACT):
+            key = (TOPIC_CONFIGS.get(c.name) if r.resource_type == TOPIC
+                   else known_key(c.name))
+            if key is not None and key.type != "list":  # Kafka's check and wording
+                verb = "append" if op == APPEND else "subtract"
+                raise KafkaError(Errors.INVALID_CONFIG,
+                                 f"Config value {verb} is not allowed for config key: {c.name}")
             items = [s for s in (current.get(c.name) or "").split(",") if s]
             new = [s for s in (c.value or "").split(",") if s]
             if op == APPEND:
