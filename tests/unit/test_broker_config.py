@@ -1,0 +1,99 @@
+"""BrokerConfig: Kafka's server.properties keys checked before the broker starts."""
+
+from __future__ import annotations
+
+import pytest
+
+from spool.broker.config import BROKER_KEYS, BrokerConfig, ConfigError, known_key
+
+
+def load(*overrides: str, path=None) -> BrokerConfig:
+    return BrokerConfig.load(path, list(overrides))
+
+
+def error(*overrides: str) -> str:
+    with pytest.raises(ConfigError) as e:
+        load(*overrides)
+    return str(e.value)
+
+
+def test_every_key_has_a_type_a_default_of_that_type_and_a_doc():
+    for name, key in BROKER_KEYS.items():
+        assert key.name == name and key.doc, name
+        if key.default is not None and key.check is not None:
+            assert key.check.ok(key.default), name
+
+
+def test_listener_names_map_to_protocols():
+    cfg = load("listeners=EXTERNAL://:9093,PLAINTEXT://127.0.0.1:9092",
+               "listener.security.protocol.map=external:plaintext,PLAINTEXT:PLAINTEXT")
+    assert [(lst.name, lst.host, lst.port, lst.protocol) for lst in cfg.listeners] == [
+        ("EXTERNAL", "0.0.0.0", 9093, "PLAINTEXT"), ("PLAINTEXT", "127.0.0.1", 9092, "PLAINTEXT")]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (("listeners=SASL_SSL://h:1",),
+         "listener SASL_SSL://h:1 uses security protocol SASL_SSL: only PLAINTEXT is supported "
+         "yet (no TLS, no SASL), and Spool will not serve it as plaintext"),
+        (("listeners=PLAINTEXT://h:1,PLAINTEXT://h:2",),
+         "listeners: listener name PLAINTEXT is used twice; each needs its own"),
+        (("listeners=PLAINTEXT://h:1", "advertised.listeners=OTHER://h:1",
+          "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT"),
+         "advertised.listeners: listener OTHER://h:1 has a name (OTHER) that listeners does not "
+         "define"),
+        (("listeners=PLAINTEXT://h:99999",), "listeners: listener 'PLAINTEXT://h:99999' has a bad port (0-65535)"),
+        (("listeners=PLAINTEXT://h",), "listeners: listener 'PLAINTEXT://h' has no port"),
+        (("listeners=h:1",), "listeners: listener 'h:1' is not NAME://host:port"),
+        (("listener.security.protocol.map=PLAINTEXT:TLS",),
+         "listener.security.protocol.map=PLAINTEXT:TLS: TLS is not a security protocol (expected "
+         "one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)"),
+        (("listener.security.protocol.map=PLAINTEXT",),
+         "listener.security.protocol.map=PLAINTEXT: 'PLAINTEXT' is not NAME:PROTOCOL"),
+        (("node.id=1", "broker.id=2"), "node.id=1 and broker.id=2 differ; set one of them"),
+        (("node.id=-1",), "node.id=-1: expected an integer >= 0"),
+        (("log.dirs=/a,/a",),
+         "log.dirs=/a,/a: expected a non-empty comma-separated list of paths without duplicates"),
+        (("offsets.topic.replication.factor=40000",),
+         "offsets.topic.replication.factor=40000: expected an integer >= 1 and at most 32767"),
+        (("log.cleaner.min.cleanable.ratio=2",),
+         "log.cleaner.min.cleanable.ratio=2: expected a number between 0 and 1"),
+        (("oops",), "override 'oops' is not key=value"),
+    ],
+)
+def test_refused(overrides, message):
+    assert error(*overrides) == message
+
+
+def test_unknown_keys_are_kept_out_and_listed_with_hints(tmp_path):
+    props = tmp_path / "server.properties"
+    props.write_text("num.partitons=6\nlog.retention.hours=2\n")
+    cfg = load("log.dirz=/x", "zzz=1", path=props)
+    assert cfg.unknown == ["num.partitons", "log.dirz", "zzz"]
+    assert cfg.get_int("num.partitions") == 1 and "log.dirz" not in cfg.values
+    assert cfg.unknown_warnings() == [
+        "The configuration 'num.partitons' was supplied but isn't a known config; it is ignored "
+        "(did you mean 'num.partitions'?)",
+        "The configuration 'log.dirz' was supplied but isn't a known config; it is ignored "
+        "(did you mean 'log.dir' or 'log.dirs'?)",
+        "The configuration 'zzz' was supplied but isn't a known config; it is ignored",
+    ]
+    assert cfg.log_defaults() == {"log.retention.hours": "2"}
+
+
+def test_the_storage_layer_gets_only_keys_it_knows():
+    cfg = load("num.partitions=3", "log.segment.bytes=2097152", "cluster.id=abc")
+    assert cfg.log_defaults() == {"num.partitions": "3", "log.segment.bytes": "2097152"}
+    assert known_key("log.segment.bytes") is not None and known_key("segment.bytes") is None
+
+
+def test_a_config_file_that_cannot_be_read(tmp_path):
+    with pytest.raises(ConfigError) as e:
+        load(path=tmp_path)
+    assert str(e.value) == f"cannot read config file {tmp_path}: Is a directory"
+    bad = tmp_path / "bin.properties"
+    bad.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(ConfigError) as e:
+        load(path=bad)
+    assert str(e.value) == f"config file {bad} is not UTF-8 text"
