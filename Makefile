@@ -17,10 +17,12 @@ $(STAMP): pyproject.toml
 run: .venv
 	$(BIN)/spool broker
 
+# Tests run on every core (pytest-xdist); each worker starts its own session broker,
+# and the Spark tier runs on one worker (one JVM): see tests/conftest.py.
 test: .venv
 	$(BIN)/ruff check .
 	$(BIN)/python -m tools.codegen --check
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto
 
 lint: .venv
 	$(BIN)/ruff check .

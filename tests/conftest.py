@@ -1,4 +1,4 @@
-"""Shared fixtures: a real broker process on an ephemeral port."""
+"""Shared fixtures: a real broker process on an ephemeral port; how xdist splits the suite."""
 
 from __future__ import annotations
 
@@ -7,6 +7,24 @@ import uuid
 import pytest
 
 from tests.helpers.broker_proc import BrokerProcess
+
+SERIAL_SCOPES = ("tests/spark/",)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under ``pytest -n``: every test is its own work unit, except that each of
+    SERIAL_SCOPES goes to one worker as a whole (the Spark tier shares one JVM per
+    worker; it is the largest unit, so it is handed out first). ``--dist
+    loadgroup`` cannot do this: xdist 3.8 renames ``item._nodeid``, which pytest
+    9.2 no longer reads."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Scheduler(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return next((s for s in SERIAL_SCOPES if nodeid.startswith(s)), nodeid)
+
+    return Scheduler(config, log)
 
 
 @pytest.fixture(scope="session")

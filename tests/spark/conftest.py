@@ -3,6 +3,9 @@
 The ``spark`` extra (pyspark, pyarrow) is required, not optional: ``make``
 installs it with the dev extra, so a missing or broken install fails the
 tier instead of turning it into skips.
+
+Under pytest-xdist one worker runs this whole tier (one JVM): see
+``pytest_xdist_make_scheduler`` in tests/conftest.py.
 """
 
 from __future__ import annotations
