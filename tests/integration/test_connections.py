@@ -377,3 +377,52 @@ def test_produces_sent_just_before_hanging_up_are_all_appended(make_broker):
 
     wait_until(lambda: high_watermark() == 200, 15, "the 200 records appended")
     no_tracebacks(b)
+
+
+def test_max_connections_pauses_accepting_until_one_closes(make_broker):
+    b = make_broker({"max.connections": "3"})
+    clients = [RawClient(b.bootstrap) for _ in range(3)]
+    for c in clients:
+        assert c.request(18, 3, ApiVersionsRequest(
+            client_software_name="t", client_software_version="1")).error_code == 0
+    waiting = RawClient(b.bootstrap, timeout=1.0)  # connects: the kernel's backlog holds it
+    cid = waiting.send(18, 3, ApiVersionsRequest(
+        client_software_name="t", client_software_version="1"))
+    with pytest.raises(TimeoutError):
+        waiting.recv_frame()  # not accepted while three are open
+    assert socket_count(b.proc.pid) == b.idle_sockets + 3
+    clients.pop().close()
+    waiting.sock.settimeout(10)
+    got, resp = waiting.recv(18, 3)
+    assert (got, resp.error_code) == (cid, 0)
+    for c in [*clients, waiting]:
+        c.close()
+    no_tracebacks(b)
+
+
+def test_queued_max_request_bytes_bounds_what_all_connections_hold(make_broker):
+    b = make_broker({"queued.max.request.bytes": str(256 << 10)})
+    pid = b.proc.pid
+    create_topic(b.bootstrap, "bounded")
+    produce(b.bootstrap, "bounded", os.urandom(900 << 10))  # a request above the bound goes
+    assert api_versions_ok(b.bootstrap)
+    rss0 = rss_mib(pid)
+    host, port = b.bootstrap.rsplit(":", 1)
+    # 16 clients each send half of a 32 MiB request, then nothing more
+    part = struct.pack(">i", 32 << 20) + bytes(16 << 20)
+    slow = []
+    for _ in range(16):
+        s = socket.create_connection((host, int(port)))
+        s.setblocking(False)
+        slow.append([s, 0])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(sent < len(part) for _, sent in slow):
+        for entry in slow:
+            with contextlib.suppress(BlockingIOError):
+                entry[1] += entry[0].send(part[entry[1]:entry[1] + (1 << 20)])
+    grown = rss_mib(pid) - rss0
+    assert grown < 100, f"{grown:.0f} MiB of half-read requests held with a 256 KiB bound"
+    for s, _ in slow:
+        s.close()
+    wait_until(lambda: _accepts(b.bootstrap), 15, "a request served once the slow clients left")
+    no_tracebacks(b)
