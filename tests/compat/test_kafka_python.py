@@ -391,7 +391,9 @@ def test_admin_configs(broker, admin, topic_name):
 
     bad = admin.alter_configs([ConfigResource("TOPIC", topic_name, {"retention.ms": "soon"})],
                               raise_on_unknown=False)
-    assert bad["topic"][topic_name] != "OK"
+    error = bad["topic"][topic_name]  # "[Error 40] InvalidConfigurationError: <message>"
+    assert error.startswith("[Error 40] InvalidConfigurationError: "), error
+    assert "retention.ms" in error and "soon" in error, error
     broker_cfg = admin.describe_configs([ConfigResource("BROKER", "0")], config_filter="all")
     broker_cfg = broker_cfg["broker"]["0"]
     assert broker_cfg["broker.id"]["value"] == "0"

@@ -116,8 +116,10 @@ def test_timeouts(fresh_broker, topic_name):
     while latest(fresh_broker.bootstrap, topic_name, 1) == 0 and time.monotonic() < deadline:
         time.sleep(0.2)
     assert latest(fresh_broker.bootstrap, topic_name, 1) == 2  # aborted: record + ABORT marker
-    with pytest.raises(KafkaException):
+    with pytest.raises(KafkaException) as e:
         p.commit_transaction(15)
+    # The broker aborted it and bumped the epoch: the old producer is fenced for good.
+    assert (e.value.args[0].code(), e.value.args[0].fatal()) == (KafkaError._FENCED, True)
     assert read(fresh_broker.bootstrap, topic_name, wait_s=1.0) == []
     assert read(fresh_broker.bootstrap, topic_name, committed=False, expect=1) == [b"never"]
 
