@@ -162,7 +162,7 @@ def read_batches(
     non-active segment, read in chunks of ``READ_CHUNK``."""
     pos, size = start, seg.size
     while pos < size:
-        data = memoryview(os.pread(seg.fd, min(READ_CHUNK, size - pos), pos))
+        data = memoryview(seg.pread(min(READ_CHUNK, size - pos), pos))
         got = 0
         for p, h in iter_batches(data):
             yield data, p, h, pos + p
@@ -171,7 +171,7 @@ def read_batches(
             h = BatchHeader.parse(data)
             if h.size <= len(data):
                 raise KafkaError(Errors.CORRUPT_MESSAGE, f"{seg}: unreadable batch at {pos}")
-            data = memoryview(os.pread(seg.fd, h.size, pos))
+            data = memoryview(seg.pread(h.size, pos))
             if len(data) < h.size:
                 raise KafkaError(Errors.CORRUPT_MESSAGE, f"{seg}: batch at {pos} is torn")
             yield data, 0, h, pos

@@ -25,7 +25,6 @@ delete horizon has passed). Not thread-safe; one per cleaning.
 
 from __future__ import annotations
 
-import os
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -75,7 +74,7 @@ def scan_producers(
             if pid < 0:
                 continue
             if h.is_control:
-                ctype = control_type(os.pread(seg.fd, h.size, pos))
+                ctype = control_type(seg.pread(h.size, pos))
                 first = open_txns.pop(pid, None)
                 if ctype == CONTROL_ABORT and first is not None:
                     aborted.append(AbortedTxn(pid, first, h.last_offset))

@@ -45,7 +45,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import NamedTuple
 
 from spool.protocol.errors import Errors, KafkaError
 from spool.records.batch import (
@@ -92,21 +92,26 @@ class AppendInfo(NamedTuple):
 class FetchSlice(NamedTuple):
     """A region of one segment's ``.log`` holding whole batches: give it to sendfile.
 
-    ``file`` is the segment's open file object (``fileno()`` for ``os.sendfile``);
-    it stays open at least ``file.delete.delay.ms`` after the segment is deleted.
+    ``dup_fd()`` gives a descriptor of the caller's own (the segment's may be
+    closed by the open-file cache once the segment is inactive); it works at
+    least ``file.delete.delay.ms`` after the segment is deleted.
     """
 
-    file: BinaryIO
+    segment: LogSegment
     position: int
     length: int
     first_offset: int  # base offset of the first batch (may be below the fetch offset)
     segment_base_offset: int
 
+    def dup_fd(self) -> int:
+        return self.segment.dup_fd()
+
     def fileno(self) -> int:
-        return self.file.fileno()
+        """The segment's current descriptor (tests and tools; prefer ``dup_fd``)."""
+        return self.segment.fileno()
 
     def read(self) -> bytes:
-        return os.pread(self.file.fileno(), self.length, self.position)
+        return self.segment.pread(self.length, self.position)
 
 
 def parse_dir_name(name: str) -> tuple[str, int]:
@@ -456,7 +461,7 @@ class PartitionLog:
                     continue
                 ctype = None
                 if h.is_control:
-                    ctype = control_type(os.pread(seg.fd, h.size, pos))
+                    ctype = control_type(seg.pread(h.size, pos))
                 aborted = self.producers.update(h, ctype)
                 if aborted is not None:
                     txn_index.append(txn_index.path_of(self.dir, seg.base_offset), aborted)
@@ -527,7 +532,7 @@ class PartitionLog:
                     if not min_one_batch:
                         return None
                     end = pos + first.size
-            return FetchSlice(seg.file, pos, end - pos, first.base_offset, seg.base_offset)
+            return FetchSlice(seg, pos, end - pos, first.base_offset, seg.base_offset)
         return None
 
     def read_bytes(

@@ -23,6 +23,14 @@ indexes opened lazily) -> ``append``* while active -> ``on_become_inactive``
 -> ``delete_files``. ``recover`` rescans the log (CRC and sane lengths),
 truncates at the first invalid or torn batch, and rebuilds the indexes.
 
+Descriptors: the active segment keeps its ``.log`` open. An inactive
+segment opens it on use and stays in ``OPEN_FILES``, an LRU of at most
+``DEFAULT_MAX_OPEN_FILES`` (256) inactive segments; the least recently used
+is closed, once no reader holds it (``pinned``: every read, scan and write
+holds the descriptor for its duration, so eviction never closes one in use
+and a number is never reused under a reader). ``dup_fd`` gives a fetch its
+own descriptor for sendfile. Indexes hold none (``spool.storage.index``).
+
 Concurrency: appends, truncation and recovery are serialised by the owning
 ``PartitionLog``'s lock; reads (``read_header``, ``translate_offset``) run
 without it and see a prefix of ``size`` bytes that is always whole batches.
@@ -34,7 +42,9 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from spool.protocol.errors import Errors, KafkaError
@@ -52,6 +62,40 @@ SWAP_SUFFIX = ".swap"
 INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 MAX_RELATIVE_OFFSET = 0x7FFFFFFF
 _SCAN_CHUNK = 4 << 20
+DEFAULT_MAX_OPEN_FILES = 256
+
+
+class OpenFiles:
+    """LRU of the inactive segments whose ``.log`` is open: at most ``max_open``; the
+    least recently used is closed (after its last reader lets go) and reopened on use."""
+
+    def __init__(self, max_open: int = DEFAULT_MAX_OPEN_FILES) -> None:
+        self.max_open = max_open
+        self._lru: OrderedDict[int, LogSegment] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def touch(self, seg: LogSegment) -> None:
+        with self._lock:
+            key = id(seg)
+            if key in self._lru:
+                self._lru.move_to_end(key)
+                return
+            self._lru[key] = seg
+            evicted = []
+            while len(self._lru) > self.max_open:
+                evicted.append(self._lru.popitem(last=False)[1])
+        for old in evicted:
+            old._evict_file()
+
+    def forget(self, seg: LogSegment) -> None:
+        with self._lock:
+            self._lru.pop(id(seg), None)
+
+    def __len__(self) -> int:
+        return len(self._lru)
+
+
+OPEN_FILES = OpenFiles()
 
 
 def file_name(base_offset: int, suffix: str) -> str:
@@ -131,9 +175,17 @@ class LogSegment:
         self.max_index_size = max_index_size
         self.created_ms = created_ms
         self.log_path = self.dir / (file_name(base_offset, LOG_SUFFIX) + file_suffix)
-        self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
-        self.file = os.fdopen(self.fd, "r+b", buffering=0)
-        self.size = os.fstat(self.fd).st_size
+        self._fd: int | None = None  # open while active, pinned, or in OPEN_FILES
+        self._pins = 0
+        self._close_pending = False
+        self._fd_lock = threading.Lock()
+        self.active = False
+        try:
+            self.size = os.stat(self.log_path).st_size
+        except FileNotFoundError:
+            self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+            self.size = 0
+            OPEN_FILES.touch(self)
         self.next_offset: int | None = base_offset if self.size == 0 else None
         self.max_timestamp = -1  # largest batch maxTimestamp (-1: none or not loaded)
         self.offset_of_max_timestamp = base_offset
@@ -141,11 +193,86 @@ class LogSegment:
         self._first_batch_ts: int | None = None
         self.bytes_since_last_index_entry = 0
         self.deleted = False
-        self.active = False
         self.tail_damaged = False
         self._offset_index: OffsetIndex | None = None
         self._time_index: TimeIndex | None = None
         self._index_lock = threading.RLock()
+
+    # -- the .log descriptor (lazy for inactive segments) ---------------------------
+
+    def _pin(self) -> int:
+        """The open descriptor of the ``.log``, held until ``_unpin`` (eviction waits)."""
+        with self._fd_lock:
+            fd = self._fd
+            if fd is None:
+                fd = self._fd = self._open_fd()
+            self._pins += 1
+            self._close_pending = False
+        if not self.active:
+            OPEN_FILES.touch(self)
+        return fd
+
+    def _open_fd(self) -> int:
+        try:
+            return os.open(self.log_path, os.O_RDWR)
+        except FileNotFoundError:  # renamed (.deleted, .swap) while we looked: once more
+            return os.open(self.log_path, os.O_RDWR)
+
+    def _unpin(self) -> None:
+        with self._fd_lock:
+            self._pins -= 1
+            if self._pins == 0 and self._close_pending:
+                self._close_fd_locked()
+
+    @contextmanager
+    def pinned(self) -> Iterator[int]:
+        fd = self._pin()
+        try:
+            yield fd
+        finally:
+            self._unpin()
+
+    def _close_fd_locked(self) -> None:
+        fd, self._fd, self._close_pending = self._fd, None, False
+        if fd is not None:
+            os.close(fd)
+
+    def _evict_file(self) -> None:
+        """OPEN_FILES let this segment go: close now, or when the last reader unpins."""
+        with self._fd_lock:
+            if self.active:
+                return
+            if self._pins:
+                self._close_pending = True
+            else:
+                self._close_fd_locked()
+
+    def close_file(self) -> None:
+        """Close the ``.log`` descriptor (once unpinned); the next use reopens it."""
+        OPEN_FILES.forget(self)
+        with self._fd_lock:
+            if self._pins:
+                self._close_pending = True
+            else:
+                self._close_fd_locked()
+
+    @property
+    def file_open(self) -> bool:
+        return self._fd is not None
+
+    def pread(self, size: int, pos: int) -> bytes:
+        with self.pinned() as fd:
+            return os.pread(fd, size, pos)
+
+    def dup_fd(self) -> int:
+        """A descriptor of the ``.log`` of the caller's own (for sendfile; close it)."""
+        with self.pinned() as fd:
+            return os.dup(fd)
+
+    def fileno(self) -> int:
+        """The current descriptor (tests and tools: it may be closed by eviction later)."""
+        with self.pinned() as fd:
+            return fd
 
     # -- indexes (lazy) ------------------------------------------------------------
 
@@ -197,9 +324,10 @@ class LogSegment:
         ti.reset()
         self.bytes_since_last_index_entry = 0
         self.max_timestamp, self.offset_of_max_timestamp = -1, self.base_offset
-        scan = Scan(self.fd, self.base_offset, 0, self.size, self.base_offset, verify)
-        for pos, h in scan:
-            self._index_batch(pos, h.last_offset, h.max_timestamp, h.size)
+        with self.pinned() as fd:
+            scan = Scan(fd, self.base_offset, 0, self.size, self.base_offset, verify)
+            for pos, h in scan:
+                self._index_batch(pos, h.last_offset, h.max_timestamp, h.size)
         self._max_ts_loaded = True
         return scan
 
@@ -229,6 +357,9 @@ class LogSegment:
     def make_active(self) -> None:
         """Make the indexes writable (this segment takes appends)."""
         self.active = True
+        OPEN_FILES.forget(self)
+        self._pin()
+        self._unpin()
         self.offset_index.make_writable()
         self.time_index.make_writable()
         self._ensure_tail_loaded()
@@ -237,6 +368,8 @@ class LogSegment:
         """Write the final time-index entry and trim the indexes (on roll or close)."""
         self._ensure_tail_loaded()
         self.active = False
+        if self._fd is not None:
+            OPEN_FILES.touch(self)
         ti = self.time_index
         if self.max_timestamp >= 0 and ti.writable:
             ti.maybe_append(self.max_timestamp, self.offset_of_max_timestamp, skip_full_check=True)
@@ -271,7 +404,8 @@ class LogSegment:
             scan = self._rebuild_indexes(verify=True)
         dropped = self.size - scan.end
         if dropped:
-            os.ftruncate(self.fd, scan.end)
+            with self.pinned() as fd:
+                os.ftruncate(fd, scan.end)
             self.size = scan.end
         self.next_offset = scan.next_offset
         return dropped
@@ -298,10 +432,11 @@ class LogSegment:
         ts, ts_off = self.time_index.last_entry
         if ts > self.max_timestamp:
             self.max_timestamp, self.offset_of_max_timestamp = ts, ts_off
-        scan = Scan(self.fd, self.base_offset, pos, self.size, start_offset, verify=False)
-        for _, h in scan:
-            if h.max_timestamp > self.max_timestamp:
-                self.max_timestamp, self.offset_of_max_timestamp = h.max_timestamp, h.last_offset
+        with self.pinned() as fd:
+            scan = Scan(fd, self.base_offset, pos, self.size, start_offset, verify=False)
+            for _, h in scan:
+                if h.max_timestamp > self.max_timestamp:
+                    self.max_timestamp, self.offset_of_max_timestamp = h.max_timestamp, h.last_offset
         self._tail_scanned(scan)
 
     def _tail_scanned(self, scan: Scan) -> None:
@@ -320,11 +455,12 @@ class LogSegment:
         """Write ``data`` (whole batches) at the end; ``batches`` = (rel pos, last offset,
         max timestamp, size) for each. Returns the position written at."""
         position = self.size
-        try:
-            write_all(self.fd, data, position)
-        except OSError as e:
-            os.ftruncate(self.fd, position)
-            raise KafkaError(Errors.KAFKA_STORAGE_ERROR, f"append failed: {e}") from e
+        with self.pinned() as fd:
+            try:
+                write_all(fd, data, position)
+            except OSError as e:
+                os.ftruncate(fd, position)
+                raise KafkaError(Errors.KAFKA_STORAGE_ERROR, f"append failed: {e}") from e
         for rel, last_offset, max_ts, size in batches:
             self._index_batch(position + rel, last_offset, max_ts, size)
         if self._first_batch_ts is None and position == 0 and batches:
@@ -355,23 +491,25 @@ class LogSegment:
         """The header of the batch at ``pos``; None at/after the end or if implausible."""
         if pos + HEADER_SIZE > self.size:
             return None
-        h = BatchHeader.parse(os.pread(self.fd, HEADER_SIZE, pos))
+        h = BatchHeader.parse(self.pread(HEADER_SIZE, pos))
         if h.magic != 2 or h.batch_length < HEADER_SIZE - LOG_OVERHEAD:
             return None
         return h
 
-    def batches(self, start: int = 0, end: int | None = None) -> Scan:
+    def batches(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
         """Walk (position, header) from ``start`` (a batch boundary) to ``end``."""
-        return Scan(self.fd, self.base_offset, start, self.size if end is None else end,
-                    self.base_offset, verify=False)
+        with self.pinned() as fd:
+            yield from Scan(fd, self.base_offset, start, self.size if end is None else end,
+                            self.base_offset, verify=False)
 
     def translate_offset(self, offset: int, start: int = 0) -> tuple[int, BatchHeader] | None:
         """(position, header) of the first batch at/after ``start`` whose last offset >= offset."""
         limit = self.size
         pos = max(self._checked(*self.offset_index.lookup(offset)), start)
-        for p, h in Scan(self.fd, self.base_offset, pos, limit, self.base_offset, verify=False):
-            if h.last_offset >= offset:
-                return p, h
+        with self.pinned() as fd:
+            for p, h in Scan(fd, self.base_offset, pos, limit, self.base_offset, verify=False):
+                if h.last_offset >= offset:
+                    return p, h
         return None
 
     def _checked(self, indexed_offset: int, pos: int) -> int:
@@ -409,7 +547,8 @@ class LogSegment:
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
         removed = self.size - pos
-        os.ftruncate(self.fd, pos)
+        with self.pinned() as fd:
+            os.ftruncate(fd, pos)
         self.size = pos
         self.bytes_since_last_index_entry = 0
         self.max_timestamp, self.offset_of_max_timestamp = -1, self.base_offset
@@ -420,7 +559,8 @@ class LogSegment:
         return removed
 
     def flush(self) -> None:
-        os.fsync(self.fd)
+        with self.pinned() as fd:
+            os.fsync(fd)
         if self._offset_index is not None:
             self._offset_index.flush()
         if self._time_index is not None:
@@ -431,7 +571,7 @@ class LogSegment:
             self._offset_index.close()
         if self._time_index is not None:
             self._time_index.close()
-        self.file.close()
+        self.close_file()
 
     def rename_to_deleted(self) -> None:
         """First step of deletion: every file gets ``.deleted`` (open fds keep working)."""

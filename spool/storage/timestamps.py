@@ -17,7 +17,6 @@ Reads only: no lock (works on the caller's snapshot of segments).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 
 from spool.records.record import iter_records
@@ -39,7 +38,7 @@ def offset_for_timestamp(
                 return None
             if h.max_timestamp < timestamp or h.last_offset < log_start:
                 continue
-            for rec in iter_records(os.pread(seg.fd, h.size, p)):
+            for rec in iter_records(seg.pread(h.size, p)):
                 if rec.offset >= limit:
                     return None
                 if rec.timestamp >= timestamp and rec.offset >= log_start:
@@ -60,7 +59,7 @@ def max_timestamp_offset(segments: Sequence[LogSegment]) -> tuple[int, int] | No
     if found is None:
         return None
     p, h = found
-    for rec in iter_records(os.pread(best.fd, h.size, p)):
+    for rec in iter_records(best.pread(h.size, p)):
         if rec.timestamp == best.max_timestamp:
             return rec.offset, rec.timestamp
     return h.last_offset, h.max_timestamp

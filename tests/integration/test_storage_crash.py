@@ -61,7 +61,7 @@ def check_log(log_dir: Path, acked: dict[int, tuple[int, int]]) -> int:
             expected = h.next_offset
         assert expected == log.log_end_offset, "the log does not end at a batch boundary"
         for seg in log.segments:  # every segment file is whole batches
-            data = os.pread(seg.fd, seg.size, 0)
+            data = seg.pread(seg.size, 0)
             assert sum(hh.size for _, hh in iter_batches(data)) == seg.size == len(data)
         for first, (last, crc) in acked.items():
             assert seen.get(first) == (last, crc), f"acknowledged batch at {first} lost"

@@ -38,3 +38,33 @@ def test_an_idle_partition_holds_one_descriptor(fresh_broker):
     index_fds = [t for t in open_fds(pid) if t.endswith(("index", "timeindex"))]
     assert index_fds == []
     assert (n - before) / 200 < 1.2
+
+
+def test_inactive_segments_hold_a_bounded_number_of_descriptors(fresh_broker):
+    """Was one .log descriptor (and two per index) for every segment; now inactive
+    segments' files are opened on use and at most 256 stay open."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    max_open = 256  # spool.storage.segment.DEFAULT_MAX_OPEN_FILES
+    fresh_broker.start()
+    admin = AdminClient({"bootstrap.servers": fresh_broker.bootstrap})
+    admin.create_topics([NewTopic("many-segments", 1, config={
+        "internal.segment.bytes": "2000"})])["many-segments"].result(10)
+    p = Producer({"bootstrap.servers": fresh_broker.bootstrap, "linger.ms": 0})
+    n = max_open + 60
+    for i in range(n):
+        p.produce("many-segments", value=b"%06d" % i + b"x" * 2000)
+        p.flush(10)
+    fresh_broker.stop()
+    fresh_broker.start()
+    c = Consumer({"bootstrap.servers": fresh_broker.bootstrap, "group.id": "fds",
+                  "enable.auto.commit": False})
+    c.assign([TopicPartition("many-segments", 0, 0)])
+    seen = []
+    while len(seen) < n:
+        seen += [m.value()[:6] for m in c.consume(100, 5) if m.error() is None]
+    c.close()
+    assert seen == [b"%06d" % i for i in range(n)]
+    logs = [t for t in open_fds(fresh_broker.proc.pid) if "many-segments-0/" in t]
+    assert all(t.endswith(".log") for t in logs)
+    assert len(logs) <= max_open + 1

@@ -51,7 +51,7 @@ def test_recovery_keeps_every_valid_batch_before_the_damage(sizes, hit, clean_in
             for idx in (seg._offset_index, seg._time_index):
                 if idx is not None:
                     idx.discard()
-            seg.file.close()
+            seg.close_file()
         if clean_index:
             for p in tmp.glob("t-0/*index"):
                 p.unlink()

@@ -175,7 +175,7 @@ class LogMachine(RuleBasedStateMachine):
             for idx in (seg._offset_index, seg._time_index):
                 if idx is not None:
                     idx.discard()
-            seg.file.close()
+            seg.close_file()
         self.log.closed = True
         self.log = self._open()
         # the log start is checkpointed lazily: after a crash it may fall back to a segment base

@@ -302,3 +302,28 @@ def test_delete_renames_then_destroy_removes(tmp_path, clock):
         log.append(make_batch(1))
     log.destroy()
     assert not path.exists()
+
+
+def test_inactive_segment_files_are_opened_lazily_and_bounded(tmp_path, clock, monkeypatch):
+    from spool.storage import segment as segment_mod
+
+    cache = segment_mod.OpenFiles(max_open=3)
+    monkeypatch.setattr(segment_mod, "OPEN_FILES", cache)
+    log = open_log(tmp_path, clock=clock)
+    infos = fill(log, 100, clock)
+    assert len(log.segments) > 10
+    assert sum(s.file_open for s in log.segments[:-1]) <= 3
+    log.close()
+    log = open_log(tmp_path, clock=clock)  # reopened (the producer-state replay reads them all)
+    assert sum(s.file_open for s in log.segments[:-1]) <= 3 and log.active_segment.file_open
+    for info in infos:  # every segment read once: never more than 3 open
+        first = next(iter_batches(log.read_bytes(info.first_offset, 1 << 16)))[1]
+        assert first.base_offset == info.first_offset
+        assert sum(s.file_open for s in log.segments[:-1]) <= 3
+    seg = log.segments[0]
+    with seg.pinned() as fd:  # a reader holding a descriptor keeps it through eviction
+        for other in log.segments[1:5]:
+            other.read_header(0)
+        assert seg.file_open and os.fstat(fd).st_size == seg.size
+    assert not seg.file_open
+    log.close()

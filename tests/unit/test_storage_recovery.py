@@ -21,7 +21,7 @@ def crash(log: PartitionLog) -> None:
         for idx in (seg._offset_index, seg._time_index):
             if idx is not None:
                 idx.discard()
-        seg.file.close()
+        seg.close_file()
 
 
 def build(tmp_path, n=40, records=2):

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 
 from spool.broker.registry import handles
 from spool.broker.server import FileRegion, RateLimitedLog
@@ -85,7 +84,7 @@ def _read_all(broker, req: FetchRequest, version: int):
                 continue
             if sl is not None and sl.length > 0:
                 try:
-                    fd = os.dup(sl.file.fileno())
+                    fd = sl.dup_fd()
                 except OSError as e:  # out of descriptors: answer without records, stay up
                     _dup_log(logging.WARNING, "fetch %s-%d: no descriptor for the read: %s",
                              t.topic, p.partition, e)
