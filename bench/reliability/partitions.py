@@ -4,7 +4,8 @@
 
 Starts a broker with its defaults and a bystander topic. One raw client sends
 CreateTopics (``--per-topic`` partitions per topic, one topic per request)
-until an answer carries an error, the broker stops answering, or
+until an answer carries an error, then topics of one partition until that
+too is refused (the broker is full), or until the broker stops answering or
 ``--max-partitions`` / ``--max-seconds`` is reached. Meanwhile a bystander
 confluent-kafka producer (acks=all) writes one record every 50 ms and an
 ApiVersions probe runs every second. After the refusal the script also asks
@@ -99,7 +100,8 @@ class Bystander:
 
             self.p.produce(BYSTANDER, value=b"b-%d" % self.sent, on_delivery=done)
             self.sent += 1
-            self.p.poll(0.05)
+            while time.monotonic() - t0 < 0.05:
+                self.p.poll(0.01)
 
     def start(self) -> Bystander:
         self._thread.start()
@@ -159,22 +161,27 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             client = RawClient(broker.bootstrap, timeout=120)
             created: dict[str, int] = {}
             refusal: dict[str, Any] | None = None
+            first_refusal: dict[str, Any] | None = None
             t0 = time.monotonic()
             i = 0
+            per_topic = args.per_topic
             while sum(created.values()) < args.max_partitions:
                 if time.monotonic() - t0 > args.max_seconds:
                     refusal = {"stopped": f"time budget of {args.max_seconds} s reached"}
                     break
                 name = f"many-{i:06d}"
                 try:
-                    got = create(client, name, args.per_topic)
+                    got = create(client, name, per_topic)
                 except (OSError, ConnectionError) as e:
                     refusal = {"stopped": f"the broker stopped answering: {e!r}"}
                     break
                 if got["code"] != 0:
+                    if per_topic > 1:  # what is left fits only smaller topics: fill it up
+                        first_refusal, per_topic = got, 1
+                        continue
                     refusal = got
                     break
-                created[name] = args.per_topic
+                created[name] = per_topic
                 i += 1
                 if i % 50 == 0:
                     print(f"  {sum(created.values()):,} partitions, "
@@ -188,6 +195,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     topics=[MetadataRequestTopic(name="auto-after-cap")],
                     allow_auto_topic_creation=True))
                 extra["auto_create_after_cap"] = error_name(md.topics[0].error_code)
+                if md.topics[0].error_code == 0:
+                    created["auto-after-cap"] = len(md.topics[0].partitions)
             except (OSError, ConnectionError) as e:
                 extra["error"] = repr(e)
             client.close()
@@ -211,6 +220,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "topics_created": len(created),
                 "create_s": round(create_s, 1),
                 "refusal": refusal,
+                "first_refusal": first_refusal,
                 **extra,
                 "broker_alive_after_refusal": alive,
                 "bystander": by,
@@ -241,11 +251,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--override", action="append", default=[], help="broker key=value")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--quick", action="store_true",
-                    help="CI size: 10 partitions a topic, at most 60 s of creation")
+                    help="CI size: max.broker.partitions=300, 10 partitions a topic, "
+                         "at most 60 s of creation")
     args = ap.parse_args(argv)
     if args.quick:
         args.per_topic = min(args.per_topic, 10)
         args.max_seconds = min(args.max_seconds, 60)
+        if not any(o.startswith("max.broker.partitions=") for o in args.override):
+            args.override.append("max.broker.partitions=300")
     r = run(args)
     path = write_result(args.out, "partitions", r)
     print(f"partitions: {r['partitions_created']:,} created in {r['create_s']} s, refused with "

@@ -126,7 +126,9 @@ def partitions_section(r: dict[str, Any]) -> tuple[list[str], list[str]]:
     out = ["## Creating partitions until refused", "", _measured(r),
            f"One client sent CreateTopics of {r['per_topic']} partitions each: "
            f"**{_n(r['partitions_created'])} partitions** ({r['topics_created']} topics) were "
-           f"created in {r['create_s']} s, then: **{why}**.", "",
+           f"created in {r['create_s']} s (topics of one partition once "
+           f"{r['per_topic']} no longer fitted: {(r.get('first_refusal') or {}).get('message')}), "
+           f"then: **{why}**.", "",
            f"- Then one topic of 1,000,000 partitions: {r.get('one_million_partitions', r.get('error'))}",
            f"- Then a Metadata request auto-creating a topic: {r.get('auto_create_after_cap')}",
            f"- Broker alive after the refusal: {r['broker_alive_after_refusal']}",

@@ -75,3 +75,19 @@ def test_disk_full_and_freed_again_loses_nothing(tmp_path):
     assert all(c["broker_alive_while_full"] for c in r["cycles"])
     assert r["every_cycle_resumed"]
     assert r["broker_alive_at_end"]
+
+
+@pytest.mark.timeout(300)
+def test_partitions_until_refused_others_served_clean_restart(tmp_path):
+    r = run_quick("partitions", tmp_path)  # max.broker.partitions=300 in --quick
+    assert r["refusal"]["name"] == "POLICY_VIOLATION"
+    assert r["partitions_created"] > 0
+    assert r["one_million_partitions"]["name"] == "POLICY_VIOLATION"
+    assert r["broker_alive_after_refusal"]
+    assert r["bystander"]["failed"] == 0
+    assert r["bystander"]["acked"] == r["bystander"]["sent"] > 0
+    assert r["probes"]["unanswered"] == 0
+    assert r["sigterm_exit_code"] == 0
+    assert r["restart_after_sigterm"]["all_topics_back"]
+    assert r["restart_after_kill9"]["all_topics_back"]
+    assert r["bystander_records_read_back"] == r["bystander"]["acked"]
