@@ -5,6 +5,7 @@ creation leaves a broker that starts again (issue 12)."""
 from __future__ import annotations
 
 import json
+import resource
 import select
 import uuid
 
@@ -206,6 +207,61 @@ def test_other_clients_are_served_while_partitions_are_created_then_kill_9(fresh
 PARTITION_RECORD = (  # json.dumps(record, sort_keys=True) of the old code, formatted faster
     '{"isr": [0], "leader": 0, "leader_epoch": 0, "partition": %d, "replicas": [0], '
     '"topic_id": "%s", "type": "PartitionRecord", "v": 0}')
+
+
+def test_auto_creation_under_a_low_descriptor_limit_is_refused_before_it_runs_out(fresh_broker):
+    # ulimit -n 1024: the broker once died of EMFILE at the ~200th auto-created topic
+    fresh_broker.preexec_fn = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
+    broker = fresh_broker.start()
+    c = RawClient(broker.bootstrap, timeout=60)
+    refused = None
+    for i in range(1000):
+        t = c.request(3, 9, MetadataRequest(topics=[MetadataRequestTopic(name=f"auto-{i}")],
+                                            allow_auto_topic_creation=True)).topics[0]
+        if t.error_code != 0:
+            refused = (i, t.error_code)
+            break
+    c.close()
+    assert refused is not None and refused[1] == Errors.POLICY_VIOLATION
+    assert refused[0] >= 200  # more than before, and then a clean refusal
+    assert api_versions_answered(broker.bootstrap)  # new connections are still accepted
+    produce_one(broker.bootstrap, f"auto-{refused[0] - 1}", 0)
+    c = RawClient(broker.bootstrap, timeout=60)
+    for _ in range(100):  # the room kept for __consumer_offsets
+        r = c.request(10, 3, FindCoordinatorRequest(key="g", key_type=0))
+        if r.error_code != Errors.COORDINATOR_NOT_AVAILABLE:
+            break
+    assert r.error_code == 0
+    c.close()
+
+    broker.kill()
+    broker.start()
+    topics = metadata(broker.bootstrap, "auto-0", f"auto-{refused[0] - 1}", f"auto-{refused[0]}")
+    assert [t.error_code for t in topics.values()] == [0, 0, Errors.UNKNOWN_TOPIC_OR_PARTITION]
+
+
+def test_find_coordinator_creates_its_topic_off_the_event_loop(fresh_broker):
+    fresh_broker.overrides["offsets.topic.num.partitions"] = "1500"
+    broker = fresh_broker.start()
+    finder = RawClient(broker.bootstrap, timeout=120)
+    finder.send(10, 3, FindCoordinatorRequest(key="a-group", key_type=0))
+    probe = RawClient(broker.bootstrap, timeout=30)
+    for _ in range(10_000):  # the creation has begun once the topic is in the metadata
+        topics = probe.request(3, 9, MetadataRequest(
+            topics=[MetadataRequestTopic(name="__consumer_offsets")],
+            allow_auto_topic_creation=False)).topics
+        if topics[0].error_code == 0:
+            break
+    assert topics[0].error_code == 0
+    answered = 0
+    while answered < 5 and not select.select([finder.sock], [], [], 0)[0]:
+        assert probe.request(18, 3, ApiVersionsRequest(
+            client_software_name="probe", client_software_version="1")).error_code == 0
+        answered += 1
+    assert answered == 5, "the broker answered nobody while it created __consumer_offsets"
+    assert finder.recv(10, 3)[1].error_code in (0, Errors.COORDINATOR_NOT_AVAILABLE)
+    probe.close()
+    finder.close()
 
 
 def write_legacy_metadata(data_dir, topics: dict[str, int]) -> None:
