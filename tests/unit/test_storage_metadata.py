@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -191,3 +192,32 @@ def test_a_folder_in_the_way_of_a_new_partition_is_moved_aside_not_adopted(tmp_p
     third = Storage([str(d0)], {}, FakeClock())  # the -stray folder stays, unread
     assert third.logs.partitions() == [("backup", 0)] and stray[0].exists()
     third.shutdown()
+
+
+def test_a_topic_whose_logs_cannot_be_created_is_removed_again(tmp_path, monkeypatch):
+    # EMFILE in the middle of a creation (the broker's limits keep it from happening;
+    # the storage layer must still leave a consistent state if it does)
+    s = Storage([str(tmp_path / "d")], {}, FakeClock())
+    opened = []
+    real_open = s.logs._open_log
+
+    def open_log(path, config):
+        if len(opened) == 3:
+            raise OSError(errno.EMFILE, "Too many open files")
+        opened.append(path)
+        return real_open(path, config)
+
+    monkeypatch.setattr(s.logs, "_open_log", open_log)
+    with pytest.raises(KafkaError) as info:
+        s.create_topic("wide", 10)
+    assert info.value.code == Errors.KAFKA_STORAGE_ERROR
+    assert "the topic was not created" in info.value.message
+    assert s.metadata.topic("wide") is None and s.logs.partitions() == []
+    monkeypatch.undo()
+    s.create_topic("wide", 2)  # the name is free again
+    s.shutdown()
+
+    again = Storage([str(tmp_path / "d")], {}, FakeClock())
+    assert again.metadata.topic("wide").partitions == 2
+    assert again.logs.partitions() == [("wide", 0), ("wide", 1)]
+    again.shutdown()
