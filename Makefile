@@ -37,6 +37,7 @@ bench: .venv
 	$(BIN)/python -m bench.storage
 	$(BIN)/python -m bench.cleaner
 	$(BIN)/python -m bench.broker
+	$(BIN)/python -m bench.stall
 	$(BIN)/python -m bench.spark
 	$(BIN)/python -m bench.compare
 
