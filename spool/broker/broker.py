@@ -40,6 +40,7 @@ from spool.broker.config_view import (
     broker_entries,
     topic_entries,
 )
+from spool.broker.coordinator_log import CoordinatorLogWriter, PartitionLogWriter
 from spool.broker.dispatch import Dispatcher
 from spool.broker.group_runtime import GroupRuntime
 from spool.broker.producer_ids import ProducerIdManager
@@ -70,9 +71,12 @@ class Broker:
 
     leader_epoch = 0
 
-    def __init__(self, config: BrokerConfig, clock=None) -> None:
+    def __init__(self, config: BrokerConfig, clock=None,
+                 coordinator_writer: Callable[[Broker], CoordinatorLogWriter] | None = None) -> None:
         self.config = config
         self.clock = clock or SystemClock()
+        # How the coordinators append (``spool.broker.coordinator_log``); tests inject faults.
+        self._coordinator_writer = coordinator_writer or PartitionLogWriter
         self.node_id = config.node_id
         self.cluster_id = config.get("cluster.id") or "spool"
         self.executor = ThreadPoolExecutor(
@@ -143,11 +147,12 @@ class Broker:
                             max_partitions=self.partition_limit().max_partitions),
         )
         self.producer_ids = ProducerIdManager(self.metadata)
-        self.groups = GroupRuntime(self)
+        writer = self._coordinator_writer(self)
+        self.groups = GroupRuntime(self, writer)
         loaded = await loop.run_in_executor(self.executor, self.groups.load)
         if loaded:
             log.info("group coordinator replayed %d __consumer_offsets records", loaded)
-        self.transactions = TransactionRuntime(self)
+        self.transactions = TransactionRuntime(self, writer)
         await loop.run_in_executor(self.executor, self.transactions.load)
         self.transactions.recover()  # PREPARE_* transactions a crash interrupted
 

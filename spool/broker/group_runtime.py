@@ -1,23 +1,32 @@
 """The group coordinator's asyncio shell: the ``__consumer_offsets`` topic, appends, timers.
 
-``GroupRuntime(broker)`` owns a ``GroupCoordinator`` and is its only caller,
-always on the event loop's thread, so operations never interleave.
+``GroupRuntime(broker, writer)`` owns a ``GroupCoordinator`` and is its only
+caller, always on the event loop's thread, so operations never interleave.
 
 - Topic: ``__consumer_offsets`` is created on first use with
   ``offsets.topic.num.partitions`` partitions and ``cleanup.policy=compact``
   (internal). A group's records go to partition ``partition_for(group)``.
-- ``run(result)``: appends the result's records (one batch per partition,
-  non-transactional, CreateTime = now) and only then releases its replies;
-  if an append fails, every reply gets COORDINATOR_NOT_AVAILABLE instead.
-  Appends are synchronous on the loop, like Produce's: no other operation
-  can observe the state before its records are in the log.
+- ``execute(group_ids, op)``: checkpoints the groups ``op`` may change, runs
+  it, and hands its ``Result`` to the ``CoordinatorLog``
+  (``spool.broker.coordinator_log``): records appended through the
+  coordinator log writer (one batch per partition, CreateTime = now), then
+  replayed into the coordinator (committed offsets, group deletion), then
+  the replies released. If an append fails nothing is replayed, the
+  groups and timers go back to the checkpoint, and every reply gets
+  COORDINATOR_NOT_AVAILABLE (retriable) instead: OffsetFetch never shows an
+  offset that is not in the log. ``call`` is ``execute`` for an operation
+  that also returns the response (or the error). Appends are synchronous
+  on the loop, like Produce's: no other operation can observe the state
+  before its records are in the log.
 - Startup: ``load()`` (in the executor, before the listeners open) replays
   every record of the topic into the coordinator, then starts the loaded
   members' session timers.
 - Timers: one task sleeps until the coordinator's next deadline (or until
-  an operation wakes it, since operations add earlier deadlines) and runs
-  ``tick()``. Parked JoinGroup/SyncGroup requests wait on futures: they
-  never block the loop, other connections, or the reader of their own.
+  an operation wakes it, since operations add earlier deadlines) and fires
+  each due timer as its own operation; one whose append fails is tried
+  again ``TIMER_RETRY_MS`` later. Parked JoinGroup/SyncGroup requests wait
+  on futures: they never block the loop, other connections, or the reader
+  of their own.
 """
 
 from __future__ import annotations
@@ -25,20 +34,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import defaultdict
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
+from spool.broker.coordinator_log import CoordinatorLog, CoordinatorLogWriter, PartitionLogWriter
 from spool.coordinator import CoordinatorConfig, GroupCoordinator, Result, partition_for
 from spool.coordinator.txn_offsets import PendingTxnOffsets
 from spool.protocol.errors import Errors, KafkaError
 from spool.records.batch import BatchHeader
-from spool.records.builder import BatchBuilder
 from spool.records.record import iter_records
 
 log = logging.getLogger("spool.groups")
 
 TOPIC = "__consumer_offsets"
 UNAVAILABLE = KafkaError(Errors.COORDINATOR_NOT_AVAILABLE, "the offsets topic refused the append")
+TIMER_RETRY_MS = 1000
+T = TypeVar("T")
 
 
 def coordinator_config(config) -> CoordinatorConfig:
@@ -54,10 +65,15 @@ def coordinator_config(config) -> CoordinatorConfig:
 
 
 class GroupRuntime:
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: Any, writer: CoordinatorLogWriter | None = None,
+                 new_id: Callable[[], str] | None = None) -> None:
         self.broker = broker
-        self.coordinator = GroupCoordinator(broker.clock, coordinator_config(broker.config))
+        self.coordinator = GroupCoordinator(broker.clock, coordinator_config(broker.config), new_id)
         self.num_partitions = broker.config.get_int("offsets.topic.num.partitions")
+        self.log = CoordinatorLog(
+            TOPIC, writer or PartitionLogWriter(broker), broker.clock,
+            lambda group: partition_for(group, self.num_partitions), self.coordinator.replay,
+            UNAVAILABLE, prepare=self.ensure_topic)
         self.txn_offsets = PendingTxnOffsets()  # TxnOffsetCommit records awaiting their marker
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
@@ -107,37 +123,33 @@ class GroupRuntime:
 
     # ---- operations
 
-    def run(self, result: Result) -> None:
-        """Append ``result.records``, then release ``result.replies`` (see the module doc)."""
-        ok = True
-        if result.records:
-            try:
-                self._append(result)
-            except Exception:
-                log.exception("appending to %s failed", TOPIC)
-                ok = False
-        for fn, value in result.replies:
-            fn(value if ok else UNAVAILABLE)
+    def execute(self, group_ids: list[str], op: Callable[[], Result]) -> bool:
+        """Run ``op`` (which may change only ``group_ids``), append, replay, release (module doc)."""
+        coord = self.coordinator
+        cp = coord.checkpoint(group_ids)
+        try:
+            result = op()
+        except BaseException:
+            coord.revert(cp, [])
+            raise
+        ok = self.log.commit(result, lambda: coord.revert(cp, [fn for fn, _ in result.replies]))
+        if ok:
+            coord.accept(cp)
         self._wake.set()
+        return ok
 
-    def complete(self, result: Result, value: Any) -> Any:
-        """``run`` a result whose answer is ``value``: ``value`` once appended, else the error."""
+    def call(self, group_ids: list[str], op: Callable[[], tuple[Result, T]]) -> T | KafkaError:
+        """``execute`` an operation returning ``(result, answer)``: the answer once its records
+        are in the log, else the error."""
         box: list = []
-        result.reply(box.append, value)
-        self.run(result)
-        return box[0]
 
-    def _append(self, result: Result) -> None:
-        self.ensure_topic()
-        now = self.broker.clock.now_ms()
-        by_partition: dict[int, BatchBuilder] = defaultdict(BatchBuilder)
-        for rec in result.records:
-            by_partition[partition_for(rec.group, self.num_partitions)].append(
-                rec.key, rec.value, timestamp=now)
-        for p, builder in sorted(by_partition.items()):
-            plog = self.broker.get_log(TOPIC, p)
-            plog.append(bytearray(builder.build()), leader_epoch=self.broker.leader_epoch)
-            self.broker.notify_append(TOPIC, p)
+        def run() -> Result:
+            result, answer = op()
+            result.reply(box.append, answer)
+            return result
+
+        self.execute(group_ids, run)
+        return box[0]
 
     async def _timer_loop(self) -> None:
         clock = self.broker.clock
@@ -148,11 +160,26 @@ class GroupRuntime:
             if wait_s is None or wait_s > 0:
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), wait_s)
-            try:
-                self.run(self.coordinator.tick())
-            except Exception:
-                log.exception("group coordinator timer failed")
-                await asyncio.sleep(1.0)
+            for key, fire in self.coordinator.due():
+                self._fire(key, fire)
+
+    def _fire(self, key: tuple, fire: Callable[[Result], None]) -> None:
+        """One due timer as an operation; tried again later if its append fails."""
+        group_ids = [key[1]] if len(key) > 1 else []
+
+        def op() -> Result:
+            out = Result()
+            fire(out)
+            return out
+
+        try:
+            ok = self.execute(group_ids, op)
+        except Exception:
+            log.exception("group coordinator timer %s failed", key)
+            ok = False
+        if not ok:
+            coord = self.coordinator
+            coord.timers.schedule(key, coord.now() + TIMER_RETRY_MS, fire)
 
 
 def _bytes(b) -> bytes | None:

@@ -31,10 +31,10 @@ from spool.storage.logdirs import LogDirError, format_log_dirs
 __all__ = ["LogDirError", "format_storage", "run", "serve"]  # LogDirError: commands report it
 
 
-async def serve(config: BrokerConfig, ready=None) -> None:
+async def serve(config: BrokerConfig, ready=None, coordinator_writer=None) -> None:
     import spool.broker.handlers  # noqa: F401  (registers every handler)
 
-    broker = Broker(config)
+    broker = Broker(config, coordinator_writer=coordinator_writer)
     await broker.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -71,12 +71,13 @@ def raise_open_files_limit() -> tuple[int, int]:
     return soft, target
 
 
-def run(config: BrokerConfig, log_level: str = "INFO") -> None:
+def run(config: BrokerConfig, log_level: str = "INFO", coordinator_writer=None) -> None:
+    """Serve until SIGINT/SIGTERM. ``coordinator_writer(broker)``: see ``Broker`` (tests only)."""
     configure_logging(log_level)
     before, after = raise_open_files_limit()
     logging.getLogger("spool.broker").info(
         "open files limit: %d (soft limit was %d)", after, before)
-    uvloop.run(serve(config))
+    uvloop.run(serve(config, coordinator_writer=coordinator_writer))
 
 
 def format_storage(

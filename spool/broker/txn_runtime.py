@@ -1,19 +1,29 @@
 """The transaction coordinator's asyncio shell: ``__transaction_state``, markers, timers.
 
-``TransactionRuntime(broker)`` owns a ``TransactionCoordinator`` and is its
-only caller, on the event loop's thread. Every operation runs to the end
-without awaiting, so operations never interleave and a response leaves only
-after everything it reports is in the log:
+``TransactionRuntime(broker, writer)`` owns a ``TransactionCoordinator`` and
+is its only caller, on the event loop's thread. It has the group runtime's
+shape (``spool.broker.coordinator_log``): the state machine returns the
+metadata to write, the runtime appends its record through the coordinator
+log writer and only then replays it, so a failed append changes nothing
+(the request gets COORDINATOR_NOT_AVAILABLE) and live state == replayed
+state.
 
 - Topic: ``__transaction_state`` is created on first use with
   ``transaction.state.log.num.partitions`` partitions, ``cleanup.policy=compact``.
   A transactional id's records go to ``partition_for(id)``.
-- ``_write(m)``: one record (key = id, value = metadata) appended, then replayed.
-- EndTxn / fencing / timeout: PREPARE_COMMIT|PREPARE_ABORT written, then a
-  COMMIT|ABORT marker (``build_control_batch``, coordinator epoch 0) appended
-  to every partition of the transaction (for ``__consumer_offsets``
-  partitions the group coordinator's pending transactional offsets are
-  applied or dropped), then COMPLETE_COMMIT|COMPLETE_ABORT written.
+- EndTxn / fencing / timeout: PREPARE_COMMIT|PREPARE_ABORT written (EndTxn
+  is answered once it is), then a COMMIT|ABORT marker (``build_control_batch``,
+  coordinator epoch 0) appended to every partition of the transaction (for
+  ``__consumer_offsets`` partitions the group coordinator's pending
+  transactional offsets are applied or dropped), then COMPLETE_COMMIT|
+  COMPLETE_ABORT written, and only after every marker is in its log.
+  The first attempt runs inline, so normally the response leaves after
+  the markers; a marker (or the COMPLETE record) whose append fails is
+  retried by a background task with exponential backoff
+  (``MARKER_RETRY_MS`` .. ``MARKER_RETRY_MAX_MS``) until it succeeds.
+  Meanwhile the transaction stays PREPARE_*: its producer gets
+  CONCURRENT_TRANSACTIONS (retriable), as from Kafka. A partition deleted
+  meanwhile needs no marker.
 - Crash recovery: ``load()`` replays the topic at startup; ``recover()`` then
   completes every PREPARE_* transaction (markers again: a marker for a
   transaction already closed on a partition changes nothing there).
@@ -22,11 +32,6 @@ after everything it reports is in the log:
   every ``transaction.abort.timed.out.transaction.cleanup.interval.ms``;
   completed ids idle for ``transactional.id.expiration.ms`` are tombstoned;
   partitions forget producers idle for ``producer.id.expiration.ms``.
-
-Crash testing: ``SPOOL_CRASH_POINT=txn-after-prepare`` (or
-``txn-after-first-marker``) makes the process SIGKILL itself at that point
-of the next commit or abort, so tests can kill the broker exactly in the
-middle of a transaction's completion.
 """
 
 from __future__ import annotations
@@ -34,11 +39,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import signal
 from typing import Any
 
-from spool.coordinator import partition_for
+from spool.broker.coordinator_log import CoordinatorLog, CoordinatorLogWriter, PartitionLogWriter
+from spool.coordinator import OutRecord, Result, partition_for
 from spool.coordinator.admin import _check_commit
 from spool.coordinator.offsets import CommittedOffset, OffsetStore
 from spool.coordinator.transaction import (
@@ -57,21 +61,24 @@ log = logging.getLogger("spool.transactions")
 TOPIC = "__transaction_state"
 OFFSETS_TOPIC = "__consumer_offsets"
 COORDINATOR_EPOCH = 0
-CRASH_POINT = os.environ.get("SPOOL_CRASH_POINT", "")
-
-
-def _crash_point(name: str) -> None:
-    if CRASH_POINT == name:
-        os.kill(os.getpid(), signal.SIGKILL)
+MARKER_RETRY_MS = 50
+MARKER_RETRY_MAX_MS = 5000
+UNAVAILABLE = KafkaError(Errors.COORDINATOR_NOT_AVAILABLE, "the transaction log refused the append")
 
 
 class TransactionRuntime:
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: Any, writer: CoordinatorLogWriter | None = None) -> None:
         self.broker = broker
         cfg = broker.config
         self.coordinator = TransactionCoordinator(cfg.get_int("transaction.max.timeout.ms"))
         self.num_partitions = cfg.get_int("transaction.state.log.num.partitions")
+        self.writer = writer or PartitionLogWriter(broker)
+        self.log = CoordinatorLog(
+            TOPIC, self.writer, broker.clock, lambda t: partition_for(t, self.num_partitions),
+            lambda rec: self.coordinator.load(rec.key, rec.value), UNAVAILABLE,
+            prepare=self.ensure_topic)
         self._task: asyncio.Task | None = None
+        self._completing: dict[str, asyncio.Task] = {}  # markers being retried, by id
 
     def _cfg(self, key: str) -> int:
         return self.broker.config.get_int(key)
@@ -105,10 +112,13 @@ class TransactionRuntime:
         self._task = asyncio.get_running_loop().create_task(self._timer_loop())
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        """Stop the timers and marker retries (a PREPARE_* left is completed after restart)."""
+        for task in [self._task, *self._completing.values()]:
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._completing.clear()
 
     def ensure_topic(self) -> None:
         if self.broker.has_topic(TOPIC):
@@ -121,44 +131,64 @@ class TransactionRuntime:
     # ---- appends
 
     def _write(self, m: TxnMetadata, *, tombstone: bool = False) -> None:
-        self.ensure_topic()
-        p = partition_for(m.transactional_id, self.num_partitions)
-        b = BatchBuilder()
-        b.append(encode_key(m.transactional_id), None if tombstone else encode_value(m),
-                 timestamp=self.now())
-        try:
-            self.broker.get_log(TOPIC, p).append(bytearray(b.build()),
-                                                 leader_epoch=self.broker.leader_epoch)
-        except (KafkaError, OSError) as e:
-            log.error("appending to %s-%d failed: %s", TOPIC, p, e)
-            raise KafkaError(Errors.COORDINATOR_NOT_AVAILABLE, "the transaction log refused the append") from e
-        self.broker.notify_append(TOPIC, p)
-        self.coordinator.replay(m.transactional_id, None if tombstone else m)
+        """Append ``m``'s record, then replay it; COORDINATOR_NOT_AVAILABLE if not appended."""
+        rec = OutRecord(m.transactional_id, encode_key(m.transactional_id),
+                        None if tombstone else encode_value(m))
+        if not self.log.commit(Result(records=[rec])):
+            raise UNAVAILABLE
 
-    def _complete(self, m: TxnMetadata) -> TxnMetadata:
-        """Markers to every partition of a PREPARE_* transaction, then COMPLETE_*."""
+    def _write_markers(self, m: TxnMetadata, todo: set[tuple[str, int]]) -> set[tuple[str, int]]:
+        """Append ``m``'s marker to each partition of ``todo``; the partitions still without one."""
         commit = m.state == TxnState.PREPARE_COMMIT
-        now = self.now()
         groups = self.broker.groups
-        _crash_point("txn-after-prepare")
-        for topic, p in sorted(m.partitions):
-            plog = self.broker.storage.logs.get(topic, p)
-            if plog is None:
+        left = set()
+        for topic, p in sorted(todo):
+            if self.broker.storage.logs.get(topic, p) is None:
                 continue  # the topic was deleted meanwhile
             marker = build_control_batch(m.producer_id, m.producer_epoch, commit, COORDINATOR_EPOCH,
-                                         0, now)
+                                         0, self.now())
             try:
-                plog.append(bytearray(marker), leader_epoch=self.broker.leader_epoch)
-            except KafkaError as e:
-                log.warning("marker for %s to %s-%d refused: %s", m.transactional_id, topic, p, e)
+                self.writer.append(topic, p, bytearray(marker))
+            except (KafkaError, OSError) as e:
+                log.warning("marker for %s to %s-%d failed (will retry): %s",
+                            m.transactional_id, topic, p, e)
+                left.add((topic, p))
                 continue
-            self.broker.notify_append(topic, p)
-            _crash_point("txn-after-first-marker")
             if topic == OFFSETS_TOPIC and groups is not None:
                 groups.txn_offsets.complete(m.producer_id, p, commit, groups.coordinator.load)
-        done = self.coordinator.completed(m, now)
-        self._write(done)
-        return done
+        return left
+
+    def _write_complete(self, m: TxnMetadata) -> bool:
+        """COMPLETE_* for ``m`` (every marker is written); whether it is in the log."""
+        try:
+            self._write(self.coordinator.completed(m, self.now()))
+        except KafkaError:
+            return False
+        return True
+
+    def _complete(self, m: TxnMetadata) -> bool:
+        """Complete a PREPARE_* transaction now if every append succeeds, else keep retrying
+        in the background. True if it is complete now."""
+        left = self._write_markers(m, set(m.partitions))
+        if not left and self._write_complete(m):
+            return True
+        task = asyncio.get_running_loop().create_task(self._retry(m, left))
+        self._completing[m.transactional_id] = task
+        return False
+
+    async def _retry(self, m: TxnMetadata, left: set[tuple[str, int]]) -> None:
+        delay = MARKER_RETRY_MS
+        try:
+            while True:
+                await asyncio.sleep(delay / 1000.0)
+                left = self._write_markers(m, left)
+                if not left and self._write_complete(m):
+                    log.info("completed %s of %s after retrying", m.state.kafka_name,
+                             m.transactional_id)
+                    return
+                delay = min(delay * 2, MARKER_RETRY_MAX_MS)
+        finally:
+            self._completing.pop(m.transactional_id, None)
 
     # ---- operations (handlers call these; KafkaError is the answer)
 
@@ -171,7 +201,9 @@ class TransactionRuntime:
         if abort is not None:
             log.info("fencing %s: aborting its open transaction", txn_id)
             self._write(abort)
-            self._complete(abort)
+            if not self._complete(abort):
+                raise KafkaError(Errors.CONCURRENT_TRANSACTIONS,
+                                 f"{txn_id}: aborting the previous producer's transaction")
         self._write(m)
         return m.producer_id, m.producer_epoch
 
@@ -238,11 +270,12 @@ class TransactionRuntime:
         if not records:
             return 0
         try:
-            self.broker.get_log(OFFSETS_TOPIC, p).append(bytearray(b.build()),
-                                                         leader_epoch=self.broker.leader_epoch)
+            self.writer.append(OFFSETS_TOPIC, p, bytearray(b.build()))
         except KafkaError as e:
             return Errors.PRODUCER_FENCED if e.code == Errors.INVALID_PRODUCER_EPOCH else e.code
-        self.broker.notify_append(OFFSETS_TOPIC, p)
+        except OSError as e:
+            log.error("appending transactional offsets to %s-%d failed: %s", OFFSETS_TOPIC, p, e)
+            return Errors.COORDINATOR_NOT_AVAILABLE
         for key, value in records:
             groups.txn_offsets.add(producer_id, p, key, value)
         return 0

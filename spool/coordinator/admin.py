@@ -4,7 +4,9 @@ OffsetCommit, OffsetFetch, OffsetDelete, DescribeGroups, ListGroups,
 DeleteGroups and offset retention. Same contract as the coordinator:
 functions of (coordinator, request fields) returning a ``Result`` (records,
 then replies) plus the response data; no I/O, the clock is the
-coordinator's. Offsets change only by replaying the records written here.
+coordinator's. Nothing here changes offsets or deletes a group: the records
+written here do, when the runtime replays them after appending them
+(``GroupCoordinator.replay``).
 
 Retention (``offsets.retention.minutes``): a group with a protocol type
 (``consumer``) loses all its offsets once it has been Empty that long; a
@@ -45,10 +47,8 @@ def commit_offsets(
     code = _check_commit(coord, group_id, generation, member_id, instance)
     if code:
         return out, [code] * len(offsets)
-    group = coord.groups.get(group_id)
-    if group is None:  # a group that only stores offsets (no members, generation -1)
-        group = coord.groups[group_id] = ClassicGroup(group_id, state_timestamp=coord.now())
-    elif member_id in group.members:
+    group = coord.groups.get(group_id)  # None: a group that only stores offsets, made by replay
+    if group is not None and member_id in group.members:
         coord._heartbeat(group, group.members[member_id])
     codes = []
     now = coord.now()
@@ -58,9 +58,8 @@ def commit_offsets(
             codes.append(Errors.OFFSET_METADATA_TOO_LARGE)
             continue
         committed = CommittedOffset(o.offset, o.leader_epoch, metadata, now)
-        rec, key, value = OffsetStore.commit_record(group_id, o.topic, o.partition, committed)
+        rec, _, _ = OffsetStore.commit_record(group_id, o.topic, o.partition, committed)
         out.records.append(rec)
-        coord.offsets.replay(key, value)
         codes.append(0)
     return out, codes
 
@@ -124,9 +123,8 @@ def delete_offsets(
 
 
 def _tombstone(coord: GroupCoordinator, out: Result, group_id: str, topic: str, partition: int) -> None:
-    rec, key = OffsetStore.tombstone_record(group_id, topic, partition)
+    rec, _ = OffsetStore.tombstone_record(group_id, topic, partition)
     out.records.append(rec)
-    coord.offsets.replay(key, None)
 
 
 def describe_group(coord: GroupCoordinator, group_id: str) -> GroupSummary:
@@ -165,26 +163,30 @@ def delete_groups(coord: GroupCoordinator, group_ids: list[str]) -> tuple[Result
     """DeleteGroups: only Empty groups; their offsets and metadata get tombstones."""
     out = Result()
     codes = []
+    deleted: set[str] = set()
     for gid in group_ids:
         group = coord.groups.get(gid)
         if not gid:
             codes.append(Errors.INVALID_GROUP_ID)
-        elif group is None or group.is_(S.DEAD):
+        elif group is None or group.is_(S.DEAD) or gid in deleted:
             codes.append(Errors.GROUP_ID_NOT_FOUND)
         elif not group.is_(S.EMPTY):
             codes.append(Errors.NON_EMPTY_GROUP)
         else:
             _delete_group(coord, group, out)
+            deleted.add(gid)
             codes.append(0)
     return out, codes
 
 
-def _delete_group(coord: GroupCoordinator, group: ClassicGroup, out: Result) -> None:
+def _delete_group(coord: GroupCoordinator, group: ClassicGroup, out: Result,
+                  already: frozenset[tuple[str, int]] = frozenset()) -> None:
+    """Tombstones for the group's offsets (but those in ``already``) and for the group; its
+    replay turns the group Dead and forgets it."""
     for topic, partition in list(coord.offsets.get(group.group_id)):
-        _tombstone(coord, out, group.group_id, topic, partition)
-    group.transition(S.DEAD, coord.now())
+        if (topic, partition) not in already:
+            _tombstone(coord, out, group.group_id, topic, partition)
     out.records.append(_record(group.group_id, None))
-    del coord.groups[group.group_id]
 
 
 def expire_offsets(coord: GroupCoordinator, out: Result) -> None:
@@ -201,5 +203,5 @@ def expire_offsets(coord: GroupCoordinator, out: Result) -> None:
             expired = [tp for tp, c in committed.items() if now - c.commit_timestamp >= retention]
         for topic, partition in expired:
             _tombstone(coord, out, group.group_id, topic, partition)
-        if not coord.offsets.has_offsets(group.group_id):
-            _delete_group(coord, group, out)
+        if len(expired) == len(committed):  # nothing left once the tombstones are replayed
+            _delete_group(coord, group, out, frozenset(expired))

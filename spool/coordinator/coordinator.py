@@ -8,17 +8,24 @@ Contract:
   follower's SyncGroup that must wait parks its ``reply`` callable on the
   member; a later operation or timer answers it through that later
   operation's ``Result``.
-- Time comes only from the injected clock. Deadlines (session timeouts,
+- Time comes only from the injected clock, member ids only from the
+  injected ``new_id`` (default: a random UUID). Deadlines (session timeouts,
   rebalance timeouts, the initial rebalance delay, pending member ids,
   offset retention) are kept in ``Timers``; the owner calls ``tick()`` at
   or after ``next_deadline()``. Tests drive a ``FakeClock``.
-- Durability: committed offsets change only by replaying offset commit
-  records (live writes replay what they append). Group membership lives in
-  memory; its durable projection is the GroupMetadata record written when
-  a generation's assignment is settled (Stable), when the group empties and
-  when a static member is replaced. ``load(key, value)`` replays a record
-  from the log at startup; ``loaded()`` then restarts the members' session
-  timers. Replaying the same log always yields the same state.
+- Durability: committed offsets, a group's existence for its offsets and a
+  group's deletion change only by ``replay(record)``, which the runtime
+  calls once the record is in the log (``spool.broker.coordinator_log``);
+  an operation never replays what it writes. Group membership lives in
+  memory (as Kafka's classic groups, whose records are not replayed live);
+  its durable projection is the GroupMetadata record written when a
+  generation's assignment is settled (Stable), when the group empties and
+  when a static member is replaced. So that a failed append leaves no
+  trace, the runtime takes ``checkpoint(group_ids)`` before an operation
+  that may write and ``revert``s to it if the append fails (Kafka's
+  snapshot registry revert). ``load(key, value)`` replays a record from the
+  log at startup; ``loaded()`` then restarts the members' session timers.
+  Replaying the same log always yields the same state.
 - Errors are Kafka codes in the reply values; a bad request never raises.
 
 Offsets, listings and deletion live in ``spool.coordinator.admin``.
@@ -28,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from spool.coordinator.group import ClassicGroup, GroupState, Member
@@ -59,7 +67,7 @@ class CoordinatorConfig:
     initial_rebalance_delay_ms: int = 3000  # group.initial.rebalance.delay.ms
     min_session_timeout_ms: int = 6000  # group.min.session.timeout.ms
     max_session_timeout_ms: int = 1800000  # group.max.session.timeout.ms
-    max_size: int = 2**31 - 1  # group.max.size
+    max_size: int = 1000  # group.max.size (Kafka: 2^31-1, i.e. unbounded)
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000  # offsets.retention.minutes
     retention_check_interval_ms: int = 600000  # offsets.retention.check.interval.ms
     max_metadata_bytes: int = 4096  # offset.metadata.max.bytes
@@ -79,10 +87,19 @@ class JoinRequest:
     require_known_member_id: bool = True
 
 
+@dataclass
+class Checkpoint:
+    """The groups an operation may change, as they were before it, and its timers' journal."""
+
+    groups: dict[str, ClassicGroup | None]
+
+
 class GroupCoordinator:
-    def __init__(self, clock, config: CoordinatorConfig | None = None) -> None:
+    def __init__(self, clock, config: CoordinatorConfig | None = None,
+                 new_id: Callable[[], str] | None = None) -> None:
         self.clock = clock
         self.config = config or CoordinatorConfig()
+        self.new_id = new_id or (lambda: str(uuid.uuid4()))
         self.groups: dict[str, ClassicGroup] = {}
         self.offsets = OffsetStore()
         self.timers = Timers()
@@ -99,9 +116,46 @@ class GroupCoordinator:
     def tick(self) -> Result:
         """Fire every timer that is due; one ``Result`` for all of them."""
         out = Result()
-        for fn in self.timers.expired(self.now()):
+        for _, fn in self.timers.expired(self.now()):
             fn(out)
         return out
+
+    def due(self) -> list[tuple[tuple, Callable[[Result], None]]]:
+        """Remove and return the due timers as ``(key, fire)``; ``fire(out)`` runs one. Keys
+        name the group they concern second (``("heartbeat", group, member)``), if any."""
+        return self.timers.expired(self.now())
+
+    # ---- checkpoints (a failed append leaves no trace)
+
+    def checkpoint(self, group_ids: list[str]) -> Checkpoint:
+        """Remember ``group_ids`` and start journaling timers, before an operation on them."""
+        self.timers.begin()
+        return Checkpoint({g: (self.groups[g].copy() if g in self.groups else None)
+                           for g in group_ids})
+
+    def accept(self, cp: Checkpoint) -> None:
+        """The operation's records are in the log: keep its changes."""
+        self.timers.commit()
+
+    def revert(self, cp: Checkpoint, answered: list[Reply]) -> None:
+        """The append failed: restore the groups and timers of ``cp``. Parked requests in
+        ``answered`` got the error already, so the restored members forget them."""
+        self.timers.rollback()
+        done = {id(fn) for fn in answered}
+        for gid, saved in cp.groups.items():
+            live = self.groups.get(gid)
+            if saved is None:
+                self.groups.pop(gid, None)
+                continue
+            if live is None:
+                self.groups[gid] = live = saved
+            else:
+                live.restore(saved)
+            for m in live.members.values():
+                if id(m.join_reply) in done:
+                    m.join_reply = None
+                if id(m.sync_reply) in done:
+                    m.sync_reply = None
 
     def _at(self, key: tuple, delay_ms: int, fn) -> None:
         self.timers.schedule(key, self.now() + delay_ms, fn)
@@ -125,7 +179,14 @@ class GroupCoordinator:
         out.records.append(_record(group.group_id, encode_group_value(value)))
 
     def load(self, key: bytes | None, value: bytes | None) -> None:
-        """Replay one ``__consumer_offsets`` record read back from the log."""
+        """Replay one ``__consumer_offsets`` record read back from the log at startup."""
+        self._replay(key, value, live=False)
+
+    def replay(self, record: OutRecord) -> None:
+        """Apply one record this coordinator produced, now that it is in the log."""
+        self._replay(record.key, record.value, live=True)
+
+    def _replay(self, key: bytes | None, value: bytes | None, live: bool) -> None:
         if key is None:
             return
         try:
@@ -135,8 +196,10 @@ class GroupCoordinator:
                 if value is not None and k.group not in self.groups:
                     self.groups[k.group] = ClassicGroup(k.group, state_timestamp=self.now())
             elif value is None:
-                self.groups.pop(k.group, None)
-            else:
+                group = self.groups.pop(k.group, None)
+                if group is not None and live:
+                    group.transition(S.DEAD, self.now())
+            elif not live:  # live: the in-memory group is what this record projects
                 self.groups[k.group] = _group_from_value(k, decode_group_value(value))
         except SchemaError as e:
             log.warning("skipping an unreadable __consumer_offsets record: %s", e)
@@ -146,6 +209,9 @@ class GroupCoordinator:
         for group in self.groups.values():
             for member in group.members.values():
                 self._heartbeat(group, member)
+
+    def _new_member_id(self, prefix: str) -> str:
+        return f"{prefix}-{self.new_id()}"
 
     # ---- JoinGroup
 
@@ -198,13 +264,13 @@ class GroupCoordinator:
         if instance is not None and instance in group.static_members:
             self._replace_static_member(group, req, reply, out)
         elif instance is None and req.require_known_member_id:
-            member_id = _new_member_id(req.client_id)
+            member_id = self._new_member_id(req.client_id)
             group.pending_members.add(member_id)
             self._at(("pending", group.group_id, member_id), req.session_timeout_ms,
                      lambda o: self._expire_pending(group, member_id, o))
             out.reply(reply, JoinResult(Errors.MEMBER_ID_REQUIRED, member_id=member_id))
         else:
-            member_id = _new_member_id(instance if instance is not None else req.client_id)
+            member_id = self._new_member_id(instance if instance is not None else req.client_id)
             self._add_member_and_rebalance(group, req, member_id, reply, out)
 
     def _join_known_member(self, group: ClassicGroup, req: JoinRequest, reply: Reply,
@@ -273,7 +339,7 @@ class GroupCoordinator:
         out.reply(old.join_reply, fenced)
         out.reply(old.sync_reply, SyncResult(Errors.FENCED_INSTANCE_ID))
         self.timers.cancel(("heartbeat", group.group_id, old_id))
-        new_id = _new_member_id(req.group_instance_id)
+        new_id = self._new_member_id(req.group_instance_id)
         was_leader = group.leader_id == old_id
         member = Member(new_id, req.group_instance_id, req.client_id, req.client_host,
                         req.rebalance_timeout_ms, req.session_timeout_ms, req.protocol_type,
@@ -497,10 +563,6 @@ class GroupCoordinator:
 
 def _record(group_id: str, value: bytes | None) -> OutRecord:
     return OutRecord(group_id, encode_group_key(GroupKey(group_id)), value)
-
-
-def _new_member_id(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4()}"
 
 
 def _group_from_value(key: GroupKey, v: GroupValue) -> ClassicGroup:

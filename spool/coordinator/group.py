@@ -22,6 +22,7 @@ its parked JoinGroup/SyncGroup. This module is pure data and rules; the
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -92,6 +93,17 @@ class ClassicGroup:
     initial_delay_remaining_ms: int = 0  # rebalance time still allowed for the initial delay
     new_member_added: bool = False
     in_initial_delay: bool = False
+
+    def copy(self) -> ClassicGroup:
+        """A copy to restore with ``restore`` (members copied, their fields are never mutated
+        in place)."""
+        return dataclasses.replace(
+            self, members={k: dataclasses.replace(m) for k, m in self.members.items()},
+            static_members=dict(self.static_members), pending_members=set(self.pending_members))
+
+    def restore(self, saved: ClassicGroup) -> None:
+        """Become ``saved`` again, keeping this object's identity (timers refer to it)."""
+        self.__dict__.update(vars(saved))
 
     def transition(self, new: GroupState, now_ms: int) -> None:
         if self.state not in VALID_PREVIOUS[new]:

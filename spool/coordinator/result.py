@@ -1,10 +1,12 @@
 """What a coordinator operation produces: records to append, then replies to release.
 
-The runtime appends ``records`` (each to its group's ``__consumer_offsets``
-partition) and only then calls every ``(reply, value)`` in ``replies``, in
-order. A reply may answer the request that caused the operation or a
+The runtime (``spool.broker.coordinator_log``) appends ``records`` (each to
+its owner's partition: a group's ``__consumer_offsets`` partition, a
+transactional id's ``__transaction_state`` one), replays them into the
+state machine, and only then calls every ``(reply, value)`` in ``replies``,
+in order. A reply may answer the request that caused the operation or a
 request parked earlier (a JoinGroup waiting for the rebalance to complete).
-If the append fails, the runtime answers every reply with the error instead.
+If the append fails nothing is replayed and every reply gets the error.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ Reply = Callable[[Any], None]
 
 @dataclass(frozen=True)
 class OutRecord:
-    group: str
+    owner: str  # the group id or transactional id: it picks the partition
     key: bytes
     value: bytes | None  # None: a tombstone
 

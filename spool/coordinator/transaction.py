@@ -24,7 +24,7 @@ States (Kafka's ids) and the transitions allowed (target <- previous)::
 it never writes: each operation returns the next ``TxnMetadata`` (or raises
 ``KafkaError``), the broker's runtime (``spool.broker.txn_runtime``) appends
 its record and only then ``replay``s it, so live state == replayed state.
-Time comes from the caller. Not thread-safe: the runtime calls it from the
+Time and new producer ids come from the caller. Not thread-safe: the runtime calls it from the
 event loop only.
 """
 
@@ -222,6 +222,9 @@ class TransactionCoordinator:
             return m.but(state=S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, last_update_ms=now)
         if m.state == (S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT):
             return None  # a retry of the EndTxn that completed it
+        if m.state == (S.PREPARE_COMMIT if commit else S.PREPARE_ABORT):
+            raise KafkaError(Errors.CONCURRENT_TRANSACTIONS,
+                             f"{txn_id} is still writing its markers")  # a retry: come back later
         if m.state == S.EMPTY and not commit:
             return None  # nothing was added: aborting nothing is fine
         raise KafkaError(Errors.INVALID_TXN_STATE,

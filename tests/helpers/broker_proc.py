@@ -30,6 +30,8 @@ class BrokerProcess:
         self.overrides = dict(overrides or {})
         self.log_level = log_level
         self.preexec_fn = preexec_fn  # runs in the child before exec (e.g. setrlimit)
+        # A fault file: run tests.helpers.faulty_broker (coordinator appends fail or kill on cue).
+        self.faults: Path | None = None
         self.port = 0
         self.proc: subprocess.Popen | None = None
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}-broker.log"
@@ -47,6 +49,9 @@ class BrokerProcess:
         }
         cmd = [sys.executable, "-m", "spool.cli.main", "broker", "--log-level", self.log_level,
                "--strict-config"]
+        if self.faults is not None:
+            cmd = [sys.executable, "-m", "tests.helpers.faulty_broker", "--faults", str(self.faults),
+                   "--log-level", self.log_level]
         for k, v in ov.items():
             cmd += ["--override", f"{k}={v}"]
         log = open(self.log_path, "ab")  # noqa: SIM115

@@ -3,6 +3,8 @@ and a broker kill -9 in the middle of a commit."""
 
 from __future__ import annotations
 
+import json
+import signal
 import time
 
 import pytest
@@ -125,8 +127,9 @@ def test_timeouts(fresh_broker, topic_name):
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("point", ["txn-after-prepare", "txn-after-first-marker"])
-def test_broker_killed_in_the_middle_of_a_commit(fresh_broker, topic_name, monkeypatch, point):
+@pytest.mark.parametrize("point", ["txn-prepare", "marker"])
+def test_broker_killed_in_the_middle_of_a_commit(fresh_broker, topic_name, tmp_path, point):
+    """Killed right after the PREPARE_COMMIT record, or right after the first marker."""
     fresh_broker.overrides.update(SMALL)
     fresh_broker.start()
     create(fresh_broker.bootstrap, topic_name, partitions=2)
@@ -139,12 +142,13 @@ def test_broker_killed_in_the_middle_of_a_commit(fresh_broker, topic_name, monke
                                   group.consumer_group_metadata(), 15)
     p.flush(10)
     fresh_broker.stop()
-    monkeypatch.setenv("SPOOL_CRASH_POINT", point)  # this run dies inside the commit
+    fresh_broker.faults = tmp_path / "faults.json"  # this run dies inside the commit
+    fresh_broker.faults.write_text(json.dumps([{"match": point, "action": "kill"}]))
     fresh_broker.start()
-    monkeypatch.delenv("SPOOL_CRASH_POINT")
     with pytest.raises(KafkaException):
         p.commit_transaction(5)
-    fresh_broker.proc.wait(10)
+    assert fresh_broker.proc.wait(10) == -signal.SIGKILL
+    fresh_broker.faults = None
     fresh_broker.restart()  # recovery completes the commit on every partition
     got = read(fresh_broker.bootstrap, topic_name, partitions=2, expect=10, wait_s=15)
     assert sorted(got) == sorted(b"r%d" % i for i in range(10))

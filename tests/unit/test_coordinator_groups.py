@@ -31,7 +31,10 @@ class Harness:
         self.records: list = []
 
     def _run(self, result):
+        """What the runtime does once the records are appended: replay them, release replies."""
         self.records += result.records
+        for rec in result.records:
+            self.coord.replay(rec)
         for fn, value in result.replies:
             fn(value)
         return result
@@ -351,3 +354,4 @@ def test_replay_rebuilds_stable_group_and_timers():
     g = fresh.groups["g"]
     assert (g.state, g.generation, g.members) == (S.EMPTY, gen + 1, {})  # both sessions expired
     assert out.records  # the Empty group is written
+

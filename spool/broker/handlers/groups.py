@@ -2,10 +2,11 @@
 Heartbeat (12) 0-4, LeaveGroup (13) 0-5, DescribeGroups (15) 0-5, ListGroups (16) 0-5,
 DeleteGroups (42) 0-2.
 
-Each handler translates the request into a coordinator call, hands the
-``Result`` to ``broker.groups.run`` (records appended, then replies
-released) and translates the reply into the response of the request's
-version. JoinGroup and SyncGroup park on a future that a later operation
+Each handler translates the request into a coordinator operation, runs it
+through ``broker.groups.execute``/``call`` (records appended and replayed,
+then replies released; a failed append reverts the operation and answers
+COORDINATOR_NOT_AVAILABLE) and translates the reply into the response of
+the request's version. JoinGroup and SyncGroup park on a future that a later operation
 resolves (rebalance complete, leader's assignment); the wait is an
 ``await``, so the connection's reader and every other connection go on.
 JoinGroup is advertised from v0 (librdkafka's feature checks want it);
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 
+from spool.broker.group_runtime import UNAVAILABLE
 from spool.broker.registry import handles
 from spool.coordinator import JoinRequest, JoinResult, SyncResult
 from spool.coordinator.admin import delete_groups, describe_group, list_groups
@@ -45,7 +47,7 @@ from spool.protocol.errors import KafkaError
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
-async def _parked(ctx, call) -> object:
+async def _parked(ctx, group_id: str, call) -> object:
     """Run ``call(reply)`` on the coordinator and await the reply it (or a later op) gives."""
     fut = asyncio.get_running_loop().create_future()
 
@@ -53,7 +55,8 @@ async def _parked(ctx, call) -> object:
         if not fut.done():
             fut.set_result(value)
 
-    ctx.broker.groups.run(call(reply))
+    if not ctx.broker.groups.execute([group_id], lambda: call(reply)) and not fut.done():
+        reply(UNAVAILABLE)  # reverted: the request is parked nowhere any more
     return await fut
 
 
@@ -70,7 +73,7 @@ async def join_group(ctx, req: JoinGroupRequest) -> JoinGroupResponse:
         client_id=ctx.client_id, client_host=f"/{ctx.conn.host}", require_known_member_id=v >= 4,
     )
     coord = ctx.broker.groups.coordinator
-    res = await _parked(ctx, lambda reply: coord.join_group(jr, reply))
+    res = await _parked(ctx, req.group_id, lambda reply: coord.join_group(jr, reply))
     if isinstance(res, KafkaError):
         res = JoinResult(res.code, member_id=req.member_id)
     return JoinGroupResponse(
@@ -87,7 +90,7 @@ async def sync_group(ctx, req: SyncGroupRequest) -> SyncGroupResponse:
     v = ctx.api_version
     assignments = {a.member_id: bytes(a.assignment) for a in req.assignments}
     coord = ctx.broker.groups.coordinator
-    res = await _parked(ctx, lambda reply: coord.sync_group(
+    res = await _parked(ctx, req.group_id, lambda reply: coord.sync_group(
         req.group_id, req.generation_id, req.member_id, req.group_instance_id if v >= 3 else None,
         req.protocol_type if v >= 5 else None, req.protocol_name if v >= 5 else None,
         assignments, reply))
@@ -100,9 +103,12 @@ async def sync_group(ctx, req: SyncGroupRequest) -> SyncGroupResponse:
 @handles(12, 0, 4)
 async def heartbeat(ctx, req: HeartbeatRequest) -> HeartbeatResponse:
     instance = req.group_instance_id if ctx.api_version >= 3 else None
-    result, code = ctx.broker.groups.coordinator.heartbeat(
-        req.group_id, req.generation_id, req.member_id, instance)
-    ctx.broker.groups.run(result)
+    coord = ctx.broker.groups.coordinator
+    # A heartbeat writes nothing, so there is no group state to checkpoint.
+    code = ctx.broker.groups.call([], lambda: coord.heartbeat(
+        req.group_id, req.generation_id, req.member_id, instance))
+    if isinstance(code, KafkaError):
+        code = code.code
     return HeartbeatResponse(throttle_time_ms=0, error_code=code)
 
 
@@ -112,8 +118,10 @@ async def leave_group(ctx, req: LeaveGroupRequest) -> LeaveGroupResponse:
         members = [(req.member_id, None)]
     else:
         members = [(m.member_id, m.group_instance_id) for m in req.members]
-    result, codes = ctx.broker.groups.coordinator.leave_group(req.group_id, members)
-    ctx.broker.groups.run(result)
+    coord = ctx.broker.groups.coordinator
+    codes = ctx.broker.groups.call([req.group_id], lambda: coord.leave_group(req.group_id, members))
+    if isinstance(codes, KafkaError):
+        codes = [codes.code] * len(members)
     if ctx.api_version < 3:
         return LeaveGroupResponse(throttle_time_ms=0, error_code=codes[0])
     return LeaveGroupResponse(throttle_time_ms=0, error_code=0, members=[
@@ -152,8 +160,10 @@ async def list_groups_handler(ctx, req: ListGroupsRequest) -> ListGroupsResponse
 
 @handles(42, 0, 2)
 async def delete_groups_handler(ctx, req: DeleteGroupsRequest) -> DeleteGroupsResponse:
-    result, codes = delete_groups(ctx.broker.groups.coordinator, list(req.groups_names))
-    ctx.broker.groups.run(result)
+    names = list(req.groups_names)
+    codes = ctx.broker.groups.call(names, lambda: delete_groups(ctx.broker.groups.coordinator, names))
+    if isinstance(codes, KafkaError):
+        codes = [codes.code] * len(names)
     return DeleteGroupsResponse(throttle_time_ms=0, results=[
         DeletableGroupResult(group_id=g, error_code=c)
         for g, c in zip(req.groups_names, codes, strict=True)

@@ -2,8 +2,10 @@
 
 A commit for a partition that does not exist gets UNKNOWN_TOPIC_OR_PARTITION
 (as Kafka's broker answers); the rest go to the coordinator, whose records
-are appended to ``__consumer_offsets`` before the response leaves. If that
-append fails every partition gets COORDINATOR_NOT_AVAILABLE (retriable).
+are appended to ``__consumer_offsets`` and replayed before the response
+leaves. If that append fails every partition gets COORDINATOR_NOT_AVAILABLE
+(retriable) and nothing changes: OffsetFetch still returns the previous
+commit.
 OffsetFetch with null topics (v2+) returns every committed partition;
 listed partitions without a commit get offset -1 and empty metadata.
 ``retention_time_ms`` (v2-4) is ignored, as Kafka does since 2.1:
@@ -56,10 +58,9 @@ async def offset_commit(ctx, req: OffsetCommitRequest) -> OffsetCommitResponse:
             else:
                 codes[(t.name, p.partition_index)] = Errors.UNKNOWN_TOPIC_OR_PARTITION
     if todo:
-        result, got = commit_offsets(broker.groups.coordinator, req.group_id,
-                                     req.generation_id_or_member_epoch, req.member_id,
-                                     req.group_instance_id if v >= 7 else None, todo)
-        got = broker.groups.complete(result, got)
+        got = broker.groups.call([req.group_id], lambda: commit_offsets(
+            broker.groups.coordinator, req.group_id, req.generation_id_or_member_epoch,
+            req.member_id, req.group_instance_id if v >= 7 else None, todo))
         if isinstance(got, KafkaError):
             got = [got.code] * len(todo)
         codes.update({(o.topic, o.partition): c for o, c in zip(todo, got, strict=True)})
@@ -97,12 +98,17 @@ async def offset_delete(ctx, req: OffsetDeleteRequest) -> OffsetDeleteResponse:
     broker = ctx.broker
     asked = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
     known = [tp for tp in asked if _exists(broker, *tp)]
-    result, top, codes = delete_offsets(broker.groups.coordinator, req.group_id, known)
-    if top:
-        return OffsetDeleteResponse(error_code=top, throttle_time_ms=0, topics=[])
-    done = broker.groups.complete(result, codes)
+
+    def op():
+        result, top, codes = delete_offsets(broker.groups.coordinator, req.group_id, known)
+        return result, (top, codes)
+
+    done = broker.groups.call([req.group_id], op)
     if isinstance(done, KafkaError):
         return OffsetDeleteResponse(error_code=done.code, throttle_time_ms=0, topics=[])
+    top, done = done
+    if top:
+        return OffsetDeleteResponse(error_code=top, throttle_time_ms=0, topics=[])
     by_tp = dict(zip(known, done, strict=True))
     return OffsetDeleteResponse(error_code=0, throttle_time_ms=0, topics=[
         OffsetDeleteResponseTopic(name=t.name, partitions=[

@@ -1,0 +1,134 @@
+"""Coordinator appends that fail, through the broker's coordinator log writer seam.
+
+The broker runs as ``tests.helpers.faulty_broker``: its coordinators append
+through a writer that fails (ENOSPC) the appends a fault file names. A
+failed ``__consumer_offsets`` append must leave no trace (OffsetFetch
+returns the previous commit, also after a restart); a transaction marker
+that fails must be retried until it is written, so the transaction
+completes and the partition's last stable offset moves on.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from spool.coordinator import partition_for
+from spool.protocol._generated import OffsetCommitRequest, OffsetFetchRequest
+from spool.protocol._generated.offset_commit_request import (
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
+from spool.protocol._generated.offset_fetch_request import OffsetFetchRequestTopic
+from spool.protocol.errors import Errors
+from tests.helpers.raw_client import RawClient
+from tests.integration.test_transactions import SMALL, create, latest, read, txn_producer
+
+
+def faults(path: Path, *rules: dict) -> None:
+    path.write_text(json.dumps(list(rules)))
+
+
+def fired(path: Path) -> list[str]:
+    fired_path = Path(f"{path}.fired")
+    return fired_path.read_text().splitlines() if fired_path.exists() else []
+
+
+@pytest.fixture
+def faulty(fresh_broker, tmp_path):
+    fresh_broker.overrides.update(SMALL)
+    fresh_broker.faults = tmp_path / "faults.json"
+    faults(fresh_broker.faults)
+    return fresh_broker
+
+
+def commit(rc: RawClient, group: str, topic: str, offset: int) -> int:
+    resp = rc.request(8, 8, OffsetCommitRequest(
+        group_id=group, generation_id_or_member_epoch=-1, member_id="", topics=[
+            OffsetCommitRequestTopic(name=topic, partitions=[
+                OffsetCommitRequestPartition(partition_index=0, committed_offset=offset)])]))
+    return resp.topics[0].partitions[0].error_code
+
+
+def fetched(bootstrap: str, group: str, topic: str) -> int:
+    rc = RawClient(bootstrap)
+    try:
+        resp = rc.request(9, 7, OffsetFetchRequest(group_id=group, topics=[
+            OffsetFetchRequestTopic(name=topic, partition_indexes=[0])]))
+        assert resp.error_code == 0
+        return resp.topics[0].partitions[0].committed_offset
+    finally:
+        rc.close()
+
+
+@pytest.mark.timeout(120)
+def test_a_failed_offset_commit_is_never_fetched(faulty, topic_name):
+    faulty.start()
+    create(faulty.bootstrap, topic_name)
+    rc = RawClient(faulty.bootstrap)
+    try:
+        faults(faulty.faults, {"match": "offsets", "action": "fail"})
+        assert commit(rc, "g", topic_name, 5) == Errors.COORDINATOR_NOT_AVAILABLE
+        assert fired(faulty.faults) == [f"offsets fail __consumer_offsets-{partition_for('g', 3)}"]
+        assert fetched(faulty.bootstrap, "g", topic_name) == -1  # never written: nothing
+        assert commit(rc, "g", topic_name, 7) == 0
+        assert fetched(faulty.bootstrap, "g", topic_name) == 7
+        faults(faulty.faults, {"match": "offsets", "action": "fail", "times": 1})
+        assert commit(rc, "g", topic_name, 9) == Errors.COORDINATOR_NOT_AVAILABLE
+        assert len(fired(faulty.faults)) == 2
+        assert fetched(faulty.bootstrap, "g", topic_name) == 7  # the previous commit
+    finally:
+        rc.close()
+    faulty.faults = None
+    faulty.restart()  # kill -9: what the log holds is what memory held
+    assert fetched(faulty.bootstrap, "g", topic_name) == 7
+
+
+@pytest.mark.timeout(120)
+def test_a_marker_that_fails_is_retried_until_the_transaction_completes(faulty, topic_name):
+    faulty.start()
+    create(faulty.bootstrap, topic_name)
+    faults(faulty.faults, {"match": "marker", "topic": topic_name, "action": "fail", "times": 3})
+    p = txn_producer(faulty.bootstrap, f"retry-{topic_name}")
+    p.begin_transaction()
+    for i in range(3):
+        p.produce(topic_name, b"r%d" % i)
+    p.commit_transaction(15)
+    assert read(faulty.bootstrap, topic_name, expect=3, wait_s=15) == [b"r0", b"r1", b"r2"]
+    assert fired(faulty.faults) == [f"marker fail {topic_name}-0"] * 3
+    assert latest(faulty.bootstrap, topic_name, 1) == latest(faulty.bootstrap, topic_name, 0) == 4
+    p.begin_transaction()  # the transaction is complete: the producer goes on
+    p.produce(topic_name, b"r3")
+    p.commit_transaction(15)
+    assert read(faulty.bootstrap, topic_name, expect=4, wait_s=15) == [b"r0", b"r1", b"r2", b"r3"]
+    assert latest(faulty.bootstrap, topic_name, 1) == 6
+
+
+@pytest.mark.timeout(120)
+def test_transactional_offsets_wait_for_their_retried_marker(faulty, topic_name):
+    faulty.start()
+    create(faulty.bootstrap, topic_name)
+    faults(faulty.faults, {"match": "marker", "topic": "__consumer_offsets", "action": "fail",
+                           "times": 2})
+    group = Consumer({"bootstrap.servers": faulty.bootstrap, "group.id": "eos"})
+    p = txn_producer(faulty.bootstrap, f"offsets-{topic_name}")
+    try:
+        p.begin_transaction()
+        p.produce(topic_name, b"out")
+        p.send_offsets_to_transaction([TopicPartition(topic_name, 0, 42)],
+                                      group.consumer_group_metadata(), 15)
+        p.commit_transaction(15)
+        assert read(faulty.bootstrap, topic_name, expect=1, wait_s=15) == [b"out"]
+        assert len(fired(faulty.faults)) == 2
+        # EndTxn was answered once PREPARE_COMMIT was written; the offsets show once the
+        # retried marker reaches their partition
+        deadline = time.monotonic() + 15
+        while fetched(faulty.bootstrap, "eos", topic_name) != 42 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert fetched(faulty.bootstrap, "eos", topic_name) == 42
+    finally:
+        group.close()
