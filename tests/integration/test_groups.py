@@ -242,3 +242,17 @@ def test_old_join_version_and_parked_join_does_not_block_others(broker):
     finally:
         for c in (a, b, other):
             c.close()
+
+
+def test_group_max_size_refuses_one_member_too_many(fresh_broker):
+    fresh_broker.overrides["group.max.size"] = "2"
+    fresh_broker.start()
+    clients = [RawClient(fresh_broker.bootstrap) for _ in range(3)]
+    try:
+        first = [_join(rc, "capped") for rc in clients]
+        assert [r.error_code for r in first] == [Errors.MEMBER_ID_REQUIRED] * 2 + [
+            Errors.GROUP_MAX_SIZE_REACHED]
+        assert first[2].member_id == ""
+    finally:
+        for rc in clients:
+            rc.close()

@@ -355,3 +355,16 @@ def test_replay_rebuilds_stable_group_and_timers():
     assert (g.state, g.generation, g.members) == (S.EMPTY, gen + 1, {})  # both sessions expired
     assert out.records  # the Empty group is written
 
+
+def test_group_max_size_is_bounded_by_default():
+    """group.max.size defaults to 1000, not Kafka's 2^31-1 (a deliberate deviation)."""
+    from spool.broker.config import BrokerConfig
+    from spool.broker.group_runtime import coordinator_config
+
+    config = coordinator_config(BrokerConfig.load(None, []))
+    assert config.max_size == CoordinatorConfig().max_size == 1000
+    h = Harness(max_size=config.max_size)
+    for _ in range(1000):
+        h.join(require_known=False)  # parked in the rebalance: no answer yet
+    assert h.join(require_known=False)[0].error == Errors.GROUP_MAX_SIZE_REACHED
+    assert len(h.coord.groups["g"].members) == 1000
