@@ -34,6 +34,7 @@ from spool.protocol.errors import KafkaError
 from spool.storage.config import (
     BROKER_CONFIGS,
     BROKER_SYNONYM_OF,
+    INT32_MAX,
     TOPIC_CONFIGS,
     Check,
     ConfigKey,
