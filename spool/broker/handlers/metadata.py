@@ -44,6 +44,8 @@ AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 def _topic_entry(broker, name: str) -> MetadataResponseTopic:
     meta = broker.metadata.topic(name)
+    if meta is None:  # deleted while this request awaited its auto-creation
+        return _error_topic(name, Errors.UNKNOWN_TOPIC_OR_PARTITION)
     node = broker.node_id
     logs = broker.logs
     return MetadataResponseTopic(
