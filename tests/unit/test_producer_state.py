@@ -68,10 +68,25 @@ def test_only_the_last_five_batches_are_remembered(tmp_path):
 
 
 def test_sequence_wraps_around(tmp_path):
+    """After sequence 2**31-1 comes 0 (Kafka's wrap), also inside one batch."""
     log = open_log(tmp_path)
     log.append(batch(7, 0, 0, n=1))
-    log.producers.producers[7].batches.append((2**31 - 2, 2**31 - 1, 1, 1))
-    log.append(batch(7, 0, 0, n=1))  # after 2**31 - 1 comes 0
+    entry = log.producers.producers[7]
+    # Reaching 2**31 sequences for real takes 2**31 records: pretend the producer's only
+    # cached batch (offset 0) carried sequences 2**31-2 .. 2**31-1.
+    entry.batches.clear()
+    entry.batches.append((2**31 - 2, 2**31 - 1, 0, 0))
+    for wrong in (1, 5, 2**31 - 1):  # only 0 follows 2**31-1
+        assert code_of(lambda s=wrong: log.append(batch(7, 0, s, n=1))) \
+            == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER
+    info = log.append(batch(7, 0, 0, n=2))  # sequences 0, 1: the wrap is accepted
+    assert (info.first_offset, info.last_offset, log.log_end_offset) == (1, 2, 3)
+    assert log.append(batch(7, 0, 0, n=2)).first_offset == 1  # and cached: a duplicate
+    entry.batches.append((2**31 - 3, 2**31 - 2, 2, 2))  # next: 2**31-1, 0 in one batch
+    info = log.append(batch(7, 0, 2**31 - 1, n=2))
+    assert (info.first_offset, log.log_end_offset) == (3, 5)
+    assert entry.batches[-1][:2] == (2**31 - 1, 0)
+    assert log.append(batch(7, 0, 1, n=1)).first_offset == 5
 
 
 @pytest.mark.parametrize("crash", [False, True])
