@@ -18,8 +18,9 @@ segment file to the socket with ``os.sendfile`` (zero copy).
 
 What one connection may hold (backpressure, the reader stops reading):
 ``queued.max.requests`` requests in flight (read, not yet written back),
-and at most ``MAX_QUEUED_RESPONSE_BYTES`` / ``MAX_QUEUED_FILE_REGIONS`` of
-finished responses its client has not read yet. While it is stopped the
+at most ``MAX_QUEUED_RESPONSE_BYTES`` of finished responses its client has
+not read yet, and ``MAX_QUEUED_FILE_REGIONS`` segment descriptors pinned by
+them (each request still running counts as one). While it is stopped the
 reader still notices the peer hanging up.
 
 Across connections: ``queued.max.request.bytes`` (Kafka's; -1: unbounded)
@@ -225,6 +226,10 @@ class Connection:
         self._buffered = 0  # request bytes this connection counts in server.request_bytes
         self._unsent_bytes = 0
         self._unsent_regions = 0
+        self._running = 0  # handler tasks not finished yet
+        # what _done counted per finished task, until the writer has sent it
+        self._weights: dict[asyncio.Task, tuple[int, int]] = {}
+        self._taken: set[asyncio.Task] = set()
 
     # ---- lifecycle
 
@@ -298,6 +303,8 @@ class Connection:
                 _close_regions(task.result())
         self._pending.clear()
         self._unsent_bytes = self._unsent_regions = 0
+        self._weights.clear()
+        self._taken.clear()
         self.server.request_bytes.add(-self._buffered)
         self._buffered = 0
         self.server.request_bytes.waiting.discard(self)
@@ -316,7 +323,8 @@ class Connection:
         return (
             len(self._pending) < self.server.max_queued
             and self._unsent_bytes < MAX_QUEUED_RESPONSE_BYTES
-            and self._unsent_regions < MAX_QUEUED_FILE_REGIONS
+            # a running request may still pin a descriptor (a fetch): count it too
+            and self._unsent_regions + self._running < MAX_QUEUED_FILE_REGIONS
         )
 
     def _count_buffered(self, decoder: FrameDecoder) -> None:
@@ -358,6 +366,7 @@ class Connection:
                 size = len(frame) + 4
                 self._buffered -= size  # now counted by the task until it finishes
                 task = loop.create_task(work)
+                self._running += 1
                 task.add_done_callback(functools.partial(self._done, size))
                 self._enqueue(task)
                 dispatched = True
@@ -428,6 +437,7 @@ class Connection:
 
     def _done(self, size: int, task: asyncio.Task) -> None:
         self.server.request_bytes.add(-size)
+        self._running -= 1
         if task.cancelled():
             return
         exc = task.exception()  # (retrieved here: the writer reports it if it gets there)
@@ -440,7 +450,10 @@ class Connection:
         if self.torn_down:
             _close_regions(chunks)
             return
-        n, regions = _weigh(chunks)
+        if task in self._taken:  # the writer took it before this callback ran
+            self._taken.discard(task)
+            return
+        n, regions = self._weights[task] = _weigh(chunks)
         self._unsent_bytes += n
         self._unsent_regions += regions
 
@@ -471,6 +484,7 @@ class Connection:
             task = await self._head()
             out: list = []
             stop = False
+            out_bytes = out_regions = 0
             while task is not None:
                 if not task.done():
                     # not ``await task``: cancelling the writer must not cancel the handler
@@ -489,9 +503,12 @@ class Connection:
                 if pending and pending[0] is task:
                     pending.popleft()
                 if chunks:
-                    n, regions = _weigh(chunks)
-                    self._unsent_bytes -= n
-                    self._unsent_regions -= regions
+                    weight = self._weights.pop(task, None)
+                    if weight is None:
+                        self._taken.add(task)  # done, but _done has not counted it yet
+                    else:
+                        out_bytes += weight[0]
+                        out_regions += weight[1]
                     out.extend(chunks)
                 self.wake()
                 if stop or not pending or pending[0] is None or not pending[0].done():
@@ -504,6 +521,9 @@ class Connection:
                     self.close()
                     return
                 self.last_active = time.monotonic()
+                self._unsent_bytes -= out_bytes  # (held until sent: they pin until then)
+                self._unsent_regions -= out_regions
+                self.wake()
             if stop:
                 self.close()
                 return
