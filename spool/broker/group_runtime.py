@@ -129,10 +129,11 @@ class GroupRuntime:
         cp = coord.checkpoint(group_ids)
         try:
             result = op()
+            ok = self.log.commit(result,
+                                 lambda: coord.revert(cp, [fn for fn, _ in result.replies]))
         except BaseException:
-            coord.revert(cp, [])
+            coord.revert(cp, [])  # (again, if commit had: harmless) closes the journals
             raise
-        ok = self.log.commit(result, lambda: coord.revert(cp, [fn for fn, _ in result.replies]))
         if ok:
             coord.accept(cp)
         self._wake.set()

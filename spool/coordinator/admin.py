@@ -4,9 +4,10 @@ OffsetCommit, OffsetFetch, OffsetDelete, DescribeGroups, ListGroups,
 DeleteGroups and offset retention. Same contract as the coordinator:
 functions of (coordinator, request fields) returning a ``Result`` (records,
 then replies) plus the response data; no I/O, the clock is the
-coordinator's. Nothing here changes offsets or deletes a group: the records
-written here do, when the runtime replays them after appending them
-(``GroupCoordinator.replay``).
+coordinator's. Nothing here changes a group, its offsets or its existence
+(only timers: a commit is a member's heartbeat): the records written here
+do, when the runtime replays them after appending them
+(``GroupCoordinator.replay``), so these need no group checkpoint.
 
 Retention (``offsets.retention.minutes``): a group with a protocol type
 (``consumer``) loses all its offsets once it has been Empty that long; a

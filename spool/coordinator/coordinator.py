@@ -38,7 +38,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from spool.coordinator.group import ClassicGroup, GroupState, Member
+from spool.coordinator.group import ClassicGroup, GroupState, Member, MemberJournal
 from spool.coordinator.offsets import OffsetStore
 from spool.coordinator.result import JoinMember, JoinResult, OutRecord, Reply, Result, SyncResult
 from spool.coordinator.schema import (
@@ -130,17 +130,20 @@ class GroupCoordinator:
     def checkpoint(self, group_ids: list[str]) -> Checkpoint:
         """Remember ``group_ids`` and start journaling timers, before an operation on them."""
         self.timers.begin()
+        MemberJournal.open()
         return Checkpoint({g: (self.groups[g].copy() if g in self.groups else None)
                            for g in group_ids})
 
     def accept(self, cp: Checkpoint) -> None:
         """The operation's records are in the log: keep its changes."""
         self.timers.commit()
+        MemberJournal.close()
 
     def revert(self, cp: Checkpoint, answered: list[Reply]) -> None:
-        """The append failed: restore the groups and timers of ``cp``. Parked requests in
-        ``answered`` got the error already, so the restored members forget them."""
+        """The append failed: restore the groups, members and timers of ``cp``. Parked
+        requests in ``answered`` got the error already, so the restored members forget them."""
         self.timers.rollback()
+        MemberJournal.undo()
         done = {id(fn) for fn in answered}
         for gid, saved in cp.groups.items():
             live = self.groups.get(gid)

@@ -16,13 +16,14 @@ SyncGroup is awaited. Stable: everyone has an assignment. Dead: deleted or
 expired, about to be forgotten.
 
 A ``Member``'s ``join_reply``/``sync_reply`` hold the callables that answer
-its parked JoinGroup/SyncGroup. This module is pure data and rules; the
+its parked JoinGroup/SyncGroup. ``ClassicGroup.copy``/``restore`` and the
+``MemberJournal`` let the coordinator undo an operation whose records
+could not be appended. This module is pure data and rules; the
 ``GroupCoordinator`` drives it and owns time.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -54,6 +55,28 @@ class IllegalStateTransition(RuntimeError):
 Reply = Callable[[Any], None]
 
 
+class MemberJournal:
+    """While open, the fields every ``Member`` had before its first change (so a failed
+    operation can be undone). One at a time: the coordinator is single-threaded."""
+
+    saved: dict[int, tuple[Member, dict[str, Any]]] | None = None
+
+    @classmethod
+    def open(cls) -> None:
+        cls.saved = {}
+
+    @classmethod
+    def close(cls) -> dict[int, tuple[Member, dict[str, Any]]]:
+        saved, cls.saved = cls.saved or {}, None
+        return saved
+
+    @classmethod
+    def undo(cls) -> None:
+        for member, fields in cls.close().values():
+            member.__dict__.clear()
+            member.__dict__.update(fields)
+
+
 @dataclass
 class Member:
     member_id: str
@@ -67,6 +90,12 @@ class Member:
     assignment: bytes = b""
     join_reply: Reply | None = None
     sync_reply: Reply | None = None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        saved = MemberJournal.saved
+        if saved is not None and id(self) not in saved:  # copy-on-write, first change only
+            saved[id(self)] = (self, dict(self.__dict__))
+        object.__setattr__(self, name, value)
 
     def metadata(self, protocol: str | None) -> bytes:
         for name, meta in self.protocols:
@@ -95,11 +124,15 @@ class ClassicGroup:
     in_initial_delay: bool = False
 
     def copy(self) -> ClassicGroup:
-        """A copy to restore with ``restore`` (members copied, their fields are never mutated
-        in place)."""
-        return dataclasses.replace(
-            self, members={k: dataclasses.replace(m) for k, m in self.members.items()},
-            static_members=dict(self.static_members), pending_members=set(self.pending_members))
+        """A copy to restore with ``restore``. The members themselves are not copied (that
+        would cost a copy of every member before every operation): a ``MemberJournal``
+        keeps the old fields of those an operation changes."""
+        group = object.__new__(ClassicGroup)
+        group.__dict__.update(self.__dict__)
+        group.members = dict(self.members)
+        group.static_members = dict(self.static_members)
+        group.pending_members = set(self.pending_members)
+        return group
 
     def restore(self, saved: ClassicGroup) -> None:
         """Become ``saved`` again, keeping this object's identity (timers refer to it)."""
@@ -161,3 +194,4 @@ class ClassicGroup:
 
     def max_rebalance_timeout_ms(self) -> int:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+

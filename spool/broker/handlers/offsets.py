@@ -58,7 +58,8 @@ async def offset_commit(ctx, req: OffsetCommitRequest) -> OffsetCommitResponse:
             else:
                 codes[(t.name, p.partition_index)] = Errors.UNKNOWN_TOPIC_OR_PARTITION
     if todo:
-        got = broker.groups.call([req.group_id], lambda: commit_offsets(
+        # commit_offsets changes no group (its records do, once replayed): no group checkpoint
+        got = broker.groups.call([], lambda: commit_offsets(
             broker.groups.coordinator, req.group_id, req.generation_id_or_member_epoch,
             req.member_id, req.group_instance_id if v >= 7 else None, todo))
         if isinstance(got, KafkaError):
@@ -103,7 +104,7 @@ async def offset_delete(ctx, req: OffsetDeleteRequest) -> OffsetDeleteResponse:
         result, top, codes = delete_offsets(broker.groups.coordinator, req.group_id, known)
         return result, (top, codes)
 
-    done = broker.groups.call([req.group_id], op)
+    done = broker.groups.call([], op)
     if isinstance(done, KafkaError):
         return OffsetDeleteResponse(error_code=done.code, throttle_time_ms=0, topics=[])
     top, done = done
