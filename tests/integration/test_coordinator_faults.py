@@ -3,7 +3,8 @@
 The broker runs as ``tests.helpers.faulty_broker``: its coordinators append
 through a writer that fails (ENOSPC) the appends a fault file names. A
 failed ``__consumer_offsets`` append must leave no trace (OffsetFetch
-returns the previous commit, also after a restart); a transaction marker
+returns the previous commit, also after a restart; a group is not Stable
+unless its assignment was written); a transaction marker
 that fails must be retried until it is written, so the transaction
 completes and the partition's last stable offset moves on.
 """
@@ -18,14 +19,21 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from spool.coordinator import partition_for
-from spool.protocol._generated import OffsetCommitRequest, OffsetFetchRequest
+from spool.protocol._generated import (
+    DescribeGroupsRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+    SyncGroupRequest,
+)
 from spool.protocol._generated.offset_commit_request import (
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
 )
 from spool.protocol._generated.offset_fetch_request import OffsetFetchRequestTopic
+from spool.protocol._generated.sync_group_request import SyncGroupRequestAssignment
 from spool.protocol.errors import Errors
 from tests.helpers.raw_client import RawClient
+from tests.integration.test_groups import _join
 from tests.integration.test_transactions import SMALL, create, latest, read, txn_producer
 
 
@@ -132,3 +140,32 @@ def test_transactional_offsets_wait_for_their_retried_marker(faulty, topic_name)
         assert fetched(faulty.bootstrap, "eos", topic_name) == 42
     finally:
         group.close()
+
+
+@pytest.mark.timeout(120)
+def test_a_leader_sync_whose_group_record_fails_leaves_the_group_unsettled(faulty):
+    faulty.start()
+    rc = RawClient(faulty.bootstrap)
+    try:
+        first = _join(rc, "sync-fails")
+        joined = _join(rc, "sync-fails", first.member_id)
+        member, gen = joined.member_id, joined.generation_id
+        assert (joined.error_code, joined.leader) == (0, member)
+
+        def sync() -> tuple[int, bytes]:
+            resp = rc.request(14, 5, SyncGroupRequest(
+                group_id="sync-fails", generation_id=gen, member_id=member,
+                protocol_type="consumer", protocol_name="range",
+                assignments=[SyncGroupRequestAssignment(member_id=member, assignment=b"A")]))
+            return resp.error_code, bytes(resp.assignment)
+
+        def state() -> str:
+            return rc.request(15, 5, DescribeGroupsRequest(groups=["sync-fails"])).groups[0].group_state
+
+        faults(faulty.faults, {"match": "offsets", "action": "fail"})  # the GroupMetadata record
+        assert sync() == (Errors.COORDINATOR_NOT_AVAILABLE, b"")
+        assert state() == "CompletingRebalance"  # not Stable: that was never written
+        assert sync() == (0, b"A")  # the retry settles the same generation
+        assert state() == "Stable"
+    finally:
+        rc.close()
