@@ -57,8 +57,8 @@ def wait_port(port: int, timeout: float = 20.0) -> None:
 
 
 @contextlib.contextmanager
-def spool_broker(tmp: Path) -> Iterator[Running]:
-    b = BrokerProcess(tmp / "spool-data").start()
+def spool_broker(tmp: Path, overrides: dict[str, str] | None = None) -> Iterator[Running]:
+    b = BrokerProcess(tmp / "spool-data", overrides).start()
     try:
         assert b.proc is not None
         yield Running("spool", b.bootstrap, b.proc.pid)

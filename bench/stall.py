@@ -97,7 +97,9 @@ def main() -> None:
     quiet: list[float] = []
     busy: list[float] = []
     took: list[float] = []
-    with tempfile.TemporaryDirectory() as tmp, spool_broker(Path(tmp)) as b:
+    # the test-only key needs the broker's consent (internal.segment.bytes.enable)
+    seam = {"internal.segment.bytes.enable": "true"} if args.roll_key.startswith("internal.") else {}
+    with tempfile.TemporaryDirectory() as tmp, spool_broker(Path(tmp), seam) as b:
         create(b.bootstrap, "latency", 1)
         create(b.bootstrap, "roller", 1, {args.roll_key: "65536"})
         lat = Latency(b.bootstrap, "latency")

@@ -33,7 +33,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 
-from spool.broker.config import BrokerConfig
+from spool.broker.config import BrokerConfig, check_test_only_topic_configs
 from spool.broker.config_view import (
     DYNAMIC_TOPIC_DEFAULTS,
     ConfigEntry,
@@ -269,6 +269,7 @@ class Broker:
                 Errors.INVALID_REPLICATION_FACTOR,
                 f"replication factor {replication_factor} is larger than the 1 available broker",
             )
+        check_test_only_topic_configs(self.config, configs or {})
         overrides = {k: v for k, v in validate_topic_overrides(configs or {}).items() if v is not None}
         check_op_size(1 + partitions + len(overrides), f"topic {name!r} with {partitions} partitions")
         limit = self.partition_limit(name)
@@ -342,6 +343,7 @@ class Broker:
         if replace:
             current = self.metadata.topic(name).configs
             changes = {**{k: None for k in current}, **changes}
+        check_test_only_topic_configs(self.config, changes)
         validate_topic_overrides(changes)
         if not validate_only:
             self.storage.alter_topic_config(name, changes)

@@ -10,6 +10,8 @@ constraint (Kafka's ``ConfigDef`` validators) and doc, one ``ConfigKey`` per
 line; adding a key is adding a line. The storage layer's broker keys
 (``spool.storage.config.BROKER_CONFIGS``) and the broker synonyms of topic
 keys (``log.retention.ms``...) are known too, and passed to storage.
+``internal`` keys (``internal.segment.bytes.enable``, test-only) are accepted
+but not listed by DescribeConfigs.
 
 - A bad value raises ``ConfigError`` naming the key, the value and what is
   allowed (``num.partitions=abc: expected an integer >= 1``).
@@ -25,12 +27,12 @@ keys (``log.retention.ms``...) are known too, and passed to storage.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from spool.protocol.errors import KafkaError
+from spool.protocol.errors import Errors, KafkaError
 from spool.storage.config import (
     BROKER_CONFIGS,
     BROKER_SYNONYM_OF,
@@ -139,10 +141,27 @@ BROKER_KEYS: dict[str, ConfigKey] = {
         _key("fetch.max.bytes", "int", 57671680, at_least(1024), "Largest fetch response."),
         _key("replica.fetch.wait.max.ms", "int", 500, at_least(0),
              "Follower long-poll wait (replication later)."),
+        ConfigKey("internal.segment.bytes.enable", "boolean", False, (), None,
+                  "Test-only: accept the topic config internal.segment.bytes (segments "
+                  "below segment.bytes' 1 MiB minimum) from clients.", internal=True),
         _key("cluster.id", "string", "spool-cluster-0000000", None,
              "The cluster id reported to clients."),
     )
 }
+
+
+def check_test_only_topic_configs(config: BrokerConfig, changes: Mapping[str, object]) -> None:
+    """INVALID_CONFIG if a client sets ``internal.segment.bytes`` (test-only: tiny segments
+    cost a descriptor and files each) on a broker not started with
+    ``internal.segment.bytes.enable=true``. Removing it is always allowed."""
+    if changes.get("internal.segment.bytes") is None:
+        return
+    if not config.get_bool("internal.segment.bytes.enable"):
+        raise KafkaError(
+            Errors.INVALID_CONFIG,
+            "internal.segment.bytes is a test-only config; this broker refuses it "
+            "(internal.segment.bytes.enable=false)",
+        )
 
 
 def known_key(name: str) -> ConfigKey | None:

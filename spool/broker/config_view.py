@@ -54,6 +54,8 @@ def broker_entries(
 ) -> list[ConfigEntry]:
     entries: dict[str, ConfigEntry] = {}
     for name, key in BROKER_KEYS.items():
+        if key.internal:
+            continue
         if name in static_broker:
             entries[name] = ConfigEntry(name, static_broker[name],
                                         ConfigSource.STATIC_BROKER_CONFIG, key.type, True, key.doc)

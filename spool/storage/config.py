@@ -22,7 +22,8 @@ Python's own wording; an unknown key gets a "did you mean" hint when one is
 close. Constraints are Kafka 4's ``ConfigDef`` validators (``segment.bytes``
 >= 1 MiB...) and ``LogConfig`` refuses values outside them even when built
 directly. ``internal.segment.bytes`` (Kafka 4's internal key, test-only)
-overrides ``segment.bytes`` below that minimum; DescribeConfigs never lists it.
+overrides ``segment.bytes`` below that minimum; DescribeConfigs never lists it
+(and the broker accepts it from clients only when ``internal.segment.bytes.enable``).
 Values travel as strings, like on the wire.
 """
 

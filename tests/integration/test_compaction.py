@@ -39,7 +39,7 @@ TOPIC_CONFIG = {
     # in-flight fetches still read replaced segments for this long (sendfile from their fd)
     "file.delete.delay.ms": "1000",
 }
-BROKER = {"log.cleaner.backoff.ms": "100"}
+BROKER = {"log.cleaner.backoff.ms": "100", "internal.segment.bytes.enable": "true"}
 
 
 def key(i: int) -> bytes:

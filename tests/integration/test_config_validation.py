@@ -9,7 +9,8 @@ Topic configs sent by a client (CreateTopics, IncrementalAlterConfigs) get
 INVALID_CONFIG with the key, the value and what is allowed (a null value in
 CreateTopics too); ``segment.bytes``
 has Kafka 4's 1 MiB minimum and ``internal.segment.bytes`` is the test-only
-way to roll small segments.
+way to roll small segments, refused unless the broker was started with
+``internal.segment.bytes.enable=true``.
 """
 
 from __future__ import annotations
@@ -247,7 +248,30 @@ def test_alter_configs_refuses_a_tiny_segment_bytes(broker, topic_name):
     assert cfg["segment.bytes"].value == "1073741824"
 
 
-def test_internal_segment_bytes_rolls_small_segments_and_stays_hidden(broker, topic_name):
+def test_internal_segment_bytes_is_refused_unless_the_broker_enables_it(broker, topic_name):
+    """Test-only: tiny segments cost files and descriptors, so a client may not ask for
+    them from a broker started normally."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    fut = admin.create_topics([NewTopic(topic_name, 1, config={"internal.segment.bytes": "4096"})]
+                              )[topic_name]
+    with pytest.raises(KafkaException) as e:
+        fut.result(10)
+    assert (_error(e).code(), _error(e).str()) == (
+        KafkaError.INVALID_CONFIG, "internal.segment.bytes is a test-only config; this broker "
+        "refuses it (internal.segment.bytes.enable=false)")
+    admin.create_topics([NewTopic(topic_name, 1)])[topic_name].result(10)
+    res = ConfigResource("topic", topic_name, incremental_configs=[
+        ConfigEntry("internal.segment.bytes", "4096", incremental_operation=AlterConfigOpType.SET)])
+    with pytest.raises(KafkaException) as e:
+        admin.incremental_alter_configs([res])[res].result(10)
+    assert _error(e).code() == KafkaError.INVALID_CONFIG
+    broker_cfg = admin.describe_configs([ConfigResource("broker", "0")])
+    assert "internal.segment.bytes.enable" not in next(iter(broker_cfg.values())).result(10)
+
+
+def test_internal_segment_bytes_rolls_small_segments_and_stays_hidden(fresh_broker, topic_name):
+    fresh_broker.overrides["internal.segment.bytes.enable"] = "true"
+    broker = fresh_broker.start()
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     admin.create_topics([NewTopic(topic_name, 1, config={"internal.segment.bytes": "4096"})]
                         )[topic_name].result(10)

@@ -46,6 +46,7 @@ def test_inactive_segments_hold_a_bounded_number_of_descriptors(fresh_broker):
     from confluent_kafka import Consumer, TopicPartition
 
     max_open = 256  # spool.storage.segment.DEFAULT_MAX_OPEN_FILES
+    fresh_broker.overrides["internal.segment.bytes.enable"] = "true"  # test-only seam
     fresh_broker.start()
     admin = AdminClient({"bootstrap.servers": fresh_broker.bootstrap})
     admin.create_topics([NewTopic("many-segments", 1, config={
