@@ -77,6 +77,7 @@ class GroupRuntime:
         self.txn_offsets = PendingTxnOffsets()  # TxnOffsetCommit records awaiting their marker
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
+        self._stopping = False
 
     # ---- lifecycle
 
@@ -102,7 +103,13 @@ class GroupRuntime:
 
     async def stop(self) -> None:
         """Stop the timers and answer parked requests (COORDINATOR_NOT_AVAILABLE: retriable)."""
+        # A flag and a wake-up, not only cancel(): Python 3.11's wait_for can swallow a
+        # cancellation that arrives as its inner wait completes, and the loop would then
+        # sleep until the next deadline (offset retention: minutes).
+        self._stopping = True
+        self._wake.set()
         if self._task is not None:
+            await asyncio.wait({self._task}, timeout=1.0)
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
@@ -154,13 +161,15 @@ class GroupRuntime:
 
     async def _timer_loop(self) -> None:
         clock = self.broker.clock
-        while True:
+        while not self._stopping:
             deadline = self.coordinator.next_deadline()
             wait_s = None if deadline is None else max(0.0, (deadline - clock.now_ms()) / 1000.0)
             self._wake.clear()
             if wait_s is None or wait_s > 0:
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), wait_s)
+            if self._stopping:
+                return
             for key, fire in self.coordinator.due():
                 self._fire(key, fire)
 
