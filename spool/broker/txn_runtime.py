@@ -288,15 +288,19 @@ class TransactionRuntime:
             log.info("aborting %s: open longer than %d ms", m.transactional_id, m.timeout_ms)
             try:
                 self._write(m)
-                self._complete(m)
-            except KafkaError:
-                log.exception("aborting %s failed", m.transactional_id)
+            except KafkaError as e:  # still Ongoing: the next pass tries again
+                log.warning("aborting %s failed: %s", m.transactional_id, e)
+                continue
+            self._complete(m)
         return len(todo)
 
     def expire_ids(self) -> int:
         ids = self.coordinator.expired(self.now(), self._cfg("transactional.id.expiration.ms"))
         for txn_id in ids:
-            self._write(self.coordinator.txns[txn_id], tombstone=True)
+            try:
+                self._write(self.coordinator.txns[txn_id], tombstone=True)
+            except KafkaError as e:  # still there: the next pass tries again
+                log.warning("expiring %s failed: %s", txn_id, e)
         return len(ids)
 
     def expire_producers(self) -> int:
