@@ -2,7 +2,8 @@
 
 A deterministic state machine over the records of ``__consumer_offsets``
 (``schema``); operations return ``Result`` (records to append, then replies
-to release). ``coordinator`` holds membership (JoinGroup, SyncGroup,
+to release) and change durable state only when their records are replayed
+after the append (``spool.broker.coordinator_log``). ``coordinator`` holds membership (JoinGroup, SyncGroup,
 Heartbeat, LeaveGroup, timeouts), ``admin`` offsets and administration.
 """
 

@@ -11,8 +11,9 @@ Contract:
 - Time comes only from the injected clock, member ids only from the
   injected ``new_id`` (default: a random UUID). Deadlines (session timeouts,
   rebalance timeouts, the initial rebalance delay, pending member ids,
-  offset retention) are kept in ``Timers``; the owner calls ``tick()`` at
-  or after ``next_deadline()``. Tests drive a ``FakeClock``.
+  offset retention) are kept in ``Timers``; the owner calls ``due()`` at
+  or after ``next_deadline()`` and fires each due timer as an operation
+  (``tick()`` fires them all in one ``Result``). Tests drive a ``FakeClock``.
 - Durability: committed offsets, a group's existence for its offsets and a
   group's deletion change only by ``replay(record)``, which the runtime
   calls once the record is in the log (``spool.broker.coordinator_log``);
@@ -22,8 +23,10 @@ Contract:
   generation's assignment is settled (Stable), when the group empties and
   when a static member is replaced. So that a failed append leaves no
   trace, the runtime takes ``checkpoint(group_ids)`` before an operation
-  that may write and ``revert``s to it if the append fails (Kafka's
-  snapshot registry revert). ``load(key, value)`` replays a record from the
+  that may change those groups and ``revert``s to it if the append fails
+  (Kafka's snapshot registry revert): the groups' fields, the members an
+  operation changed (a copy-on-write ``MemberJournal``) and the timers
+  come back; ``accept`` keeps the changes once the records are in. ``load(key, value)`` replays a record from the
   log at startup; ``loaded()`` then restarts the members' session timers.
   Replaying the same log always yields the same state.
 - Errors are Kafka codes in the reply values; a bad request never raises.
