@@ -3,8 +3,12 @@ TxnOffsetCommit (28) 0-3, DescribeTransactions (65) 0, ListTransactions (66) 0-1
 
 Each handler hands the request to ``broker.transactions``
 (``spool.broker.txn_runtime``), which appends every record the answer
-depends on (transaction state, markers, transactional offsets) before
-returning, so the response leaves after the append. Errors are Kafka's:
+depends on (transaction state, transactional offsets) before returning, so
+the response leaves after the append; a failed append is
+COORDINATOR_NOT_AVAILABLE and changes nothing. EndTxn is answered once
+PREPARE_COMMIT/PREPARE_ABORT is written (as Kafka): normally after the
+markers too, but a marker that fails is retried in the background and the
+transaction is complete only when every marker is written. Errors are Kafka's:
 INVALID_PRODUCER_ID_MAPPING (unknown id or producer), PRODUCER_FENCED (an
 older epoch), CONCURRENT_TRANSACTIONS, INVALID_TXN_STATE,
 UNKNOWN_TOPIC_OR_PARTITION with OPERATION_NOT_ATTEMPTED for the rest of the
