@@ -126,3 +126,24 @@ def test_a_retried_end_txn_while_markers_are_written_is_concurrent():
         with pytest.raises(KafkaError) as e:
             coord.end_txn("tx", m.producer_id, 0, commit, 3)
         assert e.value.code == code
+
+
+def test_timers_roll_back_every_change_of_a_failed_operation():
+    from spool.coordinator.timers import Timers
+
+    t = Timers()
+    t.schedule("a", 100, "fire-a")
+    t.schedule("b", 200, "fire-b")
+    t.begin()
+    t.schedule("a", 50, "fire-a2")  # moved
+    t.cancel("b")
+    t.schedule("c", 10, "fire-c")  # new
+    assert t.expired(60) == [("c", "fire-c"), ("a", "fire-a2")]
+    t.rollback()
+    assert (t.deadline("a"), t.deadline("b"), "c" in t) == (100, 200, False)
+    assert t.expired(1000) == [("a", "fire-a"), ("b", "fire-b")]
+    t.begin()
+    t.schedule("d", 5, "fire-d")
+    t.commit()
+    t.rollback()  # nothing open: nothing undone
+    assert t.expired(5) == [("d", "fire-d")]
