@@ -36,7 +36,7 @@ pytestmark = pytest.mark.timeout(90)
 # and nothing outstanding, holding a SyncGroup answer (error 0, its
 # partitions) it never applies, and the broker rightly expires it after
 # session.timeout.ms. Polling for 1 s (longer than the rejoin's JoinGroup
-# round) made it vanish in our runs (0 of 30, against 4 of 24 with 200 ms);
+# round) made it vanish in our runs (0 of 30, against 16 of 70 with 200 ms);
 # should it still happen, the test is an expected failure only when that exact
 # client state is there (Member.unapplied_join), which a broker that fails to
 # answer, answers with an error, or expires a live member never produces.
