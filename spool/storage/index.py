@@ -20,22 +20,26 @@ Lifecycle: an index is held in memory, not mapped, and keeps no file
 descriptor open (an mmap in Python dups its descriptor, and a mapped sparse
 file turns a full disk into SIGBUS on a page fault). The active segment's
 index (``make_writable``) is a ``bytearray`` of its entries, capped at
-``segment.index.bytes``; its new entries reach the file on ``flush`` and
-``trim`` (the segment rolls or closes), which leaves the file exactly its
-entries. An inactive segment's index is read from its file on first use and
-kept in ``INDEX_CACHE``, an LRU bounded by bytes (``DEFAULT_CACHE_BYTES``);
-an evicted index is read again when next needed. ``TimeIndex.is_full``
-keeps one slot free for the entry written when the segment becomes inactive.
+``segment.index.bytes``; a missing file is an empty index. When the segment
+rolls or closes the index is ``seal``ed (read-only, in memory) and
+``write_out`` makes the file exactly its entries -- on a roll that runs as
+deferred file work (``spool.storage.file_work``), off the event loop.
+``flush`` writes and fsyncs. An inactive segment's index is read from its
+file on first use and kept in ``INDEX_CACHE``, an LRU bounded by bytes
+(``DEFAULT_CACHE_BYTES``; an index not yet written is never evicted); an
+evicted index is read again when next needed. ``TimeIndex.is_full`` keeps
+one slot free for the entry written when the segment becomes inactive.
 
-Durability: the active index's entries are in the file after ``flush`` or
-``trim`` only; after a crash the loader rebuilds the indexes of every
-segment from the recovery point on, the active one included. Indexes are
-caches: a missing one, or one that fails ``sanity_check``, is rebuilt from
-the log, and a failed index write (a full disk) is logged and never fails
-an append: the file keeps a valid prefix of the entries or is rebuilt.
+Durability: the entries are in the file after ``write_out`` or ``flush``
+only; after a crash the loader rebuilds the indexes of every segment from
+the recovery point on, the active one included. Indexes are caches: a
+missing one, or one that fails ``sanity_check``, is rebuilt from the log,
+and a failed index write (a full disk) is logged and never fails an append:
+the file keeps a valid prefix of the entries or is rebuilt.
 Not thread-safe on their own; the owning ``PartitionLog`` serialises
 mutations; lookups see only fully written entries (``entries`` grows after
-the bytes are in place) and a loaded buffer is never mutated in place.
+the bytes are in place), a sealed buffer is never mutated, and
+``write_out`` may run on another thread (it takes the index's file lock).
 """
 
 from __future__ import annotations
@@ -101,7 +105,11 @@ class _Index:
         self.writable = False
         self._last: tuple[int, int] | None = None
         self._buf: bytes | bytearray | None = None  # None: not loaded (read-only) or evicted
-        self._persisted = 0  # entries known to be in the file (writable)
+        self._persisted = 0  # entries known to be in the file
+        self._version = 0  # bumped by every change of the entries
+        self._written = 0  # the version the file holds
+        self._synced = 0  # the version last fsynced
+        self._closed = False
         self._max_entries = 0
         self._file_lock = threading.Lock()
         self._open()
@@ -109,10 +117,12 @@ class _Index:
     # -- file handling -----------------------------------------------------------
 
     def _open(self) -> None:
-        """Read-only: learn the entry count from the file size; the bytes load lazily."""
-        if not self.path.exists():
-            self.path.touch()
-        size = self.path.stat().st_size
+        """Read-only: learn the entry count from the file size; the bytes load lazily.
+        A missing file is an empty index (created when first written)."""
+        try:
+            size = self.path.stat().st_size
+        except FileNotFoundError:
+            size = 0
         self.entries = size // self.ENTRY.size
         self._last = None
         self._max_entries = self.entries
@@ -141,10 +151,15 @@ class _Index:
                 INDEX_CACHE.touch(self, len(buf))
         return buf
 
+    @property
+    def dirty(self) -> bool:
+        """The file does not hold the entries yet (``write_out`` will)."""
+        return self._written != self._version
+
     def _drop_buffer(self) -> int:
-        """Cache eviction: forget the loaded bytes (read-only only); returns their size."""
+        """Cache eviction: forget the loaded bytes (read-only, written); returns their size."""
         buf = self._buf
-        if buf is None or self.writable:
+        if buf is None or self.writable or self.dirty:
             return 0 if buf is None else len(buf)
         self._buf = None
         return len(buf)
@@ -160,14 +175,20 @@ class _Index:
         self._persisted = self.entries
         self._max_entries = max(self.max_index_size // n, self.entries + 1)
         self.writable = True
+        self._version += 1  # written out (exactly its entries) when sealed
 
-    def _write_out(self, *, truncate: bool, sync: bool = False) -> None:
-        """Write the entries not yet in the file (and cut the file to its entries)."""
+    def _write_out(self, *, sync: bool) -> None:
+        """Make the file exactly the entries (write the new ones, cut the rest); fsync too
+        with ``sync``. A failure is logged: an index is a cache the loader checks and
+        rebuilds."""
         with self._file_lock:
+            version, entries = self._version, self.entries
+            if self._closed or (self._written == version and (not sync or self._synced == version)):
+                return
             n = self.ENTRY.size
-            entries, persisted = self.entries, min(self._persisted, self.entries)
+            persisted = min(self._persisted, entries)
             buf = self._buf
-            if buf is None or (persisted == entries and not truncate and not sync):
+            if buf is None:
                 return
             tail = bytes(buf[persisted * n : entries * n])
             try:
@@ -175,44 +196,57 @@ class _Index:
                 try:
                     if tail:
                         os.pwrite(fd, tail, persisted * n)
-                    if truncate:
-                        os.ftruncate(fd, entries * n)
+                    os.ftruncate(fd, entries * n)
                     if sync:
                         os.fsync(fd)
                 finally:
                     os.close(fd)
-            except OSError as e:  # an index is a cache: the loader checks and rebuilds it
+            except OSError as e:
                 log.warning("%s: index write failed (%s); it will be rebuilt if damaged",
                             self.path, e)
                 return
             self._persisted = entries
+            self._written = version
+            if sync:
+                self._synced = version
 
-    def trim(self, *, reopen: bool = True) -> None:
-        """Write the file as exactly its entries; read-only from now on (segment became inactive)."""
+    def seal(self) -> None:
+        """Read-only from now on (the segment became inactive); the file is written by
+        ``write_out`` (which the caller may run on another thread)."""
         if not self.writable:
             return
-        self._write_out(truncate=True)
         data = bytes(self._buf or b"")
-        self.writable = False
         self._max_entries = self.entries
-        if reopen:
-            self._buf = data
-            if data:
-                INDEX_CACHE.touch(self, len(data))
-        else:
+        self._buf = data
+        self.writable = False
+        self._version += 1
+        if data:
+            INDEX_CACHE.touch(self, len(data))
+
+    def write_out(self) -> None:
+        self._write_out(sync=False)
+
+    def trim(self, *, reopen: bool = True) -> None:
+        """``seal`` and ``write_out`` now."""
+        self.seal()
+        self.write_out()
+        if not reopen:
+            INDEX_CACHE.forget(self)
             self._buf = None
 
     def flush(self) -> None:
-        if self.writable:
-            self._write_out(truncate=False, sync=True)
+        self._write_out(sync=True)
 
     def close(self) -> None:
-        self.trim(reopen=False)
+        self.seal()
+        self.write_out()
+        self._closed = True
         INDEX_CACHE.forget(self)
         self._buf = None
 
     def discard(self) -> None:
         """Drop the in-memory entries without writing them (what a kill -9 leaves; tests)."""
+        self._closed = True
         INDEX_CACHE.forget(self)
         self._buf = None
         self.writable = False
@@ -243,6 +277,7 @@ class _Index:
         assert isinstance(buf, bytearray)
         buf += self.ENTRY.pack(a, b)
         self.entries += 1
+        self._version += 1
         self._last = (a, b)
 
     def _last_raw(self) -> tuple[int, int] | None:
@@ -283,17 +318,17 @@ class _Index:
             self._last = None
             del buf[n * self.ENTRY.size :]
             self._persisted = min(self._persisted, n)
-            self._write_out(truncate=True)
+            self._version += 1
 
     def reset(self) -> None:
-        """Drop every entry (before a rebuild): an empty, writable index and file."""
+        """Drop every entry (before a rebuild): an empty, writable index (the file is cut
+        when next written)."""
         INDEX_CACHE.forget(self)
         self.entries = 0
         self._last = None
-        self._buf = None
+        self._buf = b""
         self.writable = False
-        with open(self.path, "wb"):
-            pass
+        self._persisted = 0
         self.make_writable()
 
     def all_entries(self) -> list[tuple[int, int]]:

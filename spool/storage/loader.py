@@ -61,13 +61,19 @@ class LoadResult:
     deleted_segments: list[int] = field(default_factory=list)
 
 
-def new_segment(directory: Path, base: int, config: LogConfig, now_ms: int) -> LogSegment:
+def new_segment(
+    directory: Path, base: int, config: LogConfig, now_ms: int,
+    spare: tuple[Path, int] | None = None,
+) -> LogSegment:
+    """A segment at ``base``; ``spare`` (path, open fd) is an empty file prepared ahead
+    (``PartitionLog``'s roll) that is renamed into place."""
     return LogSegment(
         directory,
         base,
         index_interval_bytes=config.index_interval_bytes,
         max_index_size=config.segment_index_bytes,
         created_ms=now_ms,
+        spare=spare,
     )
 
 

@@ -43,6 +43,7 @@ import shutil
 import struct
 import threading
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
@@ -60,7 +61,7 @@ from spool.records.batch import (
 from spool.records.batch import (
     iter_batches as iter_batch_headers,
 )
-from spool.storage import timestamps, txn_index
+from spool.storage import file_work, timestamps, txn_index
 from spool.storage.checkpoint import DirCheckpoints
 from spool.storage.cleaner_txn import control_type
 from spool.storage.config import LogConfig
@@ -69,13 +70,14 @@ from spool.storage.producer_state import ProducerStateManager
 from spool.storage.retention import deletable_prefix
 from spool.storage.segment import MAX_RELATIVE_OFFSET, SWAP_SUFFIX, LogSegment
 from spool.util.clock import Clock, as_clock
-from spool.util.fileio import fsync_dir
+from spool.util.fileio import TMP_SUFFIX, fsync_dir
 
 log = logging.getLogger(__name__)
 
 _PRODUCER_ID = struct.Struct(">q")
 _PRODUCER_ID_OFFSET = 43
 DELETE_DIR_SUFFIX = "-delete"
+SPARE_NAME = "spare.log" + TMP_SUFFIX  # the next segment's .log, prepared (a leftover is removed)
 
 
 class AppendInfo(NamedTuple):
@@ -182,6 +184,8 @@ class PartitionLog:
         self._dir_dirty = True
         self._last_flush_ms = self.clock.now_ms()
         self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self._file_work: deque = deque()  # futures of this log's deferred file work
+        self._spare: tuple[Path, int] | None = None  # (path, fd) of the next .log, prepared
         self._roll_jitter = self._new_jitter()
         self.producers = ProducerStateManager(self.dir)
         self.txn_reader = txn_index.TxnIndexReader()
@@ -312,8 +316,11 @@ class PartitionLog:
 
         The new segment's files are created first: if that fails (a full disk)
         the old segment stays active and KAFKA_STORAGE_ERROR is raised, so the
-        next append tries again. The producer snapshot and the old segment's
-        index write-out cannot fail the roll (both are caches)."""
+        next append tries again. What the caller's thread does is small: rename
+        the ``.log`` prepared ahead into place and seal the old indexes in
+        memory; writing them, the producer snapshot and preparing the next
+        ``.log`` are file work (``spool.storage.file_work``), all caches or
+        preparations, none failing the roll."""
         with self._lock:
             self._ensure_open()
             base = self._leo if new_base is None else new_base
@@ -321,25 +328,36 @@ class PartitionLog:
             if old.size == 0 and old.base_offset == base:
                 return old
             seg = self._create_segment(base)
-            self.producers.take_snapshot(base)
+            writer = self.producers.snapshot_writer(base)
+            if writer is not None:
+                self._defer(writer)
             segs = list(self._segments)
             if old.size == 0:
                 old.delete_files()
                 segs.pop()
             else:
-                old.on_become_inactive()
+                old.on_become_inactive(write_now=False)
+                self._defer(old.write_indexes)
             segs.append(seg)
             self._set_segments(segs)
             self._dir_dirty = True
             self._roll_jitter = self._new_jitter()
+            self._defer(self._prepare_spare)
             return seg
 
     def _create_segment(self, base: int) -> LogSegment:
         """A new active segment at ``base``; KAFKA_STORAGE_ERROR (nothing left behind) if
         its files cannot be created."""
         seg = None
+        spare, self._spare = self._spare, None
         try:
-            seg = new_segment(self.dir, base, self._config, self.clock.now_ms())
+            try:
+                seg = new_segment(self.dir, base, self._config, self.clock.now_ms(), spare)
+            except OSError:
+                if spare is None:
+                    raise
+                os.close(spare[1])
+                seg = new_segment(self.dir, base, self._config, self.clock.now_ms())
             seg.make_active()
             return seg
         except OSError as e:
@@ -347,6 +365,38 @@ class PartitionLog:
                 seg.delete_files()
             raise KafkaError(Errors.KAFKA_STORAGE_ERROR,
                              f"{self.tp}: cannot create segment {base}: {e}") from e
+
+    # -- deferred file work (spool.storage.file_work) --------------------------------
+
+    def _defer(self, fn: Callable[[], object]) -> None:
+        pending = self._file_work
+        while pending and pending[0].done():  # one worker: jobs finish in order
+            pending.popleft()
+        pending.append(file_work.submit(fn))
+
+    def wait_file_work(self) -> None:
+        """Wait until this log's deferred file work has run."""
+        pending, self._file_work = self._file_work, deque()
+        file_work.wait(list(pending))
+
+    def _prepare_spare(self) -> None:
+        """File work: an empty, open ``.log`` for the next roll (creating a file is what
+        costs; renaming it into place at the roll does not)."""
+        if self._spare is not None or self.closed:
+            return
+        path = self.dir / SPARE_NAME
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        with self._lock:
+            if self._spare is None and not self.closed:
+                self._spare = (path, fd)
+                return
+        os.close(fd)
+
+    def _drop_spare(self) -> None:
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            os.close(spare[1])
+            spare[0].unlink(missing_ok=True)
 
     # -- append --------------------------------------------------------------------
 
@@ -357,6 +407,7 @@ class PartitionLog:
         leader_epoch: int = 0,
         log_append_time_ms: int | None = None,
         assign_offsets: bool = True,
+        flush: bool = True,
     ) -> AppendInfo:
         """Append whole, already validated v2 batches; patches them in place when writable.
 
@@ -369,7 +420,8 @@ class PartitionLog:
         the CRC are rewritten. The caller has validated the batches
         (``validate_batch``); only their framing is checked here
         (CORRUPT_MESSAGE). Returns once the bytes are in the page cache, after
-        an fsync too when ``flush.messages`` is reached.
+        an fsync too when ``flush.messages`` is reached -- unless ``flush=False``:
+        then the caller runs ``flush()`` (off its event loop) when ``flush_due()``.
         """
         view = memoryview(records).cast("B")
         if view.readonly:
@@ -419,12 +471,16 @@ class PartitionLog:
             info = AppendInfo(first, next_off - 1, max_ts, off_max_ts,
                               -1 if log_append_time_ms is None else log_append_time_ms,
                               self._log_start, n, len(view))
-        if self._leo - self._recovery_point >= self._config.flush_messages:
+        if flush and self.flush_due():
             try:
                 self.flush()
             except OSError as e:
                 raise KafkaError(Errors.KAFKA_STORAGE_ERROR, f"{self.tp}: flush failed: {e}") from e
         return info
+
+    def flush_due(self) -> bool:
+        """``flush.messages`` offsets or more were appended since the recovery point."""
+        return self._leo - self._recovery_point >= self._config.flush_messages
 
     # -- producer state (spool.storage.producer_state) -----------------------------
 
@@ -728,6 +784,7 @@ class PartitionLog:
 
     def truncate_to(self, offset: int) -> None:
         """Remove every offset >= ``offset`` (a follower diverging from its leader)."""
+        self.wait_file_work()
         with self._lock:
             self._ensure_open()
             if offset >= self._leo:
@@ -776,10 +833,12 @@ class PartitionLog:
         """Flush, trim the active segment's indexes, close every file."""
         if self.closed:
             return
+        self.wait_file_work()
         self.flush()
         with self._lock:
             self.producers.take_snapshot(self._leo)
             self.closed = True
+            self._drop_spare()
             self._segments[-1].on_become_inactive()
             for seg in self._segments:
                 seg.close()
@@ -794,8 +853,10 @@ class PartitionLog:
 
         Files stay open (in-flight reads finish); ``destroy()`` closes and removes them.
         """
+        self.wait_file_work()
         with self._lock:
             self.closed = True
+            self._drop_spare()
             target = self.dir.with_name(f"{self.dir.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
             os.rename(self.dir, target)
             self.dir = target
@@ -806,8 +867,10 @@ class PartitionLog:
 
     def destroy(self) -> None:
         """Close every file and remove the (renamed) directory."""
+        self.wait_file_work()
         with self._lock:
             self.closed = True
+            self._drop_spare()
             for seg in self._segments:
                 seg.close()
             self._segments[-1].active = False

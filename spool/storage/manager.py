@@ -248,7 +248,10 @@ class LogManager:
             self._logs.update(loaded)
             self._dir_of.update(seen)
         for d in self.log_dirs:
-            self.checkpoints[d].write()
+            try:
+                self.checkpoints[d].write()
+            except OSError as e:  # a full disk: the background thread writes them later
+                log.warning("%s: checkpoints not written after loading: %s", d, e)
             marker = d / CLEAN_SHUTDOWN_MARKER
             if marker.exists():
                 marker.unlink()

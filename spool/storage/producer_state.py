@@ -54,10 +54,12 @@ Concurrency: owned by one ``PartitionLog``; called under its lock.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import struct
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -109,6 +111,7 @@ class ProducerStateManager:
         # least recently updated first: update() moves a producer to the end
         self.producers: dict[int, ProducerEntry] = {}
         self._open: dict[int, int] = {}  # producer id -> first offset of its open transaction
+        self._known: set[int] | None = None  # snapshot offsets on disk (None: not listed yet)
 
     # -- produce-time checks -------------------------------------------------------
 
@@ -260,33 +263,52 @@ class ProducerStateManager:
 
     def take_snapshot(self, offset: int) -> None:
         """Write ``<offset>.snapshot`` (state of the offsets below it); keep the newest two."""
-        existing = self.snapshot_offsets()
-        if not self.producers and not existing:
-            return
+        writer = self.snapshot_writer(offset)
+        if writer is not None:
+            writer()
+
+    def snapshot_writer(self, offset: int) -> Callable[[], None] | None:
+        """The state now, encoded; the returned job writes it as ``take_snapshot`` would
+        (on another thread if the caller likes). None when there is nothing to write."""
+        if self._known is None:
+            self._known = set(self.snapshot_offsets())
+        if not self.producers and not self._known:
+            return None
+        return functools.partial(self._write_snapshot, offset, self.encode())
+
+    def _write_snapshot(self, offset: int, data: bytes) -> None:
         path = self.dir / snapshot_name(offset)
         tmp = path.with_name(path.name + ".tmp")
         try:
-            tmp.write_bytes(self.encode())
+            tmp.write_bytes(data)
             os.replace(tmp, path)
         except OSError as e:  # a missing snapshot only means replaying more of the log
             log.warning("%s: producer state snapshot at %d not written: %s", self.dir, offset, e)
             tmp.unlink(missing_ok=True)
             return
-        for old in sorted(set(existing) | {offset})[:-KEEP_SNAPSHOTS]:
+        known = self._known if self._known is not None else set(self.snapshot_offsets())
+        known.add(offset)
+        for old in sorted(known)[:-KEEP_SNAPSHOTS]:
             (self.dir / snapshot_name(old)).unlink(missing_ok=True)
+            known.discard(old)
+        self._known = known
 
     def load_snapshot(self, log_end_offset: int) -> int | None:
         """Load the newest intact snapshot at or below the log end; returns its offset."""
         self.clear()
-        for off in reversed(self.snapshot_offsets()):
+        offsets = self.snapshot_offsets()
+        self._known = set(offsets)
+        for off in reversed(offsets):
             path = self.dir / snapshot_name(off)
             if off > log_end_offset:
                 path.unlink(missing_ok=True)
+                self._known.discard(off)
                 continue
             try:
                 self.decode(path.read_bytes())
             except (OSError, ValueError):
                 path.unlink(missing_ok=True)
+                self._known.discard(off)
                 continue
             return off
         return None

@@ -17,9 +17,11 @@ Files, named by the segment's base offset (the first offset it may hold)::
 Offsets inside a segment are ``base .. base + 2**31 - 1`` (relative offsets
 are int32) and positions fit an int32 too (``segment.bytes`` is an int).
 
-Lifecycle: ``create`` (new active segment) or ``open`` (existing files,
-indexes opened lazily) -> ``append``* while active -> ``on_become_inactive``
-(final time-index entry, indexes trimmed) -> reads -> ``rename_to_deleted``
+Lifecycle: ``create`` (new active segment; or a ``spare`` empty ``.log``
+prepared ahead, renamed into place) or ``open`` (existing files, indexes
+opened lazily) -> ``append``* while active -> ``on_become_inactive`` (final
+time-index entry, indexes sealed; their files written then or by
+``write_indexes`` later) -> reads -> ``rename_to_deleted``
 -> ``delete_files``. ``recover`` rescans the log (CRC and sane lengths),
 truncates at the first invalid or torn batch, and rebuilds the indexes.
 
@@ -167,6 +169,7 @@ class LogSegment:
         max_index_size: int,
         created_ms: int,
         file_suffix: str = "",
+        spare: tuple[Path, int] | None = None,
     ) -> None:
         self.dir = Path(directory)
         self.base_offset = base_offset
@@ -180,12 +183,18 @@ class LogSegment:
         self._close_pending = False
         self._fd_lock = threading.Lock()
         self.active = False
-        try:
-            self.size = os.stat(self.log_path).st_size
-        except FileNotFoundError:
-            self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
-            self.size = 0
+        if spare is not None:  # a file prepared ahead (empty, open): renaming is all it takes
+            spare_path, spare_fd = spare
+            os.rename(spare_path, self.log_path)
+            self._fd, self.size = spare_fd, 0
             OPEN_FILES.touch(self)
+        else:
+            try:
+                self.size = os.stat(self.log_path).st_size
+            except FileNotFoundError:
+                self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+                self.size = 0
+                OPEN_FILES.touch(self)
         self.next_offset: int | None = base_offset if self.size == 0 else None
         self.max_timestamp = -1  # largest batch maxTimestamp (-1: none or not loaded)
         self.offset_of_max_timestamp = base_offset
@@ -364,8 +373,9 @@ class LogSegment:
         self.time_index.make_writable()
         self._ensure_tail_loaded()
 
-    def on_become_inactive(self) -> None:
-        """Write the final time-index entry and trim the indexes (on roll or close)."""
+    def on_become_inactive(self, *, write_now: bool = True) -> None:
+        """Add the final time-index entry and seal the indexes (on roll or close); their
+        files are written now, or by ``write_indexes`` later (a roll defers it)."""
         self._ensure_tail_loaded()
         self.active = False
         if self._fd is not None:
@@ -373,8 +383,16 @@ class LogSegment:
         ti = self.time_index
         if self.max_timestamp >= 0 and ti.writable:
             ti.maybe_append(self.max_timestamp, self.offset_of_max_timestamp, skip_full_check=True)
-        self.offset_index.trim()
-        ti.trim()
+        self.offset_index.seal()
+        ti.seal()
+        if write_now:
+            self.write_indexes()
+
+    def write_indexes(self) -> None:
+        """Write the sealed indexes' files (no-op when they are written already)."""
+        for idx in (self._offset_index, self._time_index):
+            if idx is not None:
+                idx.write_out()
 
     def _open_indexes_unchecked(self) -> None:
         if self._offset_index is None:

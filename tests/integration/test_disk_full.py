@@ -106,8 +106,9 @@ class Writer:
         return r.error_code
 
 
-def test_full_disk_is_a_storage_error_and_writing_resumes(small_disk):
+def test_full_disk_is_a_storage_error_and_writing_resumes(small_disk, tmp_path):
     broker = BrokerProcess(small_disk / "data", {"log.segment.bytes": "1048576"})
+    broker.log_path = tmp_path / "broker.log"  # not on the full disk
     broker.data_dir.mkdir()
     broker.start()
     try:

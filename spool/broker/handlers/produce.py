@@ -11,7 +11,8 @@ inflated anyway (a compacted topic's key check), where a mismatch is
 CORRUPT_MESSAGE. acks=0 gets no
 response at all. A storage failure (a full disk) is KAFKA_STORAGE_ERROR for
 that partition; the connection stays and a later produce succeeds once space
-returns. On a single node the in-sync replica set is the leader alone:
+returns. When ``flush.messages`` is reached the fsync runs in the executor,
+not on the event loop, and the answer waits for it. On a single node the in-sync replica set is the leader alone:
 acks=all is acks=1, unless the topic's ``min.insync.replicas`` exceeds 1,
 which one node cannot satisfy: NOT_ENOUGH_REPLICAS, as Kafka answers with too
 small an ISR, nothing appended (acks=0 and acks=1 ignore the setting, as in Kafka).
@@ -50,8 +51,10 @@ ISR_SIZE = 1  # a single node: the leader is the only in-sync replica
 
 
 def append_partition(
-    broker, topic: str, partition: int, records, now_ms: int, acks: int = 1
+    broker, topic: str, partition: int, records, now_ms: int, acks: int = 1, flush: bool = True
 ) -> PartitionProduceResponse:
+    """Validate and append one partition's batch; with ``flush=False`` a due
+    ``flush.messages`` fsync is left to the caller (``flush_due_partitions``)."""
     resp = PartitionProduceResponse(index=partition, error_code=0, base_offset=-1,
                                     log_append_time_ms=-1, log_start_offset=-1)
     try:
@@ -78,7 +81,8 @@ def append_partition(
         if cfg.compact_enabled:
             check_keys(records)  # a compacted topic needs a key on every record
         append_time = now_ms if cfg.uses_log_append_time else None
-        info = plog.append(records, leader_epoch=broker.leader_epoch, log_append_time_ms=append_time)
+        info = plog.append(records, leader_epoch=broker.leader_epoch,
+                           log_append_time_ms=append_time, flush=flush)
     except KafkaError as e:
         resp.error_code = e.code
         resp.error_message = e.message
@@ -95,12 +99,31 @@ def append_partition(
     return resp
 
 
+async def flush_due_partitions(broker, appended: list[tuple[str, PartitionProduceResponse]]) -> None:
+    """``flush.messages`` reached: fsync in the executor (not on the event loop); the
+    answer waits for it, and a failed fsync is KAFKA_STORAGE_ERROR for the partition."""
+    for topic, part in appended:
+        try:
+            plog = broker.get_log(topic, part.index)
+        except KafkaError:  # deleted meanwhile: nothing left to flush
+            continue
+        if not plog.flush_due():
+            continue
+        try:
+            await broker.run_blocking(plog.flush)
+        except OSError as e:
+            log.warning("flush of %s-%d failed: %s", topic, part.index, e)
+            part.error_code = Errors.KAFKA_STORAGE_ERROR
+            part.error_message = f"flush failed: {e}"
+
+
 @handles(0, 0, 11)
 async def produce(ctx, req: ProduceRequest) -> ProduceResponse | None:
     broker = ctx.broker
     version = ctx.api_version
     now_ms = broker.clock.now_ms()
     topics = []
+    appended: list[tuple[str, PartitionProduceResponse]] = []
     for t in req.topic_data:
         parts = []
         for p in t.partition_data:
@@ -109,8 +132,12 @@ async def produce(ctx, req: ProduceRequest) -> ProduceResponse | None:
             elif req.acks not in (0, 1, -1):
                 parts.append(PartitionProduceResponse(index=p.index, error_code=Errors.INVALID_REQUIRED_ACKS))
             else:
-                parts.append(append_partition(broker, t.name, p.index, p.records, now_ms, req.acks))
+                parts.append(append_partition(broker, t.name, p.index, p.records, now_ms,
+                                              req.acks, flush=False))
+                if parts[-1].error_code == 0:
+                    appended.append((t.name, parts[-1]))
         topics.append(TopicProduceResponse(name=t.name, partition_responses=parts))
+    await flush_due_partitions(broker, appended)
     if req.acks == 0:
         return None
     return ProduceResponse(responses=topics, throttle_time_ms=0)
