@@ -11,7 +11,6 @@ from __future__ import annotations
 import threading
 import time
 
-import kafka.codec
 import kafka.errors as Errors
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
@@ -29,14 +28,6 @@ from tests.compat.expect import (
 
 PARTITIONS = 3
 RECORDS = 700  # per (codec, acks): ~2,100 per codec
-
-
-def _codec_param(codec: str):
-    if codec == "snappy" and not kafka.codec.has_snappy():
-        # kafka-python imports the ``snappy`` module (python-snappy) only; cramjam is not enough.
-        return pytest.param(codec, marks=pytest.mark.skip(
-            reason="kafka-python's snappy codec needs python-snappy, not a dev dependency"))
-    return codec
 
 
 @pytest.fixture
@@ -98,7 +89,7 @@ def _send_all(p: KafkaProducer, topic: str, records) -> list:
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("acks", [0, 1, "all"], ids=lambda a: f"acks{a}")
-@pytest.mark.parametrize("codec", [_codec_param(c) for c in CODECS])
+@pytest.mark.parametrize("codec", CODECS)
 def test_produce_consume_roundtrip(broker, admin, topic_name, codec, acks):
     _create(admin, topic_name)
     records = make_records(f"kp-{codec}-{acks}", RECORDS)
