@@ -111,6 +111,8 @@ async def create_topics(ctx, req: CreateTopicsRequest) -> CreateTopicsResponse:
             r.num_partitions = n if n != -1 else broker.config.get_int("num.partitions")
             r.replication_factor = 1
             if not req.validate_only:
+                if not broker.has_topic(t.name):
+                    continue  # created, then deleted by a DeleteTopics while this one awaited
                 r.topic_id = broker.topic_id(t.name)
             r.configs = [
                 CreatableTopicConfigs(name=c.name, value=c.value, read_only=False,
