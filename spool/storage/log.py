@@ -753,22 +753,33 @@ class PartitionLog:
 
     def advance_log_start_offset(self, offset: int) -> int:
         """DeleteRecords: make ``offset`` the first readable offset (at most the high
-        watermark); whole segments below it go; returns the new log start offset."""
+        watermark); whole segments below it go; returns the new log start offset.
+        Blocking (the checkpoint is fsynced before it returns, outside the log lock):
+        the broker calls it in its executor. KAFKA_STORAGE_ERROR if the checkpoint
+        cannot be written; the new log start holds meanwhile and is checkpointed
+        with the next successful write."""
         with self._lock:
             self._ensure_open()
             if offset > self._hw:
                 raise KafkaError(
                     Errors.OFFSET_OUT_OF_RANGE, f"{self.tp}: {offset} is past the high watermark"
                 )
-            if offset > self._log_start:
+            moved = offset > self._log_start
+            if moved:
                 self._log_start = offset
                 self._recovery_point = max(self._recovery_point, offset)
                 self.checkpoints.update(self.tp, log_start=offset,
                                         recovery_point=self._recovery_point)
-                self.checkpoints.write()
                 self._check_offsets()
             self.run_retention_for_log_start()
-            return self._log_start
+            start = self._log_start
+        if moved:  # durable before the answer; the fsyncs run without the log lock
+            try:
+                self.checkpoints.write()
+            except OSError as e:
+                raise KafkaError(Errors.KAFKA_STORAGE_ERROR,
+                                 f"{self.tp}: log start offset not checkpointed: {e}") from e
+        return start
 
     delete_records_before = advance_log_start_offset
 

@@ -12,7 +12,11 @@ import subprocess
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from spool.protocol._generated import ApiVersionsRequest, MetadataRequest
+from spool.protocol._generated import ApiVersionsRequest, DeleteRecordsRequest, MetadataRequest
+from spool.protocol._generated.delete_records_request import (
+    DeleteRecordsPartition,
+    DeleteRecordsTopic,
+)
 from spool.protocol._generated.metadata_request import MetadataRequestTopic
 from spool.protocol.errors import Errors
 from spool.records.builder import BatchBuilder
@@ -50,6 +54,20 @@ def idempotent_batch(seq: int, size: int = RECORD, ts: int = T0) -> bytes:
     for i in range(3):
         b.append(b"k", b"%08d-%d-" % (seq, i) + b"x" * size, timestamp=ts)
     return b.build()
+
+
+def batch_of(n: int) -> bytes:
+    b = BatchBuilder()
+    for i in range(n):
+        b.append(b"k", b"v%d" % i, timestamp=T0)
+    return b.build()
+
+
+def delete_records(c: RawClient, topic: str, offset: int) -> tuple[int, int]:
+    req = DeleteRecordsRequest(timeout_ms=5000, topics=[DeleteRecordsTopic(
+        name=topic, partitions=[DeleteRecordsPartition(partition_index=0, offset=offset)])])
+    r = c.request(21, 2, req).topics[0].partitions[0]
+    return r.error_code, r.low_watermark
 
 
 def fill(path) -> None:
@@ -115,6 +133,9 @@ def test_full_disk_is_a_storage_error_and_writing_resumes(small_disk, tmp_path):
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         admin.create_topics([NewTopic("full", 1, config={"index.interval.bytes": "1"})])[
             "full"].result(10)
+        admin.create_topics([NewTopic("other", 1)])["other"].result(10)
+        c = RawClient(broker.bootstrap)
+        assert produce(c, "other", batch_of(3)).error_code == 0
         pads = []
         for i in range(4):  # pages we can give back one at a time
             pads.append(small_disk / f"pad-{i}")
@@ -132,6 +153,9 @@ def test_full_disk_is_a_storage_error_and_writing_resumes(small_disk, tmp_path):
         assert w.send(size=50, ts=LATER) == Errors.KAFKA_STORAGE_ERROR
         assert broker.proc.poll() is None
         serves(broker.bootstrap, "full")  # other requests, on other connections, still served
+        # DeleteRecords cannot checkpoint the new log start: an error, the connection stays
+        assert delete_records(c, "other", 1) == (Errors.KAFKA_STORAGE_ERROR, -1)
+        serves(broker.bootstrap, "other")
         # one page back: small batches fill it, each adding an index entry (interval 1 byte)
         pads.pop().unlink()
         codes = [w.send(size=50, ts=LATER) for _ in range(8)]
@@ -147,6 +171,9 @@ def test_full_disk_is_a_storage_error_and_writing_resumes(small_disk, tmp_path):
         for _ in range(5):  # the sequence a failed write did not use is still the next one
             assert w.send() == 0
         w.client.close()
+        c = RawClient(broker.bootstrap)
+        assert delete_records(c, "other", 2) == (0, 2)
+        c.close()
         assert stored(broker.bootstrap, "full") == w.acked
     finally:
         broker.stop()

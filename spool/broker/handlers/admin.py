@@ -206,7 +206,8 @@ async def delete_records(ctx, req: DeleteRecordsRequest) -> DeleteRecordsRespons
                 if offset < 0 or offset > plog.high_watermark:
                     raise KafkaError(Errors.OFFSET_OUT_OF_RANGE,
                                      f"offset {p.offset} is beyond the high watermark")
-                plog.delete_records_before(offset)
+                # the checkpoint write (fsyncs) and segment deletion are file work
+                await broker.run_blocking(plog.delete_records_before, offset)
                 r.low_watermark = plog.log_start_offset
             except KafkaError as e:
                 r.error_code = e.code
