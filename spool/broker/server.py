@@ -3,7 +3,8 @@
 One reader task per connection (and a writer task once it has sent a
 request). The reader waits for the socket to be readable, then receives
 into one buffer shared by the whole server, so an idle connection holds no
-receive buffer; the ``FrameDecoder`` keeps only the bytes of frames not yet
+receive buffer; it yields to the event loop after every receive, so a client
+that never stops sending cannot starve the others (``bench.stall``); the ``FrameDecoder`` keeps only the bytes of frames not yet
 whole, and gives memory back once they are handed out. Each whole frame is
 checked and decoded by the dispatcher *synchronously, in arrival order*
 (``Dispatcher.prepare``): a frame that is malformed, or that the dispatcher
@@ -391,6 +392,9 @@ class Connection:
             self.last_active = time.monotonic()
             decoder.feed(view[:n])
             self._count_buffered(decoder)
+            # yield after every receive: a client that keeps sending must not keep the
+            # loop (and every other connection, and its own queued tasks) waiting
+            await asyncio.sleep(0)
         return False
 
     async def _readable(self) -> None:
