@@ -23,7 +23,8 @@ state.
   (``MARKER_RETRY_MS`` .. ``MARKER_RETRY_MAX_MS``) until it succeeds.
   Meanwhile the transaction stays PREPARE_*: its producer gets
   CONCURRENT_TRANSACTIONS (retriable), as from Kafka. A partition deleted
-  meanwhile needs no marker.
+  meanwhile, or one a newer epoch of the producer has written to
+  (INVALID_PRODUCER_EPOCH), gets none (``MARKER_MOOT``).
 - Crash recovery: ``load()`` replays the topic at startup; ``recover()`` then
   completes every PREPARE_* transaction (markers again: a marker for a
   transaction already closed on a partition changes nothing there).
@@ -64,6 +65,9 @@ COORDINATOR_EPOCH = 0
 MARKER_RETRY_MS = 50
 MARKER_RETRY_MAX_MS = 5000
 UNAVAILABLE = KafkaError(Errors.COORDINATOR_NOT_AVAILABLE, "the transaction log refused the append")
+# Marker errors that retrying cannot fix: the partition is gone, or a newer producer epoch
+# has written there (Kafka abandons the marker on a fenced epoch too). Anything else retries.
+MARKER_MOOT = frozenset({Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.INVALID_PRODUCER_EPOCH})
 
 
 class TransactionRuntime:
@@ -149,7 +153,15 @@ class TransactionRuntime:
                                          0, self.now())
             try:
                 self.writer.append(topic, p, bytearray(marker))
-            except (KafkaError, OSError) as e:
+            except KafkaError as e:
+                if e.code in MARKER_MOOT:  # as Kafka: nothing left for this marker to close
+                    log.error("marker for %s to %s-%d skipped: %s", m.transactional_id, topic, p, e)
+                    continue
+                log.warning("marker for %s to %s-%d failed (will retry): %s",
+                            m.transactional_id, topic, p, e)
+                left.add((topic, p))
+                continue
+            except OSError as e:
                 log.warning("marker for %s to %s-%d failed (will retry): %s",
                             m.transactional_id, topic, p, e)
                 left.add((topic, p))
