@@ -437,3 +437,19 @@ def test_queued_max_request_bytes_bounds_what_all_connections_hold(make_broker):
         s.close()
     wait_until(lambda: _accepts(b.bootstrap), 15, "a request served once the slow clients left")
     no_tracebacks(b)
+
+
+def test_hang_up_seen_while_the_broker_has_stopped_reading_the_client(make_broker):
+    b = make_broker()
+    pid = b.proc.pid
+    create_topic(b.bootstrap, "quiet2")
+    assert api_versions_ok(b.bootstrap)
+    fds0 = quiet_fds(b)
+    c = RawClient(b.bootstrap)
+    # more parked fetches than one connection may have running: the broker stops reading it
+    c.send_raw(frame(1, 12, fetch_request("quiet2", max_wait_ms=600_000)) * 400)
+    wait_until(lambda: fd_count(pid) > fds0, 15, "the connection accepted")
+    c.close()
+    wait_until(lambda: fd_count(pid) <= fds0, 15, "the hung-up client's descriptor released")
+    assert api_versions_ok(b.bootstrap)
+    no_tracebacks(b)
