@@ -11,7 +11,7 @@
 * ``raise_nofile()``: soft RLIMIT_NOFILE up to the hard limit (for this process
   and the children it starts).
 * ``write_result(out_dir, name, result)``: ``<out_dir>/<name>.json`` with the
-  commit measured, the command line, the machine's load and core count.
+  commit measured (HEAD when the script started), the command line, the machine's load and core count.
 """
 
 from __future__ import annotations
@@ -228,12 +228,15 @@ def keep_log(broker: BrokerProcess, dest: Path, limit: int = 32 * 1024) -> None:
     dest.write_bytes(data)
 
 
+COMMIT_AT_START = commit()  # the code a script imported, even if HEAD moves while it runs
+
+
 def write_result(out_dir: Path, name: str, result: dict[str, Any]) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     result = {
         "script": name,
         "command": "python -m " + " ".join([f"bench.reliability.{name}", *sys.argv[1:]]),
-        "commit": commit(),
+        "commit": COMMIT_AT_START,
         "finished_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
         "cores": os.cpu_count(),
         "loadavg_at_end": os.getloadavg()[0],

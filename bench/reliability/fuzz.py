@@ -1,6 +1,7 @@
 """Frame fuzzer: mutated requests of every API sent to a running broker.
 
-    python -m bench.reliability.fuzz [--frames 1000000] [--connections 48] [--quick]
+    python -m bench.reliability.fuzz [--frames 1000000] [--connections 48] [--max-seconds 3600]
+                                     [--quick]
 
 Starts a broker with its defaults (auto-creation and CreateTopics left on),
 builds valid requests of every API key and version (``seeds``), and sends
@@ -150,9 +151,9 @@ async def _read_frame(reader: asyncio.StreamReader) -> None:
 
 
 async def worker(port: int, mut: Mutator, stats: Stats, budget: int, timeout: float,
-                 paused: asyncio.Event) -> None:
+                 paused: asyncio.Event, deadline: float) -> None:
     reader = writer = None
-    while stats.sent < budget:
+    while stats.sent < budget and time.monotonic() < deadline:
         await paused.wait()
         if writer is None:
             try:
@@ -189,10 +190,12 @@ async def worker(port: int, mut: Mutator, stats: Stats, budget: int, timeout: fl
 
 
 async def drive(broker: Broker, mut: Mutator, stats: Stats, frames: int, connections: int,
-                timeout: float, crashes: list[dict[str, Any]], out_dir: Path) -> None:
+                timeout: float, crashes: list[dict[str, Any]], out_dir: Path,
+                max_seconds: float) -> None:
     paused = asyncio.Event()
     paused.set()
-    tasks = [asyncio.create_task(worker(broker.port, mut, stats, frames, timeout, paused))
+    deadline = time.monotonic() + max_seconds
+    tasks = [asyncio.create_task(worker(broker.port, mut, stats, frames, timeout, paused, deadline))
              for _ in range(connections)]
     last_report = time.monotonic()
     while not all(t.done() for t in tasks):
@@ -262,7 +265,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             prober = Prober(broker.bootstrap, every=5.0, timeout=5.0).start()
             t0 = time.monotonic()
             asyncio.run(drive(broker, mut, stats, args.frames, args.connections,
-                              args.answer_timeout, crashes, args.out))
+                              args.answer_timeout, crashes, args.out, args.max_seconds))
             elapsed = time.monotonic() - t0
             probes = prober.stop()
             samples = sampler.stop() if not crashes else sampler.samples
@@ -272,6 +275,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             tracebacks = broker.tracebacks()
             result = {
                 "frames": stats.sent,
+                "frames_asked": args.frames,
                 "seconds": round(elapsed, 1),
                 "frames_per_s": round(stats.sent / elapsed),
                 "connections": args.connections,
@@ -311,6 +315,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--frames", type=int, default=1_000_000)
     ap.add_argument("--connections", type=int, default=48)
+    ap.add_argument("--max-seconds", type=float, default=3600,
+                    help="stop sending after this long even if --frames are not all sent")
     ap.add_argument("--per-version", type=int, default=4, help="seeds per API key and version")
     ap.add_argument("--valid-share", type=float, default=0.1)
     ap.add_argument("--answer-timeout", type=float, default=2.0)

@@ -105,7 +105,7 @@ def produce_loop(bootstrap: str, pid: int, partitions: int, size: int, rate: int
     p = Producer({
         "bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
         "linger.ms": 5, "message.timeout.ms": 300_000, "reconnect.backoff.max.ms": 200,
-        "queue.buffering.max.messages": 200_000, "error_cb": hist.on_error, "logger": QUIET,
+        "queue.buffering.max.messages": 200_000, "error_cb": hist.on_error, "logger": QUIET, "log_level": 0,
     })
     t0 = time.monotonic()
     pad = b"." * max(0, size - 16)

@@ -51,7 +51,9 @@ def fuzz_section(r: dict[str, Any]) -> tuple[list[str], list[str]]:
                f"| 0 crashes, 0 hangs, 0 tracebacks | {_ok(ok)} |"]
     out = ["## Mutated frames of every API", "", _measured(r),
            f"A broker with its defaults (auto-creation and CreateTopics left on) received "
-           f"**{_n(r['frames'])} frames** in {r['seconds']} s ({_n(r['frames_per_s'])} frames/s) over "
+           + ("" if r.get("frames_asked", r["frames"]) <= r["frames"] else
+              f"(of {_n(r['frames_asked'])} asked, the time budget ended the run first) ")
+           + f"**{_n(r['frames'])} frames** in {r['seconds']} s ({_n(r['frames_per_s'])} frames/s) over "
            f"{r['connections']} concurrent connections ({_n(r['tcp_connections'])} TCP connections "
            f"in all). They were built from {_n(r['seeds'])} valid requests covering "
            f"{r['apis_in_seeds']} API keys (every version of each; the broker serves "
