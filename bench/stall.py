@@ -18,6 +18,7 @@ minimum of ``segment.bytes`` (which took tiny segments directly).
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import statistics
 import tempfile
 import threading
@@ -66,7 +67,7 @@ class Latency:
         return [ms for t, ms in self.samples if start <= t < end]
 
 
-def roll_forever(bootstrap: str, topic: str, stop: threading.Event) -> None:
+def roll_forever(bootstrap: str, topic: str, stop) -> None:
     p = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 0})
     value = b"x" * 16384
     while not stop.is_set():
@@ -103,10 +104,14 @@ def main() -> None:
         create(b.bootstrap, "latency", 1)
         create(b.bootstrap, "roller", 1, {args.roll_key: "65536"})
         lat = Latency(b.bootstrap, "latency")
-        stop = threading.Event()
-        threads = [threading.Thread(target=lat.run, daemon=True),
-                   threading.Thread(target=roll_forever, args=(b.bootstrap, "roller", stop),
-                                    daemon=True)]
+        # the roller's busy loop runs in a process of its own: in this one it would hold
+        # the GIL and delay the latency client's own thread, not the broker
+        spawn = multiprocessing.get_context("spawn")
+        stop = spawn.Event()
+        roller = spawn.Process(target=roll_forever, args=(b.bootstrap, "roller", stop),
+                               daemon=True)
+        threads = [threading.Thread(target=lat.run, daemon=True)]
+        roller.start()
         for t in threads:
             t.start()
         time.sleep(1.0)  # warm up
@@ -123,6 +128,7 @@ def main() -> None:
         stop.set()
         for t in threads:
             t.join(60)
+        roller.join(60)
     print(f"produce latency (acks=1, one record at a time) while another client forces a "
           f"segment roll every 64 KiB; {args.runs} runs")
     print(f"  rolls            {fmt(quiet)}")
