@@ -69,3 +69,46 @@ def test_inactive_segments_hold_a_bounded_number_of_descriptors(fresh_broker):
     logs = [t for t in open_fds(fresh_broker.proc.pid) if "many-segments-0/" in t]
     assert all(t.endswith(".log") for t in logs)
     assert len(logs) <= max_open + 1
+
+
+def test_a_flood_of_fresh_producer_ids_is_bounded(broker, topic_name):
+    """Each new producer id used to stay until producer.id.expiration.ms (a day): a flood
+    grew the partition's producer state without limit. Now at most 4096 are kept; the
+    least recently writing idle ones are forgotten first."""
+    from spool.protocol._generated import ProduceRequest
+    from spool.protocol._generated.produce_request import (
+        PartitionProduceData,
+        TopicProduceData,
+    )
+    from spool.protocol.errors import Errors
+    from spool.records.builder import BatchBuilder
+    from tests.helpers.raw_client import RawClient
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic_name, 1)])[topic_name].result(10)
+
+    def request(pid: int, seq: int) -> ProduceRequest:
+        b = BatchBuilder(producer_id=pid, producer_epoch=0, base_sequence=seq)
+        b.append(None, b"v", timestamp=1_700_000_000_000)
+        return ProduceRequest(transactional_id=None, acks=1, timeout_ms=5000, topic_data=[
+            TopicProduceData(name=topic_name, partition_data=[
+                PartitionProduceData(index=0, records=b.build())])])
+
+    c = RawClient(broker.bootstrap, timeout=60)
+    try:
+        pids = list(range(10_000, 10_000 + 4096 + 100))
+        for i in range(0, len(pids), 25):  # pipelined, 25 at a time
+            chunk = pids[i : i + 25]
+            for pid in chunk:
+                c.send(0, 9, request(pid, 0))
+            for _ in chunk:
+                _, resp = c.recv(0, 9)
+                assert resp.responses[0].partition_responses[0].error_code == 0
+        def code(pid: int, seq: int) -> int:
+            return c.request(0, 9, request(pid, seq)).responses[0].partition_responses[0].error_code
+        assert code(pids[0], 1) == Errors.UNKNOWN_PRODUCER_ID  # the oldest was forgotten
+        last = c.request(0, 9, request(pids[-1], 0)).responses[0].partition_responses[0]
+        assert last.error_code == 0 and last.base_offset == len(pids) - 1  # a duplicate
+        assert code(pids[-1], 1) == 0  # the newest is still known: its next sequence
+    finally:
+        c.close()
