@@ -328,7 +328,7 @@ class PartitionLog:
             if old.size == 0 and old.base_offset == base:
                 return old
             seg = self._create_segment(base)
-            writer = self.producers.snapshot_writer(base)
+            writer = self.producers.snapshot_writer(base, even_empty=True)
             if writer is not None:
                 self._defer(writer)
             segs = list(self._segments)
@@ -512,7 +512,13 @@ class PartitionLog:
             if next_base <= start and i + 1 < len(segs):
                 continue
             txn_index.truncate_from(txn_index.path_of(self.dir, seg.base_offset), start)
-            for pos, h in seg.batches():
+            first = 0
+            if start > seg.base_offset:  # skip to the batch holding ``start`` (the index)
+                found = seg.translate_offset(start)
+                if found is None:
+                    continue
+                first = found[0]
+            for pos, h in seg.batches(first):
                 if h.last_offset < start or not h.has_producer_id:
                     continue
                 ctype = None
@@ -847,7 +853,7 @@ class PartitionLog:
         self.wait_file_work()
         self.flush()
         with self._lock:
-            self.producers.take_snapshot(self._leo)
+            self.producers.take_snapshot(self._leo, even_empty=self._leo > self._log_start)
             self.closed = True
             self._drop_spare()
             self._segments[-1].on_become_inactive()

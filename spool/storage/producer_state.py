@@ -23,8 +23,9 @@ the ``AbortedTxn`` for the segment's ``.txnindex``. The partition's first
 unstable offset (LSO) is the smallest open transaction's first offset.
 
 Snapshots: ``<offset:020d>.snapshot`` in the partition directory holds the
-state of every offset below ``offset`` (written at segment roll and at
-close; the two newest are kept)::
+state of every offset below ``offset`` (written at every segment roll and at
+close of a non-empty log, even with no producer: loading then replays the
+log from the newest snapshot, not from its start; the two newest are kept)::
 
     version int16 (1) | crc uint32 (CRC-32C of what follows) | count int32
     count x ( producerId int64 | epoch int16 | coordinatorEpoch int32 |
@@ -261,19 +262,23 @@ class ProducerStateManager:
         self.producers = producers
         self._open = {p: e.txn_first_offset for p, e in producers.items() if e.txn_first_offset >= 0}
 
-    def take_snapshot(self, offset: int) -> None:
+    def take_snapshot(self, offset: int, *, even_empty: bool = False) -> None:
         """Write ``<offset>.snapshot`` (state of the offsets below it); keep the newest two."""
-        writer = self.snapshot_writer(offset)
+        writer = self.snapshot_writer(offset, even_empty=even_empty)
         if writer is not None:
             writer()
 
-    def snapshot_writer(self, offset: int) -> Callable[[], None] | None:
+    def snapshot_writer(self, offset: int, *, even_empty: bool = False) -> Callable[[], None] | None:
         """The state now, encoded; the returned job writes it as ``take_snapshot`` would
-        (on another thread if the caller likes). None when there is nothing to write."""
+        (on another thread if the caller likes). None when there is nothing to write:
+        no producer and no snapshot yet, unless ``even_empty`` (an empty snapshot still
+        spares the next load a replay of the log from its start, as in Kafka)."""
         if self._known is None:
             self._known = set(self.snapshot_offsets())
-        if not self.producers and not self._known:
+        if not self.producers and not self._known and not even_empty:
             return None
+        if self._known and offset <= max(self._known) and not self.producers:
+            return None  # nothing newer to say
         return functools.partial(self._write_snapshot, offset, self.encode())
 
     def _write_snapshot(self, offset: int, data: bytes) -> None:
