@@ -63,9 +63,9 @@ class LoadResult:
 
 def new_segment(
     directory: Path, base: int, config: LogConfig, now_ms: int,
-    spare: tuple[Path, int] | None = None,
+    spare: Path | None = None,
 ) -> LogSegment:
-    """A segment at ``base``; ``spare`` (path, open fd) is an empty file prepared ahead
+    """A segment at ``base``; ``spare`` is an empty file prepared ahead
     (``PartitionLog``'s roll) that is renamed into place."""
     return LogSegment(
         directory,

@@ -185,7 +185,7 @@ class PartitionLog:
         self._last_flush_ms = self.clock.now_ms()
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._file_work: deque = deque()  # futures of this log's deferred file work
-        self._spare: tuple[Path, int] | None = None  # (path, fd) of the next .log, prepared
+        self._spare: Path | None = None  # the next segment's .log, created ahead (empty)
         self._roll_jitter = self._new_jitter()
         self.producers = ProducerStateManager(self.dir)
         self.txn_reader = txn_index.TxnIndexReader()
@@ -356,7 +356,6 @@ class PartitionLog:
             except OSError:
                 if spare is None:
                     raise
-                os.close(spare[1])
                 seg = new_segment(self.dir, base, self._config, self.clock.now_ms())
             seg.make_active()
             return seg
@@ -385,18 +384,15 @@ class PartitionLog:
         if self._spare is not None or self.closed:
             return
         path = self.dir / SPARE_NAME
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644))  # no fd kept
         with self._lock:
             if self._spare is None and not self.closed:
-                self._spare = (path, fd)
-                return
-        os.close(fd)
+                self._spare = path
 
     def _drop_spare(self) -> None:
         spare, self._spare = self._spare, None
         if spare is not None:
-            os.close(spare[1])
-            spare[0].unlink(missing_ok=True)
+            spare.unlink(missing_ok=True)
 
     # -- append --------------------------------------------------------------------
 

@@ -169,7 +169,7 @@ class LogSegment:
         max_index_size: int,
         created_ms: int,
         file_suffix: str = "",
-        spare: tuple[Path, int] | None = None,
+        spare: Path | None = None,
     ) -> None:
         self.dir = Path(directory)
         self.base_offset = base_offset
@@ -183,10 +183,9 @@ class LogSegment:
         self._close_pending = False
         self._fd_lock = threading.Lock()
         self.active = False
-        if spare is not None:  # a file prepared ahead (empty, open): renaming is all it takes
-            spare_path, spare_fd = spare
-            os.rename(spare_path, self.log_path)
-            self._fd, self.size = spare_fd, 0
+        if spare is not None:  # an empty file prepared ahead: rename and open, no creation
+            os.rename(spare, self.log_path)
+            self._fd, self.size = os.open(self.log_path, os.O_RDWR), 0
             OPEN_FILES.touch(self)
         else:
             try:
