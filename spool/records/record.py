@@ -130,13 +130,28 @@ MIN_RECORD_SIZE = 7  # length varint (1) + attributes, timestamp, offset, key, v
 
 
 def check_record_count(buf: Buffer, pos: int, h: BatchHeader) -> None:
-    """Produce policy for an uncompressed batch at ``pos``: its records block holds
-    exactly ``recordsCount`` records (walking only their length varints), as Kafka's
-    record iterator does; INVALID_RECORD otherwise (a 70-byte batch claiming 2**31-1
-    records must not move the log end offset by 2**31)."""
+    """Produce policy for the batch at ``pos``: its records block holds exactly
+    ``recordsCount`` records (walking only their length varints), as Kafka's
+    record iterator checks; INVALID_RECORD otherwise (a 70-byte batch claiming
+    2**31-1 records must not move the log end offset by 2**31).
+
+    An uncompressed batch is always walked. A compressed one is inflated and
+    walked only when it claims more records than it has compressed bytes
+    (real batches hold far fewer; Kafka inflates every one): then no batch can
+    claim more offsets than its size without being counted. A block that does
+    not inflate within ``DEFAULT_MAX_SIZE`` is CORRUPT_MESSAGE.
+    """
     end = pos + h.size
     pos += HEADER_SIZE
     count = h.records_count
+    if h.compression == 0:
+        _walk_records(buf, pos, end, count)
+    elif count > end - pos:
+        data = decompress(h.compression, memoryview(buf)[pos:end], DEFAULT_MAX_SIZE)
+        _walk_records(data, 0, len(data), count)
+
+
+def _walk_records(buf: Buffer, pos: int, end: int, count: int) -> None:
     if count < 0 or count * MIN_RECORD_SIZE > end - pos:
         raise KafkaError(Errors.INVALID_RECORD,
                          f"recordsCount {count} does not fit in {end - pos} bytes of records")

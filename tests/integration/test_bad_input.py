@@ -207,6 +207,9 @@ def test_record_count_must_match_the_records_present(broker, topic):
         three = batch(3)
         assert produce(c, topic, _recount(three, 2)).error_code == Errors.INVALID_RECORD
         assert produce(c, topic, _recount(three, 4)).error_code == Errors.INVALID_RECORD
+        for codec in (1, 3, 4):  # gzip, lz4, zstd: inflated and counted
+            packed = batch(1, compression=codec)
+            assert produce(c, topic, _recount(packed, 0x7FFFFFFF)).error_code == Errors.INVALID_RECORD
         ok = produce(c, topic, three)
         assert ok.error_code == 0 and ok.base_offset == 10  # the log end did not move
     finally:

@@ -6,9 +6,9 @@ Kafka 4 does. Bad records never drop the connection: each partition gets
 its own error code (CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE,
 UNSUPPORTED_FOR_MESSAGE_FORMAT, INVALID_TIMESTAMP...). As Kafka: lastOffsetDelta
 must be recordsCount - 1, and an uncompressed batch must hold exactly
-recordsCount records (INVALID_RECORD); a compressed batch is counted when it is
-inflated anyway (a compacted topic's key check), where a mismatch is
-CORRUPT_MESSAGE. acks=0 gets no
+recordsCount records (INVALID_RECORD); a compressed batch is counted when it
+claims more records than it has bytes, or when it is inflated anyway (a
+compacted topic's key check, where a mismatch is CORRUPT_MESSAGE). acks=0 gets no
 response at all. A storage failure (a full disk) is KAFKA_STORAGE_ERROR for
 that partition; the connection stays and a later produce succeeds once space
 returns. When ``flush.messages`` is reached the fsync runs in the executor,
@@ -73,8 +73,7 @@ def append_partition(
             raise KafkaError(
                 Errors.INVALID_RECORD, "a produce request must carry exactly one record batch per partition"
             )
-        if header.compression == 0:
-            check_record_count(records, 0, header)
+        check_record_count(records, 0, header)
         if header.producer_id >= 0 and header.base_sequence < 0:
             raise KafkaError(Errors.INVALID_RECORD, "a batch with a producer id needs a sequence")
         _check_timestamp(cfg, header.max_timestamp, now_ms)
