@@ -9,13 +9,16 @@ instead of the snapshot, and removes the prepared ``*.tmp`` file. A job's
 failure (a full disk) is logged and changes nothing else.
 
 ``PartitionLog`` keeps the futures of its own jobs and waits for them
-before it closes, deletes or truncates (``wait``); jobs never wait on each
-other, so waiting from any thread but the worker's is safe.
+before it closes, deletes or truncates (``wait``), and a log being opened
+waits for all jobs queued so far (``drain``): no job of an earlier instance
+of its directory (a test's simulated crash) runs under its load. Jobs never
+wait on each other, so waiting from any thread but the worker's is safe.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -33,6 +36,13 @@ def _run(fn: Callable[[], object]) -> None:
 
 def submit(fn: Callable[[], object]) -> Future:
     return _POOL.submit(_run, fn)
+
+
+def drain() -> None:
+    """Wait until every job submitted so far ran (one worker: a no-op queued last)."""
+    if threading.current_thread().name.startswith("spool-file-work"):
+        return
+    _POOL.submit(lambda: None).result()
 
 
 def wait(futures: list[Future]) -> None:

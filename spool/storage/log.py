@@ -166,6 +166,7 @@ class PartitionLog:
         self._lock = threading.RLock()
         self.closed = False
         self.dir.mkdir(parents=True, exist_ok=True)
+        file_work.drain()  # nothing deferred by an earlier instance runs under this load
         res = load_segments(
             self.dir,
             self._config,
