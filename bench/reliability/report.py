@@ -50,7 +50,7 @@ def fuzz_section(r: dict[str, Any]) -> tuple[list[str], list[str]]:
                f"{mem['rss_mib_end']} MiB, fds {mem['fds_after_warmup']} -> {mem['fds_end']} "
                f"| 0 crashes, 0 hangs, 0 tracebacks | {_ok(ok)} |"]
     out = ["## Mutated frames of every API", "", _measured(r),
-           f"A broker with its defaults (auto-creation and CreateTopics left on) received "
+           "A broker with its defaults (auto-creation and CreateTopics left on) received "
            + ("" if r.get("frames_asked", r["frames"]) <= r["frames"] else
               f"(of {_n(r['frames_asked'])} asked, the time budget ended the run first) ")
            + f"**{_n(r['frames'])} frames** in {r['seconds']} s ({_n(r['frames_per_s'])} frames/s) over "
