@@ -5,7 +5,8 @@
   ``.tracebacks()`` counts lines containing ``Traceback`` in its stderr log,
   ``.timed_start()`` returns the seconds until it listens.
 * ``rss(pid)`` / ``fds(pid)``: resident memory (bytes) and open descriptors
-  from /proc; ``Sampler(pid, every)`` records both in a thread.
+  from /proc; ``Sampler(pid, every)`` records both in a thread, and what the descriptors
+  are whenever their count jumps 500 above its maximum so far (``surges``).
 * ``probe(bootstrap, timeout)``: one ApiVersions v0 on a fresh connection;
   seconds until the answer, or None when none came within ``timeout``.
 * ``raise_nofile()``: soft RLIMIT_NOFILE up to the hard limit (for this process
@@ -55,6 +56,19 @@ def rss(pid: int) -> int:
 
 def fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def fd_targets(pid: int, top: int = 5) -> list[tuple[str, int]]:
+    """The ``top`` most common targets of ``pid``'s descriptors (digits folded to N)."""
+    import collections
+    import re
+
+    counts: collections.Counter[str] = collections.Counter()
+    with contextlib.suppress(OSError):
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                counts[re.sub(r"\d+", "N", os.readlink(f"/proc/{pid}/fd/{fd}"))] += 1
+    return counts.most_common(top)
 
 
 def mib(n: float) -> float:
@@ -132,6 +146,7 @@ class Sampler:
         self.pid = pid
         self.every = every
         self.samples: list[tuple[float, int, int]] = []  # (seconds since start, rss, fds)
+        self.surges: list[dict[str, Any]] = []  # descriptors up 500+ on the max: what they are
         self._stop = threading.Event()
         self._t0 = time.monotonic()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -146,7 +161,10 @@ class Sampler:
             r, f = rss(self.pid), fds(self.pid)
         except (OSError, ValueError):
             return None
-        self.samples.append((time.monotonic() - self._t0, r, f))
+        t = time.monotonic() - self._t0
+        if self.samples and f > max(s[2] for s in self.samples) + 500:
+            self.surges.append({"at_s": round(t), "fds": f, "top": fd_targets(self.pid)})
+        self.samples.append((t, r, f))
         return r, f
 
     def _run(self) -> None:

@@ -6,13 +6,14 @@ Needs root (it mounts a tmpfs of ``--size-mib`` MiB as ``log.dirs`` and
 unmounts it at the end). Starts a broker on it (1 MiB segments and indexes,
 so rolls happen while the disk fills; its log goes elsewhere), creates a
 topic, and a confluent-kafka producer (acks=all, 10 s message timeout)
-writes 1 KiB records as fast as it can for the whole run. Each of
+writes 1 KiB records as fast as it can while a cycle runs. Each of
 ``--cycles`` cycles fills the free space but ``--headroom-mib`` with a
-filler file, waits until no record has been acknowledged for ``--stall``
+filler file, lets the producer go, waits until no record has been acknowledged for ``--stall``
 seconds and ``--observe`` more (the client's errors while full), checks the
 broker (process alive, an ApiVersions probe answered), deletes the filler,
-and measures the seconds until 100 more records are acknowledged; if none
-come within ``--resume-limit`` the broker is restarted and that is recorded.
+and measures the seconds until 100 more records are acknowledged (then the
+producer pauses, so the next filler has the freed space); if none come
+within ``--resume-limit`` the broker is restarted and that is recorded.
 A last cycle (``--restart-while-full``, on by default) kills the broker with
 SIGKILL while the disk is full and starts it again before freeing the space.
 At the end every partition is read back.
@@ -154,6 +155,7 @@ def fill_until_stalled(broker: Broker, w: Writer, filler: Path, mnt: Path,
                        args: argparse.Namespace) -> dict[str, Any]:
     w.p.flush(30)  # the writer is paused: nothing of its lands after the filler
     filler_bytes = fill(filler, args.headroom_mib << 20)
+    w.last_ack = time.monotonic()
     w.paused.clear()
     before = w.acks()
     with w.lock:
@@ -246,8 +248,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     while w.acks() < base + 100 and time.monotonic() - t1 < args.resume_limit:
                         time.sleep(0.05)
                     c["resumed_after_restart"] = w.acks() >= base + 100
-                time.sleep(args.after_free)
-                w.paused.set()  # the next cycle's filler, not this writer, takes the space back
+                # the next cycle's filler, not this writer, takes the freed space back
+                w.paused.set()
+                w.p.flush(30)
                 c["phase"] = "kill -9 and restart while full" if restart_full else "fill and free"
                 cycles.append(c)
                 print(f"  cycle {cycle + 1}: {c}", flush=True)
@@ -294,7 +297,6 @@ def main(argv: list[str] | None = None) -> int:
                     help="seconds to stay full after the stall (> the client's 10 s timeout)")
     ap.add_argument("--resume-limit", type=float, default=30.0,
                     help="seconds to wait for acks after space returns before restarting")
-    ap.add_argument("--after-free", type=float, default=2.0, help="seconds writing after resume")
     ap.add_argument("--restart-while-full", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--override", action="append", default=[], help="broker key=value")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
@@ -302,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="CI size: one fill-and-free cycle and the restart-while-full one, 48 MiB")
     args = ap.parse_args(argv)
     if args.quick:
-        args.size_mib, args.headroom_mib, args.cycles, args.after_free = 48, 8, 1, 0.5
+        args.size_mib, args.headroom_mib, args.cycles = 48, 8, 1
         args.stall, args.observe, args.resume_limit = 3.0, 11.0, 15.0
     r = run(args)
     path = write_result(args.out, "diskfull", r)

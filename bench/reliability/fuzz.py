@@ -302,6 +302,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "broker_alive_at_end": alive and final_probe,
                 "topics_at_end": topics,
                 "memory": flatness(samples, args.warmup),
+                "fd_surges": sampler.surges[:10],
                 "samples": [(round(t), mib(r), f) for t, r, f in samples[:: max(1, len(samples) // 60)]],
                 "overrides": parse_overrides(args.override),
             }

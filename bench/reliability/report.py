@@ -80,6 +80,11 @@ def fuzz_section(r: dict[str, Any]) -> tuple[list[str], list[str]]:
         out += ["RSS (MiB) and descriptors over the run (seconds since start):", "",
                 "    " + "  ".join(f"{t}s:{m}/{f}" for t, m, f in r["samples"][:: max(1, len(r["samples"]) // 15)]),
                 ""]
+    for sg in r.get("fd_surges", []):
+        out += [f"- Descriptor surge at {sg['at_s']} s: {sg['fds']} open; most common: "
+                + ", ".join(f"`{t}` x{n}" for t, n in sg["top"])]
+    if r.get("fd_surges"):
+        out.append("")
     if r.get("traceback_examples"):
         out += ["First traceback/error lines of the broker log:", "", "```"]
         out += r["traceback_examples"][:8] + ["```", ""]
