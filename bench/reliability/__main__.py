@@ -32,7 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     failed = []
     for name in args.only.split(","):
-        cmd = [sys.executable, "-m", f"bench.reliability.{name}", "--out", str(args.out)]
+        cmd = [sys.executable, "-m", f"bench.reliability.{name}"]
+        if args.out != DEFAULT_OUT:
+            cmd += ["--out", str(args.out)]
         if args.quick:
             cmd.append("--quick")
         print(f"== {' '.join(cmd[1:])}", flush=True)

@@ -19,7 +19,9 @@ mutation, outcomes (answered, closed by the broker, unanswered), crashes
 (the broker process exited; it is restarted and the last frames sent are
 saved for a repro), unanswered probes (hangs), lines containing
 ``Traceback`` in the broker's log, the log's size, RSS and descriptor
-samples over time, topics the broker ended with, frames per second.
+samples over time and whether they stayed flat (``FLAT_RSS_PCT``,
+``FLAT_FDS`` after ``--warmup`` seconds), what the descriptors were when
+their count jumped, topics the broker ended with, frames per second.
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ from bench.reliability.seeds import Seed, build_seeds
 from spool.protocol._generated import API_BY_KEY, ApiVersionsRequest, MetadataRequest
 from tests.helpers.raw_client import RawClient
 
+FLAT_RSS_PCT = 20  # "flat": RSS at the end at most this much above its value after warm-up
+FLAT_FDS = 200  # ... and descriptors at most this many above theirs
 _I32 = (0, 1, -1, 0x7FFFFFFF, -0x80000000, 0x10000, 0xFFFF, 100_000_000, 0x7FFFFFFE, 255)
 _I16 = (0, 1, -1, 0x7FFF, -0x8000, 0xFF, 0x100)
 _BYTES = (0x00, 0xFF, 0x7F, 0x80, 0x01, 0xFE)
@@ -246,6 +250,10 @@ def flatness(samples: list[tuple[float, int, int]], warmup: float) -> dict[str, 
         "rss_mib_max": mib(max(s[1] for s in samples)),
         "fds_after_warmup": first[2], "fds_end": last[2], "fds_max": max(s[2] for s in samples),
         "rss_growth_after_warmup_pct": round(100 * (last[1] - first[1]) / first[1], 1),
+        "flat": (last[1] <= first[1] * (1 + FLAT_RSS_PCT / 100)
+                 and last[2] <= first[2] + FLAT_FDS),
+        "flat_means": f"at the end RSS within +{FLAT_RSS_PCT}% and descriptors within "
+                      f"+{FLAT_FDS} of their values after the warm-up",
     }
 
 
@@ -337,7 +345,9 @@ def main(argv: list[str] | None = None) -> int:
           f"tracebacks {result['tracebacks']}, RSS {result['memory']['rss_mib_after_warmup']} -> "
           f"{result['memory']['rss_mib_end']} MiB, fds {result['memory']['fds_after_warmup']} -> "
           f"{result['memory']['fds_end']}; {path}")
-    return 0 if result["crashes"] == 0 and result["hangs"] == 0 else 1
+    ok = (result["crashes"] == 0 and result["hangs"] == 0 and result["tracebacks"] == 0
+          and (args.quick or result["memory"]["flat"]))
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

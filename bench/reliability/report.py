@@ -42,13 +42,15 @@ def _measured(r: dict[str, Any]) -> str:
 
 def fuzz_section(r: dict[str, Any]) -> tuple[list[str], list[str]]:
     mem = r["memory"]
+    flat = mem.get("flat", False)
     ok = (r["crashes"] == 0 and r["hangs"] == 0 and r["tracebacks"] == 0
-          and r["apis_sent"] == r["apis_total"])
+          and r["apis_sent"] == r["apis_total"] and flat)
     summary = [f"| Mutated frames of every API | {_n(r['frames'])} frames, "
                f"{r['apis_sent']}/{r['apis_total']} APIs, {r['crashes']} crashes, {r['hangs']} hangs, "
                f"{r['tracebacks']} tracebacks; RSS {mem['rss_mib_after_warmup']} -> "
                f"{mem['rss_mib_end']} MiB, fds {mem['fds_after_warmup']} -> {mem['fds_end']} "
-               f"| 0 crashes, 0 hangs, 0 tracebacks | {_ok(ok)} |"]
+               f"({'flat' if flat else '**not flat**'}) "
+               f"| 0 crashes, 0 hangs, 0 tracebacks, memory and descriptors flat | {_ok(ok)} |"]
     out = ["## Mutated frames of every API", "", _measured(r),
            "A broker with its defaults (auto-creation and CreateTopics left on) received "
            + ("" if r.get("frames_asked", r["frames"]) <= r["frames"] else
@@ -75,7 +77,9 @@ def fuzz_section(r: dict[str, Any]) -> tuple[list[str], list[str]]:
             f"- RSS after {mem['warmup_s']:.0f} s of warm-up {mem['rss_mib_after_warmup']} MiB, at the end "
             f"{mem['rss_mib_end']} MiB (max {mem['rss_mib_max']} MiB, "
             f"{mem['rss_growth_after_warmup_pct']:+}%); descriptors {mem['fds_after_warmup']} -> "
-            f"{mem['fds_end']} (max {mem['fds_max']})", ""]
+            f"{mem['fds_end']} (max {mem['fds_max']}): "
+            + ("flat" if flat else "**not flat**")
+            + (f" ({mem['flat_means']})" if "flat_means" in mem else ""), ""]
     if r["samples"]:
         out += ["RSS (MiB) and descriptors over the run (seconds since start):", "",
                 "    " + "  ".join(f"{t}s:{m}/{f}" for t, m, f in r["samples"][:: max(1, len(r["samples"]) // 15)]),
@@ -182,7 +186,7 @@ def diskfull_section(r: dict[str, Any]) -> tuple[list[str], list[str]]:
             f"{r['delivery_errors']}. Tracebacks in the broker log: {r['tracebacks']}.", ""]
     if r["storage_error_log_lines"]:
         out += ["Storage error lines in the broker log:", "", "```"]
-        out += r["storage_error_log_lines"][:6] + ["```", ""]
+        out += list(dict.fromkeys(r["storage_error_log_lines"]))[:6] + ["```", ""]
     return summary, out
 
 
