@@ -301,6 +301,8 @@ class Broker:
         return name
 
     def delete_topic(self, name: str) -> None:
+        """Delete ``name`` (blocking: folder renames and fsyncs; call it from an executor).
+        A topic deleted meanwhile by another request is UNKNOWN_TOPIC_OR_PARTITION."""
         self.storage.delete_topic(name)
 
     def create_partitions(self, name: str, total: int, validate_only: bool = False) -> None:

@@ -27,11 +27,18 @@ again and the error is KAFKA_STORAGE_ERROR; new partitions of an existing
 topic that cannot be created are created by the next start. Creating
 thousands of partitions takes seconds: the broker calls these from an
 executor, never from the event loop.
+
+Concurrency: topic changes (create, create partitions, delete) run one at a
+time under ``_changes``, so a deletion never races the creation of the same
+name (a creation in an executor thread and a DeleteTopics used to interleave:
+the creation moved the half-deleted folder aside and the deletion's rename
+failed).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping
 
 from spool.protocol.errors import Errors, KafkaError
@@ -59,6 +66,7 @@ class Storage:
         self.clock = as_clock(clock)
         self.node_id = node_id
         self.max_partitions = max_partitions
+        self._changes = threading.RLock()  # one topic change at a time (module doc)
         self.logs = LogManager(log_dirs, broker_props, self.clock, load=False)
         self.metadata = MetadataStore(self.logs.open_metadata_log(), self.clock, node_id=node_id)
         self.logs.set_dynamic_broker_config(self._dynamic_broker_config())
@@ -114,6 +122,10 @@ class Storage:
         limit: PartitionLimit | None = None,
     ) -> str:
         """Record the topic, then create its partition logs (see the module doc)."""
+        with self._changes:
+            return self._create_topic(name, partitions, configs, limit)
+
+    def _create_topic(self, name, partitions, configs, limit) -> str:
         tid = self.metadata.create_topic(name, partitions, configs, limit=limit)
         overrides = self.metadata.topic_configs().get(name, {})
         try:
@@ -134,6 +146,10 @@ class Storage:
         self, name: str, new_total: int, *, limit: PartitionLimit | None = None
     ) -> None:
         """Record the new partitions, then create their logs (see the module doc)."""
+        with self._changes:
+            self._create_partitions(name, new_total, limit)
+
+    def _create_partitions(self, name: str, new_total: int, limit) -> None:
         self.metadata.create_partitions(name, new_total, limit=limit)
         overrides = self.metadata.topic_configs().get(name, {})
         try:
@@ -145,9 +161,16 @@ class Storage:
             ) from e
 
     def delete_topic(self, name: str) -> str:
-        tid = self.metadata.delete_topic(name)
-        self.logs.delete_topic(name)
-        return tid
+        """Record the deletion, then rename the partition folders to ``-delete``."""
+        with self._changes:
+            tid = self.metadata.delete_topic(name)
+            try:
+                self.logs.delete_topic(name)
+            except OSError as e:  # recorded as deleted; the folder stays, logged at start
+                raise KafkaError(
+                    Errors.KAFKA_STORAGE_ERROR, f"{name} is deleted but its folders are not: {e}"
+                ) from e
+            return tid
 
     def alter_topic_config(self, name: str, changes: Mapping[str, str | None]) -> None:
         overrides = self.metadata.alter_topic_config(name, changes)

@@ -148,7 +148,7 @@ async def delete_topics(ctx, req: DeleteTopicsRequest) -> DeleteTopicsResponse:
             if name is None or not broker.has_topic(name):
                 raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
             r.topic_id = broker.topic_id(name)
-            broker.delete_topic(name)
+            await broker.run_blocking(broker.delete_topic, name)  # renames and fsyncs
         except KafkaError as e:
             r.error_code = e.code
             r.error_message = e.message
