@@ -25,7 +25,14 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    ResourceType,
+)
 
 KEYS = 1000
 UPDATES = 100_000
@@ -49,6 +56,13 @@ def key(i: int) -> bytes:
 def create(bootstrap: str, topic: str, config: dict[str, str]) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, 1, config=config)])[topic].result(15)
+
+
+def set_topic_config(bootstrap: str, topic: str, name: str, value: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    res = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([res])[res].result(15)
 
 
 def produce(bootstrap: str, topic: str, items: list[tuple[bytes, bytes | None]]) -> None:
@@ -139,7 +153,8 @@ def test_compacted_topic_is_a_table(fresh_broker, topic_name):
     fresh_broker.overrides.update(BROKER)
     fresh_broker.start()
     bs = fresh_broker.bootstrap
-    create(bs, topic_name, TOPIC_CONFIG)
+    # nothing is cleanable until the footprint before cleaning has been measured
+    create(bs, topic_name, {**TOPIC_CONFIG, "min.compaction.lag.ms": str(3600_000)})
     produce(bs, topic_name, updates(0, UPDATES))
     expected: dict[bytes, bytes | None] = {key(i % KEYS): b"value-%d" % i
                                            for i in range(UPDATES - KEYS, UPDATES)}
@@ -148,6 +163,7 @@ def test_compacted_topic_is_a_table(fresh_broker, topic_name):
         expected[key(i)] = None
     produce(bs, topic_name, filler(300, "a"))
     peak = dir_bytes(fresh_broker.data_dir, topic_name)
+    set_topic_config(bs, topic_name, "min.compaction.lag.ms", "0")
 
     def compacted_with_tombstones():
         recs = read_all(bs, topic_name)
