@@ -142,10 +142,12 @@ def probe(bootstrap: str, timeout: float = 5.0) -> float | None:
 class Sampler:
     """RSS and descriptor count of ``pid`` every ``every`` seconds, in a thread."""
 
-    def __init__(self, pid: int, every: float = 1.0) -> None:
+    def __init__(self, pid: int, every: float = 1.0, data_dir: Path | None = None) -> None:
         self.pid = pid
+        self.data_dir = data_dir
         self.every = every
-        self.samples: list[tuple[float, int, int]] = []  # (seconds since start, rss, fds)
+        # (seconds since start, rss, fds, entries in data_dir: partition dirs, incl. -delete)
+        self.samples: list[tuple[float, int, int, int]] = []
         self.surges: list[dict[str, Any]] = []  # descriptors up 500+ on the max: what they are
         self._stop = threading.Event()
         self._t0 = time.monotonic()
@@ -162,16 +164,21 @@ class Sampler:
         except (OSError, ValueError):
             return None
         t = time.monotonic() - self._t0
+        parts = 0
+        if self.data_dir is not None:
+            with contextlib.suppress(OSError):
+                parts = len(os.listdir(self.data_dir))
         if self.samples and f > max(s[2] for s in self.samples) + 500:
-            self.surges.append({"at_s": round(t), "fds": f, "top": fd_targets(self.pid)})
-        self.samples.append((t, r, f))
+            self.surges.append({"at_s": round(t), "fds": f, "dirs": parts,
+                                "top": fd_targets(self.pid)})
+        self.samples.append((t, r, f, parts))
         return r, f
 
     def _run(self) -> None:
         while not self._stop.wait(self.every):
             self.sample()
 
-    def stop(self) -> list[tuple[float, int, int]]:
+    def stop(self) -> list[tuple[float, int, int, int]]:
         self._stop.set()
         self._thread.join()
         self.sample()

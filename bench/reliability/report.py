@@ -77,15 +77,23 @@ def fuzz_section(r: dict[str, Any]) -> tuple[list[str], list[str]]:
             f"- RSS after {mem['warmup_s']:.0f} s of warm-up {mem['rss_mib_after_warmup']} MiB, at the end "
             f"{mem['rss_mib_end']} MiB (max {mem['rss_mib_max']} MiB, "
             f"{mem['rss_growth_after_warmup_pct']:+}%); descriptors {mem['fds_after_warmup']} -> "
-            f"{mem['fds_end']} (max {mem['fds_max']}): "
+            f"{mem['fds_end']} (max {mem['fds_max']})"
+            + (f", partition directories {mem['partition_dirs_after_warmup']} -> "
+               f"{mem['partition_dirs_end']}, descriptors beyond one per partition directory "
+               f"{mem['fds_beyond_partition_dirs_after_warmup']} -> "
+               f"{mem['fds_beyond_partition_dirs_end']}" if "partition_dirs_end" in mem else "")
+            + ": "
             + ("flat" if flat else "**not flat**")
             + (f" ({mem['flat_means']})" if "flat_means" in mem else ""), ""]
     if r["samples"]:
-        out += ["RSS (MiB) and descriptors over the run (seconds since start):", "",
-                "    " + "  ".join(f"{t}s:{m}/{f}" for t, m, f in r["samples"][:: max(1, len(r["samples"]) // 15)]),
+        out += ["RSS (MiB) / descriptors / partition directories over the run (seconds since "
+                "start):", "",
+                "    " + "  ".join(f"{s[0]}s:" + "/".join(str(x) for x in s[1:])
+                               for s in r["samples"][:: max(1, len(r["samples"]) // 15)]),
                 ""]
     for sg in r.get("fd_surges", []):
-        out += [f"- Descriptor surge at {sg['at_s']} s: {sg['fds']} open; most common: "
+        out += [f"- Descriptor jump at {sg['at_s']} s: {sg['fds']} open, "
+                f"{sg.get('dirs', '?')} partition directories; most common (digits as N): "
                 + ", ".join(f"`{t}` x{n}" for t, n in sg["top"])]
     if r.get("fd_surges"):
         out.append("")
