@@ -874,6 +874,9 @@ class PartitionLog:
             target = self.dir.with_name(f"{self.dir.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
             os.rename(self.dir, target)
             self.dir = target
+            for seg in self._segments:  # lazy opens and index writes follow the rename
+                seg.move_dir(target)
+            self.producers.dir = target
         fsync_dir(target.parent)
         self.checkpoints.remove(self.tp)
         self.checkpoints.write()

@@ -602,6 +602,15 @@ class LogSegment:
             if idx is not None:
                 idx.path = idx.path.with_name(idx.path.name + DELETED_SUFFIX)
 
+    def move_dir(self, directory: Path) -> None:
+        """The partition directory was renamed to ``directory`` (a topic deletion): every
+        path follows it, so in-flight reads and the final close find the files."""
+        self.dir = Path(directory)
+        self.log_path = self.dir / self.log_path.name
+        for idx in (self._offset_index, self._time_index):
+            if idx is not None:
+                idx.path = self.dir / idx.path.name
+
     def change_file_suffix(self, new_suffix: str) -> None:
         """Rename every file from ``<name><file_suffix>`` to ``<name><new_suffix>``
         (indexes first, the .log last; open fds and maps keep working)."""

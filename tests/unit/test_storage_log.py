@@ -304,6 +304,33 @@ def test_delete_renames_then_destroy_removes(tmp_path, clock):
     assert not path.exists()
 
 
+def test_a_deleted_log_still_reads_and_closes_from_its_renamed_directory(
+        tmp_path, clock, monkeypatch, caplog):
+    """A reader holding the log while DeleteTopics renames its directory (the fuzz found
+    ListOffsets failing with FileNotFoundError) reads from the new place; closing writes
+    the active segment's indexes there, not into the old path."""
+    from spool.storage import segment as segment_mod
+
+    monkeypatch.setattr(segment_mod, "OPEN_FILES", segment_mod.OpenFiles(max_open=1))
+    log = open_log(tmp_path, clock=clock)
+    infos = fill(log, 40, clock)
+    log.close()
+    log = open_log(tmp_path, clock=clock)
+    assert not log.segments[0].file_open  # closed again by the bound: opened by path
+    expected = log.read_bytes(infos[0].first_offset, 1 << 16)
+    by_time = log.offset_for_timestamp(infos[1].max_timestamp)
+    assert by_time is not None and by_time[0] == infos[1].first_offset
+    log.segments[0].close_file()
+    path = log.delete()
+    assert log.read_bytes(infos[0].first_offset, 1 << 16) == expected
+    assert log.offset_for_timestamp(infos[1].max_timestamp) == by_time
+    assert all(s.dir == path for s in log.segments)
+    log.active_segment.flush()  # the background flush of a log deleted meanwhile
+    log.destroy()
+    assert not path.exists() and not (tmp_path / "topic-0").exists()
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == []
+
+
 def test_inactive_segment_files_are_opened_lazily_and_bounded(tmp_path, clock, monkeypatch):
     from spool.storage import segment as segment_mod
 

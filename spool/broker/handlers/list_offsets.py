@@ -47,6 +47,7 @@ async def list_offsets(ctx, req: ListOffsetsRequest) -> ListOffsetsResponse:
         for p in t.partitions:
             r = ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=0,
                                              timestamp=-1, offset=-1, leader_epoch=-1)
+            plog = None
             try:
                 plog = broker.get_log(t.name, p.partition_index)
                 cur = p.current_leader_epoch
@@ -58,6 +59,9 @@ async def list_offsets(ctx, req: ListOffsetsRequest) -> ListOffsetsResponse:
                     r.leader_epoch = broker.leader_epoch
             except KafkaError as e:
                 r.error_code = e.code
+            except OSError:  # the partition was deleted meanwhile, or its disk failed
+                r.error_code = (Errors.UNKNOWN_TOPIC_OR_PARTITION if plog is not None
+                                and plog.closed else Errors.KAFKA_STORAGE_ERROR)
             parts.append(r)
         topics.append(ListOffsetsTopicResponse(name=t.name, partitions=parts))
     return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
