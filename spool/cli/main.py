@@ -26,16 +26,20 @@ def _log_level(value: str) -> str:
     return value.upper()
 
 
+ConfigFile = Annotated[
+    Path | None,
+    typer.Option("--config", "-c", help="A server.properties file with Kafka's broker keys."),
+]
+Overrides = Annotated[
+    list[str] | None,
+    typer.Option("--override", "-o", help="key=value, applied after the file (repeatable)."),
+]
+
+
 @app.command()
 def broker(
-    config: Annotated[
-        Path | None,
-        typer.Option("--config", "-c", help="A server.properties file with Kafka's broker keys."),
-    ] = None,
-    override: Annotated[
-        list[str] | None,
-        typer.Option("--override", "-o", help="key=value, applied after the file (repeatable)."),
-    ] = None,
+    config: ConfigFile = None,
+    override: Overrides = None,
     log_level: Annotated[
         str,
         typer.Option("--log-level", help="How much to log.", callback=_log_level,
@@ -82,14 +86,8 @@ def broker(
 
 @app.command("format")
 def format_dirs(
-    config: Annotated[
-        Path | None,
-        typer.Option("--config", "-c", help="A server.properties file with Kafka's broker keys."),
-    ] = None,
-    override: Annotated[
-        list[str] | None,
-        typer.Option("--override", "-o", help="key=value, applied after the file (repeatable)."),
-    ] = None,
+    config: ConfigFile = None,
+    override: Overrides = None,
     cluster_id: Annotated[
         str | None,
         typer.Option("--cluster-id", "-t", help="The cluster id (default: cluster.id)."),
