@@ -234,7 +234,8 @@ def commit() -> str:
     try:
         head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=REPO,
                               capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--",
+                                ".", ":!docs"],  # results being rewritten are not the code
                                cwd=REPO, capture_output=True, text=True).stdout.strip()
         return head + ("-dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
