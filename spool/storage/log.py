@@ -31,11 +31,27 @@ every acknowledged batch survives a crash of the process (kill -9) and is
 found again by recovery. Power loss keeps what was fsynced: everything below
 the recovery point (``flush`` - by ``flush.messages``, ``flush.ms``, on
 roll for the rolled segment, on close). Kafka's defaults leave fsync to the OS.
+
+Aborted transactions (``spool.storage.txn_index``): appending an ABORT
+marker records its transaction in the segment's ``.txnindex``. If that write
+fails (a full disk) the marker's append still succeeds (it is in the log)
+and the entry stays pending in memory, per segment, in marker order:
+``aborted_transactions`` lists file and pending entries alike, and the
+pending ones are written again at the next ABORT marker, ``flush``,
+``flush_if_due`` (the background flush), before a producer snapshot and at
+``close``. Rule that keeps a restart complete: no producer snapshot is
+written while an entry whose marker lies below the snapshot's offset is
+still pending (the snapshot is skipped, as a failed one is), so the newest
+snapshot on disk predates every pending marker and the replay at load
+(``_load_producer_state``, which rewrites the tail's entries) rebuilds it.
+Pending entries of a segment that leaves the log (retention, truncation,
+compaction) are dropped with it.
 """
 
 from __future__ import annotations
 
 import bisect
+import functools
 import logging
 import os
 import random
@@ -69,6 +85,7 @@ from spool.storage.loader import load_segments, new_segment
 from spool.storage.producer_state import ProducerStateManager
 from spool.storage.retention import deletable_prefix
 from spool.storage.segment import MAX_RELATIVE_OFFSET, SWAP_SUFFIX, LogSegment
+from spool.storage.txn_index import AbortedTxn
 from spool.util.clock import Clock, as_clock
 from spool.util.fileio import TMP_SUFFIX, fsync_dir
 
@@ -190,6 +207,9 @@ class PartitionLog:
         self._roll_jitter = self._new_jitter()
         self.producers = ProducerStateManager(self.dir)
         self.txn_reader = txn_index.TxnIndexReader()
+        # segment base -> aborted transactions not yet in its .txnindex, in marker order;
+        # replaced whole (lock-free readers keep the one they took)
+        self._txn_pending: dict[int, tuple[AbortedTxn, ...]] = {}
         self._load_producer_state()
         self.checkpoints.update(self.tp, recovery_point=self._recovery_point,
                                 log_start=self._log_start)
@@ -331,7 +351,7 @@ class PartitionLog:
             seg = self._create_segment(base)
             writer = self.producers.snapshot_writer(base, even_empty=True)
             if writer is not None:
-                self._defer(writer)
+                self._defer(functools.partial(self._write_snapshot, writer, base))
             segs = list(self._segments)
             if old.size == 0:
                 old.delete_files()
@@ -492,17 +512,91 @@ class PartitionLog:
             h = BatchHeader.parse(view, pos)
             aborted = self.producers.update(h, control_type(view, pos) if h.is_control else None)
             if aborted is not None:
-                try:
-                    txn_index.append(txn_index.path_of(self.dir, seg.base_offset), aborted)
-                except OSError as e:  # the batch is in the log: do not fail its append
-                    log.error("%s: aborted transaction %s not written to the .txnindex: %s",
-                              self.tp, aborted, e)
+                self._index_aborted(seg.base_offset, aborted)
         self._first_unstable = self.producers.first_unstable_offset()
+
+    # -- aborted transactions (.txnindex; see the module docstring) ------------------
+
+    def _index_aborted(self, base: int, aborted: AbortedTxn) -> None:
+        """Under the lock: put ``aborted`` in segment ``base``'s ``.txnindex``, after the
+        entries pending there; kept pending if the write fails (the marker's append
+        does not fail: the marker is in the log)."""
+        if base not in self._txn_pending:
+            try:
+                txn_index.append(txn_index.path_of(self.dir, base), aborted)
+                return
+            except OSError as e:
+                error: object = e
+        else:
+            error = "earlier entries still pending"
+        pending = dict(self._txn_pending)
+        pending[base] = pending.get(base, ()) + (aborted,)
+        self._txn_pending = pending
+        if isinstance(error, OSError) or not self._write_pending_txns():
+            log.error("%s: aborted transaction %s not in the .txnindex yet (%s): kept in "
+                      "memory and retried; no producer snapshot past it meanwhile",
+                      self.tp, aborted, error)
+
+    def _write_pending_txns(self) -> bool:
+        """Under the lock: write the pending entries, in order, stopping at the first
+        failure; True when none is left."""
+        pending = self._txn_pending
+        if not pending:
+            return True
+        live = set(self._bases)
+        left: dict[int, tuple[AbortedTxn, ...]] = {}
+        failed, written = False, 0
+        for base, entries in pending.items():
+            if base not in live:
+                continue  # the segment left the log: its entries went with it
+            done = 0
+            if not failed:
+                path = txn_index.path_of(self.dir, base)
+                for t in entries:
+                    try:
+                        txn_index.append(path, t)
+                    except OSError as e:
+                        log.debug("%s: .txnindex %s still not writable: %s", self.tp, path, e)
+                        failed = True
+                        break
+                    done += 1
+            written += done
+            if done < len(entries):
+                left[base] = entries[done:]
+        self._txn_pending = left  # after the writes: a reader sees each entry at least once
+        if written and not left:
+            log.info("%s: pending aborted transactions written to the .txnindex", self.tp)
+        return not left
+
+    def _snapshot_allowed(self, offset: int) -> bool:
+        """Under the lock: no pending entry's marker is below ``offset`` (after a retry)."""
+        self._write_pending_txns()
+        return not any(t.last_offset < offset
+                       for entries in self._txn_pending.values() for t in entries)
+
+    def _write_snapshot(self, writer: Callable[[], None], offset: int) -> None:
+        """File work: the producer snapshot at ``offset`` taken at a roll, unless an entry
+        below it is only pending (then the replay at load must reach its marker)."""
+        with self._lock:
+            if self.closed:
+                return
+            if not self._snapshot_allowed(offset):
+                log.warning("%s: producer snapshot at %d skipped: an aborted transaction "
+                            "below it is not in the .txnindex yet", self.tp, offset)
+                return
+        writer()
+
+    def retry_txn_index(self) -> bool:
+        """Write the pending ``.txnindex`` entries now; True when none is left."""
+        with self._lock:
+            return self.closed or self._write_pending_txns()
 
     def _load_producer_state(self) -> None:
         """Newest snapshot, then the log from there; rewrites the tail's ``.txnindex`` entries."""
         start = self.producers.load_snapshot(self._leo)
         start = self._log_start if start is None else max(start, self._log_start)
+        self._txn_pending = {b: kept for b, entries in self._txn_pending.items()  # rewritten below
+                             if (kept := tuple(t for t in entries if t.last_offset < start))}
         segs = self._segments
         for i, seg in enumerate(segs):
             next_base = segs[i + 1].base_offset if i + 1 < len(segs) else self._leo
@@ -523,15 +617,20 @@ class PartitionLog:
                     ctype = control_type(seg.pread(h.size, pos))
                 aborted = self.producers.update(h, ctype)
                 if aborted is not None:
-                    txn_index.append(txn_index.path_of(self.dir, seg.base_offset), aborted)
+                    self._index_aborted(seg.base_offset, aborted)
         self._first_unstable = self.producers.first_unstable_offset()
 
     def aborted_transactions(self, start: int, upper: int) -> list[tuple[int, int]]:
         """(producer id, first offset) of aborted transactions overlapping [start, upper)."""
         segs, bases = self._state
+        pending = self._txn_pending  # before the files: an entry written meanwhile is in one
         out = []
         for seg in segs[max(0, bisect.bisect_right(bases, start) - 1):]:
-            for t in self.txn_reader.entries(txn_index.path_of(self.dir, seg.base_offset)):
+            entries = self.txn_reader.entries(txn_index.path_of(self.dir, seg.base_offset))
+            extra = pending.get(seg.base_offset)
+            if extra:
+                entries = entries + [t for t in extra if t not in entries]
+            for t in entries:
                 if t.last_offset >= start and t.first_offset < upper:
                     out.append((t.producer_id, t.first_offset))
         return out
@@ -640,6 +739,7 @@ class PartitionLog:
         with self._lock:
             if self.closed:
                 return
+            self._write_pending_txns()
             target = self._leo if up_to is None else min(up_to, self._leo)
             if target <= self._recovery_point and not self._dir_dirty:
                 return
@@ -664,6 +764,8 @@ class PartitionLog:
     def flush_if_due(self, now_ms: int | None = None) -> bool:
         """Background hook: flush rolled segments, and everything when ``flush.ms`` passed."""
         now = self.clock.now_ms() if now_ms is None else now_ms
+        if self._txn_pending:
+            self.retry_txn_index()
         if self._leo > self._recovery_point and now - self._last_flush_ms >= self._config.flush_ms:
             self.flush()
             return True
@@ -850,7 +952,11 @@ class PartitionLog:
         self.wait_file_work()
         self.flush()
         with self._lock:
-            self.producers.take_snapshot(self._leo, even_empty=self._leo > self._log_start)
+            if self._snapshot_allowed(self._leo):
+                self.producers.take_snapshot(self._leo, even_empty=self._leo > self._log_start)
+            else:
+                log.warning("%s: no producer snapshot at close: an aborted transaction is not "
+                            "in the .txnindex yet (the next load replays its marker)", self.tp)
             self.closed = True
             self._drop_spare()
             self._segments[-1].on_become_inactive()

@@ -13,7 +13,12 @@ through ``.deleted``/``.swap`` renames (``spool.storage.segment`` moves every
 index suffix). It is a cache like the other indexes: the producer state
 replay at load (``spool.storage.producer_state``) truncates the entries at
 or after its start offset and rewrites them from the log. A torn tail (a
-size that is not a multiple of 34) is ignored on read.
+size that is not a multiple of 34, e.g. a write cut short by a full disk)
+is ignored on read and cut off by the next ``append``.
+
+An entry whose write fails is not lost: ``spool.storage.log.PartitionLog``
+keeps it pending in memory (fetches see it), retries the write, and takes no
+producer snapshot past it meanwhile, so a restart replays its marker.
 
 Concurrency: written under the partition log's lock; read lock-free by
 fetches through ``TxnIndexReader`` (a cache keyed by file size, so an append
@@ -46,8 +51,24 @@ def path_of(directory: Path, base_offset: int) -> Path:
 
 
 def append(path: Path, txn: AbortedTxn) -> None:
-    with open(path, "ab") as f:
-        f.write(ENTRY.pack(VERSION, *txn))
+    """Append one entry after the last whole one; OSError (nothing added) if it fails."""
+    data = ENTRY.pack(VERSION, *txn)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        end = os.fstat(fd).st_size
+        end -= end % ENTRY_SIZE  # a torn tail (shorter than an entry) is overwritten
+        done = 0
+        try:
+            while done < len(data):
+                done += os.pwrite(fd, data[done:], end + done)
+        except OSError:
+            try:
+                os.ftruncate(fd, end)  # no torn entry left behind
+            except OSError:
+                pass
+            raise
+    finally:
+        os.close(fd)
 
 
 def read(path: Path) -> list[AbortedTxn]:
