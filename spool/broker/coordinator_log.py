@@ -9,7 +9,9 @@ coordinator-common ``CoordinatorResult``/``CoordinatorPlayback``:
 2. ``CoordinatorLog.commit(result)`` appends the records (one batch per
    partition, through the writer) and, only if every append succeeded,
    replays each record into the state machine (``replay``) and releases the
-   replies. If an append fails it replays nothing, calls ``revert`` so the
+   replies. Before appending it calls ``prepare`` (the topic's readiness
+   check, ``spool.broker.internal_topic``); if that raises, or an append
+   fails, it replays nothing, calls ``revert`` so the
    operation leaves no trace in memory, and answers every reply with
    ``error`` instead; it returns whether the records are in the log.
 
@@ -59,7 +61,7 @@ class CoordinatorLog:
                  partition_of: Callable[[str], int], replay: Callable[[OutRecord], None],
                  error: KafkaError, prepare: Callable[[], None] | None = None) -> None:
         self.topic = topic
-        self.prepare = prepare  # e.g. create the topic on first use
+        self.prepare = prepare  # e.g. refuse until the topic exists (never blocks: the loop)
         self.writer = writer
         self.clock = clock
         self.partition_of = partition_of
@@ -92,8 +94,8 @@ class CoordinatorLog:
         if records and self.prepare is not None:
             try:
                 self.prepare()
-            except (KafkaError, OSError) as e:
-                log.error("preparing %s failed: %s", self.topic, e)
+            except (KafkaError, OSError) as e:  # e.g. the topic is still being created
+                log.warning("cannot append to %s yet: %s", self.topic, e)
                 return written, False
         for p, recs in sorted(by_partition.items()):
             builder = BatchBuilder()

@@ -3,9 +3,13 @@
 ``GroupRuntime(broker, writer)`` owns a ``GroupCoordinator`` and is its only
 caller, always on the event loop's thread, so operations never interleave.
 
-- Topic: ``__consumer_offsets`` is created on first use with
-  ``offsets.topic.num.partitions`` partitions and ``cleanup.policy=compact``
-  (internal). A group's records go to partition ``partition_for(group)``.
+- Topic: ``__consumer_offsets`` (``self.topic``, ``spool.broker.internal_topic``)
+  is created on first use with ``offsets.topic.num.partitions`` partitions and
+  ``cleanup.policy=compact`` (internal), always in the executor: handlers
+  ``await self.topic.ensure()`` before an operation that may append, and an
+  append while it is not ready is refused (COORDINATOR_NOT_AVAILABLE,
+  retriable) while the creation runs. A group's records go to partition
+  ``partition_for(group)``.
 - ``execute(group_ids, op)``: checkpoints the groups ``op`` may change, runs
   it, and hands its ``Result`` to the ``CoordinatorLog``
   (``spool.broker.coordinator_log``): records appended through the
@@ -38,6 +42,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from spool.broker.coordinator_log import CoordinatorLog, CoordinatorLogWriter, PartitionLogWriter
+from spool.broker.internal_topic import InternalTopic
 from spool.coordinator import CoordinatorConfig, GroupCoordinator, Result, partition_for
 from spool.coordinator.txn_offsets import PendingTxnOffsets
 from spool.protocol.errors import Errors, KafkaError
@@ -70,10 +75,11 @@ class GroupRuntime:
         self.broker = broker
         self.coordinator = GroupCoordinator(broker.clock, coordinator_config(broker.config), new_id)
         self.num_partitions = broker.config.get_int("offsets.topic.num.partitions")
+        self.topic = InternalTopic(broker, TOPIC, lambda: self.num_partitions)
         self.log = CoordinatorLog(
             TOPIC, writer or PartitionLogWriter(broker), broker.clock,
             lambda group: partition_for(group, self.num_partitions), self.coordinator.replay,
-            UNAVAILABLE, prepare=self.ensure_topic)
+            UNAVAILABLE, prepare=self.topic.prepare)
         self.txn_offsets = PendingTxnOffsets()  # TxnOffsetCommit records awaiting their marker
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
@@ -119,14 +125,7 @@ class GroupRuntime:
                     if fn is not None:
                         fn(UNAVAILABLE)
                 m.join_reply = m.sync_reply = None
-
-    def ensure_topic(self) -> None:
-        if self.broker.has_topic(TOPIC):
-            return
-        with contextlib.suppress(KafkaError):
-            self.broker.create_topic(TOPIC, self.num_partitions, configs={"cleanup.policy": "compact"},
-                                     internal_ok=True)
-        log.info("created %s with %d partitions", TOPIC, self.num_partitions)
+        await self.topic.stop()
 
     # ---- operations
 

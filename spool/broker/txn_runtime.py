@@ -8,8 +8,12 @@ log writer and only then replays it, so a failed append changes nothing
 (the request gets COORDINATOR_NOT_AVAILABLE) and live state == replayed
 state.
 
-- Topic: ``__transaction_state`` is created on first use with
-  ``transaction.state.log.num.partitions`` partitions, ``cleanup.policy=compact``.
+- Topic: ``__transaction_state`` (``self.topic``, ``spool.broker.internal_topic``)
+  is created on first use with ``transaction.state.log.num.partitions``
+  partitions, ``cleanup.policy=compact``, always in the executor, as the
+  group runtime's ``__consumer_offsets``: handlers ``await`` the topics their
+  operation appends to (``self.topic``, ``broker.groups.topic``); an operation
+  that finds one not ready fails with a retriable error while it is created.
   A transactional id's records go to ``partition_for(id)``.
 - EndTxn / fencing / timeout: PREPARE_COMMIT|PREPARE_ABORT written (EndTxn
   is answered once it is), then a COMMIT|ABORT marker (``build_control_batch``,
@@ -43,6 +47,7 @@ import logging
 from typing import Any
 
 from spool.broker.coordinator_log import CoordinatorLog, CoordinatorLogWriter, PartitionLogWriter
+from spool.broker.internal_topic import InternalTopic
 from spool.coordinator import OutRecord, Result, partition_for
 from spool.coordinator.admin import _check_commit
 from spool.coordinator.offsets import CommittedOffset, OffsetStore
@@ -77,10 +82,11 @@ class TransactionRuntime:
         self.coordinator = TransactionCoordinator(cfg.get_int("transaction.max.timeout.ms"))
         self.num_partitions = cfg.get_int("transaction.state.log.num.partitions")
         self.writer = writer or PartitionLogWriter(broker)
+        self.topic = InternalTopic(broker, TOPIC, lambda: self.num_partitions)
         self.log = CoordinatorLog(
             TOPIC, self.writer, broker.clock, lambda t: partition_for(t, self.num_partitions),
             lambda rec: self.coordinator.load(rec.key, rec.value), UNAVAILABLE,
-            prepare=self.ensure_topic)
+            prepare=self.topic.prepare)
         self._task: asyncio.Task | None = None
         self._completing: dict[str, asyncio.Task] = {}  # markers being retried, by id
 
@@ -123,14 +129,7 @@ class TransactionRuntime:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
         self._completing.clear()
-
-    def ensure_topic(self) -> None:
-        if self.broker.has_topic(TOPIC):
-            return
-        with contextlib.suppress(KafkaError):
-            self.broker.create_topic(TOPIC, self.num_partitions, configs={"cleanup.policy": "compact"},
-                                     internal_ok=True)
-        log.info("created %s with %d partitions", TOPIC, self.num_partitions)
+        await self.topic.stop()
 
     # ---- appends
 
@@ -238,7 +237,7 @@ class TransactionRuntime:
 
     def add_offsets(self, txn_id: str, producer_id: int, epoch: int, group_id: str) -> None:
         groups = self.broker.groups
-        groups.ensure_topic()
+        groups.topic.prepare()  # the handler awaited it: raises only if its creation failed
         p = partition_for(group_id, groups.num_partitions)
         code = self.add_partitions(txn_id, producer_id, epoch, [(OFFSETS_TOPIC, p)])[(OFFSETS_TOPIC, p)]
         if code:
@@ -267,7 +266,6 @@ class TransactionRuntime:
                 return code
         elif not group_id:
             return Errors.INVALID_GROUP_ID
-        groups.ensure_topic()
         p = partition_for(group_id, groups.num_partitions)
         if (OFFSETS_TOPIC, p) not in m.partitions or m.state != TxnState.ONGOING:
             return Errors.INVALID_TXN_STATE

@@ -18,11 +18,17 @@ from spool.protocol._generated import (
     CreatePartitionsRequest,
     CreateTopicsRequest,
     FindCoordinatorRequest,
+    InitProducerIdRequest,
     MetadataRequest,
+    OffsetCommitRequest,
 )
 from spool.protocol._generated.create_partitions_request import CreatePartitionsTopic
 from spool.protocol._generated.create_topics_request import CreatableTopic
 from spool.protocol._generated.metadata_request import MetadataRequestTopic
+from spool.protocol._generated.offset_commit_request import (
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
 from spool.protocol.errors import Errors
 from spool.records.builder import BatchBuilder
 from tests.helpers.raw_client import RawClient
@@ -262,6 +268,70 @@ def test_find_coordinator_creates_its_topic_off_the_event_loop(fresh_broker):
     assert finder.recv(10, 3)[1].error_code in (0, Errors.COORDINATOR_NOT_AVAILABLE)
     probe.close()
     finder.close()
+
+
+def offset_commit() -> tuple[int, int, object]:
+    """(api key, version, request): a standalone commit (generation -1) of committed-0."""
+    return 8, 8, OffsetCommitRequest(
+        group_id="a-group", generation_id_or_member_epoch=-1, member_id="",
+        group_instance_id=None, topics=[OffsetCommitRequestTopic(name="committed", partitions=[
+            OffsetCommitRequestPartition(partition_index=0, committed_offset=7,
+                                         committed_metadata="")])])
+
+
+def init_transactional_producer() -> tuple[int, int, object]:
+    return 22, 4, InitProducerIdRequest(transactional_id="a-txn", transaction_timeout_ms=60000,
+                                        producer_id=-1, producer_epoch=-1)
+
+
+def error_of(api_key: int, resp) -> int:
+    if api_key == 8:
+        return resp.topics[0].partitions[0].error_code
+    return resp.error_code
+
+
+RETRIABLE = (Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.COORDINATOR_NOT_AVAILABLE,
+             Errors.NOT_COORDINATOR)
+
+
+@pytest.mark.parametrize("topic,key,first", [
+    ("__consumer_offsets", "offsets.topic.num.partitions", offset_commit),
+    ("__transaction_state", "transaction.state.log.num.partitions", init_transactional_producer),
+])
+def test_a_first_coordinator_request_creates_its_topic_off_the_event_loop(
+        fresh_broker, topic, key, first):
+    # a client may skip FindCoordinator: its OffsetCommit / InitProducerId must not make the
+    # broker create thousands of partitions on the event loop, stalling every other client
+    fresh_broker.overrides[key] = "2000"
+    broker = fresh_broker.start()
+    assert raw_create_topics(broker.bootstrap, {"committed": 1})["committed"][0] == 0
+    api_key, version, request = first()
+    client = RawClient(broker.bootstrap, timeout=120)
+    client.send(api_key, version, request)
+    probe = RawClient(broker.bootstrap, timeout=30)
+    for _ in range(10_000):  # the creation has begun once the topic is in the metadata
+        topics = probe.request(3, 9, MetadataRequest(
+            topics=[MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False)).topics
+        if topics[0].error_code == 0:
+            break
+    assert topics[0].error_code == 0
+    answered = 0
+    while answered < 5 and not select.select([client.sock], [], [], 0)[0]:
+        assert probe.request(18, 3, ApiVersionsRequest(
+            client_software_name="probe", client_software_version="1")).error_code == 0
+        answered += 1
+    assert answered == 5, f"the broker answered nobody while it created {topic}"
+    probe.close()
+
+    code = error_of(api_key, client.recv(api_key, version)[1])
+    for _ in range(1000):  # as a client: retry while the coordinator is not ready
+        if code not in RETRIABLE:
+            break
+        code = error_of(api_key, client.request(api_key, version, request))
+    assert code == 0
+    client.close()
+    topics = metadata(broker.bootstrap, topic)
+    assert [p.error_code for p in topics[topic].partitions] == [0] * 2000
 
 
 def write_legacy_metadata(data_dir, topics: dict[str, int]) -> None:

@@ -5,7 +5,8 @@ exists. key_type 1 (transaction): this node, after making sure
 ``__transaction_state`` exists. Any other key type: INVALID_REQUEST. v4 batches keys (``coordinator_keys``).
 
 Creating an internal topic (50 partitions by default) runs in the executor,
-off the event loop; until every partition log of it exists the answer is
+off the event loop (``spool.broker.internal_topic``); the request awaits it, and
+if the topic is still not complete (its creation failed) the answer is
 COORDINATOR_NOT_AVAILABLE (retriable), as Kafka answers while the topic loads.
 
 Advertising this API also matters on its own: librdkafka enables lz4 only
@@ -25,17 +26,15 @@ async def _lookup(broker, key: str, key_type: int) -> tuple[int, str | None, int
     if key_type == 1:
         if not key:
             return Errors.INVALID_REQUEST, "empty transactional id", -1, "", -1
-        runtime, topic = broker.transactions, "__transaction_state"
+        topic = broker.transactions.topic
     elif key_type == 0:
         if not key:
             return Errors.INVALID_GROUP_ID, "empty group id", -1, "", -1
-        runtime, topic = broker.groups, "__consumer_offsets"
+        topic = broker.groups.topic
     else:
         return Errors.INVALID_REQUEST, f"unknown key type {key_type}", -1, "", -1
-    if not broker.partitions_ready(topic):
-        await broker.run_blocking(runtime.ensure_topic)
-        if not broker.partitions_ready(topic):
-            return Errors.COORDINATOR_NOT_AVAILABLE, f"{topic} is being created", -1, "", -1
+    if not await topic.ensure():
+        return Errors.COORDINATOR_NOT_AVAILABLE, f"{topic.name} is being created", -1, "", -1
     host, port = broker.advertised_address
     return 0, None, broker.node_id, host, port
 

@@ -9,6 +9,8 @@ COORDINATOR_NOT_AVAILABLE) and translates the reply into the response of
 the request's version. JoinGroup and SyncGroup park on a future that a later operation
 resolves (rebalance complete, leader's assignment); the wait is an
 ``await``, so the connection's reader and every other connection go on.
+Handlers whose operation may append first await ``broker.groups.topic.ensure()``:
+``__consumer_offsets`` is created in the executor, never on the loop.
 JoinGroup is advertised from v0 (librdkafka's feature checks want it);
 v0-3 never get MEMBER_ID_REQUIRED (that round trip is v4+).
 """
@@ -49,6 +51,7 @@ AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 async def _parked(ctx, group_id: str, call) -> object:
     """Run ``call(reply)`` on the coordinator and await the reply it (or a later op) gives."""
+    await ctx.broker.groups.topic.ensure()  # created in the executor, never on the loop
     fut = asyncio.get_running_loop().create_future()
 
     def reply(value) -> None:
@@ -119,6 +122,7 @@ async def leave_group(ctx, req: LeaveGroupRequest) -> LeaveGroupResponse:
     else:
         members = [(m.member_id, m.group_instance_id) for m in req.members]
     coord = ctx.broker.groups.coordinator
+    await ctx.broker.groups.topic.ensure()
     codes = ctx.broker.groups.call([req.group_id], lambda: coord.leave_group(req.group_id, members))
     if isinstance(codes, KafkaError):
         codes = [codes.code] * len(members)
@@ -161,6 +165,7 @@ async def list_groups_handler(ctx, req: ListGroupsRequest) -> ListGroupsResponse
 @handles(42, 0, 2)
 async def delete_groups_handler(ctx, req: DeleteGroupsRequest) -> DeleteGroupsResponse:
     names = list(req.groups_names)
+    await ctx.broker.groups.topic.ensure()
     # delete_groups changes no group (its tombstones do, once replayed): no group checkpoint
     codes = ctx.broker.groups.call([], lambda: delete_groups(ctx.broker.groups.coordinator, names))
     if isinstance(codes, KafkaError):

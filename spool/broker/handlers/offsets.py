@@ -3,7 +3,8 @@
 A commit for a partition that does not exist gets UNKNOWN_TOPIC_OR_PARTITION
 (as Kafka's broker answers); the rest go to the coordinator, whose records
 are appended to ``__consumer_offsets`` and replayed before the response
-leaves. If that append fails every partition gets COORDINATOR_NOT_AVAILABLE
+leaves (``__consumer_offsets`` is created first if need be, in the
+executor: ``spool.broker.internal_topic``). If that append fails every partition gets COORDINATOR_NOT_AVAILABLE
 (retriable) and nothing changes: OffsetFetch still returns the previous
 commit.
 OffsetFetch with null topics (v2+) returns every committed partition;
@@ -58,6 +59,7 @@ async def offset_commit(ctx, req: OffsetCommitRequest) -> OffsetCommitResponse:
             else:
                 codes[(t.name, p.partition_index)] = Errors.UNKNOWN_TOPIC_OR_PARTITION
     if todo:
+        await broker.groups.topic.ensure()  # created in the executor, never on the loop
         # commit_offsets changes no group (its records do, once replayed): no group checkpoint
         got = broker.groups.call([], lambda: commit_offsets(
             broker.groups.coordinator, req.group_id, req.generation_id_or_member_epoch,
@@ -99,6 +101,7 @@ async def offset_delete(ctx, req: OffsetDeleteRequest) -> OffsetDeleteResponse:
     broker = ctx.broker
     asked = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
     known = [tp for tp in asked if _exists(broker, *tp)]
+    await broker.groups.topic.ensure()
 
     def op():
         result, top, codes = delete_offsets(broker.groups.coordinator, req.group_id, known)

@@ -12,7 +12,9 @@ transaction is complete only when every marker is written. Errors are Kafka's:
 INVALID_PRODUCER_ID_MAPPING (unknown id or producer), PRODUCER_FENCED (an
 older epoch), CONCURRENT_TRANSACTIONS, INVALID_TXN_STATE,
 UNKNOWN_TOPIC_OR_PARTITION with OPERATION_NOT_ATTEMPTED for the rest of the
-request, TRANSACTIONAL_ID_NOT_FOUND (DescribeTransactions).
+request, TRANSACTIONAL_ID_NOT_FOUND (DescribeTransactions). The internal topics
+an operation appends to are awaited first (created in the executor, never on
+the loop: ``spool.broker.internal_topic``).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from spool.protocol.errors import Errors, KafkaError
 @handles(24, 0, 3)
 async def add_partitions_to_txn(ctx, req: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse:
     tps = [(t.name, p) for t in req.v3_and_below_topics for p in t.partitions]
+    await ctx.broker.transactions.topic.ensure()
     codes = ctx.broker.transactions.add_partitions(
         req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
         req.v3_and_below_producer_epoch, tps)
@@ -62,6 +65,8 @@ async def add_partitions_to_txn(ctx, req: AddPartitionsToTxnRequest) -> AddParti
 
 @handles(25, 0, 3)
 async def add_offsets_to_txn(ctx, req: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse:
+    await ctx.broker.transactions.topic.ensure()
+    await ctx.broker.groups.topic.ensure()
     try:
         ctx.broker.transactions.add_offsets(req.transactional_id, req.producer_id,
                                             req.producer_epoch, req.group_id)
@@ -72,6 +77,7 @@ async def add_offsets_to_txn(ctx, req: AddOffsetsToTxnRequest) -> AddOffsetsToTx
 
 @handles(26, 0, 3)
 async def end_txn(ctx, req: EndTxnRequest) -> EndTxnResponse:
+    await ctx.broker.transactions.topic.ensure()
     try:
         ctx.broker.transactions.end_txn(req.transactional_id, req.producer_id, req.producer_epoch,
                                         req.committed)

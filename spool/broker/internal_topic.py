@@ -1,0 +1,90 @@
+"""A coordinator's internal topic, created on first use, never on the event loop.
+
+``InternalTopic(broker, name, partitions)`` stands for ``__consumer_offsets``
+or ``__transaction_state``. Creating one is file work for every partition
+(50 by default, ``offsets.topic.num.partitions`` allows thousands), so it
+always runs in the broker's executor, one creation at a time per topic:
+
+- ``await ensure()``: whether every partition log exists, creating the topic
+  in the executor first if it does not (callers arriving meanwhile await the
+  same creation). Handlers whose operation may append to the topic
+  (FindCoordinator, OffsetCommit, JoinGroup, InitProducerId, ...) await it
+  first: the request waits, every other connection goes on.
+- ``prepare()``: the ``CoordinatorLog``'s hook before an append, on the
+  loop. If the topic is not ready it starts the creation in the executor
+  and raises COORDINATOR_LOAD_IN_PROGRESS (retriable: the append is refused,
+  the client tries again), as Kafka answers while a coordinator loads; it
+  never blocks. It is the net for any path that did not ``ensure`` (timers).
+
+Once ready the topic stays ready (internal topics cannot be deleted), so
+the checks are cheap after the first success. A creation that fails (e.g.
+beyond the partition limit) is logged; the next ``ensure`` tries again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from spool.protocol.errors import Errors, KafkaError
+
+log = logging.getLogger("spool.broker.internal_topic")
+
+
+class InternalTopic:
+    def __init__(self, broker: Any, name: str, partitions: Callable[[], int]) -> None:
+        self.broker = broker
+        self.name = name
+        self.partitions = partitions  # how many to create (the runtime's current count)
+        self._ready = False
+        self._creating: asyncio.Future | None = None
+
+    def ready(self) -> bool:
+        """Whether every partition log of the topic exists (no file work)."""
+        if not self._ready:
+            self._ready = self.broker.partitions_ready(self.name)
+        return self._ready
+
+    async def ensure(self) -> bool:
+        """Create the topic in the executor unless it is ready; whether it is ready now."""
+        if self.ready():
+            return True
+        await asyncio.shield(self._start())
+        return self.ready()
+
+    def prepare(self) -> None:
+        """On the loop: nothing if ready, else start the creation and raise
+        COORDINATOR_LOAD_IN_PROGRESS (never blocks)."""
+        if self.ready():
+            return
+        self._start()
+        raise KafkaError(Errors.COORDINATOR_LOAD_IN_PROGRESS, f"{self.name} is being created")
+
+    async def stop(self) -> None:
+        """Wait for a creation in flight (before the storage it writes to shuts down)."""
+        if self._creating is not None:
+            await asyncio.wait({self._creating})
+
+    def _start(self) -> asyncio.Future:
+        if self._creating is None or self._creating.done():
+            self._creating = asyncio.ensure_future(self.broker.run_blocking(self.create))
+        return self._creating
+
+    def create(self) -> None:
+        """Create the topic (blocking: the executor). Never raises: a failure is logged."""
+        if self.broker.has_topic(self.name):
+            return  # created meanwhile (or being created by a restart's recovery)
+        n = self.partitions()
+        try:
+            self.broker.create_topic(self.name, n, configs={"cleanup.policy": "compact"},
+                                     internal_ok=True)
+        except KafkaError as e:
+            if e.code != Errors.TOPIC_ALREADY_EXISTS:
+                log.error("creating %s with %d partitions failed: %s", self.name, n, e)
+            return
+        except Exception:
+            log.exception("creating %s with %d partitions failed", self.name, n)
+            return
+        log.info("created %s with %d partitions", self.name, n)
