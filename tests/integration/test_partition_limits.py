@@ -246,25 +246,30 @@ def test_auto_creation_under_a_low_descriptor_limit_is_refused_before_it_runs_ou
     assert [t.error_code for t in topics.values()] == [0, 0, Errors.UNKNOWN_TOPIC_OR_PARTITION]
 
 
+def assert_others_served_while_created(probe: RawClient, waiting: RawClient, topic: str) -> None:
+    """Once ``topic`` shows in the metadata (its creation has begun), ``probe`` is answered
+    five times before ``waiting``, whose request made the broker create it, is answered."""
+    for _ in range(10_000):  # the creation has begun once the topic is in the metadata
+        topics = probe.request(3, 9, MetadataRequest(
+            topics=[MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False)).topics
+        if topics[0].error_code == 0:
+            break
+    assert topics[0].error_code == 0
+    answered = 0
+    while answered < 5 and not select.select([waiting.sock], [], [], 0)[0]:
+        assert probe.request(18, 3, ApiVersionsRequest(
+            client_software_name="probe", client_software_version="1")).error_code == 0
+        answered += 1
+    assert answered == 5, f"the broker answered nobody while it created {topic}"
+
+
 def test_find_coordinator_creates_its_topic_off_the_event_loop(fresh_broker):
     fresh_broker.overrides["offsets.topic.num.partitions"] = "1500"
     broker = fresh_broker.start()
     finder = RawClient(broker.bootstrap, timeout=120)
     finder.send(10, 3, FindCoordinatorRequest(key="a-group", key_type=0))
     probe = RawClient(broker.bootstrap, timeout=30)
-    for _ in range(10_000):  # the creation has begun once the topic is in the metadata
-        topics = probe.request(3, 9, MetadataRequest(
-            topics=[MetadataRequestTopic(name="__consumer_offsets")],
-            allow_auto_topic_creation=False)).topics
-        if topics[0].error_code == 0:
-            break
-    assert topics[0].error_code == 0
-    answered = 0
-    while answered < 5 and not select.select([finder.sock], [], [], 0)[0]:
-        assert probe.request(18, 3, ApiVersionsRequest(
-            client_software_name="probe", client_software_version="1")).error_code == 0
-        answered += 1
-    assert answered == 5, "the broker answered nobody while it created __consumer_offsets"
+    assert_others_served_while_created(probe, finder, "__consumer_offsets")
     assert finder.recv(10, 3)[1].error_code in (0, Errors.COORDINATOR_NOT_AVAILABLE)
     probe.close()
     finder.close()
@@ -309,18 +314,7 @@ def test_a_first_coordinator_request_creates_its_topic_off_the_event_loop(
     client = RawClient(broker.bootstrap, timeout=120)
     client.send(api_key, version, request)
     probe = RawClient(broker.bootstrap, timeout=30)
-    for _ in range(10_000):  # the creation has begun once the topic is in the metadata
-        topics = probe.request(3, 9, MetadataRequest(
-            topics=[MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False)).topics
-        if topics[0].error_code == 0:
-            break
-    assert topics[0].error_code == 0
-    answered = 0
-    while answered < 5 and not select.select([client.sock], [], [], 0)[0]:
-        assert probe.request(18, 3, ApiVersionsRequest(
-            client_software_name="probe", client_software_version="1")).error_code == 0
-        answered += 1
-    assert answered == 5, f"the broker answered nobody while it created {topic}"
+    assert_others_served_while_created(probe, client, topic)
     probe.close()
 
     code = error_of(api_key, client.recv(api_key, version)[1])
