@@ -9,6 +9,9 @@
   are whenever their count jumps 500 above its maximum so far (``surges``).
 * ``probe(bootstrap, timeout)``: one ApiVersions v0 on a fresh connection;
   seconds until the answer, or None when none came within ``timeout``.
+* ``started_broker(name, args)``: a started ``Broker`` on a fresh temporary data
+  directory with the ``--override``s; stopped on exit and its log kept as
+  ``<args.out>/<name>-broker.log``.
 * ``raise_nofile()``: soft RLIMIT_NOFILE up to the hard limit (for this process
   and the children it starts).
 * ``write_result(out_dir, name, result)``: ``<out_dir>/<name>.json`` with the
@@ -26,8 +29,10 @@ import statistics
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -252,6 +257,20 @@ def keep_log(broker: BrokerProcess, dest: Path, limit: int = 32 * 1024) -> None:
     if len(data) > 2 * limit:
         data = data[:limit] + b"\n[... %d bytes cut ...]\n" % (len(data) - 2 * limit) + data[-limit:]
     dest.write_bytes(data)
+
+
+@contextlib.contextmanager
+def started_broker(name: str, args: Any, stop_timeout: float = 20.0) -> Iterator[Broker]:
+    """A started broker on a fresh temporary data dir with ``args.override``; on exit it is
+    stopped (``stop_timeout``) and its log kept as ``<args.out>/<name>-broker.log``."""
+    with tempfile.TemporaryDirectory(prefix=f"spool-{name}-") as tmp:
+        broker = Broker(Path(tmp) / "data", parse_overrides(args.override))
+        broker.start()
+        try:
+            yield broker
+        finally:
+            broker.stop(timeout=stop_timeout)
+            keep_log(broker, args.out / f"{name}-broker.log")
 
 
 COMMIT_AT_START = commit()  # the code a script imported, even if HEAD moves while it runs

@@ -31,7 +31,6 @@ import asyncio
 import collections
 import random
 import struct
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -41,11 +40,11 @@ from bench.reliability.common import (
     Broker,
     Prober,
     Sampler,
-    keep_log,
     mib,
     parse_overrides,
     probe,
     raise_nofile,
+    started_broker,
     write_result,
 )
 from bench.reliability.seeds import Seed, build_seeds
@@ -268,64 +267,58 @@ def flatness(samples: list[tuple[float, int, int, int]], warmup: float) -> dict[
 def run(args: argparse.Namespace) -> dict[str, Any]:
     raise_nofile()
     rng = random.Random(args.seed)
-    with tempfile.TemporaryDirectory(prefix="spool-fuzz-") as tmp:
-        broker = Broker(Path(tmp) / "data", parse_overrides(args.override))
-        broker.start()
-        try:
-            supported = supported_versions(broker.bootstrap)
-            seeds = build_seeds(rng, args.per_version, supported)
-            mut = Mutator(rng, seeds, args.valid_share)
-            stats = Stats()
-            crashes: list[dict[str, Any]] = []
-            sampler = Sampler(broker.pid, every=2.0, data_dir=broker.data_dir).start()
-            prober = Prober(broker.bootstrap, every=5.0, timeout=5.0).start()
-            t0 = time.monotonic()
-            asyncio.run(drive(broker, mut, stats, args.frames, args.connections,
-                              args.answer_timeout, crashes, args.out, args.max_seconds))
-            elapsed = time.monotonic() - t0
-            probes = prober.stop()
-            samples = sampler.stop() if not crashes else sampler.samples
-            alive = broker.alive()
-            final_probe = alive and probe(broker.bootstrap) is not None
-            topics = topic_count(broker.bootstrap)
-            tracebacks = broker.tracebacks()
-            result = {
-                "frames": stats.sent,
-                "frames_asked": args.frames,
-                "seconds": round(elapsed, 1),
-                "frames_per_s": round(stats.sent / elapsed),
-                "connections": args.connections,
-                "seed": args.seed,
-                "seeds": len(seeds),
-                "apis_in_seeds": len({s.api_key for s in seeds}),
-                "apis_sent": len(stats.by_api),
-                "apis_total": len(API_BY_KEY),
-                "apis_broker_supports": len(supported),
-                "frames_valid_share": args.valid_share,
-                "outcomes": dict(stats.outcomes),
-                "by_mutation": dict(stats.by_mutation),
-                "by_api": {API_BY_KEY[k].name: n for k, n in sorted(stats.by_api.items())},
-                "tcp_connections": stats.connects,
-                "connect_failures": stats.connect_failures,
-                "crashes": len(crashes),
-                "crash_details": crashes,
-                "hangs": probes["unanswered"],
-                "probes": probes,
-                "tracebacks": tracebacks,
-                "traceback_examples": broker.log_lines(b"Traceback", 3)
-                + broker.log_lines(b"Error", 5),
-                "broker_log_bytes": broker.log_bytes(),
-                "broker_alive_at_end": alive and final_probe,
-                "topics_at_end": topics,
-                "memory": flatness(samples, args.warmup),
-                "fd_surges": sampler.surges[:10],
-                "samples": [(round(t), mib(r), f, d)
-                            for t, r, f, d in samples[:: max(1, len(samples) // 60)]],
-                "overrides": parse_overrides(args.override),
-            }
-        finally:
-            broker.stop()
-            keep_log(broker, args.out / "fuzz-broker.log")
+    with started_broker("fuzz", args) as broker:
+        supported = supported_versions(broker.bootstrap)
+        seeds = build_seeds(rng, args.per_version, supported)
+        mut = Mutator(rng, seeds, args.valid_share)
+        stats = Stats()
+        crashes: list[dict[str, Any]] = []
+        sampler = Sampler(broker.pid, every=2.0, data_dir=broker.data_dir).start()
+        prober = Prober(broker.bootstrap, every=5.0, timeout=5.0).start()
+        t0 = time.monotonic()
+        asyncio.run(drive(broker, mut, stats, args.frames, args.connections,
+                          args.answer_timeout, crashes, args.out, args.max_seconds))
+        elapsed = time.monotonic() - t0
+        probes = prober.stop()
+        samples = sampler.stop() if not crashes else sampler.samples
+        alive = broker.alive()
+        final_probe = alive and probe(broker.bootstrap) is not None
+        topics = topic_count(broker.bootstrap)
+        tracebacks = broker.tracebacks()
+        result = {
+            "frames": stats.sent,
+            "frames_asked": args.frames,
+            "seconds": round(elapsed, 1),
+            "frames_per_s": round(stats.sent / elapsed),
+            "connections": args.connections,
+            "seed": args.seed,
+            "seeds": len(seeds),
+            "apis_in_seeds": len({s.api_key for s in seeds}),
+            "apis_sent": len(stats.by_api),
+            "apis_total": len(API_BY_KEY),
+            "apis_broker_supports": len(supported),
+            "frames_valid_share": args.valid_share,
+            "outcomes": dict(stats.outcomes),
+            "by_mutation": dict(stats.by_mutation),
+            "by_api": {API_BY_KEY[k].name: n for k, n in sorted(stats.by_api.items())},
+            "tcp_connections": stats.connects,
+            "connect_failures": stats.connect_failures,
+            "crashes": len(crashes),
+            "crash_details": crashes,
+            "hangs": probes["unanswered"],
+            "probes": probes,
+            "tracebacks": tracebacks,
+            "traceback_examples": broker.log_lines(b"Traceback", 3)
+            + broker.log_lines(b"Error", 5),
+            "broker_log_bytes": broker.log_bytes(),
+            "broker_alive_at_end": alive and final_probe,
+            "topics_at_end": topics,
+            "memory": flatness(samples, args.warmup),
+            "fd_surges": sampler.surges[:10],
+            "samples": [(round(t), mib(r), f, d)
+                        for t, r, f, d in samples[:: max(1, len(samples) // 60)]],
+            "overrides": parse_overrides(args.override),
+        }
     return result
 
 

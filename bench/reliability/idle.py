@@ -23,7 +23,6 @@ import logging
 import selectors
 import socket
 import struct
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -34,14 +33,13 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from bench.reliability.common import (
     DEFAULT_OUT,
     PROBE_FRAME,
-    Broker,
     fds,
-    keep_log,
     mib,
     parse_overrides,
     probe,
     raise_nofile,
     rss,
+    started_broker,
     write_result,
 )
 
@@ -148,57 +146,51 @@ def client_work(bootstrap: str, records: int) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     limit = raise_nofile()
-    with tempfile.TemporaryDirectory(prefix="spool-idle-") as tmp:
-        broker = Broker(Path(tmp) / "data", parse_overrides(args.override))
-        broker.start()
-        try:
-            admin = AdminClient({"bootstrap.servers": broker.bootstrap, "logger": QUIET})
-            admin.create_topics([NewTopic(TOPIC, 3)])[TOPIC].result(30)
-            warm = client_work(broker.bootstrap, 1000)
-            before = (rss(broker.pid), fds(broker.pid))
-            t0 = time.monotonic()
-            socks, answered, errors = open_idle(broker.port, args.connections)
-            open_s = time.monotonic() - t0
-            held = (rss(broker.pid), fds(broker.pid))
-            probe_held = probe(broker.bootstrap, 10.0)
-            work = client_work(broker.bootstrap, args.records)
-            time.sleep(args.hold)
-            during = (rss(broker.pid), fds(broker.pid))
-            open_at_end = still_open(socks)
-            for s in socks:
-                s.close()
-            deadline = time.monotonic() + 30
-            while fds(broker.pid) > before[1] + 20 and time.monotonic() < deadline:
-                time.sleep(0.2)
-            time.sleep(2)
-            after = (rss(broker.pid), fds(broker.pid))
-            probe_after = probe(broker.bootstrap, 10.0)
-            result = {
-                "connections": args.connections,
-                "nofile_limit": limit,
-                "opened": len(socks),
-                "answered": answered,
-                "open_errors": errors[:5],
-                "open_s": round(open_s, 1),
-                "still_open_at_end": open_at_end,
-                "client": work,
-                "client_ok": (work["acked"] == work["records"]
-                              and work["read_back_intact"] == work["records"]),
-                "warmup_client": warm,
-                "rss_mib": {"before": mib(before[0]), "held": mib(held[0]),
-                            "held_after_work": mib(during[0]), "after_close": mib(after[0])},
-                "fds": {"before": before[1], "held": held[1], "held_after_work": during[1],
-                        "after_close": after[1]},
-                "rss_kib_per_connection": round((held[0] - before[0]) / 1024 / max(1, len(socks)), 1),
-                "probe_s_while_held": probe_held,
-                "probe_s_after": probe_after,
-                "broker_alive_at_end": broker.alive(),
-                "tracebacks": broker.tracebacks(),
-                "overrides": parse_overrides(args.override),
-            }
-        finally:
-            broker.stop()
-            keep_log(broker, args.out / "idle-broker.log")
+    with started_broker("idle", args) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap, "logger": QUIET})
+        admin.create_topics([NewTopic(TOPIC, 3)])[TOPIC].result(30)
+        warm = client_work(broker.bootstrap, 1000)
+        before = (rss(broker.pid), fds(broker.pid))
+        t0 = time.monotonic()
+        socks, answered, errors = open_idle(broker.port, args.connections)
+        open_s = time.monotonic() - t0
+        held = (rss(broker.pid), fds(broker.pid))
+        probe_held = probe(broker.bootstrap, 10.0)
+        work = client_work(broker.bootstrap, args.records)
+        time.sleep(args.hold)
+        during = (rss(broker.pid), fds(broker.pid))
+        open_at_end = still_open(socks)
+        for s in socks:
+            s.close()
+        deadline = time.monotonic() + 30
+        while fds(broker.pid) > before[1] + 20 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(2)
+        after = (rss(broker.pid), fds(broker.pid))
+        probe_after = probe(broker.bootstrap, 10.0)
+        result = {
+            "connections": args.connections,
+            "nofile_limit": limit,
+            "opened": len(socks),
+            "answered": answered,
+            "open_errors": errors[:5],
+            "open_s": round(open_s, 1),
+            "still_open_at_end": open_at_end,
+            "client": work,
+            "client_ok": (work["acked"] == work["records"]
+                          and work["read_back_intact"] == work["records"]),
+            "warmup_client": warm,
+            "rss_mib": {"before": mib(before[0]), "held": mib(held[0]),
+                        "held_after_work": mib(during[0]), "after_close": mib(after[0])},
+            "fds": {"before": before[1], "held": held[1], "held_after_work": during[1],
+                    "after_close": after[1]},
+            "rss_kib_per_connection": round((held[0] - before[0]) / 1024 / max(1, len(socks)), 1),
+            "probe_s_while_held": probe_held,
+            "probe_s_after": probe_after,
+            "broker_alive_at_end": broker.alive(),
+            "tracebacks": broker.tracebacks(),
+            "overrides": parse_overrides(args.override),
+        }
     return result
 
 

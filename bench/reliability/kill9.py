@@ -28,7 +28,6 @@ import collections
 import logging
 import random
 import statistics
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -39,11 +38,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.reliability.common import (
     DEFAULT_OUT,
-    Broker,
-    keep_log,
     parse_overrides,
     percentile,
     raise_nofile,
+    started_broker,
     write_result,
 )
 from spool.protocol._generated import ListOffsetsRequest, MetadataRequest
@@ -186,61 +184,55 @@ def check(hist: History, log: dict[int, list[tuple[int, bytes]]]) -> dict[str, A
 def run(args: argparse.Namespace) -> dict[str, Any]:
     raise_nofile()
     rng = random.Random(args.seed)
-    with tempfile.TemporaryDirectory(prefix="spool-kill9-") as tmp:
-        broker = Broker(Path(tmp) / "data", parse_overrides(args.override))
-        broker.start()
-        try:
-            admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-            admin.create_topics([NewTopic(TOPIC, args.partitions)])[TOPIC].result(30)
-            hist = History()
-            stop = threading.Event()
-            threads = [threading.Thread(target=produce_loop, daemon=True, args=(
-                broker.bootstrap, i, args.partitions, args.size, args.rate, hist, stop))
-                for i in range(args.producers)]
-            for t in threads:
-                t.start()
-            listen_s: list[float] = []
-            serve_s: list[float] = []
-            acked_at_kill: list[int] = []
-            t0 = time.monotonic()
-            for r in range(args.rounds):
-                time.sleep(args.up * rng.uniform(0.5, 1.5))
-                with hist.lock:
-                    acked_at_kill.append(len(hist.acked))
-                broker.kill()
-                listen_s.append(broker.timed_start())
-                serve_s.append(listen_s[-1] + serving(broker.bootstrap, args.partitions))
-                if (r + 1) % 10 == 0:
-                    print(f"  round {r + 1}: {acked_at_kill[-1]:,} acked, "
-                          f"restart {serve_s[-1]:.2f} s", flush=True)
-            time.sleep(args.up)
-            stop.set()
-            for t in threads:
-                t.join(360)
-            elapsed = time.monotonic() - t0
-            log = read_all(broker.bootstrap, args.partitions, args.size)
-            result = {
-                "rounds": args.rounds,
-                "producers": args.producers,
-                "partitions": args.partitions,
-                "record_bytes": args.size,
-                "rate_per_producer": args.rate,
-                "seconds": round(elapsed, 1),
-                **check(hist, log),
-                "sent": hist.sent,
-                "delivery_errors": dict(hist.delivery_errors),
-                "fatal_producer_errors": hist.fatal[:5],
-                "acked_growth_every_round": all(b > a for a, b in zip(acked_at_kill, acked_at_kill[1:], strict=False)),
-                "restart_listen_s": _times(listen_s),
-                "restart_serve_s": _times(serve_s),
-                "broker_alive_at_end": broker.alive(),
-                "tracebacks": broker.tracebacks(),
-                "traceback_examples": broker.log_lines(b"Traceback", 3),
-                "overrides": parse_overrides(args.override),
-            }
-        finally:
-            broker.stop()
-            keep_log(broker, args.out / "kill9-broker.log")
+    with started_broker("kill9", args) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic(TOPIC, args.partitions)])[TOPIC].result(30)
+        hist = History()
+        stop = threading.Event()
+        threads = [threading.Thread(target=produce_loop, daemon=True, args=(
+            broker.bootstrap, i, args.partitions, args.size, args.rate, hist, stop))
+            for i in range(args.producers)]
+        for t in threads:
+            t.start()
+        listen_s: list[float] = []
+        serve_s: list[float] = []
+        acked_at_kill: list[int] = []
+        t0 = time.monotonic()
+        for r in range(args.rounds):
+            time.sleep(args.up * rng.uniform(0.5, 1.5))
+            with hist.lock:
+                acked_at_kill.append(len(hist.acked))
+            broker.kill()
+            listen_s.append(broker.timed_start())
+            serve_s.append(listen_s[-1] + serving(broker.bootstrap, args.partitions))
+            if (r + 1) % 10 == 0:
+                print(f"  round {r + 1}: {acked_at_kill[-1]:,} acked, "
+                      f"restart {serve_s[-1]:.2f} s", flush=True)
+        time.sleep(args.up)
+        stop.set()
+        for t in threads:
+            t.join(360)
+        elapsed = time.monotonic() - t0
+        log = read_all(broker.bootstrap, args.partitions, args.size)
+        result = {
+            "rounds": args.rounds,
+            "producers": args.producers,
+            "partitions": args.partitions,
+            "record_bytes": args.size,
+            "rate_per_producer": args.rate,
+            "seconds": round(elapsed, 1),
+            **check(hist, log),
+            "sent": hist.sent,
+            "delivery_errors": dict(hist.delivery_errors),
+            "fatal_producer_errors": hist.fatal[:5],
+            "acked_growth_every_round": all(b > a for a, b in zip(acked_at_kill, acked_at_kill[1:], strict=False)),
+            "restart_listen_s": _times(listen_s),
+            "restart_serve_s": _times(serve_s),
+            "broker_alive_at_end": broker.alive(),
+            "tracebacks": broker.tracebacks(),
+            "traceback_examples": broker.log_lines(b"Traceback", 3),
+            "overrides": parse_overrides(args.override),
+        }
     return result
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -39,11 +38,11 @@ from bench.reliability.common import (
     Broker,
     Prober,
     fds,
-    keep_log,
     mib,
     parse_overrides,
     raise_nofile,
     rss,
+    started_broker,
     write_result,
 )
 from spool.protocol._generated import CreateTopicsRequest, MetadataRequest
@@ -149,97 +148,91 @@ def timed_serve(broker: Broker, expect: dict[str, int], timeout: float = 600) ->
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     raise_nofile()
-    with tempfile.TemporaryDirectory(prefix="spool-partitions-") as tmp:
-        broker = Broker(Path(tmp) / "data", parse_overrides(args.override))
-        broker.start()
-        try:
-            admin = AdminClient({"bootstrap.servers": broker.bootstrap, "logger": QUIET})
-            admin.create_topics([NewTopic(BYSTANDER, 1)])[BYSTANDER].result(30)
-            start_fds, start_rss = fds(broker.pid), rss(broker.pid)
-            bystander = Bystander(broker.bootstrap).start()
-            prober = Prober(broker.bootstrap, every=1.0, timeout=5.0).start()
-            client = RawClient(broker.bootstrap, timeout=120)
-            created: dict[str, int] = {}
-            refusal: dict[str, Any] | None = None
-            first_refusal: dict[str, Any] | None = None
-            t0 = time.monotonic()
-            i = 0
-            per_topic = args.per_topic
-            while sum(created.values()) < args.max_partitions:
-                if time.monotonic() - t0 > args.max_seconds:
-                    refusal = {"stopped": f"time budget of {args.max_seconds} s reached"}
-                    break
-                name = f"many-{i:06d}"
-                try:
-                    got = create(client, name, per_topic)
-                except (OSError, ConnectionError) as e:
-                    refusal = {"stopped": f"the broker stopped answering: {e!r}"}
-                    break
-                if got["code"] != 0:
-                    if per_topic > 1:  # what is left fits only smaller topics: fill it up
-                        first_refusal, per_topic = got, 1
-                        continue
-                    refusal = got
-                    break
-                created[name] = per_topic
-                i += 1
-                if i % 50 == 0:
-                    print(f"  {sum(created.values()):,} partitions, "
-                          f"{fds(broker.pid)} fds", flush=True)
-            create_s = time.monotonic() - t0
-            at_cap = {"rss_mib": mib(rss(broker.pid)), "fds": fds(broker.pid)}
-            extra: dict[str, Any] = {}
+    with started_broker("partitions", args, stop_timeout=300) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap, "logger": QUIET})
+        admin.create_topics([NewTopic(BYSTANDER, 1)])[BYSTANDER].result(30)
+        start_fds, start_rss = fds(broker.pid), rss(broker.pid)
+        bystander = Bystander(broker.bootstrap).start()
+        prober = Prober(broker.bootstrap, every=1.0, timeout=5.0).start()
+        client = RawClient(broker.bootstrap, timeout=120)
+        created: dict[str, int] = {}
+        refusal: dict[str, Any] | None = None
+        first_refusal: dict[str, Any] | None = None
+        t0 = time.monotonic()
+        i = 0
+        per_topic = args.per_topic
+        while sum(created.values()) < args.max_partitions:
+            if time.monotonic() - t0 > args.max_seconds:
+                refusal = {"stopped": f"time budget of {args.max_seconds} s reached"}
+                break
+            name = f"many-{i:06d}"
             try:
-                extra["one_million_partitions"] = create(client, "one-million", 1_000_000)
-                md = client.request(3, 4, MetadataRequest(
-                    topics=[MetadataRequestTopic(name="auto-after-cap")],
-                    allow_auto_topic_creation=True))
-                extra["auto_create_after_cap"] = error_name(md.topics[0].error_code)
-                if md.topics[0].error_code == 0:
-                    created["auto-after-cap"] = len(md.topics[0].partitions)
+                got = create(client, name, per_topic)
             except (OSError, ConnectionError) as e:
-                extra["error"] = repr(e)
-            client.close()
-            time.sleep(1.0)
-            probes = prober.stop()
-            by = bystander.stop()
-            alive = broker.alive()
-            expect = {**created, BYSTANDER: 1}
-            if extra.get("one_million_partitions", {}).get("code") == 0:
-                expect["one-million"] = 1_000_000
-            t1 = time.monotonic()
-            stop_code = broker.stop(timeout=300)
-            stop_s = time.monotonic() - t1
-            after_term = timed_serve(broker, expect)
-            broker.kill()
-            after_kill = timed_serve(broker, expect)
-            intact = bystander_intact(broker.bootstrap, by["acked"]) if broker.alive() else None
-            result = {
-                "per_topic": args.per_topic,
-                "partitions_created": sum(created.values()),
-                "topics_created": len(created),
-                "create_s": round(create_s, 1),
-                "refusal": refusal,
-                "first_refusal": first_refusal,
-                **extra,
-                "broker_alive_after_refusal": alive,
-                "bystander": by,
-                "bystander_ok": by["failed"] == 0 and by["acked"] == by["sent"],
-                "probes": probes,
-                "start": {"rss_mib": mib(start_rss), "fds": start_fds},
-                "at_cap": at_cap,
-                "sigterm_exit_code": stop_code,
-                "stop_s": round(stop_s, 2),
-                "restart_after_sigterm": after_term,
-                "restart_after_kill9": after_kill,
-                "bystander_records_read_back": intact,
-                "tracebacks": broker.tracebacks(),
-                "traceback_examples": broker.log_lines(b"Traceback", 3),
-                "overrides": parse_overrides(args.override),
-            }
-        finally:
-            broker.stop(timeout=300)
-            keep_log(broker, args.out / "partitions-broker.log")
+                refusal = {"stopped": f"the broker stopped answering: {e!r}"}
+                break
+            if got["code"] != 0:
+                if per_topic > 1:  # what is left fits only smaller topics: fill it up
+                    first_refusal, per_topic = got, 1
+                    continue
+                refusal = got
+                break
+            created[name] = per_topic
+            i += 1
+            if i % 50 == 0:
+                print(f"  {sum(created.values()):,} partitions, "
+                      f"{fds(broker.pid)} fds", flush=True)
+        create_s = time.monotonic() - t0
+        at_cap = {"rss_mib": mib(rss(broker.pid)), "fds": fds(broker.pid)}
+        extra: dict[str, Any] = {}
+        try:
+            extra["one_million_partitions"] = create(client, "one-million", 1_000_000)
+            md = client.request(3, 4, MetadataRequest(
+                topics=[MetadataRequestTopic(name="auto-after-cap")],
+                allow_auto_topic_creation=True))
+            extra["auto_create_after_cap"] = error_name(md.topics[0].error_code)
+            if md.topics[0].error_code == 0:
+                created["auto-after-cap"] = len(md.topics[0].partitions)
+        except (OSError, ConnectionError) as e:
+            extra["error"] = repr(e)
+        client.close()
+        time.sleep(1.0)
+        probes = prober.stop()
+        by = bystander.stop()
+        alive = broker.alive()
+        expect = {**created, BYSTANDER: 1}
+        if extra.get("one_million_partitions", {}).get("code") == 0:
+            expect["one-million"] = 1_000_000
+        t1 = time.monotonic()
+        stop_code = broker.stop(timeout=300)
+        stop_s = time.monotonic() - t1
+        after_term = timed_serve(broker, expect)
+        broker.kill()
+        after_kill = timed_serve(broker, expect)
+        intact = bystander_intact(broker.bootstrap, by["acked"]) if broker.alive() else None
+        result = {
+            "per_topic": args.per_topic,
+            "partitions_created": sum(created.values()),
+            "topics_created": len(created),
+            "create_s": round(create_s, 1),
+            "refusal": refusal,
+            "first_refusal": first_refusal,
+            **extra,
+            "broker_alive_after_refusal": alive,
+            "bystander": by,
+            "bystander_ok": by["failed"] == 0 and by["acked"] == by["sent"],
+            "probes": probes,
+            "start": {"rss_mib": mib(start_rss), "fds": start_fds},
+            "at_cap": at_cap,
+            "sigterm_exit_code": stop_code,
+            "stop_s": round(stop_s, 2),
+            "restart_after_sigterm": after_term,
+            "restart_after_kill9": after_kill,
+            "bystander_records_read_back": intact,
+            "tracebacks": broker.tracebacks(),
+            "traceback_examples": broker.log_lines(b"Traceback", 3),
+            "overrides": parse_overrides(args.override),
+        }
     return result
 
 
