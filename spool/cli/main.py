@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from spool.cli import configs, consume, dump_log, groups, produce, topics, transactions
+
+if TYPE_CHECKING:
+    from spool.broker.config import BrokerConfig
 
 app = typer.Typer(
     name="spool",
@@ -36,6 +39,17 @@ Overrides = Annotated[
 ]
 
 
+def _load_config(config: Path | None, override: list[str] | None, command: str) -> BrokerConfig:
+    """The ``BrokerConfig`` of ``--config`` and ``--override``; exits 2 if it is invalid."""
+    from spool.broker.config import BrokerConfig, ConfigError
+
+    try:
+        return BrokerConfig.load(config, override or [])
+    except ConfigError as e:
+        typer.echo(f"spool {command}: {e}", err=True)
+        raise typer.Exit(2) from e
+
+
 @app.command()
 def broker(
     config: ConfigFile = None,
@@ -58,15 +72,10 @@ def broker(
     """
     import logging
 
-    from spool.broker.config import BrokerConfig, ConfigError
     from spool.broker.main import LogDirError, configure_logging, run
 
     configure_logging(log_level)
-    try:
-        cfg = BrokerConfig.load(config, override or [])
-    except ConfigError as e:
-        typer.echo(f"spool broker: {e}", err=True)
-        raise typer.Exit(2) from e
+    cfg = _load_config(config, override, "broker")
     if strict_config and cfg.unknown:
         for key, hint in cfg.unknown_hints():
             typer.echo(f"spool broker: unknown configuration key '{key}' (--strict-config)"
@@ -76,10 +85,7 @@ def broker(
         logging.getLogger("spool.broker.config").warning("%s", line)
     try:
         run(cfg, log_level)
-    except LogDirError as e:
-        typer.echo(f"spool broker: {e}", err=True)
-        raise typer.Exit(1) from e
-    except OSError as e:
+    except (LogDirError, OSError) as e:
         typer.echo(f"spool broker: {e}", err=True)
         raise typer.Exit(1) from e
 
@@ -103,14 +109,9 @@ def format_dirs(
     A broker also formats an empty log dir on its first start; this makes the
     cluster id explicit. Exits 1 if a dir is in use, not empty, or formatted.
     """
-    from spool.broker.config import BrokerConfig, ConfigError
     from spool.broker.main import LogDirError, format_storage
 
-    try:
-        cfg = BrokerConfig.load(config, override or [])
-    except ConfigError as e:
-        typer.echo(f"spool format: {e}", err=True)
-        raise typer.Exit(2) from e
+    cfg = _load_config(config, override, "format")
     try:
         written = format_storage(cfg, cluster_id, ignore_formatted=ignore_formatted)
     except (LogDirError, OSError) as e:
