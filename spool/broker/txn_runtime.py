@@ -152,18 +152,14 @@ class TransactionRuntime:
                                          0, self.now())
             try:
                 self.writer.append(topic, p, bytearray(marker))
-            except KafkaError as e:
-                if e.code in MARKER_MOOT:  # as Kafka: nothing left for this marker to close
+            except (KafkaError, OSError) as e:
+                if isinstance(e, KafkaError) and e.code in MARKER_MOOT:
+                    # as Kafka: nothing left for this marker to close
                     log.error("marker for %s to %s-%d skipped: %s", m.transactional_id, topic, p, e)
-                    continue
-                log.warning("marker for %s to %s-%d failed (will retry): %s",
-                            m.transactional_id, topic, p, e)
-                left.add((topic, p))
-                continue
-            except OSError as e:
-                log.warning("marker for %s to %s-%d failed (will retry): %s",
-                            m.transactional_id, topic, p, e)
-                left.add((topic, p))
+                else:
+                    log.warning("marker for %s to %s-%d failed (will retry): %s",
+                                m.transactional_id, topic, p, e)
+                    left.add((topic, p))
                 continue
             if topic == OFFSETS_TOPIC and groups is not None:
                 groups.txn_offsets.complete(m.producer_id, p, commit, groups.coordinator.load)
