@@ -173,14 +173,20 @@ def _close_regions(chunks) -> None:
                 c.close()
 
 
-def _wake_future(fut: asyncio.Future) -> None:
+def _wake_future(fut: asyncio.Future, *_: object) -> None:
+    """Complete ``fut``, once (also as a done callback: the finished task is ignored)."""
     if not fut.done():
         fut.set_result(None)
 
 
-def _when_done(fut: asyncio.Future, _task: asyncio.Task) -> None:
-    if not fut.done():
-        fut.set_result(None)
+async def _readable(loop: asyncio.AbstractEventLoop, fd: int) -> None:
+    """Wait until ``fd`` is readable (or, for a listener, has a connection to accept)."""
+    fut = loop.create_future()
+    loop.add_reader(fd, _wake_future, fut)
+    try:
+        await fut
+    finally:
+        loop.remove_reader(fd)
 
 
 class RequestBytes:
@@ -383,7 +389,7 @@ class Connection:
             try:
                 n = sock.recv_into(buf)
             except (BlockingIOError, InterruptedError):
-                await self._readable()
+                await _readable(self._loop, self.fd)
                 continue
             except OSError:
                 return True
@@ -396,14 +402,6 @@ class Connection:
             # loop (and every other connection, and its own queued tasks) waiting
             await asyncio.sleep(0)
         return False
-
-    async def _readable(self) -> None:
-        fut = self._loop.create_future()
-        self._loop.add_reader(self.fd, _wake_future, fut)
-        try:
-            await fut
-        finally:
-            self._loop.remove_reader(self.fd)
 
     async def _stalled(self, for_bytes: bool) -> bool:
         """Wait for room (or request bytes); True if the peer hung up meanwhile."""
@@ -493,7 +491,7 @@ class Connection:
                 if not task.done():
                     # not ``await task``: cancelling the writer must not cancel the handler
                     ready = self._loop.create_future()
-                    task.add_done_callback(functools.partial(_when_done, ready))
+                    task.add_done_callback(functools.partial(_wake_future, ready))
                     await ready
                 try:
                     chunks = task.result()
@@ -658,12 +656,7 @@ class Server:
             try:
                 sock, peer = ls.accept()
             except (BlockingIOError, InterruptedError):
-                fut = loop.create_future()
-                loop.add_reader(fd, _wake_future, fut)
-                try:
-                    await fut
-                finally:
-                    loop.remove_reader(fd)
+                await _readable(loop, fd)
                 continue
             except OSError as e:
                 # out of descriptors (or another transient failure): back off, keep serving
