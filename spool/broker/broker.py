@@ -106,7 +106,6 @@ class Broker:
         self.groups: GroupRuntime | None = None
         self.transactions: TransactionRuntime | None = None
         self._waiters: dict[tuple[str, int], list[asyncio.Future]] = {}
-        self._background: list[asyncio.Task] = []
 
     # ---- lifecycle
 
@@ -183,8 +182,6 @@ class Broker:
         return self.storage.metadata
 
     async def shutdown(self) -> None:
-        for t in self._background:
-            t.cancel()
         if self.groups is not None:
             await self.groups.stop()
         if self.transactions is not None:
