@@ -78,6 +78,11 @@ class Storage:
     def _dynamic_broker_config(self) -> dict[str, str]:
         return self.metadata.broker_config(str(self.node_id))
 
+    def _overrides(self, name: str) -> dict[str, str]:
+        """One topic's config overrides (not every topic's: creations come by the thousand)."""
+        t = self.metadata.topic(name)
+        return {} if t is None else t.configs
+
     def _expected_partitions(self) -> set[tuple[str, int]]:
         return {(n, p) for n, t in self.metadata.topics().items() for p in range(t.partitions)}
 
@@ -127,7 +132,7 @@ class Storage:
 
     def _create_topic(self, name, partitions, configs, limit) -> str:
         tid = self.metadata.create_topic(name, partitions, configs, limit=limit)
-        overrides = self.metadata.topic_configs().get(name, {})
+        overrides = self._overrides(name)
         try:
             self.logs.create_partitions(name, range(partitions), overrides)
         except OSError as e:
@@ -151,7 +156,7 @@ class Storage:
 
     def _create_partitions(self, name: str, new_total: int, limit) -> None:
         self.metadata.create_partitions(name, new_total, limit=limit)
-        overrides = self.metadata.topic_configs().get(name, {})
+        overrides = self._overrides(name)
         try:
             self.logs.create_partitions(name, range(new_total), overrides)
         except OSError as e:
