@@ -248,21 +248,20 @@ class LogSegment:
     def _evict_file(self) -> None:
         """OPEN_FILES let this segment go: close now, or when the last reader unpins."""
         with self._fd_lock:
-            if self.active:
-                return
-            if self._pins:
-                self._close_pending = True
-            else:
-                self._close_fd_locked()
+            if not self.active:
+                self._close_when_unpinned_locked()
 
     def close_file(self) -> None:
         """Close the ``.log`` descriptor (once unpinned); the next use reopens it."""
         OPEN_FILES.forget(self)
         with self._fd_lock:
-            if self._pins:
-                self._close_pending = True
-            else:
-                self._close_fd_locked()
+            self._close_when_unpinned_locked()
+
+    def _close_when_unpinned_locked(self) -> None:
+        if self._pins:
+            self._close_pending = True
+        else:
+            self._close_fd_locked()
 
     @property
     def file_open(self) -> bool:
