@@ -194,4 +194,3 @@ class ClassicGroup:
 
     def max_rebalance_timeout_ms(self) -> int:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
-
