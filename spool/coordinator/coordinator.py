@@ -92,7 +92,8 @@ class JoinRequest:
 
 @dataclass
 class Checkpoint:
-    """The groups an operation may change, as they were before it, and its timers' journal."""
+    """The groups an operation may change, as they were before it (the timers and the
+    members keep their own journals: ``Timers.begin``, ``MemberJournal``)."""
 
     groups: dict[str, ClassicGroup | None]
 
