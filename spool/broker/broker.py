@@ -115,7 +115,6 @@ class Broker:
         The order is the point: a second broker on the same port fails at the bind
         and one on the same log dirs at the lock, both before any data is read or
         written. Connections made meanwhile wait in the listen backlog."""
-        loop = asyncio.get_running_loop()
         self.server = Server(
             Dispatcher(self),
             [(lst.host, lst.port) for lst in self.config.listeners],
@@ -128,7 +127,7 @@ class Broker:
         )
         self.server.bind()
         try:
-            await self._load(loop)
+            await self._load()
         except BaseException:
             await self.server.close()
             if self.log_dirs is not None:
@@ -145,32 +144,27 @@ class Broker:
         self.logs.start_cleaner()  # its own thread, off the event loop
         log.info("broker %d listening on %s", self.node_id, self.server.bound)
 
-    async def _load(self, loop: asyncio.AbstractEventLoop) -> None:
+    async def _load(self) -> None:
         log_dirs = self.config.log_dirs
         defaults = {
             **self.config.log_defaults(),
             "log.retention.check.interval.ms": self.config.get("log.retention.check.interval.ms"),
         }
         configured = self.config.values.get("cluster.id")  # None: the dirs' own
-        self.log_dirs = await loop.run_in_executor(
-            self.executor,
-            lambda: claim_log_dirs(log_dirs, self.node_id, configured,
-                                   new_cluster_id=self.cluster_id),
-        )
+        self.log_dirs = await self.run_blocking(
+            claim_log_dirs, log_dirs, self.node_id, configured, new_cluster_id=self.cluster_id)
         self.cluster_id = self.log_dirs.cluster_id
-        self.storage = await loop.run_in_executor(
-            self.executor,
-            lambda: Storage(log_dirs, defaults, self.clock, node_id=self.node_id,
-                            max_partitions=self.partition_limit().max_partitions),
-        )
+        self.storage = await self.run_blocking(
+            Storage, log_dirs, defaults, self.clock, node_id=self.node_id,
+            max_partitions=self.partition_limit().max_partitions)
         self.producer_ids = ProducerIdManager(self.metadata)
         writer = self._coordinator_writer(self)
         self.groups = GroupRuntime(self, writer)
-        loaded = await loop.run_in_executor(self.executor, self.groups.load)
+        loaded = await self.run_blocking(self.groups.load)
         if loaded:
             log.info("group coordinator replayed %d __consumer_offsets records", loaded)
         self.transactions = TransactionRuntime(self, writer)
-        await loop.run_in_executor(self.executor, self.transactions.load)
+        await self.run_blocking(self.transactions.load)
         self.transactions.recover()  # PREPARE_* transactions a crash interrupted
 
     @property
@@ -189,7 +183,7 @@ class Broker:
         if self.server is not None:
             await self.server.close()
         if self.storage is not None:
-            await asyncio.get_running_loop().run_in_executor(self.executor, self.storage.shutdown)
+            await self.run_blocking(self.storage.shutdown)
         self.executor.shutdown(wait=True)
         if self.log_dirs is not None:
             self.log_dirs.release()  # last: the dirs are consistent and closed
@@ -241,7 +235,8 @@ class Broker:
         return PartitionLimit(cap, reserved, why)
 
     async def run_blocking(self, fn: Callable, *args, **kwargs):
-        """Run ``fn`` (creating topics or partitions: file work) in the executor."""
+        """Run ``fn`` (blocking file work: loading, creating topics or partitions) in the
+        executor."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.executor, functools.partial(fn, *args, **kwargs))
 
