@@ -391,25 +391,17 @@ class Broker:
         interrupt: asyncio.Future | None = None,
     ) -> None:
         """Wait until one of ``keys`` gets an append, the timeout passes, or ``interrupt`` is done."""
+        if interrupt is not None and interrupt.done():
+            return
         fut = asyncio.get_running_loop().create_future()
-
-        def interrupted(_f: asyncio.Future) -> None:
-            if not fut.done():
-                fut.set_result(None)
-
-        if interrupt is not None:
-            if interrupt.done():
-                return
-            interrupt.add_done_callback(interrupted)
         keys = list(keys)
         for k in keys:
             self._waiters.setdefault(k, []).append(fut)
         try:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(fut, timeout_s)
+            # (asyncio.wait cancels neither: the interrupt is the connection's, shared)
+            await asyncio.wait({fut} if interrupt is None else {fut, interrupt},
+                               timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            if interrupt is not None:
-                interrupt.remove_done_callback(interrupted)
             for k in keys:
                 lst = self._waiters.get(k)
                 if lst is not None:
