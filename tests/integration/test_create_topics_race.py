@@ -8,46 +8,24 @@ that closes the connection. Found by ``bench.reliability.fuzz``.
 
 from __future__ import annotations
 
-import threading
-
 from spool.protocol._generated import CreateTopicsRequest, DeleteTopicsRequest
 from spool.protocol._generated.create_topics_request import CreatableTopic
 from spool.protocol.errors import Errors
-from tests.helpers.raw_client import RawClient
+from tests.helpers.race import race
 
 ROUNDS = 200
 
 
 def test_create_topics_racing_delete_topics_never_closes_the_connection(broker, topic_name):
-    answers: list[int] = []
-    failures: list[str] = []
-
-    def create() -> None:
-        c = RawClient(broker.bootstrap)
-        try:
-            for _ in range(ROUNDS):
-                resp = c.request(19, 5, CreateTopicsRequest(topics=[CreatableTopic(
-                    name=topic_name, num_partitions=1, replication_factor=1)], timeout_ms=5000))
-                answers.append(resp.topics[0].error_code)
-        except ConnectionError as e:
-            failures.append(repr(e))
-        finally:
-            c.close()
-
-    def delete() -> None:
-        c = RawClient(broker.bootstrap)
-        try:
-            for _ in range(ROUNDS):
-                c.request(20, 3, DeleteTopicsRequest(topic_names=[topic_name], timeout_ms=1000))
-        finally:
-            c.close()
-
-    threads = [threading.Thread(target=create) for _ in range(3)]
-    threads += [threading.Thread(target=delete) for _ in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    codes, failures = race(broker.bootstrap, ROUNDS, {
+        "CreateTopics": (3, lambda c: c.request(19, 5, CreateTopicsRequest(topics=[CreatableTopic(
+            name=topic_name, num_partitions=1, replication_factor=1)], timeout_ms=5000)
+        ).topics[0].error_code),
+        "DeleteTopics": (3, lambda c: c.request(20, 3, DeleteTopicsRequest(
+            topic_names=[topic_name], timeout_ms=1000)).responses[0].error_code),
+    })
     assert failures == []
-    assert len(answers) == 3 * ROUNDS
-    assert set(answers) <= {Errors.NONE, Errors.TOPIC_ALREADY_EXISTS}
+    assert len(codes["CreateTopics"]) == 3 * ROUNDS
+    assert set(codes["CreateTopics"]) <= {Errors.NONE, Errors.TOPIC_ALREADY_EXISTS}
+    assert len(codes["DeleteTopics"]) == 3 * ROUNDS
+    assert set(codes["DeleteTopics"]) <= {Errors.NONE, Errors.UNKNOWN_TOPIC_OR_PARTITION}

@@ -10,55 +10,26 @@ closed connection.
 
 from __future__ import annotations
 
-import threading
-
 from spool.protocol._generated import DeleteTopicsRequest, MetadataRequest
 from spool.protocol._generated.metadata_request import MetadataRequestTopic
 from spool.protocol.errors import Errors
-from tests.helpers.raw_client import RawClient
+from tests.helpers.race import race
 
 ROUNDS = 300
 
 
 def test_metadata_racing_delete_topics_never_closes_the_connection(broker, topic_name):
-    answers: list[int] = []
-    deleted: list[int] = []
-    failures: list[str] = []
-
-    def describe() -> None:
-        c = RawClient(broker.bootstrap)
-        try:
-            for _ in range(ROUNDS):
-                resp = c.request(3, 4, MetadataRequest(
-                    topics=[MetadataRequestTopic(name=topic_name)], allow_auto_topic_creation=True))
-                answers.append(resp.topics[0].error_code)
-        except ConnectionError as e:
-            failures.append(repr(e))
-        finally:
-            c.close()
-
-    def delete() -> None:
-        c = RawClient(broker.bootstrap)
-        try:
-            for _ in range(ROUNDS):
-                resp = c.request(
-                    20, 3, DeleteTopicsRequest(topic_names=[topic_name], timeout_ms=1000))
-                deleted.append(resp.responses[0].error_code)
-        except ConnectionError as e:
-            failures.append(f"DeleteTopics: {e!r}")
-        finally:
-            c.close()
-
     failed_before = broker.log_path.read_bytes().count(b"handler failed")
-    threads = [threading.Thread(target=describe) for _ in range(4)]
-    threads += [threading.Thread(target=delete) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    codes, failures = race(broker.bootstrap, ROUNDS, {
+        "Metadata": (4, lambda c: c.request(3, 4, MetadataRequest(
+            topics=[MetadataRequestTopic(name=topic_name)], allow_auto_topic_creation=True)
+        ).topics[0].error_code),
+        "DeleteTopics": (2, lambda c: c.request(20, 3, DeleteTopicsRequest(
+            topic_names=[topic_name], timeout_ms=1000)).responses[0].error_code),
+    })
     assert failures == []
-    assert len(answers) == 4 * ROUNDS
-    assert set(answers) <= {Errors.NONE, Errors.UNKNOWN_TOPIC_OR_PARTITION}
-    assert len(deleted) == 2 * ROUNDS
-    assert set(deleted) <= {Errors.NONE, Errors.UNKNOWN_TOPIC_OR_PARTITION}
+    assert len(codes["Metadata"]) == 4 * ROUNDS
+    assert set(codes["Metadata"]) <= {Errors.NONE, Errors.UNKNOWN_TOPIC_OR_PARTITION}
+    assert len(codes["DeleteTopics"]) == 2 * ROUNDS
+    assert set(codes["DeleteTopics"]) <= {Errors.NONE, Errors.UNKNOWN_TOPIC_OR_PARTITION}
     assert broker.log_path.read_bytes().count(b"handler failed") == failed_before
