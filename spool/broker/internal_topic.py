@@ -12,8 +12,9 @@ always runs in the broker's executor, one creation at a time per topic:
   first: the request waits, every other connection goes on.
 - ``prepare()``: the ``CoordinatorLog``'s hook before an append, on the
   loop. If the topic is not ready it starts the creation in the executor
-  and raises COORDINATOR_LOAD_IN_PROGRESS (retriable: the append is refused,
-  the client tries again), as Kafka answers while a coordinator loads; it
+  and raises COORDINATOR_LOAD_IN_PROGRESS, so the append is refused; the
+  ``CoordinatorLog`` answers it with its runtime's retriable error
+  (COORDINATOR_NOT_AVAILABLE) and the client tries again; it
   never blocks. It is the net for any path that did not ``ensure`` (timers).
 
 Once ready the topic stays ready (internal topics cannot be deleted), so
