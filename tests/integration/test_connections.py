@@ -251,7 +251,9 @@ def test_ten_thousand_idle_connections_while_a_client_works(make_broker):
 
 
 def test_a_parked_fetch_ends_when_its_client_hangs_up(make_broker):
-    b = make_broker()
+    # a parked fetch holds its request's bytes until it ends: with this bound, fetches
+    # still parked after their clients left would keep every later request unread
+    b = make_broker({"queued.max.request.bytes": "4096"})
     pid = b.proc.pid
     create_topic(b.bootstrap, "quiet")
     assert api_versions_ok(b.bootstrap)
@@ -260,11 +262,14 @@ def test_a_parked_fetch_ends_when_its_client_hangs_up(make_broker):
     for c in clients:
         c.send(1, 12, fetch_request("quiet", max_wait_ms=600_000))
     wait_until(lambda: fd_count(pid) >= fds0 + 200, 30, "200 connections accepted")
+    wait_until(lambda: not _accepts(b.bootstrap), 15,
+               "the parked fetches to fill queued.max.request.bytes")
     for c in clients:
         c.close()
     # max_wait_ms is ten minutes: the descriptors must go with the clients, not with the wait
     wait_until(lambda: fd_count(pid) <= fds0, 15, "the hung-up fetchers' descriptors released")
-    assert api_versions_ok(b.bootstrap)
+    # and so must the parked fetches themselves (their request bytes with them)
+    wait_until(lambda: _accepts(b.bootstrap), 15, "the hung-up fetchers' parked fetches ended")
     no_tracebacks(b)
 
 
