@@ -44,7 +44,11 @@ def test_registry_shape() -> None:
     assert API_BY_KEY[0].name == 'Produce'
     assert API_BY_KEY[0].flexible_versions == (9, 13)
     assert API_BY_KEY[17].flexible_versions is None
-    assert set(DATA_SCHEMAS) == {'ConsumerProtocolAssignment', 'ConsumerProtocolSubscription'}
+    assert set(DATA_SCHEMAS) == {
+        'ConsumerProtocolAssignment', 'ConsumerProtocolSubscription',
+        'LeaderChangeMessage', 'SnapshotHeaderRecord', 'SnapshotFooterRecord',
+        'KRaftVersionRecord', 'VotersRecord',
+    }
     assert all(issubclass(cls, Message) for cls in MESSAGES.values())
     assert ProduceRequest.is_flexible(9) and not ProduceRequest.is_flexible(8)
 

@@ -363,4 +363,7 @@ def test_every_message_and_version_matches_kafka_python(name: str) -> None:
 
 
 def test_sweep_covers_every_spec() -> None:
-    assert set(SWEEP) == set(SPECS)
+    """Every kafka-python spec; the vendored ones (tools/codegen/specs) have no kafka-python
+    class to compare with: tests/unit/test_metadata_records.py checks them against bytes
+    written out by hand from the specs."""
+    assert set(SWEEP) == {name for name, spec in SPECS.items() if not spec.vendored}

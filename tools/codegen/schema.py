@@ -1,12 +1,23 @@
 """The message-spec model and its loader.
 
-``load_specs()`` reads every ``*.json`` spec bundled with the installed
-kafka-python wheel (``kafka/protocol/schemas/resources``, located with
-``importlib.util.find_spec`` so kafka itself is not imported), applies
-:mod:`tools.codegen.overrides`, resolves ``commonStructs`` and struct
-references, and returns :class:`MessageSpec` objects sorted by name. Header
-specs (``RequestHeader``/``ResponseHeader``) are skipped: headers are
-hand-written in ``spool.protocol``.
+``load_specs()`` reads the specs from two sources and returns
+:class:`MessageSpec` objects sorted by name:
+
+* every ``*.json`` bundled with the installed kafka-python wheel
+  (``kafka/protocol/schemas/resources``, located with
+  ``importlib.util.find_spec`` so kafka itself is not imported): the source
+  for every message it has;
+* the specs vendored from Apache Kafka under ``tools/codegen/specs``
+  (``message/``: the KRaft and inter-broker APIs and the Raft control
+  records; ``metadata/``: the ``__cluster_metadata`` records), which only
+  fill what kafka-python lacks: a vendored spec whose name kafka-python also
+  has is an error (see ``tools/codegen/specs/README.md``).
+
+It applies :mod:`tools.codegen.overrides` and resolves ``commonStructs`` and
+struct references. Header specs (``RequestHeader``/``ResponseHeader``) are
+skipped: headers are hand-written in ``spool.protocol``. Spec kinds are
+``request``, ``response``, ``data`` (a bare struct with versions) and
+``metadata`` (a metadata record: ``apiKey`` is its record type; no header).
 
 A version range is inclusive on both ends; ``none`` is the empty range and
 ``N+`` ends at :data:`MAX_VERSION`.
@@ -35,6 +46,10 @@ FIXED = {
 }
 NULLABLE_TYPES = frozenset({'string', 'bytes', 'records'})
 SPEC_SUBDIR = ('protocol', 'schemas', 'resources')  # inside the kafka package
+VENDORED_DIR = Path(__file__).resolve().parent / 'specs'
+VENDORED_SUBDIRS = ('message', 'metadata')
+# the apache/kafka commit the vendored specs come from (tools/codegen/specs/README.md)
+VENDORED_COMMIT = '1eb7644349cb07139d6a3c1ad1986979647cac99'
 SKIPPED_TYPES = frozenset({'header'})
 
 
@@ -121,13 +136,14 @@ class StructSpec:
 @dataclass
 class MessageSpec:
     name: str
-    kind: str                   # "request", "response" or "data"
-    api_key: int | None
+    kind: str                   # "request", "response", "data" or "metadata"
+    api_key: int | None         # the API key; for "metadata", the record type
     valid: Versions
     flexible: Versions
     root: StructSpec
     structs: list[StructSpec]   # nested structs, children before parents (root excluded)
     source: str                 # spec file name
+    vendored: bool = False      # from tools/codegen/specs, not from kafka-python
     reach: dict[str, list[int]] = field(default_factory=dict)  # struct -> versions on the wire
 
     def is_flexible(self, version: int) -> bool:
@@ -239,6 +255,8 @@ class _Builder:
         elif elem == 'records' and is_array:
             raise SpecError(f'{where}: array of records')
         tag = f.get('tag')
+        if isinstance(tag, str):  # a few Kafka specs write the tag as a string ("0")
+            tag = int(tag)
         tagged = Versions.parse(f.get('taggedVersions')).intersect(versions)
         if (tag is None) != (f.get('taggedVersions') is None):
             raise SpecError(f'{where}: tag and taggedVersions must come together')
@@ -252,7 +270,7 @@ class _Builder:
         )
 
 
-def build_spec(data: dict, source: str) -> MessageSpec:
+def build_spec(data: dict, source: str, vendored: bool = False) -> MessageSpec:
     name = data['name']
     valid = Versions.parse(overrides.VALID_VERSIONS.get(name, data['validVersions']))
     builder = _Builder(data, valid)
@@ -261,7 +279,7 @@ def build_spec(data: dict, source: str) -> MessageSpec:
     flexible = Versions.parse(data.get('flexibleVersions')).intersect(valid)
     spec = MessageSpec(
         name=name, kind=data['type'], api_key=data.get('apiKey'), valid=valid,
-        flexible=flexible, root=root, structs=builder.order, source=source,
+        flexible=flexible, root=root, structs=builder.order, source=source, vendored=vendored,
     )
     spec.reach = _reachability(spec)
     _validate(spec)
@@ -303,18 +321,30 @@ def spec_dir() -> Path:
 
 
 def spec_files() -> list[tuple[str, str]]:
-    """(file name, text) of every bundled spec, sorted by name."""
+    """(file name, text) of every spec bundled with kafka-python, sorted by name."""
     return sorted((p.name, p.read_text(encoding='utf-8')) for p in spec_dir().glob('*.json'))
 
 
+def vendored_files() -> list[tuple[str, str]]:
+    """(path relative to tools/codegen/specs, text) of every vendored spec, sorted."""
+    return sorted((f'{sub}/{p.name}', p.read_text(encoding='utf-8'))
+                  for sub in VENDORED_SUBDIRS for p in (VENDORED_DIR / sub).glob('*.json'))
+
+
 def load_specs() -> list[MessageSpec]:
-    specs = []
-    for fname, text in spec_files():
+    specs: dict[str, MessageSpec] = {}
+    sources = [(f, t, False) for f, t in spec_files()]
+    sources += [(f, t, True) for f, t in vendored_files()]
+    for fname, text, vendored in sources:
         data = jsonc.loads(text)
         if data.get('type') in SKIPPED_TYPES:
             continue
-        specs.append(build_spec(data, fname))
-    return specs
+        spec = build_spec(data, fname, vendored)
+        if spec.name in specs:
+            raise SpecError(f'{spec.name}: {fname} duplicates {specs[spec.name].source}'
+                            ' (vendored specs only fill what kafka-python lacks)')
+        specs[spec.name] = spec
+    return sorted(specs.values(), key=lambda s: s.name)
 
 
 def specs_by_name() -> dict[str, MessageSpec]:
