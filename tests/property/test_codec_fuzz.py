@@ -28,7 +28,7 @@ TARGETS = [
     ('JoinGroupRequest', (0, 6)), ('SyncGroupRequest', (5,)),
     ('OffsetCommitRequest', (2, 8)), ('CreateTopicsRequest', (2, 5)),
     ('DescribeTopicPartitionsResponse', (0,)), ('ConsumerProtocolSubscription', (0, 3)),
-    ('VoteRequest', (0, 1)), ('FetchSnapshotResponse', (1,)), ('BrokerRegistrationRequest', (4,)),
+    ('VoteRequest', (0, 2)), ('FetchSnapshotResponse', (1,)), ('BrokerRegistrationRequest', (4,)),
     ('PartitionRecord', (0, 2)), ('RegisterBrokerRecord', (3,)), ('VotersRecord', (0,)),
 ]
 CASES = [(name, v) for name, versions in TARGETS for v in versions]

@@ -79,3 +79,17 @@ def test_vote_request_v0_frame_golden() -> None:
     )
     header, pos = parse_request_header(memoryview(frame), True)
     assert VoteRequest.from_bytes(memoryview(frame)[pos:], 0) == req
+
+
+def test_vote_request_v2_adds_pre_vote() -> None:
+    """v2 (KIP-996, tools/codegen/overrides.py) = v1 plus PreVote, last in PartitionData."""
+    part = VoteRequest.PartitionData(partition_index=0, candidate_epoch=4, candidate_id=1,
+                                     last_offset_epoch=3, last_offset=10, pre_vote=True)
+    req = VoteRequest(cluster_id='c', voter_id=2, topics=[VoteRequest.TopicData(
+        topic_name='__cluster_metadata', partitions=[part])])
+    v1 = req.to_bytes(1)
+    # v1 ends: LastOffset, PartitionData tags, TopicData tags, VoteRequest tags
+    assert v1[-11:] == struct.pack('>q', 10) + b'\x00\x00\x00'
+    assert req.to_bytes(2) == v1[:-3] + b'\x01' + v1[-3:]
+    assert VoteRequest.from_bytes(req.to_bytes(2), 2) == req
+    assert VoteRequest.from_bytes(v1, 1).topics[0].partitions[0].pre_vote is False

@@ -270,8 +270,24 @@ class _Builder:
         )
 
 
+def _add_fields(data: dict) -> None:
+    """Append :data:`overrides.ADDED_FIELDS` to their structs (in place)."""
+    name = data['name']
+
+    def walk(struct_name: str, fields: list[dict]) -> None:
+        fields.extend(overrides.ADDED_FIELDS.get((name, struct_name), []))
+        for f in fields:
+            if 'fields' in f:
+                walk(f['type'].removeprefix('[]'), f['fields'])
+
+    walk(name, data.get('fields', []))
+    for cs in data.get('commonStructs', []):
+        walk(cs['name'], cs['fields'])
+
+
 def build_spec(data: dict, source: str, vendored: bool = False) -> MessageSpec:
     name = data['name']
+    _add_fields(data)
     valid = Versions.parse(overrides.VALID_VERSIONS.get(name, data['validVersions']))
     builder = _Builder(data, valid)
     root = StructSpec(name, valid)

@@ -231,7 +231,7 @@ API_BY_KEY: dict[int, ApiEntry] = {
     49: ApiEntry(AlterClientQuotasRequest, AlterClientQuotasResponse, (0, 1), (1, 1), 'AlterClientQuotas'),
     50: ApiEntry(DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse, (0, 0), (0, 0), 'DescribeUserScramCredentials'),
     51: ApiEntry(AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse, (0, 0), (0, 0), 'AlterUserScramCredentials'),
-    52: ApiEntry(VoteRequest, VoteResponse, (0, 1), (0, 1), 'Vote'),
+    52: ApiEntry(VoteRequest, VoteResponse, (0, 2), (0, 2), 'Vote'),
     53: ApiEntry(BeginQuorumEpochRequest, BeginQuorumEpochResponse, (0, 1), (1, 1), 'BeginQuorumEpoch'),
     54: ApiEntry(EndQuorumEpochRequest, EndQuorumEpochResponse, (0, 1), (1, 1), 'EndQuorumEpoch'),
     55: ApiEntry(DescribeQuorumRequest, DescribeQuorumResponse, (0, 2), (0, 2), 'DescribeQuorum'),
