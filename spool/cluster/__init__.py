@@ -1,0 +1,16 @@
+"""The cluster's brain: the metadata image, the controller's state machine, the quorum.
+
+Sans I/O throughout: these modules take records, requests and the time, and return
+records to append and replies; the broker process drives them over sockets and a
+seeded simulator drives them in tests (DESIGN: decision 9).
+
+    image          MetadataImage / MetadataDelta: metadata records -> immutable snapshots
+    local_changes  what a new image asks of one broker (create, lead, follow, delete)
+    snapshot       an image written back as records (Raft snapshots)
+    controller     QuorumController: broker lifecycle, and the writes below
+    topic_ops      CreateTopics, CreatePartitions, DeleteTopics, ISR/leader changes
+    config_ops     AlterConfigs, IncrementalAlterConfigs
+    placement      rack-aware striped replica placement
+    partition_change   Kafka's PartitionChangeBuilder rules
+    ops            ControllerConfig, ControllerResult and the broker replies
+"""
