@@ -37,7 +37,18 @@ length 1+1, VoterId, no tags) ``02 00 00 00 01 00`` (GrantingVoters)
 handle key and value; a key version other than 0 is read as version 0 (as
 Kafka does), bytes after the value's body are ignored (Kafka reads the value
 from a slice without checking the end). Transaction markers (types 0 and 1)
-are ``spool.records``' business, not this module's.
+are ``spool.records``' business, not this module's; so is the batch: a
+caller outside ``protocol`` builds it with
+``spool.records.BatchBuilder(base_offset, is_control=True,
+partition_leader_epoch=epoch)`` and ``append(key, value, timestamp=...)``.
+Kafka's new leader starts its epoch with a control batch holding a
+LeaderChangeMessage (then KRaftVersionRecord and VotersRecord when
+kraft.version >= 1 and the voter set needs writing); a snapshot's first
+batch is a control batch with SnapshotHeaderRecord (then KRaftVersionRecord
+and VotersRecord when kraft.version >= 1), its last a SnapshotFooterRecord.
+
+Metadata records go in ordinary (non-control) batches, key null, one
+framed record per value.
 """
 
 from __future__ import annotations

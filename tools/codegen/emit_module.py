@@ -143,7 +143,10 @@ class ModuleEmitter:
         spec = self.spec
         if not is_root:
             return f'{struct.name}: a struct of {spec.name}.'
-        key = f'api key {spec.api_key}, ' if spec.api_key is not None else ''
+        if spec.kind == 'metadata':
+            key = f'record type {spec.api_key}, '
+        else:
+            key = f'api key {spec.api_key}, ' if spec.api_key is not None else ''
         return (f'{spec.name} ({key}{spec.kind}): versions {fmt_versions(spec.valid)}, '
                 f'flexible {fmt_versions(spec.flexible)}.')
 

@@ -18,7 +18,7 @@ from spool.protocol.primitives import (
 
 
 class AbortTransactionRecord(Message):
-    """AbortTransactionRecord (api key 25, metadata): versions 0, flexible 0.
+    """AbortTransactionRecord (record type 25, metadata): versions 0, flexible 0.
 
     reason: string, v0, nullable v0, tag 0 in v0, default None
         An optional textual description of why the transaction was aborted.

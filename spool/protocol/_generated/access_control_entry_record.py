@@ -23,7 +23,7 @@ _S_bb = Struct('>bb')
 
 
 class AccessControlEntryRecord(Message):
-    """AccessControlEntryRecord (api key 18, metadata): versions 0, flexible 0.
+    """AccessControlEntryRecord (record type 18, metadata): versions 0, flexible 0.
 
     id: uuid, v0
         The unique ID of this ACL.

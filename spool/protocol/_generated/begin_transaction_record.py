@@ -18,7 +18,7 @@ from spool.protocol.primitives import (
 
 
 class BeginTransactionRecord(Message):
-    """BeginTransactionRecord (api key 23, metadata): versions 0, flexible 0.
+    """BeginTransactionRecord (record type 23, metadata): versions 0, flexible 0.
 
     name: string, v0, nullable v0, tag 0 in v0, default None
         An optional textual description of this transaction.

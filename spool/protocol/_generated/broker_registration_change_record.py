@@ -24,7 +24,7 @@ _S_iq = Struct('>iq')
 
 
 class BrokerRegistrationChangeRecord(Message):
-    """BrokerRegistrationChangeRecord (api key 17, metadata): versions 0-2, flexible 0-2.
+    """BrokerRegistrationChangeRecord (record type 17, metadata): versions 0-2, flexible 0-2.
 
     broker_id: int32, v0-2
         The broker id.

@@ -46,7 +46,7 @@ class EntityData(Message):
 
 
 class ClientQuotaRecord(Message):
-    """ClientQuotaRecord (api key 14, metadata): versions 0, flexible 0.
+    """ClientQuotaRecord (record type 14, metadata): versions 0, flexible 0.
 
     entity: []EntityData, v0
         The quota entity to alter.

@@ -21,7 +21,7 @@ _S_b = Struct('>b')
 
 
 class ConfigRecord(Message):
-    """ConfigRecord (api key 4, metadata): versions 0, flexible 0.
+    """ConfigRecord (record type 4, metadata): versions 0, flexible 0.
 
     resource_type: int8, v0
         The type of resource this configuration applies to.

@@ -21,7 +21,7 @@ _S_qqq = Struct('>qqq')
 
 
 class DelegationTokenRecord(Message):
-    """DelegationTokenRecord (api key 10, metadata): versions 0, flexible 0.
+    """DelegationTokenRecord (record type 10, metadata): versions 0, flexible 0.
 
     owner: string, v0
         The delegation token owner.

@@ -13,7 +13,7 @@ from spool.protocol.primitives import (
 
 
 class EndTransactionRecord(Message):
-    """EndTransactionRecord (api key 24, metadata): versions 0, flexible 0.
+    """EndTransactionRecord (record type 24, metadata): versions 0, flexible 0.
     """
 
     __slots__ = ()

@@ -19,7 +19,7 @@ _S_h = Struct('>h')
 
 
 class FeatureLevelRecord(Message):
-    """FeatureLevelRecord (api key 12, metadata): versions 0, flexible 0.
+    """FeatureLevelRecord (record type 12, metadata): versions 0, flexible 0.
 
     name: string, v0
         The feature name.

@@ -17,7 +17,7 @@ _S_iq = Struct('>iq')
 
 
 class FenceBrokerRecord(Message):
-    """FenceBrokerRecord (api key 7, metadata): versions 0, flexible 0.
+    """FenceBrokerRecord (record type 7, metadata): versions 0, flexible 0.
 
     id: int32, v0
         The broker ID to fence. It will be removed from all ISRs.

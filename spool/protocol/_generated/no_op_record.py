@@ -13,7 +13,7 @@ from spool.protocol.primitives import (
 
 
 class NoOpRecord(Message):
-    """NoOpRecord (api key 20, metadata): versions 0, flexible 0.
+    """NoOpRecord (record type 20, metadata): versions 0, flexible 0.
     """
 
     __slots__ = ()

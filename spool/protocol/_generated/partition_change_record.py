@@ -25,7 +25,7 @@ _S_i = Struct('>i')
 
 
 class PartitionChangeRecord(Message):
-    """PartitionChangeRecord (api key 5, metadata): versions 0-2, flexible 0-2.
+    """PartitionChangeRecord (record type 5, metadata): versions 0-2, flexible 0-2.
 
     partition_id: int32, v0-2, default -1
         The partition id.

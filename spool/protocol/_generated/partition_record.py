@@ -27,7 +27,7 @@ _S_iii = Struct('>iii')
 
 
 class PartitionRecord(Message):
-    """PartitionRecord (api key 3, metadata): versions 0-2, flexible 0-2.
+    """PartitionRecord (record type 3, metadata): versions 0-2, flexible 0-2.
 
     partition_id: int32, v0-2, default -1
         The partition id.

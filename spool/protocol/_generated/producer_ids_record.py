@@ -17,7 +17,7 @@ _S_iqq = Struct('>iqq')
 
 
 class ProducerIdsRecord(Message):
-    """ProducerIdsRecord (api key 15, metadata): versions 0, flexible 0.
+    """ProducerIdsRecord (record type 15, metadata): versions 0, flexible 0.
 
     broker_id: int32, v0
         The ID of the requesting broker

@@ -93,7 +93,7 @@ class BrokerFeature(Message):
 
 
 class RegisterBrokerRecord(Message):
-    """RegisterBrokerRecord (api key 0, metadata): versions 0-3, flexible 0-3.
+    """RegisterBrokerRecord (record type 0, metadata): versions 0-3, flexible 0-3.
 
     broker_id: int32, v0-3
         The broker id.

@@ -85,7 +85,7 @@ class ControllerFeature(Message):
 
 
 class RegisterControllerRecord(Message):
-    """RegisterControllerRecord (api key 27, metadata): versions 0, flexible 0.
+    """RegisterControllerRecord (record type 27, metadata): versions 0, flexible 0.
 
     controller_id: int32, v0
         The controller id.

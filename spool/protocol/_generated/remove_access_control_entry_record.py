@@ -17,7 +17,7 @@ from spool.protocol.primitives import (
 
 
 class RemoveAccessControlEntryRecord(Message):
-    """RemoveAccessControlEntryRecord (api key 19, metadata): versions 0, flexible 0.
+    """RemoveAccessControlEntryRecord (record type 19, metadata): versions 0, flexible 0.
 
     id: uuid, v0
         The ID of the AccessControlEntry to remove.

@@ -15,7 +15,7 @@ from spool.protocol.primitives import (
 
 
 class RemoveDelegationTokenRecord(Message):
-    """RemoveDelegationTokenRecord (api key 26, metadata): versions 0, flexible 0.
+    """RemoveDelegationTokenRecord (record type 26, metadata): versions 0, flexible 0.
 
     token_id: string, v0
         The tokenID to remove.

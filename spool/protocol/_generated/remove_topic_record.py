@@ -17,7 +17,7 @@ from spool.protocol.primitives import (
 
 
 class RemoveTopicRecord(Message):
-    """RemoveTopicRecord (api key 9, metadata): versions 0, flexible 0.
+    """RemoveTopicRecord (record type 9, metadata): versions 0, flexible 0.
 
     topic_id: uuid, v0
         The topic to remove. All associated partitions will be removed as well.

@@ -19,7 +19,7 @@ _S_b = Struct('>b')
 
 
 class RemoveUserScramCredentialRecord(Message):
-    """RemoveUserScramCredentialRecord (api key 22, metadata): versions 0, flexible 0.
+    """RemoveUserScramCredentialRecord (record type 22, metadata): versions 0, flexible 0.
 
     name: string, v0
         The user name.

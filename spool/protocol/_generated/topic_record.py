@@ -19,7 +19,7 @@ from spool.protocol.primitives import (
 
 
 class TopicRecord(Message):
-    """TopicRecord (api key 2, metadata): versions 0, flexible 0.
+    """TopicRecord (record type 2, metadata): versions 0, flexible 0.
 
     name: string, v0
         The topic name.

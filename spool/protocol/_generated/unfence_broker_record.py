@@ -17,7 +17,7 @@ _S_iq = Struct('>iq')
 
 
 class UnfenceBrokerRecord(Message):
-    """UnfenceBrokerRecord (api key 8, metadata): versions 0, flexible 0.
+    """UnfenceBrokerRecord (record type 8, metadata): versions 0, flexible 0.
 
     id: int32, v0
         The broker ID to unfence.

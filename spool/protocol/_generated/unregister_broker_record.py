@@ -17,7 +17,7 @@ _S_iq = Struct('>iq')
 
 
 class UnregisterBrokerRecord(Message):
-    """UnregisterBrokerRecord (api key 1, metadata): versions 0, flexible 0.
+    """UnregisterBrokerRecord (record type 1, metadata): versions 0, flexible 0.
 
     broker_id: int32, v0
         The broker id.

@@ -22,7 +22,7 @@ _S_i = Struct('>i')
 
 
 class UserScramCredentialRecord(Message):
-    """UserScramCredentialRecord (api key 11, metadata): versions 0, flexible 0.
+    """UserScramCredentialRecord (record type 11, metadata): versions 0, flexible 0.
 
     name: string, v0
         The user name.

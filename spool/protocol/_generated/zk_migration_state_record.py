@@ -17,7 +17,7 @@ _S_b = Struct('>b')
 
 
 class ZkMigrationStateRecord(Message):
-    """ZkMigrationStateRecord (api key 21, metadata): versions 0, flexible 0.
+    """ZkMigrationStateRecord (record type 21, metadata): versions 0, flexible 0.
 
     zk_migration_state: int8, v0
         One of the possible migration states.
