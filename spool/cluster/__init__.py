@@ -13,4 +13,6 @@ seeded simulator drives them in tests (DESIGN: decision 9).
     placement      rack-aware striped replica placement
     partition_change   Kafka's PartitionChangeBuilder rules
     ops            ControllerConfig, ControllerResult and the broker replies
+    raft/          the KRaft quorum: RaftNode (pre-vote, pull replication, snapshots),
+                   its messages, log/quorum-state store protocols, in-memory stores
 """
