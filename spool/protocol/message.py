@@ -153,3 +153,4 @@ class ApiEntry(NamedTuple):
     valid_versions: tuple[int, int]
     flexible_versions: tuple[int, int] | None
     name: str
+    listeners: tuple[str, ...] = ()  # Kafka's listener types for the API, sorted

@@ -39,6 +39,12 @@ def test_kraft_apis_are_in_the_api_table() -> None:
     specs = specs_by_name()
     assert all(specs[name + 'Request'].vendored for key, name in KRAFT_APIS.items() if key != 55)
     assert API_BY_KEY[53].flexible_versions == (1, 1)  # v0 uses request header v1
+    # Kafka's listener types: what a controller listener may serve
+    assert API_BY_KEY[52].listeners == ('controller',)
+    assert API_BY_KEY[62].listeners == ('controller',)
+    assert API_BY_KEY[55].listeners == ('broker', 'controller')
+    assert 'controller' in API_BY_KEY[1].listeners  # Fetch: followers fetch the metadata log
+    assert API_BY_KEY[0].listeners == ('broker',)  # Produce
 
 
 @pytest.mark.parametrize(('api_key', 'version'), CASES,

@@ -284,16 +284,18 @@ def render_registry(specs: list[MessageSpec], kafka_version: str) -> str:
         f'and the specs vendored from apache/kafka {VENDORED_COMMIT[:12]} (tools/codegen/specs).',
         '',
         '* ``API_BY_KEY[api_key]`` -> ``ApiEntry(request, response, valid_versions,',
-        '  flexible_versions, name)``; ranges are inclusive ``(lo, hi)`` tuples,',
-        '  ``flexible_versions`` is ``None`` when no version is flexible. Being listed',
-        '  here means Spool can encode and decode the API, not that a broker serves it.',
-        '* ``DATA_SCHEMAS[name]``: non-API structs (consumer protocol metadata, Raft',
-        '  control records). They encode the struct only: the int16 version that the',
-        '  consumer protocol or a control record puts in front of it is the caller\'s',
-        '  to write and read.',
+        '  flexible_versions, name, listeners)``; ranges are inclusive ``(lo, hi)`` tuples,',
+        '  ``flexible_versions`` is ``None`` when no version is flexible; ``listeners``',
+        '  are the listener types Kafka serves it on (``broker``, ``controller``, and',
+        '  the retired ``zkBroker``). Being listed here means Spool can encode and',
+        '  decode the API, not that a broker serves it.',
+        '* ``DATA_SCHEMAS[name]``: non-API structs. Consumer protocol metadata encodes',
+        '  the struct only: the int16 version that the consumer protocol puts in front',
+        '  of it is the caller\'s to write and read. The Raft control records carry',
+        '  their own ``Version`` field (``spool.protocol.metadata_records``).',
         '* ``METADATA_RECORDS[record_type]``: the ``__cluster_metadata`` record classes',
-        '  by their ``apiKey`` (Kafka\'s MetadataRecordType); framing is',
-        '  ``spool.protocol.metadata_records``\'.',
+        '  by their ``apiKey`` (Kafka\'s MetadataRecordType); frame them with',
+        '  ``spool.protocol.metadata_records``.',
         '* ``MESSAGES[name]``: every generated top-level class.',
         '"""',
         '',
@@ -313,7 +315,8 @@ def render_registry(specs: list[MessageSpec], kafka_version: str) -> str:
         if (resp.api_key, resp.valid, resp.flexible) != (req.api_key, req.valid, req.flexible):
             raise ValueError(f'{base}: request and response specs disagree')
         lines.append(f'    {req.api_key}: ApiEntry({req.name}, {resp.name}, '
-                     f'{req.valid.as_tuple()!r}, {_flex_tuple(req)!r}, {base!r}),')
+                     f'{req.valid.as_tuple()!r}, {_flex_tuple(req)!r}, {base!r}, '
+                     f'{req.listeners!r}),')
     lines.append('}')
     lines.append('')
     lines.append('DATA_SCHEMAS: dict[str, type[Message]] = {')

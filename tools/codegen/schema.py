@@ -144,6 +144,7 @@ class MessageSpec:
     structs: list[StructSpec]   # nested structs, children before parents (root excluded)
     source: str                 # spec file name
     vendored: bool = False      # from tools/codegen/specs, not from kafka-python
+    listeners: tuple[str, ...] = ()  # requests: the listener types serving it (Kafka's spec)
     reach: dict[str, list[int]] = field(default_factory=dict)  # struct -> versions on the wire
 
     def is_flexible(self, version: int) -> bool:
@@ -296,6 +297,7 @@ def build_spec(data: dict, source: str, vendored: bool = False) -> MessageSpec:
     spec = MessageSpec(
         name=name, kind=data['type'], api_key=data.get('apiKey'), valid=valid,
         flexible=flexible, root=root, structs=builder.order, source=source, vendored=vendored,
+        listeners=tuple(sorted(data.get('listeners', ()))),
     )
     spec.reach = _reachability(spec)
     _validate(spec)
