@@ -929,6 +929,20 @@ class PartitionLog:
             self._dir_dirty = True
             self._check_offsets()
 
+    def truncate_fully(self, offset: int) -> None:
+        """Drop every segment and restart the log, empty, at ``offset`` (which may lie
+        past the log end: a Raft follower that installed a snapshot beyond its log)."""
+        self.wait_file_work()
+        with self._lock:
+            self._ensure_open()
+            self._truncate_fully(offset, self.clock.now_ms())
+            self._first_unstable = None
+            self._load_producer_state()
+            self.checkpoints.update(self.tp, recovery_point=self._recovery_point,
+                                    log_start=self._log_start)
+            self._dir_dirty = True
+            self._check_offsets()
+
     def _truncate_fully(self, offset: int, now: int) -> None:
         for seg in self._segments:
             seg.rename_to_deleted()
