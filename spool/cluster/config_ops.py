@@ -1,0 +1,169 @@
+"""Config writes of the controller: AlterConfigs and IncrementalAlterConfigs -> ConfigRecords.
+
+Resources: TOPIC (2, the topic must exist: UNKNOWN_TOPIC_OR_PARTITION) and BROKER (4,
+named by a broker id, or "" for the cluster-wide default; another name is
+INVALID_REQUEST). Values are checked by ``spool.storage.config``'s validators
+(``validate_topic_overrides``, ``validate_broker_overrides``): INVALID_CONFIG naming
+the key, the value and what is allowed. Each resource gets its own error; a resource
+named twice in one request is INVALID_REQUEST, as is a key named twice.
+
+AlterConfigs replaces a resource's whole set (keys not given are deleted: a
+ConfigRecord with a null value); IncrementalAlterConfigs SETs, DELETEs, APPENDs to
+or SUBTRACTs from list values (current value: the resource's own, else the key's
+default) one key at a time; APPEND or SUBTRACT on a key that is not a list is
+INVALID_CONFIG, with Kafka's wording. A ConfigRecord is written only for a key whose
+value changes. ``validate_only`` writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from spool.cluster.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
+from spool.cluster.ops import ControllerResult
+from spool.protocol._generated.alter_configs_response import (
+    AlterConfigsResourceResponse,
+    AlterConfigsResponse,
+)
+from spool.protocol._generated.config_record import ConfigRecord
+from spool.protocol._generated.incremental_alter_configs_response import (
+    AlterConfigsResourceResponse as IncrementalResourceResponse,
+)
+from spool.protocol._generated.incremental_alter_configs_response import (
+    IncrementalAlterConfigsResponse,
+)
+from spool.protocol.errors import Errors, KafkaError
+from spool.storage.config import (
+    BROKER_CONFIGS,
+    BROKER_SYNONYM_OF,
+    TOPIC_CONFIGS,
+    format_value,
+    validate_broker_overrides,
+    validate_topic_overrides,
+)
+
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
+def _check_resource(img: MetadataImage, rtype: int, name: str) -> None:
+    if rtype == TOPIC_RESOURCE:
+        if name not in img.topics_by_name:
+            raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                             f"Topic '{name}' does not exist.")
+    elif rtype == BROKER_RESOURCE:
+        if name and not name.isdigit():
+            raise KafkaError(Errors.INVALID_REQUEST,
+                             f"Illegal non-integral BROKER resource type name: {name}")
+    else:
+        raise KafkaError(Errors.INVALID_REQUEST, f"Unsupported resource type {rtype}")
+
+
+def _validate(img: MetadataImage, rtype: int, name: str,
+              changes: Mapping[str, str | None]) -> dict[str, str | None]:
+    if rtype == TOPIC_RESOURCE:
+        checked = validate_topic_overrides(changes)
+        merged = {**img.config(rtype, name), **checked}
+        validate_topic_overrides({k: v for k, v in merged.items() if v is not None})
+        return checked
+    return validate_broker_overrides(changes)
+
+
+def _records(img: MetadataImage, rtype: int, name: str,
+             changes: Mapping[str, str | None]) -> list[ConfigRecord]:
+    current = img.config(rtype, name)
+    return [ConfigRecord(resource_type=rtype, resource_name=name, name=k, value=v)
+            for k, v in changes.items() if current.get(k) != v]
+
+
+def _unique(resources: list[Any]) -> set[tuple[int, str]]:
+    seen: set[tuple[int, str]] = set()
+    dup: set[tuple[int, str]] = set()
+    for r in resources:
+        key = (r.resource_type, r.resource_name)
+        (dup if key in seen else seen).add(key)
+    return dup
+
+
+def _alter(img: MetadataImage, req: Any, changes_of: Any, response_cls: Any,
+           resource_cls: Any) -> ControllerResult[Any]:
+    dup = _unique(req.resources)
+    records: list[ConfigRecord] = []
+    out = []
+    for r in req.resources:
+        resp = resource_cls(error_code=0, error_message=None, resource_type=r.resource_type,
+                            resource_name=r.resource_name)
+        out.append(resp)
+        try:
+            if (r.resource_type, r.resource_name) in dup:
+                raise KafkaError(Errors.INVALID_REQUEST, "Duplicate resource.")
+            _check_resource(img, r.resource_type, r.resource_name)
+            names = [c.name for c in r.configs]
+            if len(set(names)) != len(names):
+                raise KafkaError(Errors.INVALID_REQUEST, "Error due to duplicate config keys")
+            changes = _validate(img, r.resource_type, r.resource_name, changes_of(img, r))
+            records += _records(img, r.resource_type, r.resource_name, changes)
+        except KafkaError as e:
+            resp.error_code, resp.error_message = e.code, e.message
+    reply = response_cls(throttle_time_ms=0, responses=out)
+    return ControllerResult([] if req.validate_only else records, reply)
+
+
+def _replace_all(img: MetadataImage, r: Any) -> dict[str, str | None]:
+    changes: dict[str, str | None] = {k: None for k in img.config(r.resource_type,
+                                                                  r.resource_name)}
+    changes.update({c.name: c.value for c in r.configs})
+    return changes
+
+
+def alter_configs(img: MetadataImage, req: Any) -> ControllerResult[AlterConfigsResponse]:
+    """AlterConfigs (an AlterConfigsRequest): replace each resource's values."""
+    return _alter(img, req, _replace_all, AlterConfigsResponse, AlterConfigsResourceResponse)
+
+
+def _key_info(rtype: int, name: str) -> tuple[str | None, str]:
+    """(the key's type if known, its default as a string)."""
+    if rtype == TOPIC_RESOURCE:
+        key = TOPIC_CONFIGS.get(name)
+    elif name in BROKER_SYNONYM_OF:
+        key = TOPIC_CONFIGS[BROKER_SYNONYM_OF[name][0]]
+    else:
+        key = BROKER_CONFIGS.get(name)
+    if key is None:
+        return None, ""
+    return key.type, ("" if key.default is None else format_value(key, key.default))
+
+
+def _incremental(img: MetadataImage, r: Any) -> dict[str, str | None]:
+    changes: dict[str, str | None] = {}
+    current = img.config(r.resource_type, r.resource_name)
+    for c in r.configs:
+        op = c.config_operation
+        if op == SET:
+            changes[c.name] = c.value
+        elif op == DELETE:
+            changes[c.name] = None
+        elif op in (APPEND, SUBTRACT):
+            ktype, default = _key_info(r.resource_type, c.name)
+            if ktype is not None and ktype != "list":
+                verb = "append" if op == APPEND else "subtract"
+                raise KafkaError(Errors.INVALID_CONFIG,
+                                 f"Config value {verb} is not allowed for config key: {c.name}")
+            now = current.get(c.name, default)
+            items = [s for s in now.split(",") if s]
+            given = [s for s in (c.value or "").split(",") if s]
+            if op == APPEND:
+                items += [s for s in given if s not in items]
+            else:
+                items = [s for s in items if s not in given]
+            changes[c.name] = ",".join(items)
+        else:
+            raise KafkaError(Errors.INVALID_REQUEST, f"Unknown config operation {op}")
+    return changes
+
+
+def incremental_alter_configs(img: MetadataImage, req: Any
+                              ) -> ControllerResult[IncrementalAlterConfigsResponse]:
+    """IncrementalAlterConfigs (an IncrementalAlterConfigsRequest)."""
+    return _alter(img, req, _incremental, IncrementalAlterConfigsResponse,
+                  IncrementalResourceResponse)
