@@ -96,6 +96,7 @@ class Broker:
         # How the coordinators append (``spool.broker.coordinator_log``); tests inject faults.
         self._coordinator_writer = coordinator_writer or PartitionLogWriter
         self.node_id = config.node_id
+        self.cluster = config.cluster  # roles, quorum, listeners (spool.broker.cluster_config)
         self.cluster_id = config.get("cluster.id") or "spool"
         self.executor = ThreadPoolExecutor(
             max_workers=max(2, config.get_int("num.io.threads")), thread_name_prefix="spool-io"
@@ -115,15 +116,18 @@ class Broker:
         The order is the point: a second broker on the same port fails at the bind
         and one on the same log dirs at the lock, both before any data is read or
         written. Connections made meanwhile wait in the listen backlog."""
+        cluster = self.cluster
         self.server = Server(
             Dispatcher(self),
-            [(lst.host, lst.port) for lst in self.config.listeners],
+            [(lst.host, lst.port) for lst in cluster.listeners],
             max_request_size=self.config.get_int("socket.request.max.bytes"),
             max_queued=self.config.get_int("queued.max.requests"),
             idle_timeout_ms=self.config.get_int("connections.max.idle.ms"),
             max_connections=self.config.get_int("max.connections"),
             max_connections_per_ip=self.config.get_int("max.connections.per.ip"),
             queued_max_request_bytes=self.config.get_int("queued.max.request.bytes"),
+            names=[lst.name for lst in cluster.listeners],
+            controller_names=set(cluster.controller_listener_names),
         )
         self.server.bind()
         try:
@@ -190,10 +194,23 @@ class Broker:
 
     @property
     def advertised_address(self) -> tuple[str, int]:
-        lst = self.config.advertised_listeners[0]
+        """The first advertised broker listener (controller listeners aside)."""
+        return self.advertised_address_of(self.cluster.advertised_broker_listeners[0])
+
+    def advertised_address_for(self, listener_name: str) -> tuple[str, int]:
+        """Where clients of listener ``listener_name`` reach this broker (Kafka answers
+        Metadata with the endpoints of the listener the request came in on); the first
+        advertised broker listener when that name is not advertised."""
+        advertised = self.cluster.advertised_broker_listeners
+        lst = next((a for a in advertised if a.name == listener_name), advertised[0])
+        return self.advertised_address_of(lst)
+
+    def advertised_address_of(self, lst) -> tuple[str, int]:
+        """``lst``'s (host, port) as clients reach it: port 0 is the port its listener of the
+        same name got, 0.0.0.0 (single node only) is 127.0.0.1."""
         host, port = lst.host, lst.port
-        if port == 0 and self.server is not None and self.server.bound:
-            port = self.server.bound[0][1]
+        if port == 0 and self.server is not None:
+            port = self.server.bound_listeners.get(lst.name, (host, 0))[1]
         if host in ("0.0.0.0", "::", ""):
             host = "127.0.0.1"
         return host, port

@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from spool.protocol.errors import Errors, KafkaError
@@ -46,6 +47,9 @@ from spool.storage.config import (
     parse_value,
 )
 
+if TYPE_CHECKING:
+    from spool.broker.cluster_config import ClusterConfig
+
 
 class ConfigError(ValueError):
     """A configuration value or file is invalid; the message says which key."""
@@ -58,6 +62,11 @@ SUPPORTED_PROTOCOLS = ("PLAINTEXT",)
 def _paths() -> Check:  # Kafka's ValidList.anyNonDuplicateValues(false, ...)
     return Check("a non-empty comma-separated list of paths without duplicates",
                  lambda v: bool(v) and len(set(v)) == len(v), replaces_type=True)
+
+
+def _roles() -> Check:  # Kafka's ValidList.in("broker", "controller"); empty is allowed
+    return Check("a comma-separated list of broker, controller (or nothing)",
+                 lambda v: all(r in ("broker", "controller") for r in v), replaces_type=True)
 
 
 def _key(name: str, type_: str, default: object, check: Check | None = None,
@@ -146,6 +155,57 @@ BROKER_KEYS: dict[str, ConfigKey] = {
                   "below segment.bytes' 1 MiB minimum) from clients.", internal=True),
         _key("cluster.id", "string", "spool-cluster-0000000", None,
              "The cluster id reported to clients."),
+        # ---- KRaft: roles, quorum, listeners (spool.broker.cluster_config checks them together)
+        _key("process.roles", "list", (), _roles(),
+             "The roles of this node: broker, controller, or broker,controller. Unset: one "
+             "node that is its own controller, no format step (Spool's single node)."),
+        _key("controller.quorum.voters", "list", (), None,
+             "The controller quorum, {id}@{host}:{port},... (e.g. 1@127.0.0.1:9093)."),
+        _key("controller.quorum.bootstrap.servers", "list", (), None,
+             "Controllers to bootstrap from, {host}:{port},... (brokers only, for now)."),
+        _key("controller.listener.names", "string", None, None,
+             "Names of the listeners used by the controller; a broker uses the first to reach "
+             "the controllers. Required with process.roles."),
+        _key("inter.broker.listener.name", "string", None, None,
+             "The listener brokers use to reach each other (default: PLAINTEXT)."),
+        _key("broker.rack", "string", None, None,
+             "The rack of this broker; replicas of a partition are spread across racks."),
+        _key("broker.session.timeout.ms", "int", 9000, at_least(1),
+             "A broker is fenced when no heartbeat arrived for this long."),
+        _key("broker.heartbeat.interval.ms", "int", 2000, at_least(1),
+             "Time between a broker's heartbeats to the controller."),
+        _key("initial.broker.registration.timeout.ms", "int", 60000, at_least(1),
+             "How long a starting broker tries to register before it exits."),
+        _key("controller.quorum.election.timeout.ms", "int", 1000, at_least(1),
+             "Longest wait without hearing from the leader before starting an election."),
+        _key("controller.quorum.fetch.timeout.ms", "int", 2000, at_least(1),
+             "A voter without a successful fetch from the leader this long becomes a "
+             "candidate; a leader without fetches from a majority this long resigns."),
+        _key("controller.quorum.election.backoff.max.ms", "int", 1000, at_least(1),
+             "Longest backoff before a new election (binary exponential backoff)."),
+        _key("controller.quorum.request.timeout.ms", "int", 2000, at_least(1),
+             "How long a quorum request waits for its response."),
+        _key("controller.quorum.retry.backoff.ms", "int", 20, at_least(0),
+             "Wait before retrying a failed quorum request."),
+        _key("controller.quorum.append.linger.ms", "int", 25, at_least(0),
+             "How long the leader lets writes accumulate before flushing them."),
+        _key("metadata.log.dir", "string", None, None,
+             "Where the metadata log lives; the first of log.dirs when unset."),
+        _key("metadata.max.idle.interval.ms", "int", 500, at_least(0),
+             "How often the active controller appends a no-op record (0: never)."),
+        _key("metadata.log.max.snapshot.interval.ms", "long", 3600000, at_least(0),
+             "Longest time committed records wait for a snapshot (0: no time-based snapshot)."),
+        _key("metadata.log.max.record.bytes.between.snapshots", "long", 20971520, at_least(1),
+             "Metadata log bytes between the latest snapshot and the high watermark that "
+             "trigger a new snapshot."),
+        _key("metadata.log.segment.bytes", "int", 1073741824, at_least(12),
+             "Largest segment of the metadata log."),
+        _key("metadata.max.retention.bytes", "long", 104857600, None,
+             "Metadata log and snapshots kept before old ones are deleted (soft limit)."),
+        _key("metadata.max.retention.ms", "long", 604800000, None,
+             "How long a metadata log segment or snapshot is kept (soft limit)."),
+        _key("replica.lag.time.max.ms", "long", 30000, at_least(1),
+             "A follower that has not caught up for this long leaves the ISR."),
     )
 }
 
@@ -353,7 +413,27 @@ class BrokerConfig:
 
     @property
     def protocol_map(self) -> dict[str, str]:
-        return parse_protocol_map(self.get("listener.security.protocol.map") or "")
+        """Listener name -> security protocol. As Kafka: with ``process.roles`` set and no
+        explicit map, each ``controller.listener.names`` name maps to PLAINTEXT (unless a
+        listener or controller name is SSL/SASL_*)."""
+        pmap = parse_protocol_map(self.get("listener.security.protocol.map") or "")
+        if not self.get_list("process.roles") or "listener.security.protocol.map" in self.values:
+            return pmap
+        names = [n.strip().upper() for n in (self.get("controller.listener.names") or "")
+                 .split(",") if n.strip()]
+        used = names + [item.split("://", 1)[0].strip().upper()
+                        for item in self.get_list("listeners")]
+        if any(n in SECURITY_PROTOCOLS and n != "PLAINTEXT" for n in used):
+            return pmap
+        return {**pmap, **{n: "PLAINTEXT" for n in names if n not in pmap}}
+
+    @property
+    def cluster(self) -> ClusterConfig:
+        """The typed cluster view (roles, quorum, listeners, timeouts); see
+        ``spool.broker.cluster_config``. Checked by ``validate``."""
+        from spool.broker.cluster_config import ClusterConfig  # (it imports this module)
+
+        return ClusterConfig.of(self)
 
     @property
     def listeners(self) -> list[Listener]:
@@ -408,3 +488,4 @@ class BrokerConfig:
                     f"advertised.listeners: listener {lst.text} has a name ({lst.name}) that "
                     f"listeners does not define"
                 )
+        self.cluster  # noqa: B018  (roles, quorum and listeners together, Kafka's rules)

@@ -2,7 +2,9 @@
 
 The rules, in order (Kafka's, see PROTOCOL.md):
 
-1. Unknown API key: close the connection.
+1. Unknown API key, or one not served on the connection's listener plane
+   (``spool.broker.registry``: broker or controller listeners): close the
+   connection.
 2. ApiVersions at a version we don't serve: a v0 body with
    UNSUPPORTED_VERSION and our full list (clients then retry at v0).
 3. Any other API at a version outside its advertised range, or a request
@@ -23,7 +25,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
-from spool.broker.registry import REGISTRY, advertised
+from spool.broker.registry import BROKER_PLANE, CONTROLLER_PLANE, REGISTRIES, advertised
 from spool.broker.server import CloseConnection, Connection
 from spool.protocol._generated import ApiVersionsResponse
 from spool.protocol._generated.api_versions_response import ApiVersion
@@ -56,11 +58,22 @@ class RequestContext:
     def client_id(self) -> str:
         return self.header.client_id or ""
 
+    @property
+    def listener_name(self) -> str:
+        """The listener the request came in on (``PLAINTEXT``, ``CONTROLLER``...)."""
+        return self.conn.listener_name
 
-def unsupported_api_versions(correlation_id: int) -> list:
+    @property
+    def plane(self) -> str:
+        """``"controller"`` on a listener of ``controller.listener.names``, else ``"broker"``."""
+        return CONTROLLER_PLANE if self.conn.controller_listener else BROKER_PLANE
+
+
+def unsupported_api_versions(correlation_id: int, plane: str = BROKER_PLANE) -> list:
     body = ApiVersionsResponse(
         error_code=Errors.UNSUPPORTED_VERSION,
-        api_keys=[ApiVersion(api_key=k, min_version=lo, max_version=hi) for k, lo, hi in advertised()],
+        api_keys=[ApiVersion(api_key=k, min_version=lo, max_version=hi)
+                  for k, lo, hi in advertised(plane)],
     )
     out: list = [b"", response_header(correlation_id, False)]
     body.encode(0, out)
@@ -88,12 +101,14 @@ class Dispatcher:
             api_key, version, correlation_id = peek_request_header(frame)
         except ProtocolDecodeError as e:
             raise CloseConnection(f"bad request header: {e}") from e
-        spec = REGISTRY.get(api_key)
+        plane = CONTROLLER_PLANE if conn.controller_listener else BROKER_PLANE
+        spec = REGISTRIES[plane].get(api_key)
         if spec is None:
-            raise CloseConnection(f"unknown api key {api_key}")
+            raise CloseConnection(f"api key {api_key} is not served on listener "
+                                  f"{conn.listener_name} ({plane})")
         if not spec.supports(version):
             if api_key == API_VERSIONS_KEY:
-                return _ready(unsupported_api_versions(correlation_id))
+                return _ready(unsupported_api_versions(correlation_id, plane))
             raise CloseConnection(f"{spec.name} v{version} is not supported")
         flexible = spec.request_cls.is_flexible(version)
         try:

@@ -5,8 +5,8 @@ soft to its hard value, as every connection and segment needs descriptors,
 and logs both. It blocks until SIGINT or SIGTERM, then shuts the broker down
 in order (stop accepting, finish in-flight requests, flush and close logs).
 Once listening it prints one line to stdout,
-``spool broker <node> listening on HOST:PORT``, which tests and scripts
-read to learn an ephemeral port. A log dir the broker cannot own (locked by
+``spool broker <node> listening on HOST:PORT (LISTENER)`` per listener, in
+the order of ``listeners``, which tests and scripts read to learn ephemeral ports. A log dir the broker cannot own (locked by
 another process, another node's or cluster's, not a log dir) raises
 ``LogDirError`` from ``run`` before anything was served.
 
@@ -40,8 +40,8 @@ async def serve(config: BrokerConfig, ready=None, coordinator_writer=None) -> No
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    for host, port in broker.server.bound:
-        print(f"spool broker {broker.node_id} listening on {host}:{port}", flush=True)
+    for name, (host, port) in broker.server.bound_listeners.items():
+        print(f"spool broker {broker.node_id} listening on {host}:{port} ({name})", flush=True)
     if ready is not None:
         ready(broker)
     await stop.wait()

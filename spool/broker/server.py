@@ -48,6 +48,13 @@ to the requests read before are written first, then it closes. Each closed
 connection with a reason logs one line, rate-limited
 (``RateLimitedLog``).
 
+Listeners: the server binds one socket per configured listener
+(``NAME://host:port``); each connection knows its ``listener_name`` and
+whether it came in on a controller listener (``controller_listener``, a
+name in ``controller_names``), so the dispatcher serves each plane its own
+APIs. ``bound_listeners`` maps each name to the address it got (port 0
+binds an ephemeral port).
+
 Lifecycle of the server: ``Server.bind()`` binds and listens on every
 address (the broker does this before touching its data, so a second broker
 on the same port fails first); ``Server.start()`` starts accepting;
@@ -212,8 +219,11 @@ class RequestBytes:
 class Connection:
     """One client socket: reads frames, runs handlers, writes responses in order."""
 
-    def __init__(self, server: Server, sock: socket.socket, peer: tuple) -> None:
+    def __init__(self, server: Server, sock: socket.socket, peer: tuple,
+                 listener_name: str = "PLAINTEXT") -> None:
         self.server = server
+        self.listener_name = listener_name
+        self.controller_listener = listener_name in server.controller_names
         self.sock = sock
         self.fd = sock.fileno()
         self.peer = peer
@@ -591,9 +601,17 @@ class Server:
         max_connections: int = 2**31 - 1,
         max_connections_per_ip: int = 2**31 - 1,
         queued_max_request_bytes: int = -1,
+        names: list[str] | None = None,
+        controller_names: frozenset[str] | set[str] = frozenset(),
     ) -> None:
+        """``addresses[i]`` is listener ``names[i]`` (default: all ``PLAINTEXT``); connections
+        on a listener in ``controller_names`` are the controller plane's."""
         self.dispatcher = dispatcher
         self.addresses = addresses
+        self.names = list(names) if names is not None else ["PLAINTEXT"] * len(addresses)
+        if len(self.names) != len(addresses):
+            raise ValueError("one listener name per address")
+        self.controller_names = frozenset(controller_names)
         self.max_request_size = max_request_size
         self.max_queued = max(1, max_queued)
         self.idle_timeout_s = idle_timeout_ms / 1000.0
@@ -610,6 +628,7 @@ class Server:
         self._service: list[asyncio.Task] = []
         self._slot_freed = asyncio.Event()
         self.bound: list[tuple[str, int]] = []
+        self.bound_listeners: dict[str, tuple[str, int]] = {}  # name -> (host, port) bound
         self.on_connection: Callable[[Connection], None] | None = None
 
     def bind(self) -> None:
@@ -618,7 +637,7 @@ class Server:
         if self._listeners:
             return
         try:
-            for host, port in self.addresses:
+            for name, (host, port) in zip(self.names, self.addresses, strict=True):
                 ls = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
                 self._listeners.append(ls)
                 ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -626,17 +645,18 @@ class Server:
                 ls.listen(1024)
                 ls.setblocking(False)
                 self.bound.append(ls.getsockname()[:2])
+                self.bound_listeners[name] = self.bound[-1]
         except BaseException:
             for ls in self._listeners:
                 ls.close()
-            self._listeners, self.bound = [], []
+            self._listeners, self.bound, self.bound_listeners = [], [], {}
             raise
 
     async def start(self) -> None:
         """Bind (unless ``bind`` already did) and start accepting."""
         self.bind()
-        for ls in self._listeners:
-            self._service.append(self._spawn(self._accept_loop(ls)))
+        for name, ls in zip(self.names, self._listeners, strict=True):
+            self._service.append(self._spawn(self._accept_loop(ls, name)))
         self._service.append(self._spawn(self._reap_idle()))
 
     def _spawn(self, coro) -> asyncio.Task:
@@ -645,7 +665,7 @@ class Server:
         t.add_done_callback(self._tasks.discard)
         return t
 
-    async def _accept_loop(self, ls: socket.socket) -> None:
+    async def _accept_loop(self, ls: socket.socket, name: str) -> None:
         loop = asyncio.get_running_loop()
         fd = ls.fileno()
         backoff = 0.0
@@ -665,9 +685,9 @@ class Server:
                 await asyncio.sleep(backoff if e.errno in _NO_DESCRIPTORS else 0.01)
                 continue
             backoff = 0.0
-            self._admit(sock, peer)
+            self._admit(sock, peer, name)
 
-    def _admit(self, sock: socket.socket, peer: tuple) -> None:
+    def _admit(self, sock: socket.socket, peer: tuple, name: str = "PLAINTEXT") -> None:
         host = peer[0] if peer else ""
         if self.per_ip.get(host, 0) >= self.max_connections_per_ip:
             conn_log(logging.INFO, "refusing %s: max.connections.per.ip=%d reached",
@@ -681,7 +701,7 @@ class Server:
             sock.close()
             return
         self.per_ip[host] = self.per_ip.get(host, 0) + 1
-        conn = Connection(self, sock, peer)
+        conn = Connection(self, sock, peer, name)
         self.connections.add(conn)
         t = self._spawn(conn.run())
         t.add_done_callback(functools.partial(self._gone, conn))

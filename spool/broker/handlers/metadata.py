@@ -78,7 +78,7 @@ def _error_topic(name: str, code: int) -> MetadataResponseTopic:
 async def metadata(ctx, req: MetadataRequest) -> MetadataResponse:
     broker = ctx.broker
     version = ctx.api_version
-    host, port = broker.advertised_address
+    host, port = broker.advertised_address_for(ctx.listener_name)
     if req.topics is None or (version == 0 and not req.topics):
         names = broker.topic_names()
         requested = False
@@ -121,7 +121,7 @@ async def metadata(ctx, req: MetadataRequest) -> MetadataResponse:
 @handles(60, 0, 1)
 async def describe_cluster(ctx, req: DescribeClusterRequest) -> DescribeClusterResponse:
     broker = ctx.broker
-    host, port = broker.advertised_address
+    host, port = broker.advertised_address_for(ctx.listener_name)
     return DescribeClusterResponse(
         throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1,
         cluster_id=broker.cluster_id, controller_id=broker.node_id,
