@@ -8,6 +8,7 @@ seeded simulator drives them in tests (DESIGN: decision 9).
     local_changes  what a new image asks of one broker (create, lead, follow, delete)
     snapshot       an image written back as records (Raft snapshots)
     controller     QuorumController: broker lifecycle, and the writes below
+    controller_apis    wire requests -> controller -> wire responses (Kafka's ControllerApis)
     topic_ops      CreateTopics, CreatePartitions, DeleteTopics, ISR/leader changes
     config_ops     AlterConfigs, IncrementalAlterConfigs
     placement      rack-aware striped replica placement
