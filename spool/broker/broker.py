@@ -61,6 +61,7 @@ from spool.broker.config_view import (
 from spool.broker.coordinator_log import CoordinatorLogWriter, PartitionLogWriter
 from spool.broker.dispatch import Dispatcher
 from spool.broker.group_runtime import GroupRuntime
+from spool.broker.metadata_view import MetadataView, SingleNodeView
 from spool.broker.producer_ids import ProducerIdManager
 from spool.broker.server import Server
 from spool.broker.txn_runtime import TransactionRuntime
@@ -84,10 +85,22 @@ DESCRIPTORS_PER_PARTITION = 2  # its active .log + a fetch's dup of it (module d
 DESCRIPTOR_RESERVE = 1024  # the inactive-segment LRU (256), connections, rolls, the broker's files
 
 
-class Broker:
-    """A single-node broker (node ``node.id``) serving every partition as leader."""
+class NotLeader(KafkaError):
+    """NOT_LEADER_OR_FOLLOWER for one partition, with the leader (-1: none) and its epoch
+    as the view knows them: Produce v10+ and Fetch v12+ hand them to the client (KIP-951)."""
 
-    leader_epoch = 0
+    def __init__(self, topic: str, partition: int, leader: int, leader_epoch: int) -> None:
+        super().__init__(Errors.NOT_LEADER_OR_FOLLOWER,
+                         f"this broker does not lead {topic}-{partition} (leader: {leader})")
+        self.leader = leader
+        self.leader_epoch = leader_epoch
+
+
+class Broker:
+    """A single-node broker (node ``node.id``) serving every partition as leader.
+
+    Handlers read the cluster through ``view`` (``spool.broker.metadata_view``):
+    topics, partitions and their leaders, brokers, the controller, configs."""
 
     def __init__(self, config: BrokerConfig, clock=None,
                  coordinator_writer: Callable[[Broker], CoordinatorLogWriter] | None = None) -> None:
@@ -107,6 +120,7 @@ class Broker:
         self.groups: GroupRuntime | None = None
         self.transactions: TransactionRuntime | None = None
         self._waiters: dict[tuple[str, int], list[asyncio.Future]] = {}
+        self.view: MetadataView | None = None
 
     # ---- lifecycle
 
@@ -161,6 +175,8 @@ class Broker:
         self.storage = await self.run_blocking(
             Storage, log_dirs, defaults, self.clock, node_id=self.node_id,
             max_partitions=self.partition_limit().max_partitions)
+        self.view = SingleNodeView(self.node_id, self.storage.metadata, self.storage.logs,
+                                   self._advertised_for)
         self.producer_ids = ProducerIdManager(self.metadata)
         writer = self._coordinator_writer(self)
         self.groups = GroupRuntime(self, writer)
@@ -205,6 +221,11 @@ class Broker:
         lst = next((a for a in advertised if a.name == listener_name), advertised[0])
         return self.advertised_address_of(lst)
 
+    def _advertised_for(self, listener_name: str | None) -> tuple[str, int]:
+        if listener_name is None:
+            return self.advertised_address
+        return self.advertised_address_for(listener_name)
+
     def advertised_address_of(self, lst) -> tuple[str, int]:
         """``lst``'s (host, port) as clients reach it: port 0 is the port its listener of the
         same name got, 0.0.0.0 (single node only) is 127.0.0.1."""
@@ -218,14 +239,13 @@ class Broker:
     # ---- topics
 
     def topic_names(self) -> list[str]:
-        return sorted(self.metadata.topic_names())
+        return self.view.topic_names()
 
     def has_topic(self, name: str) -> bool:
-        return self.metadata.topic(name) is not None
+        return self.view.partition_count(name) > 0
 
     def partition_count(self, name: str) -> int:
-        t = self.metadata.topic(name)
-        return t.partitions if t else 0
+        return self.view.partition_count(name)
 
     def partitions_ready(self, name: str) -> bool:
         """Whether every partition of ``name`` has its log (creation runs off the loop:
@@ -258,11 +278,28 @@ class Broker:
         return await loop.run_in_executor(self.executor, functools.partial(fn, *args, **kwargs))
 
     def get_log(self, topic: str, partition: int) -> PartitionLog:
-        """The log of a partition this broker leads, or UNKNOWN_TOPIC_OR_PARTITION."""
+        """This broker's log of a partition (leader or not), or UNKNOWN_TOPIC_OR_PARTITION."""
         plog = self.storage.logs.get(topic, partition)
         if plog is None:
             raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition}")
         return plog
+
+    def leader_log(self, topic: str, partition: int) -> tuple[PartitionLog, int]:
+        """The log and leader epoch of a partition this broker leads, as the view says.
+
+        In a cluster, a partition the view knows, led by another broker or by none (or
+        by this one before its log exists), is NOT_LEADER_OR_FOLLOWER (``NotLeader``,
+        which carries the leader the view knows), as Kafka answers. A partition the
+        view does not know, or on a single node one whose log is not there yet (being
+        created), is UNKNOWN_TOPIC_OR_PARTITION."""
+        part = self.view.partition(topic, partition)
+        plog = self.storage.logs.get(topic, partition)
+        if part is not None and self.view.clustered and (
+                part.leader != self.node_id or plog is None):
+            raise NotLeader(topic, partition, part.leader, part.leader_epoch)
+        if part is None or plog is None:
+            raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition}")
+        return plog, part.leader_epoch
 
     def create_topic(
         self,
@@ -319,10 +356,10 @@ class Broker:
         return True
 
     def topic_id(self, name: str) -> uuid.UUID:
-        return uuid.UUID(self.metadata.topic(name).topic_id)
+        return self.view.topic_id(name)
 
     def topic_name_by_id(self, topic_id: uuid.UUID) -> str:
-        name = self.metadata.topic_name(str(topic_id))
+        name = self.view.topic_name(topic_id)
         if name is None:
             raise KafkaError(Errors.UNKNOWN_TOPIC_ID, f"no topic with id {topic_id}")
         return name
@@ -347,12 +384,12 @@ class Broker:
     # ---- configs
 
     def _dynamic_broker(self) -> dict[str, str]:
-        return {**self.metadata.broker_config(""), **self.metadata.broker_config(str(self.node_id))}
+        return self.view.broker_configs(self.node_id)
 
     def describe_topic_configs(
         self, name: str | None, extra: dict[str, str] | None = None
     ) -> list[ConfigEntry]:
-        overrides = dict(self.metadata.topic(name).configs) if name else {}
+        overrides = self.view.topic_configs(name) if name else {}
         overrides.update(extra or {})
         return topic_entries(overrides, self._dynamic_broker(), self.config.values)
 
@@ -370,7 +407,7 @@ class Broker:
     ) -> None:
         """Set (None: delete) topic overrides; ``replace`` drops every override not given."""
         if replace:
-            current = self.metadata.topic(name).configs
+            current = self.view.topic_configs(name)
             changes = {**{k: None for k in current}, **changes}
         check_test_only_topic_configs(self.config, changes)
         validate_topic_overrides(changes)

@@ -44,13 +44,15 @@ class CoordinatorLogWriter(Protocol):
 
 
 class PartitionLogWriter:
-    """The production writer: ``broker.get_log(...).append``, then ``notify_append``."""
+    """The production writer: the log of a partition this broker leads
+    (``broker.leader_log``), in its leader epoch, then ``notify_append``."""
 
     def __init__(self, broker: Any) -> None:
         self.broker = broker
 
     def append(self, topic: str, partition: int, batch: bytearray) -> None:
-        self.broker.get_log(topic, partition).append(batch, leader_epoch=self.broker.leader_epoch)
+        plog, leader_epoch = self.broker.leader_log(topic, partition)
+        plog.append(batch, leader_epoch=leader_epoch)
         self.broker.notify_append(topic, partition)
 
 

@@ -29,6 +29,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from spool.coordinator import partition_for
 from spool.protocol.errors import Errors, KafkaError
 
 log = logging.getLogger("spool.broker.internal_topic")
@@ -41,6 +42,10 @@ class InternalTopic:
         self.partitions = partitions  # how many to create (the runtime's current count)
         self._ready = False
         self._creating: asyncio.Future | None = None
+
+    def partition_for(self, key: str) -> int:
+        """The partition holding ``key``'s records (a group id, a transactional id)."""
+        return partition_for(key, self.partitions())
 
     def ready(self) -> bool:
         """Whether every partition log of the topic exists (no file work)."""

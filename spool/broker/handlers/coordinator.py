@@ -1,8 +1,11 @@
-"""FindCoordinator (10): this broker coordinates every group and every transaction.
+"""FindCoordinator (10): the leader of the key's internal topic partition.
 
-key_type 0 (group): this node, after making sure ``__consumer_offsets``
-exists. key_type 1 (transaction): this node, after making sure
-``__transaction_state`` exists. Any other key type: INVALID_REQUEST. v4 batches keys (``coordinator_keys``).
+key_type 0 (group): the leader of the group's ``__consumer_offsets``
+partition, after making sure the topic exists. key_type 1 (transaction): the
+leader of the transactional id's ``__transaction_state`` partition, likewise.
+The leader and its endpoint (on the listener the request came in on) come
+from the broker's ``MetadataView``; on a single node that is this node. A
+partition with no live leader is COORDINATOR_NOT_AVAILABLE (retriable). Any other key type: INVALID_REQUEST. v4 batches keys (``coordinator_keys``).
 
 Creating an internal topic (50 partitions by default) runs in the executor,
 off the event loop (``spool.broker.internal_topic``); the request awaits it, and
@@ -21,7 +24,8 @@ from spool.protocol._generated.find_coordinator_response import Coordinator
 from spool.protocol.errors import Errors
 
 
-async def _lookup(broker, key: str, key_type: int) -> tuple[int, str | None, int, str, int]:
+async def _lookup(broker, key: str, key_type: int, listener: str | None
+                  ) -> tuple[int, str | None, int, str, int]:
     """(error, message, node_id, host, port) for one key."""
     if key_type == 1:
         if not key:
@@ -35,19 +39,24 @@ async def _lookup(broker, key: str, key_type: int) -> tuple[int, str | None, int
         return Errors.INVALID_REQUEST, f"unknown key type {key_type}", -1, "", -1
     if not await topic.ensure():
         return Errors.COORDINATOR_NOT_AVAILABLE, f"{topic.name} is being created", -1, "", -1
-    host, port = broker.advertised_address
-    return 0, None, broker.node_id, host, port
+    leader = broker.view.partition(topic.name, topic.partition_for(key))
+    node = broker.view.broker(leader.leader, listener) if leader is not None else None
+    if node is None:  # no live leader: retriable, as Kafka answers
+        return (Errors.COORDINATOR_NOT_AVAILABLE, f"{topic.name} has no leader for {key!r}",
+                -1, "", -1)
+    return 0, None, node.node_id, node.host, node.port
 
 
 @handles(10, 0, 4)
 async def find_coordinator(ctx, req: FindCoordinatorRequest) -> FindCoordinatorResponse:
+    listener = ctx.listener_name
     if ctx.api_version >= 4:
         coordinators = []
         for k in req.coordinator_keys:
-            code, msg, node, host, port = await _lookup(ctx.broker, k, req.key_type)
+            code, msg, node, host, port = await _lookup(ctx.broker, k, req.key_type, listener)
             coordinators.append(Coordinator(key=k, node_id=node, host=host, port=port,
                                             error_code=code, error_message=msg))
         return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
-    code, msg, node, host, port = await _lookup(ctx.broker, req.key, req.key_type)
+    code, msg, node, host, port = await _lookup(ctx.broker, req.key, req.key_type, listener)
     return FindCoordinatorResponse(throttle_time_ms=0, error_code=code, error_message=msg,
                                    node_id=node, host=host, port=port)

@@ -23,12 +23,14 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from spool.broker.broker import NotLeader
 from spool.broker.registry import handles
 from spool.broker.server import FileRegion, RateLimitedLog
 from spool.protocol._generated import FetchRequest, FetchResponse
 from spool.protocol._generated.fetch_response import (
     AbortedTransaction,
     FetchableTopicResponse,
+    LeaderIdAndEpoch,
     PartitionData,
 )
 from spool.protocol.errors import Errors, KafkaError
@@ -61,8 +63,8 @@ def _read_all(broker, req: FetchRequest, version: int):
                                aborted_transactions=None, preferred_read_replica=-1, records=b"")
             parts.append(pd)
             try:
-                plog = broker.get_log(t.topic, p.partition)
-                err = _leader_epoch_error(p.current_leader_epoch, broker.leader_epoch)
+                plog, leader_epoch = broker.leader_log(t.topic, p.partition)
+                err = _leader_epoch_error(p.current_leader_epoch, leader_epoch)
                 if err:
                     raise KafkaError(err)
                 hw = plog.high_watermark
@@ -80,6 +82,9 @@ def _read_all(broker, req: FetchRequest, version: int):
                                min_one_batch=(total == 0))
             except KafkaError as e:
                 pd.error_code = e.code
+                if isinstance(e, NotLeader):  # KIP-951 (v12+: a tagged field, ignored below)
+                    pd.current_leader = LeaderIdAndEpoch(leader_id=e.leader,
+                                                         leader_epoch=e.leader_epoch)
                 any_error = True
                 continue
             if sl is not None and sl.length > 0:

@@ -49,14 +49,14 @@ async def list_offsets(ctx, req: ListOffsetsRequest) -> ListOffsetsResponse:
                                              timestamp=-1, offset=-1, leader_epoch=-1)
             plog = None
             try:
-                plog = broker.get_log(t.name, p.partition_index)
+                plog, epoch = broker.leader_log(t.name, p.partition_index)
                 cur = p.current_leader_epoch
-                if cur >= 0 and cur != broker.leader_epoch:
-                    raise KafkaError(Errors.FENCED_LEADER_EPOCH if cur < broker.leader_epoch
+                if cur >= 0 and cur != epoch:
+                    raise KafkaError(Errors.FENCED_LEADER_EPOCH if cur < epoch
                                      else Errors.UNKNOWN_LEADER_EPOCH)
                 r.timestamp, r.offset = _lookup(broker, plog, p.timestamp, req.isolation_level)
                 if r.offset >= 0:
-                    r.leader_epoch = broker.leader_epoch
+                    r.leader_epoch = epoch
             except KafkaError as e:
                 r.error_code = e.code
             except OSError:  # the partition was deleted meanwhile, or its disk failed

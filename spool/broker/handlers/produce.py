@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import logging
 
+from spool.broker.broker import NotLeader
 from spool.broker.registry import handles
 from spool.protocol._generated import ProduceRequest, ProduceResponse
 from spool.protocol._generated.produce_response import (
+    LeaderIdAndEpoch,
+    NodeEndpoint,
     PartitionProduceResponse,
     TopicProduceResponse,
 )
@@ -58,7 +61,7 @@ def append_partition(
     resp = PartitionProduceResponse(index=partition, error_code=0, base_offset=-1,
                                     log_append_time_ms=-1, log_start_offset=-1)
     try:
-        plog = broker.get_log(topic, partition)
+        plog, leader_epoch = broker.leader_log(topic, partition)
         if records is None or len(records) == 0:
             raise KafkaError(Errors.INVALID_RECORD, "produce request without records")
         cfg = plog.config
@@ -80,8 +83,13 @@ def append_partition(
         if cfg.compact_enabled:
             check_keys(records)  # a compacted topic needs a key on every record
         append_time = now_ms if cfg.uses_log_append_time else None
-        info = plog.append(records, leader_epoch=broker.leader_epoch,
+        info = plog.append(records, leader_epoch=leader_epoch,
                            log_append_time_ms=append_time, flush=flush)
+    except NotLeader as e:
+        resp.error_code = e.code
+        resp.error_message = e.message
+        resp.current_leader = LeaderIdAndEpoch(leader_id=e.leader, leader_epoch=e.leader_epoch)
+        return resp
     except KafkaError as e:
         resp.error_code = e.code
         resp.error_message = e.message
@@ -139,4 +147,15 @@ async def produce(ctx, req: ProduceRequest) -> ProduceResponse | None:
     await flush_due_partitions(broker, appended)
     if req.acks == 0:
         return None
-    return ProduceResponse(responses=topics, throttle_time_ms=0)
+    return ProduceResponse(responses=topics, throttle_time_ms=0,
+                           node_endpoints=_leader_endpoints(ctx, topics) if version >= 10 else [])
+
+
+def _leader_endpoints(ctx, topics) -> list[NodeEndpoint]:
+    """KIP-951: the endpoints of the leaders named in NOT_LEADER_OR_FOLLOWER answers."""
+    leaders = {p.current_leader.leader_id for t in topics for p in t.partition_responses
+               if p.error_code == Errors.NOT_LEADER_OR_FOLLOWER}
+    view = ctx.broker.view
+    listener = ctx.listener_name
+    return [NodeEndpoint(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+            for b in (view.broker(n, listener) for n in sorted(leaders) if n >= 0) if b]
