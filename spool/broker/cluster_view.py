@@ -1,0 +1,121 @@
+"""``ClusterView``: the ``MetadataView`` of a broker in a cluster, over one ``MetadataImage``.
+
+Built by the broker's metadata publisher (``spool.broker.metadata_publisher``)
+from each published image and the quorum leader it knows; handlers read it
+through ``broker.view`` (``spool.broker.metadata_view`` says what they read).
+The image is immutable, so a view is a consistent snapshot; a new image means a
+new view.
+
+Kafka's answers (``KRaftMetadataCache``), kept here:
+
+- live brokers are the registered, unfenced ones (a broker in controlled
+  shutdown is still listed); a broker without an endpoint on the requested
+  listener is left out;
+- a replica is offline when its broker is not registered, is fenced, or has
+  no endpoint on the requested listener;
+- the controller id told to clients is the active controller when it is a live
+  broker too (a combined node), else a random live broker (Kafka 4 always
+  answers a random live broker: a client cannot reach a controller-only node);
+  -1 when no broker is live.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Mapping
+
+from spool.broker.metadata_view import BrokerEndpoint, PartitionView, TopicView
+from spool.cluster.image import (
+    BROKER_RESOURCE,
+    TOPIC_RESOURCE,
+    MetadataImage,
+    PartitionRegistration,
+)
+
+
+class ClusterView:
+    """A ``MetadataView`` over ``image`` (module doc). ``default_listener`` answers
+    ``listener=None``; ``controller_id`` is the quorum leader as last known (-1: none)."""
+
+    clustered = True
+
+    def __init__(self, image: MetadataImage, default_listener: str,
+                 active_controller: int = -1) -> None:
+        self.image = image
+        self.default_listener = default_listener
+        self.active_controller = active_controller
+
+    def _live(self) -> list:
+        return [b for _, b in sorted(self.image.brokers.items()) if not b.fenced]
+
+    def brokers(self, listener: str | None = None) -> list[BrokerEndpoint]:
+        name = listener or self.default_listener
+        out = []
+        for b in self._live():
+            e = b.listener(name)
+            if e is not None:
+                out.append(BrokerEndpoint(b.broker_id, e.host, e.port, b.rack))
+        return out
+
+    def broker(self, node_id: int, listener: str | None = None) -> BrokerEndpoint | None:
+        b = self.image.brokers.get(node_id)
+        if b is None or b.fenced:
+            return None
+        e = b.listener(listener or self.default_listener)
+        return None if e is None else BrokerEndpoint(b.broker_id, e.host, e.port, b.rack)
+
+    def controller_id(self) -> int:
+        live = [b.broker_id for b in self._live()]
+        if self.active_controller in live:
+            return self.active_controller
+        return random.choice(live) if live else -1
+
+    def topic_names(self) -> list[str]:
+        return sorted(self.image.topics_by_name)
+
+    def _offline(self, reg: PartitionRegistration, listener: str) -> tuple[int, ...]:
+        brokers = self.image.brokers
+        return tuple(r for r in reg.replicas
+                     if (b := brokers.get(r)) is None or b.fenced or b.listener(listener) is None)
+
+    def _partition(self, index: int, reg: PartitionRegistration) -> PartitionView:
+        return PartitionView(index, reg.leader, reg.leader_epoch, reg.replicas, reg.isr,
+                             self._offline(reg, self.default_listener))
+
+    def topic(self, name: str) -> TopicView | None:
+        t = self.image.topics_by_name.get(name)
+        if t is None:
+            return None
+        return TopicView(name, t.topic_id,
+                         [self._partition(i, r) for i, r in sorted(t.partitions.items())],
+                         self.topic_configs(name))
+
+    def topic_id(self, name: str) -> uuid.UUID | None:
+        t = self.image.topics_by_name.get(name)
+        return None if t is None else t.topic_id
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        t = self.image.topics_by_id.get(topic_id)
+        return None if t is None else t.name
+
+    def partition_count(self, name: str) -> int:
+        t = self.image.topics_by_name.get(name)
+        return 0 if t is None else len(t.partitions)
+
+    def partition(self, topic: str, index: int) -> PartitionView | None:
+        t = self.image.topics_by_name.get(topic)
+        reg = None if t is None else t.partitions.get(index)
+        return None if reg is None else self._partition(index, reg)
+
+    def topic_configs(self, name: str) -> dict[str, str]:
+        return dict(self.image.config(TOPIC_RESOURCE, name))
+
+    def broker_configs(self, node_id: int) -> dict[str, str]:
+        merged: dict[str, str] = dict(self.image.config(BROKER_RESOURCE, ""))
+        merged.update(self.image.config(BROKER_RESOURCE, str(node_id)))
+        return merged
+
+    def configs_of(self, name: str) -> Mapping[str, str]:
+        """The topic's overrides without a copy (for the storage side)."""
+        return self.image.config(TOPIC_RESOURCE, name)
