@@ -5,14 +5,14 @@ it (Kafka's ``MetadataLoader``, a ``RaftClient.Listener``). The follower is the
 quorum's driver: a voter's on a controller or combined node, an observer's on a
 broker-only node; either way it calls the loader, on its event loop, in log order:
 
-    handle_commit(entries)            committed entries past the last ones handed
-                                      over: (offset, value) pairs, value a framed
-                                      metadata record (``spool.protocol.metadata_records``)
-                                      or None for the quorum's own control entries
-    handle_snapshot(end_offset, records)
+    handle_commit(entries)            committed ``LogEntry``s (``spool.cluster.raft.store``)
+                                      past the last ones handed over: ``value`` a framed
+                                      metadata record (``spool.protocol.metadata_records``),
+                                      None for the quorum's own control entries
+    handle_snapshot(snapshot_id, values)
                                       the image is replaced by a snapshot's: the
-                                      records (framed, as above) of offsets
-                                      [0, end_offset)
+                                      record values (framed, as above) of offsets
+                                      [0, snapshot_id.end_offset)
     handle_leader_change(leader_id, epoch)
                                       the quorum has a new leader (-1: none known)
 
@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from spool.cluster.image import MetadataDelta, MetadataImage
 from spool.protocol.metadata_records import decode_record
@@ -72,10 +72,11 @@ class MetadataLoader:
     def remove_publisher(self, publisher: MetadataPublisher) -> None:
         self._publishers.remove(publisher)
 
-    def handle_commit(self, entries: Iterable[tuple[int, bytes | None]]) -> None:
+    def handle_commit(self, entries: Iterable[Any]) -> None:
         delta = MetadataDelta(self.image)
         any_entry = False
-        for offset, value in entries:
+        for entry in entries:
+            offset, value = entry.offset, entry.value
             if offset <= delta.offset:
                 continue  # handed over twice (a driver's retry): applied already
             any_entry = True
@@ -87,11 +88,11 @@ class MetadataLoader:
         if any_entry:
             self._update(delta.apply())
 
-    def handle_snapshot(self, end_offset: int, records: Iterable[bytes]) -> None:
+    def handle_snapshot(self, snapshot_id: Any, values: Iterable[bytes]) -> None:
         delta = MetadataDelta(MetadataImage(cluster_id=self.image.cluster_id))
-        for value in records:
+        for value in values:
             delta.replay(decode_record(value)[0])
-        delta.offset = end_offset - 1
+        delta.offset = snapshot_id.end_offset - 1
         self._update(delta.apply())
 
     def handle_leader_change(self, leader_id: int, epoch: int) -> None:

@@ -8,6 +8,8 @@ import pytest
 
 from spool.cluster.image import MetadataReplayError
 from spool.cluster.loader import LeaderAndEpoch, MetadataLoader
+from spool.cluster.raft.messages import SnapshotId
+from spool.cluster.raft.store import LogEntry
 from spool.cluster.snapshot import snapshot_records
 from spool.protocol._generated.partition_record import PartitionRecord
 from spool.protocol._generated.remove_topic_record import RemoveTopicRecord
@@ -25,11 +27,15 @@ class Recorder:
         self.calls.append((old, new, leader))
 
 
+def entry(offset, record):
+    return LogEntry(offset, 1, None if record is None else encode_record(record))
+
+
 def topic_entries(start=0):
     return [
-        (start, encode_record(TopicRecord(name="orders", topic_id=TID))),
-        (start + 1, encode_record(PartitionRecord(partition_id=0, topic_id=TID, replicas=[1, 2],
-                                                  isr=[1, 2], leader=1, leader_epoch=0))),
+        entry(start, TopicRecord(name="orders", topic_id=TID)),
+        entry(start + 1, PartitionRecord(partition_id=0, topic_id=TID, replicas=[1, 2],
+                                         isr=[1, 2], leader=1, leader_epoch=0)),
     ]
 
 
@@ -38,7 +44,7 @@ def test_commits_build_images_and_reach_publishers_in_order():
     rec = Recorder()
     loader.add_publisher(rec)
     assert rec.calls[0][1].offset == -1  # the current (empty) image at once
-    loader.handle_commit([(0, None)] + topic_entries(1))  # a control entry first
+    loader.handle_commit([entry(0, None)] + topic_entries(1))  # a control entry first
     old, new, leader = rec.calls[-1]
     assert old.topic("orders") is None
     assert new.topic("orders").partitions[0].replicas == (1, 2)
@@ -69,8 +75,9 @@ def test_snapshot_replaces_the_image():
     source = MetadataLoader()
     source.handle_commit(topic_entries())
     loader = MetadataLoader()
-    loader.handle_commit([(0, encode_record(TopicRecord(name="gone", topic_id=uuid.UUID(int=9))))])
-    loader.handle_snapshot(2, [encode_record(r) for r in snapshot_records(source.image)])
+    loader.handle_commit([entry(0, TopicRecord(name="gone", topic_id=uuid.UUID(int=9)))])
+    loader.handle_snapshot(SnapshotId(2, 1),
+                           [encode_record(r) for r in snapshot_records(source.image)])
     assert loader.image.topic("gone") is None
     assert loader.image.topic("orders") is not None
     assert loader.offset == 1
@@ -81,7 +88,7 @@ def test_a_corrupt_log_raises_and_keeps_the_image():
     loader.handle_commit(topic_entries())
     before = loader.image
     with pytest.raises(MetadataReplayError):
-        loader.handle_commit([(2, encode_record(RemoveTopicRecord(topic_id=uuid.UUID(int=1))))])
+        loader.handle_commit([entry(2, RemoveTopicRecord(topic_id=uuid.UUID(int=1)))])
     assert loader.image is before
 
 
