@@ -11,6 +11,7 @@ seeded simulator drives them in tests (DESIGN: decision 9).
     controller_apis    wire requests -> controller -> wire responses (Kafka's ControllerApis)
     topic_ops      CreateTopics, CreatePartitions, DeleteTopics, ISR/leader changes
     config_ops     AlterConfigs, IncrementalAlterConfigs
+    alter_partition    AlterPartition: ISR changes a partition leader asks for
     placement      rack-aware striped replica placement
     partition_change   Kafka's PartitionChangeBuilder rules
     ops            ControllerConfig, ControllerResult and the broker replies

@@ -38,7 +38,8 @@ Brokers (Kafka's ClusterControlManager, BrokerHeartbeatManager rules):
   ``broker.session.timeout.ms``: they leave every ISR and leadership (new leaders
   from the ISR) and get BrokerRegistrationChangeRecord fenced=1.
 
-Topics, partitions, configs and producer ids: see ``topic_ops`` and ``config_ops``.
+Topics, partitions, configs and producer ids: see ``topic_ops`` and ``config_ops``;
+ISR changes a partition leader asks for (AlterPartition): see ``alter_partition``.
 Records Kafka 4 writes at metadata.version 3.6-IV2 (``ops.METADATA_VERSION_LEVEL``):
 fencing is BrokerRegistrationChangeRecord, never FenceBrokerRecord (both replay).
 """
@@ -51,7 +52,7 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from spool.cluster import config_ops, topic_ops
+from spool.cluster import alter_partition, config_ops, topic_ops
 from spool.cluster.image import (
     NO_LEADER,
     BrokerRegistration,
@@ -304,6 +305,11 @@ class QuorumController:
     def incremental_alter_configs(self, req: Any) -> ControllerResult[Any]:
         """IncrementalAlterConfigs (an IncrementalAlterConfigsRequest); see ``config_ops``."""
         return config_ops.incremental_alter_configs(self.image, req)
+
+    def alter_partition(self, req: Any, version: int) -> ControllerResult[Any]:
+        """AlterPartition (an AlterPartitionRequest at ``version``): a leader's ISR change;
+        see ``alter_partition``."""
+        return alter_partition.alter_partition(self.image, self.config, req, version)
 
     def allocate_producer_ids(self, broker_id: int, broker_epoch: int
                               ) -> ControllerResult[ProducerIdsBlock]:

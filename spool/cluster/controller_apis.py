@@ -14,7 +14,8 @@ message: errors the controller raises become the response's ``error_code`` (and
     delete_topics(c, DeleteTopicsRequest, version)   # v6+ by name or id, else names
 
 CreateTopics, CreatePartitions, AlterConfigs and IncrementalAlterConfigs take their
-request as they are: ``c.create_topics(req)`` and so on.
+request as they are: ``c.create_topics(req)`` and so on; AlterPartition takes its
+version too: ``c.alter_partition(req, version)``.
 """
 
 from __future__ import annotations

@@ -43,8 +43,10 @@ def partition_change(
     *,
     target_isr: Sequence[int] | None = None,
     election: Election = Election.ONLINE,
+    leader_recovery_state: int | None = None,
 ) -> PartitionChangeRecord | None:
-    """The record taking ``part`` to ``target_isr`` with a leader elected (module doc)."""
+    """The record taking ``part`` to ``target_isr`` (and ``leader_recovery_state``) with a
+    leader elected (module doc)."""
     isr = list(part.isr if target_isr is None else target_isr)
     rec = PartitionChangeRecord(topic_id=topic_id, partition_id=partition_id)
     leader, unclean = _elect(part, isr, acceptable, election)
@@ -56,6 +58,9 @@ def partition_change(
                 rec.leader_recovery_state = RECOVERING
     if rec.isr is None and isr and tuple(isr) != part.isr:
         rec.isr = isr
+    if (leader_recovery_state is not None and rec.leader_recovery_state == -1
+            and leader_recovery_state != part.leader_recovery_state):
+        rec.leader_recovery_state = leader_recovery_state
     if rec.isr is None and rec.leader == -2 and rec.leader_recovery_state == -1:
         return None
     return rec

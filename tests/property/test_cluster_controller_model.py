@@ -2,8 +2,8 @@
 
 After every committed write: each partition's leader is in its ISR or -1; the ISR is
 a non-empty subset of the replicas; replicas are distinct; no fenced broker, broker in
-controlled shutdown or unregistered broker leads; leader and partition epochs never go
-back. At the end, the snapshot replays to an equal image.
+controlled shutdown or unregistered broker leads or stays in an ISR (except as the
+last member of a leaderless one); leader and partition epochs never go back. At the end, the snapshot replays to an equal image.
 """
 
 from __future__ import annotations
@@ -13,11 +13,13 @@ from hypothesis import strategies as st
 
 from spool.cluster.image import MetadataImage
 from spool.cluster.ops import ControllerConfig
+from spool.protocol._generated import alter_partition_request as apq
 from spool.protocol._generated import create_partitions_request as cp
 from spool.protocol.errors import KafkaError
 from tests.helpers.cluster_harness import CLUSTER_ID, Harness
 
 BROKERS = st.integers(1, 4)
+TOPICS = st.integers(0, 2)
 HEARTBEAT = st.sampled_from(["catch up", "catch up", "catch up", "fence", "shut down",
                              "fence and shut down", "behind"])
 RACKS = st.sampled_from([None, "a", "b", "c"])
@@ -28,10 +30,12 @@ OPS = st.one_of(
     st.tuples(st.just("heartbeat"), BROKERS, HEARTBEAT),
     st.tuples(st.just("heartbeat"), BROKERS, HEARTBEAT),
     st.tuples(st.just("wait"), st.integers(0, 12_000)),
-    st.tuples(st.just("create"), st.integers(0, 5), st.integers(1, 4), st.integers(1, 3)),
-    st.tuples(st.just("delete"), st.integers(0, 5)),
-    st.tuples(st.just("grow"), st.integers(0, 5), st.integers(1, 3)),
+    st.tuples(st.just("create"), TOPICS, st.integers(1, 4), st.integers(1, 3)),
+    st.tuples(st.just("delete"), TOPICS),
+    st.tuples(st.just("grow"), TOPICS, st.integers(1, 3)),
     st.tuples(st.just("unregister"), BROKERS),
+    st.tuples(st.just("alter isr"), TOPICS, st.integers(0, 1), st.integers(0, 15)),
+    st.tuples(st.just("alter isr"), TOPICS, st.integers(0, 1), st.integers(0, 15)),
 )
 
 
@@ -41,9 +45,10 @@ def check(img: MetadataImage, epochs: dict) -> None:
             assert len(set(p.replicas)) == len(p.replicas), p
             assert p.isr and set(p.isr) <= set(p.replicas), p
             assert p.leader == -1 or p.leader in p.isr, p
-            if p.leader != -1:
-                b = img.brokers.get(p.leader)
-                assert b is not None and b.active, (p, b)
+            if p.leader != -1 or len(p.isr) > 1:  # only a lone, leaderless ISR keeps a
+                for r in p.isr:                     # broker that stopped (none to replace it)
+                    b = img.brokers.get(r)
+                    assert b is not None and b.active, (p, b)
             key = (t.topic_id, pid)
             if key in epochs:
                 assert p.leader_epoch >= epochs[key][0], p
@@ -80,6 +85,23 @@ def run(h: Harness, op: tuple) -> None:
             h.commit(c.create_partitions(req))
     elif kind == "unregister":
         h.commit(c.unregister_broker(op[1]))
+    elif kind == "alter isr":
+        alter_isr(h, *op[1:])
+
+
+def alter_isr(h: Harness, n: int, index: int, mask: int) -> None:
+    """The leader of one partition asks for the ISR: itself plus the replicas in ``mask``."""
+    t = h.image.topic(f"t{n}")
+    if t is None or index not in t.partitions or t.partitions[index].leader == -1:
+        return
+    p = t.partitions[index]
+    isr = [p.leader] + [r for i, r in enumerate(p.replicas) if mask >> i & 1 and r != p.leader]
+    req = apq.AlterPartitionRequest(
+        broker_id=p.leader, broker_epoch=h.image.brokers[p.leader].epoch,
+        topics=[apq.TopicData(topic_name=t.name, topic_id=t.topic_id, partitions=[
+            apq.PartitionData(partition_index=index, leader_epoch=p.leader_epoch,
+                              partition_epoch=p.partition_epoch, new_isr=isr)])])
+    h.commit(h.controller.alter_partition(req, 2))
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
