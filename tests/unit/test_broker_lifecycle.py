@@ -1,0 +1,133 @@
+"""BrokerLifecycleManager against the real QuorumController (its state machine behind an
+in-process channel: each request's records commit at once, into the controller and into
+the broker's MetadataLoader): register, catch up, unfence, controlled shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+
+from spool.broker.controller_channel import ControllerChannel, ControllerUnavailable
+from spool.broker.lifecycle import BrokerLifecycleManager, BrokerState
+from spool.cluster import controller_apis
+from spool.cluster.controller import QuorumController
+from spool.cluster.loader import MetadataLoader
+from spool.cluster.raft.store import LogEntry
+from spool.protocol._generated import CreateTopicsRequest
+from spool.protocol._generated.create_topics_request import CreatableTopic
+from spool.protocol.metadata_records import encode_record
+
+NOW = 1_000
+
+
+class InProcessController:
+    """The controller's state machine where a controller listener would be."""
+
+    def __init__(self, loader: MetadataLoader) -> None:
+        self.c = QuorumController(cluster_id="c1")
+        self.loader = loader
+        self.next_offset = 0
+        self.requests = []
+        self.commit(self.c.activate(NOW).records)
+
+    def commit(self, records) -> None:
+        entries = []
+        for r in records:
+            self.c.replay(r, self.next_offset)
+            entries.append(LogEntry(self.next_offset, 1, encode_record(r)))
+            self.next_offset += 1
+        self.loader.handle_commit(entries)
+
+    async def request(self, api_key, version, req, timeout_s):
+        self.requests.append(type(req).__name__)
+        if api_key == 62:
+            res = controller_apis.broker_registration(self.c, req, self.next_offset, NOW)
+        elif api_key == 63:
+            res = controller_apis.broker_heartbeat(self.c, req, NOW)
+        else:
+            res = self.c.create_topics(req)
+        self.commit(res.records)
+        return res.reply
+
+    def close(self) -> None:
+        pass
+
+
+def manager(channel, loader, node, *, leader=None):
+    return BrokerLifecycleManager(
+        channel, node_id=node, cluster_id="c1",
+        listeners=[("PLAINTEXT", "127.0.0.1", 9090 + node, 0)], rack=f"r{node}",
+        metadata_offset=lambda: loader.offset, heartbeat_interval_ms=5)
+
+
+async def within(fut, s=10):
+    return await asyncio.wait_for(asyncio.shield(fut), s)
+
+
+def test_register_catch_up_unfence_then_controlled_shutdown():
+    async def main():
+        loader = MetadataLoader("c1")
+        ctrl = InProcessController(loader)
+        leader = {"id": -1}  # no controller known at first: the manager keeps trying
+        channel = ControllerChannel({7: ("127.0.0.1", 1)}, lambda: leader["id"],
+                                    lambda host, port: ctrl)
+        b1, b2 = manager(channel, loader, 1), manager(channel, loader, 2)
+        b1.start()
+        b2.start()
+        await asyncio.sleep(0.05)
+        assert b1.state is BrokerState.STARTING and ctrl.requests == []
+        leader["id"] = 7
+        await within(b1.initial_catch_up)
+        await within(b2.initial_catch_up)
+        reg = loader.image.brokers[1]
+        assert reg.fenced and reg.rack == "r1" and reg.listener("PLAINTEXT").port == 9091
+        assert b1.state is BrokerState.RECOVERY  # not unfenced before it says it is ready
+        b1.set_ready_to_unfence()
+        b2.set_ready_to_unfence()
+        await within(b1.initial_unfenced)
+        await within(b2.initial_unfenced)
+        assert not loader.image.brokers[1].fenced and b1.state is BrokerState.RUNNING
+        await ctrl.request(19, 7, CreateTopicsRequest(topics=[CreatableTopic(
+            name="t", num_partitions=4, replication_factor=2, assignments=[], configs=[])],
+            timeout_ms=1000, validate_only=False), 1)
+        led_by_1 = [p for p in loader.image.topic("t").partitions.values() if p.leader == 1]
+        assert led_by_1
+        b1.begin_controlled_shutdown()
+        await within(b1.controlled_shutdown_finished)
+        # the controller moved every leadership away before letting broker 1 stop
+        assert all(p.leader == 2 for p in loader.image.topic("t").partitions.values())
+        assert loader.image.brokers[1].fenced
+        await b1.stop()
+        await b2.stop()
+
+    asyncio.run(main())
+
+
+def test_a_heartbeat_the_controller_does_not_know_registers_again():
+    async def main():
+        loader = MetadataLoader("c1")
+        ctrl = InProcessController(loader)
+        channel = ControllerChannel({1: ("h", 1)}, lambda: 1, lambda host, port: ctrl)
+        b = manager(channel, loader, 3)
+        b.start()
+        await within(b.initial_catch_up)
+        epoch = b.broker_epoch
+        b.broker_epoch = epoch + 100  # as if the controller's log had lost it
+        while ctrl.requests.count("BrokerRegistrationRequest") < 2:
+            await asyncio.sleep(0.005)
+        while b.broker_epoch < 0:
+            await asyncio.sleep(0.005)
+        assert b.broker_epoch == epoch  # same incarnation: the same registration
+        await b.stop()
+
+    asyncio.run(main())
+
+
+def test_no_controller_known_is_unavailable():
+    async def main():
+        channel = ControllerChannel({1: ("h", 1)}, lambda: -1, lambda host, port: None)
+        try:
+            await channel.send(63, 1, None, 1)
+        except ControllerUnavailable as e:
+            return str(e)
+
+    assert "no active controller" in asyncio.run(main())
