@@ -12,6 +12,7 @@ seeded simulator drives them in tests (DESIGN: decision 9).
     topic_ops      CreateTopics, CreatePartitions, DeleteTopics, ISR/leader changes
     config_ops     AlterConfigs, IncrementalAlterConfigs
     alter_partition    AlterPartition: ISR changes a partition leader asks for
+    elections      ElectLeaders (preferred, unclean) and preferred-leader balancing
     placement      rack-aware striped replica placement
     partition_change   Kafka's PartitionChangeBuilder rules
     ops            ControllerConfig, ControllerResult and the broker replies

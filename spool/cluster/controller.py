@@ -39,7 +39,8 @@ Brokers (Kafka's ClusterControlManager, BrokerHeartbeatManager rules):
   from the ISR) and get BrokerRegistrationChangeRecord fenced=1.
 
 Topics, partitions, configs and producer ids: see ``topic_ops`` and ``config_ops``;
-ISR changes a partition leader asks for (AlterPartition): see ``alter_partition``.
+ISR changes a partition leader asks for (AlterPartition): see ``alter_partition``;
+ElectLeaders and leader balancing: see ``elections``.
 Records Kafka 4 writes at metadata.version 3.6-IV2 (``ops.METADATA_VERSION_LEVEL``):
 fencing is BrokerRegistrationChangeRecord, never FenceBrokerRecord (both replay).
 """
@@ -52,7 +53,7 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from spool.cluster import alter_partition, config_ops, topic_ops
+from spool.cluster import alter_partition, config_ops, elections, topic_ops
 from spool.cluster.image import (
     NO_LEADER,
     BrokerRegistration,
@@ -310,6 +311,16 @@ class QuorumController:
         """AlterPartition (an AlterPartitionRequest at ``version``): a leader's ISR change;
         see ``alter_partition``."""
         return alter_partition.alter_partition(self.image, self.config, req, version)
+
+    def elect_leaders(self, req: Any) -> ControllerResult[Any]:
+        """ElectLeaders (an ElectLeadersRequest): preferred or unclean elections on
+        request; see ``elections``."""
+        return elections.elect_leaders(self.image, req)
+
+    def balance_leaders(self, max_elections: int = 1000) -> ControllerResult[bool]:
+        """auto.leader.rebalance.enable: leadership back to preferred replicas; the
+        reply is True when more remain (call again after this write commits)."""
+        return elections.balance_leaders(self.image, max_elections)
 
     def allocate_producer_ids(self, broker_id: int, broker_epoch: int
                               ) -> ControllerResult[ProducerIdsBlock]:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from spool.cluster.image import MetadataImage
 from spool.cluster.ops import ControllerConfig
+from spool.protocol._generated import ElectLeadersRequest
 from spool.protocol._generated import alter_partition_request as apq
 from spool.protocol._generated import create_partitions_request as cp
 from spool.protocol.errors import KafkaError
@@ -36,6 +37,8 @@ OPS = st.one_of(
     st.tuples(st.just("unregister"), BROKERS),
     st.tuples(st.just("alter isr"), TOPICS, st.integers(0, 1), st.integers(0, 15)),
     st.tuples(st.just("alter isr"), TOPICS, st.integers(0, 1), st.integers(0, 15)),
+    st.tuples(st.just("balance"), st.integers(1, 3)),
+    st.tuples(st.just("elect"), st.sampled_from([0, 1])),
 )
 
 
@@ -87,6 +90,11 @@ def run(h: Harness, op: tuple) -> None:
         h.commit(c.unregister_broker(op[1]))
     elif kind == "alter isr":
         alter_isr(h, *op[1:])
+    elif kind == "balance":
+        h.commit(c.balance_leaders(op[1]))
+    elif kind == "elect":
+        h.commit(c.elect_leaders(ElectLeadersRequest(election_type=op[1],
+                                                     topic_partitions=None)))
 
 
 def alter_isr(h: Harness, n: int, index: int, mask: int) -> None:
