@@ -31,12 +31,19 @@ Brokers (Kafka's ClusterControlManager, BrokerHeartbeatManager rules):
   its metadata offset has reached its RegisterBrokerRecord. ``want_shutdown`` from an
   unfenced broker that leads partitions starts a controlled shutdown: leaders move to
   other ISR members and it leaves the ISRs (PartitionChangeRecords), then
-  BrokerRegistrationChangeRecord in_controlled_shutdown=1; it is told to stop
-  (``should_shut_down``) once it leads nothing and every active broker has reached
-  the offset of that record; then it is fenced.
+  BrokerRegistrationChangeRecord in_controlled_shutdown=1 (last, unlike Kafka, so its
+  offset marks the end of the move); it is told to stop (``should_shut_down``) once it
+  leads nothing and every active broker has reported reaching that offset; then it is
+  fenced.
 * ``tick(now_ms)`` fences the brokers whose last heartbeat is older than
   ``broker.session.timeout.ms``: they leave every ISR and leadership (new leaders
   from the ISR) and get BrokerRegistrationChangeRecord fenced=1.
+
+Lifecycle: ``QuorumController(config, cluster_id=..., rng=random.Random(seed))``;
+``replay``/``load_snapshot`` on every node that follows the log; ``activate(now_ms)``
+when this node becomes the quorum leader (append what it returns: the bootstrap
+metadata.version on an empty log); then writes, with ``tick(now_ms)`` at
+``next_deadline_ms()``; ``snapshot_records()`` for Raft snapshots.
 
 Topics, partitions, configs and producer ids: see ``topic_ops`` and ``config_ops``;
 ISR changes a partition leader asks for (AlterPartition): see ``alter_partition``;
