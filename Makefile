@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint check-codegen codegen bench soak clean
+.PHONY: run test lint check-codegen codegen bench soak soak-sim clean
 
 # The environment is (re)built when missing or older than pyproject.toml.
 .venv: $(STAMP)
@@ -44,6 +44,12 @@ bench: .venv
 # Reliability soak (full counts, ~1 h on 2 cores): rewrites docs/RELIABILITY.md.
 soak: .venv
 	$(BIN)/python -m bench.reliability
+
+# The quorum's simulator (tests/sim) at soak size: SPOOL_SIM_SEEDS seeds from
+# SPOOL_SIM_FIRST_SEED (CI runs seeds 0-9,999; this goes on from there).
+soak-sim: .venv
+	SPOOL_SIM_SEEDS=$${SPOOL_SIM_SEEDS:-200000} SPOOL_SIM_FIRST_SEED=$${SPOOL_SIM_FIRST_SEED:-10000} \
+		$(BIN)/python -m pytest tests/sim -n auto -q -p no:randomly
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -244,3 +244,14 @@ def test_an_empty_fetch_is_parked_until_the_leader_appends() -> None:
     assert len(answers) == 1
     assert isinstance(answers[0].response, FetchResponse)
     assert answers[0].response.records is not None
+
+
+def test_a_single_voter_restarted_as_leader_leads_again_at_once() -> None:
+    h = Harness([1])
+    h.poll(1)
+    h.nodes[1].append([b"a"], h.now)
+    h.start(1)  # restart: it cannot resume its epoch, so it starts the next one
+    h.poll(1)
+    node = h.nodes[1]
+    assert (node.role, node.epoch) == (LEADER, 2)
+    assert [e.value for e in node.committed_entries(0) if e.value] == [b"a"]

@@ -234,6 +234,17 @@ class RaftNode:
         watermark."""
         return self.log.entries(start, self._hw)
 
+    def latest_snapshot(self) -> tuple[SnapshotId, bytes] | None:
+        """The newest snapshot in the log store and its bytes (the state machine loads it
+        at start and after ``SnapshotInstalled``), or None."""
+        sid = self.log.latest_snapshot_id
+        if sid is None:
+            return None
+        found = self.log.read_snapshot(sid, 0, 0x7FFFFFFF)
+        if found is None:
+            return None
+        return sid, found[0]
+
     def create_snapshot(self, end_offset: int, data: bytes) -> SnapshotId:
         """The state machine's image of offsets ``[0, end_offset)`` (committed: at most the
         high watermark). Stored, then the log before it is deleted."""
@@ -352,7 +363,8 @@ class RaftNode:
         self._persist(self._epoch, self._voted_id, self.node_id)
         self._successors = successors
         self._end_epoch_acked = {self.node_id}
-        self._timer_ms = self._election_timeout(now_ms)
+        alone = self.voters == {self.node_id}
+        self._timer_ms = now_ms if alone else self._election_timeout(now_ms)
         for v in sorted(self.voters - {self.node_id}):
             self._send_end_epoch(v, now_ms)
 

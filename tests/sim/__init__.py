@@ -1,0 +1,1 @@
+"""Deterministic simulation of the KRaft quorum (sim.py); ``python -m tests.sim``."""

@@ -1,0 +1,55 @@
+"""Run or replay simulation seeds.
+
+    python -m tests.sim --seed N -v        # replay one seed, tracing every event
+    python -m tests.sim --seeds 0:10000    # a range of seeds; prints failures and a summary
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import traceback
+
+from tests.sim.sim import Simulation
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tests.sim")
+    ap.add_argument("--seed", type=int, help="one seed")
+    ap.add_argument("--seeds", default="0:100", help="a range START:STOP")
+    ap.add_argument("-v", "--verbose", action="store_true", help="trace every event")
+    args = ap.parse_args(argv)
+    if args.seed is not None:
+        seeds = range(args.seed, args.seed + 1)
+    else:
+        start, stop = (int(x) for x in args.seeds.split(":"))
+        seeds = range(start, stop)
+    trace = print if args.verbose else None
+    failed = 0
+    t0 = time.process_time()
+    steps = 0
+    totals: dict[str, int] = {}
+    for seed in seeds:
+        try:
+            sim = Simulation(seed, trace=trace)
+            if args.verbose:
+                print(f"seed {seed}: {sim.p}")
+            sim.run()
+            steps += sim.steps
+            totals["committed"] = totals.get("committed", 0) + len(sim.committed)
+            for k, v in sim.stats.items():
+                totals[k] = totals.get(k, 0) + v
+        except Exception:
+            failed += 1
+            print(f"seed {seed} FAILED (replay: python -m tests.sim --seed {seed} -v)")
+            traceback.print_exc(limit=3)
+    cpu = time.process_time() - t0
+    print(f"{len(seeds)} seeds, {failed} failed, {steps} steps, {cpu:.1f} s CPU "
+          f"({1000 * cpu / max(1, len(seeds)):.1f} ms/seed)")
+    print("totals: " + ", ".join(f"{k} {v}" for k, v in totals.items()))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
