@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from spool.storage.config import broker_setting
+
 T = TypeVar("T")
 
 # metadata.version written by a new cluster's first controller: 3.6-IV2, the last level
@@ -48,6 +50,18 @@ class ControllerConfig:
     producer_id_block_size: int = 1000  # Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
     metadata_version: int = METADATA_VERSION_LEVEL
     static_props: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_props(cls, props: Mapping[str, Any]) -> ControllerConfig:
+        """From a node's properties by Kafka's names (typed values or strings; absent keys
+        take Kafka's defaults). INVALID_CONFIG for a value a key refuses."""
+        return cls(
+            num_partitions=broker_setting("num.partitions", props),
+            default_replication_factor=broker_setting("default.replication.factor", props),
+            delete_topic_enable=broker_setting("delete.topic.enable", props),
+            broker_session_timeout_ms=int(props.get("broker.session.timeout.ms", 9000)),
+            static_props=dict(props),
+        )
 
 
 @dataclass(frozen=True)

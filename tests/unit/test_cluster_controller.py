@@ -521,3 +521,16 @@ def test_controlled_shutdown_completes_on_a_controller_loaded_from_a_snapshot():
     h.heartbeat(3)
     reply = h.heartbeat(1, want_shutdown=True)
     assert (reply.is_fenced, reply.should_shut_down) == (True, True)
+
+
+def test_controller_config_from_kafka_property_names():
+    config = ControllerConfig.from_props({
+        "num.partitions": "3", "default.replication.factor": 2,
+        "delete.topic.enable": "false", "broker.session.timeout.ms": "18000",
+        "log.retention.ms": "1000"})
+    assert (config.num_partitions, config.default_replication_factor,
+            config.delete_topic_enable, config.broker_session_timeout_ms) == (3, 2, False, 18000)
+    assert ControllerConfig.from_props({}) == ControllerConfig(static_props={})
+    with pytest.raises(KafkaError) as e:
+        ControllerConfig.from_props({"num.partitions": "0"})
+    assert e.value.code == Errors.INVALID_CONFIG
