@@ -8,48 +8,10 @@ import asyncio
 
 from spool.broker.controller_channel import ControllerChannel, ControllerUnavailable
 from spool.broker.lifecycle import BrokerLifecycleManager, BrokerState
-from spool.cluster import controller_apis
-from spool.cluster.controller import QuorumController
 from spool.cluster.loader import MetadataLoader
-from spool.cluster.raft.store import LogEntry
 from spool.protocol._generated import CreateTopicsRequest
 from spool.protocol._generated.create_topics_request import CreatableTopic
-from spool.protocol.metadata_records import encode_record
-
-NOW = 1_000
-
-
-class InProcessController:
-    """The controller's state machine where a controller listener would be."""
-
-    def __init__(self, loader: MetadataLoader) -> None:
-        self.c = QuorumController(cluster_id="c1")
-        self.loader = loader
-        self.next_offset = 0
-        self.requests = []
-        self.commit(self.c.activate(NOW).records)
-
-    def commit(self, records) -> None:
-        entries = []
-        for r in records:
-            self.c.replay(r, self.next_offset)
-            entries.append(LogEntry(self.next_offset, 1, encode_record(r)))
-            self.next_offset += 1
-        self.loader.handle_commit(entries)
-
-    async def request(self, api_key, version, req, timeout_s):
-        self.requests.append(type(req).__name__)
-        if api_key == 62:
-            res = controller_apis.broker_registration(self.c, req, self.next_offset, NOW)
-        elif api_key == 63:
-            res = controller_apis.broker_heartbeat(self.c, req, NOW)
-        else:
-            res = self.c.create_topics(req)
-        self.commit(res.records)
-        return res.reply
-
-    def close(self) -> None:
-        pass
+from tests.helpers.inprocess_controller import InProcessController
 
 
 def manager(channel, loader, node, *, leader=None):

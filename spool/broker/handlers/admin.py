@@ -1,6 +1,10 @@
 """Topic administration: CreateTopics (19), DeleteTopics (20), CreatePartitions (37),
 DeleteRecords (21).
 
+In a cluster, CreateTopics, DeleteTopics and CreatePartitions go to the active
+controller and its reply is the answer (``spool.broker.forwarding``); what
+follows is the single node's own handling.
+
 Each topic or partition gets its own error code and message; one bad topic
 never fails the others, except that, as Kafka's controller, a request whose
 changes need more than 10,000 metadata records (one per new partition, one
@@ -15,6 +19,7 @@ beyond it is OFFSET_OUT_OF_RANGE.
 from __future__ import annotations
 
 from spool.broker.broker import INTERNAL_TOPICS
+from spool.broker.forwarding import forward
 from spool.broker.registry import handles
 from spool.protocol._generated import (
     CreatePartitionsRequest,
@@ -83,6 +88,8 @@ def _new_topic_configs(configs) -> dict[str, str]:
 @handles(19, 2, 7)
 async def create_topics(ctx, req: CreateTopicsRequest) -> CreateTopicsResponse:
     broker = ctx.broker
+    if broker.view.clustered:
+        return await forward(ctx, req)
     results = []
     seen: set[str] = set()
     default_n = broker.config.get_int("num.partitions")
@@ -129,6 +136,8 @@ async def create_topics(ctx, req: CreateTopicsRequest) -> CreateTopicsResponse:
 @handles(20, 1, 6)
 async def delete_topics(ctx, req: DeleteTopicsRequest) -> DeleteTopicsResponse:
     broker = ctx.broker
+    if broker.view.clustered:
+        return await forward(ctx, req)
     if ctx.api_version >= 6:
         targets = [(t.name, t.topic_id) for t in req.topics]
     else:
@@ -158,6 +167,8 @@ async def delete_topics(ctx, req: DeleteTopicsRequest) -> DeleteTopicsResponse:
 @handles(37, 0, 3)
 async def create_partitions(ctx, req: CreatePartitionsRequest) -> CreatePartitionsResponse:
     broker = ctx.broker
+    if broker.view.clustered:
+        return await forward(ctx, req)
     results = []
     too_large = _too_large(sum(max(0, t.count - broker.partition_count(t.name))
                                for t in req.topics if broker.has_topic(t.name)))

@@ -10,11 +10,15 @@ SUBTRACT on a key that is not a list is INVALID_CONFIG, as in Kafka). Every
 value is checked by the key's validator: INVALID_CONFIG naming the key, the
 value and what is allowed.
 Broker resources accept the dynamic ``log.*``-style topic defaults only.
+In a cluster, AlterConfigs and IncrementalAlterConfigs go to the active
+controller (``spool.broker.forwarding``); DescribeConfigs answers from the
+broker's view of the metadata.
 """
 
 from __future__ import annotations
 
 from spool.broker.config import known_key
+from spool.broker.forwarding import forward
 from spool.broker.registry import handles
 from spool.protocol._generated import (
     AlterConfigsRequest,
@@ -109,6 +113,8 @@ def _apply(broker, resource_type: int, name: str, changes: dict[str, str | None]
 
 @handles(33, 0, 2)
 async def alter_configs(ctx, req: AlterConfigsRequest) -> AlterConfigsResponse:
+    if ctx.broker.view.clustered:
+        return await forward(ctx, req)
     out = []
     for r in req.resources:
         resp = AlterConfigsResourceResponse(error_code=0, error_message=None,
@@ -158,6 +164,8 @@ def _incremental_changes(broker, r) -> dict[str, str | None]:
 @handles(44, 0, 1)
 async def incremental_alter_configs(ctx, req: IncrementalAlterConfigsRequest
                                     ) -> IncrementalAlterConfigsResponse:
+    if ctx.broker.view.clustered:
+        return await forward(ctx, req)
     out = []
     for r in req.resources:
         resp = IncrementalResourceResponse(error_code=0, error_message=None,

@@ -1,0 +1,115 @@
+"""Admin requests that change metadata, forwarded to the active controller (cluster mode).
+
+On a broker in a cluster (``broker.view.clustered``), CreateTopics (19),
+DeleteTopics (20), CreatePartitions (37), AlterConfigs (33) and
+IncrementalAlterConfigs (44) are the controller's to decide, as in Kafka (its
+``ForwardingManager``): the handler sends the request, at the client's version,
+over the ``ControllerChannel`` to the active controller's controller listener,
+and answers with the controller's reply unchanged. The controller validates,
+places replicas, commits the records; this broker (like every other) learns the
+result from the metadata log.
+
+No controller known, or none answering within ``request.timeout.ms``: every
+topic or resource of the request gets REQUEST_TIMED_OUT (retriable), as Kafka's
+forwarding answers a timeout. A controller that lost leadership meanwhile
+answers NOT_CONTROLLER itself; that reply goes to the client as it is
+(retriable: the client retries, by then this broker knows the new leader).
+
+``create_topic_via_controller`` is the same path for topics the broker creates
+on its own: auto-creation (Metadata) and the internal topics of the
+coordinators.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from spool.broker.controller_channel import ControllerUnavailable
+from spool.protocol._generated import (
+    AlterConfigsResponse,
+    CreatePartitionsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsResponse,
+    IncrementalAlterConfigsResponse,
+)
+from spool.protocol._generated.alter_configs_response import AlterConfigsResourceResponse
+from spool.protocol._generated.create_partitions_response import CreatePartitionsTopicResult
+from spool.protocol._generated.create_topics_request import CreatableTopic, CreatableTopicConfig
+from spool.protocol._generated.create_topics_response import CreatableTopicResult
+from spool.protocol._generated.delete_topics_response import DeletableTopicResult
+from spool.protocol._generated.incremental_alter_configs_response import (
+    AlterConfigsResourceResponse as IncrementalResourceResponse,
+)
+from spool.protocol.errors import Errors, KafkaError
+
+log = logging.getLogger("spool.broker.forwarding")
+
+CREATE_TOPICS, DELETE_TOPICS, ALTER_CONFIGS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS = (
+    19, 20, 33, 37, 44)
+CREATE_TOPICS_VERSION = 7
+
+
+def _error_response(api_key: int, version: int, req: Any, code: int, message: str) -> Any:
+    if api_key == CREATE_TOPICS:
+        return CreateTopicsResponse(throttle_time_ms=0, topics=[
+            CreatableTopicResult(name=t.name, error_code=code, error_message=message,
+                                 num_partitions=-1, replication_factor=-1, configs=None)
+            for t in req.topics])
+    if api_key == DELETE_TOPICS:
+        targets = ([(t.name, t.topic_id) for t in req.topics] if version >= 6
+                   else [(n, None) for n in req.topic_names])
+        return DeleteTopicsResponse(throttle_time_ms=0, responses=[
+            DeletableTopicResult(name=n, error_code=code, error_message=message,
+                                 **({} if tid is None else {"topic_id": tid}))
+            for n, tid in targets])
+    if api_key == CREATE_PARTITIONS:
+        return CreatePartitionsResponse(throttle_time_ms=0, results=[
+            CreatePartitionsTopicResult(name=t.name, error_code=code, error_message=message)
+            for t in req.topics])
+    if api_key == ALTER_CONFIGS:
+        return AlterConfigsResponse(throttle_time_ms=0, responses=[
+            AlterConfigsResourceResponse(error_code=code, error_message=message,
+                                         resource_type=r.resource_type,
+                                         resource_name=r.resource_name)
+            for r in req.resources])
+    if api_key == INCREMENTAL_ALTER_CONFIGS:
+        return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=[
+            IncrementalResourceResponse(error_code=code, error_message=message,
+                                        resource_type=r.resource_type,
+                                        resource_name=r.resource_name)
+            for r in req.resources])
+    raise ValueError(f"api key {api_key} is not forwarded")
+
+
+async def forward(ctx: Any, req: Any) -> Any:
+    """The active controller's reply to ``req`` (module doc), or REQUEST_TIMED_OUT."""
+    broker = ctx.broker
+    api_key = ctx.header.api_key
+    try:
+        return await broker.controller_channel.send(api_key, ctx.api_version, req,
+                                                    broker.request_timeout_s)
+    except ControllerUnavailable as e:
+        log.info("%s not forwarded: %s", type(req).__name__, e)
+        return _error_response(api_key, ctx.api_version, req, Errors.REQUEST_TIMED_OUT, str(e))
+
+
+async def create_topic_via_controller(broker: Any, name: str, partitions: int = -1,
+                                      replication_factor: int = -1,
+                                      configs: dict[str, str] | None = None) -> None:
+    """Ask the active controller to create ``name``; KafkaError with its answer's error
+    (TOPIC_ALREADY_EXISTS included: callers decide), REQUEST_TIMED_OUT if none answers."""
+    req = CreateTopicsRequest(topics=[CreatableTopic(
+        name=name, num_partitions=partitions, replication_factor=replication_factor,
+        assignments=[], configs=[CreatableTopicConfig(name=k, value=v)
+                                 for k, v in (configs or {}).items()])],
+        timeout_ms=int(broker.request_timeout_s * 1000), validate_only=False)
+    try:
+        resp = await broker.controller_channel.send(CREATE_TOPICS, CREATE_TOPICS_VERSION, req,
+                                                    broker.request_timeout_s)
+    except ControllerUnavailable as e:
+        raise KafkaError(Errors.REQUEST_TIMED_OUT, str(e)) from e
+    result = resp.topics[0]
+    if result.error_code:
+        raise KafkaError(result.error_code, result.error_message or "")

@@ -1,0 +1,102 @@
+"""Admin requests reaching a cluster broker go to the active controller (the real
+QuorumController behind an in-process channel) and are answered with its reply;
+with no controller reachable, every topic or resource is REQUEST_TIMED_OUT."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from types import SimpleNamespace
+
+import pytest
+
+from spool.broker.cluster_view import ClusterView
+from spool.broker.controller_channel import ControllerChannel
+from spool.broker.forwarding import create_topic_via_controller
+from spool.broker.handlers import admin, configs
+from spool.cluster.loader import MetadataLoader
+from spool.protocol._generated import (
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    IncrementalAlterConfigsRequest,
+)
+from spool.protocol._generated.create_topics_request import CreatableTopic
+from spool.protocol._generated.delete_topics_request import DeleteTopicState
+from spool.protocol._generated.incremental_alter_configs_request import (
+    AlterableConfig,
+    AlterConfigsResource,
+)
+from spool.protocol._generated.register_broker_record import BrokerEndpoint, RegisterBrokerRecord
+from spool.protocol._generated.unfence_broker_record import UnfenceBrokerRecord
+from spool.protocol.errors import Errors, KafkaError
+from tests.helpers.inprocess_controller import InProcessController
+
+
+def setup(leader: int = 1):
+    loader = MetadataLoader("c1")
+    ctrl = InProcessController(loader)
+    for node in (1, 2):  # two live brokers, as their registrations would have left them
+        ctrl.commit([RegisterBrokerRecord(
+            broker_id=node, incarnation_id=uuid.UUID(int=node), broker_epoch=node,
+            end_points=[BrokerEndpoint(name="PLAINTEXT", host="127.0.0.1", port=9000 + node,
+                                       security_protocol=0)], fenced=True)])
+        ctrl.commit([UnfenceBrokerRecord(id=node, epoch=node)])
+    broker = SimpleNamespace(
+        view=ClusterView(loader.image, "PLAINTEXT", leader), request_timeout_s=5.0,
+        controller_channel=ControllerChannel({1: ("127.0.0.1", 1)}, lambda: leader,
+                                             lambda host, port: ctrl))
+    return loader, broker
+
+
+def ctx(broker, api_key, version):
+    return SimpleNamespace(broker=broker, header=SimpleNamespace(api_key=api_key),
+                           api_version=version)
+
+
+def create_req(*names, rf=2):
+    return CreateTopicsRequest(topics=[CreatableTopic(
+        name=n, num_partitions=3, replication_factor=rf, assignments=[], configs=[])
+        for n in names], timeout_ms=1000, validate_only=False)
+
+
+def test_create_alter_delete_are_the_controllers_answers():
+    async def main():
+        loader, broker = setup()
+        resp = await admin.create_topics(ctx(broker, 19, 7), create_req("a", "b"))
+        assert [(t.name, t.error_code, t.num_partitions) for t in resp.topics] == [
+            ("a", 0, 3), ("b", 0, 3)]
+        a = loader.image.topic("a")
+        assert a is not None and all(len(p.replicas) == 2 for p in a.partitions.values())
+        again = await admin.create_topics(ctx(broker, 19, 7), create_req("a", rf=3))
+        assert again.topics[0].error_code == Errors.TOPIC_ALREADY_EXISTS
+        alter = await configs.incremental_alter_configs(
+            ctx(broker, 44, 1), IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
+                resource_type=2, resource_name="a", configs=[AlterableConfig(
+                    name="retention.ms", config_operation=0, value="5000")])],
+                validate_only=False))
+        assert alter.responses[0].error_code == 0
+        assert dict(loader.image.config(2, "a")) == {"retention.ms": "5000"}
+        gone = await admin.delete_topics(ctx(broker, 20, 6), DeleteTopicsRequest(
+            topics=[DeleteTopicState(name="b")], timeout_ms=1000))
+        assert gone.responses[0].error_code == 0 and loader.image.topic("b") is None
+        await create_topic_via_controller(broker, "auto")
+        assert loader.image.topic("auto") is not None
+        with pytest.raises(KafkaError) as e:
+            await create_topic_via_controller(broker, "auto")
+        assert e.value.code == Errors.TOPIC_ALREADY_EXISTS
+
+    asyncio.run(main())
+
+
+def test_no_controller_is_request_timed_out_for_each_topic():
+    async def main():
+        _, broker = setup(leader=-1)
+        resp = await admin.create_topics(ctx(broker, 19, 7), create_req("x", "y"))
+        assert [(t.name, t.error_code) for t in resp.topics] == [
+            ("x", Errors.REQUEST_TIMED_OUT), ("y", Errors.REQUEST_TIMED_OUT)]
+        gone = await admin.delete_topics(ctx(broker, 20, 5), DeleteTopicsRequest(
+            topic_names=["x"], timeout_ms=1000))
+        assert [(t.name, t.error_code) for t in gone.responses] == [
+            ("x", Errors.REQUEST_TIMED_OUT)]
+
+    asyncio.run(main())
