@@ -2,14 +2,17 @@
 
     python -m tests.sim --seed N -v        # replay one seed, tracing every event
     python -m tests.sim --seeds 0:10000    # a range of seeds; prints failures and a summary
+    python -m tests.sim --seeds 0:20 --disk /dev/shm/sim   # on DiskRaftLog stores
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
 import traceback
+from pathlib import Path
 
 from tests.sim.sim import Simulation
 
@@ -19,6 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, help="one seed")
     ap.add_argument("--seeds", default="0:100", help="a range START:STOP")
     ap.add_argument("-v", "--verbose", action="store_true", help="trace every event")
+    ap.add_argument("--disk", type=Path, help="run on DiskRaftLog stores under this dir")
     args = ap.parse_args(argv)
     if args.seed is not None:
         seeds = range(args.seed, args.seed + 1)
@@ -32,10 +36,17 @@ def main(argv: list[str] | None = None) -> int:
     totals: dict[str, int] = {}
     for seed in seeds:
         try:
-            sim = Simulation(seed, trace=trace)
+            store_dir = None
+            if args.disk is not None:
+                store_dir = args.disk / f"seed-{seed}"
+                shutil.rmtree(store_dir, ignore_errors=True)
+            sim = Simulation(seed, trace=trace, store_dir=store_dir)
             if args.verbose:
                 print(f"seed {seed}: {sim.p}")
-            sim.run()
+            try:
+                sim.run()
+            finally:
+                sim.close()
             steps += sim.steps
             totals["committed"] = totals.get("committed", 0) + len(sim.committed)
             for k, v in sim.stats.items():

@@ -3,7 +3,8 @@
 One ``Simulation(seed)`` draws everything from ``random.Random(seed)``: the cluster
 (3 or 5 voters, sometimes an observer), the network's faults (loss, duplication,
 delays that reorder, partitions that heal), crashes and restarts (a restarted node keeps
-only its ``MemoryRaftLog`` and ``MemoryQuorumStateStore``; its state machine reloads
+only its ``MemoryRaftLog`` and ``MemoryQuorumStateStore``, or with ``store_dir`` what
+reached its ``DiskRaftLog`` and quorum-state file, reopened; its state machine reloads
 from its latest snapshot), client appends at random nodes, snapshots and resignations.
 Time is simulated: an event queue ordered by (time, sequence). The same seed replays
 the same run exactly: ``python -m tests.sim --seed N -v`` traces it.
@@ -32,14 +33,18 @@ import pickle
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from spool.cluster.raft import (
     LEADER,
+    ElectionState,
     HighWatermarkAdvanced,
     LeaderChanged,
     MemoryQuorumStateStore,
     MemoryRaftLog,
+    QuorumStateStore,
     RaftConfig,
+    RaftLog,
     RaftNode,
     Respond,
     Send,
@@ -92,11 +97,28 @@ class Params:
         )
 
 
+class WatchedQuorumState:
+    """A QuorumStateStore passed through, remembering the last state written (so the
+    one-vote-per-epoch check reads no file)."""
+
+    def __init__(self, inner: QuorumStateStore) -> None:
+        self.inner = inner
+        self.last = inner.read()
+
+    def read(self) -> ElectionState | None:
+        return self.inner.read()
+
+    def write(self, state: ElectionState) -> None:
+        self.inner.write(state)
+        self.last = state
+
+
 @dataclass
 class SimNode:
     node_id: int
-    log: MemoryRaftLog = field(default_factory=MemoryRaftLog)
-    quorum_state: MemoryQuorumStateStore = field(default_factory=MemoryQuorumStateStore)
+    log: RaftLog = field(default_factory=MemoryRaftLog)
+    quorum_state: WatchedQuorumState = field(
+        default_factory=lambda: WatchedQuorumState(MemoryQuorumStateStore()))
     raft: RaftNode | None = None
     life: int = 0
     applied: list = field(default_factory=list)  # (epoch, value) per offset from 0
@@ -106,8 +128,9 @@ class SimNode:
 
 class Simulation:
     def __init__(self, seed: int, trace: Callable[[str], None] | None = None,
-                 params: Params | None = None) -> None:
+                 params: Params | None = None, store_dir: Path | None = None) -> None:
         self.seed = seed
+        self.store_dir = store_dir
         self.rng = random.Random(seed)
         self.p = params or Params.draw(self.rng)
         self.trace = trace
@@ -154,9 +177,29 @@ class Simulation:
             self.trace(f"{self.now:6d} {msg}")
 
     # -- nodes -------------------------------------------------------------------------------
+    def _open_stores(self, n: SimNode) -> None:
+        """With ``store_dir``: (re)open the node's DiskRaftLog and quorum-state file, so a
+        restart keeps exactly what reached the files."""
+        if self.store_dir is None:
+            return
+        from spool.cluster.raft.disk import DiskRaftLog, FileQuorumStateStore
+        from spool.util.clock import FakeClock
+
+        if isinstance(n.log, DiskRaftLog):
+            n.log.close()
+        d = self.store_dir / f"node-{n.node_id}"
+        n.log = DiskRaftLog(d, clock=FakeClock(0))
+        n.quorum_state = WatchedQuorumState(FileQuorumStateStore(d))
+
+    def close(self) -> None:
+        for n in self.nodes.values():
+            if hasattr(n.log, "close"):
+                n.log.close()
+
     def _start(self, i: int) -> None:
         n = self.nodes[i]
         n.life += 1
+        self._open_stores(n)
         n.raft = RaftNode(i, self.voters, n.log, n.quorum_state, self.config,
                           random.Random(self.rng.getrandbits(64)), self.now)
         n.hw_seen = n.raft.high_watermark
@@ -284,7 +327,7 @@ class Simulation:
             holder = self.leaders.setdefault(r.epoch, n.node_id)
             if holder != n.node_id:
                 raise Violation(f"two leaders in epoch {r.epoch}: {holder} and {n.node_id}")
-        st = n.quorum_state.state
+        st = n.quorum_state.last
         if st is not None and st.voted_id >= 0:
             vote = self.votes.setdefault((n.node_id, st.epoch), st.voted_id)
             if vote != st.voted_id:
