@@ -13,12 +13,13 @@ import pytest
 from spool.broker.cluster_view import ClusterView
 from spool.broker.controller_channel import ControllerChannel
 from spool.broker.forwarding import create_topic_via_controller
-from spool.broker.handlers import admin, configs
+from spool.broker.handlers import admin, configs, metadata
 from spool.cluster.loader import MetadataLoader
 from spool.protocol._generated import (
     CreateTopicsRequest,
     DeleteTopicsRequest,
     IncrementalAlterConfigsRequest,
+    MetadataRequest,
 )
 from spool.protocol._generated.create_topics_request import CreatableTopic
 from spool.protocol._generated.delete_topics_request import DeleteTopicState
@@ -26,6 +27,7 @@ from spool.protocol._generated.incremental_alter_configs_request import (
     AlterableConfig,
     AlterConfigsResource,
 )
+from spool.protocol._generated.metadata_request import MetadataRequestTopic
 from spool.protocol._generated.register_broker_record import BrokerEndpoint, RegisterBrokerRecord
 from spool.protocol._generated.unfence_broker_record import UnfenceBrokerRecord
 from spool.protocol.errors import Errors, KafkaError
@@ -100,3 +102,33 @@ def test_no_controller_is_request_timed_out_for_each_topic():
             ("x", Errors.REQUEST_TIMED_OUT)]
 
     asyncio.run(main())
+
+
+def test_metadata_auto_creates_through_the_controller():
+    async def main():
+        loader, broker = setup()
+        broker.config = SimpleNamespace(get_bool=lambda key: True)
+        broker.cluster_id = "c1"
+        broker.has_topic = lambda name: broker.view.partition_count(name) > 0
+        broker.topic_names = lambda: broker.view.topic_names()
+        c = SimpleNamespace(broker=broker, api_version=12, listener_name="PLAINTEXT",
+                            header=SimpleNamespace(api_key=3))
+        req = MetadataRequest(topics=[MetadataRequestTopic(name="auto1")],
+                              allow_auto_topic_creation=True)
+        first = await metadata.metadata(c, req)
+        # created on the controller; this broker's view does not have it yet
+        assert [(t.name, t.error_code) for t in first.topics] == [
+            ("auto1", Errors.LEADER_NOT_AVAILABLE)]
+        assert loader.image.topic("auto1") is not None
+        broker.view = ClusterView(loader.image, "PLAINTEXT", 1)  # the next image published
+        second = await metadata.metadata(c, req)
+        t = second.topics[0]
+        assert t.error_code == 0 and len(t.partitions) == 1 and t.partitions[0].leader_id in (1, 2)
+        assert [b.node_id for b in second.brokers] == [1, 2] and second.controller_id == 1
+        assert ctrl_requests(broker).count("CreateTopicsRequest") == 1  # exists now: no 2nd
+
+    asyncio.run(main())
+
+
+def ctrl_requests(broker):
+    return broker.controller_channel._connect("h", 0).requests

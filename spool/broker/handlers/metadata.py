@@ -13,12 +13,16 @@ obeys the broker's partition limit: beyond it the topic's error is
 POLICY_VIOLATION. A partition without a leader (on a single node: one whose log does not
 exist yet, a creation still running or left uncreated by the limit) is
 LEADER_NOT_AVAILABLE with leader -1, as Kafka reports a partition being
-created. Internal topics are marked ``is_internal``.
+created. Internal topics are marked ``is_internal``. In a cluster, auto-creation
+is a CreateTopics sent to the active controller (``spool.broker.forwarding``) and
+the topic is LEADER_NOT_AVAILABLE until this broker's view has it, as Kafka
+answers a topic it just asked to create.
 """
 
 from __future__ import annotations
 
 from spool.broker.broker import INTERNAL_TOPICS, validate_topic_name
+from spool.broker.forwarding import create_topic_via_controller
 from spool.broker.registry import handles
 from spool.protocol._generated import (
     DescribeClusterRequest,
@@ -45,8 +49,10 @@ AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 def _topic_entry(broker, name: str) -> MetadataResponseTopic:
     topic = broker.view.topic(name)
-    if topic is None:  # deleted while this request awaited its auto-creation
-        return _error_topic(name, Errors.UNKNOWN_TOPIC_OR_PARTITION)
+    if topic is None:
+        if broker.view.clustered:  # created by the controller, not in this broker's view yet
+            return _error_topic(name, Errors.LEADER_NOT_AVAILABLE)
+        return _error_topic(name, Errors.UNKNOWN_TOPIC_OR_PARTITION)  # deleted meanwhile
     return MetadataResponseTopic(
         error_code=0,
         name=name,
@@ -68,6 +74,18 @@ def _topic_entry(broker, name: str) -> MetadataResponseTopic:
 def _error_topic(name: str, code: int) -> MetadataResponseTopic:
     return MetadataResponseTopic(error_code=code, name=name, is_internal=False, partitions=[],
                                  topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
+
+
+async def _auto_create_in_cluster(broker, name: str) -> bool:
+    """Auto-creation in a cluster: a CreateTopics with the controller's defaults."""
+    if name in INTERNAL_TOPICS or not broker.config.get_bool("auto.create.topics.enable"):
+        return False
+    try:
+        await create_topic_via_controller(broker, name)
+    except KafkaError as e:
+        if e.code != Errors.TOPIC_ALREADY_EXISTS:
+            raise
+    return True
 
 
 @handles(3, 0, 12)
@@ -95,7 +113,10 @@ async def metadata(ctx, req: MetadataRequest) -> MetadataResponse:
             created = False
             if allow_create:
                 try:
-                    created = await broker.run_blocking(broker.auto_create_topic, name)
+                    if broker.view.clustered:
+                        created = await _auto_create_in_cluster(broker, name)
+                    else:
+                        created = await broker.run_blocking(broker.auto_create_topic, name)
                 except KafkaError as e:
                     topics.append(_error_topic(name, e.code))
                     continue
