@@ -46,6 +46,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import os
 import resource
 import uuid
 from collections.abc import Callable, Iterable
@@ -169,8 +170,13 @@ class Broker:
             "log.retention.check.interval.ms": self.config.get("log.retention.check.interval.ms"),
         }
         configured = self.config.values.get("cluster.id")  # None: the dirs' own
+        owned = list(log_dirs)  # and metadata.log.dir, when it is another dir
+        if os.path.abspath(self.cluster.metadata_log_dir) not in map(os.path.abspath, owned):
+            owned.append(self.cluster.metadata_log_dir)
+        # a KRaft node (process.roles) starts only on dirs `spool storage format` wrote
         self.log_dirs = await self.run_blocking(
-            claim_log_dirs, log_dirs, self.node_id, configured, new_cluster_id=self.cluster_id)
+            claim_log_dirs, owned, self.node_id, configured, new_cluster_id=self.cluster_id,
+            require_formatted=self.cluster.kraft)
         self.cluster_id = self.log_dirs.cluster_id
         self.storage = await self.run_blocking(
             Storage, log_dirs, defaults, self.clock, node_id=self.node_id,

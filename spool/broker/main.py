@@ -10,14 +10,16 @@ the order of ``listeners``, which tests and scripts read to learn ephemeral port
 another process, another node's or cluster's, not a log dir) raises
 ``LogDirError`` from ``run`` before anything was served.
 
-``format_storage(config, cluster_id)`` is ``spool format`` (Kafka's
-``kafka-storage format``): ``meta.properties`` into every log dir.
+``format_storage(config, cluster_id)`` is ``spool storage format`` (Kafka's
+``kafka-storage format``): ``meta.properties`` into every log dir and the
+``metadata.log.dir``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import resource
 import signal
 import sys
@@ -28,7 +30,7 @@ from spool.broker.broker import Broker
 from spool.broker.config import BrokerConfig
 from spool.storage.logdirs import LogDirError, format_log_dirs
 
-__all__ = ["LogDirError", "format_storage", "run", "serve"]  # LogDirError: commands report it
+__all__ = ["LogDirError", "format_storage", "node_dirs", "run", "serve"]  # LogDirError: commands report it
 
 
 async def serve(config: BrokerConfig, ready=None, coordinator_writer=None) -> None:
@@ -80,15 +82,28 @@ def run(config: BrokerConfig, log_level: str = "INFO", coordinator_writer=None) 
     uvloop.run(serve(config, coordinator_writer=coordinator_writer))
 
 
+def node_dirs(config: BrokerConfig) -> list[str]:
+    """The dirs a node owns: ``log.dirs``, then ``metadata.log.dir`` if it is another."""
+    dirs = list(config.log_dirs)
+    meta = config.cluster.metadata_log_dir
+    if os.path.abspath(meta) not in {os.path.abspath(d) for d in dirs}:
+        dirs.append(meta)
+    return dirs
+
+
 def format_storage(
     config: BrokerConfig, cluster_id: str | None = None, *, ignore_formatted: bool = False
 ) -> list:
-    """Format ``config``'s log dirs for its node.id with ``cluster_id`` (default: the
-    configured ``cluster.id``); returns the dirs written. LogDirError on refusal."""
+    """Format ``config``'s dirs (``node_dirs``) for its node.id with ``cluster_id``
+    (default: the configured ``cluster.id``); returns the dirs written. LogDirError on
+    refusal."""
     configured = config.values.get("cluster.id")
     if cluster_id and configured and cluster_id != configured:
         raise LogDirError(f"--cluster-id {cluster_id} differs from the configured "
                           f"cluster.id={configured}")
-    cid = cluster_id or config.get("cluster.id") or "spool-cluster-0000000"
-    return format_log_dirs(config.log_dirs, config.node_id, cid,
+    cid = cluster_id or configured
+    if not cid:
+        raise LogDirError("You must specify the cluster id (--cluster-id; "
+                          "`spool storage random-uuid` prints a new one).")
+    return format_log_dirs(node_dirs(config), config.node_id, cid,
                            ignore_formatted=ignore_formatted)

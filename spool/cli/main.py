@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
-from spool.cli import configs, consume, dump_log, groups, produce, topics, transactions
-
-if TYPE_CHECKING:
-    from spool.broker.config import BrokerConfig
+from spool.cli import configs, consume, dump_log, groups, produce, storage, topics, transactions
+from spool.cli.server_config import ConfigFile, Overrides, load_config
 
 app = typer.Typer(
     name="spool",
@@ -27,27 +24,6 @@ def _log_level(value: str) -> str:
     if value.upper() not in LOG_LEVELS:
         raise typer.BadParameter(f"{value!r} is not one of {', '.join(LOG_LEVELS)}")
     return value.upper()
-
-
-ConfigFile = Annotated[
-    Path | None,
-    typer.Option("--config", "-c", help="A server.properties file with Kafka's broker keys."),
-]
-Overrides = Annotated[
-    list[str] | None,
-    typer.Option("--override", "-o", help="key=value, applied after the file (repeatable)."),
-]
-
-
-def _load_config(config: Path | None, override: list[str] | None, command: str) -> BrokerConfig:
-    """The ``BrokerConfig`` of ``--config`` and ``--override``; exits 2 if it is invalid."""
-    from spool.broker.config import BrokerConfig, ConfigError
-
-    try:
-        return BrokerConfig.load(config, override or [])
-    except ConfigError as e:
-        typer.echo(f"spool {command}: {e}", err=True)
-        raise typer.Exit(2) from e
 
 
 @app.command()
@@ -75,7 +51,7 @@ def broker(
     from spool.broker.main import LogDirError, configure_logging, run
 
     configure_logging(log_level)
-    cfg = _load_config(config, override, "broker")
+    cfg = load_config(config, override, "broker")
     if strict_config and cfg.unknown:
         for key, hint in cfg.unknown_hints():
             typer.echo(f"spool broker: unknown configuration key '{key}' (--strict-config)"
@@ -90,37 +66,6 @@ def broker(
         raise typer.Exit(1) from e
 
 
-@app.command("format")
-def format_dirs(
-    config: ConfigFile = None,
-    override: Overrides = None,
-    cluster_id: Annotated[
-        str | None,
-        typer.Option("--cluster-id", "-t", help="The cluster id (default: cluster.id)."),
-    ] = None,
-    ignore_formatted: Annotated[
-        bool,
-        typer.Option("--ignore-formatted", "-g",
-                     help="Skip dirs already formatted (for this node and cluster)."),
-    ] = False,
-) -> None:
-    """Write meta.properties into every log dir (Kafka's kafka-storage format).
-
-    A broker also formats an empty log dir on its first start; this makes the
-    cluster id explicit. Exits 1 if a dir is in use, not empty, or formatted.
-    """
-    from spool.broker.main import LogDirError, format_storage
-
-    cfg = _load_config(config, override, "format")
-    try:
-        written = format_storage(cfg, cluster_id, ignore_formatted=ignore_formatted)
-    except (LogDirError, OSError) as e:
-        typer.echo(f"spool format: {e}", err=True)
-        raise typer.Exit(1) from e
-    for d in written:
-        typer.echo(f"formatted {d}")
-
-
 @app.command()
 def version() -> None:
     """Print Spool's version."""
@@ -133,6 +78,7 @@ app.add_typer(topics.app, name="topics")
 app.add_typer(configs.app, name="configs")
 app.add_typer(groups.app, name="groups")
 app.add_typer(transactions.app, name="transactions")
+app.add_typer(storage.app, name="storage")
 app.command("produce")(produce.produce)
 app.command("consume")(consume.consume)
 app.command("dump-log")(dump_log.dump_log_command)

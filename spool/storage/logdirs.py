@@ -22,6 +22,9 @@ holder), then check ``meta.properties``:
   broker refuses to start. Without a configured one the broker takes the
   dirs' (as Kafka, where the cluster id lives only in the dirs); all dirs
   must agree.
+- missing, with ``require_formatted`` (a node with ``process.roles``, as
+  Kafka's KRaft nodes): refused, "No meta.properties found in DIR (have you
+  run ``spool storage format`` ...)".
 - missing, dir empty (``.lock`` and ``lost+found`` aside): the dir is
   formatted (the single-node default: ``make run`` on a fresh ``./data``)
   with the configured cluster id, else the other dirs', else the default.
@@ -31,8 +34,12 @@ holder), then check ``meta.properties``:
 - missing, anything else in the dir: refused (it is not a log dir of ours,
   and Spool must not read, rewrite or delete what it holds).
 
-``format_log_dirs`` (``spool format``) is the same with a given cluster id,
-refusing dirs already formatted unless told to ignore them.
+All formatted dirs must agree on cluster.id (the message names two dirs that
+do not) and carry distinct directory.ids.
+
+``format_log_dirs`` (``spool storage format``) is the same with a given
+cluster id, refusing dirs already formatted unless told to ignore them
+(Kafka's "Log directory X is already formatted. Use --ignore-formatted ...").
 
 Every failure is a ``LogDirError`` whose message says which dir and why;
 the broker prints it and exits non-zero. The locks are released by
@@ -42,18 +49,17 @@ claim writes nothing: every dir is checked before any ``meta.properties`` is.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import errno
 import fcntl
 import logging
 import os
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 from spool.util.fileio import atomic_write
+from spool.util.ids import random_uuid
 
 log = logging.getLogger(__name__)
 
@@ -84,9 +90,7 @@ class MetaProperties:
         ).encode()
 
 
-def new_directory_id() -> str:
-    """Kafka's Uuid text form: 16 random bytes, base64url without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+new_directory_id = random_uuid  # a directory.id is a random Kafka Uuid
 
 
 def _parse(text: str) -> dict[str, str]:
@@ -172,11 +176,18 @@ def _entries(log_dir: Path) -> list[str]:
     return sorted(n for n in os.listdir(log_dir) if n not in _IGNORED_WHEN_EMPTY)
 
 
-def _inspect(log_dir: Path, node_id: int, cluster_id: str | None) -> MetaProperties | None:
+def _inspect(log_dir: Path, node_id: int, cluster_id: str | None,
+             require_formatted: bool = False) -> MetaProperties | None:
     """The dir's meta.properties, checked; None if it may get one (empty, or an older
     Spool's dir); LogDirError otherwise."""
     meta = read_meta_properties(log_dir)
     path = log_dir / META_PROPERTIES
+    if meta is None and require_formatted:
+        raise LogDirError(
+            f"No {META_PROPERTIES} found in {log_dir} (have you run `spool storage format` to "
+            "format the directory?). A node with process.roles set needs every log dir and "
+            "metadata.log.dir formatted with the cluster's id."
+        )
     if meta is not None:
         if meta.node_id != node_id:
             raise LogDirError(
@@ -206,12 +217,14 @@ def claim_log_dirs(
     *,
     new_cluster_id: str = DEFAULT_CLUSTER_ID,
     refuse_formatted: bool = False,
+    require_formatted: bool = False,
 ) -> LogDirs:
     """Lock every dir, check every ``meta.properties``, then write the missing ones
     (module docstring). ``cluster_id`` None (not configured) accepts the dirs' own
     (they must agree); a dir to format gets it, or ``new_cluster_id`` when no dir
-    has one. On failure nothing is written, the locks taken so far are released
-    and ``LogDirError`` raised."""
+    has one. ``require_formatted``: a dir without ``meta.properties`` is refused.
+    On failure nothing is written, the locks taken so far are released and
+    ``LogDirError`` raised."""
     locks: list[DirLock] = []
     try:
         paths = [Path(d) for d in dirs]
@@ -223,13 +236,19 @@ def claim_log_dirs(
             if not d.is_dir():
                 raise LogDirError(f"log dir {d} is not a directory")
             locks.append(DirLock(d))
-        found = {d: _inspect(d, node_id, cluster_id) for d in paths}
+        found = {d: _inspect(d, node_id, cluster_id, require_formatted) for d in paths}
         have = {d: m for d, m in found.items() if m is not None}
         if refuse_formatted and have:
-            raise LogDirError(f"already formatted: {', '.join(map(str, have))}")
+            raise LogDirError(f"Log directory {next(iter(have))} is already formatted. Use "
+                              "--ignore-formatted to ignore this directory and format the others.")
+        first = next(iter(have.items()), None)
+        for d, m in have.items():
+            if first is not None and m.cluster_id != first[1].cluster_id:
+                raise LogDirError(
+                    f"{d / META_PROPERTIES} says cluster.id={m.cluster_id} but "
+                    f"{first[0] / META_PROPERTIES} says cluster.id={first[1].cluster_id}: the "
+                    "log dirs belong to different clusters")
         clusters = sorted({m.cluster_id for m in have.values()})
-        if len(clusters) > 1:
-            raise LogDirError(f"the log dirs belong to different clusters: {clusters}")
         ids = [m.directory_id for m in have.values() if m.directory_id]
         if len(ids) != len(set(ids)):
             raise LogDirError(f"two log dirs share a directory.id: {ids} (a copied dir?)")
@@ -259,7 +278,7 @@ def claim_log_dirs(
 def format_log_dirs(
     dirs: list[str] | list[Path], node_id: int, cluster_id: str, *, ignore_formatted: bool = False
 ) -> list[Path]:
-    """``spool format``: write ``meta.properties`` into every dir that lacks one (empty
+    """``spool storage format``: write ``meta.properties`` into every dir that lacks one (empty
     or an older Spool's), refusing dirs already formatted unless ``ignore_formatted``
     (they must then match). Returns the dirs written; the locks are released."""
     claimed = claim_log_dirs(dirs, node_id, cluster_id, new_cluster_id=cluster_id,

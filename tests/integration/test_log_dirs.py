@@ -194,7 +194,7 @@ def test_a_second_broker_on_the_same_port_touches_no_file(tmp_path, topic_name):
 
 
 def run_format(*args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "spool.cli.main", "format", *args]
+    cmd = [sys.executable, "-m", "spool.cli.main", "storage", "format", *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
 
 
@@ -203,14 +203,17 @@ def test_format_sets_the_cluster_id_the_broker_then_takes(tmp_path):
     dirs = f"log.dirs={a},{b}"
     done = run_format("-o", dirs, "-o", "node.id=4", "--cluster-id", "blue")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split("\n")[:2] == [f"formatted {a}", f"formatted {b}"]
+    assert done.stdout.split("\n")[:2] == [f"Formatting {a} with cluster.id blue node.id 4.",
+                                           f"Formatting {b} with cluster.id blue node.id 4."]
     pa, pb = meta_properties(a), meta_properties(b)
     assert (pa["cluster.id"], pa["node.id"], pa["version"]) == ("blue", "4", "1")
     assert (pb["cluster.id"], pb["node.id"]) == ("blue", "4")
     assert pa["directory.id"] != pb["directory.id"]
 
     again = run_format("-o", dirs, "-o", "node.id=4", "--cluster-id", "blue")
-    assert again.returncode == 1 and "already formatted" in again.stderr
+    assert again.returncode == 1
+    assert again.stderr == (f"spool storage format: Log directory {a} is already formatted. Use "
+                            "--ignore-formatted to ignore this directory and format the others.\n")
     assert run_format("-o", dirs, "-o", "node.id=4", "-t", "blue", "-g").returncode == 0
 
     broker = BrokerProcess(tmp_path / "x", {"log.dirs": f"{a},{b}", "node.id": "4"}).start()
