@@ -11,8 +11,11 @@ The broker's ``MetadataPublisher`` (``spool.cluster.loader``; Kafka's
    loop), one image at a time and in image order:
 
    - a partition this broker is a replica of, new or changed (leader or
-     follower), gets a local log if it has none: ``LogManager.create_partitions``
-     with the topic's overrides, as the single node creates them;
+     follower), gets a local log if it has none: the folder already on disk if
+     there is one (a restart: ``LogManager.open_existing``, its data kept), else
+     a new one (``LogManager.create_partitions`` with the topic's overrides, as
+     the single node creates them); folders the image gives this broker no
+     replica for are never opened nor removed;
    - a replica it no longer holds (RemoveTopicRecord, or moved away) is deleted:
      ``LogManager.delete_partition`` renames it ``-delete``, removed after
      ``file.delete.delay.ms`` by the background thread, as DeleteTopics does today;
@@ -49,9 +52,9 @@ log = logging.getLogger("spool.broker.metadata")
 
 
 def apply_local_changes(logs: Any, image: MetadataImage, changes: LocalReplicaChanges,
-                        node_id: int) -> tuple[int, int]:
-    """Create and delete this broker's logs as ``changes`` say (blocking: the executor).
-    Returns (created, deleted)."""
+                        node_id: int) -> tuple[int, int, int]:
+    """Open, create and delete this broker's logs as ``changes`` say (blocking: the
+    executor). Returns (opened, created, deleted)."""
     deleted = 0
     for tp in sorted(changes.deletes):
         deleted += bool(logs.delete_partition(tp.topic, tp.partition))
@@ -59,12 +62,17 @@ def apply_local_changes(logs: Any, image: MetadataImage, changes: LocalReplicaCh
     for tp in (*changes.leaders, *changes.followers):
         if logs.get(tp.topic, tp.partition) is None:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
-    created = 0
+    opened = created = 0
     for topic, parts in sorted(by_topic.items()):
         overrides = dict(image.config(TOPIC_RESOURCE, topic))
-        logs.create_partitions(topic, sorted(parts), overrides)
-        created += len(parts)
-    return created, deleted
+        logs.set_topic_overrides(topic, overrides)
+        found = logs.open_existing(topic, sorted(parts))
+        new = sorted(set(parts) - set(found))
+        if new:
+            logs.create_partitions(topic, new, overrides)
+        opened += len(found)
+        created += len(new)
+    return opened, created, deleted
 
 
 def expected_partitions(image: MetadataImage, node_id: int) -> set[tuple[str, int]]:
@@ -114,11 +122,11 @@ class BrokerMetadataPublisher:
             if configs:
                 self._apply_configs(logs, image, configs)
             if changes:
-                created, deleted = await self.broker.run_blocking(
+                opened, created, deleted = await self.broker.run_blocking(
                     apply_local_changes, logs, image, changes, self.node_id)
-                if created or deleted:
-                    log.info("metadata at offset %d: %d local logs created, %d deleted",
-                             image.offset, created, deleted)
+                if opened or created or deleted:
+                    log.info("metadata at offset %d: local logs: %d opened, %d created, "
+                             "%d deleted", image.offset, opened, created, deleted)
         except Exception:
             log.exception("applying the metadata image at offset %d to the local logs failed",
                           image.offset)

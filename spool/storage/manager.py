@@ -343,6 +343,28 @@ class LogManager:
             fsync_dir(parent)
         return out
 
+    def open_existing(self, topic: str, partitions: Iterable[int]) -> list[int]:
+        """Open the logs of ``topic``'s ``partitions`` whose folders are on disk and not
+        open yet (a cluster broker's replicas after a restart: their data is kept, never
+        moved aside as ``create_partitions`` would); returns the partitions opened.
+        One folder in two log dirs is an error, as in ``load_all``."""
+        opened = []
+        for partition in partitions:
+            if (topic, partition) in self._logs:
+                continue
+            found = [d / f"{topic}-{partition}" for d in self.log_dirs
+                     if (d / f"{topic}-{partition}").is_dir()]
+            if not found:
+                continue
+            if len(found) > 1:
+                raise RuntimeError(f"{topic}-{partition} is in two log dirs: {found}")
+            plog = self._open_log(found[0], self.log_config(topic))
+            with self._lock:
+                self._logs[(topic, partition)] = plog
+                self._dir_of[(topic, partition)] = found[0]
+            opened.append(partition)
+        return opened
+
     @staticmethod
     def _move_aside(path: Path) -> None:
         """A folder where a new partition goes that Spool does not serve: keep it,

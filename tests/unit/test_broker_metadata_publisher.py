@@ -17,6 +17,7 @@ from spool.protocol._generated.remove_topic_record import RemoveTopicRecord
 from spool.protocol._generated.topic_record import TopicRecord
 from spool.protocol._generated.unfence_broker_record import UnfenceBrokerRecord
 from spool.protocol.metadata_records import encode_record
+from spool.records.builder import BatchBuilder
 from spool.storage.manager import LogManager
 
 TID = uuid.UUID(int=5)
@@ -92,3 +93,39 @@ def test_images_drive_the_view_and_the_local_logs(tmp_path):
         logs.shutdown()
 
     run(main())
+
+
+def test_a_restarted_broker_opens_its_logs_instead_of_creating_them(tmp_path):
+    async def main():
+        async def run_blocking(fn, *args):
+            return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+
+        records = [
+            *registered(1),
+            TopicRecord(name="kept", topic_id=TID),
+            PartitionRecord(partition_id=0, topic_id=TID, replicas=[1], isr=[1], leader=1)]
+        for life in range(2):
+            logs = LogManager([tmp_path], load=False)
+            broker = SimpleNamespace(node_id=1, view=None, storage=SimpleNamespace(logs=logs),
+                                     run_blocking=run_blocking)
+            loader = MetadataLoader("c")
+            pub = BrokerMetadataPublisher(broker, "PLAINTEXT")
+            loader.add_publisher(pub)
+            offset = Log(loader).commit(*records)
+            await pub.wait_applied(offset)
+            plog = logs.get("kept", 0)
+            if life == 0:
+                plog.append(bytearray(batch(b"v")))
+            else:  # the second life found the first one's record
+                assert plog.log_end_offset == 1
+                assert not list(tmp_path.glob("*-stray"))
+            await pub.stop()
+            logs.shutdown()
+
+    run(main())
+
+
+def batch(value: bytes) -> bytes:
+    b = BatchBuilder(0)
+    b.append(None, value, timestamp=1)
+    return b.build()
