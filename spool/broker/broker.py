@@ -64,6 +64,7 @@ from spool.broker.dispatch import Dispatcher
 from spool.broker.group_runtime import GroupRuntime
 from spool.broker.metadata_view import MetadataView, SingleNodeView
 from spool.broker.producer_ids import ProducerIdManager
+from spool.broker.quorum import QuorumNode
 from spool.broker.server import Server
 from spool.broker.txn_runtime import TransactionRuntime
 from spool.protocol.errors import Errors, KafkaError
@@ -120,6 +121,7 @@ class Broker:
         self.server: Server | None = None
         self.groups: GroupRuntime | None = None
         self.transactions: TransactionRuntime | None = None
+        self.quorum: QuorumNode | None = None  # KRaft (process.roles set): spool.broker.quorum
         self._waiters: dict[tuple[str, int], list[asyncio.Future]] = {}
         self.view: MetadataView | None = None
 
@@ -147,7 +149,12 @@ class Broker:
         self.server.bind()
         try:
             await self._load()
+            if self.cluster.kraft:
+                self.quorum = QuorumNode(self)
+                await self.quorum.start()
         except BaseException:
+            if self.quorum is not None:
+                await self.quorum.shutdown()
             await self.server.close()
             if self.log_dirs is not None:
                 self.log_dirs.release()
@@ -180,7 +187,7 @@ class Broker:
         self.cluster_id = self.log_dirs.cluster_id
         self.storage = await self.run_blocking(
             Storage, log_dirs, defaults, self.clock, node_id=self.node_id,
-            max_partitions=self.partition_limit().max_partitions)
+            max_partitions=self.partition_limit().max_partitions, kraft=self.cluster.kraft)
         self.view = SingleNodeView(self.node_id, self.storage.metadata, self.storage.logs,
                                    self._advertised_for)
         self.producer_ids = ProducerIdManager(self.metadata)
@@ -202,6 +209,8 @@ class Broker:
         return self.storage.metadata
 
     async def shutdown(self) -> None:
+        if self.quorum is not None:  # a leading controller resigns first (EndQuorumEpoch)
+            await self.quorum.shutdown()
         if self.groups is not None:
             await self.groups.stop()
         if self.transactions is not None:

@@ -44,7 +44,7 @@ from collections.abc import Callable, Mapping
 from spool.protocol.errors import Errors, KafkaError
 from spool.storage.config import ConfigValue, describe_topic_configs
 from spool.storage.log import PartitionLog
-from spool.storage.manager import LogManager
+from spool.storage.manager import LOCAL_METADATA_DIR, LogManager
 from spool.storage.metadata import MetadataStore, PartitionLimit
 from spool.util.clock import Clock, as_clock
 
@@ -62,13 +62,17 @@ class Storage:
         *,
         node_id: int = 0,
         max_partitions: int | None = None,
+        kraft: bool = False,
     ) -> None:
         self.clock = as_clock(clock)
         self.node_id = node_id
         self.max_partitions = max_partitions
         self._changes = threading.RLock()  # one topic change at a time (module doc)
         self.logs = LogManager(log_dirs, broker_props, self.clock, load=False)
-        self.metadata = MetadataStore(self.logs.open_metadata_log(), self.clock, node_id=node_id)
+        # KRaft: __cluster_metadata-0 is the Raft log, never replayed as this JSON store
+        md_log = self.logs.open_metadata_log(LOCAL_METADATA_DIR) if kraft else \
+            self.logs.open_metadata_log()
+        self.metadata = MetadataStore(md_log, self.clock, node_id=node_id)
         self.logs.set_dynamic_broker_config(self._dynamic_broker_config())
         for name, cfg in self.metadata.topic_configs().items():
             self.logs.set_topic_overrides(name, cfg)

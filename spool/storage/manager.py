@@ -81,6 +81,9 @@ from spool.util.fileio import fsync_dir
 log = logging.getLogger(__name__)
 
 METADATA_TOPIC = "__cluster_metadata"
+# A KRaft node's __cluster_metadata-0 is the Raft log (spool.cluster.raft.disk); its broker's
+# MetadataStore, which nothing in a cluster writes but producer-id blocks, lives here instead.
+LOCAL_METADATA_DIR = "__spool_local_metadata-0"
 STRAY_DIR_SUFFIX = "-stray"
 _DELETE_DIR = re.compile(r"^.+-\d+\.[0-9a-f]{32}" + re.escape(DELETE_DIR_SUFFIX) + "$")
 # log-dir entries that are Spool's (or Kafka's) own, besides partition folders
@@ -199,7 +202,7 @@ class LogManager:
         for d in self.log_dirs:
             for entry in sorted(os.scandir(d), key=lambda e: e.name):
                 name = entry.name
-                if name in _OWN_ENTRIES or name == f"{METADATA_TOPIC}-0":
+                if name in _OWN_ENTRIES or name in (f"{METADATA_TOPIC}-0", LOCAL_METADATA_DIR):
                     continue
                 if entry.is_dir(follow_symlinks=False) and _DELETE_DIR.match(name):
                     self._deleting.append((now, Path(entry.path)))
@@ -259,10 +262,11 @@ class LogManager:
         self.loaded = True
         log.info("loaded %d partitions from %d log dirs", len(loaded), len(self.log_dirs))
 
-    def open_metadata_log(self) -> PartitionLog:
-        """The ``__cluster_metadata-0`` log in the first log dir (kept out of ``partitions``)."""
+    def open_metadata_log(self, dir_name: str = f"{METADATA_TOPIC}-0") -> PartitionLog:
+        """The ``__cluster_metadata-0`` log in the first log dir (kept out of ``partitions``);
+        a KRaft node's store opens ``LOCAL_METADATA_DIR`` instead (the Raft log has the name)."""
         if self.metadata_log is None:
-            path = self.log_dirs[0] / f"{METADATA_TOPIC}-0"
+            path = self.log_dirs[0] / dir_name
             self.metadata_log = self._open_log(path, METADATA_LOG_CONFIG)
         return self.metadata_log
 

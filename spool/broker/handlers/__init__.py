@@ -4,6 +4,7 @@ from spool.broker.handlers import (  # noqa: F401
     admin,
     api_versions,
     configs,
+    controller,
     coordinator,
     fetch,
     groups,
@@ -12,5 +13,6 @@ from spool.broker.handlers import (  # noqa: F401
     offsets,
     produce,
     producer_id,
+    quorum,
     transactions,
 )

@@ -1,0 +1,138 @@
+"""The controller's APIs on controller listeners (Kafka's ``ControllerApis``).
+
+BrokerRegistration, BrokerHeartbeat, UnregisterBroker, AllocateProducerIds,
+CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs and
+IncrementalAlterConfigs: each one is one write of this node's
+``ControllerRuntime`` (computed from the committed image, appended through
+Raft, answered once committed and replayed: ``spool.broker.controller_runtime``).
+A node that is not the active controller, or that loses leadership before
+the write commits, answers NOT_CONTROLLER in every place the response has
+an error code (Kafka's error; clients and brokers then find the new
+controller and retry).
+"""
+
+from __future__ import annotations
+
+from spool.broker.registry import CONTROLLER_PLANE, handles
+from spool.cluster import controller_apis as apis
+from spool.protocol._generated import (
+    AllocateProducerIdsResponse,
+    AlterConfigsResponse,
+    BrokerHeartbeatResponse,
+    BrokerRegistrationResponse,
+    CreatePartitionsResponse,
+    CreateTopicsResponse,
+    DeleteTopicsResponse,
+    IncrementalAlterConfigsResponse,
+    UnregisterBrokerResponse,
+)
+from spool.protocol._generated.alter_configs_response import (
+    AlterConfigsResourceResponse as AlterResult,
+)
+from spool.protocol._generated.create_partitions_response import CreatePartitionsTopicResult
+from spool.protocol._generated.create_topics_response import CreatableTopicResult
+from spool.protocol._generated.delete_topics_response import DeletableTopicResult
+from spool.protocol._generated.incremental_alter_configs_response import (
+    AlterConfigsResourceResponse as IncrementalAlterResult,
+)
+from spool.protocol.errors import Errors, KafkaError
+
+_CONTROLLER = (CONTROLLER_PLANE,)
+
+
+async def _write(ctx, op, refuse):
+    """Run ``op`` as one controller write; ``refuse(code, message)`` builds the answer when
+    it cannot run (not the active controller, leadership lost)."""
+    quorum = getattr(ctx.broker, "quorum", None)
+    runtime = None if quorum is None else quorum.controller
+    if runtime is None:
+        return refuse(Errors.NOT_CONTROLLER, "this node runs no controller")
+    try:
+        return await runtime.write(op)
+    except KafkaError as e:
+        return refuse(e.code, e.message)
+
+
+@handles(62, 0, 4, listeners=_CONTROLLER)
+async def broker_registration(ctx, req):
+    return await _write(
+        ctx, lambda c, offset, now: apis.broker_registration(c, req, offset, now),
+        lambda code, _m: BrokerRegistrationResponse(error_code=code, broker_epoch=-1))
+
+
+@handles(63, 0, 1, listeners=_CONTROLLER)
+async def broker_heartbeat(ctx, req):
+    return await _write(
+        ctx, lambda c, _offset, now: apis.broker_heartbeat(c, req, now),
+        lambda code, _m: BrokerHeartbeatResponse(error_code=code, is_caught_up=False,
+                                                 is_fenced=True, should_shut_down=False))
+
+
+@handles(64, 0, 0, listeners=_CONTROLLER)
+async def unregister_broker(ctx, req):
+    return await _write(
+        ctx, lambda c, _offset, _now: apis.unregister_broker(c, req),
+        lambda code, msg: UnregisterBrokerResponse(error_code=code, error_message=msg))
+
+
+@handles(67, 0, 0, listeners=_CONTROLLER)
+async def allocate_producer_ids(ctx, req):
+    return await _write(
+        ctx, lambda c, _offset, _now: apis.allocate_producer_ids(c, req),
+        lambda code, _m: AllocateProducerIdsResponse(error_code=code, producer_id_start=-1,
+                                                     producer_id_len=0))
+
+
+@handles(19, 2, 7, listeners=_CONTROLLER)
+async def create_topics(ctx, req):
+    return await _write(
+        ctx, lambda c, _offset, _now: c.create_topics(req),
+        lambda code, msg: CreateTopicsResponse(topics=[
+            CreatableTopicResult(name=t.name, error_code=code, error_message=msg,
+                                 num_partitions=-1, replication_factor=-1, configs=None)
+            for t in req.topics]))
+
+
+@handles(20, 1, 6, listeners=_CONTROLLER)
+async def delete_topics(ctx, req):
+    version = ctx.api_version
+
+    def refuse(code, msg):
+        if version >= 6:
+            return DeleteTopicsResponse(responses=[
+                DeletableTopicResult(name=t.name, topic_id=t.topic_id, error_code=code,
+                                     error_message=msg) for t in req.topics])
+        return DeleteTopicsResponse(responses=[
+            DeletableTopicResult(name=n, error_code=code, error_message=msg)
+            for n in req.topic_names])
+
+    return await _write(ctx, lambda c, _offset, _now: apis.delete_topics(c, req, version),
+                        refuse)
+
+
+@handles(37, 0, 3, listeners=_CONTROLLER)
+async def create_partitions(ctx, req):
+    return await _write(
+        ctx, lambda c, _offset, _now: c.create_partitions(req),
+        lambda code, msg: CreatePartitionsResponse(results=[
+            CreatePartitionsTopicResult(name=t.name, error_code=code, error_message=msg)
+            for t in req.topics]))
+
+
+@handles(33, 0, 2, listeners=_CONTROLLER)
+async def alter_configs(ctx, req):
+    return await _write(
+        ctx, lambda c, _offset, _now: c.alter_configs(req),
+        lambda code, msg: AlterConfigsResponse(responses=[
+            AlterResult(error_code=code, error_message=msg, resource_type=r.resource_type,
+                        resource_name=r.resource_name) for r in req.resources]))
+
+
+@handles(44, 0, 1, listeners=_CONTROLLER)
+async def incremental_alter_configs(ctx, req):
+    return await _write(
+        ctx, lambda c, _offset, _now: c.incremental_alter_configs(req),
+        lambda code, msg: IncrementalAlterConfigsResponse(responses=[
+            IncrementalAlterResult(error_code=code, error_message=msg,
+                                   resource_type=r.resource_type,
+                                   resource_name=r.resource_name) for r in req.resources]))
