@@ -1,0 +1,310 @@
+"""An asyncio Kafka request client over Spool's codec: node-to-node and CLI traffic.
+
+``NodeClient(host, port)`` is one connection to one Kafka node (a Spool
+broker, a controller listener, or any Kafka broker). ``await
+client.request(message, version)`` sends a generated request message at the
+version the caller chooses (no ApiVersions negotiation: the caller knows its
+peer, or asks ApiVersions itself) and returns the decoded response message.
+
+Contract:
+
+- Connecting is lazy: the first request connects (``connect_timeout_ms``).
+  After a failed connect or a dropped connection the next request connects
+  again, no sooner than ``reconnect_backoff_ms`` after the failure (it waits
+  out the rest of the backoff, then tries).
+- Pipelining: requests are written as they are made; each gets the next
+  correlation id; responses come back in request order (Kafka's rule) and
+  each must carry the correlation id of the oldest request waiting, else the
+  stream is corrupt and the connection is closed.
+- Timeouts: a request not answered within its timeout (``request_timeout_ms``
+  unless given) raises ``RequestTimeoutError``, and, as Kafka's NetworkClient
+  does, the connection is closed: every other request in flight on it fails
+  with ``DisconnectedError``, and the next request reconnects.
+- ``expect_response=False`` (Produce with acks=0) returns None once written.
+- A response is decoded before it is returned; a response that does not
+  decode closes the connection (``DisconnectedError`` for everyone waiting).
+  ApiVersions answered with UNSUPPORTED_VERSION (a v0 body, Kafka's rule) is
+  decoded as v0 so its error code and version list reach the caller.
+- ``close()`` fails whatever is in flight with ``DisconnectedError`` and closes
+  the socket; the client may be used again (it reconnects).
+- Concurrency: one event loop; any number of tasks may call ``request`` at
+  once. Nothing blocks the loop.
+
+``NodeClients(addresses)`` keeps one ``NodeClient`` per node id (a quorum's
+voters, a cluster's brokers) and forwards ``request(node_id, ...)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import struct
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from spool.protocol._generated import API_BY_KEY
+from spool.protocol.headers import API_VERSIONS_KEY, encode_request_header, skip_tagged_fields
+from spool.protocol.primitives import ProtocolDecodeError
+
+_SIZE = struct.Struct(">i")
+_UNSUPPORTED_VERSION = 35
+
+
+class ClientError(Exception):
+    """A request got no response; the message says which request and why."""
+
+
+class DisconnectedError(ClientError, ConnectionError):
+    """The connection failed or closed before the response arrived."""
+
+
+class RequestTimeoutError(ClientError, TimeoutError):
+    """No response within the request's timeout (the connection was closed)."""
+
+
+@dataclass
+class _InFlight:
+    correlation_id: int
+    api_key: int
+    version: int
+    future: asyncio.Future
+
+
+class NodeClient:
+    """One connection to ``host:port`` (module docstring for the contract)."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str | None = "spool",
+        request_timeout_ms: int = 30000,
+        connect_timeout_ms: int = 10000,
+        reconnect_backoff_ms: int = 50,
+        max_response_bytes: int = 100 * 1024 * 1024,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self.request_timeout_ms = request_timeout_ms
+        self.connect_timeout_ms = connect_timeout_ms
+        self.reconnect_backoff_ms = reconnect_backoff_ms
+        self.max_response_bytes = max_response_bytes
+        self._writer: asyncio.StreamWriter | None = None
+        self._reader_task: asyncio.Task | None = None
+        self._connecting: asyncio.Future | None = None
+        self._in_flight: deque[_InFlight] = deque()
+        self._next_id = 0
+        self._failed_at = 0.0  # monotonic time of the last connect failure or drop
+
+    def __repr__(self) -> str:
+        return f"NodeClient({self.host}:{self.port})"
+
+    @property
+    def connected(self) -> bool:
+        return self._writer is not None
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._in_flight)
+
+    # ---- requests
+
+    async def request(self, message: Any, version: int, *, timeout_ms: int | None = None,
+                      expect_response: bool = True) -> Any:
+        """Send ``message`` (a generated request) at ``version``; its decoded response.
+
+        Raises ``RequestTimeoutError``, ``DisconnectedError``, or ``ValueError`` for a
+        version the codec does not have (a caller bug)."""
+        entry = API_BY_KEY[message.API_KEY]
+        lo, hi = entry.request.VALID_VERSIONS
+        if not lo <= version <= hi:
+            raise ValueError(f"{entry.name} v{version}: the codec has v{lo}-v{hi}")
+        timeout_s = (self.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
+        deadline = time.monotonic() + timeout_s
+        try:
+            await asyncio.wait_for(self._ensure_connected(), timeout_s)
+        except TimeoutError:
+            raise RequestTimeoutError(f"{self}: not connected within {timeout_s * 1000:.0f} ms "
+                                      f"to send {entry.name}") from None
+        writer = self._writer
+        if writer is None:
+            raise DisconnectedError(f"{self}: connection closed before {entry.name} was sent")
+        self._next_id = (self._next_id + 1) & 0x7FFFFFFF
+        cid = self._next_id
+        header = encode_request_header(message.API_KEY, version, cid, self.client_id,
+                                       entry.request.is_flexible(version))
+        chunks: list = [b"", header]
+        message.encode(version, chunks)
+        chunks[0] = _SIZE.pack(sum(len(c) for c in chunks))
+        future = asyncio.get_running_loop().create_future()
+        if expect_response:
+            self._in_flight.append(_InFlight(cid, message.API_KEY, version, future))
+        writer.writelines(chunks)
+        try:
+            await asyncio.wait_for(writer.drain(), max(0.0, deadline - time.monotonic()))
+        except (OSError, ConnectionError) as e:
+            self._drop(DisconnectedError(f"{self}: {entry.name} not sent: {e}"))
+        except TimeoutError:
+            self._drop(DisconnectedError(f"{self}: {entry.name} not sent within {timeout_s}s"))
+        if not expect_response:
+            if self._writer is not writer:
+                raise DisconnectedError(f"{self}: {entry.name} not sent")
+            return None
+        try:
+            return await asyncio.wait_for(asyncio.shield(future),
+                                          max(0.0, deadline - time.monotonic()))
+        except asyncio.CancelledError:
+            future.cancel()  # its response, when it comes, is read and dropped
+            raise
+        except TimeoutError:
+            if future.done():
+                return future.result()
+            err = RequestTimeoutError(
+                f"{self}: no response to {entry.name} v{version} (correlation id {cid}) "
+                f"within {timeout_s * 1000:.0f} ms")
+            self._drop(DisconnectedError(f"{self}: closed after {entry.name} timed out"),
+                       first=(future, err))
+            raise err from None
+
+    # ---- connection
+
+    async def connect(self) -> None:
+        """Connect now (``request`` does it lazily); DisconnectedError on failure."""
+        await self._ensure_connected()
+
+    async def _ensure_connected(self) -> None:
+        if self._writer is not None:
+            return
+        if self._connecting is None:
+            self._connecting = asyncio.ensure_future(self._open())
+        connecting = self._connecting
+        try:
+            await asyncio.shield(connecting)
+        finally:
+            if connecting.done() and self._connecting is connecting:
+                self._connecting = None
+
+    async def _open(self) -> None:
+        wait = self._failed_at + self.reconnect_backoff_ms / 1000 - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(self.host, self.port), self.connect_timeout_ms / 1000)
+        except (OSError, TimeoutError) as e:
+            self._failed_at = time.monotonic()
+            reason = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
+            raise DisconnectedError(f"{self}: cannot connect: {reason}") from None
+        self._writer = writer
+        self._reader_task = asyncio.ensure_future(self._read_loop(reader, writer))
+
+    async def _read_loop(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readexactly(4)
+                (size,) = _SIZE.unpack(head)
+                if not 4 <= size <= self.max_response_bytes:
+                    raise ProtocolDecodeError(f"response frame of {size} bytes")
+                frame = await reader.readexactly(size)
+                self._complete(frame)
+        except asyncio.CancelledError:
+            raise
+        except (OSError, asyncio.IncompleteReadError, ConnectionError) as e:
+            reason = "closed by the peer" if isinstance(e, asyncio.IncompleteReadError) else str(e)
+            self._drop(DisconnectedError(f"{self}: connection {reason}"), writer=writer)
+        except ProtocolDecodeError as e:
+            self._drop(DisconnectedError(f"{self}: bad response: {e}"), writer=writer)
+
+    def _complete(self, frame: bytes) -> None:
+        (cid,) = struct.unpack_from(">i", frame, 0)
+        if not self._in_flight or self._in_flight[0].correlation_id != cid:
+            expected = self._in_flight[0].correlation_id if self._in_flight else None
+            raise ProtocolDecodeError(f"correlation id {cid}, expected {expected}")
+        req = self._in_flight.popleft()
+        if req.future.done():  # its caller was cancelled: the response is dropped
+            return
+        entry = API_BY_KEY[req.api_key]
+        version = req.version
+        pos = 4
+        if entry.response.is_flexible(version) and req.api_key != API_VERSIONS_KEY:
+            pos = skip_tagged_fields(frame, pos)
+        if req.api_key == API_VERSIONS_KEY and len(frame) >= pos + 2 and (
+                struct.unpack_from(">h", frame, pos)[0] == _UNSUPPORTED_VERSION):
+            version = 0  # Kafka answers an unknown ApiVersions version with a v0 body
+        response, _ = entry.response.decode(memoryview(frame), pos, version)
+        req.future.set_result(response)
+
+    def _drop(self, error: Exception, *, writer: asyncio.StreamWriter | None = None,
+              first: tuple[asyncio.Future, Exception] | None = None) -> None:
+        """Close the connection (if ``writer`` is given, only if it is still the current
+        one) and fail everything in flight (``first`` with its own error)."""
+        if writer is not None and writer is not self._writer:
+            return
+        current, self._writer = self._writer, None
+        task, self._reader_task = self._reader_task, None
+        self._failed_at = time.monotonic()
+        if current is not None:
+            current.close()
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+        pending, self._in_flight = self._in_flight, deque()
+        if first is not None and not first[0].done():
+            first[0].set_exception(first[1])
+            first[0].exception()  # (retrieved: its caller raises it)
+        for req in pending:
+            if not req.future.done():
+                req.future.set_exception(error)
+
+    async def close(self) -> None:
+        """Fail requests in flight with DisconnectedError and close the socket."""
+        writer, task = self._writer, self._reader_task
+        self._drop(DisconnectedError(f"{self}: closed by the client"))
+        self._failed_at = 0.0  # a deliberate close is no failure: reconnect at once
+        if task is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if writer is not None:
+            with contextlib.suppress(OSError, ConnectionError):
+                await writer.wait_closed()
+
+
+class NodeClients:
+    """One ``NodeClient`` per node id; ``update`` changes addresses (closing moved ones)."""
+
+    def __init__(self, addresses: dict[int, tuple[str, int]] | None = None, **options: Any) -> None:
+        self.options = options  # NodeClient keyword arguments
+        self.addresses: dict[int, tuple[str, int]] = {}
+        self._clients: dict[int, NodeClient] = {}
+        self._closing: set[asyncio.Task] = set()
+        self.update(addresses or {})
+
+    def update(self, addresses: dict[int, tuple[str, int]]) -> None:
+        for node_id in list(self._clients):
+            if addresses.get(node_id) != self.addresses.get(node_id):
+                self._close_later(self._clients.pop(node_id))
+        self.addresses = dict(addresses)
+
+    def client(self, node_id: int) -> NodeClient:
+        """The connection to ``node_id``; KeyError for a node with no address."""
+        c = self._clients.get(node_id)
+        if c is None:
+            host, port = self.addresses[node_id]
+            c = self._clients[node_id] = NodeClient(host, port, **self.options)
+        return c
+
+    async def request(self, node_id: int, message: Any, version: int, **kwargs: Any) -> Any:
+        return await self.client(node_id).request(message, version, **kwargs)
+
+    def _close_later(self, c: NodeClient) -> None:
+        t = asyncio.ensure_future(c.close())
+        self._closing.add(t)
+        t.add_done_callback(self._closing.discard)
+
+    async def close(self) -> None:
+        clients, self._clients = list(self._clients.values()), {}
+        await asyncio.gather(*(c.close() for c in clients), *self._closing,
+                             return_exceptions=True)
