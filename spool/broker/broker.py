@@ -299,6 +299,13 @@ class Broker:
             raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition}")
         return plog
 
+    def replica_log(self, topic: str, partition: int) -> PartitionLog | None:
+        """This broker's log of a partition it holds: in a cluster None when it holds no
+        replica of it; on a single node every partition listed is held (``get_log``)."""
+        if self.view.clustered:
+            return self.storage.logs.get(topic, partition)
+        return self.get_log(topic, partition)
+
     def leader_log(self, topic: str, partition: int) -> tuple[PartitionLog, int]:
         """The log and leader epoch of a partition this broker leads, as the view says.
 

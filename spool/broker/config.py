@@ -116,6 +116,9 @@ BROKER_KEYS: dict[str, ConfigKey] = {
              "Replication factor of __consumer_offsets."),
         _key("transaction.state.log.num.partitions", "int", 50, at_least(1),
              "Partitions of __transaction_state."),
+        _key("transaction.state.log.replication.factor", "short", 1, at_least(1),
+             "Replication factor of __transaction_state (a cluster creates it through the "
+             "controller, which refuses more than the live brokers)."),
         _key("transaction.max.timeout.ms", "int", 900000, at_least(1),
              "Largest transaction.timeout.ms a producer may ask for."),
         _key("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10000,

@@ -88,12 +88,14 @@ class GroupRuntime:
     # ---- lifecycle
 
     def load(self) -> int:
-        """Replay ``__consumer_offsets`` (blocking: call from the executor at startup)."""
+        """Replay ``__consumer_offsets`` (blocking: call from the executor at startup; in a
+        cluster, once the broker caught up with the metadata: the partitions it holds)."""
         count = 0
         if self.broker.has_topic(TOPIC):
             self.num_partitions = self.broker.partition_count(TOPIC)
             for p in range(self.num_partitions):
-                for batch in self.broker.get_log(TOPIC, p).iter_batches():
+                plog = self.broker.replica_log(TOPIC, p)
+                for batch in plog.iter_batches() if plog is not None else ():
                     h = BatchHeader.parse(batch)
                     if h.is_control or h.is_transactional:  # spool.coordinator.txn_offsets
                         self.txn_offsets.load_batch(p, h, batch, self.coordinator.load)

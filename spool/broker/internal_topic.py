@@ -20,6 +20,16 @@ always runs in the broker's executor, one creation at a time per topic:
 Once ready the topic stays ready (internal topics cannot be deleted), so
 the checks are cheap after the first success. A creation that fails (e.g.
 beyond the partition limit) is logged; the next ``ensure`` tries again.
+
+In a cluster the topic is created by the active controller
+(``spool.broker.forwarding.create_topic_via_controller``) with
+``offsets.topic.replication.factor`` / ``transaction.state.log.replication.factor``
+replicas, as Kafka does: with fewer live brokers than that the controller
+refuses (INVALID_REPLICATION_FACTOR), the creation is logged and tried again
+at the next ``ensure``, and clients meanwhile get COORDINATOR_NOT_AVAILABLE
+(Kafka's behaviour; set the factor to what the cluster has). Ready there means
+the topic is in the broker's view: the logs of the partitions this broker leads
+follow from the image, and an append before one exists is refused (retriable).
 """
 
 from __future__ import annotations
@@ -29,10 +39,16 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from spool.broker.forwarding import create_topic_via_controller
 from spool.coordinator import partition_for
 from spool.protocol.errors import Errors, KafkaError
 
 log = logging.getLogger("spool.broker.internal_topic")
+
+REPLICATION_FACTOR_KEY = {
+    "__consumer_offsets": "offsets.topic.replication.factor",
+    "__transaction_state": "transaction.state.log.replication.factor",
+}
 
 
 class InternalTopic:
@@ -50,7 +66,10 @@ class InternalTopic:
     def ready(self) -> bool:
         """Whether every partition log of the topic exists (no file work)."""
         if not self._ready:
-            self._ready = self.broker.partitions_ready(self.name)
+            if self.broker.view.clustered:
+                self._ready = self.broker.view.partition_count(self.name) > 0
+            else:
+                self._ready = self.broker.partitions_ready(self.name)
         return self._ready
 
     async def ensure(self) -> bool:
@@ -75,8 +94,25 @@ class InternalTopic:
 
     def _start(self) -> asyncio.Future:
         if self._creating is None or self._creating.done():
-            self._creating = asyncio.ensure_future(self.broker.run_blocking(self.create))
+            if self.broker.view.clustered:
+                self._creating = asyncio.ensure_future(self._create_in_cluster())
+            else:
+                self._creating = asyncio.ensure_future(self.broker.run_blocking(self.create))
         return self._creating
+
+    async def _create_in_cluster(self) -> None:
+        """Ask the controller (never raises: a failure is logged, ``ensure`` retries)."""
+        n = self.partitions()
+        rf = self.broker.config.get_int(REPLICATION_FACTOR_KEY[self.name])
+        try:
+            await create_topic_via_controller(self.broker, self.name, n, rf,
+                                              {"cleanup.policy": "compact"})
+        except KafkaError as e:
+            if e.code != Errors.TOPIC_ALREADY_EXISTS:
+                log.error("creating %s with %d partitions and replication factor %d "
+                          "failed: %s", self.name, n, rf, e)
+            return
+        log.info("created %s with %d partitions, replication factor %d", self.name, n, rf)
 
     def create(self) -> None:
         """Create the topic (blocking: the executor). Never raises: a failure is logged."""

@@ -104,7 +104,8 @@ class TransactionRuntime:
         if self.broker.has_topic(TOPIC):
             self.num_partitions = self.broker.partition_count(TOPIC)
             for p in range(self.num_partitions):
-                for batch in self.broker.get_log(TOPIC, p).iter_batches():
+                plog = self.broker.replica_log(TOPIC, p)
+                for batch in plog.iter_batches() if plog is not None else ():
                     for rec in iter_records(batch):
                         self.coordinator.load(_b(rec.key), _b(rec.value))
                         count += 1

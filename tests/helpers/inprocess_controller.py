@@ -47,6 +47,7 @@ class InProcessController:
             37: lambda: c.create_partitions(req),
             33: lambda: c.alter_configs(req),
             44: lambda: c.incremental_alter_configs(req),
+            67: lambda: controller_apis.allocate_producer_ids(c, req),
         }[api_key]()
         self.commit(res.records)
         return res.reply

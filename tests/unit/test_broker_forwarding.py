@@ -14,6 +14,7 @@ from spool.broker.cluster_view import ClusterView
 from spool.broker.controller_channel import ControllerChannel
 from spool.broker.forwarding import create_topic_via_controller
 from spool.broker.handlers import admin, configs, metadata
+from spool.broker.internal_topic import InternalTopic
 from spool.cluster.loader import MetadataLoader
 from spool.protocol._generated import (
     CreateTopicsRequest,
@@ -132,3 +133,34 @@ def test_metadata_auto_creates_through_the_controller():
 
 def ctrl_requests(broker):
     return broker.controller_channel._connect("h", 0).requests
+
+
+class ViewPublisher:
+    """The broker's view follows the committed log (what BrokerMetadataPublisher does)."""
+
+    def __init__(self, broker):
+        self.broker = broker
+
+    def on_metadata_update(self, old, new, leader):
+        self.broker.view = ClusterView(new, "PLAINTEXT", 1)
+
+
+def test_internal_topics_are_created_by_the_controller_with_their_replication_factor():
+    async def main():
+        loader, broker = setup()
+        loader.add_publisher(ViewPublisher(broker))
+        factor = {"offsets.topic.replication.factor": 3}
+        broker.config = SimpleNamespace(get_int=lambda key: factor[key])
+        topic = InternalTopic(broker, "__consumer_offsets", lambda: 5)
+        # 3 replicas asked, 2 live brokers: the controller refuses, as Kafka's does
+        assert not await topic.ensure()
+        assert loader.image.topic("__consumer_offsets") is None
+        factor["offsets.topic.replication.factor"] = 2
+        assert await topic.ensure()
+        t = loader.image.topic("__consumer_offsets")
+        assert len(t.partitions) == 5 and all(len(p.replicas) == 2 for p in t.partitions.values())
+        assert dict(loader.image.config(2, "__consumer_offsets")) == {"cleanup.policy": "compact"}
+        leader = broker.view.partition("__consumer_offsets", topic.partition_for("g1")).leader
+        assert leader in (1, 2)
+
+    asyncio.run(main())

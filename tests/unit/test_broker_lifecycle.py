@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from spool.broker.controller_channel import ControllerChannel, ControllerUnavailable
 from spool.broker.lifecycle import BrokerLifecycleManager, BrokerState
+from spool.broker.producer_ids import ControllerProducerIdManager
 from spool.cluster.loader import MetadataLoader
 from spool.protocol._generated import CreateTopicsRequest
 from spool.protocol._generated.create_topics_request import CreatableTopic
+from spool.protocol.errors import Errors, KafkaError
 from tests.helpers.inprocess_controller import InProcessController
 
 
@@ -93,3 +97,35 @@ def test_no_controller_known_is_unavailable():
             return str(e)
 
     assert "no active controller" in asyncio.run(main())
+
+
+def test_producer_ids_come_in_blocks_from_the_controller_unique_across_brokers():
+    async def main():
+        loader = MetadataLoader("c1")
+        ctrl = InProcessController(loader)
+        channel = ControllerChannel({1: ("h", 1)}, lambda: 1, lambda host, port: ctrl)
+        managers, ids = [], []
+        for node in (1, 2):
+            b = manager(channel, loader, node)
+            b.start()
+            await within(b.initial_catch_up)
+            managers.append((b, ControllerProducerIdManager(channel, node,
+                                                            lambda b=b: b.broker_epoch)))
+        for _, pids in managers:
+            with pytest.raises(KafkaError) as e:  # no block yet: retriable, one is asked for
+                pids.next_id()
+            assert e.value.code == Errors.COORDINATOR_LOAD_IN_PROGRESS
+        await asyncio.sleep(0)
+        while any(p._prefetched is None for _, p in managers):
+            await asyncio.sleep(0.005)
+        for _ in range(2500):  # across block boundaries: the next block is prefetched
+            for _, pids in managers:
+                try:
+                    ids.append(pids.next_id())
+                except KafkaError:
+                    await asyncio.sleep(0.01)
+        assert len(ids) > 2000 and len(set(ids)) == len(ids)
+        for b, _ in managers:
+            await b.stop()
+
+    asyncio.run(main())
