@@ -34,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.process_time()
     steps = 0
     totals: dict[str, int] = {}
+    recovery: list[int] = []
+    leader: list[int] = []
     for seed in seeds:
         try:
             store_dir = None
@@ -48,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 sim.close()
             steps += sim.steps
+            recovery.append(sim.recovery_ms)
+            leader.append(sim.leader_ms)
             totals["committed"] = totals.get("committed", 0) + len(sim.committed)
             for k, v in sim.stats.items():
                 totals[k] = totals.get(k, 0) + v
@@ -59,6 +63,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(seeds)} seeds, {failed} failed, {steps} steps, {cpu:.1f} s CPU "
           f"({1000 * cpu / max(1, len(seeds)):.1f} ms/seed)")
     print("totals: " + ", ".join(f"{k} {v}" for k, v in totals.items()))
+    for what, ms in (("a leader every voter follows", leader),
+                     ("an append committed on every voter", recovery)):
+        if ms:
+            ms.sort()
+            p50, p99 = (ms[min(len(ms) - 1, len(ms) * p // 100)] for p in (50, 99))
+            print(f"calm to {what}: p50 {p50}, p99 {p99}, max {ms[-1]} simulated ms "
+                  f"(election timeout 50)")
     return 1 if failed else 0
 
 

@@ -52,8 +52,8 @@ from spool.cluster.raft import (
 )
 from spool.protocol.errors import KafkaError
 
-CONFIG = RaftConfig(election_timeout_ms=50, fetch_timeout_ms=100, request_timeout_ms=50,
-                    fetch_max_wait_ms=20, retry_backoff_ms=5, election_backoff_max_ms=50,
+CONFIG = RaftConfig(election_timeout_ms=50, fetch_timeout_ms=100, request_timeout_ms=100,
+                    fetch_max_wait_ms=25, retry_backoff_ms=5, election_backoff_max_ms=50,
                     fetch_max_bytes=120, fetch_snapshot_max_bytes=96)
 LIVENESS_MS = 4000
 
@@ -152,6 +152,8 @@ class Simulation:
         self.appended = 0
         self.origin: dict[int, tuple[object, int]] = {}  # id(request) -> (request, life)
         self.steps = 0
+        self.recovery_ms = -1  # calm to an append committed on every voter
+        self.leader_ms = -1  # calm to a leader that every voter follows
         self.stats = {"crashes": 0, "elections": 0, "snapshots": 0, "installs": 0,
                       "partitions": 0, "resigns": 0}
         for i in ids:
@@ -468,6 +470,8 @@ class Simulation:
             if offset is None:
                 leader = self._agreed_leader()
                 if leader is not None:
+                    if self.leader_ms < 0:
+                        self.leader_ms = self.now - self.p.fault_ms
                     values = [b"s%d-final" % self.seed]
                     offset = leader.raft.append(values, self.now)
                     epoch = leader.raft.epoch
@@ -476,6 +480,7 @@ class Simulation:
             elif leader.raft is None or leader.raft.role != LEADER or leader.raft.epoch != epoch:
                 offset = None  # leadership moved before the append committed: append again
             elif all(self.nodes[v].raft.high_watermark > offset for v in self.voters):
+                self.recovery_ms = self.now - self.p.fault_ms
                 return self
             if not self._step():
                 break

@@ -24,8 +24,10 @@ from spool.cluster.raft import (
     RaftConfig,
     RaftNode,
     Respond,
+    Send,
     SnapshotId,
     VoteRequest,
+    VoteResponse,
 )
 from spool.protocol.errors import Errors, KafkaError
 from tests.helpers.raft_harness import CONFIG, Harness
@@ -255,3 +257,34 @@ def test_a_single_voter_restarted_as_leader_leads_again_at_once() -> None:
     node = h.nodes[1]
     assert (node.role, node.epoch) == (LEADER, 2)
     assert [e.value for e in node.committed_entries(0) if e.value] == [b"a"]
+
+
+def test_a_new_leader_commits_earlier_epochs_only_behind_an_entry_of_its_own() -> None:
+    # Raft's figure 8: offsets 0-1 reach a majority under the leader of epoch 3, but
+    # they are of epochs 1 and 2; only once its own LeaderChange (offset 2) is on a
+    # majority does the high watermark move, and then past all three.
+    log = _log(1, 2)
+    state = MemoryQuorumStateStore()
+    state.write(ElectionState(2))
+    node = RaftNode(1, [1, 2, 3], log, state, CONFIG, random.Random(0), 0)
+    now = 10 * CONFIG.election_timeout_ms
+    pre_vote = next(o.request for o in node.poll(now) if isinstance(o, Send) and o.dst == 2)
+    assert pre_vote.pre_vote and node.role == PROSPECTIVE
+    out = node.handle_response(2, pre_vote, VoteResponse(Errors.NONE, -1, 2, True), now)
+    vote = next(o.request for o in out if isinstance(o, Send) and o.dst == 2)
+    assert not vote.pre_vote and vote.candidate_epoch == 3
+    node.handle_response(2, vote, VoteResponse(Errors.NONE, -1, 3, True), now)
+    assert node.role == LEADER and node.epoch_start_offset == 2
+    node.handle_request(2, FetchRequest(None, 2, 0, 3, 2, 2), now)
+    assert node.high_watermark == 0
+    node.handle_request(2, FetchRequest(None, 2, 0, 3, 3, 3), now)
+    assert node.high_watermark == 3
+
+
+def test_a_request_from_another_cluster_is_refused() -> None:
+    config = RaftConfig(cluster_id="abc")
+    node = RaftNode(1, [1, 2, 3], MemoryRaftLog(), MemoryQuorumStateStore(), config,
+                    random.Random(0), 0)
+    resp, _ = node.handle_request(2, VoteRequest("xyz", 1, 2, 0, 0), 0)
+    assert resp.error_code == Errors.INCONSISTENT_CLUSTER_ID and not resp.vote_granted
+    assert node.epoch == 0 and node.voted_id == -1

@@ -13,7 +13,10 @@ every field has Kafka's default. Times are milliseconds of the clock the shell p
 - ``election_backoff_max_ms`` (``controller.quorum.election.backoff.max.ms``, 1000):
   cap of the exponential back-off of preferred successors after EndQuorumEpoch.
 - ``request_timeout_ms`` (``controller.quorum.request.timeout.ms``, 2000): an
-  unanswered request is sent again after this long.
+  unanswered request is sent again after this long. It must exceed ``fetch_max_wait_ms``
+  plus a round trip, or a follower gives up on every parked Fetch just before its answer
+  arrives (the answer to a request it no longer waits for is dropped) and, seeing no
+  answer for ``fetch_timeout_ms``, turns prospective against a healthy leader.
 - ``retry_backoff_ms`` (``controller.quorum.retry.backoff.ms``, 20): wait after an
   error answer before retrying.
 - ``fetch_max_wait_ms`` (500, Kafka's MAX_FETCH_WAIT_MS): how long the leader parks a

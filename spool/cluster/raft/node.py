@@ -247,7 +247,10 @@ class RaftNode:
 
     def create_snapshot(self, end_offset: int, data: bytes) -> SnapshotId:
         """The state machine's image of offsets ``[0, end_offset)`` (committed: at most the
-        high watermark). Stored, then the log before it is deleted."""
+        high watermark). Stored, then the log before it is deleted. With a store that keeps
+        several entries per batch (``DiskRaftLog``), ``end_offset`` must end a batch -- a
+        high watermark always does -- since a follower restarting its log there fetches
+        whole batches (Kafka snapshots at a committed batch's end too)."""
         if not self.log.log_start_offset < end_offset <= self._hw:
             raise ValueError(f"snapshot end {end_offset} outside "
                              f"({self.log.log_start_offset}, {self._hw}]")
