@@ -52,6 +52,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 
+from spool.broker.broker_role import BrokerRole
 from spool.broker.config import BrokerConfig, check_test_only_topic_configs
 from spool.broker.config_view import (
     DYNAMIC_TOPIC_DEFAULTS,
@@ -122,6 +123,7 @@ class Broker:
         self.groups: GroupRuntime | None = None
         self.transactions: TransactionRuntime | None = None
         self.quorum: QuorumNode | None = None  # KRaft (process.roles set): spool.broker.quorum
+        self.role: BrokerRole | None = None  # process.roles has broker: spool.broker.broker_role
         self._waiters: dict[tuple[str, int], list[asyncio.Future]] = {}
         self.view: MetadataView | None = None
 
@@ -151,6 +153,8 @@ class Broker:
             await self._load()
             if self.cluster.kraft:
                 self.quorum = QuorumNode(self)
+                if self.cluster.is_broker:  # follows the log the quorum node keeps
+                    self.role = BrokerRole.of(self)
                 await self.quorum.start()
         except BaseException:
             if self.quorum is not None:
@@ -161,8 +165,11 @@ class Broker:
             self.executor.shutdown(wait=False)
             raise
         await self.server.start()
-        self.groups.start()
-        self.transactions.start()
+        if self.role is not None:  # the coordinators start once the broker caught up
+            self.role.join_in_background()
+        else:
+            self.groups.start()
+            self.transactions.start()
         # retention, flush.ms, rolled-segment fsyncs, checkpoints, removal of deleted
         # partitions: one thread, off the event loop (LogManager.run_background_once)
         tick_ms = min(self.config.get_int("log.flush.scheduler.interval.ms"), 1000)
@@ -209,6 +216,8 @@ class Broker:
         return self.storage.metadata
 
     async def shutdown(self) -> None:
+        if self.role is not None:  # controlled shutdown while every listener still serves
+            await self.role.shutdown(self.cluster.broker_session_timeout_ms / 1000)
         if self.quorum is not None:  # a leading controller resigns first (EndQuorumEpoch)
             await self.quorum.shutdown()
         if self.groups is not None:

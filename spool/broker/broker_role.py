@@ -23,9 +23,15 @@ leaderships away and says it may stop), bounded by ``timeout_s``: past it the
 broker stops anyway, logged, as Kafka does once its retries are spent; then the
 heartbeats stop and the local-log work in flight ends.
 
-Not wired into ``Broker.start`` yet: the metadata follower (the quorum's driver)
-that feeds ``loader`` and the request client behind ``channel`` come with the
-quorum runtime.
+In the broker process (``BrokerRole.of(broker)``, before the quorum starts):
+the loader is a listener of the node's ``RaftDriver`` (``broker.quorum``), the
+channel reaches the driver's current leader through ``spool.net.client``
+(``NodeClient``), producer ids come from the controller
+(``ControllerProducerIdManager``), and ``broker.view`` is an empty
+``ClusterView`` until the first image. ``join()`` runs in the background once the
+listeners accept (a combined node's controller listener must serve its own
+quorum): between catching up and asking to be unfenced it replays the
+coordinators' partitions this broker holds and starts their timers.
 """
 
 from __future__ import annotations
@@ -34,12 +40,19 @@ import asyncio
 import logging
 from typing import Any
 
+from spool.broker.cluster_view import ClusterView
+from spool.broker.controller_channel import ControllerChannel
 from spool.broker.lifecycle import BrokerLifecycleManager
 from spool.broker.metadata_publisher import BrokerMetadataPublisher
+from spool.broker.producer_ids import ControllerProducerIdManager
+from spool.cluster.image import MetadataImage
+from spool.cluster.loader import MetadataLoader
+from spool.net.client import NodeClient
 
 log = logging.getLogger("spool.broker.role")
 
 PLAINTEXT = 0  # SecurityProtocol id
+FORWARD_TIMEOUT_S = 30.0  # Kafka's request.timeout.ms default, for forwarded admin requests
 
 
 class BrokerRole:
@@ -57,14 +70,59 @@ class BrokerRole:
             listeners=[(n, h, p, PLAINTEXT) for n, h, p in listeners], rack=rack,
             metadata_offset=lambda: self.publisher.applied_offset,
             heartbeat_interval_ms=heartbeat_interval_ms, request_timeout_ms=request_timeout_ms)
+        self._joining: asyncio.Task | None = None
 
-    async def start(self) -> None:
+    @classmethod
+    def of(cls, broker: Any) -> BrokerRole:
+        """The broker role of ``broker`` (a node with ``broker`` in ``process.roles``),
+        its loader added to ``broker.quorum`` (module doc)."""
+        cc = broker.cluster
+        loader = MetadataLoader(broker.cluster_id)
+        broker.quorum.add_listener(loader)
+
+        def leader() -> int:
+            driver = broker.quorum.driver
+            return -1 if driver is None else driver.leader_id
+
+        channel = ControllerChannel(cc.voters, leader, lambda host, port: NodeClient(
+            host, port, client_id=f"spool-broker-{broker.node_id}",
+            request_timeout_ms=cc.request_timeout_ms))
+        listeners = [(lst.name, *broker.advertised_address_of(lst))
+                     for lst in cc.advertised_broker_listeners]
+        role = cls(broker, loader, channel, cluster_id=broker.cluster_id, listeners=listeners,
+                   rack=cc.rack, heartbeat_interval_ms=cc.broker_heartbeat_interval_ms,
+                   request_timeout_ms=cc.request_timeout_ms)
+        broker.view = ClusterView(MetadataImage(cluster_id=broker.cluster_id), listeners[0][0])
+        broker.controller_channel = channel
+        broker.request_timeout_s = FORWARD_TIMEOUT_S
+        broker.producer_ids = ControllerProducerIdManager(
+            channel, broker.node_id, lambda: role.lifecycle.broker_epoch, FORWARD_TIMEOUT_S)
+        return role
+
+    def join_in_background(self) -> None:
+        """``start`` with the coordinators, as a task (its failure is logged)."""
+        self._joining = asyncio.ensure_future(self.start(self._start_coordinators))
+        self._joining.add_done_callback(_log_failure)
+
+    async def _start_coordinators(self) -> None:
+        b = self.broker
+        loaded = await b.run_blocking(b.groups.load)
+        await b.run_blocking(b.transactions.load)
+        b.transactions.recover()
+        b.groups.start()
+        b.transactions.start()
+        log.info("broker %d: coordinators replayed %d __consumer_offsets records",
+                 b.node_id, loaded)
+
+    async def start(self, on_caught_up=None) -> None:
         self.loader.add_publisher(self.publisher)
         self.lifecycle.start()
         await self.lifecycle.initial_catch_up
         await self.publisher.wait_applied(self.loader.offset)
         log.info("broker %d caught up with the metadata log at offset %d",
                  self.broker.node_id, self.loader.offset)
+        if on_caught_up is not None:
+            await on_caught_up()
         self.lifecycle.set_ready_to_unfence()
         await self.lifecycle.initial_unfenced
 
@@ -80,6 +138,14 @@ class BrokerRole:
             log.warning("broker %d: the controlled shutdown did not finish in %.1f s; "
                         "stopping anyway", self.broker.node_id, timeout_s)
         await self.lifecycle.stop()
+        if self._joining is not None and not self._joining.done():
+            self._joining.cancel()
         self.loader.remove_publisher(self.publisher)
         await self.publisher.stop()
+        await self.channel.close()
         return done
+
+
+def _log_failure(task: asyncio.Task) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("the broker did not join the cluster", exc_info=task.exception())

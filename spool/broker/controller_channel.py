@@ -3,9 +3,9 @@
 Kafka's ``NodeToControllerChannelManager``: the active controller is the quorum
 leader as this node's metadata follower last learnt it (``leader()``), reached
 at its ``controller.quorum.voters`` endpoint (the controller listener) through
-one connection per controller, made by ``connect(host, port)`` (the quorum's
-``PeerChannel``: ``await request(api_key, version, message, timeout_s)``,
-``close()``).
+one connection per controller, made by ``connect(host, port)`` (a
+``spool.net.client.NodeClient``: ``await request(message, version,
+timeout_ms=...)``, ``await close()``).
 
 ``send(api_key, version, request, timeout_s)`` returns the decoded response, or
 raises ``ControllerUnavailable`` (a ``ConnectionError``) when no leader is known
@@ -49,13 +49,13 @@ class ControllerChannel:
         if ch is None:
             ch = self._channels[node] = self._connect(*self.voters[node])
         try:
-            return await ch.request(api_key, version, request, timeout_s)
+            return await ch.request(request, version, timeout_ms=int(timeout_s * 1000))
         except (TimeoutError, ConnectionError, OSError) as e:
             self._channels.pop(node, None)
-            ch.close()
+            await ch.close()
             raise ControllerUnavailable(f"controller {node} did not answer: {e}") from e
 
-    def close(self) -> None:
-        for ch in self._channels.values():
-            ch.close()
-        self._channels.clear()
+    async def close(self) -> None:
+        channels, self._channels = list(self._channels.values()), {}
+        for ch in channels:
+            await ch.close()

@@ -24,8 +24,10 @@ STARTING: it registers again with the same incarnation id, as Kafka's broker
 does when its registration is gone. Any other failure (no controller reachable,
 NOT_CONTROLLER, a timeout) is retried at the next beat: the channel follows the
 quorum's leader. One request at a time: the loop waits ``interval`` after each
-answer (a late answer delays the next beat, never doubles it up); becoming ready
-to unfence or beginning a controlled shutdown beats at once.
+answer (a late answer delays the next beat, never doubles it up), except as
+Kafka's manager does: a failed registration is retried after a backoff from
+100 ms up to the interval, a broker not caught up yet asks again after 10 ms,
+and becoming ready to unfence or beginning a controlled shutdown beats at once.
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ REGISTRATION_VERSION = 4
 HEARTBEAT_VERSION = 1
 # metadata.version levels this broker runs at: 3.6-IV2 (what spool.cluster.ops bootstraps)
 SUPPORTED_FEATURES = (("metadata.version", 1, 14),)
+RETRY_BACKOFF_S = 0.1
+CATCH_UP_POLL_S = 0.01
 
 
 class BrokerState(Enum):
@@ -92,6 +96,8 @@ class BrokerLifecycleManager:
         self.initial_unfenced = loop.create_future()
         self.controlled_shutdown_finished = loop.create_future()
         self._wake = asyncio.Event()
+        self._delay_s = self.interval_s
+        self._backoff_s = 0.0
         self._task: asyncio.Task | None = None
 
     def start(self) -> None:
@@ -123,16 +129,23 @@ class BrokerLifecycleManager:
 
     async def _run(self) -> None:
         while self.state is not BrokerState.SHUTTING_DOWN:
+            self._delay_s = self.interval_s
+            self._wake.clear()  # before the request: a wake-up during it is kept
             if self.broker_epoch < 0:
                 await self._register()
             else:
                 await self._heartbeat()
-            await self._pause()
+            await self._pause(self._delay_s)
 
-    async def _pause(self) -> None:
-        self._wake.clear()
+    async def _pause(self, delay_s: float) -> None:
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), self.interval_s)
+            await asyncio.wait_for(self._wake.wait(), delay_s)
+
+    def _retry_soon(self) -> None:
+        """A failed registration: again after a backoff from 100 ms doubling up to the
+        heartbeat interval (Kafka's resend backoff), not a whole interval later."""
+        self._backoff_s = min(self.interval_s, max(RETRY_BACKOFF_S, 2 * self._backoff_s))
+        self._delay_s = self._backoff_s
 
     async def _send(self, api_key: int, version: int, request):
         try:
@@ -154,11 +167,14 @@ class BrokerLifecycleManager:
             previous_broker_epoch=-1)
         resp = await self._send(BROKER_REGISTRATION, REGISTRATION_VERSION, req)
         if resp is None:
+            self._retry_soon()
             return
         if resp.error_code:
             log.warning("broker %d: registration refused: %s", self.node_id,
                         error_name(resp.error_code))
+            self._retry_soon()
             return
+        self._backoff_s = 0.0
         self.broker_epoch = resp.broker_epoch
         if self.state is BrokerState.STARTING:
             self.state = BrokerState.RECOVERY
@@ -186,6 +202,8 @@ class BrokerLifecycleManager:
             return
         if resp.is_caught_up:
             _resolve(self.initial_catch_up)
+        elif not self._want_shutdown:  # catching up: ask again soon, as Kafka (10 ms)
+            self._delay_s = CATCH_UP_POLL_S
         if not resp.is_fenced and self.state is BrokerState.RECOVERY:
             self.state = BrokerState.RUNNING
             log.info("broker %d is unfenced", self.node_id)

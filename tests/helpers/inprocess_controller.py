@@ -1,7 +1,7 @@
 """The real QuorumController where a controller listener would be, for broker-side tests.
 
 ``InProcessController(loader)`` answers what a ``ControllerChannel`` sends it
-(``request(api_key, version, request, timeout_s)``) through
+(``NodeClient``'s ``request(message, version, timeout_ms=...)``) through
 ``spool.cluster.controller_apis`` and the controller's own calls, and commits
 each answer's records at once: replayed into the controller and handed to
 ``loader`` (a ``MetadataLoader``) as committed ``LogEntry``s, one offset each.
@@ -36,8 +36,9 @@ class InProcessController:
         if entries:
             self.loader.handle_commit(entries)
 
-    async def request(self, api_key, version, req, timeout_s):
+    async def request(self, req, version, *, timeout_ms=None):
         self.requests.append(type(req).__name__)
+        api_key = req.API_KEY
         c = self.c
         res = {
             62: lambda: controller_apis.broker_registration(c, req, self.next_offset, NOW),
@@ -52,5 +53,5 @@ class InProcessController:
         self.commit(res.records)
         return res.reply
 
-    def close(self) -> None:
+    async def close(self) -> None:
         pass

@@ -52,9 +52,9 @@ def test_register_catch_up_unfence_then_controlled_shutdown():
         await within(b1.initial_unfenced)
         await within(b2.initial_unfenced)
         assert not loader.image.brokers[1].fenced and b1.state is BrokerState.RUNNING
-        await ctrl.request(19, 7, CreateTopicsRequest(topics=[CreatableTopic(
+        await ctrl.request(CreateTopicsRequest(topics=[CreatableTopic(
             name="t", num_partitions=4, replication_factor=2, assignments=[], configs=[])],
-            timeout_ms=1000, validate_only=False), 1)
+            timeout_ms=1000, validate_only=False), 7)
         led_by_1 = [p for p in loader.image.topic("t").partitions.values() if p.leader == 1]
         assert led_by_1
         b1.begin_controlled_shutdown()

@@ -48,9 +48,9 @@ def test_two_brokers_join_serve_and_leave(tmp_path):
         view = brokers[0].view
         assert [(b.node_id, b.port, b.rack) for b in view.brokers()] == [
             (1, 9091, "rack1"), (2, 9092, "rack2")]
-        await ctrl.request(19, 7, CreateTopicsRequest(topics=[CreatableTopic(
+        await ctrl.request(CreateTopicsRequest(topics=[CreatableTopic(
             name="t", num_partitions=4, replication_factor=2, assignments=[], configs=[])],
-            timeout_ms=1000, validate_only=False), 1)
+            timeout_ms=1000, validate_only=False), 7)
         for b, role in zip(brokers, roles, strict=True):
             await role.publisher.wait_applied(ctrl.next_offset - 1)
             assert sorted(b.storage.logs.partitions()) == [("t", p) for p in range(4)]
