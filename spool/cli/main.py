@@ -6,7 +6,17 @@ from typing import Annotated
 
 import typer
 
-from spool.cli import configs, consume, dump_log, groups, produce, storage, topics, transactions
+from spool.cli import (
+    cluster,
+    configs,
+    consume,
+    dump_log,
+    groups,
+    produce,
+    storage,
+    topics,
+    transactions,
+)
 from spool.cli.server_config import ConfigFile, Overrides, load_config
 
 app = typer.Typer(
@@ -79,6 +89,7 @@ app.add_typer(configs.app, name="configs")
 app.add_typer(groups.app, name="groups")
 app.add_typer(transactions.app, name="transactions")
 app.add_typer(storage.app, name="storage")
+app.add_typer(cluster.app, name="cluster")
 app.command("produce")(produce.produce)
 app.command("consume")(consume.consume)
 app.command("dump-log")(dump_log.dump_log_command)

@@ -1,0 +1,138 @@
+"""``spool cluster up|down|status``: a local KRaft cluster for development and tests.
+
+- ``up --nodes 3 [--dir DIR] [--racks a,b,c] [--base-port 9092] [-o k=v]``
+  writes one configuration per node (combined broker+controller, node ids
+  1..N; ``spool.cli.local_cluster`` has the layout and ports), formats every
+  dir with one cluster id, starts the nodes in the background, waits until
+  every node lists all N brokers, and prints the bootstrap string (the only
+  line on stdout: ``export B=$(spool cluster up)``). Run again on the same
+  DIR it starts the nodes that are not running, with their data.
+- ``down [--dir DIR]`` stops them: SIGTERM, SIGKILL after ``--timeout``.
+- ``status [-b HOST:PORT]`` prints the quorum and the brokers
+  (``spool.cli.cluster_status``).
+
+Progress goes to stderr; failures are one ``spool: ...`` line and exit 1.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from spool.cli.common import (
+    DEFAULT_BOOTSTRAP,
+    Bootstrap,
+    CliError,
+    JsonFlag,
+    cli_command,
+    print_json,
+    print_table,
+)
+
+app = typer.Typer(help="A local KRaft cluster: up, down, status.", no_args_is_help=True)
+
+Dir = Annotated[Path, typer.Option("--dir", "-d", help="Where the cluster lives.")]
+DEFAULT_DIR = Path("spool-cluster")
+
+
+def _say(line: str) -> None:
+    typer.echo(line, err=True)
+
+
+@app.command()
+@cli_command
+def up(
+    nodes: Annotated[int, typer.Option("--nodes", "-n", min=1, max=99,
+                                       help="How many nodes (each broker and controller).")] = 3,
+    dir: Dir = DEFAULT_DIR,
+    racks: Annotated[str | None, typer.Option(
+        "--racks", help="broker.rack of the nodes, round-robin: a,b,c.")] = None,
+    base_port: Annotated[int, typer.Option(
+        "--base-port", help="Node i's PLAINTEXT port is this + i - 1; its CONTROLLER port "
+                            "100 above.")] = 9092,
+    host: Annotated[str, typer.Option("--host", help="The address every node binds.")
+                    ] = "127.0.0.1",
+    override: Annotated[list[str] | None, typer.Option(
+        "--override", "-o", help="key=value for every node's configuration (repeatable).")
+    ] = None,
+    timeout: Annotated[float, typer.Option(
+        "--timeout", min=1, help="Seconds to wait for the cluster to form.")] = 60.0,
+) -> None:
+    """Start a local cluster and print its bootstrap string."""
+    from spool.cli.local_cluster import ClusterError, LocalCluster
+
+    cluster = LocalCluster(dir)
+    try:
+        if cluster.exists:
+            if len(cluster.nodes) != nodes:
+                raise CliError(f"{dir} holds a {len(cluster.nodes)}-node cluster; use "
+                               f"--nodes {len(cluster.nodes)}, or another --dir")
+            _say(f"{dir}: cluster {cluster.cluster_id} ({nodes} nodes)")
+        else:
+            if dir.exists() and any(dir.iterdir()):
+                raise CliError(f"{dir} is not empty and holds no cluster; choose another --dir")
+            rack_list = [r.strip() for r in (racks or "").split(",") if r.strip()]
+            cluster = LocalCluster.create(dir, nodes, rack_list, base_port, host, override or [])
+            _say(f"{dir}: formatted {nodes} nodes for cluster {cluster.cluster_id}")
+        for node, pid in cluster.start():
+            _say(f"node {node.node_id}: started (pid {pid}, log {node.log})")
+        cluster.wait_ready(timeout)
+    except ClusterError as e:
+        raise CliError(str(e)) from None
+    _say("ready")
+    typer.echo(cluster.bootstrap())
+
+
+@app.command()
+@cli_command
+def down(
+    dir: Dir = DEFAULT_DIR,
+    timeout: Annotated[float, typer.Option(
+        "--timeout", min=0, help="Seconds to wait after SIGTERM before SIGKILL.")] = 30.0,
+) -> None:
+    """Stop the cluster's nodes (SIGTERM, then SIGKILL after --timeout)."""
+    from spool.cli.local_cluster import LocalCluster
+
+    cluster = LocalCluster(dir)
+    if not cluster.nodes:
+        raise CliError(f"{dir} holds no cluster")
+    for node, pid, how in cluster.stop(timeout):
+        _say(f"node {node.node_id}: {how}" + (f" (pid {pid})" if pid else ""))
+
+
+@app.command()
+@cli_command
+def status(
+    bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    json: JsonFlag = False,
+    timeout: Annotated[float, typer.Option("--timeout", min=0.1,
+                                           help="Seconds to wait for a node.")] = 10.0,
+) -> None:
+    """The quorum (leader, epoch, each voter's lag) and the brokers (rack, fenced)."""
+    from spool.cli.cluster_status import StatusError, fetch_status
+
+    try:
+        st = fetch_status(bootstrap, timeout)
+    except StatusError as e:
+        raise CliError(str(e)) from None
+    if json:
+        print_json(st.to_json())
+        return
+    print(f"ClusterId: {st.cluster_id}  Controller: {st.controller_id}  (asked {st.asked})")
+    print_table(
+        ["NodeId", "LogEndOffset", "Lag", "LastFetch", "LastCaughtUp", "Status"],
+        [[r.node_id, r.log_end_offset, r.lag, _ago(r.last_fetch_ms_ago),
+          _ago(r.last_caught_up_ms_ago), r.status] for r in st.replicas],
+        title=f"Quorum: leader {st.leader_id}, epoch {st.leader_epoch}, high watermark "
+              f"{st.high_watermark}")
+    print_table(
+        ["BrokerId", "Address", "Rack", "Fenced"],
+        [[b.node_id, f"{b.host}:{b.port}", b.rack or "-",
+          "?" if b.fenced is None else "yes" if b.fenced else "no"] for b in st.brokers],
+        title="Brokers:")
+
+
+def _ago(ms: int | None) -> str:
+    return "-" if ms is None else f"{ms} ms ago"
