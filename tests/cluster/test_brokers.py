@@ -1,0 +1,118 @@
+"""The broker side of a real cluster: topics live on their replicas, leaders serve, other
+brokers refuse with NOT_LEADER_OR_FOLLOWER, admin requests reach the controller from any
+node, groups work, and SIGTERM moves leadership away before the broker stops."""
+
+from __future__ import annotations
+
+import uuid
+
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from spool.protocol._generated import ProduceRequest
+from spool.protocol._generated.produce_request import PartitionProduceData, TopicProduceData
+from spool.protocol.errors import Errors
+from spool.records.builder import BatchBuilder
+from tests.helpers.cluster_proc import COMBINED
+from tests.helpers.raw_client import RawClient
+
+RACKS = ("a", "b", "c")
+
+
+def partitions_of(bootstrap: str, topic: str) -> dict | str:
+    """{partition: (leader, replicas)} as one node's Metadata tells a real client."""
+    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10)
+    t = md.topics.get(topic)
+    if t is None or t.error is not None or not t.partitions:
+        return f"{topic}: {None if t is None else t.error}"
+    parts = {p: (m.leader, tuple(m.replicas)) for p, m in t.partitions.items()}
+    if any(leader < 0 for leader, _ in parts.values()):
+        return f"{topic}: a partition without leader: {parts}"
+    return parts
+
+
+def create(bootstrap: str, name: str, partitions: int, rf: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # alive until the answer
+    admin.create_topics([NewTopic(name, partitions, rf)])[name].result(timeout=30)
+
+
+def test_topics_live_on_their_replicas_and_only_leaders_serve(cluster_factory):
+    cluster = cluster_factory(roles=(COMBINED,) * 3, racks=RACKS, proxied=False).start()
+    cluster.wait_formed()
+    nodes = cluster.nodes
+    create(nodes[2].bootstrap, "orders", 6, 2)  # CreateTopics forwarded from node 2
+    views = [cluster.wait_until(f"orders on node {n}", lambda n=n: partitions_of(
+        nodes[n].bootstrap, "orders")) for n in nodes]
+    assert views[0] == views[1] == views[2]  # every node answers from the same image
+    parts = views[0]
+    for p, (_, replicas) in parts.items():
+        assert len(replicas) == 2
+        for n, node in nodes.items():  # a log on each replica, none elsewhere
+            path, want = node.data_dir / f"orders-{p}", n in replicas
+            cluster.wait_until(f"{path.name} on node {n}: {want}",
+                               lambda path=path, want=want: path.is_dir() == want or "not yet")
+
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    errors = []
+    for i in range(60):
+        producer.produce("orders", key=str(i).encode(), value=b"v%d" % i,
+                         on_delivery=lambda err, msg: errors.append(err) if err else None)
+    assert producer.flush(30) == 0 and errors == []
+
+    consumer = Consumer({"bootstrap.servers": nodes[3].bootstrap, "group.id": "g1",
+                         "auto.offset.reset": "earliest"})
+    consumer.subscribe(["orders"])
+    got = []
+    try:
+        while len(got) < 60:
+            msg = cluster.wait_until("a message", lambda: consumer.poll(1.0) or "none", 60)
+            assert msg.error() is None, msg.error()
+            got.append(msg.value())
+        consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()
+    assert sorted(got) == sorted(b"v%d" % i for i in range(60))
+
+    leader, _ = parts[0]
+    other = next(n for n in nodes if n != leader)
+    b = BatchBuilder(0)
+    b.append(b"k", b"v", timestamp=1)
+    c = RawClient(nodes[other].bootstrap)
+    try:
+        resp = c.request(0, 9, ProduceRequest(acks=1, timeout_ms=5000, topic_data=[
+            TopicProduceData(name="orders", partition_data=[
+                PartitionProduceData(index=0, records=b.build())])]))
+    finally:
+        c.close()
+    assert resp.responses[0].partition_responses[0].error_code == Errors.NOT_LEADER_OR_FOLLOWER
+
+    admin = AdminClient({"bootstrap.servers": nodes[3].bootstrap})
+    admin.delete_topics(["orders"])["orders"].result(timeout=30)
+    for n, node in nodes.items():
+        cluster.wait_until(f"orders gone from node {n}", lambda node=node: not any(
+            node.data_dir.glob("orders-[0-9]")) or sorted(p.name for p in node.data_dir.glob(
+                "orders-*")))
+
+
+def test_sigterm_moves_leadership_away_before_the_broker_stops(cluster_factory):
+    """With sessions too long to expire during the test, only the controlled shutdown can
+    move the leaders of the stopped broker."""
+    cluster = cluster_factory(roles=(COMBINED,) * 3, racks=RACKS, proxied=False,
+                              overrides={"broker.session.timeout.ms": "120000"}).start()
+    leader = cluster.wait_formed()
+    name = f"t-{uuid.uuid4().hex[:6]}"
+    create(cluster.bootstrap, name, 6, 3)
+    # a broker that is not the active controller, leading some partitions
+    victim = next(n for n in cluster.nodes if n != leader.leader_id)
+    survivor = next(n for n in cluster.nodes if n != victim)
+    before = cluster.wait_until("leaders", lambda: partitions_of(
+        cluster.nodes[survivor].bootstrap, name))
+    assert any(lead == victim for lead, _ in before.values())
+    assert cluster.nodes[victim].stop() == 0
+    after = cluster.wait_until("leaders moved", lambda: (lambda parts: parts if isinstance(
+        parts, str) or all(lead != victim for lead, _ in parts.values()) else
+        f"still led by {victim}: {parts}")(partitions_of(cluster.nodes[survivor].bootstrap, name)),
+        30)
+    assert all(lead != victim for lead, _ in after.values())
+    md = cluster.metadata(survivor)
+    assert victim not in md.brokers  # fenced: not offered to clients
