@@ -49,6 +49,7 @@ log = logging.getLogger("spool.controller")
 
 TICK_MS = 500  # how often the active controller looks for expired broker sessions
 WRITE_TIMEOUT_S = 30.0
+ACTIVATION_WAIT_MS = 2000
 
 Op = Callable[[QuorumController, int, int], ControllerResult]
 
@@ -143,6 +144,7 @@ class ControllerRuntime:
 
     async def write(self, op: Op) -> Any:
         """Run one write (module doc); returns its reply. NOT_CONTROLLER when not active."""
+        await self._wait_activation()
         async with self._lock:
             if not self.active:
                 raise KafkaError(Errors.NOT_CONTROLLER,
@@ -153,6 +155,14 @@ class ControllerRuntime:
             if result.records:
                 await self._commit(result.records, epoch)
             return result.reply
+
+    async def _wait_activation(self) -> None:
+        """A new leader becomes active once its LeaderChange is committed and replayed
+        (milliseconds): a write arriving meanwhile waits for it rather than bouncing."""
+        deadline = self.driver.now_ms() + ACTIVATION_WAIT_MS
+        while (not self.active and self.driver.is_leader and not self._stopped
+               and self.driver.now_ms() < deadline):
+            await asyncio.sleep(0.01)
 
     async def _commit(self, records: list, epoch: int) -> None:
         values = [encode_record(r) for r in records]
