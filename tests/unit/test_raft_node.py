@@ -100,6 +100,7 @@ def test_pre_vote_from_a_node_that_was_cut_off_does_not_disturb_a_healthy_leader
 def test_a_voter_that_hears_from_its_leader_refuses_a_pre_vote() -> None:
     h = Harness([1, 2, 3])
     leader = h.run_until_leader()
+    h.step(50)  # the followers fetch once: until then they may grant pre-votes
     follower = next(n for n in h.nodes.values() if n.role == FOLLOWER)
     other = next(i for i in h.voters if i not in (leader.node_id, follower.node_id))
     pre_vote = VoteRequest(None, leader.epoch + 1, other, 99, 99, pre_vote=True)
@@ -288,3 +289,25 @@ def test_a_request_from_another_cluster_is_refused() -> None:
     resp, _ = node.handle_request(2, VoteRequest("xyz", 1, 2, 0, 0), 0)
     assert resp.error_code == Errors.INCONSISTENT_CLUSTER_ID and not resp.vote_granted
     assert node.epoch == 0 and node.voted_id == -1
+
+
+def test_a_follower_that_has_not_fetched_from_its_leader_yet_grants_a_pre_vote() -> None:
+    state = MemoryQuorumStateStore()
+    state.write(ElectionState(2, -1, 1))  # restarts as a follower of 1, not fetched yet
+    node = RaftNode(2, [1, 2, 3], MemoryRaftLog(), state, CONFIG, random.Random(0), 0)
+    assert node.role == FOLLOWER
+    resp, _ = node.handle_request(3, VoteRequest(None, 3, 3, 0, 0, pre_vote=True), 0)
+    assert resp.vote_granted and node.epoch == 2 and node.role == FOLLOWER
+
+
+def test_a_pre_vote_from_a_later_epoch_moves_even_a_leader_to_that_epoch() -> None:
+    # Node 3 reached epoch 3 in an election it lost; it fetches from nobody, so the
+    # leader of epoch 2 hears of epoch 3 only through its pre-votes (for epoch 4).
+    h = Harness([1, 2, 3])
+    leader = h.run_until_leader()
+    assert leader.epoch == 1
+    other = next(i for i in h.voters if i != leader.node_id)
+    resp, _ = leader.handle_request(other, VoteRequest(None, 3, other, 0, 0, pre_vote=True),
+                                    h.now)
+    assert leader.epoch == 2 and leader.role != LEADER
+    assert resp.error_code == Errors.NONE

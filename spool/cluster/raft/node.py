@@ -130,6 +130,7 @@ class RaftNode:
         self._inflight_sent_ms = 0
         self._fetch_at_ms = NEVER
         self._leader_resigned = False
+        self._fetched_from_leader = False
         self._snapshot: tuple[SnapshotId, bytearray] | None = None
         # Leading and resigning.
         self._leader: LeaderState | None = None
@@ -328,6 +329,7 @@ class RaftNode:
         self._timer_ms = now_ms + self.config.fetch_timeout_ms
         self._fetch_at_ms = now_ms
         self._leader_resigned = False
+        self._fetched_from_leader = False
 
     def _become_prospective(self, now_ms: int) -> None:
         self._leave_role(now_ms)
@@ -451,7 +453,11 @@ class RaftNode:
                 self._become_leader(now_ms)
             return True
         if len(self._rejected) >= majority:
-            if self._role == PROSPECTIVE and self._leader_id not in (-1, self.node_id):
+            if self._role == PROSPECTIVE and self._leader_id == self.node_id:
+                # We led this epoch and resigned: stay resigned (and say so again) rather
+                # than forget whom this epoch belonged to.
+                self._become_resigned(now_ms, self._successors)
+            elif self._role == PROSPECTIVE and self._leader_id >= 0:
                 self._become_follower(self._epoch, self._leader_id, now_ms)
             else:
                 backoff = self.rng.randrange(self.config.election_backoff_max_ms + 1)
@@ -473,8 +479,17 @@ class RaftNode:
         if req.pre_vote:
             if req.candidate_epoch <= self._epoch:
                 return self._vote_response(Errors.FENCED_LEADER_EPOCH, False)
-            heard_from_leader = (self._role == LEADER or (
-                self._role == FOLLOWER and not self._leader_resigned))
+            if req.candidate_epoch - 1 > self._epoch:
+                # The asker is already in a later epoch (it passed a pre-vote once but its
+                # election failed): we, even a leader, move there, or the two sides would
+                # never hear of each other -- pull replication sends it nothing.
+                self._become_unattached(req.candidate_epoch - 1, -1, now_ms)
+            # KIP-996: refused only by a leader, or by a follower that has fetched from
+            # a leader that has not resigned since (its fetch timer has not expired: it
+            # would be prospective then).
+            heard_from_leader = self._role == LEADER or (
+                self._role == FOLLOWER and self._fetched_from_leader
+                and not self._leader_resigned)
             ok = not heard_from_leader and self._log_up_to_date(req.last_offset_epoch,
                                                                 req.last_offset)
             return self._vote_response(Errors.NONE, ok)
@@ -707,6 +722,7 @@ class RaftNode:
             return
         self._timer_ms = now_ms + self.config.fetch_timeout_ms
         self._leader_resigned = False
+        self._fetched_from_leader = True
         log = self.log
         unchanged = (log.end_offset == req.fetch_offset
                      and log.last_fetched_epoch == req.last_fetched_epoch)
@@ -749,6 +765,7 @@ class RaftNode:
             self._snapshot = None
         else:
             self._timer_ms = now_ms + self.config.fetch_timeout_ms
+            self._fetched_from_leader = True
             buf += resp.unaligned_records
             if len(buf) >= resp.size:
                 self._snapshot = None
