@@ -58,6 +58,15 @@ class ClusterView:
                 out.append(BrokerEndpoint(b.broker_id, e.host, e.port, b.rack))
         return out
 
+    def fenced_brokers(self, listener: str | None = None) -> list[BrokerEndpoint]:
+        name = listener or self.default_listener
+        out = []
+        for _, b in sorted(self.image.brokers.items()):
+            e = b.listener(name) if b.fenced else None
+            if e is not None:
+                out.append(BrokerEndpoint(b.broker_id, e.host, e.port, b.rack))
+        return out
+
     def broker(self, node_id: int, listener: str | None = None) -> BrokerEndpoint | None:
         b = self.image.brokers.get(node_id)
         if b is None or b.fenced:

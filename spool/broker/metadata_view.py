@@ -75,6 +75,9 @@ class MetadataView(Protocol):
     def brokers(self, listener: str | None = None) -> list[BrokerEndpoint]:
         """The live (unfenced) brokers, by node id, with their ``listener`` endpoint."""
 
+    def fenced_brokers(self, listener: str | None = None) -> list[BrokerEndpoint]:
+        """The registered but fenced brokers, by node id (DescribeCluster v2 shows them)."""
+
     def broker(self, node_id: int, listener: str | None = None) -> BrokerEndpoint | None:
         """One live broker's ``listener`` endpoint, or None."""
 
@@ -127,6 +130,9 @@ class SingleNodeView:
 
     def brokers(self, listener: str | None = None) -> list[BrokerEndpoint]:
         return [self._me(listener)]
+
+    def fenced_brokers(self, listener: str | None = None) -> list[BrokerEndpoint]:
+        return []
 
     def broker(self, node_id: int, listener: str | None = None) -> BrokerEndpoint | None:
         return self._me(listener) if node_id == self.node_id else None

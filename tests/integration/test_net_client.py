@@ -16,7 +16,12 @@ import socket
 import pytest
 
 from spool.net.client import DisconnectedError, NodeClient, NodeClients, RequestTimeoutError
-from spool.protocol._generated import ApiVersionsRequest, FetchRequest, MetadataRequest
+from spool.protocol._generated import (
+    ApiVersionsRequest,
+    DescribeClusterRequest,
+    FetchRequest,
+    MetadataRequest,
+)
 from spool.protocol._generated.fetch_request import FetchPartition, FetchTopic
 from spool.protocol._generated.metadata_request import MetadataRequestTopic
 from spool.protocol.errors import Errors
@@ -142,3 +147,18 @@ def test_node_clients_route_by_node_id(broker):
             await nodes.close()
 
     assert run(go()).brokers[0].port == broker.port
+
+
+def test_describe_cluster_v2_lists_fenced_brokers_on_request(broker):
+    """KIP-1073: v2 with include_fenced_brokers marks each broker; a single node is never
+    fenced."""
+    async def go():
+        client = NodeClient("127.0.0.1", broker.port)
+        try:
+            return await client.request(DescribeClusterRequest(include_fenced_brokers=True), 2)
+        finally:
+            await client.close()
+
+    resp = run(go())
+    assert resp.error_code == 0
+    assert [(b.broker_id, b.port, b.is_fenced) for b in resp.brokers] == [(0, broker.port, False)]

@@ -135,15 +135,23 @@ async def metadata(ctx, req: MetadataRequest) -> MetadataResponse:
     )
 
 
-@handles(60, 0, 1)
+@handles(60, 0, 2)
 async def describe_cluster(ctx, req: DescribeClusterRequest) -> DescribeClusterResponse:
+    """The live brokers; from v2 with ``include_fenced_brokers`` the fenced ones too,
+    marked ``is_fenced`` (KIP-1073), by node id."""
     broker = ctx.broker
     view = broker.view
+    brokers = [DescribeClusterBroker(broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+               for b in view.brokers(ctx.listener_name)]
+    if ctx.api_version >= 2 and req.include_fenced_brokers:
+        brokers += [DescribeClusterBroker(broker_id=b.node_id, host=b.host, port=b.port,
+                                          rack=b.rack, is_fenced=True)
+                    for b in view.fenced_brokers(ctx.listener_name)]
+        brokers.sort(key=lambda b: b.broker_id)
     return DescribeClusterResponse(
         throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1,
         cluster_id=broker.cluster_id, controller_id=view.controller_id(),
-        brokers=[DescribeClusterBroker(broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
-                 for b in view.brokers(ctx.listener_name)],
+        brokers=brokers,
         cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
     )
 
