@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import math
 import pickle
 import random
 from collections.abc import Callable
@@ -78,6 +79,7 @@ class Params:
     snapshot_every_ms: int
     resign_every_ms: int
     fetch_max_bytes: int
+    clock_drift: float
 
     @classmethod
     def draw(cls, rng: random.Random) -> Params:
@@ -94,6 +96,7 @@ class Params:
             snapshot_every_ms=rng.choice((0, 150, 400)),
             resign_every_ms=rng.choice((0, 0, 500)),
             fetch_max_bytes=rng.choice((1, 120, 1000)),  # 1: one entry per Fetch
+            clock_drift=rng.choice((0.0, 0.0, 0.1)),  # node clocks run up to 10% off
         )
 
 
@@ -124,6 +127,8 @@ class SimNode:
     applied: list = field(default_factory=list)  # (epoch, value) per offset from 0
     hw_seen: int = 0
     poll_at: int = -1
+    clock_offset: int = 0  # the node's clock reads offset + rate * simulated ms
+    clock_rate: float = 1.0
 
 
 class Simulation:
@@ -142,6 +147,9 @@ class Simulation:
         self.voters = voters
         ids = voters + list(range(100, 100 + self.p.observers))
         self.nodes = {i: SimNode(i) for i in ids}
+        for n in self.nodes.values():
+            n.clock_offset = self.rng.randrange(1 << 40)
+            n.clock_rate = 1 + self.rng.uniform(-self.p.clock_drift, self.p.clock_drift)
         self.cut: set[tuple[int, int]] = set()
         self.loss, self.duplicate = self.p.loss, self.p.duplicate
         self.faults = True
@@ -203,14 +211,14 @@ class Simulation:
         n.life += 1
         self._open_stores(n)
         n.raft = RaftNode(i, self.voters, n.log, n.quorum_state, self.config,
-                          random.Random(self.rng.getrandbits(64)), self.now)
+                          random.Random(self.rng.getrandbits(64)), self._clock(n))
         n.hw_seen = n.raft.high_watermark
         n.applied = []
         snap = n.log.latest_snapshot_id
         if snap is not None:
             self._load_snapshot(n, snap)
         self._log(f"start {i} life {n.life}: {self._describe(n)}")
-        self._after(n, n.raft.poll(self.now))
+        self._after(n, n.raft.poll(self._clock(n)))
 
     def _crash(self, i: int) -> None:
         n = self.nodes[i]
@@ -228,10 +236,14 @@ class Simulation:
         return (f"{n.node_id}:{r.role}/e{r.epoch}/l{r.leader_id}/v{r.voted_id}/"
                 f"hw{r.high_watermark}/leo{r.log_end_offset}/lso{n.log.log_start_offset}")
 
+    def _clock(self, n: SimNode) -> int:
+        return n.clock_offset + int(self.now * n.clock_rate)
+
     def _schedule_poll(self, n: SimNode) -> None:
         if n.raft is None:
             return
-        t = max(self.now + 1, n.raft.next_poll_ms)
+        # The first simulated ms at which the node's clock reads next_poll_ms.
+        t = max(self.now + 1, math.ceil((n.raft.next_poll_ms - n.clock_offset) / n.clock_rate))
         if n.poll_at < 0 or t < n.poll_at or n.poll_at <= self.now:
             n.poll_at = t
             self._at(t, "poll", n.node_id, n.life)
@@ -280,7 +292,7 @@ class Simulation:
         if n.raft is None or (src, dst) in self.cut:
             return
         self._log(f"{src}->{dst} {request}")
-        response, outputs = n.raft.handle_request(src, request, self.now)
+        response, outputs = n.raft.handle_request(src, request, self._clock(n))
         if response is not None:
             self._send(dst, src, request, response)
         self._after(n, outputs)
@@ -291,7 +303,7 @@ class Simulation:
         if n.raft is None or (src, dst) in self.cut or n.life != life:
             return
         self._log(f"{src}->{dst} {response}")
-        self._after(n, n.raft.handle_response(src, request, response, self.now))
+        self._after(n, n.raft.handle_response(src, request, response, self._clock(n)))
 
     # -- the state machine -------------------------------------------------------------------
     def _apply(self, n: SimNode) -> None:
@@ -365,13 +377,13 @@ class Simulation:
             values = [b"s%d-%d" % (self.seed, self.appended + k)
                       for k in range(1 + self.rng.randrange(3))]
             try:
-                last = n.raft.append(values, self.now)
+                last = n.raft.append(values, self._clock(n))
             except KafkaError:
                 pass
             else:
                 self.appended += len(values)
                 self._log(f"append {len(values)} at {n.node_id}, last offset {last}")
-                self._after(n, n.raft.poll(self.now))
+                self._after(n, n.raft.poll(self._clock(n)))
         if self.faults:
             self._at(self._every(self.p.append_every_ms), "append")
 
@@ -406,8 +418,8 @@ class Simulation:
             if n.raft is not None and n.raft.role == LEADER:
                 self._log(f"{n.node_id} resigns")
                 self.stats["resigns"] += 1
-                n.raft.resign(self.now)
-                self._after(n, n.raft.poll(self.now))
+                n.raft.resign(self._clock(n))
+                self._after(n, n.raft.poll(self._clock(n)))
                 break
         self._at(self._every(self.p.resign_every_ms), "resign")
 
@@ -431,7 +443,7 @@ class Simulation:
             if n.raft is None or n.life != life or n.poll_at != t:
                 return True
             n.poll_at = -1
-            self._after(n, n.raft.poll(t))
+            self._after(n, n.raft.poll(self._clock(n)))
         elif kind == "req":
             self._deliver_request(*payload)
         elif kind == "resp":
@@ -473,10 +485,10 @@ class Simulation:
                     if self.leader_ms < 0:
                         self.leader_ms = self.now - self.p.fault_ms
                     values = [b"s%d-final" % self.seed]
-                    offset = leader.raft.append(values, self.now)
+                    offset = leader.raft.append(values, self._clock(leader))
                     epoch = leader.raft.epoch
                     self._log(f"final append at {leader.node_id}, offset {offset}")
-                    self._after(leader, leader.raft.poll(self.now))
+                    self._after(leader, leader.raft.poll(self._clock(leader)))
             elif leader.raft is None or leader.raft.role != LEADER or leader.raft.epoch != epoch:
                 offset = None  # leadership moved before the append committed: append again
             elif all(self.nodes[v].raft.high_watermark > offset for v in self.voters):
