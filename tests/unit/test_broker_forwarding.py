@@ -19,6 +19,7 @@ from spool.cluster.loader import MetadataLoader
 from spool.protocol._generated import (
     CreateTopicsRequest,
     DeleteTopicsRequest,
+    DescribeClusterRequest,
     IncrementalAlterConfigsRequest,
     MetadataRequest,
 )
@@ -162,5 +163,21 @@ def test_internal_topics_are_created_by_the_controller_with_their_replication_fa
         assert dict(loader.image.config(2, "__consumer_offsets")) == {"cleanup.policy": "compact"}
         leader = broker.view.partition("__consumer_offsets", topic.partition_for("g1")).leader
         assert leader in (1, 2)
+
+    asyncio.run(main())
+
+
+def test_describe_cluster_describes_brokers_only():
+    async def main():
+        _, broker = setup()
+        broker.cluster_id = "c1"
+        c = SimpleNamespace(broker=broker, api_version=1, listener_name="PLAINTEXT")
+        ok = await metadata.describe_cluster(c, DescribeClusterRequest(endpoint_type=1))
+        assert (ok.error_code, [b.broker_id for b in ok.brokers], ok.controller_id) == (
+            0, [1, 2], 1)
+        ctl = await metadata.describe_cluster(c, DescribeClusterRequest(endpoint_type=2))
+        assert ctl.error_code == Errors.MISMATCHED_ENDPOINT_TYPE and ctl.brokers == []
+        odd = await metadata.describe_cluster(c, DescribeClusterRequest(endpoint_type=9))
+        assert odd.error_code == Errors.UNSUPPORTED_ENDPOINT_TYPE
 
     asyncio.run(main())

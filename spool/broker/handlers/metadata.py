@@ -16,7 +16,10 @@ LEADER_NOT_AVAILABLE with leader -1, as Kafka reports a partition being
 created. Internal topics are marked ``is_internal``. In a cluster, auto-creation
 is a CreateTopics sent to the active controller (``spool.broker.forwarding``) and
 the topic is LEADER_NOT_AVAILABLE until this broker's view has it, as Kafka
-answers a topic it just asked to create.
+answers a topic it just asked to create. DescribeCluster describes brokers: a
+request for controller endpoints (type 2, KIP-919: those are asked of a
+controller) is MISMATCHED_ENDPOINT_TYPE, an unknown type
+UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST at v0), as Kafka answers.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from spool.protocol._generated.offset_for_leader_epoch_response import (
 from spool.protocol.errors import Errors, KafkaError
 
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2  # DescribeCluster endpoint types (KIP-919)
 
 
 def _topic_entry(broker, name: str) -> MetadataResponseTopic:
@@ -141,6 +145,16 @@ async def describe_cluster(ctx, req: DescribeClusterRequest) -> DescribeClusterR
     marked ``is_fenced`` (KIP-1073), by node id."""
     broker = ctx.broker
     view = broker.view
+    if req.endpoint_type != BROKER_ENDPOINT:  # Kafka's AuthHelper.computeDescribeClusterResponse
+        known = req.endpoint_type == CONTROLLER_ENDPOINT
+        code = (Errors.INVALID_REQUEST if ctx.api_version == 0 else
+                Errors.MISMATCHED_ENDPOINT_TYPE if known else Errors.UNSUPPORTED_ENDPOINT_TYPE)
+        msg = ("The request was sent to an endpoint of type BROKER, but we wanted an endpoint "
+               "of type CONTROLLER" if known
+               else f"Unsupported endpoint type {req.endpoint_type}")
+        return DescribeClusterResponse(throttle_time_ms=0, error_code=code, error_message=msg,
+                                       endpoint_type=req.endpoint_type, cluster_id="",
+                                       controller_id=-1, brokers=[])
     brokers = [DescribeClusterBroker(broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
                for b in view.brokers(ctx.listener_name)]
     if ctx.api_version >= 2 and req.include_fenced_brokers:
