@@ -179,3 +179,49 @@ def _no_stray_nodes(tmp_path):
             os.kill(int(pid_file.read_text()), signal.SIGKILL)
         except (OSError, ValueError):
             pass
+
+
+def test_up_forms_a_cluster_clients_see_and_status_shows_a_dead_broker_fenced(tmp_path):
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    base = free_base_port(3)
+    root = tmp_path / "c"
+    up_args = ["cluster", "up", "--nodes", "3", "--dir", str(root), "--racks", "a,b,c",
+               "--base-port", str(base), "-o", "broker.session.timeout.ms=3000",
+               "-o", "broker.heartbeat.interval.ms=500"]
+    try:
+        done = spool(*up_args)
+        assert done.returncode == 0, done.stderr
+        bootstrap = ",".join(f"127.0.0.1:{base + i}" for i in range(3))
+        assert done.stdout == bootstrap + "\n"
+
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        md = admin.list_topics(timeout=10)
+        assert sorted((b.id, b.port) for b in md.brokers.values()) == [
+            (1, base), (2, base + 1), (3, base + 2)]
+        assert md.controller_id in (1, 2, 3)
+        admin.create_topics([NewTopic("spread", 3, 1)])["spread"].result(30)
+
+        node3 = LocalCluster(root).nodes[2]
+        os.kill(node3.pid(), signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while True:
+            st = spool("cluster", "status", "-b", f"127.0.0.1:{base}", "--json")
+            brokers = json.loads(st.stdout)["brokers"] if st.returncode == 0 else []
+            fenced = {b["node_id"]: b["fenced"] for b in brokers}
+            if fenced == {1: False, 2: False, 3: True}:
+                break
+            assert time.monotonic() < deadline, f"never fenced: {st.stdout} {st.stderr}"
+            time.sleep(0.5)
+        racks = {b["node_id"]: b["rack"] for b in brokers}
+        assert racks == {1: "a", 2: "b", 3: "c"}
+
+        again = spool(*up_args)  # starts the dead node on its data
+        assert again.returncode == 0, again.stderr
+        assert "node 3: started" in again.stderr and "node 1: started" not in again.stderr
+        assert again.stdout == bootstrap + "\n"
+    finally:
+        down = spool("cluster", "down", "--dir", str(root))
+    assert down.returncode == 0, down.stderr
+    assert [line.split(" (")[0] for line in down.stderr.splitlines()] == [
+        "node 1: stopped", "node 2: stopped", "node 3: stopped"]
