@@ -12,8 +12,9 @@ The broker's ``MetadataPublisher`` (``spool.cluster.loader``; Kafka's
 
    - a partition this broker is a replica of, new or changed (leader or
      follower), gets a local log if it has none: the folder already on disk if
-     there is one (a restart: ``LogManager.open_existing``, its data kept), else
-     a new one (``LogManager.create_partitions`` with the topic's overrides, as
+     there is one of the same topic id (a restart: ``LogManager.open_existing``,
+     its data kept; one of an older topic of that name is moved aside), else
+     a new one, with the topic id in its ``partition.metadata`` (``LogManager.create_partitions`` with the topic's overrides, as
      the single node creates them); folders the image gives this broker no
      replica for are never opened nor removed;
    - a replica it no longer holds (RemoveTopicRecord, or moved away) is deleted:
@@ -58,18 +59,18 @@ def apply_local_changes(logs: Any, image: MetadataImage, changes: LocalReplicaCh
     deleted = 0
     for tp in sorted(changes.deletes):
         deleted += bool(logs.delete_partition(tp.topic, tp.partition))
-    by_topic: dict[str, list[int]] = {}
+    by_topic: dict[tuple[str, Any], list[int]] = {}
     for tp in (*changes.leaders, *changes.followers):
         if logs.get(tp.topic, tp.partition) is None:
-            by_topic.setdefault(tp.topic, []).append(tp.partition)
+            by_topic.setdefault((tp.topic, tp.topic_id), []).append(tp.partition)
     opened = created = 0
-    for topic, parts in sorted(by_topic.items()):
+    for (topic, topic_id), parts in sorted(by_topic.items(), key=lambda kv: kv[0][0]):
         overrides = dict(image.config(TOPIC_RESOURCE, topic))
         logs.set_topic_overrides(topic, overrides)
-        found = logs.open_existing(topic, sorted(parts))
+        found = logs.open_existing(topic, sorted(parts), topic_id)
         new = sorted(set(parts) - set(found))
         if new:
-            logs.create_partitions(topic, new, overrides)
+            logs.create_partitions(topic, new, overrides, topic_id)
         opened += len(found)
         created += len(new)
     return opened, created, deleted

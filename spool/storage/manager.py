@@ -75,6 +75,7 @@ from spool.storage.checkpoint import CLEAN_SHUTDOWN_MARKER, DirCheckpoints
 from spool.storage.cleaner_manager import LogCleaner
 from spool.storage.config import LogConfig, broker_setting
 from spool.storage.log import DELETE_DIR_SUFFIX, PartitionLog, parse_dir_name
+from spool.storage.partition_metadata import read_topic_id, write_topic_id
 from spool.util.clock import Clock, as_clock
 from spool.util.fileio import fsync_dir
 
@@ -304,11 +305,13 @@ class LogManager:
         topic: str,
         partitions: Iterable[int],
         config: LogConfig | Mapping[str, str] | None = None,
+        topic_id: uuid.UUID | None = None,
     ) -> list[PartitionLog]:
         """``create_partition`` for many partitions of one topic, each placed in the log
         dir holding the fewest, with one directory fsync per log dir at the end (not one
         per partition). The partition map lock is taken per partition, never across the
-        whole batch. An OSError (EMFILE, ENOSPC) propagates; partitions created before it
+        whole batch. With ``topic_id`` each new folder gets its ``partition.metadata``
+        (``spool.storage.partition_metadata``). An OSError (EMFILE, ENOSPC) propagates; partitions created before it
         stay."""
         validate_topic_name(topic)
         parts = list(partitions)
@@ -334,6 +337,8 @@ class LogManager:
                     plog = self._open_log(
                         path, config if isinstance(config, LogConfig) else self.log_config(topic)
                     )
+                    if topic_id is not None:
+                        write_topic_id(path, topic_id)
                     counts[parent] += 1
                     self._logs[(topic, partition)] = plog
                     self._dir_of[(topic, partition)] = path
@@ -347,11 +352,15 @@ class LogManager:
             fsync_dir(parent)
         return out
 
-    def open_existing(self, topic: str, partitions: Iterable[int]) -> list[int]:
+    def open_existing(self, topic: str, partitions: Iterable[int],
+                      topic_id: uuid.UUID | None = None) -> list[int]:
         """Open the logs of ``topic``'s ``partitions`` whose folders are on disk and not
         open yet (a cluster broker's replicas after a restart: their data is kept, never
         moved aside as ``create_partitions`` would); returns the partitions opened.
-        One folder in two log dirs is an error, as in ``load_all``."""
+        With ``topic_id``, a folder whose ``partition.metadata`` names another topic id
+        (a topic of that name deleted and created again meanwhile) is not opened but
+        moved aside as ``-stray``; a folder without the file gets it. One folder in two
+        log dirs is an error, as in ``load_all``."""
         opened = []
         for partition in partitions:
             if (topic, partition) in self._logs:
@@ -362,6 +371,15 @@ class LogManager:
                 continue
             if len(found) > 1:
                 raise RuntimeError(f"{topic}-{partition} is in two log dirs: {found}")
+            if topic_id is not None:
+                recorded = read_topic_id(found[0])
+                if recorded is not None and recorded != topic_id:
+                    log.warning("%s belongs to topic id %s, not %s (deleted and created "
+                                "again)", found[0], recorded, topic_id)
+                    self._move_aside(found[0])
+                    continue
+                if recorded is None:
+                    write_topic_id(found[0], topic_id)
             plog = self._open_log(found[0], self.log_config(topic))
             with self._lock:
                 self._logs[(topic, partition)] = plog

@@ -19,6 +19,7 @@ from spool.protocol._generated.unfence_broker_record import UnfenceBrokerRecord
 from spool.protocol.metadata_records import encode_record
 from spool.records.builder import BatchBuilder
 from spool.storage.manager import LogManager
+from spool.storage.partition_metadata import read_topic_id, write_topic_id
 
 TID = uuid.UUID(int=5)
 
@@ -129,3 +130,41 @@ def batch(value: bytes) -> bytes:
     b = BatchBuilder(0)
     b.append(None, value, timestamp=1)
     return b.build()
+
+
+def test_a_folder_of_a_topic_deleted_and_created_again_is_not_adopted(tmp_path):
+    """Broker 1 was down while 'kept' was deleted and created again (a new topic id): its old
+    folder is moved aside, not served as the new topic."""
+    async def main():
+        async def run_blocking(fn, *args):
+            return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+
+        for life, tid in enumerate((TID, uuid.UUID(int=6))):
+            logs = LogManager([tmp_path], load=False)
+            broker = SimpleNamespace(node_id=1, view=None, storage=SimpleNamespace(logs=logs),
+                                     run_blocking=run_blocking)
+            loader = MetadataLoader("c")
+            pub = BrokerMetadataPublisher(broker, "PLAINTEXT")
+            loader.add_publisher(pub)
+            offset = Log(loader).commit(*registered(1), TopicRecord(name="kept", topic_id=tid),
+                                        PartitionRecord(partition_id=0, topic_id=tid,
+                                                        replicas=[1], isr=[1], leader=1))
+            await pub.wait_applied(offset)
+            assert read_topic_id(tmp_path / "kept-0") == tid
+            if life == 0:
+                logs.get("kept", 0).append(bytearray(batch(b"old")))
+            else:
+                assert logs.get("kept", 0).log_end_offset == 0
+                assert len(list(tmp_path.glob("kept-0.*-stray"))) == 1  # kept, not deleted
+            await pub.stop()
+            logs.shutdown()
+
+    run(main())
+
+
+def test_partition_metadata_is_kafkas_format(tmp_path):
+    tid = uuid.UUID("f5536da7-766c-4136-95d9-ca84f722dcbb")
+    write_topic_id(tmp_path, tid)
+    assert (tmp_path / "partition.metadata").read_text() == (
+        "version: 0\ntopic_id: 9VNtp3ZsQTaV2cqE9yLcuw\n")
+    assert read_topic_id(tmp_path) == tid
