@@ -6,7 +6,9 @@ the ``RaftDriver`` (a voter on a controller node, an observer on a
 broker-only one) and, on a controller, the ``ControllerRuntime``. Handlers
 reach it as ``broker.quorum`` (``.driver``, ``.controller``). The broker
 role's followers of the log (the metadata image the broker publishes) are
-added with ``add_listener`` before ``start``.
+added with ``add_listener`` before ``start``. Snapshots are taken of the
+controller's image on a controller, of the broker's ``MetadataLoader`` image
+on a broker-only node, so every node's log is bounded.
 
 Lifecycle (the broker calls it once its log dirs are claimed):
 ``QuorumNode(broker)`` -> ``add_listener(...)`` -> ``await start()`` (opens
@@ -15,8 +17,9 @@ leading controller resigns first: EndQuorumEpoch, then a short wait for a
 successor; then the log is closed).
 
 The single node (``process.roles`` unset) has no QuorumNode: it keeps its
-JSON metadata store (``spool.storage.metadata``) in the same directory
-name, so the two never run in one process.
+JSON metadata store (``spool.storage.metadata``) in ``__cluster_metadata-0``;
+a KRaft node's broker storage keeps that store in ``__spool_local_metadata-0``
+(``Storage(kraft=True)``), so the Raft log is never replayed as JSON.
 """
 
 from __future__ import annotations
@@ -26,9 +29,12 @@ import random
 
 from spool.broker.controller_runtime import ControllerRuntime
 from spool.broker.raft_driver import RaftDriver, RaftListener
+from spool.cluster.loader import MetadataLoader
 from spool.cluster.ops import ControllerConfig
 from spool.cluster.raft.config import RaftConfig
 from spool.cluster.raft.disk import DiskRaftLog, FileQuorumStateStore
+from spool.cluster.snapshot import snapshot_records
+from spool.protocol.metadata_records import encode_record
 
 log = logging.getLogger("spool.quorum")
 
@@ -80,6 +86,10 @@ class QuorumNode:
                 self.driver, controller_config(b.config), cluster_id=b.cluster_id)
         for lst in self._listeners:
             self.driver.add_listener(lst)
+            if self.controller is None and isinstance(lst, MetadataLoader):
+                # a broker-only node snapshots its own image, so its log is bounded too
+                self.driver.set_snapshot_source(
+                    lambda loader=lst: [encode_record(r) for r in snapshot_records(loader.image)])
         await self.driver.start()
 
     async def shutdown(self) -> None:

@@ -13,7 +13,7 @@ it a clock, the network and the disk:
   step may have moved it) and polls. ``now_ms`` is the wall clock (Kafka's
   DescribeQuorum timestamps are wall-clock milliseconds).
 - **Network out**: ``Send(dst, request)`` goes to the voter's endpoint from
-  ``controller.quorum.voters`` through a ``PeerChannel`` (two per peer: one
+  ``controller.quorum.voters`` through ``spool.net.client.NodeClient`` (two per peer: one
   for Fetch/FetchSnapshot, which a leader may park up to its max wait, one
   for Vote/BeginQuorumEpoch/EndQuorumEpoch, which must not wait behind it);
   the answer goes back to ``handle_response``. A lost request is dropped:
@@ -50,7 +50,6 @@ import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from spool.broker.peer_channel import PeerChannel, PeerUnavailable
 from spool.cluster.raft import wire
 from spool.cluster.raft.config import RaftConfig
 from spool.cluster.raft.messages import (
@@ -70,6 +69,7 @@ from spool.cluster.raft.outputs import (
 )
 from spool.cluster.raft.snapshots import build_snapshot, snapshot_values
 from spool.cluster.raft.store import LogEntry
+from spool.net.client import ClientError, NodeClient
 from spool.protocol.errors import Errors, KafkaError
 from spool.util.clock import Clock, SystemClock
 
@@ -118,7 +118,7 @@ class RaftDriver:
         self._lock = asyncio.Lock()
         self._listeners: list[RaftListener] = []
         self._snapshot_source: Callable[[], Sequence[bytes]] | None = None
-        self._channels: dict[tuple[int, str], PeerChannel] = {}
+        self._channels: dict[tuple[int, str], NodeClient] = {}
         self._parked: dict[int, tuple[Request, asyncio.Future]] = {}
         self._tasks: set[asyncio.Task] = set()
         self._timer_wake = asyncio.Event()
@@ -253,14 +253,16 @@ class RaftDriver:
 
     # ---- network
 
-    def _channel(self, dst: int, lane: str) -> PeerChannel | None:
+    def _channel(self, dst: int, lane: str) -> NodeClient | None:
         ch = self._channels.get((dst, lane))
         if ch is None:
             addr = self.voters.get(dst)
             if addr is None:
                 return None
-            ch = PeerChannel(addr[0], addr[1], client_id=f"spool-raft-{self.node_id}",
-                             connect_timeout_s=self.config.request_timeout_ms / 1000)
+            ch = NodeClient(addr[0], addr[1], client_id=f"spool-raft-{self.node_id}",
+                            connect_timeout_ms=self.config.request_timeout_ms,
+                            request_timeout_ms=self.config.request_timeout_ms,
+                            reconnect_backoff_ms=self.config.retry_backoff_ms)
             self._channels[(dst, lane)] = ch
         return ch
 
@@ -269,13 +271,13 @@ class RaftDriver:
         ch = self._channel(dst, lane)
         if ch is None:
             return
-        api_key, version, msg = wire.to_wire(request)
-        timeout = self.config.request_timeout_ms / 1000
+        _api_key, version, msg = wire.to_wire(request)
+        timeout_ms = self.config.request_timeout_ms
         if isinstance(request, FetchRequest):
-            timeout += request.max_wait_ms / 1000
+            timeout_ms += request.max_wait_ms
         try:
-            raw = await ch.request(api_key, version, msg, timeout)
-        except PeerUnavailable as e:
+            raw = await ch.request(msg, version, timeout_ms=timeout_ms)
+        except (ClientError, OSError) as e:
             log.debug("raft node %d: %s to %d: %s", self.node_id, type(request).__name__, dst, e)
             return
         if self._stopping:
@@ -467,8 +469,8 @@ class RaftDriver:
         for _, fut in self._applied_waiters:
             if not fut.done():
                 fut.cancel()
-        for ch in self._channels.values():
-            ch.close()
+        await asyncio.gather(*(ch.close() for ch in self._channels.values()),
+                             return_exceptions=True)
         async with self._lock:
             self._closed = True
             await self._run_blocking(self.log.close)

@@ -23,9 +23,9 @@ from __future__ import annotations
 import logging
 
 import spool.protocol._generated.describe_quorum_response as dq
-from spool.broker.peer_channel import PeerChannel, PeerUnavailable
 from spool.broker.registry import BROKER_PLANE, CONTROLLER_PLANE, handles
 from spool.cluster.raft import wire
+from spool.net.client import ClientError, NodeClient
 from spool.protocol._generated import (
     BeginQuorumEpochRequest,
     DescribeQuorumRequest,
@@ -136,11 +136,12 @@ async def _forward_describe(ctx, driver, req: DescribeQuorumRequest) -> Describe
     addr = driver.endpoint(driver.leader_id)
     if addr is None:
         return _describe_error(Errors.NOT_LEADER_OR_FOLLOWER, "no quorum leader is known")
-    ch = PeerChannel(addr[0], addr[1], client_id=f"spool-forward-{driver.node_id}")
+    client = NodeClient(addr[0], addr[1], client_id=f"spool-forward-{driver.node_id}",
+                        request_timeout_ms=driver.config.request_timeout_ms,
+                        connect_timeout_ms=driver.config.request_timeout_ms)
     try:
-        return await ch.request(55, ctx.api_version, req,
-                                driver.config.request_timeout_ms / 1000)
-    except PeerUnavailable as e:
+        return await client.request(req, ctx.api_version)
+    except (ClientError, OSError) as e:
         return _describe_error(Errors.NOT_LEADER_OR_FOLLOWER, str(e))
     finally:
-        ch.close()
+        await client.close()
