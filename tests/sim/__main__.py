@@ -3,6 +3,7 @@
     python -m tests.sim --seed N -v        # replay one seed, tracing every event
     python -m tests.sim --seeds 0:10000    # a range of seeds; prints failures and a summary
     python -m tests.sim --seeds 0:20 --disk /dev/shm/sim   # on DiskRaftLog stores
+    python -m tests.sim --controller --seed N -v           # with the QuorumController
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 import traceback
 from pathlib import Path
 
+from tests.sim.controller_sim import ControllerSimulation
 from tests.sim.sim import Simulation
 
 
@@ -23,6 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", default="0:100", help="a range START:STOP")
     ap.add_argument("-v", "--verbose", action="store_true", help="trace every event")
     ap.add_argument("--disk", type=Path, help="run on DiskRaftLog stores under this dir")
+    ap.add_argument("--controller", action="store_true",
+                    help="with a QuorumController on every node (controller_sim.py)")
     args = ap.parse_args(argv)
     if args.seed is not None:
         seeds = range(args.seed, args.seed + 1)
@@ -42,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.disk is not None:
                 store_dir = args.disk / f"seed-{seed}"
                 shutil.rmtree(store_dir, ignore_errors=True)
-            sim = Simulation(seed, trace=trace, store_dir=store_dir)
+            kind = ControllerSimulation if args.controller else Simulation
+            sim = kind(seed, trace=trace, store_dir=store_dir)
             if args.verbose:
                 print(f"seed {seed}: {sim.p}")
             try:

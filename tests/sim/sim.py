@@ -214,6 +214,7 @@ class Simulation:
                           random.Random(self.rng.getrandbits(64)), self._clock(n))
         n.hw_seen = n.raft.high_watermark
         n.applied = []
+        self.new_state_machine(n)
         snap = n.log.latest_snapshot_id
         if snap is not None:
             self._load_snapshot(n, snap)
@@ -308,18 +309,50 @@ class Simulation:
     # -- the state machine -------------------------------------------------------------------
     def _apply(self, n: SimNode) -> None:
         r = n.raft
-        if r is None or r.high_watermark <= len(n.applied):
+        if r is None:
             return
-        for e in r.committed_entries(len(n.applied)):
-            self._check_committed(n, e.offset, (e.epoch, e.value), r.epoch)
-            n.applied.append((e.epoch, e.value))
+        if r.high_watermark > len(n.applied):
+            for e in r.committed_entries(len(n.applied)):
+                self._check_committed(n, e.offset, (e.epoch, e.value), r.epoch)
+                n.applied.append((e.epoch, e.value))
+                self.applied_entry(n, e)
+        self.after_apply(n)
 
     def _load_snapshot(self, n: SimNode, snapshot_id: object) -> None:
         data, size = n.log.read_snapshot(snapshot_id, 0, 1 << 30)
-        applied = pickle.loads(data)
+        applied, extra = pickle.loads(data)
         for offset, entry in enumerate(applied):
             self._check_committed(n, offset, entry, -1)
         n.applied = applied
+        self.loaded_snapshot(n, extra)
+
+    # -- hooks for a state machine above Raft (tests/sim/controller_sim.py) ------------------
+    def new_state_machine(self, n: SimNode) -> None:
+        """A node (re)starts: its state machine is empty until a snapshot or entries."""
+
+    def applied_entry(self, n: SimNode, entry: object) -> None:
+        """A committed entry reached the node's state machine (after the log check)."""
+
+    def after_apply(self, n: SimNode) -> None:
+        """The node took a step and applied what it could."""
+
+    def snapshot_extra(self, n: SimNode) -> object:
+        """What the state machine adds to a snapshot of the node's applied prefix."""
+        return None
+
+    def loaded_snapshot(self, n: SimNode, extra: object) -> None:
+        """The node's state machine restarts from a snapshot (``extra``: its part)."""
+
+    def workload(self) -> None:
+        """The fault phase's client operation (default: appends at a random node)."""
+        self._client_append()
+
+    def final_values(self) -> list[bytes]:
+        """What the calm phase appends at the leader and waits to see committed."""
+        return [b"s%d-final" % self.seed]
+
+    def final_check(self) -> None:
+        """After the calm phase committed on every voter."""
 
     def _check_committed(self, n: SimNode, offset: int, entry: tuple, epoch: int) -> None:
         if offset < len(self.committed):
@@ -384,8 +417,6 @@ class Simulation:
                 self.appended += len(values)
                 self._log(f"append {len(values)} at {n.node_id}, last offset {last}")
                 self._after(n, n.raft.poll(self._clock(n)))
-        if self.faults:
-            self._at(self._every(self.p.append_every_ms), "append")
 
     def _partition(self) -> None:
         if self.cut:
@@ -408,7 +439,8 @@ class Simulation:
         r = n.raft
         if r is not None and len(n.applied) > n.log.log_start_offset + 2:
             end = len(n.applied)
-            sid = r.create_snapshot(end, pickle.dumps(n.applied[:end]))
+            data = pickle.dumps((n.applied[:end], self.snapshot_extra(n)))
+            sid = r.create_snapshot(end, data)
             self._log(f"{n.node_id} snapshot {sid}")
             self.stats["snapshots"] += 1
         self._at(self._every(self.p.snapshot_every_ms), "snapshot")
@@ -451,7 +483,8 @@ class Simulation:
         elif not self.faults:
             return True  # fault and workload events stop with the fault phase
         elif kind == "append":
-            self._client_append()
+            self.workload()
+            self._at(self._every(self.p.append_every_ms), "append")
         elif kind == "crash":
             live = self._live()
             if live:
@@ -484,7 +517,7 @@ class Simulation:
                 if leader is not None:
                     if self.leader_ms < 0:
                         self.leader_ms = self.now - self.p.fault_ms
-                    values = [b"s%d-final" % self.seed]
+                    values = self.final_values()
                     offset = leader.raft.append(values, self._clock(leader))
                     epoch = leader.raft.epoch
                     self._log(f"final append at {leader.node_id}, offset {offset}")
@@ -493,6 +526,7 @@ class Simulation:
                 offset = None  # leadership moved before the append committed: append again
             elif all(self.nodes[v].raft.high_watermark > offset for v in self.voters):
                 self.recovery_ms = self.now - self.p.fault_ms
+                self.final_check()
                 return self
             if not self._step():
                 break
