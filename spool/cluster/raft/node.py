@@ -139,7 +139,9 @@ class RaftNode:
         self._end_epoch_acked: set[int] = set()
         self._end_epoch_sent: dict[int, int] = {}
 
-        state = quorum_state.read() or ElectionState(0)
+        stored = quorum_state.read()
+        state = stored or ElectionState(0)
+        self._persisted: ElectionState | None = stored
         self._epoch, self._voted_id, self._leader_id = state
         if state.leader_id == node_id:
             # We led this epoch before a restart: we cannot resume (our in-memory state
@@ -282,9 +284,10 @@ class RaftNode:
     # -- state transitions -------------------------------------------------------------------
     def _persist(self, epoch: int, voted_id: int, leader_id: int) -> None:
         changed_leader = (epoch, leader_id) != (self._epoch, self._leader_id)
-        if (epoch, voted_id, leader_id) != (self._epoch, self._voted_id, self._leader_id) or \
-                self.quorum_state.read() is None:
-            self.quorum_state.write(ElectionState(epoch, voted_id, leader_id))
+        state = ElectionState(epoch, voted_id, leader_id)
+        if state != self._persisted:
+            self.quorum_state.write(state)
+            self._persisted = state
         self._epoch, self._voted_id, self._leader_id = epoch, voted_id, leader_id
         if changed_leader:
             self._out.append(LeaderChanged(leader_id, epoch))
