@@ -162,3 +162,84 @@ def test_describe_cluster_v2_lists_fenced_brokers_on_request(broker):
     resp = run(go())
     assert resp.error_code == 0
     assert [(b.broker_id, b.port, b.is_fenced) for b in resp.brokers] == [(0, broker.port, False)]
+
+
+def test_a_cancelled_request_leaves_the_connection_in_step(broker, topic_name):
+    """The response to a request whose caller gave up is read and dropped: the request
+    behind it still gets its own answer on the same connection."""
+    parked = FetchRequest(replica_id=-1, max_wait_ms=1_000, min_bytes=1, max_bytes=1 << 20,
+                          isolation_level=0, topics=[FetchTopic(topic=topic_name, partitions=[
+                              FetchPartition(partition=0, fetch_offset=0,
+                                             partition_max_bytes=1 << 20)])])
+
+    async def go():
+        client = NodeClient("127.0.0.1", broker.port)
+        try:
+            await client.request(metadata(topic_name, create=True), 12)
+            fetch = asyncio.ensure_future(client.request(parked, 12))
+            await asyncio.sleep(0.1)
+            fetch.cancel()
+            behind = await client.request(metadata(topic_name), 12)
+            return fetch.cancelled(), behind, client.connected
+        finally:
+            await client.close()
+
+    cancelled, behind, connected = run(go())
+    assert cancelled and connected
+    assert [(t.name, t.error_code) for t in behind.topics] == [(topic_name, 0)]
+
+
+async def _serve_once(reply) -> tuple[asyncio.AbstractServer, int]:
+    """A peer that answers each request frame with ``reply(frame)``: for what no Spool or
+    Kafka broker sends (a wrong correlation id) or what ours cannot be made to send."""
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                size = int.from_bytes(await reader.readexactly(4), "big")
+                out = reply(await reader.readexactly(size))
+                writer.write(len(out).to_bytes(4, "big") + out)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    return server, server.sockets[0].getsockname()[1]
+
+
+def test_a_response_with_another_correlation_id_closes_the_connection():
+    async def go():
+        server, port = await _serve_once(lambda frame: (12345).to_bytes(4, "big") + b"\0" * 8)
+        client = NodeClient("127.0.0.1", port)
+        try:
+            with pytest.raises(DisconnectedError, match="correlation id 12345, expected 1"):
+                await client.request(MetadataRequest(topics=None), 12)
+            return client.connected
+        finally:
+            await client.close()
+            server.close()
+
+    assert run(go()) is False
+
+
+def test_api_versions_unsupported_version_is_read_as_v0():
+    """Kafka answers an ApiVersions version it does not know with a v0 body (error 35 and
+    its ranges), whatever version was asked."""
+    from spool.protocol._generated import ApiVersionsResponse
+    from spool.protocol._generated.api_versions_response import ApiVersion
+
+    body = ApiVersionsResponse(error_code=Errors.UNSUPPORTED_VERSION, api_keys=[
+        ApiVersion(api_key=18, min_version=0, max_version=2)]).to_bytes(0)
+
+    async def go():
+        server, port = await _serve_once(lambda frame: frame[4:8] + body)
+        client = NodeClient("127.0.0.1", port)
+        try:
+            return await client.request(ApiVersionsRequest(
+                client_software_name="x", client_software_version="1"), 4)
+        finally:
+            await client.close()
+            server.close()
+
+    resp = run(go())
+    assert resp.error_code == Errors.UNSUPPORTED_VERSION
+    assert [(k.api_key, k.min_version, k.max_version) for k in resp.api_keys] == [(18, 0, 2)]
