@@ -28,7 +28,10 @@ state.
   Meanwhile the transaction stays PREPARE_*: its producer gets
   CONCURRENT_TRANSACTIONS (retriable), as from Kafka. A partition deleted
   meanwhile, or one a newer epoch of the producer has written to
-  (INVALID_PRODUCER_EPOCH), gets none (``MARKER_MOOT``).
+  (INVALID_PRODUCER_EPOCH), gets none (``MARKER_MOOT``). In a cluster, the
+  markers of partitions another broker leads go to it as WriteTxnMarkers
+  (``spool.broker.txn_marker_channel``) from the background task, at once and
+  then with the same backoff, before COMPLETE_* is written.
 - Crash recovery: ``load()`` replays the topic at startup; ``recover()`` then
   completes every PREPARE_* transaction (markers again: a marker for a
   transaction already closed on a partition changes nothing there).
@@ -48,6 +51,7 @@ from typing import Any
 
 from spool.broker.coordinator_log import CoordinatorLog, CoordinatorLogWriter, PartitionLogWriter
 from spool.broker.internal_topic import InternalTopic
+from spool.broker.txn_marker_channel import TxnMarkerChannel
 from spool.coordinator import OutRecord, Result, partition_for
 from spool.coordinator.admin import _check_commit
 from spool.coordinator.offsets import CommittedOffset, OffsetStore
@@ -89,6 +93,7 @@ class TransactionRuntime:
             prepare=self.topic.prepare)
         self._task: asyncio.Task | None = None
         self._completing: dict[str, asyncio.Task] = {}  # markers being retried, by id
+        self.markers = TxnMarkerChannel(broker)  # partitions other brokers lead (a cluster)
 
     def _cfg(self, key: str) -> int:
         return self.broker.config.get_int(key)
@@ -130,6 +135,7 @@ class TransactionRuntime:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
         self._completing.clear()
+        await self.markers.close()
         await self.topic.stop()
 
     # ---- appends
@@ -147,6 +153,9 @@ class TransactionRuntime:
         groups = self.broker.groups
         left = set()
         for topic, p in sorted(todo):
+            if self.markers.remote(topic, p):
+                left.add((topic, p))  # another broker leads it: WriteTxnMarkers (_retry)
+                continue
             if self.broker.storage.logs.get(topic, p) is None:
                 continue  # the topic was deleted meanwhile
             marker = build_control_batch(m.producer_id, m.producer_epoch, commit, COORDINATOR_EPOCH,
@@ -186,15 +195,22 @@ class TransactionRuntime:
 
     async def _retry(self, m: TxnMetadata, left: set[tuple[str, int]]) -> None:
         delay = MARKER_RETRY_MS
+        commit = m.state == TxnState.PREPARE_COMMIT
+        retried = False
         try:
             while True:
+                # remote markers go at once; local ones (and COMPLETE_*) after a backoff
+                if retried or any(self.markers.remote(*tp) for tp in left):
+                    left = await self.markers.send(m, commit, COORDINATOR_EPOCH, left)
+                    if not left and self._write_complete(m):
+                        if retried:
+                            log.info("completed %s of %s after retrying", m.state.kafka_name,
+                                     m.transactional_id)
+                        return
                 await asyncio.sleep(delay / 1000.0)
-                left = self._write_markers(m, left)
-                if not left and self._write_complete(m):
-                    log.info("completed %s of %s after retrying", m.state.kafka_name,
-                             m.transactional_id)
-                    return
                 delay = min(delay * 2, MARKER_RETRY_MAX_MS)
+                left = self._write_markers(m, left)
+                retried = True
         finally:
             self._completing.pop(m.transactional_id, None)
 

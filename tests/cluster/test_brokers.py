@@ -152,3 +152,41 @@ def test_a_broker_killed_and_restarted_serves_its_partitions_with_their_data(clu
     finally:
         consumer.close()
     assert sorted(got) == sorted(b"%d-%d" % (p, i) for p in mine for i in range(5))
+
+
+def test_a_transaction_over_partitions_of_every_broker_commits_and_aborts(cluster_factory):
+    """The coordinator writes the markers of partitions other brokers lead with
+    WriteTxnMarkers: a read_committed consumer sees every committed record (its last stable
+    offset moved on every partition) and none of the aborted ones."""
+    cluster = cluster_factory(roles=(COMBINED,) * 3, racks=RACKS, proxied=False).start()
+    cluster.wait_formed()
+    name = f"tx-{uuid.uuid4().hex[:6]}"
+    create(cluster.bootstrap, name, 6, 1)
+    parts = cluster.wait_until("leaders", lambda: partitions_of(cluster.bootstrap, name))
+    assert {lead for lead, _ in parts.values()} == {1, 2, 3}
+    producer = Producer({"bootstrap.servers": cluster.bootstrap,
+                         "transactional.id": f"txn-{name}"})
+    producer.init_transactions(30)
+    for outcome in ("commit", "abort", "commit"):
+        producer.begin_transaction()
+        for p in range(6):
+            producer.produce(name, value=f"{outcome}-{p}".encode(), partition=p)
+        if outcome == "commit":
+            producer.commit_transaction(30)
+        else:
+            producer.abort_transaction(30)
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"g-{name}",
+                         "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition(name, p, 0) for p in range(6)])
+    got = []
+    try:
+        while len(got) < 12:
+            msg = cluster.wait_until("a committed message",
+                                     lambda: consumer.poll(1.0) or "none", 60)
+            assert msg.error() is None, msg.error()
+            got.append(msg.value())
+        assert consumer.poll(2.0) is None  # nothing of the aborted transaction
+    finally:
+        consumer.close()
+    assert sorted(got) == sorted(b"commit-%d" % p for p in range(6) for _ in range(2))

@@ -15,4 +15,5 @@ from spool.broker.handlers import (  # noqa: F401
     producer_id,
     quorum,
     transactions,
+    txn_markers,
 )
