@@ -45,10 +45,13 @@ bench: .venv
 soak: .venv
 	$(BIN)/python -m bench.reliability
 
-# The quorum's simulator (tests/sim) at soak size: SPOOL_SIM_SEEDS seeds from
-# SPOOL_SIM_FIRST_SEED (CI runs seeds 0-9,999; this goes on from there).
+# The quorum's simulator (tests/sim) at soak size: SPOOL_SIM_SEEDS Raft seeds and
+# SPOOL_SIM_CONTROLLER_SEEDS with the controller from SPOOL_SIM_FIRST_SEED (CI runs
+# 10,000 and 1,000 from 0; this goes on from there), SPOOL_SIM_DISK_SEEDS on disk logs.
 soak-sim: .venv
 	SPOOL_SIM_SEEDS=$${SPOOL_SIM_SEEDS:-200000} SPOOL_SIM_FIRST_SEED=$${SPOOL_SIM_FIRST_SEED:-10000} \
+	SPOOL_SIM_CONTROLLER_SEEDS=$${SPOOL_SIM_CONTROLLER_SEEDS:-20000} \
+	SPOOL_SIM_DISK_SEEDS=$${SPOOL_SIM_DISK_SEEDS:-2000} \
 		$(BIN)/python -m pytest tests/sim -n auto -q -p no:randomly
 
 clean:
