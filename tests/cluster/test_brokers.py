@@ -109,10 +109,13 @@ def test_sigterm_moves_leadership_away_before_the_broker_stops(cluster_factory):
         cluster.nodes[survivor].bootstrap, name))
     assert any(lead == victim for lead, _ in before.values())
     assert cluster.nodes[victim].stop() == 0
-    after = cluster.wait_until("leaders moved", lambda: (lambda parts: parts if isinstance(
-        parts, str) or all(lead != victim for lead, _ in parts.values()) else
-        f"still led by {victim}: {parts}")(partitions_of(cluster.nodes[survivor].bootstrap, name)),
-        30)
+    def moved():
+        parts = partitions_of(cluster.nodes[survivor].bootstrap, name)
+        if isinstance(parts, str) or all(lead != victim for lead, _ in parts.values()):
+            return parts
+        return f"still led by {victim}: {parts}"
+
+    after = cluster.wait_until("leaders moved", moved, 30)
     assert all(lead != victim for lead, _ in after.values())
     md = cluster.metadata(survivor)
     assert victim not in md.brokers  # fenced: not offered to clients
@@ -137,9 +140,13 @@ def test_a_broker_killed_and_restarted_serves_its_partitions_with_their_data(clu
     cluster.nodes[victim].kill()
     cluster.nodes[victim].start()
     survivor = next(n for n in cluster.nodes if n != victim)
-    cluster.wait_until("its partitions led again", lambda: (lambda now: now if isinstance(
-        now, str) or all(now[p][0] == victim for p in mine) else f"leaders {now}")(
-        partitions_of(cluster.nodes[survivor].bootstrap, name)), 60)
+    def led_again():
+        now = partitions_of(cluster.nodes[survivor].bootstrap, name)
+        if isinstance(now, str) or all(now[p][0] == victim for p in mine):
+            return now
+        return f"leaders {now}"
+
+    cluster.wait_until("its partitions led again", led_again, 60)
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "after-restart",
                          "auto.offset.reset": "earliest", "enable.auto.commit": False})
     consumer.assign([TopicPartition(name, p, 0) for p in mine])
@@ -190,3 +197,38 @@ def test_a_transaction_over_partitions_of_every_broker_commits_and_aborts(cluste
     finally:
         consumer.close()
     assert sorted(got) == sorted(b"commit-%d" % p for p in range(6) for _ in range(2))
+
+
+def test_broker_only_nodes_follow_the_log_as_observers_and_serve(cluster_factory):
+    """Three controller-only voters, two broker-only nodes: the brokers (observers of the
+    metadata log) register, take a topic created through one of them, and serve it."""
+    cluster = cluster_factory(roles=("controller",) * 3 + ("broker",) * 2,
+                              racks=(None, None, None, "x", "y"), proxied=False).start()
+    def both_listed(n: int):
+        md = cluster.metadata(n)
+        return md if not isinstance(md, str) and set(md.brokers) == {4, 5} else str(md)
+
+    for n in (4, 5):
+        md = cluster.wait_until(f"node {n} lists both brokers", lambda n=n: both_listed(n))
+        assert {i: rack for i, (_, _, rack) in md.brokers.items()} == {4: "x", 5: "y"}
+        assert md.controller_id in (4, 5)  # a live broker: clients cannot reach controllers
+    create(cluster.nodes[5].bootstrap, "events", 4, 2)
+    parts = cluster.wait_until("events", lambda: partitions_of(cluster.nodes[4].bootstrap,
+                                                               "events"))
+    assert all(sorted(replicas) == [4, 5] for _, replicas in parts.values())
+    producer = Producer({"bootstrap.servers": cluster.nodes[4].bootstrap})
+    for i in range(20):
+        producer.produce("events", value=b"e%d" % i, partition=i % 4)
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": cluster.nodes[5].bootstrap, "group.id": "obs",
+                         "auto.offset.reset": "earliest"})
+    consumer.subscribe(["events"])
+    got = []
+    try:
+        while len(got) < 20:
+            msg = cluster.wait_until("a message", lambda: consumer.poll(1.0) or "none", 60)
+            assert msg.error() is None, msg.error()
+            got.append(msg.value())
+    finally:
+        consumer.close()
+    assert sorted(got) == sorted(b"e%d" % i for i in range(20))
