@@ -1,7 +1,7 @@
 """A sans-I/O Raft core in the KRaft style (KIP-595, KIP-996 pre-vote).
 
-``RaftNode`` (node.py) is the state machine; ``messages`` the RPCs named after Kafka's;
-``store`` the two storage protocols it needs (``RaftLog``, ``QuorumStateStore``) and
+``RaftNode`` (node.py, with elections.py and replication.py) is the state machine;
+``messages`` the RPCs named after Kafka's; ``store`` the two storage protocols it needs (``RaftLog``, ``QuorumStateStore``) and
 ``memory`` their in-memory implementations; ``outputs`` what it asks its shell to do;
 ``config`` its timers by Kafka's ``controller.quorum.*`` names. ``tests/sim`` drives it
 under a seeded simulated network and clock.
@@ -27,16 +27,7 @@ from spool.cluster.raft.messages import (
     VoteRequest,
     VoteResponse,
 )
-from spool.cluster.raft.node import (
-    CANDIDATE,
-    FOLLOWER,
-    LEADER,
-    PROSPECTIVE,
-    RESIGNED,
-    UNATTACHED,
-    RaftInvariantError,
-    RaftNode,
-)
+from spool.cluster.raft.node import RaftNode
 from spool.cluster.raft.outputs import (
     HighWatermarkAdvanced,
     LeaderChanged,
@@ -44,6 +35,15 @@ from spool.cluster.raft.outputs import (
     Respond,
     Send,
     SnapshotInstalled,
+)
+from spool.cluster.raft.roles import (
+    CANDIDATE,
+    FOLLOWER,
+    LEADER,
+    PROSPECTIVE,
+    RESIGNED,
+    UNATTACHED,
+    RaftInvariantError,
 )
 from spool.cluster.raft.store import (
     ElectionState,

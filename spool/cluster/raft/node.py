@@ -48,6 +48,10 @@ Rules it keeps (Raft, as Kafka's KafkaRaftClient applies them):
 
 A bug in the core or a store that breaks an invariant (truncating committed entries)
 raises ``RaftInvariantError`` rather than carrying on.
+
+The class is in three modules: this one (the API, roles and their transitions, timers,
+dispatch), ``elections`` (Vote, BeginQuorumEpoch, EndQuorumEpoch) and ``replication``
+(Fetch and FetchSnapshot, both sides); ``roles`` names the roles.
 """
 
 from __future__ import annotations
@@ -56,31 +60,34 @@ import random
 from collections.abc import Iterable, Iterator, Sequence
 
 from spool.cluster.raft.config import RaftConfig
+from spool.cluster.raft.elections import Elections
 from spool.cluster.raft.leader import LeaderState, ReplicaState
 from spool.cluster.raft.messages import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
     EndQuorumEpochRequest,
     EndQuorumEpochResponse,
-    EpochEndOffset,
     FetchRequest,
     FetchResponse,
     FetchSnapshotRequest,
     FetchSnapshotResponse,
-    LeaderIdAndEpoch,
     Request,
     Response,
     SnapshotId,
     VoteRequest,
     VoteResponse,
 )
-from spool.cluster.raft.outputs import (
-    HighWatermarkAdvanced,
-    LeaderChanged,
-    Output,
-    Respond,
-    Send,
-    SnapshotInstalled,
+from spool.cluster.raft.outputs import LeaderChanged, Output, Respond
+from spool.cluster.raft.replication import Replication
+from spool.cluster.raft.roles import (
+    CANDIDATE,
+    FOLLOWER,
+    LEADER,
+    NEVER,
+    PROSPECTIVE,
+    RESIGNED,
+    UNATTACHED,
+    RaftInvariantError,
 )
 from spool.cluster.raft.store import (
     ElectionState,
@@ -91,21 +98,8 @@ from spool.cluster.raft.store import (
 )
 from spool.protocol.errors import Errors, KafkaError
 
-NEVER = 1 << 62
 
-UNATTACHED = "unattached"
-PROSPECTIVE = "prospective"
-CANDIDATE = "candidate"
-LEADER = "leader"
-FOLLOWER = "follower"
-RESIGNED = "resigned"
-
-
-class RaftInvariantError(AssertionError):
-    """The core was asked to do something Raft forbids (a bug, not a fault to survive)."""
-
-
-class RaftNode:
+class RaftNode(Elections, Replication):
     def __init__(self, node_id: int, voters: Iterable[int], log: RaftLog,
                  quorum_state: QuorumStateStore, config: RaftConfig, rng: random.Random,
                  now_ms: int) -> None:
@@ -433,350 +427,6 @@ class RaftNode:
         if self._inflight is not None and now_ms >= self._inflight_sent_ms + rt:
             self._inflight = None  # lost: ask again (a snapshot fetch resumes at its position)
             self._fetch_at_ms = now_ms
-
-    # -- elections ---------------------------------------------------------------------------
-    def _request_votes(self, now_ms: int) -> None:
-        for v in sorted(self.voters - {self.node_id}):
-            self._send_vote(v, now_ms)
-
-    def _send_vote(self, dst: int, now_ms: int) -> None:
-        pre = self._role == PROSPECTIVE
-        self._vote_sent[dst] = now_ms
-        self._out.append(Send(dst, VoteRequest(
-            self.config.cluster_id, self._epoch + 1 if pre else self._epoch, self.node_id,
-            self.log.last_fetched_epoch, self.log.end_offset, pre_vote=pre, voter_id=dst)))
-
-    def _check_election(self, now_ms: int) -> bool:
-        """Move on if a majority has answered; True if the role changed."""
-        majority = len(self.voters) // 2 + 1
-        if len(self._granted) >= majority:
-            if self._role == PROSPECTIVE:
-                self._become_candidate(now_ms)
-            else:
-                self._become_leader(now_ms)
-            return True
-        if len(self._rejected) >= majority:
-            if self._role == PROSPECTIVE and self._leader_id == self.node_id:
-                # We led this epoch and resigned: stay resigned (and say so again) rather
-                # than forget whom this epoch belonged to.
-                self._become_resigned(now_ms, self._successors)
-            elif self._role == PROSPECTIVE and self._leader_id >= 0:
-                self._become_follower(self._epoch, self._leader_id, now_ms)
-            else:
-                backoff = self.rng.randrange(self.config.election_backoff_max_ms + 1)
-                self._become_unattached(self._epoch, self._voted_id, now_ms,
-                                        timer_ms=now_ms + backoff)
-            return True
-        return False
-
-    def _log_up_to_date(self, last_epoch: int, last_offset: int) -> bool:
-        mine = (self.log.last_fetched_epoch, self.log.end_offset)
-        return (last_epoch, last_offset) >= mine
-
-    def _vote_response(self, error: int, granted: bool) -> VoteResponse:
-        return VoteResponse(error, self._leader_id, self._epoch, granted)
-
-    def _handle_vote(self, req: VoteRequest, now_ms: int) -> VoteResponse:
-        if req.candidate_id not in self.voters or not self.is_voter:
-            return self._vote_response(Errors.INCONSISTENT_VOTER_SET, False)
-        if req.pre_vote:
-            if req.candidate_epoch <= self._epoch:
-                return self._vote_response(Errors.FENCED_LEADER_EPOCH, False)
-            if req.candidate_epoch - 1 > self._epoch:
-                # The asker is already in a later epoch (it passed a pre-vote once but its
-                # election failed): we, even a leader, move there, or the two sides would
-                # never hear of each other -- pull replication sends it nothing.
-                self._become_unattached(req.candidate_epoch - 1, -1, now_ms)
-            # KIP-996: refused only by a leader, or by a follower that has fetched from
-            # a leader that has not resigned since (its fetch timer has not expired: it
-            # would be prospective then).
-            heard_from_leader = self._role == LEADER or (
-                self._role == FOLLOWER and self._fetched_from_leader
-                and not self._leader_resigned)
-            ok = not heard_from_leader and self._log_up_to_date(req.last_offset_epoch,
-                                                                req.last_offset)
-            return self._vote_response(Errors.NONE, ok)
-        if req.candidate_epoch < self._epoch:
-            return self._vote_response(Errors.FENCED_LEADER_EPOCH, False)
-        if req.candidate_epoch > self._epoch:
-            self._become_unattached(req.candidate_epoch, -1, now_ms)
-        if self._voted_id == req.candidate_id:
-            return self._vote_response(Errors.NONE, True)
-        if (self._voted_id < 0 and self._leader_id < 0
-                and self._role in (UNATTACHED, PROSPECTIVE)
-                and self._log_up_to_date(req.last_offset_epoch, req.last_offset)):
-            # Durable before granting; it also restarts our election timer.
-            self._become_unattached(self._epoch, req.candidate_id, now_ms)
-            return self._vote_response(Errors.NONE, True)
-        return self._vote_response(Errors.NONE, False)
-
-    def _handle_vote_response(self, src: int, req: VoteRequest, resp: VoteResponse,
-                              now_ms: int) -> None:
-        if resp.error_code not in (Errors.NONE, Errors.FENCED_LEADER_EPOCH):
-            return
-        if self._observe(resp.leader_epoch, resp.leader_id, now_ms):
-            return
-        expected = (PROSPECTIVE, self._epoch + 1) if req.pre_vote else (CANDIDATE, self._epoch)
-        if (self._role, req.candidate_epoch) != expected or resp.error_code != Errors.NONE:
-            return
-        (self._granted if resp.vote_granted else self._rejected).add(src)
-        self._check_election(now_ms)
-
-    # -- BeginQuorumEpoch and EndQuorumEpoch -------------------------------------------------
-    def _send_begin_epoch(self, dst: int, now_ms: int) -> None:
-        assert self._leader is not None
-        self._leader.begin_epoch_sent[dst] = now_ms
-        self._out.append(Send(dst, BeginQuorumEpochRequest(
-            self.config.cluster_id, self.node_id, self._epoch, voter_id=dst)))
-
-    def _send_end_epoch(self, dst: int, now_ms: int) -> None:
-        self._end_epoch_sent[dst] = now_ms
-        self._out.append(Send(dst, EndQuorumEpochRequest(
-            self.config.cluster_id, self.node_id, self._epoch, self._successors)))
-
-    def _voter_only_error(self, leader_id: int, epoch: int) -> int:
-        if leader_id not in self.voters:
-            return Errors.INCONSISTENT_VOTER_SET
-        if epoch < self._epoch:
-            return Errors.FENCED_LEADER_EPOCH
-        return Errors.NONE
-
-    def _handle_begin_epoch(self, req: BeginQuorumEpochRequest,
-                            now_ms: int) -> BeginQuorumEpochResponse:
-        error = self._voter_only_error(req.leader_id, req.leader_epoch)
-        if error == Errors.NONE:
-            self._observe(req.leader_epoch, req.leader_id, now_ms)
-        return BeginQuorumEpochResponse(error, self._leader_id, self._epoch)
-
-    def _handle_end_epoch(self, req: EndQuorumEpochRequest,
-                          now_ms: int) -> EndQuorumEpochResponse:
-        error = self._voter_only_error(req.leader_id, req.leader_epoch)
-        if error == Errors.NONE:
-            self._observe(req.leader_epoch, req.leader_id, now_ms)
-            if (self._role == FOLLOWER and self._leader_id == req.leader_id
-                    and self._epoch == req.leader_epoch):
-                self._leader_resigned = True
-                self._timer_ms = min(self._timer_ms,
-                                     now_ms + self._successor_backoff(req.preferred_successors))
-        return EndQuorumEpochResponse(error, self._leader_id, self._epoch)
-
-    def _successor_backoff(self, successors: tuple[int, ...]) -> int:
-        """Kafka's strict exponential back-off: the first preferred successor stands at
-        once, the next after retry_backoff, then twice that, ... (capped)."""
-        pos = successors.index(self.node_id) if self.node_id in successors else len(successors)
-        if pos == 0:
-            return 0
-        cap = self.config.election_backoff_max_ms
-        return min(cap, self.config.retry_backoff_ms * (1 << min(pos - 1, 20)))
-
-    def _handle_epoch_response(self, resp: BeginQuorumEpochResponse | EndQuorumEpochResponse,
-                               src: int, now_ms: int) -> None:
-        if resp.error_code not in (Errors.NONE, Errors.FENCED_LEADER_EPOCH):
-            return
-        if self._observe(resp.leader_epoch, resp.leader_id, now_ms):
-            return
-        if resp.error_code != Errors.NONE or resp.leader_epoch != self._epoch:
-            return
-        if isinstance(resp, BeginQuorumEpochResponse) and self._leader is not None:
-            self._leader.begin_epoch_acked.add(src)
-        elif isinstance(resp, EndQuorumEpochResponse) and self._role == RESIGNED:
-            self._end_epoch_acked.add(src)
-
-    # -- fetching: the leader's side ---------------------------------------------------------
-    def _current_leader(self) -> LeaderIdAndEpoch:
-        return LeaderIdAndEpoch(self._leader_id, self._epoch)
-
-    def _leader_only_error(self, epoch: int) -> int:
-        if epoch < self._epoch:
-            return Errors.FENCED_LEADER_EPOCH
-        if epoch > self._epoch:
-            return Errors.UNKNOWN_LEADER_EPOCH
-        if self._role != LEADER:
-            return Errors.NOT_LEADER_OR_FOLLOWER
-        return Errors.NONE
-
-    def _fetch_error(self, req: FetchRequest) -> FetchResponse:
-        error = self._leader_only_error(req.current_leader_epoch)
-        return FetchResponse(error or Errors.NOT_LEADER_OR_FOLLOWER, self._current_leader())
-
-    def _handle_fetch(self, src: int, req: FetchRequest, now_ms: int,
-                      may_park: bool = True) -> FetchResponse | None:
-        error = self._leader_only_error(req.current_leader_epoch)
-        if error != Errors.NONE or self._leader is None:
-            return FetchResponse(error, self._current_leader())
-        if req.fetch_offset < 0 or req.last_fetched_epoch < 0:
-            return FetchResponse(Errors.INVALID_REQUEST, self._current_leader())
-        ld = self._leader
-        log = self.log
-        replica = req.replica_id if req.replica_id >= 0 else src
-        base = dict(error_code=Errors.NONE, current_leader=self._current_leader(),
-                    log_start_offset=log.log_start_offset)
-        snapshot = log.latest_snapshot_id
-        if req.fetch_offset < log.log_start_offset:
-            ld.update_fetch(replica, None, now_ms, log.end_offset)
-            return FetchResponse(high_watermark=self._hw, snapshot_id=snapshot, **base)
-        end = log.end_offset_for_epoch(req.last_fetched_epoch)
-        if end.epoch != req.last_fetched_epoch or end.offset < req.fetch_offset:
-            ld.update_fetch(replica, None, now_ms, log.end_offset)
-            if end.offset < log.log_start_offset:
-                return FetchResponse(high_watermark=self._hw, snapshot_id=snapshot, **base)
-            return FetchResponse(high_watermark=self._hw,
-                                 diverging_epoch=EpochEndOffset(end.epoch, end.offset), **base)
-        ld.update_fetch(replica, req.fetch_offset, now_ms, log.end_offset)
-        if replica in self.voters:
-            self._maybe_advance_leader_hw(now_ms)
-        records = log.read(req.fetch_offset, min(req.max_bytes, self.config.fetch_max_bytes))
-        state = ld.replica(replica)
-        if (records is None and may_park and req.max_wait_ms > 0
-                and state.high_watermark_sent >= self._hw):
-            return None
-        state.high_watermark_sent = self._hw
-        return FetchResponse(high_watermark=self._hw, records=records, **base)
-
-    def _complete_parked(self, now_ms: int, expired_only: bool = False) -> None:
-        ld = self._leader
-        if ld is None or not ld.parked:
-            return
-        parked, ld.parked = ld.parked, []
-        for src, req, deadline in parked:
-            if expired_only and now_ms < deadline:
-                ld.parked.append((src, req, deadline))
-                continue
-            resp = self._handle_fetch(src, req, now_ms, may_park=now_ms < deadline)
-            if resp is None:
-                ld.parked.append((src, req, deadline))
-            else:
-                self._out.append(Respond(src, req, resp))
-
-    def _maybe_advance_leader_hw(self, now_ms: int) -> None:
-        ld = self._leader
-        if ld is None:
-            return
-        candidate = ld.majority_offset()
-        if candidate > ld.epoch_start_offset and candidate > self._hw:
-            self._set_hw(candidate)
-            self._complete_parked(now_ms)
-
-    def _set_hw(self, hw: int) -> None:
-        if hw > self._hw:
-            self._hw = hw
-            self._out.append(HighWatermarkAdvanced(hw))
-
-    def _handle_fetch_snapshot(self, src: int, req: FetchSnapshotRequest,
-                               now_ms: int) -> FetchSnapshotResponse:
-        error = self._leader_only_error(req.current_leader_epoch)
-        if error != Errors.NONE or self._leader is None:
-            return FetchSnapshotResponse(error, self._current_leader())
-        self._leader.update_fetch(req.replica_id if req.replica_id >= 0 else src, None, now_ms,
-                                  self.log.end_offset)
-        max_bytes = min(req.max_bytes, self.config.fetch_snapshot_max_bytes)
-        found = self.log.read_snapshot(req.snapshot_id, req.position, max_bytes)
-        if found is None:
-            return FetchSnapshotResponse(Errors.SNAPSHOT_NOT_FOUND, self._current_leader())
-        chunk, size = found
-        if req.position < 0 or req.position > size:
-            return FetchSnapshotResponse(Errors.POSITION_OUT_OF_RANGE, self._current_leader())
-        return FetchSnapshotResponse(Errors.NONE, self._current_leader(), req.snapshot_id,
-                                     size, req.position, chunk)
-
-    # -- fetching: the follower's side -------------------------------------------------------
-    def _send_fetch(self, now_ms: int) -> None:
-        self._fetch_at_ms = NEVER
-        dst = self._leader_id
-        if self._role != FOLLOWER or dst < 0:
-            if self.is_voter or self._role != UNATTACHED:
-                return
-            dst = self.rng.choice(sorted(self.voters))  # an observer looking for the leader
-        req: FetchRequest | FetchSnapshotRequest
-        if self._snapshot is not None:
-            sid, buf = self._snapshot
-            req = FetchSnapshotRequest(self.config.cluster_id, self.node_id, self._epoch, sid,
-                                       len(buf), self.config.fetch_snapshot_max_bytes)
-        else:
-            req = FetchRequest(self.config.cluster_id, self.node_id,
-                               self.config.fetch_max_wait_ms, self._epoch, self.log.end_offset,
-                               self.log.last_fetched_epoch, self.log.log_start_offset,
-                               self.config.fetch_max_bytes)
-        self._inflight, self._inflight_dst, self._inflight_sent_ms = req, dst, now_ms
-        self._out.append(Send(dst, req))
-
-    def _fetch_failed(self, resp: FetchResponse | FetchSnapshotResponse, now_ms: int) -> None:
-        cl = resp.current_leader
-        if self._observe(cl.leader_epoch, cl.leader_id, now_ms):
-            return
-        if (resp.error_code == Errors.NOT_LEADER_OR_FOLLOWER and self._role == FOLLOWER
-                and cl == (self._leader_id, self._epoch)):
-            self._leader_resigned = True  # our leader no longer leads this epoch
-        self._fetch_at_ms = now_ms + self.config.retry_backoff_ms
-
-    def _handle_fetch_response(self, src: int, req: FetchRequest, resp: FetchResponse,
-                               now_ms: int) -> None:
-        if req is not self._inflight:
-            return  # a duplicate or an answer we stopped waiting for
-        self._inflight = None
-        if resp.error_code != Errors.NONE:
-            self._fetch_failed(resp, now_ms)
-            return
-        cl = resp.current_leader
-        if self._observe(cl.leader_epoch, cl.leader_id, now_ms) or self._role != FOLLOWER:
-            return
-        if cl != (self._leader_id, self._epoch):
-            self._fetch_at_ms = now_ms + self.config.retry_backoff_ms
-            return
-        self._timer_ms = now_ms + self.config.fetch_timeout_ms
-        self._leader_resigned = False
-        self._fetched_from_leader = True
-        log = self.log
-        unchanged = (log.end_offset == req.fetch_offset
-                     and log.last_fetched_epoch == req.last_fetched_epoch)
-        if resp.diverging_epoch is not None:
-            if unchanged:
-                self._truncate_diverged(resp.diverging_epoch)
-        elif resp.snapshot_id is not None:
-            if resp.snapshot_id.end_offset > self._hw:
-                self._snapshot = (resp.snapshot_id, bytearray())
-        elif unchanged:
-            if resp.records is not None:
-                log.append_as_follower(resp.records)
-            self._set_hw(min(resp.high_watermark, log.end_offset))
-        self._send_fetch(now_ms)
-
-    def _truncate_diverged(self, diverging: EpochEndOffset) -> None:
-        local = self.log.end_offset_for_epoch(diverging.epoch)
-        offset = min(local.offset, diverging.end_offset)
-        if offset < self._hw:
-            raise RaftInvariantError(
-                f"node {self.node_id}: leader {self._leader_id} diverges at {offset}, below "
-                f"the high watermark {self._hw}")
-        self.log.truncate_to(offset)
-
-    def _handle_fetch_snapshot_response(self, req: FetchSnapshotRequest,
-                                        resp: FetchSnapshotResponse, now_ms: int) -> None:
-        if req is not self._inflight:
-            return
-        self._inflight = None
-        if resp.error_code != Errors.NONE:
-            if resp.error_code in (Errors.SNAPSHOT_NOT_FOUND, Errors.POSITION_OUT_OF_RANGE):
-                self._snapshot = None  # fetch again: the leader names its current snapshot
-            self._fetch_failed(resp, now_ms)
-            return
-        cl = resp.current_leader
-        if self._observe(cl.leader_epoch, cl.leader_id, now_ms) or self._snapshot is None:
-            return
-        sid, buf = self._snapshot
-        if resp.snapshot_id != sid or resp.position != len(buf):
-            self._snapshot = None
-        else:
-            self._timer_ms = now_ms + self.config.fetch_timeout_ms
-            self._fetched_from_leader = True
-            buf += resp.unaligned_records
-            if len(buf) >= resp.size:
-                self._snapshot = None
-                if sid.end_offset > self._hw:
-                    self.log.install_snapshot(sid, bytes(buf))
-                    self._out.append(SnapshotInstalled(sid))
-                    self._set_hw(sid.end_offset)
-        self._send_fetch(now_ms)
 
     # -- dispatch ----------------------------------------------------------------------------
     def handle_request(self, src: int, request: Request,
