@@ -22,7 +22,8 @@ Invariants, checked after every event (``Violation`` names the first broken one)
   the run has seen so far: a committed entry is never lost or changed anywhere;
 - leader completeness: a node that becomes leader of epoch E holds every entry that was
   committed in an epoch before E;
-- a node's high watermark never goes backwards within one life.
+- a node's high watermark never goes backwards within one life;
+- a leader never shortens its log within its epoch (Raft's leader append-only).
 """
 
 from __future__ import annotations
@@ -127,6 +128,7 @@ class SimNode:
     applied: list = field(default_factory=list)  # (epoch, value) per offset from 0
     hw_seen: int = 0
     poll_at: int = -1
+    leader_end: tuple[int, int] = (-1, 0)  # (epoch, log end) when last seen leading
     clock_offset: int = 0  # the node's clock reads offset + rate * simulated ms
     clock_rate: float = 1.0
 
@@ -374,6 +376,11 @@ class Simulation:
             holder = self.leaders.setdefault(r.epoch, n.node_id)
             if holder != n.node_id:
                 raise Violation(f"two leaders in epoch {r.epoch}: {holder} and {n.node_id}")
+            epoch, end = n.leader_end
+            if epoch == r.epoch and r.log_end_offset < end:
+                raise Violation(f"leader {n.node_id} of epoch {epoch} truncated its log from "
+                                f"{end} to {r.log_end_offset}")
+            n.leader_end = (r.epoch, r.log_end_offset)
         st = n.quorum_state.last
         if st is not None and st.voted_id >= 0:
             vote = self.votes.setdefault((n.node_id, st.epoch), st.voted_id)
