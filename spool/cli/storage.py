@@ -50,6 +50,8 @@ def format_dirs(
     from spool.broker.main import LogDirError, format_storage
 
     cfg = load_config(config, override, "storage format")
+    for line in cfg.unknown_warnings():
+        typer.echo(f"spool storage format: {line}", err=True)
     try:
         written = format_storage(cfg, cluster_id, ignore_formatted=ignore_formatted)
     except (LogDirError, OSError) as e:

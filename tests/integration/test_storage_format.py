@@ -94,6 +94,15 @@ def test_format_writes_meta_properties_into_every_log_dir_and_the_metadata_dir(t
         "--ignore-formatted to ignore this directory and format the others.\n")
 
 
+def test_format_warns_about_unknown_keys(tmp_path):
+    done = spool("storage", "format", "-t", "blue", "-c", str(kraft_config(tmp_path)),
+                 "-o", "log.dirz=/x")
+    assert done.returncode == 0
+    assert done.stderr == (
+        "spool storage format: The configuration 'log.dirz' was supplied but isn't a known "
+        "config; it is ignored (did you mean 'log.dir' or 'log.dirs'?)\n")
+
+
 def test_format_needs_a_cluster_id(tmp_path):
     done = spool("storage", "format", "--config", str(kraft_config(tmp_path)))
     assert done.returncode == 1
