@@ -120,13 +120,17 @@ def status(
     if json:
         print_json(st.to_json())
         return
-    print(f"ClusterId: {st.cluster_id}  Controller: {st.controller_id}  (asked {st.asked})")
+    print(f"ClusterId: {st.cluster_id or '?'}  Controller: {st.controller_id}  "
+          f"(asked {st.asked})")
     print_table(
         ["NodeId", "LogEndOffset", "Lag", "LastFetch", "LastCaughtUp", "Status"],
         [[r.node_id, r.log_end_offset, r.lag, _ago(r.last_fetch_ms_ago),
           _ago(r.last_caught_up_ms_ago), r.status] for r in st.replicas],
         title=f"Quorum: leader {st.leader_id}, epoch {st.leader_epoch}, high watermark "
               f"{st.high_watermark}")
+    if st.brokers is None:
+        print("Brokers: not listed by a controller listener; ask a broker listener")
+        return
     print_table(
         ["BrokerId", "Address", "Rack", "Fenced"],
         [[b.node_id, f"{b.host}:{b.port}", b.rack or "-",

@@ -1,11 +1,14 @@
 """``spool cluster status``: the quorum and the brokers, as one broker reports them.
 
-``fetch_status(bootstrap, timeout)`` asks the first node of ``bootstrap``
-that answers (``host:port,...``): ApiVersions (to choose versions both
+``fetch_status(bootstrap, timeout)`` asks the nodes of ``bootstrap``
+(``host:port,...``) in turn until one can tell (a controller listener that is
+not the quorum leader cannot): ApiVersions (to choose versions both
 sides speak), DescribeQuorum on ``__cluster_metadata-0`` (a broker forwards
 it to the active controller, as Kafka does) and DescribeCluster (v2 with
 ``include_fenced_brokers`` when the node serves it, so fenced brokers show;
-before v2 only unfenced brokers are listed). ``Status`` holds what
+before v2 only unfenced brokers are listed). Asked on a controller listener
+(``-b`` at a CONTROLLER port), it shows the quorum only: controllers serve
+no DescribeCluster for brokers. ``Status`` holds what
 ``kafka-metadata-quorum describe --status --replication`` and
 ``kafka-cluster`` show: leader, epoch, high watermark, each voter's log end
 offset, lag behind the leader and how long ago it last fetched and was caught
@@ -57,13 +60,13 @@ class Broker:
 @dataclass
 class Status:
     asked: str
-    cluster_id: str
+    cluster_id: str | None  # None: asked a controller listener (no DescribeCluster there)
     controller_id: int
     leader_id: int
     leader_epoch: int
     high_watermark: int
     replicas: list[Replica] = field(default_factory=list)
-    brokers: list[Broker] = field(default_factory=list)
+    brokers: list[Broker] | None = field(default_factory=list)  # None: not asked (as above)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -84,7 +87,7 @@ async def _fetch(bootstrap: str, timeout: float) -> Status:
                             connect_timeout_ms=int(timeout * 1000))
         try:
             return await _ask(client, item)
-        except ClientError as e:
+        except (ClientError, StatusError) as e:  # (a controller that is not the leader...)
             errors.append(str(e))
         finally:
             await client.close()
@@ -95,12 +98,9 @@ async def _ask(client: NodeClient, asked: str) -> Status:
     versions = await client.request(ApiVersionsRequest(
         client_software_name="spool", client_software_version="cluster-status"), 3)
     served = {k.api_key: k.max_version for k in versions.api_keys}
-    use = {}
-    for key, ours in _OURS.items():
-        if key != 18 and key not in served:
-            raise StatusError(f"{asked} does not serve "
-                              f"{'DescribeQuorum' if key == 55 else 'DescribeCluster'}")
-        use[key] = min(ours, served.get(key, ours))
+    if 55 not in served:
+        raise StatusError(f"{asked} does not serve DescribeQuorum (a single node has no quorum)")
+    use = {key: min(ours, served.get(key, ours)) for key, ours in _OURS.items()}
     quorum = await client.request(DescribeQuorumRequest(topics=[TopicData(
         topic_name=METADATA_TOPIC, partitions=[PartitionData(partition_index=0)])]), use[55])
     if quorum.error_code:
@@ -108,10 +108,12 @@ async def _ask(client: NodeClient, asked: str) -> Status:
     p = quorum.topics[0].partitions[0]
     if p.error_code:
         raise StatusError(f"{asked}: DescribeQuorum: {_error(p.error_code, p)}")
-    cluster = await client.request(
-        DescribeClusterRequest(include_fenced_brokers=True), use[60])
-    if cluster.error_code:
-        raise StatusError(f"{asked}: DescribeCluster: {_error(cluster.error_code, cluster)}")
+    cluster = None  # a controller listener serves no DescribeCluster for brokers
+    if 60 in served:
+        cluster = await client.request(
+            DescribeClusterRequest(include_fenced_brokers=True), use[60])
+        if cluster.error_code:
+            raise StatusError(f"{asked}: DescribeCluster: {_error(cluster.error_code, cluster)}")
     now = int(time.time() * 1000)
     leo = {r.replica_id: r.log_end_offset for r in p.current_voters}
     leader_leo = leo.get(p.leader_id, p.high_watermark)
@@ -123,13 +125,14 @@ async def _ask(client: NodeClient, asked: str) -> Status:
                        status)
 
     return Status(
-        asked=asked, cluster_id=cluster.cluster_id, controller_id=cluster.controller_id,
+        asked=asked, cluster_id=cluster.cluster_id if cluster else None,
+        controller_id=cluster.controller_id if cluster else p.leader_id,
         leader_id=p.leader_id, leader_epoch=p.leader_epoch, high_watermark=p.high_watermark,
         replicas=[replica(r, False) for r in p.current_voters]
         + [replica(r, True) for r in p.observers],
-        brokers=sorted((Broker(b.broker_id, b.host, b.port, b.rack,
-                               b.is_fenced if use[60] >= 2 else None)
-                        for b in cluster.brokers), key=lambda b: b.node_id),
+        brokers=None if cluster is None else sorted(
+            (Broker(b.broker_id, b.host, b.port, b.rack, b.is_fenced if use[60] >= 2 else None)
+             for b in cluster.brokers), key=lambda b: b.node_id),
     )
 
 

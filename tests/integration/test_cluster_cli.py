@@ -109,6 +109,13 @@ def test_started_nodes_elect_a_leader_that_status_shows_then_down_stops_them(tmp
         for r in doc["replicas"]:
             assert r["lag"] == leader_leo - r["log_end_offset"] >= 0
 
+        controllers = ",".join(f"127.0.0.1:{base + CONTROLLER_PORT_OFFSET + i}" for i in range(3))
+        ctl = spool("cluster", "status", "-b", controllers, "--json")
+        assert ctl.returncode == 0, ctl.stderr
+        ctl_doc = json.loads(ctl.stdout)  # the leader's controller listener answers
+        leader_port = base + CONTROLLER_PORT_OFFSET + ctl_doc["leader_id"] - 1
+        assert (ctl_doc["asked"], ctl_doc["brokers"]) == (f"127.0.0.1:{leader_port}", None)
+
         text = spool("cluster", "status", "-b", f"127.0.0.1:{base}")
         assert text.returncode == 0, text.stderr
         assert (f"Quorum: leader {doc['leader_id']}, epoch " in text.stdout
