@@ -12,7 +12,9 @@ Kafka's answers (``KRaftMetadataCache``), kept here:
   shutdown is still listed); a broker without an endpoint on the requested
   listener is left out;
 - a replica is offline when its broker is not registered, is fenced, or has
-  no endpoint on the requested listener;
+  no endpoint on the broker's default listener (Kafka checks the requested
+  listener; with the same listener names on every broker, as ``advertised.listeners``
+  are usually written, the two agree);
 - the controller id told to clients is the active controller when it is a live
   broker too (a combined node), else a random live broker (Kafka 4 always
   answers a random live broker: a client cannot reach a controller-only node);

@@ -21,7 +21,9 @@ Once ready the topic stays ready (internal topics cannot be deleted), so
 the checks are cheap after the first success. A creation that fails (e.g.
 beyond the partition limit) is logged; the next ``ensure`` tries again.
 
-In a cluster the topic is created by the active controller
+In a cluster, ``coordinator_error(key)`` is NOT_COORDINATOR when another
+broker leads the key's partition (handlers answer it before touching the
+coordinator), and the topic is created by the active controller
 (``spool.broker.forwarding.create_topic_via_controller``) with
 ``offsets.topic.replication.factor`` / ``transaction.state.log.replication.factor``
 replicas, as Kafka does: with fewer live brokers than that the controller
@@ -62,6 +64,31 @@ class InternalTopic:
     def partition_for(self, key: str) -> int:
         """The partition holding ``key``'s records (a group id, a transactional id)."""
         return partition_for(key, self.partitions())
+
+    def coordinator_error(self, key: str) -> KafkaError | None:
+        """NOT_COORDINATOR when, in a cluster, another broker (or none) leads ``key``'s
+        partition: the client looks the coordinator up again, as Kafka answers;
+        COORDINATOR_LOAD_IN_PROGRESS while this broker leads it but its log is not created
+        yet. None on a single node, before the topic exists (``ensure`` creates it), or when
+        this broker leads the partition and has its log."""
+        view = self.broker.view
+        if not view.clustered:
+            return None
+        part = view.partition(self.name, self.partition_for(key))
+        if part is None:
+            return None
+        if part.leader == self.broker.node_id:
+            if self.broker.storage.logs.get(self.name, part.partition_index) is None:
+                # just elected or created: the log follows the image (retriable, as Kafka
+                # answers while it loads a coordinator partition)
+                return KafkaError(Errors.COORDINATOR_LOAD_IN_PROGRESS,
+                                  f"{self.name} partition {part.partition_index} is being "
+                                  f"created on broker {self.broker.node_id}")
+            return None
+        return KafkaError(Errors.NOT_COORDINATOR,
+                          f"broker {self.broker.node_id} is not the coordinator of {key!r} "
+                          f"({self.name} partition {part.partition_index} is led by "
+                          f"{part.leader})")
 
     def ready(self) -> bool:
         """Whether every partition log of the topic exists (no file work)."""

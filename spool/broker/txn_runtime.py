@@ -216,10 +216,16 @@ class TransactionRuntime:
 
     # ---- operations (handlers call these; KafkaError is the answer)
 
+    def _check_coordinator(self, txn_id: str) -> None:
+        err = self.topic.coordinator_error(txn_id)
+        if err is not None:
+            raise err
+
     def init_producer_id(self, txn_id: str, timeout_ms: int, producer_id: int,
                          epoch: int) -> tuple[int, int]:
         if not txn_id:
             raise KafkaError(Errors.INVALID_REQUEST, "empty transactional id")
+        self._check_coordinator(txn_id)
         abort, m = self.coordinator.init_producer_id(
             txn_id, timeout_ms, producer_id, epoch, self.now(), self.broker.producer_ids.next_id)
         if abort is not None:
@@ -234,6 +240,9 @@ class TransactionRuntime:
     def add_partitions(self, txn_id: str, producer_id: int, epoch: int,
                        partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
         """Error code per partition (Kafka: one unknown partition fails the whole request)."""
+        err = self.topic.coordinator_error(txn_id)
+        if err is not None:
+            return {tp: err.code for tp in partitions}
         unknown = {tp for tp in partitions
                    if not 0 <= tp[1] < self.broker.partition_count(tp[0])}
         if unknown:
@@ -257,6 +266,7 @@ class TransactionRuntime:
             raise KafkaError(code)
 
     def end_txn(self, txn_id: str, producer_id: int, epoch: int, commit: bool) -> None:
+        self._check_coordinator(txn_id)
         m = self.coordinator.end_txn(txn_id, producer_id, epoch, commit, self.now())
         if m is not None:
             self._write(m)
@@ -265,13 +275,22 @@ class TransactionRuntime:
     def txn_offset_commit(self, txn_id: str, group_id: str, producer_id: int, epoch: int,
                           generation: int, member_id: str, instance: str | None,
                           offsets: list[tuple[str, int, int, int, str | None]]) -> int:
-        """Append the offsets as a transactional batch; pending until the marker. Error code."""
-        m = self.coordinator.txns.get(txn_id)
-        if m is None or m.producer_id != producer_id:
-            return Errors.INVALID_PRODUCER_ID_MAPPING
-        if m.producer_epoch != epoch:
-            return Errors.PRODUCER_FENCED
+        """Append the offsets as a transactional batch; pending until the marker. Error code.
+
+        This broker answers as the group's coordinator. When it coordinates the transaction
+        too it checks the producer against it; in a cluster where another broker does, it
+        cannot (as Kafka's group coordinator): the offsets log's producer state fences a
+        stale epoch on append (PRODUCER_FENCED)."""
         groups = self.broker.groups
+        err = groups.topic.coordinator_error(group_id)
+        if err is not None:
+            return err.code
+        m = self.coordinator.txns.get(txn_id)
+        local = self.topic.coordinator_error(txn_id) is None
+        if local and (m is None or m.producer_id != producer_id):
+            return Errors.INVALID_PRODUCER_ID_MAPPING
+        if local and m.producer_epoch != epoch:
+            return Errors.PRODUCER_FENCED
         coord = groups.coordinator
         if generation >= 0 or member_id or instance is not None:
             code = _check_commit(coord, group_id, generation, member_id, instance)
@@ -280,7 +299,7 @@ class TransactionRuntime:
         elif not group_id:
             return Errors.INVALID_GROUP_ID
         p = partition_for(group_id, groups.num_partitions)
-        if (OFFSETS_TOPIC, p) not in m.partitions or m.state != TxnState.ONGOING:
+        if local and ((OFFSETS_TOPIC, p) not in m.partitions or m.state != TxnState.ONGOING):
             return Errors.INVALID_TXN_STATE
         now = self.now()
         b = BatchBuilder(producer_id=producer_id, producer_epoch=epoch, is_transactional=True)

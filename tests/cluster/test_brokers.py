@@ -9,7 +9,7 @@ import uuid
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from spool.protocol._generated import ProduceRequest
+from spool.protocol._generated import FindCoordinatorRequest, HeartbeatRequest, ProduceRequest
 from spool.protocol._generated.produce_request import PartitionProduceData, TopicProduceData
 from spool.protocol.errors import Errors
 from spool.records.builder import BatchBuilder
@@ -232,3 +232,62 @@ def test_broker_only_nodes_follow_the_log_as_observers_and_serve(cluster_factory
     finally:
         consumer.close()
     assert sorted(got) == sorted(b"e%d" % i for i in range(20))
+
+
+def coordinator(bootstrap: str, key: str, key_type: int) -> int | str:
+    """The node FindCoordinator names for a group (0) or transactional id (1)."""
+    c = RawClient(bootstrap)
+    try:
+        r = c.request(10, 3, FindCoordinatorRequest(key=key, key_type=key_type))
+    finally:
+        c.close()
+    return r.node_id if r.error_code == 0 else f"{key}: error {r.error_code}"
+
+
+def test_groups_and_transactions_have_one_coordinator_each(cluster_factory):
+    """Coordinators are the leaders of the keys' internal partitions: another broker answers
+    NOT_COORDINATOR; a transaction whose group coordinator is another broker than its own
+    commits its consumer offsets with it (TxnOffsetCommit there, markers over the network)."""
+    cluster = cluster_factory(roles=(COMBINED,) * 3, racks=RACKS, proxied=False).start()
+    cluster.wait_formed()
+    name = f"cp-{uuid.uuid4().hex[:6]}"
+    create(cluster.bootstrap, name, 3, 1)
+    cluster.wait_until("leaders", lambda: partitions_of(cluster.bootstrap, name))
+    txn_id = f"txn-{name}"
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": txn_id})
+    producer.init_transactions(30)
+    txn_coord = cluster.wait_until("txn coordinator",
+                                   lambda: coordinator(cluster.nodes[1].bootstrap, txn_id, 1))
+    groups = {}
+    for i in range(30):
+        g = f"group-{i}"
+        groups[g] = cluster.wait_until("group coordinator",
+                                       lambda g=g: coordinator(cluster.nodes[1].bootstrap, g, 0))
+    group = next(g for g, node in groups.items() if node != txn_coord)
+    other = next(n for n in cluster.nodes if n != groups[group])
+
+    c = RawClient(cluster.nodes[other].bootstrap)
+    try:
+        hb = c.request(12, 4, HeartbeatRequest(group_id=group, generation_id=1,
+                                               member_id="m", group_instance_id=None))
+    finally:
+        c.close()
+    assert hb.error_code == Errors.NOT_COORDINATOR
+
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group,
+                         "enable.auto.commit": False})
+    try:
+        producer.begin_transaction()
+        producer.produce(name, value=b"x", partition=0)
+        producer.send_offsets_to_transaction(
+            [TopicPartition(name, 0, 42)], consumer.consumer_group_metadata(), 30)
+        producer.commit_transaction(30)
+
+        def committed_42():
+            tp = consumer.committed([TopicPartition(name, 0)], timeout=10)[0]
+            return tp if tp.offset == 42 else f"offset {tp.offset}"
+
+        committed = cluster.wait_until("the committed offset", committed_42, 30)
+    finally:
+        consumer.close()
+    assert committed.offset == 42

@@ -52,6 +52,9 @@ AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 async def _parked(ctx, group_id: str, call) -> object:
     """Run ``call(reply)`` on the coordinator and await the reply it (or a later op) gives."""
     await ctx.broker.groups.topic.ensure()  # created in the executor, never on the loop
+    err = ctx.broker.groups.topic.coordinator_error(group_id)
+    if err is not None:
+        return err
     fut = asyncio.get_running_loop().create_future()
 
     def reply(value) -> None:
@@ -108,8 +111,8 @@ async def heartbeat(ctx, req: HeartbeatRequest) -> HeartbeatResponse:
     instance = req.group_instance_id if ctx.api_version >= 3 else None
     coord = ctx.broker.groups.coordinator
     # A heartbeat writes nothing, so there is no group state to checkpoint.
-    code = ctx.broker.groups.call([], lambda: coord.heartbeat(
-        req.group_id, req.generation_id, req.member_id, instance))
+    code = ctx.broker.groups.topic.coordinator_error(req.group_id) or ctx.broker.groups.call(
+        [], lambda: coord.heartbeat(req.group_id, req.generation_id, req.member_id, instance))
     if isinstance(code, KafkaError):
         code = code.code
     return HeartbeatResponse(throttle_time_ms=0, error_code=code)
@@ -123,7 +126,8 @@ async def leave_group(ctx, req: LeaveGroupRequest) -> LeaveGroupResponse:
         members = [(m.member_id, m.group_instance_id) for m in req.members]
     coord = ctx.broker.groups.coordinator
     await ctx.broker.groups.topic.ensure()
-    codes = ctx.broker.groups.call([req.group_id], lambda: coord.leave_group(req.group_id, members))
+    codes = ctx.broker.groups.topic.coordinator_error(req.group_id) or ctx.broker.groups.call(
+        [req.group_id], lambda: coord.leave_group(req.group_id, members))
     if isinstance(codes, KafkaError):
         codes = [codes.code] * len(members)
     if ctx.api_version < 3:
@@ -138,7 +142,14 @@ async def leave_group(ctx, req: LeaveGroupRequest) -> LeaveGroupResponse:
 async def describe_groups(ctx, req: DescribeGroupsRequest) -> DescribeGroupsResponse:
     coord = ctx.broker.groups.coordinator
     groups = []
+    topic = ctx.broker.groups.topic
     for gid in req.groups:
+        err = topic.coordinator_error(gid)
+        if err is not None:
+            groups.append(DescribedGroup(error_code=err.code, group_id=gid, group_state="",
+                                         protocol_type="", protocol_data="", members=[],
+                                         authorized_operations=AUTHORIZED_OPERATIONS_OMITTED))
+            continue
         d = describe_group(coord, gid)
         groups.append(DescribedGroup(
             error_code=0, group_id=gid, group_state=d.state, protocol_type=d.protocol_type,
@@ -156,21 +167,27 @@ async def list_groups_handler(ctx, req: ListGroupsRequest) -> ListGroupsResponse
     v = ctx.api_version
     rows = list_groups(ctx.broker.groups.coordinator,
                        req.states_filter if v >= 4 else None, req.types_filter if v >= 5 else None)
+    topic = ctx.broker.groups.topic  # in a cluster: the groups this broker coordinates
     return ListGroupsResponse(throttle_time_ms=0, error_code=0, groups=[
         ListedGroup(group_id=g, protocol_type=t, group_state=s, group_type="classic")
-        for g, t, s in rows
+        for g, t, s in rows if topic.coordinator_error(g) is None
     ])
 
 
 @handles(42, 0, 2)
 async def delete_groups_handler(ctx, req: DeleteGroupsRequest) -> DeleteGroupsResponse:
-    names = list(req.groups_names)
     await ctx.broker.groups.topic.ensure()
-    # delete_groups changes no group (its tombstones do, once replayed): no group checkpoint
-    codes = ctx.broker.groups.call([], lambda: delete_groups(ctx.broker.groups.coordinator, names))
-    if isinstance(codes, KafkaError):
-        codes = [codes.code] * len(names)
+    topic = ctx.broker.groups.topic
+    result = {g: err.code for g in req.groups_names
+              if (err := topic.coordinator_error(g)) is not None}
+    names = [g for g in req.groups_names if g not in result]
+    if names:
+        # delete_groups changes no group (its tombstones do, once replayed): no checkpoint
+        codes = ctx.broker.groups.call(
+            [], lambda: delete_groups(ctx.broker.groups.coordinator, names))
+        if isinstance(codes, KafkaError):
+            codes = [codes.code] * len(names)
+        result.update(zip(names, codes, strict=True))
     return DeleteGroupsResponse(throttle_time_ms=0, results=[
-        DeletableGroupResult(group_id=g, error_code=c)
-        for g, c in zip(req.groups_names, codes, strict=True)
+        DeletableGroupResult(group_id=g, error_code=result[g]) for g in req.groups_names
     ])

@@ -61,7 +61,8 @@ async def offset_commit(ctx, req: OffsetCommitRequest) -> OffsetCommitResponse:
     if todo:
         await broker.groups.topic.ensure()  # created in the executor, never on the loop
         # commit_offsets changes no group (its records do, once replayed): no group checkpoint
-        got = broker.groups.call([], lambda: commit_offsets(
+        got = broker.groups.topic.coordinator_error(req.group_id) or broker.groups.call(
+            [], lambda: commit_offsets(
             broker.groups.coordinator, req.group_id, req.generation_id_or_member_epoch,
             req.member_id, req.group_instance_id if v >= 7 else None, todo))
         if isinstance(got, KafkaError):
@@ -81,6 +82,13 @@ async def offset_fetch(ctx, req: OffsetFetchRequest) -> OffsetFetchResponse:
     wanted = None
     if req.topics is not None:
         wanted = [(t.name, p) for t in req.topics for p in t.partition_indexes]
+    err = ctx.broker.groups.topic.coordinator_error(req.group_id)
+    if err is not None:  # v2+: the top-level error; v1 has only the partitions' codes
+        return OffsetFetchResponse(throttle_time_ms=0, error_code=err.code, topics=[
+            OffsetFetchResponseTopic(name=t.name, partitions=[OffsetFetchResponsePartition(
+                partition_index=p, committed_offset=-1, committed_leader_epoch=-1, metadata="",
+                error_code=err.code) for p in t.partition_indexes])
+            for t in req.topics or ()] if ctx.api_version < 2 else [])
     found = fetch_offsets(ctx.broker.groups.coordinator, req.group_id, wanted)
     by_topic: dict[str, list[OffsetFetchResponsePartition]] = {}
     for (topic, partition), c in found.items():
@@ -102,6 +110,9 @@ async def offset_delete(ctx, req: OffsetDeleteRequest) -> OffsetDeleteResponse:
     asked = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
     known = [tp for tp in asked if _exists(broker, *tp)]
     await broker.groups.topic.ensure()
+    err = broker.groups.topic.coordinator_error(req.group_id)
+    if err is not None:
+        return OffsetDeleteResponse(error_code=err.code, throttle_time_ms=0, topics=[])
 
     def op():
         result, top, codes = delete_offsets(broker.groups.coordinator, req.group_id, known)
