@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -24,6 +23,7 @@ import pytest
 
 from spool.broker.config import BrokerConfig
 from spool.cli.local_cluster import CONTROLLER_PORT_OFFSET, LocalCluster
+from tests.helpers.ports import free_base_port
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -32,27 +32,6 @@ SPOOL = [sys.executable, "-m", "spool.cli.main"]
 
 def spool(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([*SPOOL, *args], capture_output=True, text=True, timeout=timeout)
-
-
-def free_base_port(nodes: int) -> int:
-    """A base port whose PLAINTEXT and CONTROLLER ports for ``nodes`` nodes are all free."""
-    for _ in range(100):
-        base = random.randrange(20000, 40000)
-        ports = [base + i for i in range(nodes)]
-        ports += [p + CONTROLLER_PORT_OFFSET for p in ports]
-        socks = []
-        try:
-            for p in ports:
-                s = socket.socket()
-                socks.append(s)
-                s.bind(("127.0.0.1", p))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise RuntimeError("no free port range")
 
 
 def meta_properties(d: Path) -> dict[str, str]:
