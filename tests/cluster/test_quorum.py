@@ -46,10 +46,12 @@ def _lists(cluster: Cluster, node: int, names: set[str]):
     return probe
 
 
-def _create(cluster: Cluster, names: list[str]) -> dict[str, int]:
-    """CreateTopics on the active controller's listener; name -> error code."""
-    leader = cluster.wait_until("an active controller", cluster.active_controller)
-    c = RawClient(cluster.nodes[leader.leader_id].controller_address, timeout=30)
+def _create(cluster: Cluster, names: list[str], node: int | None = None) -> dict[str, int]:
+    """CreateTopics on ``node``'s controller listener (default: the active controller's);
+    name -> error code."""
+    if node is None:
+        node = cluster.wait_until("an active controller", cluster.active_controller).leader_id
+    c = RawClient(cluster.nodes[node].controller_address, timeout=30)
     try:
         r = c.request(19, 7, CreateTopicsRequest(timeout_ms=10_000, topics=[
             CreatableTopic(name=n, num_partitions=1, replication_factor=1) for n in names]))
@@ -104,6 +106,8 @@ def test_a_killed_leader_rejoins_as_a_follower_of_the_new_epoch(cluster_factory)
     cluster = cluster_factory(proxied=False).start()
     old = cluster.wait_formed()
     assert _create(cluster, ["before"]) == {"before": 0}
+    follower = next(n for n in (1, 2, 3) if n != old.leader_id)
+    assert _create(cluster, ["refused"], node=follower) == {"refused": Errors.NOT_CONTROLLER}
     state = _quorum_state(cluster, old.leader_id)
     assert (state["leaderId"], state["leaderEpoch"]) == (old.leader_id, old.leader_epoch)
 
