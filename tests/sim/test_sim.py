@@ -69,3 +69,12 @@ def test_the_simulator_catches_a_voter_that_votes_twice_in_an_epoch(monkeypatch)
     found = _first_violation(range(100))
     assert found is not None
     assert "voted for" in str(found[1]) or "two leaders" in str(found[1])
+
+
+@pytest.mark.parametrize("seed", [17, 4242])
+def test_a_seed_replays_exactly(seed: int) -> None:
+    traces: list[list[str]] = [[], []]
+    for trace in traces:
+        Simulation(seed, trace=trace.append).run()
+    assert traces[0] == traces[1]
+    assert any("leader change" in line for line in traces[0])
