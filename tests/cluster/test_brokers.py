@@ -79,12 +79,17 @@ def test_topics_live_on_their_replicas_and_only_leaders_serve(cluster_factory):
     b.append(b"k", b"v", timestamp=1)
     c = RawClient(nodes[other].bootstrap)
     try:
-        resp = c.request(0, 9, ProduceRequest(acks=1, timeout_ms=5000, topic_data=[
+        resp = c.request(0, 11, ProduceRequest(acks=1, timeout_ms=5000, topic_data=[
             TopicProduceData(name="orders", partition_data=[
                 PartitionProduceData(index=0, records=b.build())])]))
     finally:
         c.close()
-    assert resp.responses[0].partition_responses[0].error_code == Errors.NOT_LEADER_OR_FOLLOWER
+    refused = resp.responses[0].partition_responses[0]
+    assert refused.error_code == Errors.NOT_LEADER_OR_FOLLOWER
+    # KIP-951: the leader and where to reach it, so the client need not ask Metadata
+    assert refused.current_leader.leader_id == leader
+    assert [(e.node_id, e.port, e.rack) for e in resp.node_endpoints] == [
+        (leader, nodes[leader].broker_port, RACKS[leader - 1])]
 
     admin = AdminClient({"bootstrap.servers": nodes[3].bootstrap})
     admin.delete_topics(["orders"])["orders"].result(timeout=30)
