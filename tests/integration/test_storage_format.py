@@ -20,7 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from spool.broker.config import BrokerConfig
 from spool.protocol._generated import ApiVersionsRequest, MetadataRequest
+from tests.helpers.ports import free_base_port
 from tests.helpers.raw_client import RawClient
 
 pytestmark = pytest.mark.timeout(120)
@@ -34,12 +36,14 @@ def spool(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
 
 
 def kraft_config(tmp_path: Path, node_id: int = 1, **extra: str) -> Path:
-    """A combined broker+controller, the only voter, on ephemeral ports."""
+    """A combined broker+controller, the only voter (its CONTROLLER port is its voter
+    address), PLAINTEXT on an ephemeral port."""
+    port = free_base_port(1)
     props = {
         "process.roles": "broker,controller",
         "node.id": str(node_id),
-        "controller.quorum.voters": f"{node_id}@127.0.0.1:19093",
-        "listeners": "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+        "controller.quorum.voters": f"{node_id}@127.0.0.1:{port}",
+        "listeners": f"PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:{port}",
         "controller.listener.names": "CONTROLLER",
         "log.dirs": f"{tmp_path / 'a'},{tmp_path / 'b'}",
         "metadata.log.dir": str(tmp_path / "meta"),
@@ -112,7 +116,7 @@ def test_format_needs_a_cluster_id(tmp_path):
 
 
 def test_format_refuses_a_bad_configuration(tmp_path):
-    config = kraft_config(tmp_path, **{"controller.quorum.voters": "2@127.0.0.1:19093"})
+    config = kraft_config(tmp_path, **{"controller.quorum.voters": "2@127.0.0.1:9"})
     done = spool("storage", "format", "--cluster-id", "x", "--config", str(config))
     assert done.returncode == 2
     assert done.stderr == (
@@ -134,7 +138,8 @@ def test_a_kraft_node_refuses_an_unformatted_dir(tmp_path):
 def test_a_kraft_node_refuses_a_dir_of_another_node(tmp_path):
     config = kraft_config(tmp_path)
     assert spool("storage", "format", "-t", "blue", "-c", str(config)).returncode == 0
-    done = start_refused(config, "node.id=2", "controller.quorum.voters=2@127.0.0.1:19093")
+    voters = BrokerConfig.load(config).get("controller.quorum.voters").replace("1@", "2@")
+    done = start_refused(config, "node.id=2", f"controller.quorum.voters={voters}")
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1] == (
         f"spool broker: {tmp_path / 'a' / 'meta.properties'} says node.id=1 but this broker is "
