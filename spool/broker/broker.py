@@ -124,6 +124,8 @@ class Broker:
         self.transactions: TransactionRuntime | None = None
         self.quorum: QuorumNode | None = None  # KRaft (process.roles set): spool.broker.quorum
         self.role: BrokerRole | None = None  # process.roles has broker: spool.broker.broker_role
+        # None: clients are served at once; else once set (a cluster broker: once unfenced)
+        self.ready_for_clients: asyncio.Event | None = None
         self._waiters: dict[tuple[str, int], list[asyncio.Future]] = {}
         self.view: MetadataView | None = None
 

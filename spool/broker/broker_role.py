@@ -93,6 +93,7 @@ class BrokerRole:
                    rack=cc.rack, heartbeat_interval_ms=cc.broker_heartbeat_interval_ms,
                    request_timeout_ms=cc.request_timeout_ms)
         broker.view = ClusterView(MetadataImage(cluster_id=broker.cluster_id), listeners[0][0])
+        broker.ready_for_clients = asyncio.Event()  # set once unfenced (dispatch: rule 5)
         broker.controller_channel = channel
         broker.request_timeout_s = FORWARD_TIMEOUT_S
         broker.producer_ids = ControllerProducerIdManager(
@@ -125,6 +126,8 @@ class BrokerRole:
             await on_caught_up()
         self.lifecycle.set_ready_to_unfence()
         await self.lifecycle.initial_unfenced
+        if self.broker.ready_for_clients is not None:
+            self.broker.ready_for_clients.set()
 
     async def shutdown(self, timeout_s: float) -> bool:
         """Controlled shutdown, then stop; whether the controller let it go in time."""

@@ -12,6 +12,13 @@ The rules, in order (Kafka's, see PROTOCOL.md):
 4. Otherwise decode, run the handler, encode: ``[size, header, *body]``.
    A handler returning None means "no response" (Produce with acks=0).
 
+5. A broker of a cluster (``process.roles``) answers requests on its broker
+   listeners, ApiVersions and DescribeQuorum aside (``spool cluster status`` asks
+   it what the quorum is doing), only once the controller has unfenced it
+   (``Broker.ready_for_clients``), as Kafka's broker enables request processing
+   only then: until it has caught up, its image would tell clients of no broker
+   and no topic. Controller listeners are served at once (the quorum needs them).
+
 Rules 1-3 are applied by ``prepare``, synchronously, as the connection
 reads each frame: a frame that breaks them condemns the connection
 (``CloseConnection`` with the reason, which the server logs once) before
@@ -40,6 +47,8 @@ from spool.protocol.headers import (
 from spool.protocol.primitives import ProtocolDecodeError
 
 _SIZE = struct.Struct(">i")
+DESCRIBE_QUORUM_KEY = 55
+ALWAYS_SERVED = frozenset({API_VERSIONS_KEY, DESCRIBE_QUORUM_KEY})  # rule 5
 
 
 @dataclass
@@ -121,6 +130,10 @@ class Dispatcher:
 
     async def _handle(self, spec, ctx: RequestContext, request, correlation_id: int,
                       flexible: bool) -> list | None:
+        ready = self.broker.ready_for_clients
+        if (ready is not None and not ready.is_set() and not ctx.conn.controller_listener
+                and spec.api_key not in ALWAYS_SERVED):
+            await ready.wait()  # a cluster broker serves clients once unfenced (rule 5)
         response = await spec.fn(ctx, request)
         if response is None:
             return None

@@ -296,3 +296,22 @@ def test_groups_and_transactions_have_one_coordinator_each(cluster_factory):
     finally:
         consumer.close()
     assert committed.offset == 42
+
+
+def test_a_broker_serves_clients_only_once_the_controller_unfenced_it(cluster_factory):
+    """A node restarted alone (no quorum: 1 voter of 3) answers ApiVersions but no Metadata:
+    its image could only tell clients of no broker. Once a majority is back it registers,
+    is unfenced, and answers."""
+    cluster = cluster_factory(roles=(COMBINED,) * 3, racks=RACKS, proxied=False).start()
+    cluster.wait_formed()
+    for node in cluster.nodes.values():
+        node.kill()
+    cluster.nodes[1].start()  # returns once ApiVersions is answered on every listener
+    assert isinstance(cluster.metadata(1, timeout=3), str)  # no answer, not an empty list
+    cluster.nodes[2].start()
+
+    def serving():
+        md = cluster.metadata(1)
+        return md if not isinstance(md, str) and set(md.brokers) == {1, 2} else str(md)
+
+    cluster.wait_until("node 1 serves Metadata", serving, 60)

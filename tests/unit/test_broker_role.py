@@ -39,12 +39,13 @@ def test_two_brokers_join_serve_and_leave(tmp_path):
         for node, loader in zip((1, 2), fan.loaders, strict=True):
             logs = LogManager([tmp_path / str(node)])
             b = SimpleNamespace(node_id=node, view=None, storage=SimpleNamespace(logs=logs),
-                                run_blocking=run_blocking)
+                                run_blocking=run_blocking, ready_for_clients=asyncio.Event())
             brokers.append(b)
             roles.append(BrokerRole(b, loader, channel, cluster_id="c1",
                                     listeners=[("PLAINTEXT", "127.0.0.1", 9090 + node)],
                                     rack=f"rack{node}", heartbeat_interval_ms=5))
         await asyncio.wait_for(asyncio.gather(*(r.start() for r in roles)), 10)
+        assert all(b.ready_for_clients.is_set() for b in brokers)  # clients served from now
         view = brokers[0].view
         assert [(b.node_id, b.port, b.rack) for b in view.brokers()] == [
             (1, 9091, "rack1"), (2, 9092, "rack2")]
