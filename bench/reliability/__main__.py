@@ -5,8 +5,9 @@
 Each script runs in its own process with full counts (``--quick``: CI
 sizes), one after the other (they share the machine's cores); a script
 whose invariants fail does not stop the others. The report is written from
-whatever results are in ``--out`` (``docs/reliability`` by default). Exits
-non-zero when any script did.
+whatever results are in ``--out`` (``docs/reliability`` by default);
+``failover`` (kill -9 of the cluster's controller) also writes
+docs/CLUSTER-FAILOVER.md. Exits non-zero when any script did.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 from bench.reliability import report
 from bench.reliability.common import DEFAULT_OUT, REPO
 
-SCRIPTS = ("fuzz", "idle", "partitions", "diskfull", "kill9")
+SCRIPTS = ("fuzz", "idle", "partitions", "diskfull", "kill9", "failover")
 
 
 def main(argv: list[str] | None = None) -> int:

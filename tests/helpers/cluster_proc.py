@@ -9,7 +9,7 @@
 (stdout and stderr). ``start()`` asks ``spool storage random-uuid`` for a
 cluster id, formats every node with ``spool storage format --cluster-id ID
 --config FILE`` (the real CLI), starts every node with ``--strict-config``
-and waits until each answers ApiVersions on each of its listeners.
+and waits until each listens (its broker listener answers ApiVersions).
 
 Ports: each node's listener ports are reserved before it starts (a socket
 bound with SO_REUSEADDR and never listening holds the port against other
@@ -30,7 +30,8 @@ Asking the cluster, each time over a fresh connection to one node:
 high watermark, voters' log end offsets), ``active_controller()`` (the
 leader of the highest epoch any live controller reports, as reported by the
 leader itself), ``metadata(node)`` (Metadata v12: brokers with racks,
-controller id). ``wait_until(what, fn, timeout)`` polls ``fn`` until it
+controller id), ``registered_brokers(node)`` (DescribeCluster v2 with fenced
+brokers: every registration, fenced or not). ``wait_until(what, fn, timeout)`` polls ``fn`` until it
 returns something truthy that is not a string (a string is the reason it
 is not there yet) and returns it, or raises ``ClusterTimeout`` saying
 what did not happen, the last value seen, and the tail of every node's log.
@@ -54,6 +55,7 @@ from typing import Any, TypeVar
 
 from spool.protocol._generated import (
     ApiVersionsRequest,
+    DescribeClusterRequest,
     DescribeQuorumRequest,
     MetadataRequest,
 )
@@ -227,12 +229,15 @@ class ClusterNode:
                                          stdin=subprocess.DEVNULL)
 
     def listening(self) -> bool:
-        """Every listener of this node answers ApiVersions."""
-        addrs = ([self.bootstrap] if self.is_broker else []) + (
-            [self.controller_address] if self.is_controller else [])
-        for addr in addrs:
+        """The broker listener answers ApiVersions; the controller listener accepts."""
+        if self.is_controller:
             try:
-                c = RawClient(addr, timeout=2)
+                socket.create_connection(("127.0.0.1", self.controller_port), timeout=2).close()
+            except OSError:
+                return False
+        if self.is_broker:
+            try:
+                c = RawClient(self.bootstrap, timeout=2)
                 try:
                     c.request(18, 3, ApiVersionsRequest(client_software_name="spool-tests",
                                                         client_software_version="0"))
@@ -462,6 +467,22 @@ class Cluster:
         return ClusterMetadata(node, md.controller_id, md.cluster_id,
                                {b.node_id: (b.host, b.port, b.rack) for b in md.brokers})
 
+    def registered_brokers(self, node: int, timeout: float = 5.0
+                           ) -> dict[int, tuple[str | None, bool]] | str:
+        """DescribeCluster v2 with include_fenced_brokers from ``node``: every registered
+        broker, ``{id: (rack, is_fenced)}``; an error string when it could not answer."""
+        try:
+            c = RawClient(self.nodes[node].bootstrap, timeout=timeout)
+            try:
+                r = c.request(60, 2, DescribeClusterRequest(include_fenced_brokers=True))
+            finally:
+                c.close()
+        except (OSError, ConnectionError) as e:
+            return f"node {node}: {type(e).__name__}: {e}"
+        if r.error_code != 0:
+            return f"node {node}: {error_name(r.error_code)}: {r.error_message}"
+        return {b.broker_id: (b.rack, b.is_fenced) for b in r.brokers}
+
     def wait_until(self, what: str, fn: Callable[[], T], timeout: float = 30.0,
                    every: float = 0.1) -> T:
         deadline = time.monotonic() + timeout
@@ -480,7 +501,8 @@ class Cluster:
 
     def wait_formed(self, timeout: float = 60.0) -> QuorumState:
         """Until a controller leads and every live broker lists every broker (by id and rack)
-        with that leader as controller; returns the leader's DescribeQuorum answer."""
+        with that leader as controller (any broker, when the leader is not one, as Kafka
+        does); returns the leader's DescribeQuorum answer."""
         want = {b.node_id: b.rack for b in self.brokers}
 
         def formed() -> QuorumState | str:
@@ -494,7 +516,12 @@ class Cluster:
                 if isinstance(md, str):
                     return md
                 racks = {i: rack for i, (_, _, rack) in md.brokers.items()}
-                if racks != want or md.controller_id != leader.leader_id:
+                # A controller that is also a broker is named; otherwise Kafka names a live
+                # broker (clients cannot reach a controller-only node).
+                controller_ok = (md.controller_id == leader.leader_id
+                                 if self.nodes[leader.leader_id].is_broker
+                                 else md.controller_id in want)
+                if racks != want or not controller_ok:
                     return (f"node {b.node_id} lists brokers {racks}, controller "
                             f"{md.controller_id}; leader {leader.leader_id}")
             return leader
