@@ -221,6 +221,10 @@ def write_doc(r: dict[str, Any], doc: Path) -> None:
         "",
         f"- Acknowledged topics, configs or broker registrations lost or wrong on any node: "
         f"**{r['violations']}** ({'held' if ok else '**FAILED**'})",
+        f"- Rounds where the new leader still had the killed broker registered (DescribeCluster "
+        f"v2 with fenced brokers, its rack): "
+        f"{sum(1 for x in r['rounds'] if str(x.get('registration_during_outage', '')).startswith('rack'))}"
+        f" of {r['kills_done']}",
         f"- Rounds that timed out: **{r['timeouts']}**",
         f"- Rounds where the restarted node disturbed the new leader (another leader or "
         f"epoch once it rejoined): "
@@ -238,18 +242,18 @@ def write_doc(r: dict[str, Any], doc: Path) -> None:
         + dist("rejoin_s"),
         "",
         "| Round | killed | epoch | new controller | epoch | elected s | CreateTopics ok s "
-        "| attempts | rejoin s | violations |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| attempts | rejoin s | killed broker while down | violations |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
     for x in r["rounds"]:
         if "timeout" in x:
             lines.append(f"| {x['round']} | timeout: {x['timeout'].splitlines()[0][:200]} "
-                         "| | | | | | | | |")
+                         "| | | | | | | | | |")
             continue
         lines.append(f"| {x['round']} | {x['killed']} | {x['epoch_before']} | "
                      f"{x['new_controller']} | {x['epoch_after']} | {x['elected_s']} | "
                      f"{x['create_ok_s']} | {x['create_attempts']} | {x['rejoin_s']} | "
-                     f"{len(x['violations'])} |")
+                     f"{x.get('registration_during_outage', '-')} | {len(x['violations'])} |")
     bad = [v for x in r["rounds"] for v in x.get("violations", [])]
     if bad:
         lines += ["", "Violations:", ""] + [f"- {v}" for v in bad[:50]]
