@@ -76,7 +76,8 @@ class Storage:
         self.logs.set_dynamic_broker_config(self._dynamic_broker_config())
         for name, cfg in self.metadata.topic_configs().items():
             self.logs.set_topic_overrides(name, cfg)
-        self.logs.load_all(self._expected_partitions())
+        # KRaft: the broker opens its replicas as the metadata image names them
+        self.logs.load_all(self._expected_partitions(), later=kraft)
         self.reconciled = self.reconcile()
 
     def _dynamic_broker_config(self) -> dict[str, str]:

@@ -193,11 +193,13 @@ class LogManager:
     # -- loading -------------------------------------------------------------------
 
     def _partition_dirs(
-        self, expected: set[TopicPartition] | None = None
+        self, expected: set[TopicPartition] | None = None, later: bool = False
     ) -> list[tuple[Path, TopicPartition]]:
         """The partition folders to open: every ``name-N`` one, or with ``expected``
         only those. Spool's own ``-delete`` folders are queued for removal; anything
-        else is logged and left alone."""
+        else is logged and left alone (``later``: a partition folder not expected is
+        only noted, at debug level: a cluster broker opens its replicas' folders as its
+        metadata image names them, ``open_existing``)."""
         found: list[tuple[Path, TopicPartition]] = []
         now = self.clock.now_ms()
         for d in self.log_dirs:
@@ -215,6 +217,9 @@ class LogManager:
                     tp = parse_dir_name(name) if entry.is_dir(follow_symlinks=False) else None
                 except ValueError:
                     tp = None
+                if tp is not None and later and expected is not None and tp not in expected:
+                    log.debug("%s: opened when the metadata image names it", entry.path)
+                    continue
                 if tp is None or (expected is not None and tp not in expected):
                     what = "not a partition" if tp is None else "not a partition in the metadata"
                     log.warning("%s: %s; left alone (Spool neither reads nor removes it)",
@@ -233,10 +238,12 @@ class LogManager:
             had_clean_shutdown=self.had_clean_shutdown[parent],
         )
 
-    def load_all(self, expected: set[TopicPartition] | None = None) -> None:
+    def load_all(self, expected: set[TopicPartition] | None = None, *,
+                 later: bool = False) -> None:
         """Open every partition directory (only ``expected`` ones when given) in
-        parallel, then drop the clean-shutdown marker."""
-        dirs = self._partition_dirs(expected)
+        parallel, then drop the clean-shutdown marker. ``later``: the others are opened
+        later (``open_existing``), not warned about (``_partition_dirs``)."""
+        dirs = self._partition_dirs(expected, later)
         seen: dict[TopicPartition, Path] = {}
         for path, tp in dirs:
             if tp in seen:
