@@ -112,6 +112,7 @@ class BrokerRole:
         b.transactions.recover()
         b.groups.start()
         b.transactions.start()
+        b.producer_ids.prefetch()  # registered: the first InitProducerId need not wait
         log.info("broker %d: coordinators replayed %d __consumer_offsets records",
                  b.node_id, loaded)
 
