@@ -240,8 +240,7 @@ class RaftDriver:
         while not self._stopping:
             delay = max(0, self.node.next_poll_ms - self.now_ms()) / 1000.0
             if delay > 0:
-                with contextlib.suppress(TimeoutError, asyncio.TimeoutError):
-                    await asyncio.wait_for(self._timer_wake.wait(), min(delay, 1.0))
+                await _wait_event(self._timer_wake, min(delay, 1.0))
                 self._timer_wake.clear()
                 if self.node.next_poll_ms > self.now_ms():
                     continue
@@ -330,8 +329,9 @@ class RaftDriver:
                 raise KafkaError(Errors.NOT_CONTROLLER,
                                  f"leadership moved (epoch {self.epoch}) before offset "
                                  f"{offset} committed")
-            with contextlib.suppress(TimeoutError, asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.shield(fut), 0.05)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(0.05):
+                    await asyncio.shield(fut)
         fut.result()
 
     async def resign(self) -> None:
@@ -347,7 +347,7 @@ class RaftDriver:
 
     async def _apply_loop(self) -> None:
         while not self._stopping:
-            await self._apply_wake.wait()
+            await _wait_event(self._apply_wake, 1.0)  # (a time-based snapshot needs no event)
             self._apply_wake.clear()
             try:
                 while self._events and not self._stopping:
@@ -420,8 +420,9 @@ class RaftDriver:
         if self._snapshot_source is None or self._bytes_since_snapshot == 0:
             return
         now = self.now_ms()
-        if (self._bytes_since_snapshot < self.snapshot_max_bytes
-                and now - self._last_snapshot_ms < self.snapshot_max_interval_ms):
+        interval = self.snapshot_max_interval_ms  # 0: no time-based snapshot (Kafka's rule)
+        due_by_time = interval > 0 and now - self._last_snapshot_ms >= interval
+        if self._bytes_since_snapshot < self.snapshot_max_bytes and not due_by_time:
             return
         end = self._applied
         if end <= self.log.log_start_offset:
@@ -474,3 +475,12 @@ class RaftDriver:
         async with self._lock:
             self._closed = True
             await self._run_blocking(self.log.close)
+
+
+async def _wait_event(event: asyncio.Event, timeout_s: float) -> None:
+    """Until ``event`` is set or ``timeout_s`` passed. (``asyncio.timeout``, not ``wait_for``:
+    Python 3.11's ``wait_for`` loses a cancellation that races the event, and a loop that
+    lost its cancellation never ends.)"""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(timeout_s):
+            await event.wait()
