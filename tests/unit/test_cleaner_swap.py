@@ -121,7 +121,10 @@ def test_crash_at_every_rename_recovers_old_or_new(prepared, tmp_path):
         finally:
             os.rename = real
         # kill -9: no close, no clean-shutdown marker; reopen from the files alone
-        got = records(reopen(d))
+        reopened = reopen(d)
+        got = records(reopened)
+        reopened.close()
+        mgr.shutdown()  # after the check: the crashed manager's descriptors
         assert got in (before, after), f"crash before rename #{n} left a mix"
         seen.add("before" if got == before else "after")
         leftovers = [x for x in os.listdir(d / "t-0") if x.endswith((".cleaned", ".swap"))]
