@@ -315,7 +315,8 @@ class RaftDriver:
 
     async def wait_applied(self, offset: int, epoch: int | None = None) -> None:
         """Wait until the entry at ``offset`` was delivered to the listeners. With ``epoch``:
-        NOT_CONTROLLER as soon as the epoch moves past it first (the entry may be lost)."""
+        NOT_CONTROLLER as soon as the epoch moves past it first or this node stops leading it
+        (a leader cut off from the quorum resigns after check-quorum; the entry may be lost)."""
         if self._applied > offset:
             return
         fut = asyncio.get_running_loop().create_future()
@@ -324,7 +325,7 @@ class RaftDriver:
             await fut
             return
         while not fut.done():
-            if self.epoch != epoch or self._stopping:
+            if self.epoch != epoch or not self.is_leader or self._stopping:
                 fut.cancel()
                 raise KafkaError(Errors.NOT_CONTROLLER,
                                  f"leadership moved (epoch {self.epoch}) before offset "
