@@ -168,7 +168,8 @@ class ControllerRuntime:
         values = [encode_record(r) for r in records]
         last = await self.driver.append(values)
         try:
-            await asyncio.wait_for(self.driver.wait_applied(last, epoch), WRITE_TIMEOUT_S)
+            async with asyncio.timeout(WRITE_TIMEOUT_S):
+                await self.driver.wait_applied(last, epoch)
         except TimeoutError as e:
             raise KafkaError(Errors.NOT_CONTROLLER,
                              f"offset {last} not committed within {WRITE_TIMEOUT_S} s") from e
