@@ -60,6 +60,7 @@ from spool.broker.config_view import (
     broker_entries,
     topic_entries,
 )
+from spool.broker.controller_channel import ControllerChannel
 from spool.broker.coordinator_log import CoordinatorLogWriter, PartitionLogWriter
 from spool.broker.dispatch import Dispatcher
 from spool.broker.group_runtime import GroupRuntime
@@ -128,6 +129,8 @@ class Broker:
         self.ready_for_clients: asyncio.Event | None = None
         self._waiters: dict[tuple[str, int], list[asyncio.Future]] = {}
         self.view: MetadataView | None = None
+        # a cluster broker's requests to the active controller: spool.broker.broker_role
+        self.controller_channel: ControllerChannel | None = None
 
     # ---- lifecycle
 
@@ -238,6 +241,16 @@ class Broker:
     def advertised_address(self) -> tuple[str, int]:
         """The first advertised broker listener (controller listeners aside)."""
         return self.advertised_address_of(self.cluster.advertised_broker_listeners[0])
+
+    def controller_reachable(self, node_id: int) -> bool:
+        """False when this node's last request to controller ``node_id`` failed, on the
+        quorum's connections or on the controller channel (``ClusterView.controller_id``)."""
+        if node_id == self.node_id:
+            return True
+        driver = None if self.quorum is None else self.quorum.driver
+        channel = self.controller_channel
+        return ((driver is None or driver.reachable(node_id))
+                and (channel is None or channel.reachable(node_id)))
 
     def advertised_address_for(self, listener_name: str) -> tuple[str, int]:
         """Where clients of listener ``listener_name`` reach this broker (Kafka answers

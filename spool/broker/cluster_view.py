@@ -16,16 +16,23 @@ Kafka's answers (``KRaftMetadataCache``), kept here:
   listener; with the same listener names on every broker, as ``advertised.listeners``
   are usually written, the two agree);
 - the controller id told to clients is the active controller when it is a live
-  broker too (a combined node), else a random live broker (Kafka 4 always
-  answers a random live broker: a client cannot reach a controller-only node);
-  -1 when no broker is live.
+  broker too (a combined node) and this broker's last request to it did not
+  fail; else this broker itself, when live (it forwards what a controller
+  would be asked); else a random live broker; -1 when no broker is live.
+  Kafka 4 always answers a random live broker (a client cannot reach a
+  controller-only node). We name the real controller where a client can use
+  it, but never one known to be gone: librdkafka's admin client sends
+  CreateTopics to the Metadata's controller and, while that broker is down,
+  waits for it until the request times out, without asking for metadata
+  again (a fresh AdminClient right after a kill -9 of the controller waited
+  its full 30 s).
 """
 
 from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from spool.broker.metadata_view import BrokerEndpoint, PartitionView, TopicView
 from spool.cluster.image import (
@@ -43,10 +50,20 @@ class ClusterView:
     clustered = True
 
     def __init__(self, image: MetadataImage, default_listener: str,
-                 active_controller: int = -1) -> None:
+                 active_controller: int | Callable[[], int] = -1, *, self_id: int = -1,
+                 reachable: Callable[[int], bool] | None = None) -> None:
         self.image = image
         self.default_listener = default_listener
-        self.active_controller = active_controller
+        # the quorum leader: as known now (a callable: a broker's view lives until the next
+        # image, and a leader change alone publishes none) or as given
+        self._active = active_controller if callable(active_controller) else (
+            lambda: active_controller)
+        self.self_id = self_id
+        self.reachable = reachable or (lambda _node: True)
+
+    @property
+    def active_controller(self) -> int:
+        return self._active()
 
     def _live(self) -> list:
         return [b for _, b in sorted(self.image.brokers.items()) if not b.fenced]
@@ -78,8 +95,11 @@ class ClusterView:
 
     def controller_id(self) -> int:
         live = [b.broker_id for b in self._live()]
-        if self.active_controller in live:
-            return self.active_controller
+        active = self.active_controller
+        if active in live and self.reachable(active):
+            return active
+        if self.self_id in live:
+            return self.self_id
         return random.choice(live) if live else -1
 
     def topic_names(self) -> list[str]:

@@ -9,8 +9,10 @@ and answers with the controller's reply unchanged. The controller validates,
 places replicas, commits the records; this broker (like every other) learns the
 result from the metadata log.
 
-No controller known, or none answering within ``request.timeout.ms``: every
-topic or resource of the request gets REQUEST_TIMED_OUT (retriable), as Kafka's
+No controller known, or the one known not answering (killed: the election
+has not named the next yet), is retried until ``request.timeout.ms`` is spent
+(``ControllerChannel.send_until``, Kafka's channel manager); then every topic
+or resource of the request gets REQUEST_TIMED_OUT (retriable), as Kafka's
 forwarding answers a timeout. A controller that lost leadership meanwhile
 answers NOT_CONTROLLER itself; that reply goes to the client as it is
 (retriable: the client retries, by then this broker knows the new leader).
@@ -88,8 +90,8 @@ async def forward(ctx: Any, req: Any) -> Any:
     broker = ctx.broker
     api_key = ctx.header.api_key
     try:
-        return await broker.controller_channel.send(api_key, ctx.api_version, req,
-                                                    broker.request_timeout_s)
+        return await broker.controller_channel.send_until(api_key, ctx.api_version, req,
+                                                          broker.request_timeout_s)
     except ControllerUnavailable as e:
         log.info("%s not forwarded: %s", type(req).__name__, e)
         return _error_response(api_key, ctx.api_version, req, Errors.REQUEST_TIMED_OUT, str(e))
@@ -106,8 +108,8 @@ async def create_topic_via_controller(broker: Any, name: str, partitions: int = 
                                  for k, v in (configs or {}).items()])],
         timeout_ms=int(broker.request_timeout_s * 1000), validate_only=False)
     try:
-        resp = await broker.controller_channel.send(CREATE_TOPICS, CREATE_TOPICS_VERSION, req,
-                                                    broker.request_timeout_s)
+        resp = await broker.controller_channel.send_until(
+            CREATE_TOPICS, CREATE_TOPICS_VERSION, req, broker.request_timeout_s)
     except ControllerUnavailable as e:
         raise KafkaError(Errors.REQUEST_TIMED_OUT, str(e)) from e
     result = resp.topics[0]

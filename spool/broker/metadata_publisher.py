@@ -106,7 +106,11 @@ class BrokerMetadataPublisher:
                            leader: LeaderAndEpoch) -> None:
         self.leader = leader
         self.image = new
-        self.broker.view = ClusterView(new, self.default_listener, leader.leader_id)
+        channel = self.broker.controller_channel
+        self.broker.view = ClusterView(
+            new, self.default_listener,
+            leader.leader_id if channel is None else channel.controller_id,
+            self_id=self.node_id, reachable=self.broker.controller_reachable)
         if new is old:
             return
         changes = local_changes(old, new, self.node_id)

@@ -119,6 +119,7 @@ class RaftDriver:
         self._listeners: list[RaftListener] = []
         self._snapshot_source: Callable[[], Sequence[bytes]] | None = None
         self._channels: dict[tuple[int, str], NodeClient] = {}
+        self._unreachable: set[int] = set()  # nodes whose last request failed to connect/answer
         self._parked: dict[int, tuple[Request, asyncio.Future]] = {}
         self._tasks: set[asyncio.Task] = set()
         self._timer_wake = asyncio.Event()
@@ -146,6 +147,12 @@ class RaftDriver:
 
     def now_ms(self) -> int:
         return self.clock.now_ms()
+
+    def reachable(self, node_id: int) -> bool:
+        """False while this node's last request to ``node_id`` failed (no connection, no
+        answer in time): a killed leader is known unreachable as soon as the Fetch parked
+        on it is cut, before any election says who leads next."""
+        return node_id not in self._unreachable
 
     async def start(self) -> None:
         now = self.now_ms()
@@ -278,7 +285,9 @@ class RaftDriver:
             raw = await ch.request(msg, version, timeout_ms=timeout_ms)
         except (ClientError, OSError) as e:
             log.debug("raft node %d: %s to %d: %s", self.node_id, type(request).__name__, dst, e)
+            self._unreachable.add(dst)
             return
+        self._unreachable.discard(dst)
         if self._stopping:
             return
         response = wire.response_from_wire(request, raw)

@@ -94,3 +94,23 @@ def test_the_controller_goes_away_a_new_one_serves_and_the_old_one_rejoins(
         lambda: [node_view(b.node_id, b.bootstrap, history) for b in cluster.brokers],
         lambda vs: check(history, vs, cluster.expected_racks), timeout=30)
     assert bad == [], "\n".join(bad)
+
+
+def test_an_admin_client_made_right_after_the_controller_dies_creates_its_topic(
+        cluster_factory):
+    """librdkafka sends CreateTopics to the broker Metadata names as controller and, while
+    that broker is down, waits for it until the request times out, without asking for
+    metadata again. So right after a kill -9 of the controller, a broker must not name it:
+    the fresh client's CreateTopics succeeds once a new controller is elected."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    cluster = cluster_factory(racks=RACKS).start()
+    old = cluster.wait_formed()
+    cluster.nodes[old.leader_id].kill()
+    admin = AdminClient({"bootstrap.servers": cluster.live_bootstrap()})
+    name = f"right-after-{uuid.uuid4().hex[:6]}"
+    fut = admin.create_topics([NewTopic(name, 3, 1)], request_timeout=20)[name]
+    fut.result(30)  # raises _TIMED_OUT "Timed out waiting for controller" when named
+    md = admin.list_topics(timeout=10)
+    assert md.controller_id != old.leader_id and md.controller_id in md.brokers
+    assert len(md.topics[name].partitions) == 3

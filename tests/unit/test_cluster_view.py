@@ -73,3 +73,16 @@ def test_the_controller_id_is_the_active_controller_when_it_is_a_live_broker():
     # a controller-only node (or a fenced broker) is not told to clients: a live broker is
     assert ClusterView(image(), "INTERNAL", active_controller=9).controller_id() in (1, 3)
     assert ClusterView(MetadataImage(), "INTERNAL", active_controller=9).controller_id() == -1
+
+
+def test_a_controller_this_broker_cannot_reach_is_not_told_to_clients():
+    """After a kill -9 of the controller, before the election: this broker names itself
+    (it forwards), not the controller its last request to failed."""
+    gone = ClusterView(image(), "INTERNAL", active_controller=3, self_id=1,
+                       reachable=lambda node: node != 3)
+    assert gone.controller_id() == 1
+    back = ClusterView(image(), "INTERNAL", active_controller=3, self_id=1,
+                       reachable=lambda node: True)
+    assert back.controller_id() == 3
+    # a controller-only leader: this broker, not a random one
+    assert ClusterView(image(), "INTERNAL", active_controller=9, self_id=3).controller_id() == 3
