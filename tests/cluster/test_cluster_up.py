@@ -30,9 +30,10 @@ def spool(*args: str, timeout: float = 150) -> subprocess.CompletedProcess:
 
 
 def free_base_port(nodes: int) -> int:
-    """A base port with every node's PLAINTEXT and CONTROLLER port free (checked by binding)."""
+    """A base port with every node's PLAINTEXT and CONTROLLER port free (checked by binding),
+    below Linux's ephemeral range (32768-60999), so no outgoing connection takes one meanwhile."""
     for _ in range(200):
-        base = random.randrange(20000, 40000)
+        base = random.randrange(10000, 32000)
         ports = [base + i for i in range(nodes)] + [
             base + CONTROLLER_PORT_OFFSET + i for i in range(nodes)]
         socks = []

@@ -11,9 +11,12 @@ cluster id, formats every node with ``spool storage format --cluster-id ID
 --config FILE`` (the real CLI), starts every node with ``--strict-config``
 and waits until each listens (its broker listener answers ApiVersions).
 
-Ports: each node's listener ports are reserved before it starts (a socket
-bound with SO_REUSEADDR and never listening holds the port against other
-binds; the broker binds it with SO_REUSEADDR too) and kept across restarts.
+Ports: each node's listener ports are reserved (a socket bound with
+SO_REUSEADDR and never listening holds the port against other binds and
+against the kernel's choice of a local port for outgoing connections) from
+before the node starts until it listens, and again whenever it is down; the
+node binds them beside the reservation (SO_REUSEADDR too). They are kept
+across restarts.
 With ``proxied=True`` (the default) the nodes reach each other's controller
 listener only through ``self.net`` (a ``FaultNet``: one proxy per directed
 pair), so a test can ``net.isolate(n)``, ``net.partition([1], [2, 3])`` and
@@ -224,7 +227,6 @@ class ClusterNode:
         with open(self.log_path, "ab") as log:
             log.write(f"==== {time.strftime('%H:%M:%S')} start: {' '.join(cmd)}\n".encode())
             log.flush()
-            self._release()  # the node binds its ports now
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL)
 
@@ -249,7 +251,7 @@ class ClusterNode:
 
     def wait_listening(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
-        while not self.listening():
+        while not self.listening():  # (our reservation does not listen: only the node answers)
             if self.proc is not None and self.proc.poll() is not None:
                 raise RuntimeError(f"node {self.node_id} exited with {self.proc.returncode}:\n"
                                    f"{self.log_tail()}")
@@ -257,6 +259,7 @@ class ClusterNode:
                 raise ClusterTimeout(f"node {self.node_id} not listening within {timeout} s:\n"
                                      f"{self.log_tail()}")
             time.sleep(0.05)
+        self._release()
 
     def start(self, timeout: float = 60.0) -> ClusterNode:
         self.launch()
