@@ -5,10 +5,12 @@ and the majority can").
 The nodes reach each other's controller listener through fault proxies (tests/helpers/
 fault_proxy.py); a partition blackholes the links (nothing is forwarded, nothing closed: as a
 network partition looks to TCP). Clients still reach every node directly, so the test asks the
-isolated node itself to create a topic. Its answer must not be a success: it must be Kafka's
-NOT_CONTROLLER or REQUEST_TIMED_OUT, within the request's timeout. Whether the request takes effect
-after the heal is left open (the history counts it as of unknown outcome); whatever happens,
-the history checker must find every acknowledged change on every node.
+isolated node itself to create a topic, on its broker listener (forwarded) and on its controller
+listener. Neither answer may be a success; the controller's must be Kafka's NOT_CONTROLLER or
+REQUEST_TIMED_OUT within the request's timeout (the broker may hold a forwarded request longer,
+as Kafka's does). Whether a request takes effect after the heal is left open (the history
+counts it as of unknown outcome); whatever happens, the history checker must find every
+acknowledged change on every node.
 """
 
 from __future__ import annotations
@@ -84,9 +86,10 @@ def test_an_isolated_node_cannot_change_metadata_and_the_majority_can(
                                          cluster.nodes[x].controller_address])]
     for op in refused:
         assert op.outcome != OK, f"node {x}, cut off from the quorum, acknowledged {op}"
-        # ...and says so, within the request's timeout, with the errors Kafka's clients retry
-        # on (an isolated leader resigns after check-quorum and fails its pending writes).
-        assert op.error.split(":")[0] in KAFKA_REFUSALS, str(op)
+    # Its controller says so within the request's timeout, with an error Kafka's clients retry
+    # on (an isolated leader resigns after check-quorum and fails its pending writes). The
+    # broker may hold a forwarded request longer (Kafka's forwarding retries for 60 s).
+    assert refused[1].error.split(":")[0] in KAFKA_REFUSALS, str(refused[1])
     # ...and the majority never saw them (checked on the majority's own views).
     mv = views(cluster, history, majority)
     assert all(op.topic not in v.topics for v in mv for op in refused), [v.topics for v in mv]
@@ -123,7 +126,8 @@ def test_a_partition_of_two_groups_heals_into_one_history(cluster_factory):
         for i, addr in enumerate([cluster.nodes[n].bootstrap, cluster.nodes[n].controller_address]):
             op = history.create_topic_raw(n, addr, f"min-{n}-{i}-{tag}", timeout=5)
             assert op.outcome != OK, str(op)
-            assert op.error.split(":")[0] in KAFKA_REFUSALS, str(op)
+            if addr == cluster.nodes[n].controller_address:
+                assert op.error.split(":")[0] in KAFKA_REFUSALS, str(op)
     cluster.net.heal()
     bad = wait_converged(lambda: views(cluster, history),
                          lambda vs: check(history, vs, cluster.expected_racks), timeout=60)
