@@ -58,7 +58,8 @@ def test_images_drive_the_view_and_the_local_logs(tmp_path):
             return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
 
         broker = SimpleNamespace(node_id=1, view=None, storage=SimpleNamespace(logs=logs),
-                                 run_blocking=run_blocking)
+                                 run_blocking=run_blocking, controller_channel=None,
+                                 controller_reachable=lambda node: True)
         loader = MetadataLoader("c")
         pub = BrokerMetadataPublisher(broker, "PLAINTEXT")
         loader.add_publisher(pub)
@@ -108,7 +109,8 @@ def test_a_restarted_broker_opens_its_logs_instead_of_creating_them(tmp_path):
         for life in range(2):
             logs = LogManager([tmp_path], load=False)
             broker = SimpleNamespace(node_id=1, view=None, storage=SimpleNamespace(logs=logs),
-                                     run_blocking=run_blocking)
+                                     run_blocking=run_blocking, controller_channel=None,
+                                 controller_reachable=lambda node: True)
             loader = MetadataLoader("c")
             pub = BrokerMetadataPublisher(broker, "PLAINTEXT")
             loader.add_publisher(pub)
@@ -142,7 +144,8 @@ def test_a_folder_of_a_topic_deleted_and_created_again_is_not_adopted(tmp_path):
         for life, tid in enumerate((TID, uuid.UUID(int=6))):
             logs = LogManager([tmp_path], load=False)
             broker = SimpleNamespace(node_id=1, view=None, storage=SimpleNamespace(logs=logs),
-                                     run_blocking=run_blocking)
+                                     run_blocking=run_blocking, controller_channel=None,
+                                 controller_reachable=lambda node: True)
             loader = MetadataLoader("c")
             pub = BrokerMetadataPublisher(broker, "PLAINTEXT")
             loader.add_publisher(pub)

@@ -39,7 +39,9 @@ def test_two_brokers_join_serve_and_leave(tmp_path):
         for node, loader in zip((1, 2), fan.loaders, strict=True):
             logs = LogManager([tmp_path / str(node)])
             b = SimpleNamespace(node_id=node, view=None, storage=SimpleNamespace(logs=logs),
-                                run_blocking=run_blocking, ready_for_clients=asyncio.Event())
+                                run_blocking=run_blocking, ready_for_clients=asyncio.Event(),
+                                controller_channel=channel,
+                                controller_reachable=channel.reachable)
             brokers.append(b)
             roles.append(BrokerRole(b, loader, channel, cluster_id="c1",
                                     listeners=[("PLAINTEXT", "127.0.0.1", 9090 + node)],
