@@ -1,6 +1,6 @@
 """``MetadataView``: the one read-only picture of the cluster that handlers answer from.
 
-Metadata, DescribeCluster, FindCoordinator, the leadership checks of
+Metadata, DescribeCluster, DescribeTopicPartitions, FindCoordinator, the leadership checks of
 Produce/Fetch/ListOffsets/OffsetForLeaderEpoch/DeleteRecords and
 DescribeConfigs read the broker's current view (``broker.view``) and
 nothing else, whichever way the broker runs:

@@ -6,6 +6,7 @@ from spool.broker.handlers import (  # noqa: F401
     configs,
     controller,
     coordinator,
+    describe_topic_partitions,
     fetch,
     groups,
     list_offsets,
