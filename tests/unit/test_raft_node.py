@@ -311,3 +311,21 @@ def test_a_pre_vote_from_a_later_epoch_moves_even_a_leader_to_that_epoch() -> No
                                     h.now)
     assert leader.epoch == 2 and leader.role != LEADER
     assert resp.error_code == Errors.NONE
+
+
+def test_the_followers_of_a_dead_leader_do_not_split_the_vote_in_most_seeds() -> None:
+    # Their parked Fetches are answered together, so their fetch timers expire in the same
+    # ms; asking for pre-votes at once, both would stand in the same epoch (50 splits of
+    # 50 before the random wait), and only the election timeout would break the tie.
+    second_epochs = 0
+    for seed in range(50):
+        h = Harness([1, 2, 3])
+        old = h.run_until_leader()
+        h.step(300)
+        del h.nodes[old.node_id]  # kill -9
+        for i, node in h.nodes.items():
+            node.rng = random.Random(seed * 7 + i)
+        new = h.run_until_leader()
+        assert new.node_id != old.node_id and new.epoch > old.epoch
+        second_epochs += new.epoch > old.epoch + 1
+    assert second_epochs <= 5

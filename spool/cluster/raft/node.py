@@ -44,7 +44,9 @@ Rules it keeps (Raft, as Kafka's KafkaRaftClient applies them):
 - The high watermark is ``LeaderState``'s majority rule; a follower's is the leader's,
   capped by its own log end. It never decreases within the life of a node.
 - Check-quorum: a leader not fetched from by a majority within 1.5 x fetch timeout
-  resigns. A follower without a successful fetch for fetch timeout turns prospective.
+  resigns. A follower without a successful fetch for fetch timeout turns prospective, and
+  asks for pre-votes after a random wait in ``[0, election timeout / 4)`` (so that the
+  followers of a dead leader do not all stand in the same epoch and split the vote).
 
 A bug in the core or a store that breaks an invariant (truncating committed entries)
 raises ``RaftInvariantError`` rather than carrying on.
@@ -118,6 +120,7 @@ class RaftNode(Elections, Replication):
         self._granted: set[int] = set()
         self._rejected: set[int] = set()
         self._vote_sent: dict[int, int] = {}
+        self._vote_at_ms = NEVER  # a prospective follower's first pre-votes (see _on_timer)
         # Fetching (follower, and an observer finding its leader).
         self._inflight: FetchRequest | FetchSnapshotRequest | None = None
         self._inflight_dst = -1
@@ -179,7 +182,7 @@ class RaftNode(Elections, Replication):
 
     @property
     def next_poll_ms(self) -> int:
-        deadlines = [self._timer_ms, self._fetch_at_ms]
+        deadlines = [self._timer_ms, self._fetch_at_ms, self._vote_at_ms]
         rt = self.config.request_timeout_ms
         if self._inflight is not None:
             deadlines.append(self._inflight_sent_ms + rt)
@@ -260,6 +263,9 @@ class RaftNode(Elections, Replication):
         """Fire the timers that are due; returns every output queued since the last call."""
         if now_ms >= self._timer_ms:
             self._on_timer(now_ms)
+        if self._vote_at_ms <= now_ms:
+            self._vote_at_ms = NEVER
+            self._request_votes(now_ms)
         self._resend_due(now_ms)
         if self._fetch_at_ms <= now_ms and self._inflight is None:
             self._send_fetch(now_ms)
@@ -294,6 +300,7 @@ class RaftNode(Elections, Replication):
         self._granted.clear()
         self._rejected.clear()
         self._vote_sent.clear()
+        self._vote_at_ms = NEVER
         self._inflight = None
         self._fetch_at_ms = NEVER
         self._snapshot = None
@@ -328,12 +335,16 @@ class RaftNode(Elections, Replication):
         self._leader_resigned = False
         self._fetched_from_leader = False
 
-    def _become_prospective(self, now_ms: int) -> None:
+    def _become_prospective(self, now_ms: int, vote_delay_ms: int = 0) -> None:
         self._leave_role(now_ms)
         self._role = PROSPECTIVE
         self._granted = {self.node_id}
         self._timer_ms = self._election_timeout(now_ms)
-        if not self._check_election(now_ms):
+        if self._check_election(now_ms):
+            return
+        if vote_delay_ms > 0:
+            self._vote_at_ms = now_ms + vote_delay_ms
+        else:
             self._request_votes(now_ms)
 
     def _become_candidate(self, now_ms: int) -> None:
@@ -399,7 +410,14 @@ class RaftNode(Elections, Replication):
             else:
                 self._become_resigned(now_ms, self._leader.preferred_successors())
         elif role == FOLLOWER and self.is_voter:
-            self._become_prospective(now_ms)
+            # The followers of a dead leader see their fetch timers expire together (their
+            # parked Fetches were answered together). Asking for pre-votes at once, each
+            # would grant the other's, both would stand in the same epoch and split the vote.
+            # So the follower turns prospective now (it grants pre-votes from here on) but
+            # asks for its own after a random wait in [0, election timeout / 4): the first
+            # to ask wins, and the others grant its vote.
+            spread = max(1, self.config.election_timeout_ms // 4)
+            self._become_prospective(now_ms, vote_delay_ms=self.rng.randrange(spread))
         elif role == FOLLOWER:
             self._become_unattached(self._epoch, self._voted_id, now_ms)
         elif role == PROSPECTIVE:
