@@ -10,6 +10,7 @@ from spool.broker.handlers import (  # noqa: F401
     fetch,
     groups,
     list_offsets,
+    log_dirs,
     metadata,
     offsets,
     produce,
