@@ -1,4 +1,6 @@
-"""A history of metadata operations and the checker that decides whether faults lost any.
+"""Histories of what clients did, and the checkers that decide whether faults lost any of it:
+metadata operations (``History``, ``check``) and produced records (``RecordHistory``,
+``check_records``, at the end of this module).
 
 ``History`` records each operation a client made (``create_topic``,
 ``delete_topic``, ``alter_config``), in the order they were issued, with its
@@ -40,11 +42,28 @@ touched. ``check(history, views, expected_brokers)`` returns the violations
 passes or ``timeout`` ends (a fault may leave nodes catching up for a
 while); it returns the last violations. A lost topic never comes back, so
 waiting hides nothing that matters.
+
+Records (the replication failover tests' judge, Jepsen-style): ``RecordHistory``
+holds every produce attempt of every writer, one record each, named by
+(writer, seq) (``record_value(writer, seq)`` starts its value; seq is the
+writer's send order), with its outcome once known: ``acked`` (with the
+partition and offset the broker acknowledged), ``failed`` (definitely not
+written: a refusal before the append) or ``unknown`` (anything else; a
+client that retries by itself, as confluent-kafka's does, only ever gives
+``unknown`` for an error: ``confluent_callback``). A ``Read`` is what one
+source found: a consumer, or one replica's segment files read offline, in
+log order, with the offset each partition was read up to.
+``check_records(history, read)`` reports, for that read: ``lost`` (acked, not
+there), ``duplicated`` (one attempt there twice), ``reordered`` (two acked
+attempts of one writer with one key in one partition, in the other order
+than sent), ``misplaced`` (acked at one offset, found at another) and
+``unexpected`` (no attempt made it, or a failed attempt is there).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import threading
 import time
 from collections.abc import Callable
@@ -344,3 +363,231 @@ def wait_converged(collect: Callable[[], list[NodeView]],
         if not bad or time.monotonic() > deadline:
             return bad
         time.sleep(every)
+
+
+# ====================================================================================
+# Records: produce attempts and consumed records (the replication failover tests' judge)
+# ====================================================================================
+
+ACKED, FAILED = "acked", "failed"  # (UNKNOWN as above)
+
+
+def record_value(writer: int, seq: int, pad: int = 0) -> bytes:
+    """The value of attempt ``seq`` of ``writer``: names it (``w{writer}-{seq}``), padded with
+    ``pad`` bytes of ``.`` after a ``|`` (for a record size)."""
+    v = f"w{writer}-{seq}".encode()
+    return v + b"|" + b"." * pad if pad else v
+
+
+def parse_record_value(value: bytes | None) -> tuple[int, int] | None:
+    """(writer, seq) of a value made by ``record_value``; None for anything else."""
+    if not value or not value.startswith(b"w"):
+        return None
+    head = value.split(b"|", 1)[0]
+    try:
+        w, s = head[1:].split(b"-", 1)
+        return int(w), int(s)
+    except ValueError:
+        return None
+
+
+@dataclasses.dataclass
+class Attempt:
+    """One produce attempt (one record) and its outcome, once known.
+
+    ``outcome``: ``acked`` (the broker acknowledged it at ``offset`` of ``partition``;
+    offset -1 when the client did not say), ``failed`` (definitely not written: a refusal
+    before the append, such as NOT_ENOUGH_REPLICAS), ``unknown`` (anything else: a timeout,
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND, a lost connection: it may or may not be in the log),
+    None while in flight (as unknown)."""
+
+    writer: int
+    seq: int
+    topic: str
+    key: bytes | None
+    partition: int | None = None  # the one asked for, then the one the client reports
+    outcome: str | None = None
+    offset: int = -1
+    error: str = ""
+    sent: float = 0.0
+    done: float = 0.0
+
+    @property
+    def id(self) -> tuple[int, int]:
+        return self.writer, self.seq
+
+    def __str__(self) -> str:
+        at = f"{self.topic}-{self.partition}@{self.offset}" if self.partition is not None \
+            else self.topic
+        return (f"w{self.writer}-{self.seq} key={self.key!r} {at} -> {self.outcome}"
+                f"{': ' + self.error if self.error else ''}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Consumed:
+    """A record found in a log (a consumer's read, or a replica's files read offline)."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+
+
+@dataclasses.dataclass
+class Read:
+    """Everything ``source`` (``"consumer"``, ``"replica 2"``...) found of some partitions:
+    ``records`` in log order, and for each partition read the offset the read went up to
+    (exclusive: its high watermark)."""
+
+    source: str
+    records: list[Consumed] = dataclasses.field(default_factory=list)
+    ends: dict[tuple[str, int], int] = dataclasses.field(default_factory=dict)
+
+
+class RecordHistory:
+    """Produce attempts, in the order issued (thread-safe; see ``check_records``)."""
+
+    def __init__(self) -> None:
+        self.attempts: dict[tuple[int, int], Attempt] = {}
+        self._lock = threading.Lock()
+        self._next: dict[int, int] = {}
+
+    def begin(self, writer: int, topic: str, key: bytes | None,
+              partition: int | None = None) -> Attempt:
+        """A new attempt of ``writer`` (its next seq); produce it with
+        ``record_value(a.writer, a.seq)`` as (the start of) its value."""
+        with self._lock:
+            seq = self._next.get(writer, 0)
+            self._next[writer] = seq + 1
+            a = Attempt(writer, seq, topic, key, partition, sent=time.monotonic())
+            self.attempts[a.id] = a
+            return a
+
+    def end(self, a: Attempt, outcome: str, partition: int | None = None, offset: int = -1,
+            error: str = "") -> Attempt:
+        with self._lock:
+            a.outcome, a.offset, a.error, a.done = outcome, offset, error, time.monotonic()
+            if partition is not None:
+                a.partition = partition
+            return a
+
+    def by_outcome(self, outcome: str | None) -> list[Attempt]:
+        with self._lock:
+            return [a for a in self.attempts.values() if a.outcome == outcome]
+
+    def acked(self) -> list[Attempt]:
+        return self.by_outcome(ACKED)
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            out: dict[str, int] = {}
+            for a in self.attempts.values():
+                k = a.outcome or "in flight"
+                out[k] = out.get(k, 0) + 1
+            return out
+
+    def confluent_callback(self, a: Attempt) -> Callable[[Any, Any], None]:
+        """An ``on_delivery`` for confluent-kafka's ``Producer.produce`` that ends ``a``:
+        acked with the reported partition and offset; an error ends it ``unknown`` (the
+        client retried it: any try may have been written)."""
+
+        def done(err, msg) -> None:
+            if err is None:
+                self.end(a, ACKED, msg.partition(), msg.offset())
+            else:
+                self.end(a, UNKNOWN, msg.partition() if msg is not None else None,
+                         error=f"{err.name()}: {err.str()}")
+
+        return done
+
+
+@dataclasses.dataclass
+class RecordReport:
+    """What ``check_records`` found; each list holds one line per violation."""
+
+    lost: list[str] = dataclasses.field(default_factory=list)
+    duplicated: list[str] = dataclasses.field(default_factory=list)
+    reordered: list[str] = dataclasses.field(default_factory=list)
+    misplaced: list[str] = dataclasses.field(default_factory=list)
+    unexpected: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def violations(self) -> list[str]:
+        return self.lost + self.duplicated + self.reordered + self.misplaced + self.unexpected
+
+    def __bool__(self) -> bool:
+        return bool(self.violations)
+
+    def summary(self, limit: int = 20) -> str:
+        v = self.violations
+        head = (f"lost {len(self.lost)}, duplicated {len(self.duplicated)}, reordered "
+                f"{len(self.reordered)}, misplaced {len(self.misplaced)}, unexpected "
+                f"{len(self.unexpected)}")
+        return head + "".join(f"\n  {x}" for x in v[:limit]) + (
+            f"\n  ... {len(v) - limit} more" if len(v) > limit else "")
+
+
+def check_records(history: RecordHistory, read: Read,
+                  topics: set[str] | None = None) -> RecordReport:
+    """Judge one ``read`` against the history (``topics``: only these; default all the
+    history wrote to):
+
+    * lost: an acked attempt whose partition was read and that is not in it;
+    * duplicated: one attempt (writer, seq) found more than once (acked or not: an
+      idempotent producer never writes a record twice);
+    * reordered: two acked attempts of one writer with the same key in one partition found
+      in the other order than they were sent (a writer's seq is its send order);
+    * misplaced: an acked attempt found at another partition or offset than acknowledged;
+    * unexpected: a record no attempt made, or a ``failed`` attempt that is in the log.
+    """
+    rep = RecordReport()
+    want_topics = topics if topics is not None else {a.topic for a in history.attempts.values()}
+    found: dict[tuple[int, int], list[Consumed]] = {}
+    for r in read.records:
+        if r.topic not in want_topics:
+            continue
+        ident = parse_record_value(r.value)
+        a = history.attempts.get(ident) if ident is not None else None
+        if a is None or a.topic != r.topic:
+            rep.unexpected.append(f"{read.source}: {r.topic}-{r.partition}@{r.offset} "
+                                  f"key={r.key!r} value={(r.value or b'')[:40]!r}: no attempt "
+                                  f"made it")
+            continue
+        found.setdefault(a.id, []).append(r)
+    for ident, rs in sorted(found.items()):
+        a = history.attempts[ident]
+        if len(rs) > 1:
+            rep.duplicated.append(f"{read.source}: {a} found {len(rs)} times, at "
+                                  + ", ".join(f"{r.topic}-{r.partition}@{r.offset}" for r in rs))
+        if a.outcome == FAILED:
+            rep.unexpected.append(f"{read.source}: {a} is in the log at "
+                                  f"{rs[0].partition}@{rs[0].offset} though it failed")
+        if a.outcome == ACKED and a.partition is not None:
+            r = rs[0]
+            if r.partition != a.partition or (a.offset >= 0 and r.offset != a.offset):
+                rep.misplaced.append(f"{read.source}: {a} found at "
+                                     f"{r.topic}-{r.partition}@{r.offset}")
+    read_parts = {(r.topic, r.partition) for r in read.records} | set(read.ends)
+    for a in sorted(history.acked(), key=lambda x: x.id):
+        if a.topic not in want_topics or a.id in found:
+            continue
+        if a.partition is None or (a.topic, a.partition) in read_parts:
+            end = read.ends.get((a.topic, a.partition)) if a.partition is not None else None
+            rep.lost.append(f"{read.source}: {a} is not in the log"
+                            + (f" (read up to offset {end})" if end is not None else ""))
+    # Order: per (topic, partition, writer, key), acked attempts by offset must be by seq.
+    chains: dict[tuple[str, int, int, bytes | None], list[tuple[int, int]]] = {}
+    for ident, rs in found.items():
+        a = history.attempts[ident]
+        if a.outcome != ACKED:
+            continue
+        r = rs[0]
+        chains.setdefault((r.topic, r.partition, a.writer, a.key), []).append((r.offset, a.seq))
+    for (topic, p, w, key), chain in sorted(chains.items(), key=lambda kv: repr(kv[0])):
+        chain.sort()
+        for (o1, s1), (o2, s2) in itertools.pairwise(chain):
+            if s2 < s1:
+                rep.reordered.append(f"{read.source}: {topic}-{p} key={key!r}: w{w}-{s1} at "
+                                     f"offset {o1} before w{w}-{s2} at offset {o2} (sent first)")
+    return rep
