@@ -1,0 +1,291 @@
+"""``Partition``: one replica's replication state, without I/O (Kafka's ``Partition``).
+
+Sans-I/O: no asyncio, no sockets, no clock of its own; every method that needs the
+time takes ``now_ms``. The broker's ``ReplicaManager`` (``spool.replica.manager``) is
+the shell that calls it on the event loop; the follower fetcher calls the follower
+side (``append_as_follower``, ``truncate_to``) from the executor, which touches the
+log only (the log has its own lock).
+
+State, by Kafka's names::
+
+    leader_id, leader_epoch, partition_epoch, replicas   from the metadata image
+    isr            the ISR the controller committed (image or AlterPartition reply)
+    pending_isr    the ISR of an AlterPartition in flight (None: none in flight)
+    maximal_isr    isr plus the members pending_isr adds (Kafka's maximalIsr): the
+                   high watermark waits for all of them, so an expansion in flight
+                   never lets the HW pass a replica the controller is about to add
+    followers      replica id -> FollowerState (leader only): its log end offset as
+                   its last Fetch said (-1: unknown), lastCaughtUpTimeMs, and the
+                   leader's LEO and time at that previous Fetch
+
+Rules (the leader's, Kafka's):
+
+- **High watermark** = min(leader LEO, LEO of every other member of ``maximal_isr``);
+  it never goes down. A new leader knows no follower's LEO (-1), so the HW moves
+  past what it had only once every ISR member fetched in its epoch. An ISR of the
+  leader alone: the HW is the LEO after each append.
+- **lastCaughtUpTimeMs**: a Fetch at or past the leader's LEO makes the follower
+  caught up at the fetch's time; one at or past the LEO the leader had at the
+  follower's previous Fetch makes it caught up as of that previous Fetch.
+  A follower is caught up when its LEO equals the leader's or it was caught up
+  within ``replica.lag.time.max.ms``; ISR members that are not are shrink candidates.
+- **Expansion**: a replica outside the ISR whose LEO reached both the HW and the
+  start offset of this leader epoch (it holds everything this leader wrote).
+- **min.insync.replicas**: acks=-1 with a committed ISR smaller than the topic's
+  ``min.insync.replicas`` is NOT_ENOUGH_REPLICAS, nothing appended; a delayed
+  produce that completes with too small an ISR is NOT_ENOUGH_REPLICAS_AFTER_APPEND
+  (``replication_status``).
+- Stale metadata: a registration with the same leader epoch and an older
+  partition epoch than the one held (an AlterPartition reply already applied) is
+  ignored.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from spool.cluster.image import PartitionRegistration
+from spool.protocol.errors import Errors, KafkaError
+from spool.storage.log import AppendInfo, PartitionLog
+
+NO_LEADER = -1
+UNKNOWN_OFFSET = -1
+
+
+@dataclass
+class FollowerState:
+    """What the leader knows of one follower (Kafka's ReplicaState)."""
+
+    log_end_offset: int = UNKNOWN_OFFSET
+    last_caught_up_ms: int = 0
+    last_fetch_leader_leo: int = UNKNOWN_OFFSET
+    last_fetch_ms: int = 0
+
+    def caught_up(self, leader_leo: int, now_ms: int, lag_ms: int) -> bool:
+        return self.log_end_offset == leader_leo or now_ms - self.last_caught_up_ms <= lag_ms
+
+
+class Partition:
+    """One replica of a partition on this broker (module doc)."""
+
+    def __init__(self, topic: str, partition: int, log: PartitionLog, node_id: int,
+                 topic_id: uuid.UUID | None = None) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.log = log
+        self.node_id = node_id
+        self.topic_id = topic_id
+        self.leader_id = NO_LEADER
+        self.leader_epoch = -1
+        self.partition_epoch = -1
+        self.replicas: tuple[int, ...] = ()
+        self.isr: tuple[int, ...] = ()
+        self.pending_isr: tuple[int, ...] | None = None
+        self.followers: dict[int, FollowerState] = {}
+        self.epoch_start_offset = UNKNOWN_OFFSET  # the LEO when this leader epoch began
+
+    # -- what it is
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader_id == self.node_id
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log.high_watermark
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        pending = self.pending_isr
+        if pending is None:
+            return self.isr
+        return self.isr + tuple(r for r in pending if r not in self.isr)
+
+    @property
+    def min_insync_replicas(self) -> int:
+        return self.log.config.min_insync_replicas
+
+    def _stale(self, reg: PartitionRegistration) -> bool:
+        return reg.leader_epoch == self.leader_epoch and reg.partition_epoch < self.partition_epoch
+
+    def _take(self, reg: PartitionRegistration) -> None:
+        self.leader_id = reg.leader
+        self.leader_epoch = reg.leader_epoch
+        self.partition_epoch = reg.partition_epoch
+        self.replicas = tuple(reg.replicas)
+        self.isr = tuple(reg.isr)
+        self.pending_isr = None  # the image settles any change in flight
+
+    # -- transitions
+
+    def make_leader(self, reg: PartitionRegistration, now_ms: int) -> bool:
+        """Lead as ``reg`` says; True for a new leadership or a new leader epoch (module doc)."""
+        if self._stale(reg):
+            return False
+        new = not self.is_leader or reg.leader_epoch != self.leader_epoch
+        self._take(reg)
+        if new:
+            leo = self.log.log_end_offset
+            self.epoch_start_offset = leo
+            cache = getattr(self.log, "leader_epochs", None)
+            # TODO(fetcher): drop the getattr once log.leader_epochs is on main
+            if cache is not None:
+                cache.assign(reg.leader_epoch, leo)
+            self.followers = {r: FollowerState(
+                last_caught_up_ms=now_ms if r in self.isr else 0,
+                last_fetch_leader_leo=leo, last_fetch_ms=now_ms)
+                for r in self.replicas if r != self.node_id}
+        else:
+            kept = self.followers
+            self.followers = {r: kept.get(r) or FollowerState()
+                              for r in self.replicas if r != self.node_id}
+        self._maybe_increment_hw()
+        return new
+
+    def make_follower(self, reg: PartitionRegistration) -> bool:
+        """Follow ``reg.leader``; True if the leader or its epoch changed (the fetcher
+        must truncate, then fetch)."""
+        if self._stale(reg):
+            return False
+        changed = reg.leader != self.leader_id or reg.leader_epoch != self.leader_epoch
+        self._take(reg)
+        self.followers = {}
+        self.epoch_start_offset = UNKNOWN_OFFSET
+        return changed
+
+    # -- leader side
+
+    def _not_leader(self) -> KafkaError:
+        return KafkaError(Errors.NOT_LEADER_OR_FOLLOWER,
+                          f"{self.topic}-{self.partition}: led by {self.leader_id}, "
+                          f"not by {self.node_id}")
+
+    def append_as_leader(self, records, *, acks: int, now_ms: int,
+                         log_append_time_ms: int | None = None, flush: bool = True) -> AppendInfo:
+        """Append in this leader epoch (module doc: min.insync.replicas); the HW moves at
+        once when the ISR is this broker alone. ``now_ms`` is the request's time."""
+        if not self.is_leader:
+            raise self._not_leader()
+        min_isr = self.min_insync_replicas
+        if acks == -1 and len(self.isr) < min_isr:
+            raise KafkaError(
+                Errors.NOT_ENOUGH_REPLICAS,
+                f"the in-sync replica set of {self.topic}-{self.partition} has {len(self.isr)} "
+                f"replica(s), fewer than min.insync.replicas={min_isr}")
+        info = self.log.append(records, leader_epoch=self.leader_epoch,
+                               log_append_time_ms=log_append_time_ms, flush=flush)
+        self._maybe_increment_hw()
+        return info
+
+    def _maybe_increment_hw(self) -> bool:
+        """Move the HW up to what the maximal ISR holds; True if it moved."""
+        log = self.log
+        if not self.is_leader or log.hw_follows_leo:
+            return False
+        new = log.log_end_offset
+        followers = self.followers
+        for r in self.maximal_isr:
+            if r != self.node_id:
+                st = followers.get(r)
+                new = min(new, UNKNOWN_OFFSET if st is None else st.log_end_offset)
+        if new > log.high_watermark:
+            log.update_high_watermark(new)
+            return True
+        return False
+
+    def update_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> bool:
+        """A Fetch from follower ``replica_id`` at ``fetch_offset`` (its LEO); True when
+        the high watermark moved. NOT_LEADER_OR_FOLLOWER if this broker does not lead or
+        ``replica_id`` is no replica."""
+        st = self.followers.get(replica_id)
+        if not self.is_leader or st is None:
+            raise self._not_leader()
+        leader_leo = self.log.log_end_offset
+        if fetch_offset >= leader_leo:
+            st.last_caught_up_ms = max(st.last_caught_up_ms, now_ms)
+        elif fetch_offset >= st.last_fetch_leader_leo:
+            st.last_caught_up_ms = max(st.last_caught_up_ms, st.last_fetch_ms)
+        st.log_end_offset = fetch_offset
+        st.last_fetch_leader_leo = leader_leo
+        st.last_fetch_ms = now_ms
+        return self._maybe_increment_hw()
+
+    def isr_shrink_candidates(self, now_ms: int, lag_ms: int) -> tuple[int, ...]:
+        """ISR members (the leader aside) not caught up within ``lag_ms``; () while an
+        ISR change is in flight or when not leading."""
+        if not self.is_leader or self.pending_isr is not None:
+            return ()
+        leo = self.log.log_end_offset
+        out = []
+        for r in self.isr:
+            if r == self.node_id:
+                continue
+            st = self.followers.get(r)
+            if st is None or not st.caught_up(leo, now_ms, lag_ms):
+                out.append(r)
+        return tuple(out)
+
+    def isr_expand_candidates(self) -> tuple[int, ...]:
+        """Replicas outside the ISR whose LEO reached the HW and this epoch's start."""
+        if not self.is_leader or self.pending_isr is not None:
+            return ()
+        hw = self.log.high_watermark
+        start = self.epoch_start_offset
+        return tuple(r for r, st in self.followers.items()
+                     if r not in self.isr and st.log_end_offset >= hw
+                     and st.log_end_offset >= start)
+
+    def begin_isr_change(self, new_isr: tuple[int, ...]) -> None:
+        """An AlterPartition proposing ``new_isr`` is being sent: until it completes,
+        the HW waits for ``maximal_isr`` and no other change is proposed."""
+        if self.pending_isr is not None:
+            raise RuntimeError(f"{self.topic}-{self.partition}: an ISR change is in flight")
+        self.pending_isr = tuple(new_isr)
+
+    def complete_isr_change(self, isr: tuple[int, ...] | None, leader_epoch: int,
+                            partition_epoch: int) -> bool:
+        """The AlterPartition answered (``isr`` None: it failed). Applies the reply when it
+        is for this leader epoch and newer than what is held; True if the HW moved."""
+        self.pending_isr = None
+        if (isr is not None and self.is_leader and leader_epoch == self.leader_epoch
+                and partition_epoch > self.partition_epoch):
+            self.isr = tuple(isr)
+            self.partition_epoch = partition_epoch
+        return self._maybe_increment_hw()
+
+    def replication_status(self, required_offset: int) -> tuple[bool, int]:
+        """A delayed produce waiting for every offset below ``required_offset``:
+        (done, error code). Done with NOT_LEADER_OR_FOLLOWER when leadership is lost,
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND when the HW got there with too small an ISR."""
+        if not self.is_leader:
+            return True, Errors.NOT_LEADER_OR_FOLLOWER
+        if self.log.high_watermark < required_offset:
+            return False, 0
+        if len(self.isr) < self.min_insync_replicas:
+            return True, Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        return True, 0
+
+    # -- follower side
+
+    def append_as_follower(self, records) -> AppendInfo:
+        """Append the leader's batches with their offsets and leader epochs."""
+        return self.log.append(records, assign_offsets=False)
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every offset >= ``offset`` (the log truncates its leader epoch cache)."""
+        self.log.truncate_to(offset)
+
+    def update_high_watermark_from_leader(self, leader_hw: int) -> None:
+        """The follower's HW: the leader's, as far as this log reaches."""
+        log = self.log
+        log.update_high_watermark(min(leader_hw, log.log_end_offset))
+
+    def __repr__(self) -> str:
+        return (f"Partition({self.topic}-{self.partition}, leader={self.leader_id}, "
+                f"epoch={self.leader_epoch}, isr={self.isr}, hw={self.high_watermark}, "
+                f"leo={self.log_end_offset})")
