@@ -53,12 +53,19 @@ class LastBatch:
 
 def control_type(data: bytes | memoryview, pos: int = 0) -> int | None:
     """The control record type of the control batch at ``pos`` (None: an empty batch)."""
+    return control_marker(data, pos)[0]
+
+
+def control_marker(data: bytes | memoryview, pos: int = 0) -> tuple[int | None, int]:
+    """(control record type, coordinator epoch) of the control batch at ``pos``: (None, -1)
+    for an empty batch, (-1, -1) for one whose record does not decode."""
     for rec in iter_records(data, pos):
         try:
-            return ControlRecord.decode(rec.key, rec.value).type
+            marker = ControlRecord.decode(rec.key, rec.value)
         except KafkaError:
-            return -1
-    return None
+            return -1, -1
+        return marker.type, marker.coordinator_epoch
+    return None, -1
 
 
 def scan_producers(

@@ -79,10 +79,10 @@ from spool.records.batch import (
 )
 from spool.storage import file_work, timestamps, txn_index
 from spool.storage.checkpoint import DirCheckpoints
-from spool.storage.cleaner_txn import control_type
+from spool.storage.cleaner_txn import control_marker
 from spool.storage.config import LogConfig
 from spool.storage.loader import load_segments, new_segment
-from spool.storage.producer_state import ProducerStateManager
+from spool.storage.producer_state import ActiveProducer, ProducerStateManager
 from spool.storage.retention import deletable_prefix
 from spool.storage.segment import MAX_RELATIVE_OFFSET, SWAP_SUFFIX, LogSegment
 from spool.storage.txn_index import AbortedTxn
@@ -510,7 +510,8 @@ class PartitionLog:
     def _update_producers(self, view, positions: list[int], seg: LogSegment) -> None:
         for pos in positions:
             h = BatchHeader.parse(view, pos)
-            aborted = self.producers.update(h, control_type(view, pos) if h.is_control else None)
+            ctype, cepoch = control_marker(view, pos) if h.is_control else (None, -1)
+            aborted = self.producers.update(h, ctype, cepoch)
             if aborted is not None:
                 self._index_aborted(seg.base_offset, aborted)
         self._first_unstable = self.producers.first_unstable_offset()
@@ -612,13 +613,19 @@ class PartitionLog:
             for pos, h in seg.batches(first):
                 if h.last_offset < start or not h.has_producer_id:
                     continue
-                ctype = None
+                ctype, cepoch = None, -1
                 if h.is_control:
-                    ctype = control_type(seg.pread(h.size, pos))
-                aborted = self.producers.update(h, ctype)
+                    ctype, cepoch = control_marker(seg.pread(h.size, pos))
+                aborted = self.producers.update(h, ctype, cepoch)
                 if aborted is not None:
                     self._index_aborted(seg.base_offset, aborted)
         self._first_unstable = self.producers.first_unstable_offset()
+
+    def active_producers(self) -> list[ActiveProducer]:
+        """The producers this log keeps (``ProducerStateManager.active_producers``), a copy
+        taken under the lock (appends and expiry change them from other threads)."""
+        with self._lock:
+            return self.producers.active_producers()
 
     def aborted_transactions(self, start: int, upper: int) -> list[tuple[int, int]]:
         """(producer id, first offset) of aborted transactions overlapping [start, upper)."""

@@ -2,7 +2,9 @@
 
 For every producer id that wrote to the partition: its epoch, the last five
 batches' ``(first seq, last seq, first offset, last offset)``, the timestamp
-of its last batch, and the first offset of its open transaction (if any).
+of its last batch, the first offset of its open transaction (if any), and the
+coordinator epoch of its last transaction marker. ``active_producers()`` is
+what DescribeProducers shows of it.
 
 ``check(header)`` is the produce-time rule for one batch (raises
 ``KafkaError``; returns the cached batch of a duplicate)::
@@ -63,6 +65,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from crc32c import crc32c
 
@@ -93,6 +96,17 @@ class ProducerEntry:
     last_timestamp: int = -1
     # (first seq, last seq, first offset, last offset), oldest first
     batches: deque = field(default_factory=lambda: deque(maxlen=MAX_CACHED_BATCHES))
+
+
+class ActiveProducer(NamedTuple):
+    """One producer's state as DescribeProducers (61) shows it (Kafka's ProducerState)."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int  # of its last data batch; -1: none kept (a new epoch, markers only)
+    last_timestamp: int
+    coordinator_epoch: int  # of its last transaction marker; -1: none
+    current_txn_start_offset: int  # first offset of its open transaction; -1: none
 
 
 def _in_sequence(last_seq: int, next_seq: int) -> bool:
@@ -154,9 +168,12 @@ class ProducerStateManager:
 
     # -- state changes -------------------------------------------------------------
 
-    def update(self, h: BatchHeader, control_type: int | None = None) -> AbortedTxn | None:
-        """Apply an appended batch (``h`` carries its final offsets); ``control_type`` is the
-        marker type of a control batch. Returns the aborted transaction an ABORT closes."""
+    def update(self, h: BatchHeader, control_type: int | None = None,
+               coordinator_epoch: int = -1) -> AbortedTxn | None:
+        """Apply an appended batch (``h`` carries its final offsets); ``control_type`` and
+        ``coordinator_epoch`` are those of a control batch's marker (the producer keeps the
+        epoch of the coordinator that wrote its last marker, as Kafka's does). Returns the
+        aborted transaction an ABORT closes."""
         pid = h.producer_id
         e = self.producers.pop(pid, None)
         if e is None:
@@ -169,6 +186,8 @@ class ProducerStateManager:
             e.batches.clear()
         e.last_timestamp = max(e.last_timestamp, h.max_timestamp)
         if h.is_control:
+            if coordinator_epoch >= 0:
+                e.coordinator_epoch = coordinator_epoch
             return self._complete_txn(e, h, control_type)
         if h.base_sequence != NO_SEQUENCE:
             e.batches.append((h.base_sequence, h.last_sequence, h.base_offset, h.last_offset))
@@ -186,6 +205,12 @@ class ProducerStateManager:
         lso = self.first_unstable_offset()
         return AbortedTxn(e.producer_id, first, h.base_offset,
                           h.base_offset + 1 if lso is None else lso)
+
+    def active_producers(self) -> list[ActiveProducer]:
+        """Every producer kept, by producer id, as DescribeProducers reports it."""
+        return [ActiveProducer(pid, e.epoch, e.batches[-1][1] if e.batches else NO_SEQUENCE,
+                               e.last_timestamp, e.coordinator_epoch, e.txn_first_offset)
+                for pid, e in sorted(self.producers.items())]
 
     def first_unstable_offset(self) -> int | None:
         return min(self._open.values()) if self._open else None

@@ -15,6 +15,7 @@ from spool.broker.handlers import (  # noqa: F401
     offsets,
     produce,
     producer_id,
+    producers,
     quorum,
     transactions,
     txn_markers,
