@@ -212,6 +212,16 @@ class Broker:
         await self.run_blocking(self.transactions.load)
         self.transactions.recover()  # PREPARE_* transactions a crash interrupted
 
+    def leadership_changed(self, topic: str, partition: int, is_leader: bool,
+                           leader_epoch: int) -> None:
+        """A leadership listener (on the loop): the coordinators load the
+        ``__consumer_offsets`` / ``__transaction_state`` partitions this broker leads and
+        unload the others (``spool.broker.internal_topic``)."""
+        if topic == "__consumer_offsets" and self.groups is not None:
+            self.groups.on_leadership(partition, is_leader, leader_epoch)
+        elif topic == "__transaction_state" and self.transactions is not None:
+            self.transactions.on_leadership(partition, is_leader, leader_epoch)
+
     @property
     def logs(self):
         return self.storage.logs

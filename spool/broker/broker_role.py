@@ -30,8 +30,8 @@ channel reaches the driver's current leader through ``spool.net.client``
 (``ControllerProducerIdManager``), and ``broker.view`` is an empty
 ``ClusterView`` until the first image. ``join()`` runs in the background once the
 listeners accept (a combined node's controller listener must serve its own
-quorum): between catching up and asking to be unfenced it replays the
-coordinators' partitions this broker holds and starts their timers.
+quorum): between catching up and asking to be unfenced it starts the
+coordinators' timers; their partitions load as this broker becomes their leader.
 """
 
 from __future__ import annotations
@@ -106,15 +106,12 @@ class BrokerRole:
         self._joining.add_done_callback(_log_failure)
 
     async def _start_coordinators(self) -> None:
+        """The coordinators' timers (their partitions load as this broker becomes their
+        leader: ``Broker.leadership_changed``)."""
         b = self.broker
-        loaded = await b.run_blocking(b.groups.load)
-        await b.run_blocking(b.transactions.load)
-        b.transactions.recover()
         b.groups.start()
         b.transactions.start()
         b.producer_ids.prefetch()  # registered: the first InitProducerId need not wait
-        log.info("broker %d: coordinators replayed %d __consumer_offsets records",
-                 b.node_id, loaded)
 
     async def start(self, on_caught_up=None) -> None:
         self.loader.add_publisher(self.publisher)

@@ -75,7 +75,7 @@ class GroupRuntime:
         self.broker = broker
         self.coordinator = GroupCoordinator(broker.clock, coordinator_config(broker.config), new_id)
         self.num_partitions = broker.config.get_int("offsets.topic.num.partitions")
-        self.topic = InternalTopic(broker, TOPIC, lambda: self.num_partitions)
+        self.topic = InternalTopic(broker, TOPIC, lambda: self.num_partitions, owner=self)
         self.log = CoordinatorLog(
             TOPIC, writer or PartitionLogWriter(broker), broker.clock,
             lambda group: partition_for(group, self.num_partitions), self.coordinator.replay,
@@ -88,23 +88,73 @@ class GroupRuntime:
     # ---- lifecycle
 
     def load(self) -> int:
-        """Replay ``__consumer_offsets`` (blocking: call from the executor at startup; in a
-        cluster, once the broker caught up with the metadata: the partitions it holds)."""
+        """Replay every partition of ``__consumer_offsets`` (blocking: call from the executor
+        at startup, on a single node; in a cluster partitions load as this broker becomes
+        their leader: ``on_leadership``)."""
         count = 0
         if self.broker.has_topic(TOPIC):
             self.num_partitions = self.broker.partition_count(TOPIC)
             for p in range(self.num_partitions):
-                plog = self.broker.replica_log(TOPIC, p)
-                for batch in plog.iter_batches() if plog is not None else ():
-                    h = BatchHeader.parse(batch)
-                    if h.is_control or h.is_transactional:  # spool.coordinator.txn_offsets
-                        self.txn_offsets.load_batch(p, h, batch, self.coordinator.load)
-                        continue
-                    for rec in iter_records(batch):
-                        self.coordinator.load(_bytes(rec.key), _bytes(rec.value))
-                        count += 1
+                data = self.read_partition(p)
+                count += sum(len(x) for h, x in data if h is None)
+                self._replay_partition(p, data)
         self.coordinator.loaded()
         return count
+
+    # ---- coordinator partitions (a cluster: spool.broker.internal_topic)
+
+    def on_leadership(self, partition: int, is_leader: bool, leader_epoch: int) -> None:
+        """A leadership listener for ``__consumer_offsets``: load or unload ``partition``."""
+        n = self.broker.view.partition_count(TOPIC)
+        if n > 0:
+            self.num_partitions = n
+        self.topic.on_leadership(partition, is_leader, leader_epoch)
+
+    def read_partition(self, partition: int) -> list[tuple[BatchHeader | None, Any]]:
+        """The partition's batches (blocking: the executor): ``(None, [(key, value)])`` for
+        plain ones, ``(header, bytes)`` for transactional and control ones."""
+        out: list[tuple[BatchHeader | None, Any]] = []
+        plog = self.broker.replica_log(TOPIC, partition)
+        for batch in plog.iter_batches() if plog is not None else ():
+            h = BatchHeader.parse(batch)
+            if h.is_control or h.is_transactional:  # spool.coordinator.txn_offsets
+                out.append((h, bytes(batch)))
+            else:
+                out.append((None, [(_bytes(r.key), _bytes(r.value)) for r in iter_records(batch)]))
+        return out
+
+    def _replay_partition(self, partition: int, data: list) -> None:
+        for h, x in data:
+            if h is None:
+                for key, value in x:
+                    self.coordinator.load(key, value)
+            else:
+                self.txn_offsets.load_batch(partition, h, x, self.coordinator.load)
+
+    def _groups_of(self, partition: int) -> list[str]:
+        return [g for g in self.coordinator.group_ids()
+                if partition_for(g, self.num_partitions) == partition]
+
+    def apply_partition(self, partition: int, data: list) -> None:
+        """Replay a partition read by ``read_partition`` (on the loop), then start the
+        session timers of its groups' members."""
+        self._replay_partition(partition, data)
+        groups = self._groups_of(partition)
+        self.coordinator.loaded(groups)
+        self._wake.set()
+        log.info("%s-%d: %d groups loaded", TOPIC, partition, len(groups))
+
+    def unload_partition(self, partition: int) -> None:
+        """Drop the partition's groups: parked JoinGroup/SyncGroup answered NOT_COORDINATOR,
+        their timers stopped, their offsets and pending transactional offsets forgotten."""
+        groups = self._groups_of(partition)
+        err = KafkaError(Errors.NOT_COORDINATOR,
+                         f"{TOPIC} partition {partition} moved to another coordinator")
+        answered = self.coordinator.unload(groups, err)
+        self.txn_offsets.drop_partition(partition)
+        self._wake.set()
+        log.info("%s-%d: %d groups unloaded, %d parked requests answered NOT_COORDINATOR",
+                 TOPIC, partition, len(groups), answered)
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._timer_loop())

@@ -32,6 +32,27 @@ at the next ``ensure``, and clients meanwhile get COORDINATOR_NOT_AVAILABLE
 (Kafka's behaviour; set the factor to what the cluster has). Ready there means
 the topic is in the broker's view: the logs of the partitions this broker leads
 follow from the image, and an append before one exists is refused (retriable).
+
+Coordinator partitions (a cluster): the coordinator of a key is the leader of its
+partition, and the coordinator's state of a partition lives only on that leader
+(Kafka's ``CoordinatorRuntime`` load/unload). ``on_leadership(p, is_leader,
+leader_epoch)`` (a leadership listener of the broker's replicas) loads a
+partition when this broker becomes its leader and unloads it when it stops:
+
+- load: ``loading[p] = epoch``; the owner's ``read_partition(p)`` runs in the
+  executor (the partition's log only), then, back on the loop and only if
+  ``loading[p]`` still holds that epoch (leadership did not move meanwhile: a
+  stale load is dropped), ``apply_partition(p, data)`` replays it and the
+  partition is ``loaded[p] = epoch``. A partition already loaded that gets a new
+  epoch here just takes the epoch (it was led here throughout).
+- unload: the owner's ``unload_partition(p)`` drops its groups / transactions
+  (parked requests answered NOT_COORDINATOR, timers stopped).
+
+``coordinator_error(key)``: None when the key's partition is loaded here (and the
+view does not name another leader yet); COORDINATOR_LOAD_IN_PROGRESS while it
+loads (or the view names this broker before the listener fired); else
+NOT_COORDINATOR. On a single node every partition is loaded at start and the
+check is None.
 """
 
 from __future__ import annotations
@@ -39,7 +60,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from spool.broker.forwarding import create_topic_via_controller
 from spool.coordinator import partition_for
@@ -53,11 +74,29 @@ REPLICATION_FACTOR_KEY = {
 }
 
 
+class PartitionOwner(Protocol):
+    """The coordinator runtime whose state a partition holds (module doc)."""
+
+    def read_partition(self, partition: int) -> Any:
+        """Read the partition's log (blocking: the executor); what ``apply_partition`` takes."""
+
+    def apply_partition(self, partition: int, data: Any) -> None:
+        """Replay what ``read_partition`` read (on the loop): the partition is loaded."""
+
+    def unload_partition(self, partition: int) -> None:
+        """Drop the partition's state (on the loop)."""
+
+
 class InternalTopic:
-    def __init__(self, broker: Any, name: str, partitions: Callable[[], int]) -> None:
+    def __init__(self, broker: Any, name: str, partitions: Callable[[], int],
+                 owner: PartitionOwner | None = None) -> None:
         self.broker = broker
         self.name = name
         self.partitions = partitions  # how many to create (the runtime's current count)
+        self.owner = owner
+        self.loaded: dict[int, int] = {}  # partition -> leader epoch it is loaded in
+        self.loading: dict[int, int] = {}  # partition -> leader epoch being loaded
+        self._loads: set[asyncio.Task] = set()
         self._ready = False
         self._creating: asyncio.Future | None = None
 
@@ -66,29 +105,81 @@ class InternalTopic:
         return partition_for(key, self.partitions())
 
     def coordinator_error(self, key: str) -> KafkaError | None:
-        """NOT_COORDINATOR when, in a cluster, another broker (or none) leads ``key``'s
-        partition: the client looks the coordinator up again, as Kafka answers;
-        COORDINATOR_LOAD_IN_PROGRESS while this broker leads it but its log is not created
-        yet. None on a single node, before the topic exists (``ensure`` creates it), or when
-        this broker leads the partition and has its log."""
+        """Whether this broker coordinates ``key`` now (module doc): None if so (always on a
+        single node), else COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR (retriable:
+        the client looks the coordinator up again, as Kafka answers)."""
         view = self.broker.view
         if not view.clustered:
             return None
-        part = view.partition(self.name, self.partition_for(key))
+        p = self.partition_for(key)
+        part = view.partition(self.name, p)
+        leader = -1 if part is None else part.leader
+        if p in self.loaded and (part is None or leader == self.broker.node_id):
+            return None
+        if p in self.loading or (p not in self.loaded and leader == self.broker.node_id):
+            # just elected: the partition replays (retriable, as Kafka answers)
+            return KafkaError(Errors.COORDINATOR_LOAD_IN_PROGRESS,
+                              f"{self.name} partition {p} is loading on broker "
+                              f"{self.broker.node_id}")
         if part is None:
-            return None
-        if part.leader == self.broker.node_id:
-            if self.broker.storage.logs.get(self.name, part.partition_index) is None:
-                # just elected or created: the log follows the image (retriable, as Kafka
-                # answers while it loads a coordinator partition)
-                return KafkaError(Errors.COORDINATOR_LOAD_IN_PROGRESS,
-                                  f"{self.name} partition {part.partition_index} is being "
-                                  f"created on broker {self.broker.node_id}")
-            return None
+            return KafkaError(Errors.COORDINATOR_NOT_AVAILABLE, f"{self.name} is being created")
         return KafkaError(Errors.NOT_COORDINATOR,
                           f"broker {self.broker.node_id} is not the coordinator of {key!r} "
-                          f"({self.name} partition {part.partition_index} is led by "
-                          f"{part.leader})")
+                          f"({self.name} partition {p} is led by {leader})")
+
+    def owns(self, partition: int, leader_epoch: int | None = None) -> bool:
+        """Whether ``partition`` is loaded here (in ``leader_epoch``, if given); always on a
+        single node."""
+        if not self.broker.view.clustered:
+            return True
+        epoch = self.loaded.get(partition)
+        return epoch is not None and (leader_epoch is None or epoch == leader_epoch)
+
+    # ---- load / unload (a cluster: module doc)
+
+    def on_leadership(self, partition: int, is_leader: bool, leader_epoch: int) -> None:
+        """This broker became (``is_leader``) or stopped being the partition's leader."""
+        if not is_leader:
+            self.loading.pop(partition, None)
+            if self.loaded.pop(partition, None) is not None and self.owner is not None:
+                log.info("%s-%d: no longer its leader, unloading", self.name, partition)
+                self.owner.unload_partition(partition)
+            return
+        if partition in self.loaded:  # led here throughout: a newer epoch only
+            self.loaded[partition] = max(self.loaded[partition], leader_epoch)
+            return
+        if self.loading.get(partition, -1) >= leader_epoch:
+            return  # this load (or a newer one) is under way
+        self.loading[partition] = leader_epoch
+        task = asyncio.ensure_future(self._load(partition, leader_epoch))
+        self._loads.add(task)
+        task.add_done_callback(self._loads.discard)
+
+    async def _load(self, partition: int, leader_epoch: int) -> None:
+        owner = self.owner
+        started = self.broker.clock.now_ms()
+        try:
+            data = await self.broker.run_blocking(owner.read_partition, partition)
+        except Exception:
+            log.exception("loading %s-%d in leader epoch %d failed", self.name, partition,
+                          leader_epoch)
+            if self.loading.get(partition) == leader_epoch:
+                del self.loading[partition]
+            return
+        if self.loading.get(partition) != leader_epoch:
+            log.info("%s-%d: dropping the load of leader epoch %d (leadership moved)",
+                     self.name, partition, leader_epoch)
+            return
+        del self.loading[partition]
+        owner.apply_partition(partition, data)
+        self.loaded[partition] = leader_epoch
+        log.info("%s-%d loaded in leader epoch %d (%d ms)", self.name, partition, leader_epoch,
+                 self.broker.clock.now_ms() - started)
+
+    def unload_all(self) -> None:
+        """Forget every partition (shutdown): loads in flight are dropped."""
+        self.loading.clear()
+        self.loaded.clear()
 
     def ready(self) -> bool:
         """Whether every partition log of the topic exists (no file work)."""
@@ -115,9 +206,13 @@ class InternalTopic:
         raise KafkaError(Errors.COORDINATOR_LOAD_IN_PROGRESS, f"{self.name} is being created")
 
     async def stop(self) -> None:
-        """Wait for a creation in flight (before the storage it writes to shuts down)."""
+        """Wait for a creation and the loads in flight (before the storage they use shuts
+        down)."""
+        self.loading.clear()  # a load finishing now is dropped
         if self._creating is not None:
             await asyncio.wait({self._creating})
+        if self._loads:
+            await asyncio.wait(set(self._loads))
 
     def _start(self) -> asyncio.Future:
         if self._creating is None or self._creating.done():

@@ -76,6 +76,17 @@ def apply_local_changes(logs: Any, image: MetadataImage, changes: LocalReplicaCh
     return opened, created, deleted
 
 
+def publish_leadership(broker: Any, changes: LocalReplicaChanges) -> None:
+    """Tell the coordinators which internal partitions this broker now leads or not
+    (``Broker.leadership_changed``), once their logs exist."""
+    for tp, reg in changes.leaders.items():
+        broker.leadership_changed(tp.topic, tp.partition, True, reg.leader_epoch)
+    for tp, reg in changes.followers.items():
+        broker.leadership_changed(tp.topic, tp.partition, False, reg.leader_epoch)
+    for tp in changes.deletes:
+        broker.leadership_changed(tp.topic, tp.partition, False, -1)
+
+
 def expected_partitions(image: MetadataImage, node_id: int) -> set[tuple[str, int]]:
     """Every (topic, partition) this broker holds a replica of in ``image``."""
     return {(t.name, p) for t in image.topics_by_id.values()
@@ -132,6 +143,7 @@ class BrokerMetadataPublisher:
                 if opened or created or deleted:
                     log.info("metadata at offset %d: local logs: %d opened, %d created, "
                              "%d deleted", image.offset, opened, created, deleted)
+                publish_leadership(self.broker, changes)
         except Exception:
             log.exception("applying the metadata image at offset %d to the local logs failed",
                           image.offset)

@@ -86,7 +86,7 @@ class TransactionRuntime:
         self.coordinator = TransactionCoordinator(cfg.get_int("transaction.max.timeout.ms"))
         self.num_partitions = cfg.get_int("transaction.state.log.num.partitions")
         self.writer = writer or PartitionLogWriter(broker)
-        self.topic = InternalTopic(broker, TOPIC, lambda: self.num_partitions)
+        self.topic = InternalTopic(broker, TOPIC, lambda: self.num_partitions, owner=self)
         self.log = CoordinatorLog(
             TOPIC, self.writer, broker.clock, lambda t: partition_for(t, self.num_partitions),
             lambda rec: self.coordinator.load(rec.key, rec.value), UNAVAILABLE,
@@ -104,25 +104,64 @@ class TransactionRuntime:
     # ---- lifecycle
 
     def load(self) -> int:
-        """Replay ``__transaction_state`` (blocking: the executor, at startup)."""
+        """Replay ``__transaction_state`` (blocking: the executor, at startup, on a single
+        node; in a cluster partitions load as this broker becomes their leader)."""
         count = 0
         if self.broker.has_topic(TOPIC):
             self.num_partitions = self.broker.partition_count(TOPIC)
             for p in range(self.num_partitions):
-                plog = self.broker.replica_log(TOPIC, p)
-                for batch in plog.iter_batches() if plog is not None else ():
-                    for rec in iter_records(batch):
-                        self.coordinator.load(_b(rec.key), _b(rec.value))
-                        count += 1
+                for key, value in self.read_partition(p):
+                    self.coordinator.load(key, value)
+                    count += 1
         return count
 
-    def recover(self) -> int:
-        """Complete the transactions a crash left in PREPARE_COMMIT/PREPARE_ABORT."""
-        todo = self.coordinator.pending_completion()
+    def recover(self, partition: int | None = None) -> int:
+        """Complete the transactions a crash (or a coordinator move) left in
+        PREPARE_COMMIT/PREPARE_ABORT: of ``partition``, or of every partition."""
+        todo = [m for m in self.coordinator.pending_completion()
+                if partition is None or self._partition_of(m.transactional_id) == partition]
         for m in todo:
-            log.info("completing %s of %s after a restart", m.state.kafka_name, m.transactional_id)
+            log.info("completing %s of %s after a restart or a coordinator move",
+                     m.state.kafka_name, m.transactional_id)
             self._complete(m)
         return len(todo)
+
+    # ---- coordinator partitions (a cluster: spool.broker.internal_topic)
+
+    def _partition_of(self, txn_id: str) -> int:
+        return partition_for(txn_id, self.num_partitions)
+
+    def on_leadership(self, partition: int, is_leader: bool, leader_epoch: int) -> None:
+        """A leadership listener for ``__transaction_state``: load or unload ``partition``."""
+        n = self.broker.view.partition_count(TOPIC)
+        if n > 0:
+            self.num_partitions = n
+        self.topic.on_leadership(partition, is_leader, leader_epoch)
+
+    def read_partition(self, partition: int) -> list[tuple[bytes | None, bytes | None]]:
+        """The partition's records (blocking: the executor)."""
+        plog = self.broker.replica_log(TOPIC, partition)
+        return [(_b(r.key), _b(r.value))
+                for batch in (plog.iter_batches() if plog is not None else ())
+                for r in iter_records(batch)]
+
+    def apply_partition(self, partition: int, data: list) -> None:
+        """Replay a partition read by ``read_partition`` (on the loop), then complete its
+        PREPARE_* transactions (Kafka's new coordinator does, after loading)."""
+        for key, value in data:
+            self.coordinator.load(key, value)
+        self.recover(partition)
+
+    def unload_partition(self, partition: int) -> None:
+        """Drop the partition's transactions and stop completing them here (the new
+        coordinator completes them after its load)."""
+        ids = [t for t in self.coordinator.txns if self._partition_of(t) == partition]
+        for txn_id in ids:
+            del self.coordinator.txns[txn_id]
+            task = self._completing.pop(txn_id, None)
+            if task is not None:
+                task.cancel()
+        log.info("%s-%d: %d transactional ids unloaded", TOPIC, partition, len(ids))
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._timer_loop())
@@ -158,6 +197,9 @@ class TransactionRuntime:
                 continue
             if self.broker.storage.logs.get(topic, p) is None:
                 continue  # the topic was deleted meanwhile
+            if topic == OFFSETS_TOPIC and groups is not None and p in groups.topic.loading:
+                left.add((topic, p))  # its pending offsets are being read: retry
+                continue
             marker = build_control_batch(m.producer_id, m.producer_epoch, commit, COORDINATOR_EPOCH,
                                          0, self.now())
             try:

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from spool.coordinator.group import ClassicGroup, GroupState, Member, MemberJournal
@@ -211,11 +211,36 @@ class GroupCoordinator:
         except SchemaError as e:
             log.warning("skipping an unreadable __consumer_offsets record: %s", e)
 
-    def loaded(self) -> None:
-        """After the last ``load``: start the session timers of the loaded members."""
-        for group in self.groups.values():
-            for member in group.members.values():
+    def loaded(self, group_ids: Iterable[str] | None = None) -> None:
+        """After the last ``load``: start the session timers of the loaded members (of
+        ``group_ids``, the groups of one partition just loaded; default every group)."""
+        for gid in list(self.groups) if group_ids is None else group_ids:
+            group = self.groups.get(gid)
+            for member in group.members.values() if group is not None else ():
                 self._heartbeat(group, member)
+
+    def unload(self, group_ids: Iterable[str], error: object) -> int:
+        """Forget ``group_ids`` (their ``__consumer_offsets`` partition is no longer led
+        here): their parked JoinGroup/SyncGroup get ``error`` (NOT_COORDINATOR), their
+        timers stop, their members and offsets are dropped. Outside any operation.
+        Returns how many parked requests were answered."""
+        drop = set(group_ids)
+        answered = 0
+        for gid in drop:
+            group = self.groups.pop(gid, None)
+            self.offsets.drop(gid)
+            for m in group.members.values() if group is not None else ():
+                for fn in (m.join_reply, m.sync_reply):
+                    if fn is not None:
+                        fn(error)
+                        answered += 1
+                m.join_reply = m.sync_reply = None
+        self.timers.cancel_where(lambda key: len(key) > 1 and key[1] in drop)
+        return answered
+
+    def group_ids(self) -> set[str]:
+        """Every group known here: with members, or with committed offsets only."""
+        return set(self.groups) | set(self.offsets.groups())
 
     def _new_member_id(self, prefix: str) -> str:
         return f"{prefix}-{self.new_id()}"

@@ -51,6 +51,10 @@ class OffsetStore:
     def has_offsets(self, group: str) -> bool:
         return bool(self._groups.get(group))
 
+    def drop(self, group: str) -> None:
+        """Forget ``group``'s offsets (its partition moved to another coordinator)."""
+        self._groups.pop(group, None)
+
     def groups(self) -> list[str]:
         return list(self._groups)
 

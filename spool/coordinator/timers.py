@@ -53,6 +53,14 @@ class Timers:
         self._note(key)
         self._live.pop(key, None)
 
+    def cancel_where(self, pred: Callable[[Hashable], bool]) -> int:
+        """Cancel every timer whose key satisfies ``pred`` (a coordinator partition unloaded);
+        how many. Not journaled: call it outside an operation."""
+        keys = [k for k in self._live if pred(k)]
+        for k in keys:
+            del self._live[k]
+        return len(keys)
+
     def __contains__(self, key: Hashable) -> bool:
         return key in self._live
 

@@ -39,6 +39,11 @@ class PendingTxnOffsets:
                 apply(key, value)
         return len(records)
 
+    def drop_partition(self, partition: int) -> None:
+        """Forget what is pending on ``partition`` (another broker coordinates it now)."""
+        for key in [k for k in self._pending if k[1] == partition]:
+            del self._pending[key]
+
     def pending_partitions(self, producer_id: int) -> list[int]:
         return sorted(p for pid, p in self._pending if pid == producer_id)
 

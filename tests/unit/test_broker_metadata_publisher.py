@@ -59,6 +59,7 @@ def test_images_drive_the_view_and_the_local_logs(tmp_path):
 
         broker = SimpleNamespace(node_id=1, view=None, storage=SimpleNamespace(logs=logs),
                                  run_blocking=run_blocking, controller_channel=None,
+                                 leadership_changed=lambda *a: None,
                                  controller_reachable=lambda node: True)
         loader = MetadataLoader("c")
         pub = BrokerMetadataPublisher(broker, "PLAINTEXT")
@@ -110,6 +111,7 @@ def test_a_restarted_broker_opens_its_logs_instead_of_creating_them(tmp_path):
             logs = LogManager([tmp_path], load=False)
             broker = SimpleNamespace(node_id=1, view=None, storage=SimpleNamespace(logs=logs),
                                      run_blocking=run_blocking, controller_channel=None,
+                                 leadership_changed=lambda *a: None,
                                  controller_reachable=lambda node: True)
             loader = MetadataLoader("c")
             pub = BrokerMetadataPublisher(broker, "PLAINTEXT")
@@ -145,6 +147,7 @@ def test_a_folder_of_a_topic_deleted_and_created_again_is_not_adopted(tmp_path):
             logs = LogManager([tmp_path], load=False)
             broker = SimpleNamespace(node_id=1, view=None, storage=SimpleNamespace(logs=logs),
                                      run_blocking=run_blocking, controller_channel=None,
+                                 leadership_changed=lambda *a: None,
                                  controller_reachable=lambda node: True)
             loader = MetadataLoader("c")
             pub = BrokerMetadataPublisher(broker, "PLAINTEXT")

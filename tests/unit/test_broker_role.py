@@ -41,6 +41,7 @@ def test_two_brokers_join_serve_and_leave(tmp_path):
             b = SimpleNamespace(node_id=node, view=None, storage=SimpleNamespace(logs=logs),
                                 run_blocking=run_blocking, ready_for_clients=asyncio.Event(),
                                 controller_channel=channel,
+                                leadership_changed=lambda *a: None,
                                 controller_reachable=channel.reachable)
             brokers.append(b)
             roles.append(BrokerRole(b, loader, channel, cluster_id="c1",

@@ -8,7 +8,8 @@ log this broker leads (``Broker.leader_log``; otherwise NOT_LEADER_OR_FOLLOWER,
 and the coordinator asks the new leader), in its leader epoch, waking the
 fetches waiting on it; a marker reaching a ``__consumer_offsets`` partition
 applies (commit) or drops (abort) the group coordinator's pending transactional
-offsets there. Errors are per partition: the producer's newer epoch already
+offsets there (while the group coordinator is loading that partition it answers
+COORDINATOR_LOAD_IN_PROGRESS, and the coordinator sends it again). Errors are per partition: the producer's newer epoch already
 there is INVALID_PRODUCER_EPOCH, a partition that does not exist
 UNKNOWN_TOPIC_OR_PARTITION (the coordinator treats both as done), a disk error
 KAFKA_STORAGE_ERROR (it retries).
@@ -35,6 +36,10 @@ OFFSETS_TOPIC = "__consumer_offsets"
 
 def _write(broker, topic: str, partition: int, marker) -> int:
     commit = marker.transaction_result
+    groups = broker.groups
+    if topic == OFFSETS_TOPIC and groups is not None and partition in groups.topic.loading:
+        # its pending transactional offsets are being read: the coordinator sends it again
+        return Errors.COORDINATOR_LOAD_IN_PROGRESS
     try:
         plog, epoch = broker.leader_log(topic, partition)
         batch = build_control_batch(marker.producer_id, marker.producer_epoch, commit,
@@ -46,7 +51,6 @@ def _write(broker, topic: str, partition: int, marker) -> int:
         log.warning("marker to %s-%d failed: %s", topic, partition, e)
         return Errors.KAFKA_STORAGE_ERROR
     broker.notify_append(topic, partition)
-    groups = broker.groups
     if topic == OFFSETS_TOPIC and groups is not None:
         groups.txn_offsets.complete(marker.producer_id, partition, commit,
                                     groups.coordinator.load)
