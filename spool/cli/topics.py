@@ -10,11 +10,20 @@ Contract (Kafka's kafka-topics semantics, over confluent-kafka's AdminClient):
 - ``list [--internal] [--json]``: topic names from Metadata (internal topics
   only with ``--internal``). ``--json`` prints an array of
   ``{"name", "partitions", "replication_factor", "internal"}``.
-- ``describe [NAME ...] [--json]``: each topic's partitions (leader,
-  replicas, ISR) and its configuration overrides (DescribeConfigs entries
-  whose source is DYNAMIC_TOPIC_CONFIG). No names: every non-internal topic.
-  ``--json`` prints an array of ``{"name", "internal", "partitions": [{"partition",
-  "leader", "replicas", "isr"}], "configs": {k: v}}``.
+- ``describe [NAME ...] [--json]``: each topic's id and partitions (leader,
+  replicas, ISR, offline replicas; adding/removing replicas while a reassignment
+  runs) as kafka-topics --describe prints them, and its configuration overrides
+  (DescribeConfigs entries whose source is DYNAMIC_TOPIC_CONFIG). No names: every
+  non-internal topic. ``--json`` prints an array of ``{"name", "topic_id",
+  "internal", "replication_factor", "partitions": [{"partition", "leader" (-1:
+  none), "replicas", "isr", "offline", "adding", "removing"}], "configs": {k: v}}``.
+  Partitions come from Metadata v12 over ``spool.cli.wire`` (confluent-kafka does
+  not expose offline replicas), reassignments from ListPartitionReassignments.
+- ``under-replicated [NAME ...] [--json]``: the partitions whose ISR is smaller
+  than their replicas (less the replicas a reassignment is adding, as Kafka's
+  --under-replicated-partitions), one kafka-topics line each (``--json``: an array
+  of ``{"topic", "partition", ...}``, ``[]`` for none); a count on stderr. Exit 0
+  when there is none, 3 when some are listed, 1 when the cluster cannot be asked.
 - ``alter NAME --partitions N``: CreatePartitions (the count only grows).
 - ``delete NAME ... [--if-exists]``: DeleteTopics.
 """
@@ -26,7 +35,6 @@ from typing import Annotated, Any
 import typer
 from confluent_kafka.admin import (
     AdminClient,
-    ClusterMetadata,
     ConfigResource,
     ConfigSource,
     NewPartitions,
@@ -34,6 +42,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from spool.cli import partitions
 from spool.cli.common import (
     DEFAULT_BOOTSTRAP,
     AdminTimeout,
@@ -43,14 +52,14 @@ from spool.cli.common import (
     admin_client,
     cli_command,
     config_source,
-    fail,
     is_tty,
-    kafka_error,
     parse_pairs,
     print_json,
     print_table,
     result,
 )
+
+UNDER_REPLICATED_EXIT = 3  # `under-replicated` found some (0: none, 1: could not ask)
 
 app = typer.Typer(help="Create, list, describe, alter and delete topics.", no_args_is_help=True)
 
@@ -141,18 +150,13 @@ def describe(
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
     timeout: AdminTimeout = 30.0,
 ) -> None:
-    """Show partitions (leader, replicas, ISR) and configuration overrides."""
-    admin = admin_client(bootstrap, timeout)
-    md = admin.list_topics(timeout=timeout)
-    wanted = names or sorted(n for n, t in md.topics.items() if not _is_internal(t))
+    """Show partitions (leader, replicas, ISR, offline replicas) and configuration overrides."""
+    found = partitions.describe(bootstrap, timeout, names or None)
+    wanted = names or sorted(n for n, t in found.items() if not t.internal)
     for name in wanted:
-        t = md.topics.get(name)
-        if t is None:
-            fail(f"topic '{name}' does not exist (UNKNOWN_TOPIC_OR_PART)")
-        if t.error is not None:
-            raise kafka_error(t.error, name)
-    overrides = _overrides(admin, wanted, timeout)
-    docs = [_doc(md, name, overrides[name]) for name in wanted]
+        partitions.check_exists(found, name)
+    overrides = _overrides(admin_client(bootstrap, timeout), wanted, timeout)
+    docs = [found[name].to_json(overrides[name]) for name in wanted]
     if json:
         print_json(docs)
     elif is_tty():
@@ -161,6 +165,40 @@ def describe(
     else:
         for doc in docs:
             _print_plain(doc)
+
+
+@app.command("under-replicated")
+@cli_command
+def under_replicated(
+    names: Annotated[list[str] | None, typer.Argument(
+        help="Topics to check (default: all, internal ones included).")] = None,
+    json: JsonFlag = False,
+    bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    timeout: AdminTimeout = 30.0,
+) -> None:
+    """List partitions whose ISR is smaller than their replica set.
+
+    Exit status: 0 when there is none, 3 when some are listed, 1 when the cluster
+    could not be asked (a script can tell "healthy" from "not" from "unknown")."""
+    found = partitions.describe(bootstrap, timeout, names or None)
+    for name in names or []:
+        partitions.check_exists(found, name)
+    rows = [(t, p) for _, t in sorted(found.items()) if t.error_code == 0
+            for p in t.partitions if p.under_replicated]
+    if json:
+        print_json([{"topic": t.name, **p.to_json()} for t, p in rows])
+    elif is_tty():
+        print_table(["Topic", "Partition", "Leader", "Replicas", "ISR", "Offline"],
+                    [[t.name, p.partition, _leader(p.leader), _ids(p.replicas), _ids(p.isr),
+                      _ids(p.offline)] for t, p in rows])
+    else:
+        for t, p in rows:
+            print(_partition_line(t.name, p))
+    n = len(rows)
+    typer.echo(f"{n} under-replicated partition{'s' if n != 1 else ''}" if n
+               else "no under-replicated partitions", err=True)
+    if rows:
+        raise typer.Exit(UNDER_REPLICATED_EXIT)
 
 
 @app.command()
@@ -230,55 +268,46 @@ def _overrides(admin: AdminClient, names: list[str], timeout: float) -> dict[str
     return out
 
 
-def _doc(md: ClusterMetadata, name: str, overrides: dict[str, str]) -> dict[str, Any]:
-    t = md.topics[name]
-    return {
-        "name": name,
-        "internal": _is_internal(t),
-        "partitions": [
-            {
-                "partition": p.id,
-                "leader": p.leader,
-                "replicas": list(p.replicas),
-                "isr": list(p.isrs),
-            }
-            for p in sorted(t.partitions.values(), key=lambda p: p.id)
-        ],
-        "configs": overrides,
-    }
-
-
 def _fmt_configs(configs: dict[str, str]) -> str:
     return ",".join(f"{k}={v}" for k, v in configs.items())
 
 
+def _ids(ids: list[int]) -> str:
+    return ",".join(map(str, ids))
+
+
+def _leader(leader: int) -> str:
+    return "none" if leader < 0 else str(leader)
+
+
+def _partition_line(topic: str, p: partitions.PartitionInfo) -> str:
+    """One partition as kafka-topics --describe prints it, with offline replicas."""
+    line = (f"\tTopic: {topic}\tPartition: {p.partition}\tLeader: {_leader(p.leader)}"
+            f"\tReplicas: {_ids(p.replicas)}\tIsr: {_ids(p.isr)}")
+    if p.adding or p.removing:
+        line += f"\tAdding Replicas: {_ids(p.adding)}\tRemoving Replicas: {_ids(p.removing)}"
+    return line + f"\tOffline: {_ids(p.offline)}"
+
+
 def _print_plain(doc: dict[str, Any]) -> None:
     parts = doc["partitions"]
-    rf = max((len(p["replicas"]) for p in parts), default=0)
     print(
-        f"Topic: {doc['name']}\tPartitionCount: {len(parts)}\tReplicationFactor: {rf}"
+        f"Topic: {doc['name']}\tTopicId: {doc['topic_id']}\tPartitionCount: {len(parts)}"
+        f"\tReplicationFactor: {doc['replication_factor']}"
         f"\tConfigs: {_fmt_configs(doc['configs'])}"
     )
     for p in parts:
-        print(
-            f"\tTopic: {doc['name']}\tPartition: {p['partition']}\tLeader: {p['leader']}"
-            f"\tReplicas: {','.join(map(str, p['replicas']))}"
-            f"\tIsr: {','.join(map(str, p['isr']))}"
-        )
+        print(_partition_line(doc["name"], partitions.PartitionInfo.from_json(p)))
 
 
 def _print_rich(doc: dict[str, Any]) -> None:
     configs = _fmt_configs(doc["configs"]) or "(none)"
     print_table(
-        ["Partition", "Leader", "Replicas", "ISR"],
+        ["Partition", "Leader", "Replicas", "ISR", "Offline"],
         [
-            [
-                p["partition"],
-                p["leader"],
-                ",".join(map(str, p["replicas"])),
-                ",".join(map(str, p["isr"])),
-            ]
+            [p["partition"], _leader(p["leader"]), _ids(p["replicas"]), _ids(p["isr"]),
+             _ids(p["offline"])]
             for p in doc["partitions"]
         ],
-        title=f"{doc['name']}  (config overrides: {configs})",
+        title=f"{doc['name']}  (id {doc['topic_id']}; config overrides: {configs})",
     )

@@ -86,10 +86,18 @@ def test_topics_lifecycle(broker: Any, topic_name: str) -> None:
         assert p["leader"] >= 0
         assert p["replicas"] == [p["leader"]]
         assert p["isr"] == [p["leader"]]
+        assert p["offline"] == [] and p["adding"] == [] and p["removing"] == []
     assert doc["configs"] == {"retention.ms": "3600000"}
-    plain = spool(broker, "topics", "describe", topic_name).stdout
-    assert f"Topic: {topic_name}\tPartitionCount: 3\tReplicationFactor: 1" in plain
-    assert "retention.ms=3600000" in plain
+    assert doc["replication_factor"] == 1
+    plain = spool(broker, "topics", "describe", topic_name).stdout.splitlines()
+    node = doc["partitions"][0]["leader"]
+    assert plain == [
+        f"Topic: {topic_name}\tTopicId: {doc['topic_id']}\tPartitionCount: 3"
+        f"\tReplicationFactor: 1\tConfigs: retention.ms=3600000",
+        *(f"\tTopic: {topic_name}\tPartition: {i}\tLeader: {node}\tReplicas: {node}"
+          f"\tIsr: {node}\tOffline: " for i in range(3))]
+    healthy = spool(broker, "topics", "under-replicated", topic_name, "--json")
+    assert (json.loads(healthy.stdout), healthy.stderr) == ([], "no under-replicated partitions\n")
 
     again = spool(broker, "topics", "create", topic_name, "--partitions", "1", check=False)
     line = one_error_line(again)
