@@ -81,6 +81,8 @@ from spool.storage import file_work, timestamps, txn_index
 from spool.storage.checkpoint import DirCheckpoints
 from spool.storage.cleaner_txn import control_marker
 from spool.storage.config import LogConfig
+from spool.storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
+from spool.storage.leader_epoch import read_entries as read_leader_epochs
 from spool.storage.loader import load_segments, new_segment
 from spool.storage.producer_state import ActiveProducer, ProducerStateManager
 from spool.storage.retention import deletable_prefix
@@ -141,18 +143,19 @@ def parse_dir_name(name: str) -> tuple[str, int]:
     return topic, int(partition)
 
 
-def _batch_chain(buf: memoryview) -> list[tuple[int, int, int, int, int]]:
-    """(pos, last_offset_delta, max_timestamp, size, base_offset) per batch; must tile ``buf``."""
+def _batch_chain(buf: memoryview) -> list[tuple[int, int, int, int, int, int]]:
+    """(pos, last_offset_delta, max_timestamp, size, base_offset, partition_leader_epoch) per
+    batch; must tile ``buf``."""
     out = []
     pos, end = 0, len(buf)
     while pos < end:
         if end - pos < HEADER_SIZE:
             raise KafkaError(Errors.CORRUPT_MESSAGE, "trailing bytes after the last batch")
-        base, length, _, magic, _, _, lod, _, max_ts = _HEADER.unpack_from(buf, pos)[:9]
+        base, length, epoch, magic, _, _, lod, _, max_ts = _HEADER.unpack_from(buf, pos)[:9]
         size = LOG_OVERHEAD + length
         if magic != 2 or length < HEADER_SIZE - LOG_OVERHEAD or pos + size > end or lod < 0:
             raise KafkaError(Errors.CORRUPT_MESSAGE, f"malformed batch at {pos}")
-        out.append((pos, lod, max_ts, size, base))
+        out.append((pos, lod, max_ts, size, base, epoch))
         pos += size
     if not out:
         raise KafkaError(Errors.CORRUPT_MESSAGE, "no record batch to append")
@@ -211,6 +214,7 @@ class PartitionLog:
         # replaced whole (lock-free readers keep the one they took)
         self._txn_pending: dict[int, tuple[AbortedTxn, ...]] = {}
         self._load_producer_state()
+        self.leader_epochs = self._load_leader_epochs()
         self.checkpoints.update(self.tp, recovery_point=self._recovery_point,
                                 log_start=self._log_start)
         self._check_offsets()
@@ -455,7 +459,12 @@ class PartitionLog:
                 dup = self._check_producers(view, producer_batches)
                 if dup is not None:
                     return AppendInfo(dup[0], dup[1], -1, -1, -1, self._log_start, 0, 0)
-            for pos, lod, ts, size, base in chain:
+            epochs = self.leader_epochs
+            latest = epochs.latest
+            new_epochs = []  # (epoch, start offset) where the batches' leader epoch changes
+            if assign_offsets and leader_epoch != latest and leader_epoch >= 0:
+                new_epochs.append((leader_epoch, next_off))
+            for pos, lod, ts, size, base, epoch in chain:
                 if assign_offsets:
                     patch_base_offset(view, pos, next_off)
                     patch_partition_leader_epoch(view, pos, leader_epoch)
@@ -464,6 +473,9 @@ class PartitionLog:
                     raise KafkaError(
                         Errors.OFFSET_OUT_OF_RANGE, f"batch offset {base} below log end {next_off}"
                     )
+                elif epoch != latest and epoch >= 0:
+                    new_epochs.append((epoch, base))
+                    latest = epoch
                 if pos == 0:
                     first = base
                 if log_append_time_ms is not None:
@@ -478,6 +490,8 @@ class PartitionLog:
             seg = self._segments[-1]
             if self._should_roll(seg, len(view), max_ts, next_off - 1, self.clock.now_ms()):
                 seg = self.roll(first)
+            for epoch, start in new_epochs:
+                self._assign_epoch(epoch, start)
             seg.append(view, batches)
             self._leo = next_off
             if self.hw_follows_leo:
@@ -495,9 +509,55 @@ class PartitionLog:
                 raise KafkaError(Errors.KAFKA_STORAGE_ERROR, f"{self.tp}: flush failed: {e}") from e
         return info
 
+    def _assign_epoch(self, epoch: int, start: int) -> None:
+        """Under the lock, before the batches starting ``epoch`` are written: record it in
+        the leader epoch cache (KAFKA_STORAGE_ERROR, nothing appended, if its file cannot be
+        written; the entry stays in memory and holds for the next append)."""
+        try:
+            self.leader_epochs.assign(epoch, start)
+        except OSError as e:
+            raise KafkaError(Errors.KAFKA_STORAGE_ERROR,
+                             f"{self.tp}: leader epoch checkpoint not written: {e}") from e
+
     def flush_due(self) -> bool:
         """``flush.messages`` offsets or more were appended since the recovery point."""
         return self._leo - self._recovery_point >= self._config.flush_messages
+
+    # -- leader epochs (spool.storage.leader_epoch) ----------------------------------
+
+    def _load_leader_epochs(self) -> LeaderEpochCache:
+        """The checkpoint, or (missing or malformed, on a non-empty log) the entries rebuilt
+        from the batch headers and written; then cut to [log start, log end) as Kafka's
+        LogLoader does (recovery may have truncated the log below an entry)."""
+        entries = read_leader_epochs(self.dir / LEADER_EPOCH_CHECKPOINT)
+        cache = LeaderEpochCache(self.dir, entries or ())
+        if entries is None and self._leo > self._log_start:
+            found: list[tuple[int, int]] = []
+            latest = -1
+            for seg in self._segments:
+                for _, h in seg.batches():
+                    epoch = h.partition_leader_epoch
+                    if epoch >= 0 and epoch != latest and h.last_offset >= self._log_start:
+                        found.append((epoch, max(h.base_offset, self._log_start)))
+                        latest = epoch
+            if not cache.assign_all(found):
+                cache.write()  # no epoch in any batch: the empty file, so no rescan next time
+            log.info("%s: leader epoch cache rebuilt from the batches: %s", self.tp,
+                     list(cache.entries()))
+        self._cut_leader_epochs(cache, self._log_start, self._leo)
+        return cache
+
+    def _cut_leader_epochs(self, cache: LeaderEpochCache, start: int | None,
+                           end: int | None) -> None:
+        """Truncate the cache from the start and/or end; a failed file write is logged, not
+        raised (the entries in memory are right; the next load cuts a stale file again)."""
+        try:
+            if end is not None:
+                cache.truncate_from_end(end)
+            if start is not None:
+                cache.truncate_from_start(start)
+        except OSError as e:
+            log.error("%s: leader epoch checkpoint not written: %s", self.tp, e)
 
     # -- producer state (spool.storage.producer_state) -----------------------------
 
@@ -846,6 +906,7 @@ class PartitionLog:
         if rest[0].base_offset > self._log_start:
             self._log_start = rest[0].base_offset
             self.checkpoints.update(self.tp, log_start=self._log_start)
+            self._cut_leader_epochs(self.leader_epochs, self._log_start, None)
         if self._log_start > self._recovery_point:  # nothing below the log start to recover
             self._recovery_point = self._log_start
             self.checkpoints.update(self.tp, recovery_point=self._recovery_point)
@@ -882,6 +943,7 @@ class PartitionLog:
                 self._recovery_point = max(self._recovery_point, offset)
                 self.checkpoints.update(self.tp, log_start=offset,
                                         recovery_point=self._recovery_point)
+                self._cut_leader_epochs(self.leader_epochs, offset, None)
                 self._check_offsets()
             self.run_retention_for_log_start()
             start = self._log_start
@@ -928,6 +990,7 @@ class PartitionLog:
                 assert seg.next_offset is not None
                 self._leo = seg.next_offset
             self._hw = min(self._hw, self._leo)
+            self._cut_leader_epochs(self.leader_epochs, None, self._leo)
             self._first_unstable = None
             self._load_producer_state()
             self._recovery_point = min(self._recovery_point, self._leo)
@@ -959,6 +1022,10 @@ class PartitionLog:
         self._set_segments([fresh])
         self._log_start = self._leo = self._hw = offset
         self._recovery_point = offset
+        try:
+            self.leader_epochs.clear()
+        except OSError as e:
+            log.error("%s: leader epoch checkpoint not written: %s", self.tp, e)
 
     # -- close / delete ------------------------------------------------------------
 
@@ -1004,6 +1071,7 @@ class PartitionLog:
             for seg in self._segments:  # lazy opens and index writes follow the rename
                 seg.move_dir(target)
             self.producers.dir = target
+            self.leader_epochs.dir = target
         fsync_dir(target.parent)
         self.checkpoints.remove(self.tp)
         self.checkpoints.write()
