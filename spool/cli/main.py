@@ -11,8 +11,10 @@ from spool.cli import (
     configs,
     consume,
     dump_log,
+    elect_leaders,
     groups,
     produce,
+    reassign,
     storage,
     topics,
     transactions,
@@ -90,9 +92,11 @@ app.add_typer(groups.app, name="groups")
 app.add_typer(transactions.app, name="transactions")
 app.add_typer(storage.app, name="storage")
 app.add_typer(cluster.app, name="cluster")
+app.add_typer(reassign.app, name="reassign")
 app.command("produce")(produce.produce)
 app.command("consume")(consume.consume)
 app.command("dump-log")(dump_log.dump_log_command)
+app.command("elect-leaders")(elect_leaders.elect_leaders)
 
 
 if __name__ == "__main__":
