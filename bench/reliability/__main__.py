@@ -7,7 +7,8 @@ sizes), one after the other (they share the machine's cores); a script
 whose invariants fail does not stop the others. The report is written from
 whatever results are in ``--out`` (``docs/reliability`` by default);
 ``failover`` (kill -9 of the cluster's controller) also writes
-docs/CLUSTER-FAILOVER.md. Exits non-zero when any script did.
+docs/CLUSTER-FAILOVER.md, ``replication`` (kill -9 of partition leaders under
+acks=all) docs/REPLICATION-FAILOVER.md. Exits non-zero when any script did.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 from bench.reliability import report
 from bench.reliability.common import DEFAULT_OUT, REPO
 
-SCRIPTS = ("fuzz", "idle", "partitions", "diskfull", "kill9", "failover")
+SCRIPTS = ("fuzz", "idle", "partitions", "diskfull", "kill9", "failover", "replication")
 
 
 def main(argv: list[str] | None = None) -> int:

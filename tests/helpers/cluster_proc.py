@@ -25,6 +25,17 @@ it dials (its own entry is its own listener). ``proxied=False`` gives every
 node the same, plain ``controller.quorum.voters``. Clients (the tests)
 always reach every listener directly.
 
+With ``replication_proxied=True`` brokers reach each other's broker
+listeners (replica fetches, transaction markers: whatever a broker dials
+with its ``inter.broker.listener.name``) only through ``self.rnet``, a
+``FaultNet`` of its own: broker X binds one more listener per broker k,
+``R{k}`` (a PLAINTEXT listener), advertises it at the proxy ``k -> X`` (its
+own ``R{X}`` at its real port) and names ``R{X}`` its
+``inter.broker.listener.name``; so broker k, asking the metadata for X's
+``R{k}`` endpoint, dials the proxy ``k -> X``. ``rnet.cut(f, l)`` then
+cuts follower f from leader l and nothing else (Kafka allows a broker its
+own inter-broker listener name as long as every broker advertises it).
+
 A node: ``kill()`` (SIGKILL), ``stop()`` (SIGTERM, waits for the exit code),
 ``start()`` on the same dirs and ports, ``restart()`` = kill + start.
 
@@ -33,7 +44,9 @@ Asking the cluster, each time over a fresh connection to one node:
 high watermark, voters' log end offsets), ``active_controller()`` (the
 leader of the highest epoch any live controller reports, as reported by the
 leader itself), ``metadata(node)`` (Metadata v12: brokers with racks,
-controller id), ``registered_brokers(node)`` (DescribeCluster v2 with fenced
+controller id), ``partitions(node, topic)`` (Metadata v12 of one topic:
+each partition's leader, leader epoch, replicas, ISR, offline replicas),
+``registered_brokers(node)`` (DescribeCluster v2 with fenced
 brokers: every registration, fenced or not). ``wait_until(what, fn, timeout)`` polls ``fn`` until it
 returns something truthy that is not a string (a string is the reason it
 is not there yet) and returns it, or raises ``ClusterTimeout`` saying
@@ -63,6 +76,7 @@ from spool.protocol._generated import (
     MetadataRequest,
 )
 from spool.protocol._generated.describe_quorum_request import PartitionData, TopicData
+from spool.protocol._generated.metadata_request import MetadataRequestTopic
 from spool.protocol.errors import error_name
 from tests.helpers.fault_proxy import FaultNet
 from tests.helpers.raw_client import RawClient
@@ -107,6 +121,17 @@ class ClusterMetadata:
     brokers: dict[int, tuple[str, int, str | None]]  # id -> (host, port, rack)
 
 
+@dataclasses.dataclass(frozen=True)
+class PartitionState:
+    """One partition as a node's Metadata shows it."""
+
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline: tuple[int, ...]
+
+
 class ClusterNode:
     """One node of a ``Cluster``: its config, dirs, ports and process."""
 
@@ -123,6 +148,8 @@ class ClusterNode:
         self._reserved: list[socket.socket] = []
         self.broker_port = self._reserve() if self.is_broker else 0
         self.controller_port = self._reserve() if self.is_controller else 0
+        # replication_proxied: the port of listener R{k} (for broker k's connections to us)
+        self.replication_ports: dict[int, int] = {}
 
     def _reserve(self) -> int:
         s = reserve_port()
@@ -131,7 +158,7 @@ class ClusterNode:
 
     def _rereserve(self) -> None:
         """Hold this node's ports again while it is down (until the next launch)."""
-        for port in (self.broker_port, self.controller_port):
+        for port in (self.broker_port, self.controller_port, *self.replication_ports.values()):
             if port and not any(s.getsockname()[1] == port for s in self._reserved):
                 s = socket.socket()
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -195,6 +222,16 @@ class ClusterNode:
         if self.is_broker:
             props["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{self.broker_port}"
             props["inter.broker.listener.name"] = "PLAINTEXT"
+            if self.replication_ports:
+                rnames = [f"R{k}" for k in sorted(self.replication_ports)]
+                props["listeners"] += "".join(f",R{k}://127.0.0.1:{port}" for k, port
+                                              in sorted(self.replication_ports.items()))
+                props["advertised.listeners"] += "".join(
+                    f",R{k}://{self.cluster.replication_address_for(k, self)}"
+                    for k in sorted(self.replication_ports))
+                props["listener.security.protocol.map"] += "".join(
+                    f",{n}:PLAINTEXT" for n in rnames)
+                props["inter.broker.listener.name"] = f"R{self.node_id}"
             props["group.initial.rebalance.delay.ms"] = "0"
             if self.rack is not None:
                 props["broker.rack"] = self.rack
@@ -316,6 +353,7 @@ class Cluster:
         racks: Sequence[str | None] | None = None,
         *,
         proxied: bool = True,
+        replication_proxied: bool = False,
         overrides: dict[str, str] | None = None,
         node_overrides: dict[int, dict[str, str]] | None = None,
         log_level: str = "INFO",
@@ -335,6 +373,14 @@ class Cluster:
         if proxied:
             self.net = FaultNet({c.node_id: ("127.0.0.1", c.controller_port)
                                  for c in self.controllers})
+        self.rnet: FaultNet | None = None
+        if replication_proxied:
+            for x in self.brokers:
+                for k in self.brokers:
+                    x.replication_ports[k.node_id] = x._reserve()
+            self.rnet = FaultNet({b.node_id: ("127.0.0.1", b.broker_port) for b in self.brokers})
+            for (src, dst), link in self.rnet.links.items():
+                link.target = ("127.0.0.1", self.nodes[dst].replication_ports[src])
 
     # --- layout -------------------------------------------------------------------------
 
@@ -353,6 +399,12 @@ class Cluster:
         if not src.is_controller:  # a broker-only node: its own links in the net
             return self._broker_link(src, dst)
         return self.net.address(src.node_id, dst.node_id)
+
+    def replication_address_for(self, src: int, dst: ClusterNode) -> str:
+        """Where broker ``src`` reaches broker ``dst``'s listener ``R{src}``."""
+        if src == dst.node_id or self.rnet is None:
+            return f"127.0.0.1:{dst.replication_ports[src]}"
+        return self.rnet.address(src, dst.node_id)
 
     def _broker_link(self, src: ClusterNode, dst: ClusterNode) -> str:
         from tests.helpers.fault_proxy import LinkProxy
@@ -407,8 +459,9 @@ class Cluster:
         for n in self.nodes.values():
             n.stop(timeout=20)
             n._release()
-        if self.net is not None:
-            self.net.close()
+        for net in (self.net, self.rnet):
+            if net is not None:
+                net.close()
 
     def __enter__(self) -> Cluster:
         return self.start()
@@ -469,6 +522,27 @@ class Cluster:
             return f"node {node}: {type(e).__name__}: {e}"
         return ClusterMetadata(node, md.controller_id, md.cluster_id,
                                {b.node_id: (b.host, b.port, b.rack) for b in md.brokers})
+
+    def partitions(self, node: int, topic: str, timeout: float = 5.0
+                   ) -> dict[int, PartitionState] | str:
+        """Metadata v12 for ``topic`` from ``node``: ``{partition: PartitionState}``; an error
+        string when it could not answer or does not know the topic."""
+        try:
+            c = RawClient(self.nodes[node].bootstrap, timeout=timeout)
+            try:
+                md = c.request(3, 12, MetadataRequest(topics=[MetadataRequestTopic(name=topic)],
+                                                      allow_auto_topic_creation=False))
+            finally:
+                c.close()
+        except (OSError, ConnectionError) as e:
+            return f"node {node}: {type(e).__name__}: {e}"
+        t = next((t for t in md.topics if t.name == topic), None)
+        if t is None or t.error_code != 0:
+            return f"node {node}: {topic}: {None if t is None else error_name(t.error_code)}"
+        return {p.partition_index: PartitionState(p.leader_id, p.leader_epoch,
+                                                  tuple(p.replica_nodes), tuple(p.isr_nodes),
+                                                  tuple(p.offline_replicas))
+                for p in sorted(t.partitions, key=lambda p: p.partition_index)}
 
     def registered_brokers(self, node: int, timeout: float = 5.0
                            ) -> dict[int, tuple[str | None, bool]] | str:
