@@ -4,8 +4,9 @@ In each log dir root::
 
     recovery-point-offset-checkpoint   offsets up to which each partition is fsynced
     log-start-offset-checkpoint        each partition's log start offset
+    replication-offset-checkpoint      each partition's high watermark
 
-Both read::
+All three read::
 
     0                    version
     2                    number of entries
@@ -19,12 +20,20 @@ treated as empty (recovery then scans every segment, which is always safe).
 
 ``DirCheckpoints`` is the in-memory view shared by every ``PartitionLog`` of
 one log dir; it is thread-safe (one lock) and writes each file when it
-changed: on ``write()`` (both; DeleteRecords, partition deletion, shutdown)
-or ``write(recovery_points=False)`` / ``write(log_starts=False)`` (the log
-manager's background thread, each on its own interval:
-``log.flush.offset.checkpoint.interval.ms`` and
-``log.flush.start.offset.checkpoint.interval.ms``).
+changed: on ``write()`` (all; DeleteRecords, partition deletion, shutdown)
+or with some of ``recovery_points`` / ``log_starts`` / ``high_watermarks``
+False (the log manager's background thread, each on its own interval:
+``log.flush.offset.checkpoint.interval.ms``,
+``log.flush.start.offset.checkpoint.interval.ms`` and
+``replica.high.watermark.checkpoint.interval.ms``).
 A failed write leaves the file marked changed, so the next one retries.
+
+High watermarks are not pushed on every move (that would cost each append):
+the log manager collects every log's ``high_watermark`` into ``update`` just
+before writing, and ``PartitionLog`` records it at load and close. A log opened
+with ``hw_follows_leo=False`` (replication) starts from min(checkpoint, LEO),
+so a checkpoint older than the log is safe: the HW only starts lower (Kafka's
+rule; the leader's fetches move it again).
 """
 
 from __future__ import annotations
@@ -39,6 +48,7 @@ log = logging.getLogger(__name__)
 
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"
 VERSION = 0
 
@@ -75,14 +85,16 @@ def format_checkpoint(entries: dict[TopicPartition, int]) -> bytes:
 
 
 class DirCheckpoints:
-    """Recovery points and log start offsets of one log dir (see module docstring)."""
+    """Recovery points, log start offsets and high watermarks of one log dir (see module
+    docstring)."""
 
     def __init__(self, log_dir: str | Path) -> None:
         self.dir = Path(log_dir)
         self._lock = threading.Lock()
         self.recovery_points = read_checkpoint(self.dir / RECOVERY_POINT_CHECKPOINT)
         self.log_start_offsets = read_checkpoint(self.dir / LOG_START_OFFSET_CHECKPOINT)
-        self._dirty_rp = self._dirty_ls = False
+        self.high_watermarks = read_checkpoint(self.dir / REPLICATION_OFFSET_CHECKPOINT)
+        self._dirty_rp = self._dirty_ls = self._dirty_hw = False
 
     def recovery_point(self, tp: TopicPartition) -> int:
         return self.recovery_points.get(tp, 0)
@@ -90,10 +102,17 @@ class DirCheckpoints:
     def log_start_offset(self, tp: TopicPartition) -> int:
         return self.log_start_offsets.get(tp, 0)
 
+    def high_watermark(self, tp: TopicPartition) -> int:
+        return self.high_watermarks.get(tp, 0)
+
     def update(
-        self, tp: TopicPartition, *, recovery_point: int | None = None, log_start: int | None = None
+        self, tp: TopicPartition, *, recovery_point: int | None = None,
+        log_start: int | None = None, high_watermark: int | None = None,
     ) -> None:
         with self._lock:
+            if high_watermark is not None and self.high_watermarks.get(tp) != high_watermark:
+                self.high_watermarks[tp] = high_watermark
+                self._dirty_hw = True
             if recovery_point is not None and self.recovery_points.get(tp) != recovery_point:
                 self.recovery_points[tp] = recovery_point
                 self._dirty_rp = True
@@ -105,15 +124,18 @@ class DirCheckpoints:
         with self._lock:
             self._dirty_rp |= self.recovery_points.pop(tp, None) is not None
             self._dirty_ls |= self.log_start_offsets.pop(tp, None) is not None
+            self._dirty_hw |= self.high_watermarks.pop(tp, None) is not None
 
     def write(
-        self, *, force: bool = False, recovery_points: bool = True, log_starts: bool = True
+        self, *, force: bool = False, recovery_points: bool = True, log_starts: bool = True,
+        high_watermarks: bool = True,
     ) -> bool:
-        """Write the files that changed (or all with ``force``), both unless told which;
+        """Write the files that changed (or all with ``force``), all unless told which;
         returns whether it wrote any."""
         with self._lock:
             do_rp = recovery_points and (self._dirty_rp or force)
             do_ls = log_starts and (self._dirty_ls or force)
+            do_hw = high_watermarks and (self._dirty_hw or force)
             if do_rp:
                 atomic_write(self.dir / RECOVERY_POINT_CHECKPOINT,
                              format_checkpoint(self.recovery_points))
@@ -122,4 +144,8 @@ class DirCheckpoints:
                 atomic_write(self.dir / LOG_START_OFFSET_CHECKPOINT,
                              format_checkpoint(self.log_start_offsets))
                 self._dirty_ls = False
-            return do_rp or do_ls
+            if do_hw:
+                atomic_write(self.dir / REPLICATION_OFFSET_CHECKPOINT,
+                             format_checkpoint(self.high_watermarks))
+                self._dirty_hw = False
+            return do_rp or do_ls or do_hw

@@ -231,6 +231,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         _K("log.retention.check.interval.ms", "long", 300_000, check=at_least(1)),
         _K("log.flush.offset.checkpoint.interval.ms", "int", 60_000, check=at_least(0)),
         _K("log.flush.start.offset.checkpoint.interval.ms", "int", 60_000, check=at_least(0)),
+        _K("replica.high.watermark.checkpoint.interval.ms", "long", 5_000, check=at_least(1)),
         _K("num.recovery.threads.per.data.dir", "int", 2, check=at_least(1)),
         _K("log.cleaner.enable", "boolean", True),
         _K("log.cleaner.backoff.ms", "long", 15_000, check=at_least(0)),

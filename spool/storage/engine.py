@@ -63,12 +63,15 @@ class Storage:
         node_id: int = 0,
         max_partitions: int | None = None,
         kraft: bool = False,
+        hw_follows_leo: bool = True,
     ) -> None:
         self.clock = as_clock(clock)
         self.node_id = node_id
         self.max_partitions = max_partitions
         self._changes = threading.RLock()  # one topic change at a time (module doc)
-        self.logs = LogManager(log_dirs, broker_props, self.clock, load=False)
+        # hw_follows_leo=False (replication): partition logs open at the checkpointed HW
+        self.logs = LogManager(log_dirs, broker_props, self.clock, load=False,
+                               hw_follows_leo=hw_follows_leo)
         # KRaft: __cluster_metadata-0 is the Raft log, never replayed as this JSON store
         md_log = self.logs.open_metadata_log(LOCAL_METADATA_DIR) if kraft else \
             self.logs.open_metadata_log()

@@ -199,7 +199,9 @@ class PartitionLog:
         self._set_segments(res.segments)
         self._log_start = res.log_start_offset
         self._leo = res.log_end_offset
-        self._hw = self._leo if hw_follows_leo else self._log_start
+        # replication: the checkpointed HW, never past what the log holds (Kafka's rule)
+        self._hw = self._leo if hw_follows_leo else min(
+            max(self.checkpoints.high_watermark(self.tp), self._log_start), self._leo)
         self._first_unstable: int | None = None
         self._recovery_point = res.recovery_point
         self._dir_dirty = True
@@ -216,7 +218,7 @@ class PartitionLog:
         self._load_producer_state()
         self.leader_epochs = self._load_leader_epochs()
         self.checkpoints.update(self.tp, recovery_point=self._recovery_point,
-                                log_start=self._log_start)
+                                log_start=self._log_start, high_watermark=self._hw)
         self._check_offsets()
 
     # -- offsets -------------------------------------------------------------------
@@ -1052,7 +1054,7 @@ class PartitionLog:
                 seg.close()
         self.delete_expired_files(force=True)
         self.checkpoints.update(self.tp, recovery_point=self._recovery_point,
-                                log_start=self._log_start)
+                                log_start=self._log_start, high_watermark=self._hw)
         if self._owns_checkpoints:
             self.checkpoints.write()
 

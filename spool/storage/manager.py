@@ -5,6 +5,7 @@ Layout of one log dir (``log.dirs`` may list several)::
     <log dir>/
       recovery-point-offset-checkpoint     (spool.storage.checkpoint)
       log-start-offset-checkpoint
+      replication-offset-checkpoint        high watermarks
       .kafka_cleanshutdown                 present only while the broker is down
                                            after a clean shutdown
       __cluster_metadata-0/                the metadata log (first log dir only)
@@ -39,6 +40,8 @@ one second) is a daemon thread calling ``run_background_once`` every
                           flush (fsync, recovery point moves to the active base)
     recovery points file  every log.flush.offset.checkpoint.interval.ms
     log start file        every log.flush.start.offset.checkpoint.interval.ms
+    high watermark file   every replica.high.watermark.checkpoint.interval.ms
+                          (every partition log's HW collected, then written)
     cleanup               ``.deleted`` segments and ``-delete`` partition folders
                           whose file.delete.delay.ms (log.segment.delete.delay.ms)
                           has passed
@@ -51,6 +54,11 @@ they fsync.
 The log cleaner (``spool.storage.cleaner_manager``) is a thread of its own:
 ``start_cleaner()`` starts it when ``log.cleaner.enable`` (the broker does,
 once serving); ``shutdown`` stops it first.
+
+High watermarks: ``hw_follows_leo`` (default True: one node, HW = LEO after each
+append) is given to every partition log; False (replication) opens them with
+HW = min(replication-offset-checkpoint, LEO) and leaves moving it to the broker.
+The metadata log always follows its LEO (Raft keeps its own HW).
 
 Concurrency: ``_lock`` guards the partition map; each log has its own lock.
 Configs: a partition's ``LogConfig`` = its topic's overrides over the dynamic
@@ -91,6 +99,7 @@ _DELETE_DIR = re.compile(r"^.+-\d+\.[0-9a-f]{32}" + re.escape(DELETE_DIR_SUFFIX)
 _OWN_ENTRIES = frozenset({
     ".lock", "meta.properties", "recovery-point-offset-checkpoint",
     "log-start-offset-checkpoint", "cleaner-offset-checkpoint", ".kafka_cleanshutdown",
+    "replication-offset-checkpoint", "replication-offset-checkpoint.tmp",
     "recovery-point-offset-checkpoint.tmp", "log-start-offset-checkpoint.tmp",
     "cleaner-offset-checkpoint.tmp", "meta.properties.tmp", "lost+found",
 })
@@ -121,6 +130,7 @@ class LogManager:
         *,
         load: bool = True,
         topic_overrides: Mapping[str, Mapping[str, str]] | None = None,
+        hw_follows_leo: bool = True,
     ) -> None:
         if not log_dirs:
             raise ValueError("at least one log dir is needed")
@@ -128,7 +138,9 @@ class LogManager:
         self.static_props = dict(defaults or {})
         self.dynamic_props: dict[str, str] = {}
         self.clock = as_clock(clock)
+        self.hw_follows_leo = hw_follows_leo
         self._lock = threading.RLock()
+        self._checkpoint_lock = threading.Lock()
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._topic_overrides: dict[str, dict[str, str]] = {
             t: dict(c) for t, c in (topic_overrides or {}).items()
@@ -142,6 +154,7 @@ class LogManager:
         self.cleaner: LogCleaner | None = None
         self._last_retention_ms = self._last_checkpoint_ms = self.clock.now_ms()
         self._last_start_checkpoint_ms = self._last_checkpoint_ms
+        self._last_hw_checkpoint_ms = self._last_checkpoint_ms
         self.checkpoints: dict[Path, DirCheckpoints] = {}
         self.had_clean_shutdown: dict[Path, bool] = {}
         for d in self.log_dirs:
@@ -228,7 +241,8 @@ class LogManager:
                 found.append((Path(entry.path), tp))
         return found
 
-    def _open_log(self, path: Path, config: LogConfig) -> PartitionLog:
+    def _open_log(self, path: Path, config: LogConfig, *,
+                  hw_follows_leo: bool | None = None) -> PartitionLog:
         parent = path.parent
         return PartitionLog(
             path,
@@ -236,6 +250,7 @@ class LogManager:
             clock=self.clock,
             checkpoints=self.checkpoints[parent],
             had_clean_shutdown=self.had_clean_shutdown[parent],
+            hw_follows_leo=self.hw_follows_leo if hw_follows_leo is None else hw_follows_leo,
         )
 
     def load_all(self, expected: set[TopicPartition] | None = None, *,
@@ -275,7 +290,7 @@ class LogManager:
         a KRaft node's store opens ``LOCAL_METADATA_DIR`` instead (the Raft log has the name)."""
         if self.metadata_log is None:
             path = self.log_dirs[0] / dir_name
-            self.metadata_log = self._open_log(path, METADATA_LOG_CONFIG)
+            self.metadata_log = self._open_log(path, METADATA_LOG_CONFIG, hw_follows_leo=True)
         return self.metadata_log
 
     # -- partitions ----------------------------------------------------------------
@@ -454,16 +469,31 @@ class LogManager:
     def flush_all(self) -> None:
         self._parallel(PartitionLog.flush, self._all_logs())
 
-    def checkpoint(self, *, recovery_points: bool = True, log_starts: bool = True) -> None:
-        """Write the recovery point and/or log start offset files of every log dir
-        (each only if it changed)."""
-        for cps in self.checkpoints.values():
-            cps.write(recovery_points=recovery_points, log_starts=log_starts)
+    def checkpoint(self, *, recovery_points: bool = True, log_starts: bool = True,
+                   high_watermarks: bool = True) -> None:
+        """Write the recovery point, log start offset and/or high watermark files of every
+        log dir (each only if it changed; the HWs are collected from the logs first)."""
+        with self._checkpoint_lock:  # collect and write as one: the file never goes back
+            if high_watermarks:
+                self.collect_high_watermarks()
+            for cps in self.checkpoints.values():
+                cps.write(recovery_points=recovery_points, log_starts=log_starts,
+                          high_watermarks=high_watermarks)
         now = self.clock.now_ms()
         if recovery_points:
             self._last_checkpoint_ms = now
         if log_starts:
             self._last_start_checkpoint_ms = now
+        if high_watermarks:
+            self._last_hw_checkpoint_ms = now
+
+    def collect_high_watermarks(self) -> None:
+        """Put every open partition log's high watermark in its dir's checkpoints."""
+        with self._lock:
+            logs = list(self._logs.values())
+        for plog in logs:
+            if not plog.closed:
+                plog.checkpoints.update(plog.tp, high_watermark=plog.high_watermark)
 
     def cleanup_once(self, now_ms: int | None = None, *, force: bool = False) -> int:
         """Unlink ``.deleted`` segments and ``-delete`` dirs whose delay has passed."""
@@ -489,8 +519,10 @@ class LogManager:
             self.setting("log.flush.offset.checkpoint.interval.ms"))
         ls = now - self._last_start_checkpoint_ms >= int(
             self.setting("log.flush.start.offset.checkpoint.interval.ms"))
-        if rp or ls:
-            self.checkpoint(recovery_points=rp, log_starts=ls)
+        hw = now - self._last_hw_checkpoint_ms >= int(
+            self.setting("replica.high.watermark.checkpoint.interval.ms"))
+        if rp or ls or hw:
+            self.checkpoint(recovery_points=rp, log_starts=ls, high_watermarks=hw)
         self.cleanup_once(now)
 
     def start_background(self, interval_s: float = 1.0) -> threading.Thread:
