@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from spool.protocol.errors import Errors, KafkaError
+from spool.replica.selector import RACK_AWARE, SELECTORS
 from spool.storage.config import (
     BROKER_CONFIGS,
     BROKER_SYNONYM_OF,
@@ -209,6 +210,11 @@ BROKER_KEYS: dict[str, ConfigKey] = {
              "How long a metadata log segment or snapshot is kept (soft limit)."),
         _key("replica.lag.time.max.ms", "long", 30000, at_least(1),
              "A follower that has not caught up for this long leaves the ISR."),
+        _key("replica.selector.class", "string", None,
+             Check(f"empty or {RACK_AWARE} (the replica selectors Spool has)",
+                   lambda v: not v or v.strip() in SELECTORS, replaces_type=True),
+             "KIP-392: how a partition leader points a consumer (Fetch v11+ with its "
+             "client.rack) to a replica to read from; unset: the leader serves everyone."),
     )
 }
 

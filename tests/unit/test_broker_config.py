@@ -59,11 +59,21 @@ def test_listener_names_map_to_protocols():
          "offsets.topic.replication.factor=40000: expected an integer >= 1 and at most 32767"),
         (("log.cleaner.min.cleanable.ratio=2",),
          "log.cleaner.min.cleanable.ratio=2: expected a number between 0 and 1"),
+        (("replica.selector.class=com.example.Nearest",),
+         "replica.selector.class=com.example.Nearest: expected empty or "
+         "org.apache.kafka.common.replica.RackAwareReplicaSelector (the replica selectors "
+         "Spool has)"),
         (("oops",), "override 'oops' is not key=value"),
     ],
 )
 def test_refused(overrides, message):
     assert error(*overrides) == message
+
+
+def test_the_replica_selector_is_kafkas_rack_aware_one_or_none():
+    rack_aware = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+    assert load(f"replica.selector.class={rack_aware}").get("replica.selector.class") == rack_aware
+    assert not load().get("replica.selector.class")
 
 
 def test_unknown_keys_are_kept_out_and_listed_with_hints(tmp_path):
