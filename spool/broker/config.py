@@ -146,6 +146,12 @@ BROKER_KEYS: dict[str, ConfigKey] = {
              "How often offset retention runs."),
         _key("offset.metadata.max.bytes", "int", 4096, at_least(0),
              "Largest metadata string of a committed offset."),
+        _key("offsets.commit.timeout.ms", "int", 5000, at_least(1),
+             "How long the group coordinator waits for its appends to be replicated "
+             "(acks=-1) before answering COORDINATOR_NOT_AVAILABLE."),
+        _key("request.timeout.ms", "int", 30000, at_least(1),
+             "How long the transaction coordinator waits for its appends and markers to be "
+             "replicated (acks=-1) before answering COORDINATOR_NOT_AVAILABLE."),
         _key("log.retention.check.interval.ms", "long", 300000, at_least(1),
              "How often retention runs."),
         _key("log.flush.scheduler.interval.ms", "long", 9223372036854775807, None,

@@ -15,13 +15,16 @@ caller, always on the event loop's thread, so operations never interleave.
   (``spool.broker.coordinator_log``): records appended through the
   coordinator log writer (one batch per partition, CreateTime = now), then
   replayed into the coordinator (committed offsets, group deletion), then
-  the replies released. If an append fails nothing is replayed, the
-  groups and timers go back to the checkpoint, and every reply gets
-  COORDINATOR_NOT_AVAILABLE (retriable) instead: OffsetFetch never shows an
-  offset that is not in the log. ``call`` is ``execute`` for an operation
-  that also returns the response (or the error). Appends are synchronous
-  on the loop, like Produce's: no other operation can observe the state
-  before its records are in the log.
+  the replies released, once the records are replicated (acks=-1, as
+  Kafka's coordinator appends, within ``offsets.commit.timeout.ms``). If an
+  append fails nothing is replayed, the groups and timers go back to the
+  checkpoint, and every reply gets COORDINATOR_NOT_AVAILABLE (retriable)
+  instead; if the replication fails the replies get NOT_COORDINATOR
+  (leadership lost) or COORDINATOR_NOT_AVAILABLE and nothing is replayed:
+  OffsetFetch never shows an offset that is not in the log, or not yet
+  replicated. ``call`` (awaited) is ``execute`` for an operation that also
+  returns the response (or the error). Appends are synchronous on the loop,
+  like Produce's: operations append in the order they ran.
 - Startup: ``load()`` (in the executor, before the listeners open) replays
   every record of the topic into the coordinator, then starts the loaded
   members' session timers.
@@ -79,7 +82,8 @@ class GroupRuntime:
         self.log = CoordinatorLog(
             TOPIC, writer or PartitionLogWriter(broker), broker.clock,
             lambda group: partition_for(group, self.num_partitions), self.coordinator.replay,
-            UNAVAILABLE, prepare=self.topic.prepare)
+            UNAVAILABLE, prepare=self.topic.prepare,
+            timeout_ms=lambda: broker.config.get_int("offsets.commit.timeout.ms"))
         self.txn_offsets = PendingTxnOffsets()  # TxnOffsetCommit records awaiting their marker
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
@@ -177,6 +181,7 @@ class GroupRuntime:
                     if fn is not None:
                         fn(UNAVAILABLE)
                 m.join_reply = m.sync_reply = None
+        await self.log.stop()
         await self.topic.stop()
 
     # ---- operations
@@ -187,28 +192,33 @@ class GroupRuntime:
         cp = coord.checkpoint(group_ids)
         try:
             result = op()
-            ok = self.log.commit(result,
-                                 lambda: coord.revert(cp, [fn for fn, _ in result.replies]))
+            commit = self.log.commit(result,
+                                     lambda: coord.revert(cp, [fn for fn, _ in result.replies]))
         except BaseException:
             coord.revert(cp, [])  # (again, if commit had: harmless) closes the journals
             raise
-        if ok:
+        if commit.appended:
             coord.accept(cp)
         self._wake.set()
-        return ok
+        return commit.appended
 
-    def call(self, group_ids: list[str], op: Callable[[], tuple[Result, T]]) -> T | KafkaError:
+    async def call(self, group_ids: list[str],
+                   op: Callable[[], tuple[Result, T]]) -> T | KafkaError:
         """``execute`` an operation returning ``(result, answer)``: the answer once its records
-        are in the log, else the error."""
-        box: list = []
+        are in the log and replicated, else the error."""
+        fut = asyncio.get_running_loop().create_future()
+
+        def answer(value) -> None:
+            if not fut.done():
+                fut.set_result(value)
 
         def run() -> Result:
-            result, answer = op()
-            result.reply(box.append, answer)
+            result, value = op()
+            result.reply(answer, value)
             return result
 
         self.execute(group_ids, run)
-        return box[0]
+        return await fut
 
     async def _timer_loop(self) -> None:
         clock = self.broker.clock

@@ -171,8 +171,8 @@ class InternalTopic:
                      self.name, partition, leader_epoch)
             return
         del self.loading[partition]
-        owner.apply_partition(partition, data)
         self.loaded[partition] = leader_epoch
+        owner.apply_partition(partition, data)
         log.info("%s-%d loaded in leader epoch %d (%d ms)", self.name, partition, leader_epoch,
                  self.broker.clock.now_ms() - started)
 

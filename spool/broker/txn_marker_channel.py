@@ -56,6 +56,8 @@ class TxnMarkerChannel:
     async def send(self, m: Any, commit: bool, coordinator_epoch: int,
                    todo: set[TP]) -> set[TP]:
         left = {tp for tp in todo if not self.remote(*tp)}
+        if left == todo:
+            return left
         by_leader: dict[int, list[TP]] = {}
         view = self.broker.view
         for tp in sorted(todo - left):

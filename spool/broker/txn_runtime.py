@@ -49,7 +49,12 @@ import contextlib
 import logging
 from typing import Any
 
-from spool.broker.coordinator_log import CoordinatorLog, CoordinatorLogWriter, PartitionLogWriter
+from spool.broker.coordinator_log import (
+    CoordinatorLog,
+    CoordinatorLogWriter,
+    PartitionLogWriter,
+    coordinator_error,
+)
 from spool.broker.internal_topic import InternalTopic
 from spool.broker.txn_marker_channel import TxnMarkerChannel
 from spool.coordinator import OutRecord, Result, partition_for
@@ -90,9 +95,10 @@ class TransactionRuntime:
         self.log = CoordinatorLog(
             TOPIC, self.writer, broker.clock, lambda t: partition_for(t, self.num_partitions),
             lambda rec: self.coordinator.load(rec.key, rec.value), UNAVAILABLE,
-            prepare=self.topic.prepare)
+            prepare=self.topic.prepare, timeout_ms=lambda: cfg.get_int("request.timeout.ms"))
         self._task: asyncio.Task | None = None
         self._completing: dict[str, asyncio.Task] = {}  # markers being retried, by id
+        self._writing: set[str] = set()  # ids whose record is being written (replicated)
         self.markers = TxnMarkerChannel(broker)  # partitions other brokers lead (a cluster)
 
     def _cfg(self, key: str) -> int:
@@ -123,7 +129,7 @@ class TransactionRuntime:
         for m in todo:
             log.info("completing %s of %s after a restart or a coordinator move",
                      m.state.kafka_name, m.transactional_id)
-            self._complete(m)
+            self._complete_in_background(m, set(m.partitions))
         return len(todo)
 
     # ---- coordinator partitions (a cluster: spool.broker.internal_topic)
@@ -174,23 +180,43 @@ class TransactionRuntime:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
         self._completing.clear()
+        await self.log.stop()
         await self.markers.close()
         await self.topic.stop()
 
     # ---- appends
 
-    def _write(self, m: TxnMetadata, *, tombstone: bool = False) -> None:
-        """Append ``m``'s record, then replay it; COORDINATOR_NOT_AVAILABLE if not appended."""
-        rec = OutRecord(m.transactional_id, encode_key(m.transactional_id),
-                        None if tombstone else encode_value(m))
-        if not self.log.commit(Result(records=[rec])):
-            raise UNAVAILABLE
+    def _owns(self, txn_id: str) -> bool:
+        return self.topic.owns(self._partition_of(txn_id)) and txn_id in self.coordinator.txns
 
-    def _write_markers(self, m: TxnMetadata, todo: set[tuple[str, int]]) -> set[tuple[str, int]]:
-        """Append ``m``'s marker to each partition of ``todo``; the partitions still without one."""
+    async def _write(self, m: TxnMetadata, *, tombstone: bool = False) -> None:
+        """Append ``m``'s record, then, once replicated, replay it. Raises
+        COORDINATOR_NOT_AVAILABLE (or NOT_COORDINATOR: leadership lost) if it is not
+        replicated, CONCURRENT_TRANSACTIONS while another write of the same id waits."""
+        txn_id = m.transactional_id
+        if txn_id in self._writing:  # Kafka's pendingState
+            raise KafkaError(Errors.CONCURRENT_TRANSACTIONS,
+                             f"{txn_id}: a state change is being written")
+        rec = OutRecord(txn_id, encode_key(txn_id), None if tombstone else encode_value(m))
+        result = Result(records=[rec])
+        box: list = []
+        result.reply(box.append, None)
+        self._writing.add(txn_id)
+        try:
+            await self.log.commit(result).wait()
+        finally:
+            self._writing.discard(txn_id)
+        if box and isinstance(box[0], KafkaError):
+            raise box[0]
+
+    async def _write_markers(self, m: TxnMetadata,
+                             todo: set[tuple[str, int]]) -> set[tuple[str, int]]:
+        """Append ``m``'s marker to each partition of ``todo`` this broker leads and wait for
+        them to be replicated; the partitions still without one (the remote ones too)."""
         commit = m.state == TxnState.PREPARE_COMMIT
         groups = self.broker.groups
         left = set()
+        appended: list[tuple[str, int, int | None]] = []
         for topic, p in sorted(todo):
             if self.markers.remote(topic, p):
                 left.add((topic, p))  # another broker leads it: WriteTxnMarkers (_retry)
@@ -203,7 +229,7 @@ class TransactionRuntime:
             marker = build_control_batch(m.producer_id, m.producer_epoch, commit, COORDINATOR_EPOCH,
                                          0, self.now())
             try:
-                self.writer.append(topic, p, bytearray(marker))
+                last = self.writer.append(topic, p, bytearray(marker))
             except (KafkaError, OSError) as e:
                 if isinstance(e, KafkaError) and e.code in MARKER_MOOT:
                     # as Kafka: nothing left for this marker to close
@@ -213,48 +239,72 @@ class TransactionRuntime:
                                 m.transactional_id, topic, p, e)
                     left.add((topic, p))
                 continue
-            if topic == OFFSETS_TOPIC and groups is not None:
+            appended.append((topic, p, last))
+        done = await asyncio.gather(*(self._replicated(m, topic, p, last)
+                                      for topic, p, last in appended))
+        for (topic, p, _), ok in zip(appended, done, strict=True):
+            if not ok:
+                left.add((topic, p))
+            elif topic == OFFSETS_TOPIC and groups is not None:
                 groups.txn_offsets.complete(m.producer_id, p, commit, groups.coordinator.load)
         return left
 
-    def _write_complete(self, m: TxnMetadata) -> bool:
-        """COMPLETE_* for ``m`` (every marker is written); whether it is in the log."""
+    async def _replicated(self, m: TxnMetadata, topic: str, p: int, last: int | None) -> bool:
+        """Whether the marker at ``last`` is replicated (acks=-1) within request.timeout.ms."""
+        if last is None or self.writer.replicated(topic, p, last):
+            return True
         try:
-            self._write(self.coordinator.completed(m, self.now()))
-        except KafkaError:
+            await self.writer.wait_replicated(topic, p, last, self._cfg("request.timeout.ms"))
+        except (KafkaError, OSError) as e:
+            log.warning("marker for %s to %s-%d not replicated (will retry): %s",
+                        m.transactional_id, topic, p, e)
             return False
         return True
 
-    def _complete(self, m: TxnMetadata) -> bool:
-        """Complete a PREPARE_* transaction now if every append succeeds, else keep retrying
-        in the background. True if it is complete now."""
-        left = self._write_markers(m, set(m.partitions))
-        if not left and self._write_complete(m):
+    async def _write_complete(self, m: TxnMetadata) -> bool:
+        """COMPLETE_* for ``m`` (every marker is written); whether it is in the log."""
+        try:
+            await self._write(self.coordinator.completed(m, self.now()))
+        except KafkaError as e:
+            log.warning("completing %s failed (will retry): %s", m.transactional_id, e)
+            return False
+        return True
+
+    async def _complete(self, m: TxnMetadata) -> bool:
+        """Complete a PREPARE_* transaction now if every local marker and the COMPLETE_*
+        record are appended and replicated, else keep retrying in the background (remote
+        markers always go from there). True if it is complete now."""
+        left = await self._write_markers(m, set(m.partitions))
+        if not left and await self._write_complete(m):
             return True
+        self._complete_in_background(m, left)
+        return False
+
+    def _complete_in_background(self, m: TxnMetadata, left: set[tuple[str, int]]) -> None:
+        if not self._owns(m.transactional_id) or m.transactional_id in self._completing:
+            return  # moved to another coordinator meanwhile (it completes it), or under way
         task = asyncio.get_running_loop().create_task(self._retry(m, left))
         self._completing[m.transactional_id] = task
-        return False
 
     async def _retry(self, m: TxnMetadata, left: set[tuple[str, int]]) -> None:
         delay = MARKER_RETRY_MS
         commit = m.state == TxnState.PREPARE_COMMIT
-        retried = False
+        me = asyncio.current_task()
         try:
-            while True:
-                # remote markers go at once; local ones (and COMPLETE_*) after a backoff
-                if retried or any(self.markers.remote(*tp) for tp in left):
-                    left = await self.markers.send(m, commit, COORDINATOR_EPOCH, left)
-                    if not left and self._write_complete(m):
-                        if retried:
-                            log.info("completed %s of %s after retrying", m.state.kafka_name,
-                                     m.transactional_id)
-                        return
+            while self._owns(m.transactional_id):
+                # remote markers to the partitions' current leaders (NOT_LEADER_OR_FOLLOWER and
+                # the like come back in ``left``), then the local ones
+                left = await self.markers.send(m, commit, COORDINATOR_EPOCH, left)
+                left = await self._write_markers(m, left)
+                if not left and await self._write_complete(m):
+                    log.info("completed %s of %s in the background", m.state.kafka_name,
+                             m.transactional_id)
+                    return
                 await asyncio.sleep(delay / 1000.0)
                 delay = min(delay * 2, MARKER_RETRY_MAX_MS)
-                left = self._write_markers(m, left)
-                retried = True
         finally:
-            self._completing.pop(m.transactional_id, None)
+            if self._completing.get(m.transactional_id) is me:
+                del self._completing[m.transactional_id]
 
     # ---- operations (handlers call these; KafkaError is the answer)
 
@@ -263,8 +313,8 @@ class TransactionRuntime:
         if err is not None:
             raise err
 
-    def init_producer_id(self, txn_id: str, timeout_ms: int, producer_id: int,
-                         epoch: int) -> tuple[int, int]:
+    async def init_producer_id(self, txn_id: str, timeout_ms: int, producer_id: int,
+                               epoch: int) -> tuple[int, int]:
         if not txn_id:
             raise KafkaError(Errors.INVALID_REQUEST, "empty transactional id")
         self._check_coordinator(txn_id)
@@ -272,15 +322,15 @@ class TransactionRuntime:
             txn_id, timeout_ms, producer_id, epoch, self.now(), self.broker.producer_ids.next_id)
         if abort is not None:
             log.info("fencing %s: aborting its open transaction", txn_id)
-            self._write(abort)
-            if not self._complete(abort):
+            await self._write(abort)
+            if not await self._complete(abort):
                 raise KafkaError(Errors.CONCURRENT_TRANSACTIONS,
                                  f"{txn_id}: aborting the previous producer's transaction")
-        self._write(m)
+        await self._write(m)
         return m.producer_id, m.producer_epoch
 
-    def add_partitions(self, txn_id: str, producer_id: int, epoch: int,
-                       partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    async def add_partitions(self, txn_id: str, producer_id: int, epoch: int,
+                             partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
         """Error code per partition (Kafka: one unknown partition fails the whole request)."""
         err = self.topic.coordinator_error(txn_id)
         if err is not None:
@@ -294,30 +344,32 @@ class TransactionRuntime:
             m = self.coordinator.add_partitions(txn_id, producer_id, epoch, set(partitions),
                                                 self.now())
             if m is not None:
-                self._write(m)
+                await self._write(m)
         except KafkaError as e:
             return {tp: e.code for tp in partitions}
         return {tp: 0 for tp in partitions}
 
-    def add_offsets(self, txn_id: str, producer_id: int, epoch: int, group_id: str) -> None:
+    async def add_offsets(self, txn_id: str, producer_id: int, epoch: int,
+                          group_id: str) -> None:
         groups = self.broker.groups
         groups.topic.prepare()  # the handler awaited it: raises only if its creation failed
         p = partition_for(group_id, groups.num_partitions)
-        code = self.add_partitions(txn_id, producer_id, epoch, [(OFFSETS_TOPIC, p)])[(OFFSETS_TOPIC, p)]
-        if code:
-            raise KafkaError(code)
+        codes = await self.add_partitions(txn_id, producer_id, epoch, [(OFFSETS_TOPIC, p)])
+        if codes[(OFFSETS_TOPIC, p)]:
+            raise KafkaError(codes[(OFFSETS_TOPIC, p)])
 
-    def end_txn(self, txn_id: str, producer_id: int, epoch: int, commit: bool) -> None:
+    async def end_txn(self, txn_id: str, producer_id: int, epoch: int, commit: bool) -> None:
         self._check_coordinator(txn_id)
         m = self.coordinator.end_txn(txn_id, producer_id, epoch, commit, self.now())
         if m is not None:
-            self._write(m)
-            self._complete(m)
+            await self._write(m)
+            await self._complete(m)
 
-    def txn_offset_commit(self, txn_id: str, group_id: str, producer_id: int, epoch: int,
-                          generation: int, member_id: str, instance: str | None,
-                          offsets: list[tuple[str, int, int, int, str | None]]) -> int:
-        """Append the offsets as a transactional batch; pending until the marker. Error code.
+    async def txn_offset_commit(self, txn_id: str, group_id: str, producer_id: int, epoch: int,
+                                generation: int, member_id: str, instance: str | None,
+                                offsets: list[tuple[str, int, int, int, str | None]]) -> int:
+        """Append the offsets as a transactional batch; pending until the marker. Error code
+        (once replicated, within offsets.commit.timeout.ms).
 
         This broker answers as the group's coordinator. When it coordinates the transaction
         too it checks the producer against it; in a cluster where another broker does, it
@@ -354,40 +406,51 @@ class TransactionRuntime:
         if not records:
             return 0
         try:
-            self.writer.append(OFFSETS_TOPIC, p, bytearray(b.build()))
+            last = self.writer.append(OFFSETS_TOPIC, p, bytearray(b.build()))
         except KafkaError as e:
-            return Errors.PRODUCER_FENCED if e.code == Errors.INVALID_PRODUCER_EPOCH else e.code
+            if e.code == Errors.INVALID_PRODUCER_EPOCH:
+                return Errors.PRODUCER_FENCED
+            return coordinator_error(e, KafkaError(e.code)).code
         except OSError as e:
             log.error("appending transactional offsets to %s-%d failed: %s", OFFSETS_TOPIC, p, e)
             return Errors.COORDINATOR_NOT_AVAILABLE
         for key, value in records:
             groups.txn_offsets.add(producer_id, p, key, value)
+        if last is not None and not self.writer.replicated(OFFSETS_TOPIC, p, last):
+            try:
+                await self.writer.wait_replicated(OFFSETS_TOPIC, p, last,
+                                                  self._cfg("offsets.commit.timeout.ms"))
+            except (KafkaError, OSError) as e:
+                return coordinator_error(e, UNAVAILABLE).code
         return 0
 
     # ---- timers
 
-    def abort_timed_out(self) -> int:
+    async def abort_timed_out(self) -> int:
         todo = self.coordinator.timed_out(self.now())
         for m in todo:
             log.info("aborting %s: open longer than %d ms", m.transactional_id, m.timeout_ms)
             try:
-                self._write(m)
+                await self._write(m)
             except KafkaError as e:  # still Ongoing: the next pass tries again
                 log.warning("aborting %s failed: %s", m.transactional_id, e)
                 continue
-            self._complete(m)
+            await self._complete(m)
         return len(todo)
 
-    def expire_ids(self) -> int:
+    async def expire_ids(self) -> int:
         ids = self.coordinator.expired(self.now(), self._cfg("transactional.id.expiration.ms"))
         for txn_id in ids:
+            m = self.coordinator.txns.get(txn_id)
+            if m is None:
+                continue
             try:
-                self._write(self.coordinator.txns[txn_id], tombstone=True)
+                await self._write(m, tombstone=True)
             except KafkaError as e:  # still there: the next pass tries again
                 log.warning("expiring %s failed: %s", txn_id, e)
         return len(ids)
 
-    def expire_producers(self) -> int:
+    async def expire_producers(self) -> int:
         now, ms = self.now(), self._cfg("producer.id.expiration.ms")
         return sum(plog.expire_producers(now, ms) for plog in self.broker.logs.logs().values())
 
@@ -403,7 +466,7 @@ class TransactionRuntime:
             for fn, key in jobs:
                 if due[fn] <= self.now():
                     try:
-                        fn()
+                        await fn()
                     except Exception:
                         log.exception("transaction timer %s failed", fn.__name__)
                     due[fn] = self.now() + self._cfg(key)

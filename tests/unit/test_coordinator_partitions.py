@@ -1,7 +1,8 @@
 """Coordinators move with their partitions: a ``__consumer_offsets`` /
 ``__transaction_state`` partition loads when this broker becomes its leader (replaying
 that partition only, a stale load dropped) and unloads when it stops (parked requests
-answered NOT_COORDINATOR, timers stopped); a PREPARE_COMMIT found at load is completed.
+answered NOT_COORDINATOR, timers stopped); a PREPARE_COMMIT found at load is completed;
+replies leave only once the records are replicated (acks=-1).
 
 Driven through the real runtimes over a broker double whose view the test sets and
 whose logs are lists of batches."""
@@ -12,9 +13,10 @@ import asyncio
 from types import SimpleNamespace
 
 from spool.broker.config import BrokerConfig
+from spool.broker.coordinator_log import CoordinatorLog
 from spool.broker.group_runtime import GroupRuntime
 from spool.broker.txn_runtime import TransactionRuntime
-from spool.coordinator import JoinRequest, partition_for
+from spool.coordinator import JoinRequest, OutRecord, Result, partition_for
 from spool.coordinator.offsets import CommittedOffset, OffsetStore
 from spool.coordinator.transaction import TxnMetadata, TxnState, encode_key, encode_value
 from spool.protocol.errors import Errors, KafkaError
@@ -225,5 +227,50 @@ def test_a_prepare_commit_found_at_load_is_completed_by_the_new_coordinator():
         assert rt.coordinator.txns[txn].state == TxnState.COMPLETE_COMMIT
         follow(b, TXNS, p, 5, rt)
         assert txn not in rt.coordinator.txns
+
+    asyncio.run(main())
+
+
+class SlowWriter:
+    """Appends get offsets 0, 1, ...; replication waits until the test settles it."""
+
+    def __init__(self) -> None:
+        self.next = 0
+        self.pending: dict[int, asyncio.Future] = {}
+
+    def append(self, topic: str, partition: int, batch: bytearray) -> int:
+        self.next += 1
+        return self.next - 1
+
+    def replicated(self, topic: str, partition: int, offset: int) -> bool:
+        return False
+
+    async def wait_replicated(self, topic, partition, offset, timeout_ms) -> None:
+        fut = self.pending[offset] = asyncio.get_running_loop().create_future()
+        await fut
+
+
+def test_replies_leave_only_once_replicated_in_append_order_and_a_lost_leadership_is_not_coordinator():
+    async def main():
+        w = SlowWriter()
+        replayed, got = [], []
+        log = CoordinatorLog("__consumer_offsets", w, FakeClock(), lambda owner: 0,
+                             replayed.append, KafkaError(Errors.COORDINATOR_NOT_AVAILABLE))
+        commits = []
+        for i in range(3):
+            rec = OutRecord("g", b"k%d" % i, b"v")
+            commits.append(log.commit(Result(records=[rec], replies=[(got.append, i)])))
+        assert all(c.appended for c in commits) and got == [] and replayed == []
+        await settle()
+        w.pending[1].set_result(None)  # the second is replicated first: it waits its turn
+        await settle()
+        assert got == [] and replayed == []
+        w.pending[0].set_result(None)
+        await settle()
+        assert got == [0, 1] and [r.key for r in replayed] == [b"k0", b"k1"]
+        w.pending[2].set_exception(KafkaError(Errors.NOT_LEADER_OR_FOLLOWER, "moved"))
+        await settle()
+        assert got[2].code == Errors.NOT_COORDINATOR and len(replayed) == 2  # not replayed
+        assert [await c.wait() for c in commits] == [True, True, False]
 
     asyncio.run(main())

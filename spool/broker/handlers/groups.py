@@ -3,9 +3,9 @@ Heartbeat (12) 0-4, LeaveGroup (13) 0-5, DescribeGroups (15) 0-5, ListGroups (16
 DeleteGroups (42) 0-2.
 
 Each handler translates the request into a coordinator operation, runs it
-through ``broker.groups.execute``/``call`` (records appended and replayed,
-then replies released; a failed append reverts the operation and answers
-COORDINATOR_NOT_AVAILABLE) and translates the reply into the response of
+through ``broker.groups.execute``/``call`` (records appended, replicated and
+replayed, then replies released; a failed append reverts the operation and answers
+COORDINATOR_NOT_AVAILABLE, a lost leadership NOT_COORDINATOR) and translates the reply into the response of
 the request's version. JoinGroup and SyncGroup park on a future that a later operation
 resolves (rebalance complete, leader's assignment); the wait is an
 ``await``, so the connection's reader and every other connection go on.
@@ -111,7 +111,8 @@ async def heartbeat(ctx, req: HeartbeatRequest) -> HeartbeatResponse:
     instance = req.group_instance_id if ctx.api_version >= 3 else None
     coord = ctx.broker.groups.coordinator
     # A heartbeat writes nothing, so there is no group state to checkpoint.
-    code = ctx.broker.groups.topic.coordinator_error(req.group_id) or ctx.broker.groups.call(
+    groups = ctx.broker.groups
+    code = groups.topic.coordinator_error(req.group_id) or await groups.call(
         [], lambda: coord.heartbeat(req.group_id, req.generation_id, req.member_id, instance))
     if isinstance(code, KafkaError):
         code = code.code
@@ -126,7 +127,8 @@ async def leave_group(ctx, req: LeaveGroupRequest) -> LeaveGroupResponse:
         members = [(m.member_id, m.group_instance_id) for m in req.members]
     coord = ctx.broker.groups.coordinator
     await ctx.broker.groups.topic.ensure()
-    codes = ctx.broker.groups.topic.coordinator_error(req.group_id) or ctx.broker.groups.call(
+    groups = ctx.broker.groups
+    codes = groups.topic.coordinator_error(req.group_id) or await groups.call(
         [req.group_id], lambda: coord.leave_group(req.group_id, members))
     if isinstance(codes, KafkaError):
         codes = [codes.code] * len(members)
@@ -183,7 +185,7 @@ async def delete_groups_handler(ctx, req: DeleteGroupsRequest) -> DeleteGroupsRe
     names = [g for g in req.groups_names if g not in result]
     if names:
         # delete_groups changes no group (its tombstones do, once replayed): no checkpoint
-        codes = ctx.broker.groups.call(
+        codes = await ctx.broker.groups.call(
             [], lambda: delete_groups(ctx.broker.groups.coordinator, names))
         if isinstance(codes, KafkaError):
             codes = [codes.code] * len(names)

@@ -61,7 +61,7 @@ async def offset_commit(ctx, req: OffsetCommitRequest) -> OffsetCommitResponse:
     if todo:
         await broker.groups.topic.ensure()  # created in the executor, never on the loop
         # commit_offsets changes no group (its records do, once replayed): no group checkpoint
-        got = broker.groups.topic.coordinator_error(req.group_id) or broker.groups.call(
+        got = broker.groups.topic.coordinator_error(req.group_id) or await broker.groups.call(
             [], lambda: commit_offsets(
             broker.groups.coordinator, req.group_id, req.generation_id_or_member_epoch,
             req.member_id, req.group_instance_id if v >= 7 else None, todo))
@@ -118,7 +118,7 @@ async def offset_delete(ctx, req: OffsetDeleteRequest) -> OffsetDeleteResponse:
         result, top, codes = delete_offsets(broker.groups.coordinator, req.group_id, known)
         return result, (top, codes)
 
-    done = broker.groups.call([], op)
+    done = await broker.groups.call([], op)
     if isinstance(done, KafkaError):
         return OffsetDeleteResponse(error_code=done.code, throttle_time_ms=0, topics=[])
     top, done = done

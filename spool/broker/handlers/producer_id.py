@@ -22,7 +22,7 @@ async def init_producer_id(ctx, req: InitProducerIdRequest) -> InitProducerIdRes
             pid, epoch = broker.producer_ids.next_id(), 0
         else:
             await broker.transactions.topic.ensure()  # created in the executor, not the loop
-            pid, epoch = broker.transactions.init_producer_id(
+            pid, epoch = await broker.transactions.init_producer_id(
                 req.transactional_id, req.transaction_timeout_ms,
                 req.producer_id if ctx.api_version >= 3 else -1,
                 req.producer_epoch if ctx.api_version >= 3 else -1)

@@ -52,7 +52,7 @@ from spool.protocol.errors import Errors, KafkaError
 async def add_partitions_to_txn(ctx, req: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse:
     tps = [(t.name, p) for t in req.v3_and_below_topics for p in t.partitions]
     await ctx.broker.transactions.topic.ensure()
-    codes = ctx.broker.transactions.add_partitions(
+    codes = await ctx.broker.transactions.add_partitions(
         req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
         req.v3_and_below_producer_epoch, tps)
     by_topic: dict[str, list] = {}
@@ -68,8 +68,8 @@ async def add_offsets_to_txn(ctx, req: AddOffsetsToTxnRequest) -> AddOffsetsToTx
     await ctx.broker.transactions.topic.ensure()
     await ctx.broker.groups.topic.ensure()
     try:
-        ctx.broker.transactions.add_offsets(req.transactional_id, req.producer_id,
-                                            req.producer_epoch, req.group_id)
+        await ctx.broker.transactions.add_offsets(req.transactional_id, req.producer_id,
+                                                  req.producer_epoch, req.group_id)
     except KafkaError as e:
         return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=e.code)
     return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=0)
@@ -79,8 +79,8 @@ async def add_offsets_to_txn(ctx, req: AddOffsetsToTxnRequest) -> AddOffsetsToTx
 async def end_txn(ctx, req: EndTxnRequest) -> EndTxnResponse:
     await ctx.broker.transactions.topic.ensure()
     try:
-        ctx.broker.transactions.end_txn(req.transactional_id, req.producer_id, req.producer_epoch,
-                                        req.committed)
+        await ctx.broker.transactions.end_txn(req.transactional_id, req.producer_id,
+                                              req.producer_epoch, req.committed)
     except KafkaError as e:
         return EndTxnResponse(throttle_time_ms=0, error_code=e.code)
     return EndTxnResponse(throttle_time_ms=0, error_code=0)
@@ -99,7 +99,7 @@ async def txn_offset_commit(ctx, req: TxnOffsetCommitRequest) -> TxnOffsetCommit
             else:
                 codes[(t.name, p.partition_index)] = Errors.UNKNOWN_TOPIC_OR_PARTITION
     if offsets:
-        code = broker.transactions.txn_offset_commit(
+        code = await broker.transactions.txn_offset_commit(
             req.transactional_id, req.group_id, req.producer_id, req.producer_epoch,
             req.generation_id if v >= 3 else -1, req.member_id if v >= 3 else "",
             req.group_instance_id if v >= 3 else None, offsets)
