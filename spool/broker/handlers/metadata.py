@@ -1,6 +1,7 @@
 """Metadata (3), DescribeCluster (60), OffsetForLeaderEpoch (23): what the cluster looks like.
 
-Both answer from the broker's ``MetadataView`` (``spool.broker.metadata_view``):
+OffsetForLeaderEpoch answers from the partition log's leader epoch cache (its own
+docstring below). Metadata and DescribeCluster answer from the broker's ``MetadataView`` (``spool.broker.metadata_view``):
 the live brokers with the endpoints of the listener the request came in on,
 the controller id, and per partition its leader, leader epoch, replicas, ISR
 and offline replicas (a single node: itself, leader and sole replica of
@@ -24,7 +25,7 @@ UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST at v0), as Kafka answers.
 
 from __future__ import annotations
 
-from spool.broker.broker import INTERNAL_TOPICS, validate_topic_name
+from spool.broker.broker import INTERNAL_TOPICS, NotLeader, validate_topic_name
 from spool.broker.forwarding import create_topic_via_controller
 from spool.broker.registry import handles
 from spool.protocol._generated import (
@@ -172,26 +173,54 @@ async def describe_cluster(ctx, req: DescribeClusterRequest) -> DescribeClusterR
 
 @handles(23, 2, 4)
 async def offset_for_leader_epoch(ctx, req: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
-    """Answered by the leader from its current epoch: every batch it holds was written in
-    it (no replication yet), so any requested epoch >= it ends at the log end offset."""
+    """Where each requested leader epoch ends in this leader's log (KIP-101/KIP-279; a
+    follower truncates there, a consumer checks its position, KIP-320), from the log's
+    leader epoch cache (``LeaderEpochCache.end_offset_for``). Kafka's checks, in order:
+    ``current_leader_epoch`` (-1: none) below this broker's epoch of the partition is
+    FENCED_LEADER_EPOCH, above it UNKNOWN_LEADER_EPOCH; then a partition this broker does
+    not lead is NOT_LEADER_OR_FOLLOWER, an unknown one UNKNOWN_TOPIC_OR_PARTITION. An
+    epoch nothing is known of is leader_epoch -1, end_offset -1 with no error.
+    ``replica_id`` (v3+: a follower's node id, -1 a consumer, -2 unset) changes nothing:
+    Kafka answers replicas and consumers alike, from the leader only."""
     broker = ctx.broker
     topics = []
     for t in req.topics:
-        parts = []
-        for p in t.partitions:
-            r = EpochEndOffset(error_code=0, partition=p.partition, leader_epoch=-1, end_offset=-1)
-            try:
-                plog, epoch = broker.leader_log(t.topic, p.partition)
-                cur = p.current_leader_epoch
-                if cur >= 0 and cur < epoch:
-                    raise KafkaError(Errors.FENCED_LEADER_EPOCH)
-                if cur > epoch:
-                    raise KafkaError(Errors.UNKNOWN_LEADER_EPOCH)
-                if p.leader_epoch >= epoch:
-                    r.leader_epoch = epoch
-                    r.end_offset = plog.log_end_offset
-            except KafkaError as e:
-                r.error_code = e.code
-            parts.append(r)
+        parts = [_epoch_end_offset(broker, t.topic, p) for p in t.partitions]
         topics.append(OffsetForLeaderTopicResult(topic=t.topic, partitions=parts))
     return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=topics)
+
+
+def _epoch_end_offset(broker, topic: str, p) -> EpochEndOffset:
+    r = EpochEndOffset(error_code=0, partition=p.partition, leader_epoch=-1, end_offset=-1)
+    cur = p.current_leader_epoch
+    try:
+        plog, epoch = broker.leader_log(topic, p.partition)
+    except NotLeader as e:  # the epoch check comes first (Kafka's getLocalLog)
+        r.error_code = _fenced(cur, e.leader_epoch) or e.code
+        return r
+    except KafkaError as e:
+        r.error_code = e.code
+        return r
+    r.error_code = _fenced(cur, epoch)
+    if r.error_code:
+        return r
+    cache, leo = plog.leader_epochs, plog.log_end_offset
+    if cache.latest < 0 <= p.leader_epoch:
+        # nothing appended in any epoch yet: as if this leader had recorded its epoch's
+        # start at the log end on becoming leader (Kafka's makeLeader; a single node never
+        # becomes leader, it always is)
+        r.leader_epoch, r.end_offset = ((p.leader_epoch, leo) if p.leader_epoch <= epoch
+                                        else (-1, -1))
+    else:
+        r.leader_epoch, r.end_offset = cache.end_offset_for(p.leader_epoch, leo)
+    return r
+
+
+def _fenced(current_leader_epoch: int, epoch: int) -> int:
+    if current_leader_epoch < 0:
+        return 0
+    if current_leader_epoch < epoch:
+        return Errors.FENCED_LEADER_EPOCH
+    if current_leader_epoch > epoch:
+        return Errors.UNKNOWN_LEADER_EPOCH
+    return 0
