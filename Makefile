@@ -39,6 +39,7 @@ bench: .venv
 	$(BIN)/python -m bench.broker
 	$(BIN)/python -m bench.stall
 	$(BIN)/python -m bench.spark
+	$(BIN)/python -m bench.replication
 	$(BIN)/python -m bench.compare
 
 # Reliability soak (full counts, ~1 h on 2 cores): rewrites docs/RELIABILITY.md.

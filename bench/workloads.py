@@ -34,9 +34,9 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
         time.sleep(0.1)
 
 
-def produce(bootstrap: str, topic: str, records: int, size: int) -> float:
+def produce(bootstrap: str, topic: str, records: int, size: int, acks: str = "1") -> float:
     """Seconds to produce and have acknowledged ``records`` records of ``size`` bytes."""
-    p = Producer({"bootstrap.servers": bootstrap, **PRODUCER})
+    p = Producer({"bootstrap.servers": bootstrap, **PRODUCER, "acks": acks})
     chunk = [{"value": b"x" * size}] * CHUNK
     t0 = time.perf_counter()
     sent = 0
@@ -107,15 +107,16 @@ def _paced(p: Producer, topic: str, rate: int, seconds: float, size: int, on_del
 
 
 def produce_latency(bootstrap: str, topic: str, rate: int, seconds: float,
-                    size: int = 100) -> list[float]:
-    """Milliseconds from produce() to the delivery report, at a fixed rate (acks=1)."""
+                    size: int = 100, acks: str = "1") -> list[float]:
+    """Milliseconds from produce() to the delivery report, at a fixed rate (acks=1 unless
+    ``acks`` says otherwise)."""
     lat: list[float] = []
 
     def on_delivery(err, msg):
         if err is None:
             lat.append((time.time_ns() - _TS.unpack_from(msg.value())[0]) / 1e6)
 
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 0})
+    p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 0})
     _paced(p, topic, rate, seconds, size, on_delivery)
     return lat
 
