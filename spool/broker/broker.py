@@ -381,14 +381,14 @@ class Broker:
         if replication_factor == -1:
             replication_factor = self.config.get_int("default.replication.factor")
         if replication_factor <= 0:
-            raise KafkaError(
-                Errors.INVALID_REPLICATION_FACTOR, "replication factor must be positive"
-            )
-        if replication_factor > 1:
+            raise KafkaError(Errors.INVALID_REPLICATION_FACTOR, "Replication factor must be "
+                             "larger than 0, or -1 to use the default value.")
+        if replication_factor > 1:  # Kafka's controller's words, with this one broker
             raise KafkaError(
                 Errors.INVALID_REPLICATION_FACTOR,
-                f"replication factor {replication_factor} is larger than the 1 available broker",
-            )
+                f"Unable to replicate the partition {replication_factor} time(s): The target "
+                f"replication factor of {replication_factor} cannot be reached because only "
+                f"1 broker(s) are registered.")
         check_test_only_topic_configs(self.config, configs or {})
         overrides = {k: v for k, v in validate_topic_overrides(configs or {}).items() if v is not None}
         check_op_size(1 + partitions + len(overrides), f"topic {name!r} with {partitions} partitions")

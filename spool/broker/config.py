@@ -113,13 +113,16 @@ BROKER_KEYS: dict[str, ConfigKey] = {
              "Connections from one address; more are closed at accept."),
         _key("offsets.topic.num.partitions", "int", 50, at_least(1),
              "Partitions of __consumer_offsets."),
-        _key("offsets.topic.replication.factor", "short", 1, at_least(1),
-             "Replication factor of __consumer_offsets."),
+        _key("offsets.topic.replication.factor", "short", 3, at_least(1),
+             "Replication factor of __consumer_offsets, capped by the brokers registered "
+             "when a cluster creates it (1 on a single node)."),
         _key("transaction.state.log.num.partitions", "int", 50, at_least(1),
              "Partitions of __transaction_state."),
-        _key("transaction.state.log.replication.factor", "short", 1, at_least(1),
-             "Replication factor of __transaction_state (a cluster creates it through the "
-             "controller, which refuses more than the live brokers)."),
+        _key("transaction.state.log.replication.factor", "short", 3, at_least(1),
+             "Replication factor of __transaction_state, capped by the brokers registered "
+             "when a cluster creates it (1 on a single node)."),
+        _key("transaction.state.log.min.isr", "int", 2, at_least(1),
+             "min.insync.replicas of __transaction_state (at most its replication factor)."),
         _key("transaction.max.timeout.ms", "int", 900000, at_least(1),
              "Largest transaction.timeout.ms a producer may ask for."),
         _key("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10000,
@@ -180,6 +183,19 @@ BROKER_KEYS: dict[str, ConfigKey] = {
              "The listener brokers use to reach each other (default: PLAINTEXT)."),
         _key("broker.rack", "string", None, None,
              "The rack of this broker; replicas of a partition are spread across racks."),
+        # ---- controller: leader balancing (Kafka's ReplicationConfigs)
+        _key("auto.leader.rebalance.enable", "boolean", True, None,
+             "The active controller moves leadership back to each partition's preferred "
+             "replica (the first) when it is in the ISR, every "
+             "leader.imbalance.check.interval.seconds."),
+        _key("leader.imbalance.check.interval.seconds", "long", 300, at_least(1),
+             "How often the active controller balances partition leaders."),
+        _key("leader.imbalance.per.broker.percentage", "int", 10, at_least(0),
+             "Accepted for compatibility; as Kafka's KRaft controller, Spool balances every "
+             "partition whose preferred replica can lead, whatever the ratio."),
+        _key("unclean.leader.election.interval.ms", "long", 300000, at_least(1),
+             "How often the active controller gives leaderless partitions of topics that "
+             "now allow unclean.leader.election.enable a leader from outside the ISR."),
         _key("broker.session.timeout.ms", "int", 9000, at_least(1),
              "A broker is fenced when no heartbeat arrived for this long."),
         _key("broker.heartbeat.interval.ms", "int", 2000, at_least(1),

@@ -26,6 +26,16 @@ its epoch's LeaderChange has been replayed, the runtime calls
 bootstrap records) and starts the periodic tick that fences brokers whose
 heartbeats stopped (``broker.session.timeout.ms``).
 
+Leader balancing (``auto.leader.rebalance.enable``, default true): the tick
+also runs ``QuorumController.balance_leaders`` once every
+``leader.imbalance.check.interval.seconds`` (the first time one interval
+after becoming active, as Kafka's deferred schedule), as many writes in a
+row as it needs (each moves at most 1,000 leaders, Kafka's
+``maxElectionsPerImbalance``). In the same way, every
+``unclean.leader.election.interval.ms`` it gives leaderless partitions of
+topics that now allow ``unclean.leader.election.enable`` a leader
+(``QuorumController.elect_unclean_leaders``).
+
 Snapshots: ``snapshot_values`` gives the image as framed metadata records
 (``QuorumController.snapshot_records``), the driver's snapshot source.
 """
@@ -48,6 +58,7 @@ from spool.protocol.metadata_records import decode_record, encode_record
 log = logging.getLogger("spool.controller")
 
 TICK_MS = 500  # how often the active controller looks for expired broker sessions
+MAX_ELECTIONS_PER_IMBALANCE = 1000
 WRITE_TIMEOUT_S = 30.0
 ACTIVATION_WAIT_MS = 2000
 
@@ -66,6 +77,8 @@ class ControllerRuntime:
         self._active_epoch = -1  # the epoch this node is the active controller in (-1: not)
         self._activating = False
         self._tick_task: asyncio.Task | None = None
+        # periodic writes (name -> next run, ms); empty until this node is active
+        self._next_run_ms: dict[str, int] = {}
         self._stopped = False
         driver.add_listener(self)
         driver.set_snapshot_source(self.snapshot_values)
@@ -129,6 +142,8 @@ class ControllerRuntime:
                 if result.records:
                     await self._commit(result.records, epoch)
                 self._active_epoch = epoch
+                self._next_run_ms = {name: now + interval
+                                     for name, interval, _op in self._periodic()}
             log.info("controller %d: active in epoch %d (log end %d)", self.node_id, epoch,
                      self.driver.log.end_offset)
             if self._tick_task is None or self._tick_task.done():
@@ -188,6 +203,36 @@ class ControllerRuntime:
                 continue
             except Exception:  # noqa: BLE001 - logged; the next tick tries again
                 log.exception("controller %d: tick failed", self.node_id)
+            for name, interval, op in self._periodic():
+                await self._maybe_run(name, interval, op)
+
+    def _periodic(self) -> list[tuple[str, int, Op]]:
+        """(name, interval ms, op) of the periodic writes; an op's reply says whether
+        to run it again at once (more remains)."""
+        config = self.controller.config
+        jobs: list[tuple[str, int, Op]] = [(
+            "unclean elections", config.unclean_leader_election_interval_ms,
+            lambda c, _offset, _now: c.elect_unclean_leaders(MAX_ELECTIONS_PER_IMBALANCE))]
+        if config.auto_leader_rebalance_enable:
+            jobs.append(("leader balancing", config.leader_imbalance_check_interval_ms,
+                         lambda c, _offset, _now: c.balance_leaders(
+                             MAX_ELECTIONS_PER_IMBALANCE)))
+        return jobs
+
+    async def _maybe_run(self, name: str, interval_ms: int, op: Op) -> None:
+        now = self.driver.now_ms()
+        due = self._next_run_ms.get(name)
+        if due is None or now < due or not self.active:
+            return
+        self._next_run_ms[name] = now + interval_ms
+        try:
+            more = True
+            while more and self.active and not self._stopped:
+                more = await self.write(op)
+        except KafkaError:
+            return
+        except Exception:  # noqa: BLE001 - logged; the next interval tries again
+            log.exception("controller %d: %s failed", self.node_id, name)
 
     async def shutdown(self) -> None:
         self._stopped = True

@@ -1,8 +1,9 @@
 """Admin requests that change metadata, forwarded to the active controller (cluster mode).
 
 On a broker in a cluster (``broker.view.clustered``), CreateTopics (19),
-DeleteTopics (20), CreatePartitions (37), AlterConfigs (33) and
-IncrementalAlterConfigs (44) are the controller's to decide, as in Kafka (its
+DeleteTopics (20), CreatePartitions (37), AlterConfigs (33),
+IncrementalAlterConfigs (44), ElectLeaders (43), AlterPartitionReassignments (45)
+and ListPartitionReassignments (46) are the controller's to decide, as in Kafka (its
 ``ForwardingManager``): the handler sends the request, at the client's version,
 over the ``ControllerChannel`` to the active controller's controller listener,
 and answers with the controller's reply unchanged. The controller validates,
@@ -30,12 +31,17 @@ from typing import Any
 from spool.broker.controller_channel import ControllerUnavailable
 from spool.protocol._generated import (
     AlterConfigsResponse,
+    AlterPartitionReassignmentsResponse,
     CreatePartitionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
     DeleteTopicsResponse,
+    ElectLeadersResponse,
     IncrementalAlterConfigsResponse,
+    ListPartitionReassignmentsResponse,
 )
+from spool.protocol._generated import alter_partition_reassignments_response as aprr
+from spool.protocol._generated import elect_leaders_response as elr
 from spool.protocol._generated.alter_configs_response import AlterConfigsResourceResponse
 from spool.protocol._generated.create_partitions_response import CreatePartitionsTopicResult
 from spool.protocol._generated.create_topics_request import CreatableTopic, CreatableTopicConfig
@@ -50,7 +56,32 @@ log = logging.getLogger("spool.broker.forwarding")
 
 CREATE_TOPICS, DELETE_TOPICS, ALTER_CONFIGS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS = (
     19, 20, 33, 37, 44)
+ELECT_LEADERS, ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 43, 45, 46
 CREATE_TOPICS_VERSION = 7
+
+
+def elect_leaders_error(req: Any, code: int, message: str | None) -> ElectLeadersResponse:
+    """ElectLeaders answered ``code`` for every partition it names (top level if none)."""
+    if req.topic_partitions is None:
+        return ElectLeadersResponse(throttle_time_ms=0, error_code=code,
+                                    replica_election_results=[])
+    return ElectLeadersResponse(throttle_time_ms=0, error_code=0, replica_election_results=[
+        elr.ReplicaElectionResult(topic=t.topic, partition_result=[
+            elr.PartitionResult(partition_id=p, error_code=code, error_message=message)
+            for p in t.partitions]) for t in req.topic_partitions])
+
+
+def alter_reassignments_error(req: Any, code: int, message: str | None
+                              ) -> AlterPartitionReassignmentsResponse:
+    """AlterPartitionReassignments refused whole: the top-level error, as Kafka's
+    ``getErrorResponse`` (and each partition too, for clients that read only those)."""
+    return AlterPartitionReassignmentsResponse(
+        throttle_time_ms=0, error_code=code, error_message=message,
+        allow_replication_factor_change=req.allow_replication_factor_change,
+        responses=[aprr.ReassignableTopicResponse(name=t.name, partitions=[
+            aprr.ReassignablePartitionResponse(partition_index=p.partition_index,
+                                               error_code=code, error_message=message)
+            for p in t.partitions]) for t in req.topics])
 
 
 def _error_response(api_key: int, version: int, req: Any, code: int, message: str) -> Any:
@@ -82,6 +113,13 @@ def _error_response(api_key: int, version: int, req: Any, code: int, message: st
                                         resource_type=r.resource_type,
                                         resource_name=r.resource_name)
             for r in req.resources])
+    if api_key == ELECT_LEADERS:
+        return elect_leaders_error(req, code, message)
+    if api_key == ALTER_PARTITION_REASSIGNMENTS:
+        return alter_reassignments_error(req, code, message)
+    if api_key == LIST_PARTITION_REASSIGNMENTS:
+        return ListPartitionReassignmentsResponse(throttle_time_ms=0, error_code=code,
+                                                  error_message=message, topics=[])
     raise ValueError(f"api key {api_key} is not forwarded")
 
 

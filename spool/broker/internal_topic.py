@@ -26,12 +26,18 @@ broker leads the key's partition (handlers answer it before touching the
 coordinator), and the topic is created by the active controller
 (``spool.broker.forwarding.create_topic_via_controller``) with
 ``offsets.topic.replication.factor`` / ``transaction.state.log.replication.factor``
-replicas, as Kafka does: with fewer live brokers than that the controller
-refuses (INVALID_REPLICATION_FACTOR), the creation is logged and tried again
-at the next ``ensure``, and clients meanwhile get COORDINATOR_NOT_AVAILABLE
-(Kafka's behaviour; set the factor to what the cluster has). Ready there means
+replicas (default 3, Kafka's), capped by the brokers registered at that moment
+(fenced ones included: the controller places followers on them), so a
+smaller cluster still gets its coordinators; ``__transaction_state`` gets
+``min.insync.replicas`` = ``transaction.state.log.min.isr`` (default 2), capped by
+that replication factor. A creation the controller refuses (say every broker is
+fenced) is logged and tried again at the next ``ensure``; clients meanwhile get
+COORDINATOR_NOT_AVAILABLE. Ready there means
 the topic is in the broker's view: the logs of the partitions this broker leads
 follow from the image, and an append before one exists is refused (retriable).
+(Kafka since KIP-115 refuses to create them below the configured factor
+instead of capping; Spool caps, as older Kafka did, so that a cluster smaller than
+3 brokers works without configuration.)
 
 Coordinator partitions (a cluster): the coordinator of a key is the leader of its
 partition, and the coordinator's state of a partition lives only on that leader
@@ -72,6 +78,18 @@ REPLICATION_FACTOR_KEY = {
     "__consumer_offsets": "offsets.topic.replication.factor",
     "__transaction_state": "transaction.state.log.replication.factor",
 }
+MIN_ISR_KEY = {"__transaction_state": "transaction.state.log.min.isr"}
+
+
+def cluster_topic_settings(name: str, config: Any, registered_brokers: int
+                           ) -> tuple[int, dict[str, str]]:
+    """(replication factor, topic configs) for creating internal topic ``name`` in a
+    cluster of ``registered_brokers`` (module doc)."""
+    rf = max(1, min(config.get_int(REPLICATION_FACTOR_KEY[name]), registered_brokers))
+    configs = {"cleanup.policy": "compact"}
+    if name in MIN_ISR_KEY:
+        configs["min.insync.replicas"] = str(min(config.get_int(MIN_ISR_KEY[name]), rf))
+    return rf, configs
 
 
 class PartitionOwner(Protocol):
@@ -225,10 +243,11 @@ class InternalTopic:
     async def _create_in_cluster(self) -> None:
         """Ask the controller (never raises: a failure is logged, ``ensure`` retries)."""
         n = self.partitions()
-        rf = self.broker.config.get_int(REPLICATION_FACTOR_KEY[self.name])
+        view = self.broker.view
+        registered = len(view.brokers()) + len(view.fenced_brokers())
+        rf, configs = cluster_topic_settings(self.name, self.broker.config, registered)
         try:
-            await create_topic_via_controller(self.broker, self.name, n, rf,
-                                              {"cleanup.policy": "compact"})
+            await create_topic_via_controller(self.broker, self.name, n, rf, configs)
         except KafkaError as e:
             if e.code != Errors.TOPIC_ALREADY_EXISTS:
                 log.error("creating %s with %d partitions and replication factor %d "

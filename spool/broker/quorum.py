@@ -46,6 +46,10 @@ def controller_config(config) -> ControllerConfig:
         default_replication_factor=config.get_int("default.replication.factor"),
         broker_session_timeout_ms=config.get_int("broker.session.timeout.ms"),
         delete_topic_enable=config.get_bool("delete.topic.enable"),
+        auto_leader_rebalance_enable=config.get_bool("auto.leader.rebalance.enable"),
+        leader_imbalance_check_interval_ms=1000 * config.get_int(
+            "leader.imbalance.check.interval.seconds"),
+        unclean_leader_election_interval_ms=config.get_int("unclean.leader.election.interval.ms"),
         static_props=dict(config.values),
     )
 

@@ -19,13 +19,18 @@ A valid change writes a PartitionChangeRecord (new ISR, leader recovery state; t
 leader stays) and answers the partition's state after it: leader, leader epoch, ISR,
 partition epoch (the epoch the record will give it). A change to nothing writes
 nothing and answers the current state.
+
+An ISR change may finish a partition reassignment (``partition_change``; see
+``reassignment``): the removing replicas leave, and if the sender was one of them the
+leader moves. The record is written and the sender is answered NEW_LEADER_ELECTED
+(v2+; FENCED_LEADER_EPOCH before), so it waits for the metadata, as Kafka does.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from spool.cluster.image import MetadataImage, PartitionRegistration
+from spool.cluster.image import NO_LEADER_CHANGE, MetadataImage, PartitionRegistration
 from spool.cluster.ops import ControllerConfig, ControllerResult
 from spool.cluster.partition_change import Election, partition_change
 from spool.cluster.topic_ops import unclean_election_enabled
@@ -106,6 +111,12 @@ def alter_partition(img: MetadataImage, config: ControllerConfig, req: AlterPart
             if rec is not None:
                 records.append(rec)
                 part = part.merge(rec)
+                if rec.leader not in (NO_LEADER_CHANGE, req.broker_id):
+                    out.partitions.append(apr.PartitionData(
+                        partition_index=p.partition_index,
+                        error_code=Errors.NEW_LEADER_ELECTED if version > 1
+                        else Errors.FENCED_LEADER_EPOCH))
+                    continue
             out.partitions.append(apr.PartitionData(
                 partition_index=p.partition_index, error_code=0, leader_id=part.leader,
                 leader_epoch=part.leader_epoch, isr=list(part.isr),

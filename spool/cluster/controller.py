@@ -47,7 +47,8 @@ metadata.version on an empty log); then writes, with ``tick(now_ms)`` at
 
 Topics, partitions, configs and producer ids: see ``topic_ops`` and ``config_ops``;
 ISR changes a partition leader asks for (AlterPartition): see ``alter_partition``;
-ElectLeaders and leader balancing: see ``elections``.
+ElectLeaders and leader balancing: see ``elections``; partition reassignments:
+see ``reassignment``.
 Records Kafka 4 writes at metadata.version 3.6-IV2 (``ops.METADATA_VERSION_LEVEL``):
 fencing is BrokerRegistrationChangeRecord, never FenceBrokerRecord (both replay).
 """
@@ -60,7 +61,7 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from spool.cluster import alter_partition, config_ops, elections, topic_ops
+from spool.cluster import alter_partition, config_ops, elections, reassignment, topic_ops
 from spool.cluster.image import (
     NO_LEADER,
     BrokerRegistration,
@@ -323,6 +324,22 @@ class QuorumController:
         """ElectLeaders (an ElectLeadersRequest): preferred or unclean elections on
         request; see ``elections``."""
         return elections.elect_leaders(self.image, req)
+
+    def elect_unclean_leaders(self, max_elections: int = 1000) -> ControllerResult[bool]:
+        """Leaders from outside the ISR for leaderless partitions of topics that allow it
+        (``unclean.leader.election.enable`` set after they lost their leader); True when
+        more remain."""
+        return elections.elect_unclean_leaders(self.image, self.config, max_elections)
+
+    def alter_partition_reassignments(self, req: Any) -> ControllerResult[Any]:
+        """AlterPartitionReassignments (an AlterPartitionReassignmentsRequest): start,
+        change or cancel reassignments; see ``reassignment``."""
+        return reassignment.alter_partition_reassignments(self.image, self.config, req)
+
+    def list_partition_reassignments(self, req: Any) -> Any:
+        """ListPartitionReassignments (a ListPartitionReassignmentsRequest): the
+        reassignments in progress (a read: the response, no records)."""
+        return reassignment.list_partition_reassignments(self.image, req)
 
     def balance_leaders(self, max_elections: int = 1000) -> ControllerResult[bool]:
         """auto.leader.rebalance.enable: leadership back to preferred replicas; the

@@ -12,6 +12,13 @@ topic partitions means every partition, and then ELECTION_NOT_NEEDED ones are le
 move leadership to each partition's preferred replica where it is in the ISR and
 active, at most ``max_elections`` per write (the reply says whether more remain);
 the shell calls it every ``leader.imbalance.check.interval.seconds``.
+
+``elect_unclean_leaders`` is Kafka's ``maybeElectUncleanLeaders``: a partition left
+without a leader (its last ISR member fenced) whose topic enables
+``unclean.leader.election.enable`` only later (a dynamic config) gets a leader from
+outside the ISR; the shell calls it every ``unclean.leader.election.interval.ms``.
+(A broker fenced while the topic already allows it triggers the unclean election at
+once: ``topic_ops.isr_changes``.)
 """
 
 from __future__ import annotations
@@ -19,8 +26,9 @@ from __future__ import annotations
 from typing import Any
 
 from spool.cluster.image import NO_LEADER, MetadataImage, PartitionRegistration
-from spool.cluster.ops import ControllerResult
+from spool.cluster.ops import ControllerConfig, ControllerResult
 from spool.cluster.partition_change import Election, partition_change
+from spool.cluster.topic_ops import unclean_election_enabled
 from spool.protocol._generated import ElectLeadersRequest, ElectLeadersResponse
 from spool.protocol._generated import elect_leaders_response as elr
 from spool.protocol.errors import Errors, KafkaError
@@ -93,6 +101,27 @@ def balance_leaders(img: MetadataImage, max_elections: int = 1000) -> Controller
                 return ControllerResult(records, True)
             rec = partition_change(t.topic_id, pid, p, _acceptable(img),
                                    election=Election.PREFERRED)
+            if rec is not None:
+                records.append(rec)
+    return ControllerResult(records, False)
+
+
+def elect_unclean_leaders(img: MetadataImage, config: ControllerConfig,
+                          max_elections: int = 1000) -> ControllerResult[bool]:
+    """Unclean elections for leaderless partitions of topics that allow them (module
+    doc); the reply is True when more may remain."""
+    records: list[Any] = []
+    for name in sorted(img.topics_by_name):
+        t = img.topics_by_name[name]
+        leaderless = [pid for pid in sorted(t.partitions)
+                      if t.partitions[pid].leader == NO_LEADER]
+        if not leaderless or not unclean_election_enabled(img, config, name):
+            continue
+        for pid in leaderless:
+            if len(records) == max_elections:
+                return ControllerResult(records, True)
+            rec = partition_change(t.topic_id, pid, t.partitions[pid], _acceptable(img),
+                                   election=Election.UNCLEAN)
             if rec is not None:
                 records.append(rec)
     return ControllerResult(records, False)

@@ -49,6 +49,9 @@ class ControllerConfig:
     delete_topic_enable: bool = True  # delete.topic.enable
     producer_id_block_size: int = 1000  # Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
     metadata_version: int = METADATA_VERSION_LEVEL
+    auto_leader_rebalance_enable: bool = True  # auto.leader.rebalance.enable
+    leader_imbalance_check_interval_ms: int = 300_000  # leader.imbalance.check.interval.seconds
+    unclean_leader_election_interval_ms: int = 300_000  # unclean.leader.election.interval.ms
     static_props: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -60,6 +63,12 @@ class ControllerConfig:
             default_replication_factor=broker_setting("default.replication.factor", props),
             delete_topic_enable=broker_setting("delete.topic.enable", props),
             broker_session_timeout_ms=int(props.get("broker.session.timeout.ms", 9000)),
+            auto_leader_rebalance_enable=str(props.get("auto.leader.rebalance.enable",
+                                                       "true")).lower() == "true",
+            leader_imbalance_check_interval_ms=1000 * int(
+                props.get("leader.imbalance.check.interval.seconds", 300)),
+            unclean_leader_election_interval_ms=int(
+                props.get("unclean.leader.election.interval.ms", 300_000)),
             static_props=dict(props),
         )
 

@@ -94,7 +94,7 @@ def _new_partition(replicas: list[int], img: MetadataImage, what: str) -> Partit
     return PartitionRegistration(replicas=tuple(replicas), isr=tuple(isr), leader=isr[0])
 
 
-def _check_manual(replicas: list[int], img: MetadataImage, rf: int | None) -> None:
+def check_manual_assignment(replicas: list[int], img: MetadataImage, rf: int | None) -> None:
     if not replicas:
         raise KafkaError(Errors.INVALID_REPLICA_ASSIGNMENT,
                          "The manual partition assignment includes an empty replica list.")
@@ -128,7 +128,7 @@ def _assigned_partitions(t: Any, img: MetadataImage) -> list[PartitionRegistrati
         if a.partition_index in by_index:
             raise KafkaError(Errors.INVALID_REPLICA_ASSIGNMENT, f"Found multiple manual "
                              f"partition assignments for partition {a.partition_index}")
-        _check_manual(list(a.broker_ids), img, rf)
+        check_manual_assignment(list(a.broker_ids), img, rf)
         rf = len(a.broker_ids)
         by_index[a.partition_index] = list(a.broker_ids)
     if sorted(by_index) != list(range(len(by_index))):
@@ -280,7 +280,7 @@ def _new_partitions(img: MetadataImage, rng: random.Random, t: Any) -> list[Any]
                              f"{len(t.assignments)} assignment(s) were specified.")
         parts = []
         for i, a in enumerate(t.assignments):
-            _check_manual(list(a.broker_ids), img, rf)
+            check_manual_assignment(list(a.broker_ids), img, rf)
             parts.append(_new_partition(list(a.broker_ids), img, f"partition {current + i}"))
     else:
         parts = []

@@ -3,7 +3,9 @@
 After every committed write: each partition's leader is in its ISR or -1; the ISR is
 a non-empty subset of the replicas; replicas are distinct; no fenced broker, broker in
 controlled shutdown or unregistered broker leads or stays in an ISR (except as the
-last member of a leaderless one); leader and partition epochs never go back. At the end, the snapshot replays to an equal image.
+last member of a leaderless one); leader and partition epochs never go back; a
+reassignment's adding and removing replicas are disjoint replicas, the ISR keeps a
+replica that stays. At the end, the snapshot replays to an equal image.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from hypothesis import strategies as st
 from spool.cluster.image import MetadataImage
 from spool.cluster.ops import ControllerConfig
 from spool.protocol._generated import ElectLeadersRequest
+from spool.protocol._generated import alter_partition_reassignments_request as aprq
 from spool.protocol._generated import alter_partition_request as apq
 from spool.protocol._generated import create_partitions_request as cp
 from spool.protocol.errors import KafkaError
@@ -39,6 +42,11 @@ OPS = st.one_of(
     st.tuples(st.just("alter isr"), TOPICS, st.integers(0, 1), st.integers(0, 15)),
     st.tuples(st.just("balance"), st.integers(1, 3)),
     st.tuples(st.just("elect"), st.sampled_from([0, 1])),
+    st.tuples(st.just("reassign"), TOPICS, st.integers(0, 1), st.permutations([1, 2, 3, 4]),
+              st.integers(0, 4)),  # 0 replicas: cancel
+    st.tuples(st.just("reassign"), TOPICS, st.integers(0, 1), st.permutations([1, 2, 3, 4]),
+              st.integers(0, 4)),
+    st.tuples(st.just("unclean elections")),
 )
 
 
@@ -48,6 +56,9 @@ def check(img: MetadataImage, epochs: dict) -> None:
             assert len(set(p.replicas)) == len(p.replicas), p
             assert p.isr and set(p.isr) <= set(p.replicas), p
             assert p.leader == -1 or p.leader in p.isr, p
+            assert set(p.adding_replicas) <= set(p.replicas), p
+            assert set(p.removing_replicas) <= set(p.replicas), p
+            assert not set(p.adding_replicas) & set(p.removing_replicas), p
             if p.leader != -1 or len(p.isr) > 1:  # only a lone, leaderless ISR keeps a
                 for r in p.isr:                     # broker that stopped (none to replace it)
                     b = img.brokers.get(r)
@@ -92,6 +103,16 @@ def run(h: Harness, op: tuple) -> None:
         alter_isr(h, *op[1:])
     elif kind == "balance":
         h.commit(c.balance_leaders(op[1]))
+    elif kind == "reassign":
+        _, n, index, order, size = op
+        t = h.image.topic(f"t{n}")
+        if t is not None and index in t.partitions:
+            req = aprq.AlterPartitionReassignmentsRequest(topics=[aprq.ReassignableTopic(
+                name=t.name, partitions=[aprq.ReassignablePartition(
+                    partition_index=index, replicas=list(order[:size]) if size else None)])])
+            h.commit(c.alter_partition_reassignments(req))
+    elif kind == "unclean elections":
+        h.commit(c.elect_unclean_leaders())
     elif kind == "elect":
         h.commit(c.elect_leaders(ElectLeadersRequest(election_type=op[1],
                                                      topic_partitions=None)))
@@ -119,6 +140,7 @@ def test_random_operations_keep_the_invariants(racks, ops, seed):
     h = Harness(ControllerConfig(default_replication_factor=2), seed=seed)
     for b, rack in enumerate(racks, 1):
         h.start(b, rack)
+    h.create_topic("t0", 2, 2)  # so that short sequences exercise partitions too
     epochs: dict = {}
     for op in ops:
         try:

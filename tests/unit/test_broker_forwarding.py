@@ -150,19 +150,24 @@ def test_internal_topics_are_created_by_the_controller_with_their_replication_fa
     async def main():
         loader, broker = setup()
         loader.add_publisher(ViewPublisher(broker))
-        factor = {"offsets.topic.replication.factor": 3}
-        broker.config = SimpleNamespace(get_int=lambda key: factor[key])
+        settings = {"offsets.topic.replication.factor": 3,
+                    "transaction.state.log.replication.factor": 1,
+                    "transaction.state.log.min.isr": 2}
+        broker.config = SimpleNamespace(get_int=lambda key: settings[key])
         topic = InternalTopic(broker, "__consumer_offsets", lambda: 5)
-        # 3 replicas asked, 2 live brokers: the controller refuses, as Kafka's does
-        assert not await topic.ensure()
-        assert loader.image.topic("__consumer_offsets") is None
-        factor["offsets.topic.replication.factor"] = 2
+        # 3 replicas asked, 2 brokers registered: capped to 2
         assert await topic.ensure()
         t = loader.image.topic("__consumer_offsets")
         assert len(t.partitions) == 5 and all(len(p.replicas) == 2 for p in t.partitions.values())
         assert dict(loader.image.config(2, "__consumer_offsets")) == {"cleanup.policy": "compact"}
         leader = broker.view.partition("__consumer_offsets", topic.partition_for("g1")).leader
         assert leader in (1, 2)
+        txn = InternalTopic(broker, "__transaction_state", lambda: 3)
+        assert await txn.ensure()
+        t = loader.image.topic("__transaction_state")
+        assert all(len(p.replicas) == 1 for p in t.partitions.values())
+        assert dict(loader.image.config(2, "__transaction_state")) == {
+            "cleanup.policy": "compact", "min.insync.replicas": "1"}  # capped by the factor
 
     asyncio.run(main())
 

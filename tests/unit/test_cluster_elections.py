@@ -1,9 +1,16 @@
-"""ElectLeaders and preferred-leader balancing."""
+"""ElectLeaders, preferred-leader balancing, unclean elections."""
 
 from __future__ import annotations
 
-from spool.protocol._generated import ElectLeadersRequest, PartitionChangeRecord
+import pytest
+
+from spool.protocol._generated import (
+    ElectLeadersRequest,
+    IncrementalAlterConfigsRequest,
+    PartitionChangeRecord,
+)
 from spool.protocol._generated import elect_leaders_request as elq
+from spool.protocol._generated import incremental_alter_configs_request as iacq
 from spool.protocol.errors import Errors
 from tests.helpers.cluster_harness import Harness
 
@@ -88,3 +95,53 @@ def test_unclean_election_gives_a_leaderless_partition_an_out_of_sync_leader():
     assert results(resp) == {("t", 0): 0}
     recs, resp = elect(h, 1, {"t": [0]})
     assert results(resp) == {("t", 0): Errors.ELECTION_NOT_NEEDED}
+
+
+def _last_in_sync_fenced(topic_configs=None, cluster_configs=None):
+    """Brokers 1 and 2; "t" on [1, 2] with ISR [1] (2 fell behind); then broker 1 dies."""
+    h = Harness()
+    for b in (1, 2):
+        h.start(b)
+    if cluster_configs:
+        h.commit(h.controller.incremental_alter_configs(IncrementalAlterConfigsRequest(
+            validate_only=False, resources=[iacq.AlterConfigsResource(
+                resource_type=4, resource_name="", configs=[
+                    iacq.AlterableConfig(name=k, config_operation=0, value=v)
+                    for k, v in cluster_configs.items()])])))
+    tid = h.create_topic("t", assignments={0: [1, 2]}, configs=topic_configs).topic_id
+    h.controller.replay(PartitionChangeRecord(topic_id=tid, partition_id=0, isr=[1]),
+                        h.next_offset)
+    h.log.append((h.next_offset, None))
+    h.heartbeat(1, want_fence=True)
+    return h, tid
+
+
+def test_fencing_the_last_isr_member_leaves_the_partition_leaderless_by_default():
+    h, tid = _last_in_sync_fenced()
+    p = h.image.partition(tid, 0)
+    assert (p.leader, p.isr, p.leader_recovery_state) == (-1, (1,), 0)
+    assert h.controller.elect_unclean_leaders().records == []
+
+
+@pytest.mark.parametrize("where", ["topic", "cluster"])
+def test_fencing_the_last_isr_member_elects_an_unclean_leader_where_allowed(where):
+    key = {"unclean.leader.election.enable": "true"}
+    h, tid = (_last_in_sync_fenced(topic_configs=key) if where == "topic"
+              else _last_in_sync_fenced(cluster_configs=key))
+    p = h.image.partition(tid, 0)
+    assert (p.leader, p.isr, p.leader_recovery_state) == (2, (2,), 1)  # RECOVERING
+
+
+def test_allowing_unclean_elections_later_gives_leaderless_partitions_a_leader():
+    h, tid = _last_in_sync_fenced()
+    h.commit(h.controller.incremental_alter_configs(IncrementalAlterConfigsRequest(
+        validate_only=False, resources=[iacq.AlterConfigsResource(
+            resource_type=2, resource_name="t", configs=[iacq.AlterableConfig(
+                name="unclean.leader.election.enable", config_operation=0, value="true")])])))
+    assert h.image.partition(tid, 0).leader == -1  # nothing happens by itself...
+    result = h.controller.elect_unclean_leaders()
+    assert result.records == [PartitionChangeRecord(topic_id=tid, partition_id=0, leader=2,
+                                                    isr=[2], leader_recovery_state=1)]
+    assert h.commit(result) is False
+    assert h.image.partition(tid, 0).leader == 2  # ...until the periodic check runs
+    assert h.controller.elect_unclean_leaders().records == []

@@ -13,6 +13,7 @@ from spool.broker.handlers import (  # noqa: F401
     log_dirs,
     metadata,
     offsets,
+    partition_admin,
     produce,
     producer_id,
     producers,

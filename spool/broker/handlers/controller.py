@@ -1,8 +1,10 @@
 """The controller's APIs on controller listeners (Kafka's ``ControllerApis``).
 
 BrokerRegistration, BrokerHeartbeat, UnregisterBroker, AllocateProducerIds,
-CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs and
-IncrementalAlterConfigs: each one is one write of this node's
+CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
+IncrementalAlterConfigs, ElectLeaders, AlterPartitionReassignments and
+ListPartitionReassignments (a read, run as a write without records so only
+the active controller answers): each one is one write of this node's
 ``ControllerRuntime`` (computed from the committed image, appended through
 Raft, answered once committed and replayed: ``spool.broker.controller_runtime``).
 A node that is not the active controller, or that loses leadership before
@@ -13,8 +15,10 @@ controller and retry).
 
 from __future__ import annotations
 
+from spool.broker.forwarding import alter_reassignments_error, elect_leaders_error
 from spool.broker.registry import CONTROLLER_PLANE, handles
 from spool.cluster import controller_apis as apis
+from spool.cluster.ops import ControllerResult
 from spool.protocol._generated import (
     AllocateProducerIdsResponse,
     AlterConfigsResponse,
@@ -24,6 +28,7 @@ from spool.protocol._generated import (
     CreateTopicsResponse,
     DeleteTopicsResponse,
     IncrementalAlterConfigsResponse,
+    ListPartitionReassignmentsResponse,
     UnregisterBrokerResponse,
 )
 from spool.protocol._generated.alter_configs_response import (
@@ -136,3 +141,23 @@ async def incremental_alter_configs(ctx, req):
             IncrementalAlterResult(error_code=code, error_message=msg,
                                    resource_type=r.resource_type,
                                    resource_name=r.resource_name) for r in req.resources]))
+
+
+@handles(43, 0, 2, listeners=_CONTROLLER)
+async def elect_leaders(ctx, req):
+    return await _write(ctx, lambda c, _offset, _now: c.elect_leaders(req),
+                        lambda code, msg: elect_leaders_error(req, code, msg))
+
+
+@handles(45, 0, 1, listeners=_CONTROLLER)
+async def alter_partition_reassignments(ctx, req):
+    return await _write(ctx, lambda c, _offset, _now: c.alter_partition_reassignments(req),
+                        lambda code, msg: alter_reassignments_error(req, code, msg))
+
+
+@handles(46, 0, 0, listeners=_CONTROLLER)
+async def list_partition_reassignments(ctx, req):
+    return await _write(
+        ctx, lambda c, _offset, _now: ControllerResult([], c.list_partition_reassignments(req)),
+        lambda code, msg: ListPartitionReassignmentsResponse(error_code=code, error_message=msg,
+                                                             topics=[]))
