@@ -89,12 +89,12 @@ class PartitionLogWriter:
 
     def append(self, topic: str, partition: int, batch: bytearray) -> int | None:
         replicas = self._replicas()
-        if replicas is not None:
+        if replicas is not None:  # wakes the fetches (and HW waiters) itself
             part = replicas.leader_partition(topic, partition)
-            info = part.append_as_leader(batch, acks=-1, now_ms=self.broker.clock.now_ms())
-        else:
-            plog, leader_epoch = self.broker.leader_log(topic, partition)
-            info = plog.append(batch, leader_epoch=leader_epoch)
+            return replicas.append_as_leader(part, batch, acks=-1,
+                                             now_ms=self.broker.clock.now_ms()).last_offset
+        plog, leader_epoch = self.broker.leader_log(topic, partition)
+        info = plog.append(batch, leader_epoch=leader_epoch)
         self.broker.notify_append(topic, partition)
         return info.last_offset
 
