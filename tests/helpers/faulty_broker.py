@@ -61,7 +61,14 @@ class FaultyWriter:
             self._rules = json.loads(text) if text.strip() else []
             self._used = [0] * len(self._rules)
 
-    def append(self, topic: str, partition: int, batch: bytearray) -> None:
+    def replicated(self, topic: str, partition: int, offset: int) -> bool:
+        return self.inner.replicated(topic, partition, offset)
+
+    async def wait_replicated(self, topic: str, partition: int, offset: int,
+                              timeout_ms: int) -> None:
+        await self.inner.wait_replicated(topic, partition, offset, timeout_ms)
+
+    def append(self, topic: str, partition: int, batch: bytearray) -> int | None:
         self._load()
         kill = False
         for i, rule in enumerate(self._rules):
@@ -73,9 +80,10 @@ class FaultyWriter:
             if rule["action"] == "fail":
                 raise OSError(errno.ENOSPC, f"injected: {rule['match']} append to {topic}-{partition}")
             kill = True
-        self.inner.append(topic, partition, batch)
+        last = self.inner.append(topic, partition, batch)
         if kill:
             os.kill(os.getpid(), signal.SIGKILL)
+        return last
 
 
 def _matches(rule: dict, topic: str, batch: bytearray) -> bool:
