@@ -8,7 +8,8 @@ has applied every entry before its epoch's LeaderChange (Kafka activates the new
 controller at the same point), then issues writes one at a time, each computed against
 its image, appended as one ``append`` and acknowledged only once committed and replayed:
 broker registrations (now and then a new incarnation), heartbeats that unfence, session
-ticks, and topic creations with unique names.
+ticks, topic creations with unique names, partition reassignments (new replica lists and
+cancellations) and the leaders' ISR expansions (AlterPartition) that complete them.
 
 Invariants on top of ``Simulation``'s (which already hold every applied record to the
 committed log, event by event):
@@ -18,7 +19,9 @@ committed log, event by event):
   committed log ``[0, k)`` (checked at every snapshot load and, for every node, at the
   end of the run);
 - every acknowledged topic creation is in every voter's final image, with its topic id,
-  and every acknowledged registration's broker epoch is at most its final epoch.
+  and every acknowledged registration's broker epoch is at most its final epoch;
+- in the final image, a partition's adding and removing replicas are disjoint subsets of
+  its replicas, and its ISR is a non-empty subset of them.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from typing import Any
 from spool.cluster.controller import QuorumController
 from spool.cluster.image import Endpoint, MetadataImage
 from spool.cluster.ops import ControllerConfig
+from spool.protocol._generated import alter_partition_reassignments_request as aprq
+from spool.protocol._generated import alter_partition_request as apq
 from spool.protocol._generated.create_topics_request import CreatableTopic, CreateTopicsRequest
 from spool.protocol._generated.feature_level_record import FeatureLevelRecord
 from spool.protocol.errors import KafkaError
@@ -161,17 +166,65 @@ class ControllerSimulation(Simulation):
                     broker_id=b, broker_epoch=img.brokers[b].epoch, want_fence=False,
                     want_shutdown=False, current_metadata_offset=len(n.applied) - 1, now_ms=now)
                 self._write(n, "heartbeat", result, b)
-            elif op < 0.9:
+            elif op < 0.8 or not img.topics_by_name:
                 self.topics += 1
                 name = f"t{self.topics}"
                 req = CreateTopicsRequest(topics=[CreatableTopic(
                     name=name, num_partitions=1 + self.rng.randrange(3), replication_factor=-1,
                     assignments=[], configs=[])], timeout_ms=1000, validate_only=False)
                 self._write(n, "create", controller.create_topics(req), name)
+            elif op < 0.85:
+                move = self._reassignment(img)
+                if move is not None:
+                    self._write(n, "reassign", controller.alter_partition_reassignments(move),
+                                None)
+            elif op < 0.9:
+                req = self._isr_expansion(img)
+                if req is not None:
+                    self._write(n, "alter isr", controller.alter_partition(req, 3), None)
             else:
                 self._write(n, "tick", controller.tick(now), None)
         except KafkaError:
             pass
+
+    def _pick_partition(self, img: MetadataImage) -> tuple[Any, int] | None:
+        names = sorted(n for n, t in img.topics_by_name.items() if t.partitions)
+        if not names:  # (a topic's records may be applied in part so far)
+            return None
+        t = img.topics_by_name[self.rng.choice(names)]
+        return t, self.rng.choice(sorted(t.partitions))
+
+    def _reassignment(self, img: MetadataImage) -> aprq.AlterPartitionReassignmentsRequest | None:
+        """A random new replica list (brokers registered or not) or a cancellation."""
+        picked = self._pick_partition(img)
+        if picked is None:
+            return None
+        t, pid = picked
+        size = self.rng.randrange(4)
+        replicas = self.rng.sample(BROKERS, size) if size else None
+        return aprq.AlterPartitionReassignmentsRequest(topics=[aprq.ReassignableTopic(
+            name=t.name, partitions=[aprq.ReassignablePartition(partition_index=pid,
+                                                                replicas=replicas)])])
+
+    def _isr_expansion(self, img: MetadataImage) -> apq.AlterPartitionRequest | None:
+        """The leader of a random partition puts every active replica in its ISR."""
+        picked = self._pick_partition(img)
+        if picked is None:
+            return None
+        t, pid = picked
+        p = t.partitions[pid]
+        if p.leader == -1:
+            return None
+        isr = [p.leader] + [r for r in p.replicas if r != p.leader and r in img.brokers
+                            and img.brokers[r].active]
+        return apq.AlterPartitionRequest(
+            broker_id=p.leader, broker_epoch=img.brokers[p.leader].epoch,
+            topics=[apq.TopicData(topic_id=t.topic_id, partitions=[apq.PartitionData(
+                partition_index=pid, leader_epoch=p.leader_epoch,
+                partition_epoch=p.partition_epoch, leader_recovery_state=0,
+                new_isr_with_epochs=[apq.BrokerState(broker_id=r,
+                                                     broker_epoch=img.brokers[r].epoch)
+                                     for r in isr])])])
 
     def final_values(self) -> list[bytes]:
         # Replays to nothing new: the image keeps metadata.version where it is.
@@ -190,6 +243,12 @@ class ControllerSimulation(Simulation):
                 if topic is None or topic.topic_id != topic_id:
                     raise Violation(f"acknowledged topic {name} ({topic_id}) is "
                                     f"{topic} on node {v}")
+            for t in img.topics_by_id.values():
+                for pid, p in t.partitions.items():
+                    adding, removing = set(p.adding_replicas), set(p.removing_replicas)
+                    if (not adding | removing <= set(p.replicas) or adding & removing
+                            or not p.isr or not set(p.isr) <= set(p.replicas)):
+                        raise Violation(f"{t.name}-{pid} on node {v}: {p}")
             for b, epoch in self.acked_epochs.items():
                 broker = img.brokers.get(b)
                 if broker is None or broker.epoch < epoch:
