@@ -205,10 +205,12 @@ class Broker:
         self.producer_ids = ProducerIdManager(self.metadata)
         writer = self._coordinator_writer(self)
         self.groups = GroupRuntime(self, writer)
+        self.transactions = TransactionRuntime(self, writer)
+        if self.cluster.kraft:
+            return  # coordinator partitions load as this broker becomes their leader
         loaded = await self.run_blocking(self.groups.load)
         if loaded:
             log.info("group coordinator replayed %d __consumer_offsets records", loaded)
-        self.transactions = TransactionRuntime(self, writer)
         await self.run_blocking(self.transactions.load)
         self.transactions.recover()  # PREPARE_* transactions a crash interrupted
 
