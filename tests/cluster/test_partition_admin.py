@@ -5,6 +5,7 @@ controller, the metadata every broker serves shows the result (issue 14)."""
 
 from __future__ import annotations
 
+import pytest
 from confluent_kafka import ElectionType, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import TopicPartition as KTopicPartition
@@ -56,6 +57,13 @@ def test_preferred_election_and_reassignments_through_any_broker(cluster_factory
     fs = admin.create_topics([NewTopic(TOPIC, num_partitions=2, replica_assignment=[[1, 2, 3], [2, 3, 1]])],
                              request_timeout=15)
     fs[TOPIC].result(timeout=20)
+    too_many = admin.create_topics([NewTopic("admin-rf4", 1, 4)], request_timeout=15)
+    with pytest.raises(KafkaException) as e:
+        too_many["admin-rf4"].result(timeout=20)
+    assert (e.value.args[0].code(), e.value.args[0].str()) == (
+        Errors.INVALID_REPLICATION_FACTOR, "Unable to replicate the partition 4 time(s): The "
+        "target replication factor of 4 cannot be reached because only 3 broker(s) are "
+        "registered.")
     everywhere(cluster, "the topic everywhere", {0: (1, [1, 2, 3], [1, 2, 3]),
                                                  1: (2, [2, 3, 1], [2, 3, 1])})
     b2, b3 = cluster.brokers[1].bootstrap, cluster.brokers[2].bootstrap
