@@ -190,12 +190,13 @@ BROKER_KEYS: dict[str, ConfigKey] = {
              "leader.imbalance.check.interval.seconds."),
         _key("leader.imbalance.check.interval.seconds", "long", 300, at_least(1),
              "How often the active controller balances partition leaders."),
-        _key("leader.imbalance.per.broker.percentage", "int", 10, at_least(0),
+        _key("leader.imbalance.per.broker.percentage", "int", 10, None,
              "Accepted for compatibility; as Kafka's KRaft controller, Spool balances every "
              "partition whose preferred replica can lead, whatever the ratio."),
-        _key("unclean.leader.election.interval.ms", "long", 300000, at_least(1),
-             "How often the active controller gives leaderless partitions of topics that "
-             "now allow unclean.leader.election.enable a leader from outside the ISR."),
+        ConfigKey("unclean.leader.election.interval.ms", "long", 300000, (), at_least(1),
+                  "How often the active controller gives leaderless partitions of topics "
+                  "that now allow unclean.leader.election.enable a leader from outside the "
+                  "ISR (internal in Kafka too).", internal=True),
         _key("broker.session.timeout.ms", "int", 9000, at_least(1),
              "A broker is fenced when no heartbeat arrived for this long."),
         _key("broker.heartbeat.interval.ms", "int", 2000, at_least(1),
