@@ -329,7 +329,8 @@ class ReplicaFetcher:
             c = self._client = NodeClient(
                 addr[0], addr[1], client_id=f"replica-fetcher-{self.manager.node_id}",
                 request_timeout_ms=cfg.socket_timeout_ms + cfg.wait_max_ms,
-                max_response_bytes=max(cfg.response_max_bytes, cfg.max_bytes) + (1 << 20))
+                # a response may pass its max by one batch (KIP-74): leave room for a big one
+                max_response_bytes=max(cfg.response_max_bytes, cfg.max_bytes) + (100 << 20))
         return c
 
     async def _drop_client(self) -> None:
