@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from spool.cluster import controller_apis
 from spool.cluster.controller import QuorumController
+from spool.cluster.ops import ControllerResult
 from spool.cluster.raft.store import LogEntry
 from spool.protocol.metadata_records import encode_record
 
@@ -49,6 +50,9 @@ class InProcessController:
             33: lambda: c.alter_configs(req),
             44: lambda: c.incremental_alter_configs(req),
             67: lambda: controller_apis.allocate_producer_ids(c, req),
+            43: lambda: c.elect_leaders(req),
+            45: lambda: c.alter_partition_reassignments(req),
+            46: lambda: ControllerResult([], c.list_partition_reassignments(req)),
         }[api_key]()
         self.commit(res.records)
         return res.reply

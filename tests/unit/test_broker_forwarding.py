@@ -13,16 +13,21 @@ import pytest
 from spool.broker.cluster_view import ClusterView
 from spool.broker.controller_channel import ControllerChannel
 from spool.broker.forwarding import create_topic_via_controller
-from spool.broker.handlers import admin, configs, metadata
+from spool.broker.handlers import admin, configs, metadata, partition_admin
 from spool.broker.internal_topic import InternalTopic
 from spool.cluster.loader import MetadataLoader
 from spool.protocol._generated import (
+    AlterPartitionReassignmentsRequest,
     CreateTopicsRequest,
     DeleteTopicsRequest,
     DescribeClusterRequest,
+    ElectLeadersRequest,
     IncrementalAlterConfigsRequest,
+    ListPartitionReassignmentsRequest,
     MetadataRequest,
 )
+from spool.protocol._generated import alter_partition_reassignments_request as aprq
+from spool.protocol._generated import elect_leaders_request as elq
 from spool.protocol._generated.create_topics_request import CreatableTopic
 from spool.protocol._generated.delete_topics_request import DeleteTopicState
 from spool.protocol._generated.incremental_alter_configs_request import (
@@ -184,5 +189,57 @@ def test_describe_cluster_describes_brokers_only():
         assert ctl.error_code == Errors.MISMATCHED_ENDPOINT_TYPE and ctl.brokers == []
         odd = await metadata.describe_cluster(c, DescribeClusterRequest(endpoint_type=9))
         assert odd.error_code == Errors.UNSUPPORTED_ENDPOINT_TYPE
+
+    asyncio.run(main())
+
+
+def test_elections_and_reassignments_are_the_controllers_answers():
+    async def main():
+        loader, broker = setup()
+        await admin.create_topics(ctx(broker, 19, 7), create_req("r", rf=1))
+        broker.view = ClusterView(loader.image, "PLAINTEXT", 1)
+        p0 = loader.image.topic("r").partitions[0]
+        other = 2 if p0.replicas == (1,) else 1
+        moved = await partition_admin.alter_partition_reassignments(
+            ctx(broker, 45, 1), AlterPartitionReassignmentsRequest(topics=[
+                aprq.ReassignableTopic(name="r", partitions=[
+                    aprq.ReassignablePartition(partition_index=0, replicas=[other]),
+                    aprq.ReassignablePartition(partition_index=1, replicas=[7])])]))
+        assert [(p.partition_index, p.error_code) for p in moved.responses[0].partitions] == [
+            (0, 0), (1, Errors.INVALID_REPLICA_ASSIGNMENT)]
+        listed = await partition_admin.list_partition_reassignments(
+            ctx(broker, 46, 0), ListPartitionReassignmentsRequest(topics=None))
+        assert [(t.name, [(p.partition_index, p.adding_replicas, p.removing_replicas)
+                          for p in t.partitions]) for t in listed.topics] == [
+            ("r", [(0, [other], list(p0.replicas))])]
+        elected = await partition_admin.elect_leaders(ctx(broker, 43, 2), ElectLeadersRequest(
+            election_type=0, topic_partitions=[elq.TopicPartitions(topic="r", partitions=[1])]))
+        assert elected.replica_election_results[0].partition_result[0].error_code == (
+            Errors.ELECTION_NOT_NEEDED)
+
+    asyncio.run(main())
+
+
+def test_elections_and_reassignments_without_a_controller_time_out():
+    async def main():
+        _, broker = setup(leader=-1)
+        broker.request_timeout_s = 0.3  # how long the forwarder looks for a controller
+        elected = await partition_admin.elect_leaders(ctx(broker, 43, 2), ElectLeadersRequest(
+            election_type=0, topic_partitions=[elq.TopicPartitions(topic="r", partitions=[0])]))
+        assert [(r.topic, p.partition_id, p.error_code) for r in elected.replica_election_results
+                for p in r.partition_result] == [("r", 0, Errors.REQUEST_TIMED_OUT)]
+        every = await partition_admin.elect_leaders(ctx(broker, 43, 2), ElectLeadersRequest(
+            election_type=0, topic_partitions=None))
+        assert (every.error_code, every.replica_election_results) == (
+            Errors.REQUEST_TIMED_OUT, [])
+        moved = await partition_admin.alter_partition_reassignments(
+            ctx(broker, 45, 1), AlterPartitionReassignmentsRequest(topics=[
+                aprq.ReassignableTopic(name="r", partitions=[
+                    aprq.ReassignablePartition(partition_index=0, replicas=[1])])]))
+        assert (moved.error_code, moved.responses[0].partitions[0].error_code) == (
+            Errors.REQUEST_TIMED_OUT, Errors.REQUEST_TIMED_OUT)
+        listed = await partition_admin.list_partition_reassignments(
+            ctx(broker, 46, 0), ListPartitionReassignmentsRequest())
+        assert (listed.error_code, listed.topics) == (Errors.REQUEST_TIMED_OUT, [])
 
     asyncio.run(main())
