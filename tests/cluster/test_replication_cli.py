@@ -10,9 +10,14 @@ import subprocess
 import sys
 
 import pytest
+from kafka import KafkaAdminClient
+from kafka import TopicPartition as KTopicPartition
 
 from spool.protocol._generated import CreateTopicsRequest
-from spool.protocol._generated.create_topics_request import CreatableTopic
+from spool.protocol._generated.create_topics_request import (
+    CreatableReplicaAssignment,
+    CreatableTopic,
+)
 from tests.helpers.raw_client import RawClient
 
 pytestmark = pytest.mark.timeout(240)
@@ -94,3 +99,99 @@ def test_describe_and_under_replicated_follow_a_broker_loss(cluster_factory):
     assert [(r["topic"], r["partition"]) for r in rows if r["topic"] == "urp"] == [
         ("urp", 0), ("urp", 1), ("urp", 2)]
     assert under.stderr.strip().endswith("under-replicated partitions")
+
+
+def plan(path, *moves: tuple[str, int, list[int]]):
+    path.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": t, "partition": p, "replicas": r} for t, p, r in moves]}))
+    return str(path)
+
+
+def test_elect_leaders_and_reassign_through_the_cli(cluster_factory, tmp_path):
+    cluster = cluster_factory(overrides={**FAST, "auto.leader.rebalance.enable": "false"}).start()
+    cluster.wait_formed()
+    b = cluster.nodes[2].bootstrap
+    c = RawClient(b)
+    try:
+        resp = c.request(19, 7, CreateTopicsRequest(timeout_ms=10000, topics=[CreatableTopic(
+            name="mv", num_partitions=-1, replication_factor=-1, configs=[], assignments=[
+                CreatableReplicaAssignment(partition_index=0, broker_ids=[1, 2])])]))
+    finally:
+        c.close()
+    assert [t.error_code for t in resp.topics] == [0]
+
+    def partition0(leader: int, replicas: list[int], isr: list[int] | None = None):
+        def check() -> dict | str:
+            doc = described(b, "mv")
+            if isinstance(doc, str):
+                return doc
+            p = doc["partitions"][0]
+            ok = p["leader"] == leader and p["replicas"] == replicas and (
+                isr is None or sorted(p["isr"]) == isr)
+            return p if ok else f"not yet: {p}"
+        return check
+
+    cluster.wait_until("mv-0 led by 1 with a full ISR", partition0(1, [1, 2], [1, 2]))
+    again = spool(b, "elect-leaders", "--type", "preferred", "--topic", "mv", "--partition", "0")
+    assert (again.returncode, again.stdout) == (
+        0, "Valid replica already elected for partitions mv-0\n")
+
+    # a reorder completes at once; the rollback plan is what was there
+    reorder = plan(tmp_path / "reorder.json", ("mv", 0, [2, 1]))
+    ex = spool(b, "reassign", "execute", "--file", reorder)
+    assert ex.returncode == 0, ex.stderr
+    assert json.loads(ex.stdout) == {"version": 1, "partitions": [
+        {"topic": "mv", "partition": 0, "replicas": [1, 2], "log_dirs": ["any"] * 2}]}
+    assert "Successfully started partition reassignment for mv-0" in ex.stderr
+    cluster.wait_until("the reorder", partition0(1, [2, 1]))
+    done = spool(b, "reassign", "verify", "--file", reorder)
+    assert (done.returncode, done.stdout) == (0, "Reassignment of partition mv-0 is completed.\n")
+    elected = spool(b, "elect-leaders", "--type", "preferred", "--all", "--json")
+    assert elected.returncode == 0, elected.stderr
+    assert {(r["topic"], r["partition"], r["result"]) for r in json.loads(elected.stdout)
+            if r["topic"] == "mv"} == {("mv", 0, "elected")}
+    cluster.wait_until("2 leads mv-0", partition0(2, [2, 1]))
+
+    # refused before anything is sent: a broker the cluster does not list
+    unknown = spool(b, "reassign", "execute", "--file",
+                    plan(tmp_path / "bad.json", ("mv", 0, [2, 9])))
+    assert (unknown.returncode, unknown.stdout) == (1, "")
+    assert unknown.stderr.startswith("spool: unknown broker id 9")
+
+    # a move to a broker that is down (started elsewhere: the CLI refuses a broker that is
+    # not live, as Kafka's tool) stays in progress until cancelled
+    cluster.nodes[3].kill()
+    cluster.wait_until("3 fenced", lambda: 3 not in cluster.metadata(2).brokers or "not yet")
+    move = plan(tmp_path / "move.json", ("mv", 0, [3, 2]))
+    admin = KafkaAdminClient(bootstrap_servers=b)
+    try:
+        assert admin.alter_partition_reassignments({KTopicPartition("mv", 0): [3, 2]}) == {
+            KTopicPartition("mv", 0): None}
+    finally:
+        admin.close()
+    cluster.wait_until("the move started", partition0(2, [3, 2, 1]))
+    listed = spool(b, "reassign", "list", "--json")
+    assert json.loads(listed.stdout) == [{
+        "topic": "mv", "partition": 0, "replicas": [3, 2, 1], "adding": [3], "removing": [1]}]
+    shown = described(b, "mv")["partitions"][0]
+    assert (shown["adding"], shown["removing"], shown["offline"]) == ([3], [1], [3])
+    assert "\tAdding Replicas: 3\tRemoving Replicas: 1\tOffline: 3" in spool(
+        b, "topics", "describe", "mv").stdout
+    busy = spool(b, "reassign", "execute", "--file", reorder)
+    assert busy.returncode == 1 and "existing partition reassignment" in busy.stderr
+    running = spool(b, "reassign", "verify", "--file", move)
+    assert (running.returncode, running.stdout) == (
+        3, "Reassignment of partition mv-0 is still in progress.\n")
+    cancelled = spool(b, "reassign", "cancel", "--file", move)
+    assert (cancelled.returncode, cancelled.stderr) == (
+        0, "Successfully cancelled partition reassignment for: mv-0\n")
+    cluster.wait_until("the move cancelled", partition0(2, [2, 1]))
+    elsewhere = spool(b, "reassign", "verify", "--file", move)
+    assert elsewhere.returncode == 1
+    assert elsewhere.stdout == ("There is no active reassignment of partition mv-0, but replica "
+                                "set is 2,1 rather than 3,2.\n")
+    assert spool(b, "reassign", "cancel", "--file", move).stderr == (
+        "None of the specified partition reassignments are active.\n")
+    missing = spool(b, "elect-leaders", "--type", "preferred", "--topic", "nope")
+    assert (missing.returncode, missing.stderr) == (
+        1, "spool: topic 'nope' does not exist (UNKNOWN_TOPIC_OR_PART)\n")
