@@ -14,8 +14,10 @@ The world, as the broker shell drives a ``Partition`` (``spool/replica/manager.p
   once (the quorum has its own simulator): brokers register (a restart is a new
   incarnation, which leaves every ISR), heartbeat every ``heartbeat_ms`` and get the
   records they lack in the answer; ``tick`` fences a broker whose session expired (it
-  leaves the ISR; a new leader comes from the ISR only). Leaders' AlterPartition (v3) is
-  validated by ``spool.cluster.alter_partition``. A broker applies the records of one
+  leaves the ISR; a new leader comes from the ISR only); with ``rebalance_ms``,
+  ``balance_leaders`` (auto.leader.rebalance.enable) moves leadership back to the
+  preferred replica. Leaders' AlterPartition (v3) is validated by
+  ``spool.cluster.alter_partition``. A broker applies the records of one
   answer at once (as a metadata delta): ``make_leader`` / ``make_follower``.
 - **Followers fetch** as ReplicaFetcher does: on a new leader or epoch, truncate first
   (OffsetsForLeaderEpoch for ``leader_epochs.latest_epoch()``, Kafka's
@@ -36,7 +38,9 @@ The world, as the broker shell drives a ``Partition`` (``spool/replica/manager.p
   timed out. **Consumers** read a random replica up to its high watermark (KIP-392).
 - **Faults**: message loss, random delays (so reordering across connections), network
   partitions (the controller included; sometimes one-way) that heal, broker crashes
-  (kill -9: the log keeps what it had, the process state is gone) and restarts.
+  (kill -9: the log keeps what it had, the process state is gone) and restarts; a
+  restarted log opens its HW from ``replication-offset-checkpoint``, written every
+  ``hw_checkpoint_ms`` as the log manager does (or never).
 
 A fault phase, then a calm phase (healed, every broker restarted): within ``LIVENESS_MS``
 an acks=all append must be acknowledged and every replica must be back in the ISR with
@@ -130,6 +134,8 @@ class Params:
     fetch_max_bytes: int
     fetch_wait_ms: int
     segment_bytes: int
+    hw_checkpoint_ms: int
+    rebalance_ms: int
 
     @classmethod
     def draw(cls, rng: random.Random) -> Params:
@@ -152,6 +158,8 @@ class Params:
             fetch_max_bytes=rng.choice((250, 1000, 1 << 16)),  # 250: one batch or two
             fetch_wait_ms=rng.choice((5, 30)),
             segment_bytes=rng.choice((600, 4096, 1 << 20)),
+            hw_checkpoint_ms=rng.choice((0, 50, 400)),  # 0: never written
+            rebalance_ms=rng.choice((0, 0, 300)),  # auto.leader.rebalance.enable
         )
 
 
@@ -245,6 +253,8 @@ class ReplicationSimulation:
         self._at(self._every(self.p.produce_every_ms), "produce")
         self._at(self._every(50), "consume")
         self._at(10, "tick")
+        if self.p.rebalance_ms:
+            self._at(self.p.rebalance_ms, "rebalance")
         for kind, every in (("crash", self.p.crash_every_ms),
                             ("partition", self.p.partition_every_ms)):
             if every:
@@ -415,7 +425,17 @@ class ReplicationSimulation:
         self._at(self.now + 1 + self.rng.randrange(self.p.heartbeat_ms), "heartbeat",
                  b.node_id, b.life)
         self._at(self.now + self.p.lag_ms // 2, "isr", b.node_id, b.life)
+        if self.p.hw_checkpoint_ms:
+            self._at(self.now + self.p.hw_checkpoint_ms, "hw_checkpoint", b.node_id, b.life)
         self._after(b)
+
+    def _hw_checkpoint(self, b: Broker) -> None:
+        """replica.high.watermark.checkpoint.interval.ms: the log manager's write of
+        ``replication-offset-checkpoint`` (a restart opens the log at min(it, LEO))."""
+        assert b.log is not None
+        b.log.checkpoints.update(b.log.tp, high_watermark=b.log.high_watermark)
+        b.log.checkpoints.write(recovery_points=False, log_starts=False)
+        self._at(self.now + self.p.hw_checkpoint_ms, "hw_checkpoint", b.node_id, b.life)
 
     def _crash(self, b: Broker) -> None:
         """kill -9: what reached the log's files stays (the page cache outlives the
@@ -933,6 +953,13 @@ class ReplicationSimulation:
             if fenced:
                 self._log(f"controller fenced {fenced}")
             self._at(self.now + 10, "tick")
+        elif kind == "rebalance":
+            self._commit(self.controller.balance_leaders())
+            self._at(self.now + self.p.rebalance_ms, "rebalance")
+        elif kind == "hw_checkpoint":
+            b = self._live(*payload)
+            if b is not None:
+                self._hw_checkpoint(b)
         elif kind in ("heartbeat", "isr"):
             b = self._live(*payload)
             if b is not None:
