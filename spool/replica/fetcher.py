@@ -36,7 +36,9 @@ timeout backs off the whole fetcher.
 
 Concurrency: everything runs on the event loop except the log work (append, truncation, log
 start moves), which runs in the executor, one job at a time per partition (a new job waits
-for the previous one, also across fetchers when the leader changes). ``remove`` marks the
+for the previous one, also across fetchers when the leader changes), the partitions of one
+response side by side. An append the log refuses backs the partition off and makes it
+truncate by epoch again. ``remove`` marks the
 partitions gone (a job that has not started does nothing) and returns once no job of theirs
 is running. No per-partition task or timer: a fetcher sleeps until its earliest backoff ends
 or a partition is added.
@@ -427,6 +429,7 @@ class ReplicaFetcher:
         if resp.error_code:
             self._back_off(states, f"Fetch error {resp.error_code}")
             return
+        appends = []
         for t in resp.responses:
             for r in t.partitions:
                 entry = sent.pop((t.topic, r.partition_index), None)
@@ -438,7 +441,18 @@ class ReplicaFetcher:
                 elif r.error_code:
                     self._partition_error(s, r.error_code, "Fetch")
                 else:
-                    await self._process(s, offset, r)
+                    appends.append((s, self._process(s, offset, r)))
+        # partitions' log jobs are independent: run them side by side in the executor
+        results = await asyncio.gather(*(c for _, c in appends), return_exceptions=True)
+        for (s, _), result in zip(appends, results, strict=True):
+            if isinstance(result, asyncio.CancelledError):
+                raise result
+            if isinstance(result, Exception):  # the log refused it (storage, a bad batch)
+                p = s.partition
+                log.warning("%s-%d: appending what broker %d sent failed: %r; truncating "
+                            "by epoch again", p.topic, p.partition, self.leader_id, result)
+                s.truncating = True  # (a batch across our log end: the logs diverge)
+                s.delayed_until = time.monotonic() + self.manager.config.backoff_ms / 1000
 
     async def _process(self, s: PartitionFetchState, offset: int, r: Any) -> None:
         """Append what the leader sent, then follow its HW and log start."""
