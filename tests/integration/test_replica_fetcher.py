@@ -1,8 +1,9 @@
 """ReplicaFetcherManager against a real leader: a broker process leads, the fetcher runs in
 the test process with follower logs in a temp dir (node 1 following node 0).
 
-- A follower catching up while a producer writes ends with a log byte-identical to the
-  leader's up to the leader's high watermark, its HW the leader's, on_append called.
+- A follower catching up while a producer writes (two partitions, num.replica.fetchers=2:
+  one fetch loop each) ends with logs byte-identical to the leader's up to the leader's
+  high watermark, its HW the leader's, on_append called.
 - A follower with a divergent tail (written in epochs the leader's log does not have)
   truncates it -- two OffsetForLeaderEpoch rounds, as Kafka's follower does when the leader
   answers with an epoch it never had -- and then holds exactly the leader's log.
@@ -15,6 +16,7 @@ the test process with follower logs in a temp dir (node 1 following node 0).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 
 import pytest
@@ -41,9 +43,9 @@ def follower(tmp_path, topic: str, p: int, leader_epoch: int = 0) -> Partition:
     return part
 
 
-def manager(broker, appended: list) -> ReplicaFetcherManager:
+def manager(broker, appended: list, config: FetchConfig = CONFIG) -> ReplicaFetcherManager:
     return ReplicaFetcherManager(
-        1, CONFIG, lambda node: ("127.0.0.1", broker.port) if node == 0 else None,
+        1, config, lambda node: ("127.0.0.1", broker.port) if node == 0 else None,
         appended.append)
 
 
@@ -83,8 +85,9 @@ def test_follower_becomes_byte_identical_to_the_leader(fresh_broker, topic_name,
     appended: list = []
 
     async def go():
-        fm = manager(b, appended)
+        fm = manager(b, appended, dataclasses.replace(CONFIG, num_fetchers=2))
         fm.add(parts)
+        assert sorted(fm.fetchers) == [(0, 0), (0, 1)]  # num.replica.fetchers per leader
         await asyncio.to_thread(produce, b.bootstrap, topic_name, 2, 150, "during")
         await until(lambda: all(p.log_end_offset == 150 and p.high_watermark == 150
                                 for p in parts))
