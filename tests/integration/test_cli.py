@@ -312,3 +312,30 @@ def test_consume_as_group_resumes_from_committed_offsets(broker: Any, topic_name
         broker, topic_name, "--group", group, "--from-beginning", "--max-messages", "2"
     )
     assert sorted(r["value"] for r in second) == ["4", "5"]
+
+
+def test_replication_commands_refuse_bad_input_before_asking(tmp_path) -> None:
+    """Bad options or plans: one line and exit 2, nothing sent (no broker listens here)."""
+    bad_json = tmp_path / "bad.json"
+    bad_json.write_text("{not json")
+    two_dirs = tmp_path / "dirs.json"
+    two_dirs.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": "t", "partition": 0, "replicas": [1, 2], "log_dirs": ["any"]}]}))
+    cases = [
+        (["elect-leaders", "--type", "preferred"],
+         "spool: give either --topic (with --partition) or --all"),
+        (["elect-leaders", "--type", "preferred", "--all", "--topic", "t"],
+         "spool: give either --topic (with --partition) or --all"),
+        (["elect-leaders", "--type", "unclean", "--all", "--partition", "0"],
+         "spool: --partition needs --topic"),
+        (["reassign", "execute", "--file", str(tmp_path / "missing.json")],
+         f"spool: cannot read {tmp_path / 'missing.json'}: No such file or directory"),
+        (["reassign", "verify", "--file", str(bad_json)], f"spool: {bad_json}: not JSON"),
+        (["reassign", "cancel", "--file", str(two_dirs)],
+         f"spool: {two_dirs}: t-0: size of replicas list [1, 2] is different from size of "
+         "log dirs list ['any']"),
+    ]
+    for args, line in cases:
+        proc = spool(None, *args, "--bootstrap-server", "127.0.0.1:1", check=False)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert one_error_line(proc).startswith(line), (args, proc.stderr)
