@@ -970,11 +970,17 @@ class PartitionLog:
         return n
 
     def truncate_to(self, offset: int) -> None:
-        """Remove every offset >= ``offset`` (a follower diverging from its leader)."""
+        """Remove every offset >= ``offset`` (a follower diverging from its leader).
+
+        At or past the log end nothing goes but the leader epoch entries starting at the
+        log end (Kafka's truncateTo: this replica, once leader, recorded an epoch's start
+        and appended nothing in it before another was elected; kept, that entry would
+        conflict with the new leader's)."""
         self.wait_file_work()
         with self._lock:
             self._ensure_open()
             if offset >= self._leo:
+                self._cut_leader_epochs(self.leader_epochs, None, self._leo)
                 return
             now = self.clock.now_ms()
             if offset < self._log_start or offset <= self._bases[0]:
