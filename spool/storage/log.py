@@ -438,7 +438,8 @@ class PartitionLog:
         partitionLeaderEpoch in the caller's buffer when it is writable; a
         read-only one is copied first), or with ``assign_offsets=False`` keeps
         the batches' offsets (replication), which must not go below the log
-        end. For LogAppendTime topics (``config.uses_log_append_time``) the
+        end, and writes a read-only buffer as it is (nothing to patch: no copy).
+        For LogAppendTime topics (``config.uses_log_append_time``) the
         broker passes ``log_append_time_ms=clock.now_ms()``: maxTimestamp and
         the CRC are rewritten. The caller has validated the batches
         (``validate_batch``); only their framing is checked here
@@ -447,7 +448,7 @@ class PartitionLog:
         then the caller runs ``flush()`` (off its event loop) when ``flush_due()``.
         """
         view = memoryview(records).cast("B")
-        if view.readonly:
+        if view.readonly and (assign_offsets or log_append_time_ms is not None):
             view = memoryview(bytearray(view))
         chain = _batch_chain(view)
         with self._lock:
