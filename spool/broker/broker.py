@@ -70,6 +70,8 @@ from spool.broker.quorum import QuorumNode
 from spool.broker.server import Server
 from spool.broker.txn_runtime import TransactionRuntime
 from spool.protocol.errors import Errors, KafkaError
+from spool.replica.manager import ReplicaManager
+from spool.replica.partition import NotLeader  # noqa: F401 (re-exported: handlers' name)
 from spool.storage.config import validate_broker_overrides, validate_topic_overrides
 from spool.storage.engine import Storage
 from spool.storage.log import PartitionLog
@@ -87,17 +89,6 @@ INTERNAL_PARTITIONS_KEY = {
 }
 DESCRIPTORS_PER_PARTITION = 2  # its active .log + a fetch's dup of it (module doc: why not 1)
 DESCRIPTOR_RESERVE = 1024  # the inactive-segment LRU (256), connections, rolls, the broker's files
-
-
-class NotLeader(KafkaError):
-    """NOT_LEADER_OR_FOLLOWER for one partition, with the leader (-1: none) and its epoch
-    as the view knows them: Produce v10+ and Fetch v12+ hand them to the client (KIP-951)."""
-
-    def __init__(self, topic: str, partition: int, leader: int, leader_epoch: int) -> None:
-        super().__init__(Errors.NOT_LEADER_OR_FOLLOWER,
-                         f"this broker does not lead {topic}-{partition} (leader: {leader})")
-        self.leader = leader
-        self.leader_epoch = leader_epoch
 
 
 class Broker:
@@ -131,6 +122,8 @@ class Broker:
         self.view: MetadataView | None = None
         # a cluster broker's requests to the active controller: spool.broker.broker_role
         self.controller_channel: ControllerChannel | None = None
+        # the partitions' replication state; handlers' one way to leader work
+        self.replicas: ReplicaManager | None = None
 
     # ---- lifecycle
 
@@ -171,6 +164,7 @@ class Broker:
             raise
         await self.server.start()
         if self.role is not None:  # the coordinators start once the broker caught up
+            self.replicas.start()
             self.role.join_in_background()
         else:
             self.groups.start()
@@ -199,9 +193,13 @@ class Broker:
         self.cluster_id = self.log_dirs.cluster_id
         self.storage = await self.run_blocking(
             Storage, log_dirs, defaults, self.clock, node_id=self.node_id,
-            max_partitions=self.partition_limit().max_partitions, kraft=self.cluster.kraft)
+            max_partitions=self.partition_limit().max_partitions, kraft=self.cluster.kraft,
+            hw_follows_leo=not self.cluster.kraft)
         self.view = SingleNodeView(self.node_id, self.storage.metadata, self.storage.logs,
                                    self._advertised_for)
+        self.replicas = ReplicaManager(self)
+        if self.cluster.kraft:  # the coordinators follow their partitions' leadership
+            self.replicas.add_leadership_listener(self.leadership_changed)
         self.producer_ids = ProducerIdManager(self.metadata)
         writer = self._coordinator_writer(self)
         self.groups = GroupRuntime(self, writer)
@@ -235,6 +233,8 @@ class Broker:
     async def shutdown(self) -> None:
         if self.role is not None:  # controlled shutdown while every listener still serves
             await self.role.shutdown(self.cluster.broker_session_timeout_ms / 1000)
+        if self.replicas is not None:  # fetchers, the ISR check, delayed produces
+            await self.replicas.shutdown()
         if self.quorum is not None:  # a leading controller resigns first (EndQuorumEpoch)
             await self.quorum.shutdown()
         if self.groups is not None:
@@ -341,23 +341,6 @@ class Broker:
         if self.view.clustered:
             return self.storage.logs.get(topic, partition)
         return self.get_log(topic, partition)
-
-    def leader_log(self, topic: str, partition: int) -> tuple[PartitionLog, int]:
-        """The log and leader epoch of a partition this broker leads, as the view says.
-
-        In a cluster, a partition the view knows, led by another broker or by none (or
-        by this one before its log exists), is NOT_LEADER_OR_FOLLOWER (``NotLeader``,
-        which carries the leader the view knows), as Kafka answers. A partition the
-        view does not know, or on a single node one whose log is not there yet (being
-        created), is UNKNOWN_TOPIC_OR_PARTITION."""
-        part = self.view.partition(topic, partition)
-        plog = self.storage.logs.get(topic, partition)
-        if part is not None and self.view.clustered and (
-                part.leader != self.node_id or plog is None):
-            raise NotLeader(topic, partition, part.leader, part.leader_epoch)
-        if part is None or plog is None:
-            raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition}")
-        return plog, part.leader_epoch
 
     def create_topic(
         self,
@@ -490,7 +473,14 @@ class Broker:
     # ---- fetch long-polling
 
     def notify_append(self, topic: str, partition: int) -> None:
-        waiters = self._waiters.pop((topic, partition), None)
+        """Wake the delayed fetches of consumers of a partition (new records below its
+        high watermark, or the high watermark moved)."""
+        self.notify_key((topic, partition))
+
+    def notify_key(self, key) -> None:
+        """Wake the fetches waiting on ``key``: ``(topic, partition)`` consumers,
+        ``spool.replica.manager.REPLICA_KEY`` keys followers (any append)."""
+        waiters = self._waiters.pop(key, None)
         if waiters:
             for fut in waiters:
                 if not fut.done():
@@ -498,7 +488,7 @@ class Broker:
 
     async def wait_for_append(
         self,
-        keys: Iterable[tuple[str, int]],
+        keys: Iterable[tuple],
         timeout_s: float,
         interrupt: asyncio.Future | None = None,
     ) -> None:

@@ -78,8 +78,8 @@ def coordinator_error(e: BaseException, default: KafkaError) -> KafkaError:
 
 
 class PartitionLogWriter:
-    """The production writer: the partition this broker leads, in its leader epoch, then
-    ``notify_append``; replication through ``broker.replicas`` (a cluster)."""
+    """The production writer: the partition this broker leads (``broker.replicas``), appended
+    as leader in its epoch with acks=-1 (which wakes the fetches waiting on it)."""
 
     def __init__(self, broker: Any) -> None:
         self.broker = broker
@@ -88,15 +88,10 @@ class PartitionLogWriter:
         return getattr(self.broker, "replicas", None)
 
     def append(self, topic: str, partition: int, batch: bytearray) -> int | None:
-        replicas = self._replicas()
-        if replicas is not None:  # wakes the fetches (and HW waiters) itself
-            part = replicas.leader_partition(topic, partition)
-            return replicas.append_as_leader(part, batch, acks=-1,
-                                             now_ms=self.broker.clock.now_ms()).last_offset
-        plog, leader_epoch = self.broker.leader_log(topic, partition)
-        info = plog.append(batch, leader_epoch=leader_epoch)
-        self.broker.notify_append(topic, partition)
-        return info.last_offset
+        replicas = self.broker.replicas
+        part = replicas.leader_partition(topic, partition)
+        return replicas.append_as_leader(part, batch, acks=-1,
+                                         now_ms=self.broker.clock.now_ms()).last_offset
 
     def replicated(self, topic: str, partition: int, offset: int) -> bool:
         replicas = self._replicas()

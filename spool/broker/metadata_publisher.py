@@ -23,10 +23,11 @@ The broker's ``MetadataPublisher`` (``spool.cluster.loader``; Kafka's
    - topic config overrides and dynamic broker configs (ConfigRecords) are handed
      to the log manager, so retention, segment size and the cleaner follow them.
 
-   Until a partition's log exists, ``Broker.leader_log`` answers
+   Until a partition's log exists, ``broker.replicas`` answers
    NOT_LEADER_OR_FOLLOWER (retriable): clients refresh and retry.
-   Replication is not here yet: a follower holds an empty log and the leader
-   serves.
+3. **Then the replicas** (``ReplicaManager.apply_changes``, on the loop, once the
+   logs exist): leaders and followers, the follower fetcher, the leadership
+   listeners (the coordinators).
 
 A failure to create or delete a log (a full disk) is logged and left for the next
 start to repair: the image, not the disk, is the truth, and ``reconcile`` runs
@@ -74,17 +75,6 @@ def apply_local_changes(logs: Any, image: MetadataImage, changes: LocalReplicaCh
         opened += len(found)
         created += len(new)
     return opened, created, deleted
-
-
-def publish_leadership(broker: Any, changes: LocalReplicaChanges) -> None:
-    """Tell the coordinators which internal partitions this broker now leads or not
-    (``Broker.leadership_changed``), once their logs exist."""
-    for tp, reg in changes.leaders.items():
-        broker.leadership_changed(tp.topic, tp.partition, True, reg.leader_epoch)
-    for tp, reg in changes.followers.items():
-        broker.leadership_changed(tp.topic, tp.partition, False, reg.leader_epoch)
-    for tp in changes.deletes:
-        broker.leadership_changed(tp.topic, tp.partition, False, -1)
 
 
 def expected_partitions(image: MetadataImage, node_id: int) -> set[tuple[str, int]]:
@@ -143,9 +133,15 @@ class BrokerMetadataPublisher:
                 if opened or created or deleted:
                     log.info("metadata at offset %d: local logs: %d opened, %d created, "
                              "%d deleted", image.offset, opened, created, deleted)
-                publish_leadership(self.broker, changes)
         except Exception:
             log.exception("applying the metadata image at offset %d to the local logs failed",
+                          image.offset)
+        try:
+            replicas = getattr(self.broker, "replicas", None)
+            if changes and replicas is not None:
+                replicas.apply_changes(image, changes)
+        except Exception:
+            log.exception("applying the metadata image at offset %d to the replicas failed",
                           image.offset)
         async with self._applied:
             self.applied_offset = max(self.applied_offset, image.offset)

@@ -53,6 +53,18 @@ NO_LEADER = -1
 UNKNOWN_OFFSET = -1
 
 
+class NotLeader(KafkaError):
+    """NOT_LEADER_OR_FOLLOWER for one partition, with the leader (-1: none) and its epoch
+    as this broker knows them: Produce v10+ and Fetch v12+ hand them to the client
+    (KIP-951)."""
+
+    def __init__(self, topic: str, partition: int, leader: int, leader_epoch: int) -> None:
+        super().__init__(Errors.NOT_LEADER_OR_FOLLOWER,
+                         f"this broker does not lead {topic}-{partition} (leader: {leader})")
+        self.leader = leader
+        self.leader_epoch = leader_epoch
+
+
 @dataclass
 class FollowerState:
     """What the leader knows of one follower (Kafka's ReplicaState)."""
@@ -132,10 +144,7 @@ class Partition:
         if new:
             leo = self.log.log_end_offset
             self.epoch_start_offset = leo
-            cache = getattr(self.log, "leader_epochs", None)
-            # TODO(fetcher): drop the getattr once log.leader_epochs is on main
-            if cache is not None:
-                cache.assign(reg.leader_epoch, leo)
+            self.log.leader_epochs.assign(reg.leader_epoch, leo)
             self.followers = {r: FollowerState(
                 last_caught_up_ms=now_ms if r in self.isr else 0,
                 last_fetch_leader_leo=leo, last_fetch_ms=now_ms)
@@ -161,9 +170,7 @@ class Partition:
     # -- leader side
 
     def _not_leader(self) -> KafkaError:
-        return KafkaError(Errors.NOT_LEADER_OR_FOLLOWER,
-                          f"{self.topic}-{self.partition}: led by {self.leader_id}, "
-                          f"not by {self.node_id}")
+        return NotLeader(self.topic, self.partition, self.leader_id, self.leader_epoch)
 
     def append_as_leader(self, records, *, acks: int, now_ms: int,
                          log_append_time_ms: int | None = None, flush: bool = True) -> AppendInfo:
@@ -273,7 +280,10 @@ class Partition:
     # -- follower side
 
     def append_as_follower(self, records) -> AppendInfo:
-        """Append the leader's batches with their offsets and leader epochs."""
+        """Append the leader's batches with their offsets and leader epochs
+        (NOT_LEADER_OR_FOLLOWER once this broker leads: a fetch in flight lost the race)."""
+        if self.is_leader:
+            raise self._not_leader()
         return self.log.append(records, assign_offsets=False)
 
     def truncate_to(self, offset: int) -> None:

@@ -212,7 +212,7 @@ async def delete_records(ctx, req: DeleteRecordsRequest) -> DeleteRecordsRespons
             r = DeleteRecordsPartitionResult(partition_index=p.partition_index,
                                              low_watermark=-1, error_code=0)
             try:
-                plog, _ = broker.leader_log(t.name, p.partition_index)
+                plog = broker.replicas.leader_partition(t.name, p.partition_index).log
                 offset = plog.high_watermark if p.offset == -1 else p.offset
                 if offset < 0 or offset > plog.high_watermark:
                     raise KafkaError(Errors.OFFSET_OUT_OF_RANGE,

@@ -2,7 +2,8 @@
 
 BrokerRegistration, BrokerHeartbeat, UnregisterBroker, AllocateProducerIds,
 CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
-IncrementalAlterConfigs, ElectLeaders, AlterPartitionReassignments and
+IncrementalAlterConfigs, AlterPartition (a leader's ISR change,
+``spool.cluster.alter_partition``), ElectLeaders, AlterPartitionReassignments and
 ListPartitionReassignments (a read, run as a write without records so only
 the active controller answers): each one is one write of this node's
 ``ControllerRuntime`` (computed from the committed image, appended through
@@ -22,6 +23,7 @@ from spool.cluster.ops import ControllerResult
 from spool.protocol._generated import (
     AllocateProducerIdsResponse,
     AlterConfigsResponse,
+    AlterPartitionResponse,
     BrokerHeartbeatResponse,
     BrokerRegistrationResponse,
     CreatePartitionsResponse,
@@ -161,3 +163,11 @@ async def list_partition_reassignments(ctx, req):
         ctx, lambda c, _offset, _now: ControllerResult([], c.list_partition_reassignments(req)),
         lambda code, msg: ListPartitionReassignmentsResponse(error_code=code, error_message=msg,
                                                              topics=[]))
+
+
+@handles(56, 0, 3, listeners=_CONTROLLER)
+async def alter_partition(ctx, req):
+    version = ctx.api_version
+    return await _write(
+        ctx, lambda c, _offset, _now: c.alter_partition(req, version),
+        lambda code, _m: AlterPartitionResponse(throttle_time_ms=0, error_code=code, topics=[]))

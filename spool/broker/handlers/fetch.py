@@ -16,6 +16,14 @@ A partition whose file cannot be duplicated (no descriptors left) is
 answered without records rather than failing the request.
 Fetch sessions (KIP-227) are not kept: ``session_id`` 0 tells clients to
 send full requests.
+
+Consumers read from the partition's leader (``broker.replicas``) up to the
+high watermark and wait on its moves. A Fetch with ``replica_id >= 0`` is a
+follower's (replication): it reads up to the log end offset, its fetch offset
+is its log end offset for the leader (``ReplicaManager.follower_fetched``: the
+high watermark, ISR expansion), it is answered with the high watermark after
+that update, and it waits on appends; a broker that holds no replica of the
+partition gets NOT_LEADER_OR_FOLLOWER.
 """
 
 from __future__ import annotations
@@ -23,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from spool.broker.broker import NotLeader
 from spool.broker.registry import handles
 from spool.broker.server import FileRegion, RateLimitedLog
 from spool.protocol._generated import FetchRequest, FetchResponse
@@ -34,6 +41,8 @@ from spool.protocol._generated.fetch_response import (
     PartitionData,
 )
 from spool.protocol.errors import Errors, KafkaError
+from spool.replica.manager import REPLICA_KEY
+from spool.replica.partition import NotLeader
 
 _dup_log = RateLimitedLog(logging.getLogger("spool.fetch"))
 
@@ -51,6 +60,10 @@ def _leader_epoch_error(current_leader_epoch: int, leader_epoch: int) -> int:
 
 def _read_all(broker, req: FetchRequest, version: int):
     """One pass over the requested partitions; returns (topics, bytes, any_error)."""
+    replicas = broker.replicas
+    replica_id = req.replica_id
+    follower = replica_id >= 0
+    now_ms = broker.clock.now_ms() if follower else 0
     budget = req.max_bytes if version >= 3 else 2**31 - 1
     total = 0
     any_error = False
@@ -63,23 +76,31 @@ def _read_all(broker, req: FetchRequest, version: int):
                                aborted_transactions=None, preferred_read_replica=-1, records=b"")
             parts.append(pd)
             try:
-                plog, leader_epoch = broker.leader_log(t.topic, p.partition)
-                err = _leader_epoch_error(p.current_leader_epoch, leader_epoch)
+                part = replicas.leader_partition(t.topic, p.partition)
+                err = _leader_epoch_error(p.current_leader_epoch, part.leader_epoch)
                 if err:
                     raise KafkaError(err)
-                hw = plog.high_watermark
-                lso = plog.last_stable_offset
-                pd.high_watermark = hw
-                pd.last_stable_offset = lso
-                pd.log_start_offset = plog.log_start_offset
-                limit = lso if req.isolation_level == READ_COMMITTED else hw
-                if req.isolation_level == READ_COMMITTED:
-                    pd.aborted_transactions = []
+                plog = part.log
+                read_committed = req.isolation_level == READ_COMMITTED and not follower
                 max_bytes = min(p.partition_max_bytes, max(budget - total, 0))
-                if max_bytes <= 0 and total > 0:
-                    continue
-                sl = plog.read(p.fetch_offset, max_bytes, max_offset=limit,
-                               min_one_batch=(total == 0))
+                if follower:  # up to the log end; then its state, so the answer has the HW
+                    sl = None
+                    if max_bytes > 0 or total == 0:
+                        sl = plog.read(p.fetch_offset, max_bytes, min_one_batch=(total == 0))
+                    replicas.follower_fetched(part, replica_id, p.fetch_offset, now_ms)
+                    limit = plog.log_end_offset
+                else:
+                    if max_bytes <= 0 and total > 0:
+                        sl = None
+                    else:
+                        limit = plog.last_stable_offset if read_committed else plog.high_watermark
+                        sl = plog.read(p.fetch_offset, max_bytes, max_offset=limit,
+                                       min_one_batch=(total == 0))
+                pd.high_watermark = plog.high_watermark
+                pd.last_stable_offset = plog.last_stable_offset
+                pd.log_start_offset = plog.log_start_offset
+                if read_committed:
+                    pd.aborted_transactions = []
             except KafkaError as e:
                 pd.error_code = e.code
                 if isinstance(e, NotLeader):  # KIP-951 (v12+: a tagged field, ignored below)
@@ -96,7 +117,7 @@ def _read_all(broker, req: FetchRequest, version: int):
                     continue
                 pd.records = FileRegion(fd, sl.position, sl.length)
                 total += sl.length
-                if req.isolation_level == READ_COMMITTED:
+                if read_committed:
                     pd.aborted_transactions = [
                         AbortedTransaction(producer_id=pid, first_offset=first)
                         for pid, first in plog.aborted_transactions(sl.first_offset, limit)]
@@ -116,7 +137,10 @@ async def fetch(ctx, req: FetchRequest) -> FetchResponse:
     broker = ctx.broker
     version = ctx.api_version
     topics, total, any_error = _read_all(broker, req, version)
-    keys = [(t.topic, p.partition) for t in req.topics for p in t.partitions]
+    if req.replica_id >= 0:  # a follower waits for appends, a consumer for the HW
+        keys = [(REPLICA_KEY, t.topic, p.partition) for t in req.topics for p in t.partitions]
+    else:
+        keys = [(t.topic, p.partition) for t in req.topics for p in t.partitions]
     loop = asyncio.get_running_loop()
     deadline = loop.time() + req.max_wait_ms / 1000.0
     conn = ctx.conn

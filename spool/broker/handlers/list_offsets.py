@@ -49,7 +49,8 @@ async def list_offsets(ctx, req: ListOffsetsRequest) -> ListOffsetsResponse:
                                              timestamp=-1, offset=-1, leader_epoch=-1)
             plog = None
             try:
-                plog, epoch = broker.leader_log(t.name, p.partition_index)
+                part = broker.replicas.leader_partition(t.name, p.partition_index)
+                plog, epoch = part.log, part.leader_epoch
                 cur = p.current_leader_epoch
                 if cur >= 0 and cur != epoch:
                     raise KafkaError(Errors.FENCED_LEADER_EPOCH if cur < epoch

@@ -25,7 +25,7 @@ UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST at v0), as Kafka answers.
 
 from __future__ import annotations
 
-from spool.broker.broker import INTERNAL_TOPICS, NotLeader, validate_topic_name
+from spool.broker.broker import INTERNAL_TOPICS, validate_topic_name
 from spool.broker.forwarding import create_topic_via_controller
 from spool.broker.registry import handles
 from spool.protocol._generated import (
@@ -47,6 +47,7 @@ from spool.protocol._generated.offset_for_leader_epoch_response import (
     OffsetForLeaderTopicResult,
 )
 from spool.protocol.errors import Errors, KafkaError
+from spool.replica.partition import NotLeader
 
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2  # DescribeCluster endpoint types (KIP-919)
@@ -194,7 +195,8 @@ def _epoch_end_offset(broker, topic: str, p) -> EpochEndOffset:
     r = EpochEndOffset(error_code=0, partition=p.partition, leader_epoch=-1, end_offset=-1)
     cur = p.current_leader_epoch
     try:
-        plog, epoch = broker.leader_log(topic, p.partition)
+        part = broker.replicas.leader_partition(topic, p.partition)
+        plog, epoch = part.log, part.leader_epoch
     except NotLeader as e:  # the epoch check comes first (Kafka's getLocalLog)
         r.error_code = _fenced(cur, e.leader_epoch) or e.code
         return r

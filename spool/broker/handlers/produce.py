@@ -12,17 +12,24 @@ compacted topic's key check, where a mismatch is CORRUPT_MESSAGE). acks=0 gets n
 response at all. A storage failure (a full disk) is KAFKA_STORAGE_ERROR for
 that partition; the connection stays and a later produce succeeds once space
 returns. When ``flush.messages`` is reached the fsync runs in the executor,
-not on the event loop, and the answer waits for it. On a single node the in-sync replica set is the leader alone:
-acks=all is acks=1, unless the topic's ``min.insync.replicas`` exceeds 1,
-which one node cannot satisfy: NOT_ENOUGH_REPLICAS, as Kafka answers with too
-small an ISR, nothing appended (acks=0 and acks=1 ignore the setting, as in Kafka).
+not on the event loop, and the answer waits for it.
+
+The append goes through the partition's leader (``broker.replicas``,
+``spool.replica``): acks=all with an ISR smaller than the topic's
+``min.insync.replicas`` is NOT_ENOUGH_REPLICAS, nothing appended (acks=0 and
+acks=1 ignore the setting, as in Kafka); acks=all then answers once every ISR
+member has the batch (the high watermark passed it): a delayed produce bounded
+by the request's ``timeout_ms`` (REQUEST_TIMED_OUT), NOT_LEADER_OR_FOLLOWER if
+leadership moves meanwhile, NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank
+below ``min.insync.replicas``. On a single node the ISR is the leader alone and
+the high watermark follows each append: acks=all answers at once.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
-from spool.broker.broker import NotLeader
 from spool.broker.registry import handles
 from spool.protocol._generated import ProduceRequest, ProduceResponse
 from spool.protocol._generated.produce_response import (
@@ -34,6 +41,7 @@ from spool.protocol._generated.produce_response import (
 from spool.protocol.errors import Errors, KafkaError
 from spool.records.batch import validate_batch
 from spool.records.record import check_record_count
+from spool.replica.partition import NotLeader
 from spool.storage.cleaner import check_keys
 
 log = logging.getLogger("spool.produce")
@@ -50,27 +58,23 @@ def _check_timestamp(cfg, max_timestamp: int, now_ms: int) -> None:
         raise KafkaError(Errors.INVALID_TIMESTAMP, "timestamp is after message.timestamp.after.max.ms")
 
 
-ISR_SIZE = 1  # a single node: the leader is the only in-sync replica
-
-
 def append_partition(
-    broker, topic: str, partition: int, records, now_ms: int, acks: int = 1, flush: bool = True
+    broker, topic: str, partition: int, records, now_ms: int, acks: int = 1, flush: bool = True,
+    pending: list | None = None,
 ) -> PartitionProduceResponse:
     """Validate and append one partition's batch; with ``flush=False`` a due
-    ``flush.messages`` fsync is left to the caller (``flush_due_partitions``)."""
+    ``flush.messages`` fsync is left to the caller (``flush_due_partitions``). An acks=-1
+    batch not yet replicated goes into ``pending`` as (topic, response, last offset):
+    the caller waits for it (``wait_replicated``)."""
     resp = PartitionProduceResponse(index=partition, error_code=0, base_offset=-1,
                                     log_append_time_ms=-1, log_start_offset=-1)
     try:
-        plog, leader_epoch = broker.leader_log(topic, partition)
+        replicas = broker.replicas
+        part = replicas.leader_partition(topic, partition)
         if records is None or len(records) == 0:
             raise KafkaError(Errors.INVALID_RECORD, "produce request without records")
+        plog = part.log
         cfg = plog.config
-        if acks == -1 and cfg.min_insync_replicas > ISR_SIZE:
-            raise KafkaError(
-                Errors.NOT_ENOUGH_REPLICAS,
-                f"the in-sync replica set of {topic}-{partition} has {ISR_SIZE} replica, fewer "
-                f"than min.insync.replicas={cfg.min_insync_replicas}",
-            )
         header = validate_batch(records, 0, max_size=cfg.max_message_bytes)
         if header.size != len(records):
             raise KafkaError(
@@ -83,8 +87,8 @@ def append_partition(
         if cfg.compact_enabled:
             check_keys(records)  # a compacted topic needs a key on every record
         append_time = now_ms if cfg.uses_log_append_time else None
-        info = plog.append(records, leader_epoch=leader_epoch,
-                           log_append_time_ms=append_time, flush=flush)
+        info = replicas.append_as_leader(part, records, acks=acks, now_ms=now_ms,
+                                         log_append_time_ms=append_time, flush=flush)
     except NotLeader as e:
         resp.error_code = e.code
         resp.error_message = e.message
@@ -102,8 +106,31 @@ def append_partition(
     resp.base_offset = info.first_offset
     resp.log_append_time_ms = append_time if append_time is not None else -1
     resp.log_start_offset = plog.log_start_offset
-    broker.notify_append(topic, partition)
+    if acks == -1:  # a single node: done at once (the ISR is this broker)
+        done, code = part.replication_status(info.last_offset + 1)
+        if not done:
+            if pending is None:
+                raise RuntimeError("an acks=-1 append needs a pending list to wait in")
+            pending.append((topic, resp, info.last_offset))
+        elif code:
+            resp.error_code = code
     return resp
+
+
+async def wait_replicated(broker, pending: list, timeout_ms: int) -> None:
+    """The delayed produce: each pending partition answers once replicated, or with the
+    error that ended its wait (module doc)."""
+    async def one(topic: str, resp: PartitionProduceResponse, last_offset: int) -> None:
+        try:
+            await broker.replicas.wait_replicated(topic, resp.index, last_offset, timeout_ms)
+        except KafkaError as e:
+            resp.error_code = e.code
+            resp.error_message = e.message
+
+    if len(pending) == 1:
+        await one(*pending[0])
+    else:
+        await asyncio.gather(*(one(*p) for p in pending))
 
 
 async def flush_due_partitions(broker, appended: list[tuple[str, PartitionProduceResponse]]) -> None:
@@ -131,6 +158,7 @@ async def produce(ctx, req: ProduceRequest) -> ProduceResponse | None:
     now_ms = broker.clock.now_ms()
     topics = []
     appended: list[tuple[str, PartitionProduceResponse]] = []
+    pending: list = []
     for t in req.topic_data:
         parts = []
         for p in t.partition_data:
@@ -140,11 +168,13 @@ async def produce(ctx, req: ProduceRequest) -> ProduceResponse | None:
                 parts.append(PartitionProduceResponse(index=p.index, error_code=Errors.INVALID_REQUIRED_ACKS))
             else:
                 parts.append(append_partition(broker, t.name, p.index, p.records, now_ms,
-                                              req.acks, flush=False))
+                                              req.acks, flush=False, pending=pending))
                 if parts[-1].error_code == 0:
                     appended.append((t.name, parts[-1]))
         topics.append(TopicProduceResponse(name=t.name, partition_responses=parts))
     await flush_due_partitions(broker, appended)
+    if pending:
+        await wait_replicated(broker, pending, req.timeout_ms)
     if req.acks == 0:
         return None
     return ProduceResponse(responses=topics, throttle_time_ms=0,

@@ -42,7 +42,7 @@ def _topic_error(broker, name: str) -> KafkaError | None:
 
 def _partition(broker, topic: str, index: int) -> PartitionResponse:
     try:
-        plog, _ = broker.leader_log(topic, index)
+        plog = broker.replicas.leader_partition(topic, index).log
     except KafkaError as e:
         return PartitionResponse(partition_index=index, error_code=e.code,
                                  error_message=e.message, active_producers=[])

@@ -1,0 +1,455 @@
+"""``ReplicaManager``: the broker's partition replicas, the asyncio shell around
+``Partition`` (Kafka's ``ReplicaManager``). ``broker.replicas``.
+
+Handlers reach a partition's leader work through it, never ``PartitionLog``:
+
+    leader_partition(topic, p)  the Partition this broker leads; ``NotLeader``
+                                (NOT_LEADER_OR_FOLLOWER with the leader known) or
+                                UNKNOWN_TOPIC_OR_PARTITION
+    append_as_leader(part, ...) append, then wake what waits: followers' delayed
+                                fetches on every append, consumers' on HW moves
+    wait_replicated(...)        the delayed produce (acks=-1), also the coordinators'
+    follower_fetched(...)       a follower's Fetch: its state, the HW, ISR expansion
+
+**Single node** (no ``process.roles``): every partition is led here, the ISR is this
+broker, its logs' high watermark follows the log end offset. Partitions are made on
+first use (a dict lookup and an identity check of the log per request); no tasks,
+no timers, no fetcher: as fast as the handlers' old direct path.
+
+**Cluster**: ``apply_changes(image, changes)`` (the ``BrokerMetadataPublisher``, on the
+loop, once the logs of ``changes`` exist) makes partitions leaders or followers,
+hands followers to the fetcher (``spool.replica.fetcher``), removes
+deleted replicas and calls the leadership listeners (``fn(topic, partition,
+is_leader, leader_epoch)``, the coordinators). One task per broker checks the ISRs
+every ``replica.lag.time.max.ms / 2`` and shrinks them; a follower that caught up
+is added at its Fetch. ISR changes go to the controller as AlterPartition v3
+(``broker.controller_channel``), one in flight per partition.
+
+Delayed produce (acks=-1, Kafka's ``DelayedProduce``): waits, keyed by partition and
+woken when its HW moves, its ISR changes or its leadership goes (no polling),
+until the HW passes the batch (NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is then
+below ``min.insync.replicas``), leadership is lost (NOT_LEADER_OR_FOLLOWER) or the
+timeout passes (REQUEST_TIMED_OUT).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from spool.cluster.image import MetadataImage
+from spool.cluster.local_changes import LocalReplicaChanges
+from spool.protocol._generated import AlterPartitionRequest
+from spool.protocol._generated import alter_partition_request as apreq
+from spool.protocol.errors import Errors, KafkaError, error_name
+from spool.replica.fetcher import ReplicaFetcherManager
+from spool.replica.partition import NotLeader, Partition
+from spool.storage.log import AppendInfo
+
+log = logging.getLogger("spool.replica")
+
+LeadershipListener = Callable[[str, int, bool, int], None]
+ALTER_PARTITION_VERSION = 3
+ALTER_RETRY_MS = 500  # after a failed AlterPartition, before that partition proposes again
+REPLICA_KEY = "replica"  # Broker wait keys: (REPLICA_KEY, topic, p) is followers' fetches
+
+
+class ReplicaManager:
+    """This broker's partition replicas (module doc)."""
+
+    def __init__(self, broker: Any) -> None:
+        self.broker = broker
+        self.node_id: int = broker.node_id
+        self.clustered: bool = bool(broker.cluster.kraft)
+        self._logs = broker.storage.logs
+        self._partitions: dict[tuple[str, int], Partition] = {}
+        self._listeners: list[LeadershipListener] = []
+        self._hw_waiters: dict[tuple[str, int], list[asyncio.Future]] = {}
+        self._alter_retry_at: dict[tuple[str, int], int] = {}
+        self._alter_in_flight: set[tuple[str, int]] = set()  # one AlterPartition each
+        self._tasks: set[asyncio.Task] = set()
+        self._isr_task: asyncio.Task | None = None
+        self._fetcher_step: asyncio.Future | None = None
+        self._closed = False
+        self.lag_ms = broker.config.get_int("replica.lag.time.max.ms")
+        self.fetcher: ReplicaFetcherManager | None = None
+        if self.clustered:
+            self.fetcher = _make_fetcher(broker, self._follower_appended)
+
+    # ---- lookups
+
+    def get_partition(self, topic: str, partition: int) -> Partition | None:
+        """This broker's replica of a partition (leader or follower), or None."""
+        if not self.clustered:
+            try:
+                return self.leader_partition(topic, partition)
+            except KafkaError:
+                return None
+        return self._partitions.get((topic, partition))
+
+    def leader_partition(self, topic: str, partition: int) -> Partition:
+        """The partition this broker leads (module doc: the errors)."""
+        key = (topic, partition)
+        part = self._partitions.get(key)
+        if not self.clustered:
+            plog = self._logs.get(topic, partition)
+            if part is not None and part.log is plog:
+                return part
+            return self._lead_alone(topic, partition, plog)
+        if part is not None and part.is_leader:
+            return part
+        view = self.broker.view.partition(topic, partition)
+        if part is not None:
+            leader = part.leader_id
+            epoch = part.leader_epoch
+            if view is not None and view.leader_epoch > epoch:
+                leader, epoch = view.leader, view.leader_epoch
+            raise NotLeader(topic, partition, leader, epoch)
+        if view is not None:
+            raise NotLeader(topic, partition, view.leader, view.leader_epoch)
+        raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition}")
+
+    def _lead_alone(self, topic: str, partition: int, plog: Any) -> Partition:
+        view = self.broker.view.partition(topic, partition)
+        if view is None or plog is None:
+            self._partitions.pop((topic, partition), None)
+            raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition}")
+        part = Partition(topic, partition, plog, self.node_id)
+        part.leader_id = self.node_id
+        part.leader_epoch = max(view.leader_epoch, 0)
+        part.partition_epoch = 0
+        part.replicas = part.isr = (self.node_id,)
+        self._partitions[(topic, partition)] = part
+        return part
+
+    def partitions(self) -> list[Partition]:
+        return list(self._partitions.values())
+
+    def add_leadership_listener(self, fn: LeadershipListener) -> None:
+        """``fn(topic, partition, is_leader, leader_epoch)`` after each leadership change
+        this broker's replicas go through in a cluster (``apply_changes``)."""
+        self._listeners.append(fn)
+
+    # ---- leader side
+
+    def append_as_leader(self, part: Partition, records, *, acks: int, now_ms: int,
+                         log_append_time_ms: int | None = None,
+                         flush: bool = True) -> AppendInfo:
+        """``part.append_as_leader``, then wake the delayed fetches (and, when the HW moved,
+        the delayed produces and the consumers)."""
+        hw = part.log.high_watermark
+        info = part.append_as_leader(records, acks=acks, now_ms=now_ms,
+                                     log_append_time_ms=log_append_time_ms, flush=flush)
+        broker = self.broker
+        if not self.clustered:
+            broker.notify_append(part.topic, part.partition)
+            return info
+        broker.notify_key((REPLICA_KEY, part.topic, part.partition))
+        if part.log.high_watermark != hw:
+            self._hw_moved(part)
+        return info
+
+    async def append(self, topic: str, partition: int, records, acks: int, timeout_ms: int,
+                     now_ms: int) -> AppendInfo | KafkaError:
+        """Append as leader and, for acks=-1, wait until replicated: the AppendInfo, or the
+        KafkaError that ended it (nothing is raised)."""
+        try:
+            part = self.leader_partition(topic, partition)
+            info = self.append_as_leader(part, records, acks=acks, now_ms=now_ms)
+            if acks == -1:
+                await self.wait_replicated(topic, partition, info.last_offset, timeout_ms)
+            return info
+        except KafkaError as e:
+            return e
+
+    async def wait_replicated(self, topic: str, partition: int, offset: int,
+                              timeout_ms: int) -> None:
+        """Until the HW is past ``offset`` (module doc: the errors raised)."""
+        key = (topic, partition)
+        required = offset + 1
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000.0
+        while True:
+            part = self._partitions.get(key)
+            if part is None or self._closed:
+                raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER, f"{topic}-{partition}")
+            done, code = part.replication_status(required)
+            if done:
+                if code:
+                    raise KafkaError(code, f"{topic}-{partition}")
+                return
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise KafkaError(Errors.REQUEST_TIMED_OUT,
+                                 f"{topic}-{partition}: offset {offset} not replicated in "
+                                 f"{timeout_ms} ms")
+            fut = loop.create_future()
+            waiters = self._hw_waiters.setdefault(key, [])
+            waiters.append(fut)
+            try:
+                await asyncio.wait({fut}, timeout=remaining)
+            finally:
+                lst = self._hw_waiters.get(key)
+                if lst is not None:
+                    with contextlib.suppress(ValueError):
+                        lst.remove(fut)
+                    if not lst:
+                        del self._hw_waiters[key]
+
+    def _wake_produces(self, part: Partition) -> None:
+        waiters = self._hw_waiters.pop((part.topic, part.partition), None)
+        if waiters:
+            for fut in waiters:
+                if not fut.done():
+                    fut.set_result(None)
+
+    def _hw_moved(self, part: Partition) -> None:
+        self._wake_produces(part)
+        self.broker.notify_append(part.topic, part.partition)
+
+    def follower_fetched(self, part: Partition, replica_id: int, fetch_offset: int,
+                         now_ms: int) -> None:
+        """A follower's Fetch read from ``fetch_offset``: update its state (NOT_LEADER_OR_
+        FOLLOWER if it is no replica), wake what the HW move completes, and propose to
+        add it to the ISR once it caught up."""
+        if part.update_follower_fetch(replica_id, fetch_offset, now_ms):
+            self._hw_moved(part)
+        if part.pending_isr is None and replica_id not in part.isr:
+            self._maybe_expand(part, now_ms)
+
+    # ---- ISR changes
+
+    def _image(self) -> MetadataImage | None:
+        return getattr(self.broker.view, "image", None)
+
+    def _maybe_expand(self, part: Partition, now_ms: int) -> None:
+        add = part.isr_expand_candidates()
+        if not add or now_ms < self._alter_retry_at.get((part.topic, part.partition), 0):
+            return
+        img = self._image()
+        if img is None:
+            return
+        eligible = [r for r in add if r in img.brokers and img.brokers[r].active]
+        if eligible:
+            self._alter_isr(part, part.isr + tuple(eligible))
+
+    def check_isr(self, now_ms: int) -> None:
+        """Shrink the ISR of every partition led here whose followers lag (one pass)."""
+        for part in list(self._partitions.values()):
+            out = part.isr_shrink_candidates(now_ms, self.lag_ms)
+            if out and now_ms >= self._alter_retry_at.get((part.topic, part.partition), 0):
+                log.info("%s-%d: shrinking the ISR %s: %s not caught up within "
+                         "replica.lag.time.max.ms=%d", part.topic, part.partition,
+                         list(part.isr), list(out), self.lag_ms)
+                self._alter_isr(part, tuple(r for r in part.isr if r not in out))
+
+    def _alter_isr(self, part: Partition, new_isr: tuple[int, ...]) -> None:
+        img = self._image()
+        channel = self.broker.controller_channel
+        me = None if img is None else img.brokers.get(self.node_id)
+        key = (part.topic, part.partition)
+        if channel is None or me is None or part.topic_id is None or key in self._alter_in_flight:
+            return
+        self._alter_in_flight.add(key)
+        part.begin_isr_change(new_isr)
+        states = [apreq.BrokerState(broker_id=r, broker_epoch=(
+            img.brokers[r].epoch if r in img.brokers else -1)) for r in new_isr]
+        req = AlterPartitionRequest(broker_id=self.node_id, broker_epoch=me.epoch, topics=[
+            apreq.TopicData(topic_id=part.topic_id, partitions=[apreq.PartitionData(
+                partition_index=part.partition, leader_epoch=part.leader_epoch,
+                new_isr_with_epochs=states, leader_recovery_state=0,
+                partition_epoch=part.partition_epoch)])])
+        self._spawn(self._send_alter(part, req, part.leader_epoch))
+
+    async def _send_alter(self, part: Partition, req: AlterPartitionRequest,
+                          leader_epoch: int) -> None:
+        key = (part.topic, part.partition)
+        isr = None
+        partition_epoch = -1
+        try:
+            resp = await self.broker.controller_channel.send(
+                56, ALTER_PARTITION_VERSION, req, timeout_s=max(self.lag_ms / 1000.0, 1.0))
+            code = resp.error_code
+            p = None
+            if not code and resp.topics and resp.topics[0].partitions:
+                p = resp.topics[0].partitions[0]
+                code = p.error_code
+            if code or p is None:
+                log.info("%s-%d: AlterPartition to ISR %s failed: %s", part.topic,
+                         part.partition, [s.broker_id for s in
+                                          req.topics[0].partitions[0].new_isr_with_epochs],
+                         error_name(code) if code else "no answer for the partition")
+            else:
+                isr, leader_epoch, partition_epoch = tuple(p.isr), p.leader_epoch, \
+                    p.partition_epoch
+                log.info("%s-%d: ISR is now %s (partition epoch %d)", part.topic,
+                         part.partition, list(isr), partition_epoch)
+        except (ConnectionError, OSError, TimeoutError, KafkaError) as e:
+            log.info("%s-%d: AlterPartition not answered: %s", part.topic, part.partition, e)
+        except asyncio.CancelledError:
+            part.pending_isr = None
+            raise
+        finally:
+            self._alter_in_flight.discard(key)
+        if isr is None:
+            self._alter_retry_at[key] = self.broker.clock.now_ms() + ALTER_RETRY_MS
+        else:
+            self._alter_retry_at.pop(key, None)
+        if self._partitions.get(key) is not part:
+            return
+        if part.complete_isr_change(isr, leader_epoch, partition_epoch):
+            self._hw_moved(part)
+        else:
+            self._wake_produces(part)  # the ISR size decides NOT_ENOUGH_REPLICAS_AFTER_APPEND
+
+    async def _isr_loop(self) -> None:
+        interval = max(self.lag_ms / 2000.0, 0.05)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.check_isr(self.broker.clock.now_ms())
+            except Exception:
+                log.exception("the ISR check failed")
+
+    # ---- metadata
+
+    def apply_changes(self, image: MetadataImage, changes: LocalReplicaChanges) -> None:
+        """Act on this broker's part of a new image (module doc); on the loop, after the
+        logs of ``changes`` exist."""
+        now = self.broker.clock.now_ms()
+        events: list[tuple[str, int, bool, int]] = []
+        stop_fetching: list[Partition] = []
+        start_fetching: list[Partition] = []
+        for tp in changes.deletes:
+            part = self._partitions.pop((tp.topic, tp.partition), None)
+            if part is None:
+                continue
+            was_leader = part.is_leader
+            part.leader_id = -1
+            self._wake_produces(part)
+            stop_fetching.append(part)
+            if was_leader:
+                events.append((tp.topic, tp.partition, False, part.leader_epoch))
+        for tp, reg in changes.leaders.items():
+            part = self._replica(tp, image)
+            if part is None:
+                continue
+            was_leader = part.is_leader
+            if part.make_leader(reg, now):
+                if not was_leader:
+                    stop_fetching.append(part)
+                events.append((tp.topic, tp.partition, True, reg.leader_epoch))
+            self._wake_produces(part)  # the ISR may have changed
+            self.broker.notify_append(tp.topic, tp.partition)
+        for tp, reg in changes.followers.items():
+            part = self._replica(tp, image)
+            if part is None:
+                continue
+            was_leader = part.is_leader
+            if part.make_follower(reg):
+                if was_leader:
+                    events.append((tp.topic, tp.partition, False, reg.leader_epoch))
+                    self._wake_produces(part)
+                stop_fetching.append(part)
+                if reg.leader >= 0:
+                    start_fetching.append(part)
+        if stop_fetching or start_fetching:
+            self._update_fetcher(stop_fetching, start_fetching)
+        for topic, partition, is_leader, epoch in events:
+            for fn in self._listeners:
+                try:
+                    fn(topic, partition, is_leader, epoch)
+                except Exception:
+                    log.exception("a leadership listener failed for %s-%d", topic, partition)
+
+    def _replica(self, tp: Any, image: MetadataImage) -> Partition | None:
+        plog = self._logs.get(tp.topic, tp.partition)
+        key = (tp.topic, tp.partition)
+        part = self._partitions.get(key)
+        if plog is None:
+            log.warning("%s-%d: no local log; the replica waits for the next image",
+                        tp.topic, tp.partition)
+            if part is not None:
+                self._partitions.pop(key, None)
+            return None
+        if part is None or part.log is not plog:
+            part = Partition(tp.topic, tp.partition, plog, self.node_id, tp.topic_id)
+            self._partitions[key] = part
+        return part
+
+    def _update_fetcher(self, stop: list[Partition], start: list[Partition]) -> None:
+        fetcher = self.fetcher
+        if fetcher is None:
+            return
+        prev = self._fetcher_step
+
+        async def step() -> None:
+            if prev is not None:
+                await asyncio.wait({prev})
+            try:
+                if stop:
+                    await fetcher.remove(stop)
+                live = [p for p in start if not p.is_leader and p.leader_id >= 0
+                        and self._partitions.get((p.topic, p.partition)) is p]
+                if live:
+                    fetcher.add(live)
+            except Exception:
+                log.exception("the replica fetcher update failed")
+
+        self._fetcher_step = self._spawn(step())
+
+    def _follower_appended(self, part: Partition) -> None:
+        """The fetcher appended to a follower (KIP-392: consumers may read here)."""
+        self.broker.notify_append(part.topic, part.partition)
+
+    # ---- lifecycle
+
+    def _spawn(self, coro) -> asyncio.Task:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def start(self) -> None:
+        """Cluster only: the broker-wide ISR check."""
+        if self.clustered and self._isr_task is None:
+            self._isr_task = asyncio.ensure_future(self._isr_loop())
+
+    async def shutdown(self) -> None:
+        self._closed = True
+        tasks = list(self._tasks)
+        if self._isr_task is not None:
+            tasks.append(self._isr_task)
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+        if self.fetcher is not None:
+            try:
+                await self.fetcher.shutdown()
+            except Exception:
+                log.exception("the replica fetcher did not shut down cleanly")
+        for key in list(self._hw_waiters):
+            waiters = self._hw_waiters.pop(key, [])
+            for fut in waiters:
+                if not fut.done():
+                    fut.set_result(None)
+
+
+def _make_fetcher(broker: Any,
+                  on_append: Callable[[Partition], None]) -> ReplicaFetcherManager:
+    """The follower fetcher, reaching leaders on the inter-broker listener."""
+    listener = broker.cluster.inter_broker_listener_name
+
+    def address(node_id: int) -> tuple[str, int] | None:
+        img = getattr(broker.view, "image", None)
+        b = None if img is None else img.brokers.get(node_id)
+        e = None if b is None else b.listener(listener)
+        return None if e is None else (e.host, e.port)
+
+    return ReplicaFetcherManager(broker.node_id, broker.config, address, on_append,
+                                 executor=broker.executor)
+
