@@ -323,6 +323,7 @@ class ReplicaManager:
         events: list[tuple[str, int, bool, int]] = []
         stop_fetching: list[Partition] = []
         start_fetching: list[Partition] = []
+        epochs: list[tuple[Partition, int, int]] = []  # leader epoch starts, for the file
         for tp in changes.deletes:
             part = self._partitions.pop((tp.topic, tp.partition), None)
             if part is None:
@@ -338,7 +339,8 @@ class ReplicaManager:
             if part is None:
                 continue
             was_leader = part.is_leader
-            if part.make_leader(reg, now):
+            if part.make_leader(reg, now, assign_epoch=False):
+                epochs.append((part, reg.leader_epoch, part.epoch_start_offset))
                 if not was_leader:
                     stop_fetching.append(part)
                 events.append((tp.topic, tp.partition, True, reg.leader_epoch))
@@ -356,6 +358,8 @@ class ReplicaManager:
                 stop_fetching.append(part)
                 if reg.leader >= 0:
                     start_fetching.append(part)
+        if epochs:
+            self._spawn(self._assign_epochs(epochs))
         if stop_fetching or start_fetching:
             self._update_fetcher(stop_fetching, start_fetching)
         for topic, partition, is_leader, epoch in events:
@@ -364,6 +368,21 @@ class ReplicaManager:
                     fn(topic, partition, is_leader, epoch)
                 except Exception:
                     log.exception("a leadership listener failed for %s-%d", topic, partition)
+
+    async def _assign_epochs(self, epochs: list[tuple[Partition, int, int]]) -> None:
+        """New leader epochs' start offsets into the partitions' leader-epoch-checkpoint
+        (fsynced files: in the executor, not on the loop)."""
+        def assign() -> None:
+            for part, epoch, start in epochs:
+                if part.log.closed or part.leader_epoch != epoch:
+                    continue
+                try:
+                    part.log.leader_epochs.assign(epoch, start)
+                except OSError as e:
+                    log.warning("%s-%d: leader epoch %d not checkpointed: %s", part.topic,
+                                part.partition, epoch, e)
+
+        await self.broker.run_blocking(assign)
 
     def _replica(self, tp: Any, image: MetadataImage) -> Partition | None:
         plog = self._logs.get(tp.topic, tp.partition)

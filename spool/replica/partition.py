@@ -135,8 +135,12 @@ class Partition:
 
     # -- transitions
 
-    def make_leader(self, reg: PartitionRegistration, now_ms: int) -> bool:
-        """Lead as ``reg`` says; True for a new leadership or a new leader epoch (module doc)."""
+    def make_leader(self, reg: PartitionRegistration, now_ms: int, *,
+                    assign_epoch: bool = True) -> bool:
+        """Lead as ``reg`` says; True for a new leadership or a new leader epoch (module doc).
+        A new epoch's start (the LEO, ``epoch_start_offset``) goes into ``log.leader_epochs``
+        -- a file write: with ``assign_epoch=False`` the caller does it off its event loop
+        (the log's next append records the epoch from its batch anyway)."""
         if self._stale(reg):
             return False
         new = not self.is_leader or reg.leader_epoch != self.leader_epoch
@@ -144,7 +148,8 @@ class Partition:
         if new:
             leo = self.log.log_end_offset
             self.epoch_start_offset = leo
-            self.log.leader_epochs.assign(reg.leader_epoch, leo)
+            if assign_epoch:
+                self.log.leader_epochs.assign(reg.leader_epoch, leo)
             self.followers = {r: FollowerState(
                 last_caught_up_ms=now_ms if r in self.isr else 0,
                 last_fetch_leader_leo=leo, last_fetch_ms=now_ms)

@@ -63,6 +63,9 @@ class Broker:
         self.controller_channel = Channel()
         self.woken: list = []
 
+    async def run_blocking(self, fn, *args):
+        return fn(*args)
+
     def notify_append(self, topic, partition):
         self.woken.append((topic, partition))
 
@@ -113,6 +116,8 @@ async def test_leadership_follows_the_images_and_listeners_hear_of_it(tmp_path):
     rm.apply_changes(None, changes(leaders={TP: reg()}))
     part = rm.leader_partition("t", 0)
     assert (part.is_leader, part.leader_epoch, part.topic_id) == (True, 5, TOPIC_ID)
+    await settle()  # the epoch's start reaches leader-epoch-checkpoint off the loop
+    assert broker.log.leader_epochs.end_offset_for(5, 0) == (5, 0)
     rm.apply_changes(None, changes(leaders={TP: reg(isr=(1, 2), pepoch=8)}))  # ISR only
     rm.apply_changes(None, changes(followers={TP: reg(leader=2, epoch=6, pepoch=9)}))
     assert events == [("t", 0, True, 5), ("t", 0, False, 6)]
