@@ -1,5 +1,5 @@
 """Replication on real processes (issue 14), small and exact: acks=all waits for the ISR,
-followers that die leave the ISR, min.insync.replicas refuses acks=all once too few are left
+followers that die leave the ISR (and come back once restarted), min.insync.replicas refuses acks=all once too few are left
 while acks=1 goes on, and consumers see a record only once every ISR member has it.
 
 One controller-only node and three brokers, so that killing two brokers leaves the
@@ -42,6 +42,17 @@ def partition0(bootstrap: str, topic: str):
     if p.leader < 0:
         return f"{topic}-0 has no leader"
     return p.leader, tuple(p.replicas), tuple(sorted(p.isrs))
+
+
+def wait_isr(cluster, bootstrap: str, topic: str, isr, timeout: float):
+    """Until ``bootstrap``'s Metadata gives ``topic``-0 exactly the ISR ``isr``."""
+    want = tuple(sorted(isr))
+
+    def check():
+        p = partition0(bootstrap, topic)
+        return True if not isinstance(p, str) and p[2] == want else f"ISR {p}, not {want}"
+
+    cluster.wait_until(f"{topic}-0 with ISR {want}", check, timeout)
 
 
 def records_on_disk(node, topic: str) -> list[bytes]:
@@ -113,15 +124,13 @@ def test_acks_all_waits_for_the_isr_and_min_insync_replicas_refuses_when_too_few
     assert consume(boot, topic, 0, 20, cluster) == first
 
     cluster.nodes[f1].kill()
-    cluster.wait_until(f"{f1} out of the ISR", lambda: (
-        (p := partition0(boot, topic))[2] == tuple(sorted((leader, f2))) or p), 30)
+    wait_isr(cluster, boot, topic, (leader, f2), 30)
     second = [b"b%d" % i for i in range(10)]
     produce_all(boot, topic, second)  # 2 in sync = min.insync.replicas: still accepted
     assert records_on_disk(cluster.nodes[f2], topic) == first + second
 
     cluster.nodes[f2].kill()
-    cluster.wait_until(f"{f2} out of the ISR", lambda: (
-        (p := partition0(boot, topic))[2] == (leader,) or p), 30)
+    wait_isr(cluster, boot, topic, (leader,), 30)
     # The leader applies the image a moment after its Metadata shows it: until then an
     # acks=all batch is appended and answered NOT_ENOUGH_REPLICAS_AFTER_APPEND.
     end = 30
@@ -134,6 +143,16 @@ def test_acks_all_waits_for_the_isr_and_min_insync_replicas_refuses_when_too_few
     assert taken.error_code == 0, taken
     assert taken.base_offset == end  # the refused batch took no offset
     assert consume(boot, topic, end, 1, cluster) == [b"acks1"]
+
+    # Restarted, the followers catch up and the leader adds them back (AlterPartition).
+    for n in (f1, f2):
+        cluster.nodes[n].start()
+    wait_isr(cluster, boot, topic, replicas, 60)
+    produce_all(boot, topic, [b"c0"])
+    want = records_on_disk(cluster.nodes[leader], topic)
+    assert want[-2:] == [b"acks1", b"c0"]
+    for n in (f1, f2):
+        assert records_on_disk(cluster.nodes[n], topic) == want, f"node {n}"
 
 
 def test_consumers_see_a_record_only_once_every_isr_member_has_it(cluster_factory):
