@@ -24,6 +24,14 @@ is its log end offset for the leader (``ReplicaManager.follower_fetched``: the
 high watermark, ISR expansion), it is answered with the high watermark after
 that update, and it waits on appends; a broker that holds no replica of the
 partition gets NOT_LEADER_OR_FOLLOWER.
+
+Fetch from the closest replica (KIP-392, as Kafka's FetchParams/ReplicaManager): a
+consumer's Fetch v11+ (it carries the client's ``rack_id``) may be served by a follower,
+up to the follower's high watermark (LSO under read_committed), its epoch checked as the
+leader's would be; below v11 only the leader serves consumers. With
+``replica.selector.class`` set (``spool.replica.selector``) the leader answers a consumer
+in another rack with ``preferred_read_replica`` = an in-sync follower of that rack, its
+offsets and no records, at once (no long poll); the consumer then fetches there.
 """
 
 from __future__ import annotations
@@ -42,7 +50,8 @@ from spool.protocol._generated.fetch_response import (
 )
 from spool.protocol.errors import Errors, KafkaError
 from spool.replica.manager import REPLICA_KEY
-from spool.replica.partition import NotLeader
+from spool.replica.partition import NotLeader, Partition
+from spool.replica.selector import preferred_read_replica
 
 _dup_log = RateLimitedLog(logging.getLogger("spool.fetch"))
 
@@ -58,12 +67,28 @@ def _leader_epoch_error(current_leader_epoch: int, leader_epoch: int) -> int:
     return Errors.UNKNOWN_LEADER_EPOCH
 
 
+def _consumer_partition(replicas, topic: str, partition: int, version: int) -> Partition:
+    """The replica serving a consumer: the leader, or from v11 on any replica held here."""
+    try:
+        return replicas.leader_partition(topic, partition)
+    except NotLeader:
+        part = replicas.get_partition(topic, partition) if version >= 11 else None
+        if part is None:
+            raise
+        return part
+
+
 def _read_all(broker, req: FetchRequest, version: int):
-    """One pass over the requested partitions; returns (topics, bytes, any_error)."""
+    """One pass over the requested partitions; returns (topics, bytes, any_error): any_error
+    also when a consumer was sent to a preferred read replica (both answer at once)."""
     replicas = broker.replicas
     replica_id = req.replica_id
     follower = replica_id >= 0
     now_ms = broker.clock.now_ms() if follower else 0
+    # KIP-392: a consumer's rack, when the leader may point it elsewhere
+    rack = req.rack_id if version >= 11 and not follower and broker.config.get(
+        "replica.selector.class") else ""
+    racks: dict[int, str | None] | None = None
     budget = req.max_bytes if version >= 3 else 2**31 - 1
     total = 0
     any_error = False
@@ -76,11 +101,26 @@ def _read_all(broker, req: FetchRequest, version: int):
                                aborted_transactions=None, preferred_read_replica=-1, records=b"")
             parts.append(pd)
             try:
-                part = replicas.leader_partition(t.topic, p.partition)
+                if follower:
+                    part = replicas.leader_partition(t.topic, p.partition)
+                else:
+                    part = _consumer_partition(replicas, t.topic, p.partition, version)
                 err = _leader_epoch_error(p.current_leader_epoch, part.leader_epoch)
                 if err:
                     raise KafkaError(err)
                 plog = part.log
+                if rack and part.is_leader:
+                    if racks is None:
+                        racks = {b.node_id: b.rack for b in broker.view.brokers()}
+                    chosen = preferred_read_replica(part, p.fetch_offset, rack, racks.get,
+                                                    broker.clock.now_ms())
+                    if chosen >= 0:  # no read: the consumer goes there (Kafka: at once)
+                        pd.preferred_read_replica = chosen
+                        pd.high_watermark = plog.high_watermark
+                        pd.last_stable_offset = plog.last_stable_offset
+                        pd.log_start_offset = plog.log_start_offset
+                        any_error = True
+                        continue
                 read_committed = req.isolation_level == READ_COMMITTED and not follower
                 max_bytes = min(p.partition_max_bytes, max(budget - total, 0))
                 if follower:  # up to the log end; then its state, so the answer has the HW
