@@ -1,5 +1,6 @@
 """ReplicaFetcherManager against a real leader: a broker process leads, the fetcher runs in
-the test process with follower logs in a temp dir (node 1 following node 0).
+the test process with follower logs in a temp dir (following node 0, with replica id -1:
+``manager``).
 
 - A follower catching up while a producer writes (two partitions, num.replica.fetchers=2:
   one fetch loop each) ends with logs byte-identical to the leader's up to the leader's
@@ -44,8 +45,12 @@ def follower(tmp_path, topic: str, p: int, leader_epoch: int = 0) -> Partition:
 
 
 def manager(broker, appended: list, config: FetchConfig = CONFIG) -> ReplicaFetcherManager:
+    """A fetcher whose requests carry replica id -1: a single-node leader has no replica
+    but itself, and answers a follower's Fetch (replica id >= 0) of a non-replica with
+    NOT_LEADER_OR_FOLLOWER, as Kafka; as a consumer it reads up to the HW, which a single
+    node keeps at its LEO. Fetching as a replica is tests/cluster/test_replica_truncation."""
     return ReplicaFetcherManager(
-        1, config, lambda node: ("127.0.0.1", broker.port) if node == 0 else None,
+        -1, config, lambda node: ("127.0.0.1", broker.port) if node == 0 else None,
         appended.append)
 
 
