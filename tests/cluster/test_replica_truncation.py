@@ -9,7 +9,9 @@ follower N (epoch + 1), which takes more records with acks=all. L restarts, foll
 truncate its tail (OffsetForLeaderEpoch for its latest epoch; N answers where that epoch
 ends) and fetch N's records: then all three replicas hold byte-identical segment files'
 batches and the same leader-epoch-checkpoint, none holds a record of the lost tail, and L
-is back in the ISR.
+is back in the ISR. OffsetForLeaderEpoch then answers as Kafka's: N ends the old epoch
+where its own began and its own at the LEO; an older current_leader_epoch is
+FENCED_LEADER_EPOCH, a newer UNKNOWN_LEADER_EPOCH; L, a follower, NOT_LEADER_OR_FOLLOWER.
 """
 
 from __future__ import annotations
@@ -19,10 +21,17 @@ import uuid
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from spool.protocol._generated import OffsetForLeaderEpochRequest
+from spool.protocol._generated.offset_for_leader_epoch_request import (
+    OffsetForLeaderPartition,
+    OffsetForLeaderTopic,
+)
+from spool.protocol.errors import Errors
 from spool.records.batch import BatchHeader, iter_batches
 from spool.records.record import iter_records
 from spool.storage.leader_epoch import LEADER_EPOCH_CHECKPOINT
 from tests.helpers.fault_proxy import Mode
+from tests.helpers.raw_client import RawClient
 
 ROLES = ("controller", "broker", "broker", "broker")
 
@@ -48,6 +57,19 @@ def disk_batches(node, topic: str) -> list[bytes]:
 
 def values(batches: list[bytes]) -> list[bytes]:
     return [bytes(r.value) for b in batches for r in iter_records(b, 0)]
+
+
+def end_offset(node, topic: str, current: int, epoch: int) -> tuple[int, int, int]:
+    """OffsetForLeaderEpoch v4 (replica id -1) to ``node``: (error, epoch, end offset)."""
+    c = RawClient(node.bootstrap)
+    try:
+        resp = c.request(23, 4, OffsetForLeaderEpochRequest(replica_id=-1, topics=[
+            OffsetForLeaderTopic(topic=topic, partitions=[OffsetForLeaderPartition(
+                partition=0, current_leader_epoch=current, leader_epoch=epoch)])]))
+    finally:
+        c.close()
+    r = resp.topics[0].partitions[0]
+    return r.error_code, r.leader_epoch, r.end_offset
 
 
 def high_watermark(bootstrap: str, topic: str) -> int:
@@ -124,3 +146,12 @@ def test_a_restarted_leader_truncates_its_divergent_tail_and_matches_the_new_lea
     assert len(set(checkpoints.values())) == 1, checkpoints
     assert checkpoints[new.leader].splitlines() == [
         "0", "2", f"{epoch} 0", f"{new.leader_epoch} {len(kept)}"]
+
+    # OffsetForLeaderEpoch as the new leader answers it, and as a follower refuses it
+    leader_node, ne = cluster.nodes[new.leader], new.leader_epoch
+    assert end_offset(leader_node, topic, ne, epoch) == (0, epoch, len(kept))
+    assert end_offset(leader_node, topic, ne, ne) == (0, ne, hw)
+    assert end_offset(leader_node, topic, epoch, ne)[0] == Errors.FENCED_LEADER_EPOCH
+    assert end_offset(leader_node, topic, ne + 1, ne)[0] == Errors.UNKNOWN_LEADER_EPOCH
+    assert end_offset(cluster.nodes[old_leader], topic, ne, ne)[0] == \
+        Errors.NOT_LEADER_OR_FOLLOWER
