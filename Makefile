@@ -48,7 +48,7 @@ soak: .venv
 
 # The simulators (tests/sim) at soak size: SPOOL_SIM_SEEDS Raft seeds,
 # SPOOL_SIM_CONTROLLER_SEEDS with the controller and SPOOL_REPL_SIM_SEEDS of partition
-# replication, from SPOOL_SIM_FIRST_SEED (CI runs 10,000, 1,000 and 500 from 0; this goes
+# replication, from SPOOL_SIM_FIRST_SEED (CI runs 10,000, 1,000 and 400 from 0; this goes
 # on from there), SPOOL_SIM_DISK_SEEDS on disk logs.
 soak-sim: .venv
 	SPOOL_SIM_SEEDS=$${SPOOL_SIM_SEEDS:-200000} SPOOL_SIM_FIRST_SEED=$${SPOOL_SIM_FIRST_SEED:-10000} \

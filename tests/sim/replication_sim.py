@@ -35,7 +35,11 @@ The world, as the broker shell drives a ``Partition`` (``spool/replica/manager.p
   broker: stale metadata) with acks=all or acks=1; an acks=all append is acknowledged
   once the leader's high watermark passes it, unless the ISR is then smaller than
   ``min.insync.replicas`` (NOT_ENOUGH_REPLICAS_AFTER_APPEND), leadership moved or it
-  timed out. **Consumers** read a random replica up to its high watermark (KIP-392).
+  timed out. One idempotent producer (acks=all, one batch in flight) sends a batch that
+  was not acknowledged again, same sequence, to whoever leads then: the leaders' producer
+  state (rebuilt from the log after truncations and restarts) must answer the copies it
+  holds as duplicates. **Consumers** read a random replica up to its high watermark
+  (KIP-392).
 - **Faults**: message loss, random delays (so reordering across connections), network
   partitions (the controller included; sometimes one-way) that heal, broker crashes
   (kill -9: the log keeps what it had, the process state is gone) and restarts; a
@@ -58,6 +62,8 @@ Invariants, checked after every event (``Violation`` names the first broken one)
   is in that committed history;
 - a leader's high watermark never goes down within its leader epoch (and one life); a
   leader's log never shrinks within its epoch;
+- at the end, every replica's log is the leader's, byte for byte; it holds every
+  acknowledged batch, and each idempotent sequence once, in order;
 - the ISR contains the leader, in the controller's image and in every leader's Partition;
   the controller elects a leader only from the ISR.
 """
@@ -87,6 +93,7 @@ from spool.protocol._generated.create_topics_request import (
 )
 from spool.protocol.errors import Errors, KafkaError, error_name
 from spool.records.batch import iter_batches
+from spool.records.builder import BatchBuilder
 from spool.replica.partition import Partition
 from spool.storage.config import LogConfig
 from spool.storage.log import PartitionLog
@@ -97,11 +104,12 @@ MV = ("metadata.version", 1, 14)
 TOPIC = "orders"
 CONTROLLER = 0
 CLOCK_BASE = 1_700_000_000_000
-LIVENESS_MS = 10000
+LIVENESS_MS = 20000
 FETCH_BACKOFF_MS = 20
 PRODUCE_TIMEOUT_MS = 400
 ALTER_RETRY_MS = 500  # spool.replica.manager's
 READ_ALL = 1 << 24
+IDEM_PID = 4242
 
 
 class Violation(AssertionError):
@@ -185,6 +193,21 @@ class Acked:
 
 
 @dataclass
+class Pending:
+    """An acks=all append waiting for the high watermark (a delayed produce)."""
+
+    broker: int
+    life: int
+    epoch: int
+    first: int
+    last: int
+    deadline: int
+    data: bytes
+    n: int
+    idempotent: bool
+
+
+@dataclass
 class Broker:
     node_id: int
     up: bool = False
@@ -236,13 +259,18 @@ class ReplicationSimulation:
         self.recovery_ms = -1
         self.stats = {"produced": 0, "acked_all": 0, "acked_1": 0, "refused": 0,
                       "failed": 0, "crashes": 0, "partitions": 0, "elections": 0,
-                      "isr_changes": 0, "truncations": 0, "consumed": 0}
+                      "isr_changes": 0, "truncations": 0, "consumed": 0,
+                      "idempotent_acked": 0, "duplicates": 0}
         self.log_config = LogConfig(internal_segment_bytes=self.p.segment_bytes,
                                     min_insync_replicas=self.p.min_isr)
         self.committed: dict[int, bytes] = {}  # offset -> its batch, below some replica's HW
         self.acked: list[Acked] = []
-        self.pending: list[tuple] = []  # (broker, life, leader epoch, first, last, deadline, data, n)
+        self.pending: list[Pending] = []
         self.produced = 0
+        self.idem_seq = 0  # the idempotent producer's next sequence
+        self.idem_batch: bytes | None = None  # its batch not yet acknowledged
+        self.idem_inflight = False
+        self.idem_acked: list[int] = []  # base sequences acknowledged
         self.controller = QuorumController(
             ControllerConfig(broker_session_timeout_ms=self.p.session_ms),
             cluster_id=CLUSTER_ID, rng=random.Random(self.rng.getrandbits(64)))
@@ -252,6 +280,7 @@ class ReplicationSimulation:
         self._bootstrap()
         self._at(self._every(self.p.produce_every_ms), "produce")
         self._at(self._every(50), "consume")
+        self._at(self._every(2 * self.p.produce_every_ms), "idempotent")
         self._at(10, "tick")
         if self.p.rebalance_ms:
             self._at(self.p.rebalance_ms, "rebalance")
@@ -746,45 +775,89 @@ class ReplicationSimulation:
 
     # -- producers and consumers -------------------------------------------------------------
     def _produce(self, final: bool = False) -> None:
-        reg = self._registration(self.controller.image)
-        ids = list(self.brokers)
-        target = (reg.leader if reg is not None and reg.leader > 0 and
-                  (final or self.rng.random() < 0.85) else self.rng.choice(ids))
-        b = self.brokers[target]
         acks = -1 if final or self.rng.random() < self.p.acks_all else 1
-        p = b.partition
-        if not b.up or p is None:
-            return
         self.produced += 1
         n = self.produced
         batch = make_batch(1 + self.rng.randrange(3), timestamp=CLOCK_BASE + self.now,
                            value_size=8 + self.rng.randrange(40), tag=self.seed * 1000000 + n)
+        self._append(self._pick_leader(final), batch, acks, n, idempotent=False)
+
+    def _pick_leader(self, fresh: bool) -> Broker:
+        """The broker the controller names leader (metadata a client just refreshed), or
+        now and then any broker (stale metadata)."""
+        reg = self._registration(self.controller.image)
+        if reg is not None and reg.leader > 0 and (fresh or self.rng.random() < 0.85):
+            return self.brokers[reg.leader]
+        return self.brokers[self.rng.choice(list(self.brokers))]
+
+    def _idempotent_produce(self) -> None:
+        """One idempotent producer (enable.idempotence, acks=all, one batch in flight):
+        a batch not acknowledged is sent again, with the same sequence, to whichever
+        broker leads then; the next sequence only after an acknowledgement."""
+        if self.idem_inflight:
+            return
+        if self.idem_batch is None:
+            k = 1 + self.rng.randrange(3)
+            builder = BatchBuilder(producer_id=IDEM_PID, producer_epoch=0,
+                                   base_sequence=self.idem_seq)
+            for i in range(k):
+                builder.append(None, b"idem-%d-%d" % (self.idem_seq, i),
+                               timestamp=CLOCK_BASE + self.now)
+            self.idem_batch = builder.build()
+        self.produced += 1
+        self._append(self._pick_leader(False), bytearray(self.idem_batch), -1, self.produced,
+                     idempotent=True)
+
+    def _append(self, b: Broker, batch: bytearray, acks: int, n: int, idempotent: bool) -> None:
+        p = b.partition
+        if not b.up or p is None:
+            return
+        what = f"produce #{n}{' (idempotent)' if idempotent else ''} acks={acks} at {b.node_id}"
         try:
             info = p.append_as_leader(batch, acks=acks, now_ms=self.now)
         except KafkaError as e:
             self.stats["refused"] += 1
-            self._log(f"produce #{n} acks={acks} at {target}: {error_name(e.code)}")
+            self._log(f"{what}: {error_name(e.code)}")
             return
         self.stats["produced"] += 1
-        self._log(f"produce #{n} acks={acks} at {target}: offsets {info.first_offset}.."
-                  f"{info.last_offset} epoch {p.leader_epoch}")
+        self._log(f"{what}: offsets {info.first_offset}..{info.last_offset} epoch "
+                  f"{p.leader_epoch}" + ("" if info.num_records else " (a duplicate)"))
+        self.stats["duplicates"] += not info.num_records
         if acks == 1:
             self.stats["acked_1"] += 1
         else:
             data = bytes(p.log.read_bytes(info.first_offset, READ_ALL))
             h = next(iter_batches(data))[1]
-            self.pending.append((b.node_id, b.life, p.leader_epoch, info.first_offset,
-                                 info.last_offset, self.now + PRODUCE_TIMEOUT_MS,
-                                 data[:h.size], n))
+            self.pending.append(Pending(b.node_id, b.life, p.leader_epoch, info.first_offset,
+                                        info.last_offset, self.now + PRODUCE_TIMEOUT_MS,
+                                        data[:h.size], n, idempotent))
+            self.idem_inflight |= idempotent
         self._answer_parked(b)
         self._after(b)
+
+    def _produce_done(self, e: Pending, why: str | None) -> None:
+        if why is None:
+            self.acked.append(Acked(e.first, e.last, e.data, e.epoch, e.n))
+            self.stats["acked_all"] += 1
+        else:
+            self.stats["failed"] += 1
+        self._log(f"produce #{e.n} " + ("acknowledged (acks=all): "
+                                        f"{e.first}..{e.last}" if why is None
+                                        else f"not acknowledged: {why}"))
+        if e.idempotent:
+            self.idem_inflight = False
+            if why is None:
+                h = next(iter_batches(e.data))[1]
+                self.idem_acked.append(h.base_sequence)
+                self.stats["idempotent_acked"] += 1
+                self.idem_seq = h.base_sequence + h.last_offset_delta + 1
+                self.idem_batch = None
 
     def _fail_pending(self, b: Broker, why: str) -> None:
         keep = []
         for e in self.pending:
-            if e[0] == b.node_id:
-                self.stats["failed"] += 1
-                self._log(f"produce #{e[7]} not acknowledged: {why}")
+            if e.broker == b.node_id:
+                self._produce_done(e, why)
             else:
                 keep.append(e)
         self.pending = keep
@@ -793,33 +866,29 @@ class ReplicationSimulation:
         p = b.partition
         keep = []
         for e in self.pending:
-            bid, life, epoch, first, last, deadline, data, n = e
-            if bid != b.node_id:
+            if e.broker != b.node_id:
                 keep.append(e)
                 continue
             why = None
-            if life != b.life or p is None or (p.is_leader and p.leader_epoch != epoch):
+            if e.life != b.life or p is None or (p.is_leader and p.leader_epoch != e.epoch):
                 why = "NOT_LEADER_OR_FOLLOWER"  # the shell ends waiters on a leader change
             else:
-                done, error = p.replication_status(last + 1)
+                done, error = p.replication_status(e.last + 1)
                 if done and not error:
                     if len(p.isr) < self.p.min_isr:
-                        raise Violation(f"produce #{n} acknowledged with the ISR {list(p.isr)}, "
-                                        f"below min.insync.replicas={self.p.min_isr}")
-                    self.acked.append(Acked(first, last, data, epoch, n))
-                    self.stats["acked_all"] += 1
-                    self._log(f"produce #{n} acknowledged (acks=all): {first}..{last}, "
-                              f"hw {p.high_watermark}, isr {list(p.isr)}")
+                        raise Violation(f"produce #{e.n} acknowledged with the ISR "
+                                        f"{list(p.isr)}, below min.insync.replicas="
+                                        f"{self.p.min_isr}")
+                    self._produce_done(e, None)
                     continue
                 if done:
                     why = error_name(error)
-                elif self.now >= deadline:
+                elif self.now >= e.deadline:
                     why = "REQUEST_TIMED_OUT"
             if why is None:
                 keep.append(e)
             else:
-                self.stats["failed"] += 1
-                self._log(f"produce #{n} not acknowledged: {why}")
+                self._produce_done(e, why)
         self.pending = keep
 
     def _consume(self) -> None:
@@ -888,7 +957,7 @@ class ReplicationSimulation:
                                 f"{last_leo} to {p.log_end_offset}")
             b.leo_seen = (epoch, p.log_end_offset)
             self._check_leader_has_acked(b)
-        if any(e[0] == b.node_id for e in self.pending):
+        if any(e.broker == b.node_id for e in self.pending):
             self._complete_pending(b)
 
     def _check_leader_has_acked(self, b: Broker) -> None:
@@ -995,6 +1064,9 @@ class ReplicationSimulation:
         elif kind == "produce":
             self._produce()
             self._at(self._every(self.p.produce_every_ms), "produce")
+        elif kind == "idempotent":
+            self._idempotent_produce()
+            self._at(self._every(2 * self.p.produce_every_ms), "idempotent")
         elif kind == "consume":
             self._consume()
             self._at(self._every(50), "consume")
@@ -1078,6 +1150,14 @@ class ReplicationSimulation:
             data = lead.log.read_bytes(a.first, len(a.data))
             if data[:len(a.data)] != a.data:
                 raise Violation(f"acks=all batch #{a.n} at {a.first} is not in the final log")
+        seqs = [h.base_sequence for data in lead.log.iter_batches()
+                for _, h in iter_batches(data) if h.producer_id == IDEM_PID]
+        if len(set(seqs)) != len(seqs) or seqs != sorted(seqs):
+            raise Violation(f"the idempotent producer's sequences in the final log are {seqs}: "
+                            f"a batch sent again was written twice or out of order")
+        lost = sorted(set(self.idem_acked) - set(seqs))
+        if lost:
+            raise Violation(f"acknowledged idempotent sequences {lost} are not in the final log")
 
     def close(self) -> None:
         for b in self.brokers.values():
