@@ -5,8 +5,10 @@ controller, the metadata every broker serves shows the result (issue 14)."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
-from confluent_kafka import ElectionType, KafkaException, TopicPartition
+from confluent_kafka import Consumer, ElectionType, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import TopicPartition as KTopicPartition
 from kafka import errors as kerrors
@@ -18,22 +20,22 @@ TOPIC = "admin-pa"
 
 
 def partitions(bootstrap: str, topic: str) -> dict[int, tuple[int, list[int], list[int]]]:
-    """{partition: (leader, replicas, isr)} as one broker's Metadata answer has them."""
+    """{partition: (leader, replicas, sorted isr)} as one broker's Metadata answer has them."""
     md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10)
     t = md.topics[topic]
     if t.error is not None:
         return {}
-    return {p.id: (p.leader, list(p.replicas), list(p.isrs)) for p in t.partitions.values()}
+    return {p.id: (p.leader, list(p.replicas), sorted(p.isrs)) for p in t.partitions.values()}
 
 
-def everywhere(cluster, what: str, expected: dict, brokers=None):
+def everywhere(cluster, what: str, expected: dict, brokers=None, timeout: float = 30.0):
     """Wait until every (live) broker's metadata shows ``expected`` for TOPIC."""
     def check():
         seen = {b.node_id: partitions(b.bootstrap, TOPIC) for b in brokers or cluster.brokers}
         wrong = {n: p for n, p in seen.items()
                  if {k: v for k, v in p.items() if k in expected} != expected}
         return True if not wrong else f"{wrong}"
-    cluster.wait_until(what, check)
+    cluster.wait_until(what, check, timeout=timeout)
 
 
 def elect(bootstrap: str, *pids: int) -> dict[int, int]:
@@ -65,7 +67,7 @@ def test_preferred_election_and_reassignments_through_any_broker(cluster_factory
         "target replication factor of 4 cannot be reached because only 3 broker(s) are "
         "registered.")
     everywhere(cluster, "the topic everywhere", {0: (1, [1, 2, 3], [1, 2, 3]),
-                                                 1: (2, [2, 3, 1], [2, 3, 1])})
+                                                 1: (2, [2, 3, 1], [1, 2, 3])})
     b2, b3 = cluster.brokers[1].bootstrap, cluster.brokers[2].bootstrap
     kp = KafkaAdminClient(bootstrap_servers=b3, request_timeout_ms=20000)
     try:
@@ -121,3 +123,44 @@ def test_the_controller_moves_leaders_back_to_preferred_replicas_by_itself(clust
     finally:
         kp.close()
     everywhere(cluster, "broker 3 leading", {0: (3, [3, 1, 2], [1, 2, 3])})
+
+
+def test_a_reassignment_moves_the_records_then_drops_the_old_replica(cluster_factory):
+    """Kafka's three steps on real processes: the new replica fetches what the leader has,
+    the leader puts it in the ISR, the controller drops the old replica (which deletes its
+    copy) and the new replica leads with every record."""
+    cluster = cluster_factory(overrides={"replica.lag.time.max.ms": "3000"}).start()
+    cluster.wait_formed()
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(TOPIC, num_partitions=1, replica_assignment=[[1]])],
+                        request_timeout=15)[TOPIC].result(timeout=20)
+    everywhere(cluster, "the topic everywhere", {0: (1, [1], [1])})
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all",
+                         "enable.idempotence": True})
+    values = [f"v{i}".encode() for i in range(500)]
+    for v in values:
+        producer.produce(TOPIC, v, partition=0)
+    assert producer.flush(30) == 0
+    kp = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=20000)
+    try:
+        assert kp.alter_partition_reassignments({KTopicPartition(TOPIC, 0): [2, 3]}) == {
+            KTopicPartition(TOPIC, 0): None}
+        everywhere(cluster, "the move done", {0: (2, [2, 3], [2, 3])}, timeout=60)
+        assert kp.list_partition_reassignments() == {}
+    finally:
+        kp.close()
+    cluster.wait_until("broker 1 deleted its replica", lambda: not any(
+        (cluster.nodes[1].data_dir).glob(f"{TOPIC}-0")) or "still there")
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "pa-move",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(TOPIC, 0, 0)])
+        got: list[bytes] = []
+        deadline = time.monotonic() + 30
+        while len(got) < len(values) and time.monotonic() < deadline:
+            m = consumer.poll(0.2)
+            if m is not None and m.error() is None:
+                got.append(m.value())
+    finally:
+        consumer.close()
+    assert got == values
