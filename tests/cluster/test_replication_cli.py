@@ -10,14 +10,16 @@ import subprocess
 import sys
 
 import pytest
+from confluent_kafka import Producer
 from kafka import KafkaAdminClient
 from kafka import TopicPartition as KTopicPartition
 
-from spool.protocol._generated import CreateTopicsRequest
+from spool.protocol._generated import CreateTopicsRequest, DescribeLogDirsRequest
 from spool.protocol._generated.create_topics_request import (
     CreatableReplicaAssignment,
     CreatableTopic,
 )
+from spool.protocol._generated.describe_log_dirs_request import DescribableLogDirTopic
 from tests.helpers.raw_client import RawClient
 
 pytestmark = pytest.mark.timeout(240)
@@ -99,6 +101,16 @@ def test_describe_and_under_replicated_follow_a_broker_loss(cluster_factory):
     assert [(r["topic"], r["partition"]) for r in rows if r["topic"] == "urp"] == [
         ("urp", 0), ("urp", 1), ("urp", 2)]
     assert under.stderr.strip().endswith("under-replicated partitions")
+
+    # back, the broker catches up and rejoins every ISR: nothing is under-replicated
+    victim.start()
+
+    def healed() -> bool | str:
+        proc = spool(asked.bootstrap, "topics", "under-replicated", "--json")
+        return proc.returncode == 0 and json.loads(proc.stdout) == [] or (
+            f"exit {proc.returncode}: {proc.stdout}")
+
+    cluster.wait_until(f"node {victim.node_id} back in every ISR", healed, timeout=60)
 
 
 def plan(path, *moves: tuple[str, int, list[int]]):
@@ -195,3 +207,54 @@ def test_elect_leaders_and_reassign_through_the_cli(cluster_factory, tmp_path):
     missing = spool(b, "elect-leaders", "--type", "preferred", "--topic", "nope")
     assert (missing.returncode, missing.stderr) == (
         1, "spool: topic 'nope' does not exist (UNKNOWN_TOPIC_OR_PART)\n")
+
+
+def test_a_reassignment_moves_the_data_and_verify_says_when(cluster_factory, tmp_path):
+    cluster = cluster_factory(overrides={**FAST, "auto.leader.rebalance.enable": "false"}).start()
+    cluster.wait_formed()
+    b = cluster.nodes[1].bootstrap
+    c = RawClient(b)
+    try:
+        resp = c.request(19, 7, CreateTopicsRequest(timeout_ms=10000, topics=[CreatableTopic(
+            name="mv2", num_partitions=-1, replication_factor=-1, configs=[], assignments=[
+                CreatableReplicaAssignment(partition_index=0, broker_ids=[1, 2])])]))
+    finally:
+        c.close()
+    assert [t.error_code for t in resp.topics] == [0]
+    cluster.wait_until("mv2-0 with a full ISR", lambda: (
+        True if not isinstance(d := described(b, "mv2"), str)
+        and sorted(d["partitions"][0]["isr"]) == [1, 2] else "not yet"))
+    p = Producer({"bootstrap.servers": b, "acks": "all"})
+    for _ in range(500):
+        p.produce("mv2", value=b"m" * 500, partition=0)
+    assert p.flush(30) == 0
+    del p
+
+    move = plan(tmp_path / "move.json", ("mv2", 0, [2, 3]))
+    ex = spool(b, "reassign", "execute", "--file", move)
+    assert ex.returncode == 0, ex.stderr
+
+    def verified() -> str | bool:
+        proc = spool(b, "reassign", "verify", "--file", move)
+        if proc.returncode == 3:
+            return "still in progress"
+        assert proc.returncode == 0, (proc.stdout, proc.stderr)
+        return proc.stdout == "Reassignment of partition mv2-0 is completed.\n"
+
+    cluster.wait_until("the move completed", verified, timeout=60)
+    doc = described(b, "mv2")["partitions"][0]
+    assert (doc["replicas"], sorted(doc["isr"]), doc["adding"], doc["removing"]) == (
+        [2, 3], [2, 3], [], [])
+    assert json.loads(spool(b, "reassign", "list", "--json").stdout) == []
+    # the new replica holds what the old ones held
+    sizes = {}
+    for n in (2, 3):
+        resp = RawClient(cluster.nodes[n].bootstrap)
+        try:
+            logdirs = resp.request(35, 4, DescribeLogDirsRequest(topics=[
+                DescribableLogDirTopic(topic="mv2", partitions=[0])]))
+        finally:
+            resp.close()
+        sizes[n] = [p.partition_size for r in logdirs.results for t in r.topics
+                    for p in t.partitions]
+    assert sizes[2] == sizes[3] and sizes[2][0] > 500 * 500
