@@ -111,7 +111,9 @@ def test_preferred_election_and_reassignments_through_any_broker(cluster_factory
 
 
 def test_the_controller_moves_leaders_back_to_preferred_replicas_by_itself(cluster_factory):
-    cluster = cluster_factory(overrides={"leader.imbalance.check.interval.seconds": "1"}).start()
+    cluster = cluster_factory(overrides={"leader.imbalance.check.interval.seconds": "1",
+                                         "broker.session.timeout.ms": "3000",
+                                         "broker.heartbeat.interval.ms": "500"}).start()
     cluster.wait_formed()
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     admin.create_topics([NewTopic(TOPIC, num_partitions=1, replica_assignment=[[1, 2, 3]])],
@@ -123,6 +125,11 @@ def test_the_controller_moves_leaders_back_to_preferred_replicas_by_itself(clust
     finally:
         kp.close()
     everywhere(cluster, "broker 3 leading", {0: (3, [3, 1, 2], [1, 2, 3])})
+    # its broker dies: leadership moves; back and caught up, it leads again
+    cluster.nodes[3].kill()
+    everywhere(cluster, "broker 1 leading", {0: (1, [3, 1, 2], [1, 2])}, cluster.brokers[:2])
+    cluster.nodes[3].start()
+    everywhere(cluster, "broker 3 leading again", {0: (3, [3, 1, 2], [1, 2, 3])}, timeout=60)
 
 
 def test_a_reassignment_moves_the_records_then_drops_the_old_replica(cluster_factory):
