@@ -93,6 +93,8 @@ class BrokerRole:
                    rack=cc.rack, heartbeat_interval_ms=cc.broker_heartbeat_interval_ms,
                    request_timeout_ms=cc.request_timeout_ms)
         broker.view = ClusterView(MetadataImage(cluster_id=broker.cluster_id), listeners[0][0])
+        for runtime in (broker.groups, broker.transactions):
+            runtime.topic.hold()  # coordinator partitions load once caught up
         broker.ready_for_clients = asyncio.Event()  # set once unfenced (dispatch: rule 5)
         broker.controller_channel = channel
         broker.request_timeout_s = FORWARD_TIMEOUT_S
@@ -106,9 +108,11 @@ class BrokerRole:
         self._joining.add_done_callback(_log_failure)
 
     async def _start_coordinators(self) -> None:
-        """The coordinators' timers (their partitions load as this broker becomes their
-        leader: ``Broker.leadership_changed``)."""
+        """The coordinators: the leaderships held while catching up load now, later ones
+        at once (``Broker.leadership_changed``); then their timers."""
         b = self.broker
+        b.groups.topic.release()
+        b.transactions.topic.release()
         b.groups.start()
         b.transactions.start()
         b.producer_ids.prefetch()  # registered: the first InitProducerId need not wait

@@ -53,6 +53,9 @@ partition when this broker becomes its leader and unloads it when it stops:
   epoch here just takes the epoch (it was led here throughout).
 - unload: the owner's ``unload_partition(p)`` drops its groups / transactions
   (parked requests answered NOT_COORDINATOR, timers stopped).
+- ``hold()`` / ``release()``: a broker catching up with the metadata log holds the
+  changes until it caught up (it would load partitions it led before a restart and
+  no longer leads), then acts on the latest one of each partition.
 
 ``coordinator_error(key)``: None when the key's partition is loaded here (and the
 view does not name another leader yet); COORDINATOR_LOAD_IN_PROGRESS while it
@@ -115,6 +118,7 @@ class InternalTopic:
         self.loaded: dict[int, int] = {}  # partition -> leader epoch it is loaded in
         self.loading: dict[int, int] = {}  # partition -> leader epoch being loaded
         self._loads: set[asyncio.Task] = set()
+        self._held: dict[int, tuple[bool, int]] | None = None  # ``hold``: latest per partition
         self._ready = False
         self._creating: asyncio.Future | None = None
 
@@ -155,8 +159,24 @@ class InternalTopic:
 
     # ---- load / unload (a cluster: module doc)
 
+    def hold(self) -> None:
+        """Keep leadership changes until ``release`` (a broker catching up with the metadata
+        log sees leaderships it lost long ago: only the state it caught up to counts)."""
+        if self._held is None:
+            self._held = {}
+
+    def release(self) -> None:
+        """Act on the latest leadership change held for each partition, and from now on at
+        once."""
+        held, self._held = self._held or {}, None
+        for partition, (is_leader, epoch) in sorted(held.items()):
+            self.on_leadership(partition, is_leader, epoch)
+
     def on_leadership(self, partition: int, is_leader: bool, leader_epoch: int) -> None:
         """This broker became (``is_leader``) or stopped being the partition's leader."""
+        if self._held is not None:
+            self._held[partition] = (is_leader, leader_epoch)
+            return
         if not is_leader:
             self.loading.pop(partition, None)
             if self.loaded.pop(partition, None) is not None and self.owner is not None:

@@ -74,6 +74,7 @@ from spool.protocol._generated.offset_for_leader_epoch_request import (
 from spool.protocol.errors import Errors
 from spool.records.batch import _HEADER, HEADER_SIZE, LOG_OVERHEAD
 from spool.replica.partition import Partition
+from spool.storage.leader_epoch import LeaderEpochCache
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +128,23 @@ def append_as_follower(p: Partition, records: memoryview) -> Any:
                  "(at %d): the log restarts at %d", p.topic, p.partition, base, last, leo, base)
         plog.truncate_fully(base)
     return p.append_as_follower(records)
+
+
+def truncation_offset(cache: LeaderEpochCache, leo: int, hw: int, leader_epoch: int,
+                      end_offset: int) -> tuple[int, bool]:
+    """Where a follower truncates given the leader's OffsetForLeaderEpoch answer
+    ``(leader_epoch, end_offset)`` for its latest epoch, and whether truncation is then
+    complete (Kafka's getOffsetTruncationState; the module docstring)."""
+    if end_offset == UNDEFINED:
+        return min(hw, leo), True
+    if leader_epoch == UNDEFINED:
+        return min(end_offset, leo), True
+    f_epoch, f_end = cache.end_offset_for(leader_epoch, leo)
+    if f_end == UNDEFINED:  # the follower knows no epoch <= the leader's
+        return min(end_offset, leo), True
+    if f_epoch != leader_epoch:
+        return min(f_end, leo), False
+    return min(end_offset, f_end, leo), True
 
 
 def fetcher_index(topic: str, partition: int, num_fetchers: int) -> int:
@@ -369,7 +387,10 @@ class ReplicaFetcher:
                 if r.error_code:
                     self._partition_error(s, r.error_code, "OffsetForLeaderEpoch")
                     continue
-                target, done = self._truncation_target(s, r.leader_epoch, r.end_offset)
+                plog = s.partition.log
+                target, done = truncation_offset(plog.leader_epochs, plog.log_end_offset,
+                                                 plog.high_watermark, r.leader_epoch,
+                                                 r.end_offset)
                 log.info("%s-%d: leader %d says epoch %d ends at %d (asked %d): truncating "
                          "to %d%s", t.topic, r.partition, self.leader_id, r.leader_epoch,
                          r.end_offset, asked, target, "" if done else ", then asking again")
@@ -378,31 +399,15 @@ class ReplicaFetcher:
             if not s.removed:
                 self._back_off([s], "no OffsetForLeaderEpoch answer")
 
-    def _truncation_target(self, s: PartitionFetchState, leader_epoch: int,
-                           end_offset: int) -> tuple[int, bool]:
-        """(offset to truncate to, whether truncation is complete): Kafka's rule."""
-        plog = s.partition.log
-        leo = plog.log_end_offset
-        if end_offset == UNDEFINED:
-            return min(plog.high_watermark, leo), True
-        if leader_epoch == UNDEFINED:
-            return min(end_offset, leo), True
-        f_epoch, f_end = plog.leader_epochs.end_offset_for(leader_epoch, leo)
-        if f_end == UNDEFINED:  # the follower knows no epoch <= the leader's
-            return min(end_offset, leo), True
-        if f_epoch != leader_epoch:
-            return min(f_end, leo), False
-        return min(end_offset, f_end, leo), True
-
     async def _truncate_to(self, s: PartitionFetchState, offset: int, *, done: bool) -> None:
-        plog = s.partition.log
-        if 0 <= offset < plog.log_end_offset:  # (below the log start: it restarts there)
+        if offset >= 0:  # (below the log start the log restarts there; at or past its end
+            # only epoch entries starting there go: Kafka's truncateTo)
             await self.manager.run_log_job(s, lambda: s.partition.truncate_to(offset))
         if s.removed:
             return
         if done:
             s.truncating = False
-        elif plog.leader_epochs.latest < 0:
+        elif s.partition.log.leader_epochs.latest < 0:
             s.truncating = False  # no epoch left to ask about: fetch from here
 
     # -- fetch -------------------------------------------------------------------------

@@ -438,7 +438,8 @@ class PartitionLog:
         partitionLeaderEpoch in the caller's buffer when it is writable; a
         read-only one is copied first), or with ``assign_offsets=False`` keeps
         the batches' offsets (replication), which must not go below the log
-        end. For LogAppendTime topics (``config.uses_log_append_time``) the
+        end, and writes a read-only buffer as it is (nothing to patch: no copy).
+        For LogAppendTime topics (``config.uses_log_append_time``) the
         broker passes ``log_append_time_ms=clock.now_ms()``: maxTimestamp and
         the CRC are rewritten. The caller has validated the batches
         (``validate_batch``); only their framing is checked here
@@ -447,7 +448,7 @@ class PartitionLog:
         then the caller runs ``flush()`` (off its event loop) when ``flush_due()``.
         """
         view = memoryview(records).cast("B")
-        if view.readonly:
+        if view.readonly and (assign_offsets or log_append_time_ms is not None):
             view = memoryview(bytearray(view))
         chain = _batch_chain(view)
         with self._lock:
@@ -970,11 +971,17 @@ class PartitionLog:
         return n
 
     def truncate_to(self, offset: int) -> None:
-        """Remove every offset >= ``offset`` (a follower diverging from its leader)."""
+        """Remove every offset >= ``offset`` (a follower diverging from its leader).
+
+        At or past the log end nothing goes but the leader epoch entries starting at the
+        log end (Kafka's truncateTo: this replica, once leader, recorded an epoch's start
+        and appended nothing in it before another was elected; kept, that entry would
+        conflict with the new leader's)."""
         self.wait_file_work()
         with self._lock:
             self._ensure_open()
             if offset >= self._leo:
+                self._cut_leader_epochs(self.leader_epochs, None, self._leo)
                 return
             now = self.clock.now_ms()
             if offset < self._log_start or offset <= self._bases[0]:

@@ -4,7 +4,8 @@
 ``INPUT`` with read_committed in group GROUP (static member: a restarted
 instance takes the old one's place at once), and for each poll writes
 ``b"T:" + value`` to ``OUTPUT`` and commits the input offsets in the same
-transaction (``send_offsets_to_transaction``). Runs until killed (exits 1 if a transaction fails); prints
+transaction (``send_offsets_to_transaction``). Runs until killed (exits 1 if a transaction
+fails or the consumer hits a fatal error); prints
 ``ready`` once its first transaction committed.
 """
 
@@ -27,7 +28,10 @@ def main(bootstrap: str, source: str, sink: str, group: str, txn_id: str) -> Non
     consumer.subscribe([source])
     announced = False
     while True:
-        msgs = [m for m in consumer.consume(200, 0.5) if m.error() is None]
+        got = consumer.consume(200, 0.5)
+        if any(m.error() is not None and m.error().fatal() for m in got):
+            sys.exit(1)  # e.g. a static member fenced after its session timed out: restart us
+        msgs = [m for m in got if m.error() is None]
         if not msgs:
             continue
         producer.begin_transaction()

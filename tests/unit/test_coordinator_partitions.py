@@ -274,3 +274,23 @@ def test_replies_leave_only_once_replicated_in_append_order_and_a_lost_leadershi
         assert [await c.wait() for c in commits] == [True, True, False]
 
     asyncio.run(main())
+
+
+def test_leaderships_seen_while_catching_up_count_only_as_they_ended():
+    async def main():
+        b, w = broker()
+        rt = GroupRuntime(b, w)
+        rt.topic.hold()  # a restarted broker replaying the metadata log
+        lead(b, OFFSETS, 0, 1, rt)  # led before the restart...
+        follow(b, OFFSETS, 0, 2, rt)  # ...and moved away while it was down
+        lead(b, OFFSETS, 1, 3, rt)
+        await settle()
+        assert b.gate.waiting == [] and rt.topic.loading == {}
+        rt.topic.release()
+        await settle()
+        assert rt.topic.loading == {1: 3}
+        b.gate.open()
+        await settle()
+        assert rt.topic.loaded == {1: 3}
+
+    asyncio.run(main())

@@ -282,3 +282,17 @@ def test_deleting_the_partition_removes_the_checkpoint_with_the_dir(tmp_path):
     assert log.leader_epochs.path == moved / LEADER_EPOCH_CHECKPOINT
     log.destroy()
     assert not moved.exists() and not (tmp_path / "t-0").exists()
+
+
+def test_truncate_at_the_log_end_drops_an_epoch_started_there(tmp_path):
+    """A replica once leader of epoch 3 that appended nothing in it: truncating to its log
+    end (a new leader says its epoch ends there) drops the entry, as Kafka's truncateTo."""
+    log = open_log(tmp_path)
+    log.append(follower_batch(0, 4, 1), assign_offsets=False)
+    log.leader_epochs.assign(3, 4)  # make_leader at LEO 4, then no append
+    log.truncate_to(9)
+    assert entries(log.leader_epochs) == [(1, 0)]
+    assert log.log_end_offset == 4
+    log.append(follower_batch(4, 2, 1), assign_offsets=False)  # more of epoch 1, from the leader
+    assert entries(log.leader_epochs) == [(1, 0)]
+    log.close()
