@@ -461,6 +461,8 @@ class ReplicaFetcher:
 
     async def _process(self, s: PartitionFetchState, offset: int, r: Any) -> None:
         """Append what the leader sent, then follow its HW and log start."""
+        if s.removed:  # (removed while the response was read)
+            return
         p = s.partition
         plog = p.log
         records = whole_batches(memoryview(r.records)) if r.records else memoryview(b"")
@@ -469,12 +471,12 @@ class ReplicaFetcher:
             if info is None or s.removed:
                 return
         if r.log_start_offset > plog.log_start_offset:
-            start = r.log_start_offset
             p.update_high_watermark_from_leader(r.high_watermark)
-            await self.manager.run_log_job(
-                s, lambda: plog.advance_log_start_offset(min(start, plog.high_watermark)))
-            if s.removed:
-                return
+            start = min(r.log_start_offset, plog.high_watermark)
+            if start > plog.log_start_offset:  # DeleteRecords or retention on the leader
+                await self.manager.run_log_job(s, lambda: plog.advance_log_start_offset(start))
+                if s.removed:
+                    return
         hw_before = plog.high_watermark
         p.update_high_watermark_from_leader(r.high_watermark)
         if len(records) or plog.high_watermark != hw_before:
