@@ -37,14 +37,14 @@ def ask(bootstrap: str, api_key: int, version: int, req):
         c.close()
 
 
-def fetch(bootstrap: str, version: int, rack: str = "", offset: int = 0):
+def fetch(bootstrap: str, version: int, rack: str = "", offset: int = 0, isolation: int = 0):
     req = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
-                       isolation_level=0, rack_id=rack, topics=[FetchTopic(
+                       isolation_level=isolation, rack_id=rack, topics=[FetchTopic(
                            topic=TOPIC, partitions=[FetchPartition(
                                partition=0, fetch_offset=offset, partition_max_bytes=1 << 20)])])
     [p] = ask(bootstrap, 1, version, req).responses[0].partitions
     records = bytes(p.records or b"")
-    return p, sum(h.records_count for _, h in iter_batches(records))
+    return p, sum(h.records_count for _, h in iter_batches(records) if not h.is_control)
 
 
 def consume_all(bootstrap: str, rack: str | None) -> tuple[list[bytes], set[int]]:
@@ -125,3 +125,27 @@ def test_consumers_fetch_from_the_replica_in_their_rack(cluster_factory):
     values, brokers = consume_all(boot, "a")
     assert values == [b"r%d" % i for i in range(N)]
     assert brokers == {1}
+
+    # read_committed on a follower stops at its last stable offset: an open transaction
+    # holds it at the transaction's first offset, its commit releases it
+    txn = Producer({"bootstrap.servers": boot, "transactional.id": "near-txn"})
+    txn.init_transactions(30)
+    txn.begin_transaction()
+    for i in range(5):
+        txn.produce(TOPIC, value=b"t%d" % i, partition=0)
+    assert txn.flush(30) == 0
+    follower = cluster.nodes[3].bootstrap
+
+    def held_at_lso():
+        pd, n = fetch(follower, 11, rack="c", isolation=1)
+        return (pd.last_stable_offset, n) if pd.high_watermark >= N + 5 else "not yet"
+
+    assert cluster.wait_until("node 3 has the open transaction", held_at_lso) == (N, N)
+    assert fetch(follower, 11, rack="c")[1] == N + 5  # read_uncommitted: up to the HW
+    txn.commit_transaction(30)
+
+    def released():
+        pd, n = fetch(follower, 11, rack="c", isolation=1)
+        return n if pd.last_stable_offset >= N + 5 else "not yet"  # (N + 5: the marker's)
+
+    assert cluster.wait_until("node 3 has the commit", released) == N + 5
