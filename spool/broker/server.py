@@ -21,7 +21,7 @@ What one connection may hold (backpressure, the reader stops reading):
 ``queued.max.requests`` requests in flight (read, not yet written back),
 at most ``MAX_QUEUED_RESPONSE_BYTES`` of finished responses its client has
 not read yet, and ``MAX_QUEUED_FILE_REGIONS`` segment descriptors pinned by
-them (each request still running counts as one). While it is stopped the
+them (each Fetch still running counts as one: a delayed produce pins none). While it is stopped the
 reader still notices the peer hanging up.
 
 Across connections: ``queued.max.request.bytes`` (Kafka's; -1: unbounded)
@@ -83,6 +83,7 @@ log = logging.getLogger("spool.server")
 RECV_SIZE = 256 * 1024  # the server's one receive buffer
 MAX_QUEUED_RESPONSE_BYTES = 64 * 1024 * 1024  # finished, unsent responses of one connection
 MAX_QUEUED_FILE_REGIONS = 256  # segment descriptors pinned by one connection's unsent responses
+FETCH_API_KEY = 1  # the requests whose answers may pin segment descriptors
 _BYTES = (bytes, bytearray, memoryview)
 _NO_DESCRIPTORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
@@ -244,6 +245,7 @@ class Connection:
         self._unsent_bytes = 0
         self._unsent_regions = 0
         self._running = 0  # handler tasks not finished yet
+        self._running_fetches = 0  # of which Fetch requests (they may pin a descriptor)
         # what _done counted per finished task, until the writer has sent it
         self._weights: dict[asyncio.Task, tuple[int, int]] = {}
         self._taken: set[asyncio.Task] = set()
@@ -340,8 +342,9 @@ class Connection:
         return (
             len(self._pending) < self.server.max_queued
             and self._unsent_bytes < MAX_QUEUED_RESPONSE_BYTES
-            # a running request may still pin a descriptor (a fetch): count it too
-            and self._unsent_regions + self._running < MAX_QUEUED_FILE_REGIONS
+            # a running fetch may still pin a descriptor: count it too (not other requests:
+            # delayed produces waiting for replication would cap a connection's throughput)
+            and self._unsent_regions + self._running_fetches < MAX_QUEUED_FILE_REGIONS
         )
 
     def _count_buffered(self, decoder: FrameDecoder) -> None:
@@ -384,7 +387,9 @@ class Connection:
                 self._buffered -= size  # now counted by the task until it finishes
                 task = loop.create_task(work)
                 self._running += 1
-                task.add_done_callback(functools.partial(self._done, size))
+                fetch = frame[0] == 0 and frame[1] == FETCH_API_KEY  # the header's api_key
+                self._running_fetches += fetch
+                task.add_done_callback(functools.partial(self._done, size, fetch))
                 self._enqueue(task)
                 dispatched = True
             if dispatched:
@@ -447,9 +452,10 @@ class Connection:
             self.server.request_bytes.waiting.discard(self)
         return gone
 
-    def _done(self, size: int, task: asyncio.Task) -> None:
+    def _done(self, size: int, fetch: bool, task: asyncio.Task) -> None:
         self.server.request_bytes.add(-size)
         self._running -= 1
+        self._running_fetches -= fetch
         if task.cancelled():
             return
         exc = task.exception()  # (retrieved here: the writer reports it if it gets there)

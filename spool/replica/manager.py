@@ -35,7 +35,8 @@ timeout passes (REQUEST_TIMED_OUT).
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import heapq
+import itertools
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -67,7 +68,9 @@ class ReplicaManager:
         self._logs = broker.storage.logs
         self._partitions: dict[tuple[str, int], Partition] = {}
         self._listeners: list[LeadershipListener] = []
-        self._hw_waiters: dict[tuple[str, int], list[asyncio.Future]] = {}
+        # delayed produces: per partition a heap of (offset the HW must reach, seq, future)
+        self._hw_waiters: dict[tuple[str, int], list[tuple[int, int, asyncio.Future]]] = {}
+        self._seq = itertools.count()
         self._alter_retry_at: dict[tuple[str, int], int] = {}
         self._alter_in_flight: set[tuple[str, int]] = set()  # one AlterPartition each
         self._tasks: set[asyncio.Task] = set()
@@ -187,24 +190,35 @@ class ReplicaManager:
                                  f"{topic}-{partition}: offset {offset} not replicated in "
                                  f"{timeout_ms} ms")
             fut = loop.create_future()
-            waiters = self._hw_waiters.setdefault(key, [])
-            waiters.append(fut)
+            heapq.heappush(self._hw_waiters.setdefault(key, []), (required, next(self._seq), fut))
+            timer = loop.call_later(remaining, _wake, fut)  # then the deadline is checked
             try:
-                await asyncio.wait({fut}, timeout=remaining)
+                await fut
             finally:
-                lst = self._hw_waiters.get(key)
-                if lst is not None:
-                    with contextlib.suppress(ValueError):
-                        lst.remove(fut)
-                    if not lst:
-                        del self._hw_waiters[key]
+                timer.cancel()
+                if not fut.done():  # cancelled: its entry is skipped, then dropped
+                    fut.cancel()
 
-    def _wake_produces(self, part: Partition) -> None:
-        waiters = self._hw_waiters.pop((part.topic, part.partition), None)
-        if waiters:
-            for fut in waiters:
-                if not fut.done():
-                    fut.set_result(None)
+    def _wake_produces(self, part: Partition, everyone: bool = False) -> None:
+        """Wake the delayed produces the HW now passes (``everyone``: all of them, when
+        leadership or the partition goes); each checks its own state again."""
+        key = (part.topic, part.partition)
+        heap = self._hw_waiters.get(key)
+        if not heap:
+            return
+        if everyone:
+            del self._hw_waiters[key]
+            woken = [fut for _, _, fut in heap]
+        else:
+            hw = part.log.high_watermark
+            woken = []
+            while heap and heap[0][0] <= hw:
+                woken.append(heapq.heappop(heap)[2])
+            if not heap:
+                del self._hw_waiters[key]
+        for fut in woken:
+            if not fut.done():
+                fut.set_result(None)
 
     def _hw_moved(self, part: Partition) -> None:
         self._wake_produces(part)
@@ -303,7 +317,7 @@ class ReplicaManager:
         if part.complete_isr_change(isr, leader_epoch, partition_epoch):
             self._hw_moved(part)
         else:
-            self._wake_produces(part)  # the ISR size decides NOT_ENOUGH_REPLICAS_AFTER_APPEND
+            self._wake_produces(part)
 
     async def _isr_loop(self) -> None:
         interval = max(self.lag_ms / 2000.0, 0.05)
@@ -330,7 +344,7 @@ class ReplicaManager:
                 continue
             was_leader = part.is_leader
             part.leader_id = -1
-            self._wake_produces(part)
+            self._wake_produces(part, everyone=True)
             stop_fetching.append(part)
             if was_leader:
                 events.append((tp.topic, tp.partition, False, part.leader_epoch))
@@ -354,7 +368,7 @@ class ReplicaManager:
             if part.make_follower(reg):
                 if was_leader:
                     events.append((tp.topic, tp.partition, False, reg.leader_epoch))
-                    self._wake_produces(part)
+                    self._wake_produces(part, everyone=True)
                 stop_fetching.append(part)
                 if reg.leader >= 0:
                     start_fetching.append(part)
@@ -451,11 +465,16 @@ class ReplicaManager:
                 await self.fetcher.shutdown()
             except Exception:
                 log.exception("the replica fetcher did not shut down cleanly")
-        for key in list(self._hw_waiters):
-            waiters = self._hw_waiters.pop(key, [])
-            for fut in waiters:
+        for heap in self._hw_waiters.values():
+            for _, _, fut in heap:
                 if not fut.done():
                     fut.set_result(None)
+        self._hw_waiters.clear()
+
+
+def _wake(fut: asyncio.Future) -> None:
+    if not fut.done():
+        fut.set_result(None)
 
 
 def _make_fetcher(broker: Any,
