@@ -39,6 +39,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from bench import workloads
 from bench.brokers import spool_broker
 from bench.compare import pct, stats
+from bench.reliability.common import commit
 from bench.reliability.replication import full_isr
 from tests.helpers.cluster_proc import Cluster
 
@@ -106,7 +107,8 @@ def main() -> None:
         finally:
             cluster.stop()
     results = {
-        "runs": args.runs, "records": n, "size": SIZE, "rate": RATE,
+        "commit": commit(), "finished_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+        "loadavg_at_end": os.getloadavg()[0], "runs": args.runs, "records": n, "size": SIZE, "rate": RATE,
         "latency_seconds": args.latency_seconds, "cores": os.cpu_count(),
         "throughput": {c: stats(v) for c, v in tput.items()},
         "latency": {c: {k: stats(v) for k, v in m.items()} for c, m in lat.items()},
@@ -128,7 +130,9 @@ def section(r: dict) -> str:
         "",
         f"{r['records']:,} records of {size} B to one partition, median of {r['runs']} runs "
         f"(min-max), a single node and a 3-node local cluster running side by side on "
-        f"{r['cores']} shared cores (bench/replication.py says how).",
+        f"{r['cores']} shared cores (bench/replication.py says how); measured at commit "
+        f"`{r['commit']}`, finished {r['finished_utc']} UTC, 1-min load average at the end "
+        f"{r['loadavg_at_end']:.1f} (other work ran meanwhile).",
         "",
         "| case | produce records/s | MB/s |",
         "|---|---|---|",
