@@ -12,9 +12,11 @@ seeded simulator drives them in tests (DESIGN: decision 9).
     topic_ops      CreateTopics, CreatePartitions, DeleteTopics, ISR/leader changes
     config_ops     AlterConfigs, IncrementalAlterConfigs
     alter_partition    AlterPartition: ISR changes a partition leader asks for
-    elections      ElectLeaders (preferred, unclean) and preferred-leader balancing
+    elections      ElectLeaders (preferred, unclean), preferred-leader balancing, unclean
+                   elections for topics that allow them later
+    reassignment   AlterPartitionReassignments / ListPartitionReassignments
     placement      rack-aware striped replica placement
-    partition_change   Kafka's PartitionChangeBuilder rules
+    partition_change   Kafka's PartitionChangeBuilder rules (completing reassignments)
     ops            ControllerConfig, ControllerResult and the broker replies
     raft/          the KRaft quorum: RaftNode (pre-vote, pull replication, snapshots),
                    its messages, log/quorum-state store protocols, in-memory stores
