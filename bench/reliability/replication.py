@@ -320,8 +320,13 @@ def run(base_dir: Path, kills: int, log=print, rate: float = RATE) -> dict[str, 
     finally:
         if writer is not None and not writer._stop.is_set():
             writer.stop(10)
-        result["tracebacks"] = sum(n.log_tail(10**9).count("Traceback")
-                                   for n in cluster.nodes.values())
+        result["tracebacks"] = 0
+        result["traceback_excerpts"] = []
+        for n in cluster.nodes.values():
+            text = n.log_tail(10**9)
+            result["tracebacks"] += text.count("Traceback")
+            for part in text.split("Traceback")[1:3]:
+                result["traceback_excerpts"].append(f"node {n.node_id}: Traceback{part[:600]}")
         cluster.stop()
     done = [x for x in rounds if "isr_rejoin_s" in x]
     result["kills_done"] = len(done)
