@@ -9,9 +9,11 @@ per new partition, the leader first. The idea is Kafka's ``StripedReplicaPlacer`
   distinct racks whenever there are at least ``replication_factor`` racks; with fewer
   racks, the replicas spread over all of them as evenly as they can.
 * Each partition starts one rack further than the previous one, and each rack hands
-  out its brokers round-robin, from a random starting point (``rng``: inject a seeded
-  ``random.Random`` for a reproducible placement): consecutive partitions get
-  different replica sets and leaders, so leadership spreads evenly.
+  out its brokers in rotation (Kafka's ``BrokerList``): for each partition it serves,
+  it starts one broker further than for the previous one, from a random starting
+  point (``rng``: inject a seeded ``random.Random`` for a reproducible placement):
+  consecutive partitions get different replica sets and leaders, so leadership spreads
+  evenly, also when a rack has exactly as many brokers as the partition replicas.
 * Unfenced brokers are used first; a fenced broker gets a follower replica only when
   a rack has no unfenced broker left for this partition. A leader is always unfenced.
 
@@ -39,29 +41,42 @@ class UsableBroker:
     fenced: bool = False
 
 
+class _BrokerList:
+    """Brokers handed out in rotation (Kafka's ``BrokerList``): in each partition (an
+    ``epoch``) the list is read from one position further than in the previous one it
+    served, each broker at most once."""
+
+    def __init__(self, brokers: list[int], rng: random.Random) -> None:
+        self.brokers = sorted(brokers)
+        self.offset = rng.randrange(len(self.brokers)) if self.brokers else 0
+        self.epoch = 0
+        self.index = 0
+
+    def next(self, epoch: int) -> int | None:
+        if not self.brokers:
+            return None
+        if epoch != self.epoch:
+            self.epoch, self.index = epoch, 0
+            self.offset = (self.offset + 1) % len(self.brokers)
+        if self.index >= len(self.brokers):
+            return None
+        b = self.brokers[(self.index + self.offset) % len(self.brokers)]
+        self.index += 1
+        return b
+
+
 class _Rack:
-    """One rack's brokers, each list handed out round-robin from a random start."""
+    """One rack's unfenced and fenced brokers, each list in rotation."""
 
     def __init__(self, unfenced: list[int], fenced: list[int], rng: random.Random) -> None:
-        self.unfenced, self.fenced = sorted(unfenced), sorted(fenced)
-        self.next_unfenced = rng.randrange(len(self.unfenced)) if self.unfenced else 0
-        self.next_fenced = rng.randrange(len(self.fenced)) if self.fenced else 0
+        self.unfenced, self.fenced = _BrokerList(unfenced, rng), _BrokerList(fenced, rng)
 
-    def take(self, chosen: list[int], allow_fenced: bool) -> int | None:
-        """The next broker of this rack not in ``chosen``, unfenced first."""
-        for i in range(len(self.unfenced)):
-            b = self.unfenced[(self.next_unfenced + i) % len(self.unfenced)]
-            if b not in chosen:
-                self.next_unfenced = (self.next_unfenced + i + 1) % len(self.unfenced)
-                return b
-        if not allow_fenced:
-            return None
-        for i in range(len(self.fenced)):
-            b = self.fenced[(self.next_fenced + i) % len(self.fenced)]
-            if b not in chosen:
-                self.next_fenced = (self.next_fenced + i + 1) % len(self.fenced)
-                return b
-        return None
+    def take(self, epoch: int, allow_fenced: bool) -> int | None:
+        """This rack's next broker for partition ``epoch``, unfenced first."""
+        b = self.unfenced.next(epoch)
+        if b is None and allow_fenced:
+            b = self.fenced.next(epoch)
+        return b
 
 
 def check_replication_factor(brokers: Sequence[UsableBroker], replication_factor: int) -> None:
@@ -96,7 +111,7 @@ def place(brokers: Sequence[UsableBroker], num_partitions: int, replication_fact
         r = start + p
         misses = 0
         while len(chosen) < replication_factor:
-            b = racks[r % len(racks)].take(chosen, allow_fenced=bool(chosen))
+            b = racks[r % len(racks)].take(p, allow_fenced=bool(chosen))
             r += 1
             if b is None:
                 misses += 1

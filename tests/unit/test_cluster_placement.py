@@ -41,6 +41,17 @@ def test_without_racks_leaders_and_replicas_spread_evenly():
     assert all(len(set(r)) == 2 for r in out)
 
 
+@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("brokers, rf", [(3, 3), (3, 2), (4, 4), (1, 1)])
+def test_as_many_replicas_as_brokers_still_spreads_leaders(seed, brokers, rf):
+    """Each partition starts one broker further (Kafka's BrokerList offset per epoch): with
+    3 brokers and 3 replicas every broker leads a third (before: one led them all)."""
+    out = place([UsableBroker(b) for b in range(1, brokers + 1)], 6 * brokers, rf,
+                random.Random(seed))
+    assert Counter(r[0] for r in out) == {b: 6 for b in range(1, brokers + 1)}
+    assert all(len(set(r)) == rf for r in out)
+
+
 def test_leaders_are_never_fenced():
     brokers = [UsableBroker(1, "a"), UsableBroker(2, "b", fenced=True), UsableBroker(3, "c")]
     for seed in range(10):
