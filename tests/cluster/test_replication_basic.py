@@ -65,12 +65,12 @@ def records_on_disk(node, topic: str) -> list[bytes]:
     return values
 
 
-def produce_raw(bootstrap: str, topic: str, acks: int, value: bytes):
+def produce_raw(bootstrap: str, topic: str, acks: int, value: bytes, timeout_ms: int = 5000):
     b = BatchBuilder(0)
     b.append(b"k", value, timestamp=1)
     c = RawClient(bootstrap)
     try:
-        resp = c.request(0, 11, ProduceRequest(acks=acks, timeout_ms=5000, topic_data=[
+        resp = c.request(0, 11, ProduceRequest(acks=acks, timeout_ms=timeout_ms, topic_data=[
             TopicProduceData(name=topic, partition_data=[
                 PartitionProduceData(index=0, records=b.build())])]))
     finally:
@@ -158,7 +158,8 @@ def test_acks_all_waits_for_the_isr_and_min_insync_replicas_refuses_when_too_few
 def test_consumers_see_a_record_only_once_every_isr_member_has_it(cluster_factory):
     """A follower stopped (SIGSTOP) but still in the ISR (sessions and lag far longer than
     the test) holds the high watermark: a record appended with acks=1 is not served until
-    the follower runs again and fetches it."""
+    the follower runs again and fetches it, and an acks=all Produce is not acknowledged
+    (its timeout_ms passes: REQUEST_TIMED_OUT) though the leader appended it."""
     cluster = cluster_factory(roles=ROLES, racks=RACKS, proxied=False, overrides={
         "replica.lag.time.max.ms": "120000", "broker.session.timeout.ms": "120000"}).start()
     cluster.wait_formed()
@@ -174,6 +175,10 @@ def test_consumers_see_a_record_only_once_every_isr_member_has_it(cluster_factor
     try:
         appended = produce_raw(boot, topic, 1, b"held")
         assert appended.error_code == 0 and appended.base_offset == 5, appended
+        # The delayed produce waits for the HW to pass offset 6, which the stopped
+        # follower holds at 5 (a broker answering at once would say 0 here).
+        waited = produce_raw(boot, topic, -1, b"unacked", timeout_ms=1500)
+        assert waited.error_code == Errors.REQUEST_TIMED_OUT, waited
         consumer = Consumer({"bootstrap.servers": boot, "group.id": f"g-{uuid.uuid4().hex}",
                              "enable.auto.commit": False})
         try:
@@ -187,5 +192,5 @@ def test_consumers_see_a_record_only_once_every_isr_member_has_it(cluster_factor
         assert partition0(boot, topic)[2] == tuple(sorted(replicas))  # still in the ISR
     finally:
         os.kill(pid, signal.SIGCONT)
-    assert consume(boot, topic, 5, 1, cluster) == [b"held"]
-    assert records_on_disk(cluster.nodes[follower], topic)[5:] == [b"held"]
+    assert consume(boot, topic, 5, 2, cluster) == [b"held", b"unacked"]
+    assert records_on_disk(cluster.nodes[follower], topic)[5:] == [b"held", b"unacked"]
