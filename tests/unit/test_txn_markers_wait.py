@@ -1,6 +1,7 @@
 """The transaction coordinator (spool.broker.txn_runtime) writes COMPLETE_COMMIT only once
 its markers are replicated (Kafka: the marker requests complete with acks=-1 before the
-transition is logged). The set-up of test_coordinator_partitions (stand-in broker, in-memory
+transition is logged), and answers a TxnOffsetCommit only once its offsets are replicated
+(within offsets.commit.timeout.ms). The set-up of test_coordinator_partitions (stand-in broker, in-memory
 logs) with a writer whose every append waits for the test to call it replicated."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from spool.coordinator import partition_for
 from spool.coordinator.transaction import TxnMetadata, TxnState, encode_key, encode_value
 from spool.records.batch import BatchHeader
 from spool.records.builder import BatchBuilder
-from tests.unit.test_coordinator_partitions import NODE, TXNS, broker, lead, settle
+from tests.unit.test_coordinator_partitions import NODE, OFFSETS, TXNS, broker, lead, settle
 
 
 class HeldWriter:
@@ -76,5 +77,29 @@ def test_complete_commit_waits_for_the_markers_to_be_replicated():
         for _ in range(4):
             await settle()
         assert rt.coordinator.txns[txn].state == TxnState.COMPLETE_COMMIT  # ...and applied
+
+    asyncio.run(main())
+
+
+def test_txn_offset_commit_answers_once_its_offsets_are_replicated():
+    async def main():
+        b, plain = broker()
+        w = HeldWriter(plain.logs)
+        groups = b.groups = GroupRuntime(b, w)
+        rt = TransactionRuntime(b, w)  # __transaction_state is led elsewhere: not local
+        group = "g-tx"
+        p = partition_for(group, 2)
+        lead(b, OFFSETS, p, 4, groups)
+        await settle()
+        b.gate.open()  # the group coordinator loads its partition
+        await settle()
+        answer = asyncio.ensure_future(rt.txn_offset_commit(
+            "tx-b", group, 1000, 3, -1, "", None, [("data", 0, 42, -1, None)]))
+        await settle()
+        assert len(b.data[(OFFSETS, p)].batches) == 1  # appended, transactional
+        assert BatchHeader.parse(b.data[(OFFSETS, p)].batches[0]).is_transactional
+        assert not answer.done()
+        assert w.release(OFFSETS) == 1
+        assert await asyncio.wait_for(answer, 1) == 0
 
     asyncio.run(main())
