@@ -23,7 +23,9 @@ deleted replicas and calls the leadership listeners (``fn(topic, partition,
 is_leader, leader_epoch)``, the coordinators). One task per broker checks the ISRs
 every ``replica.lag.time.max.ms / 2`` and shrinks them; a follower that caught up
 is added at its Fetch. ISR changes go to the controller as AlterPartition v3
-(``broker.controller_channel``), one in flight per partition.
+(``broker.controller_channel``): one change in flight per partition, and one request in
+flight per broker carrying every change proposed meanwhile (Kafka's
+AlterPartitionManager), so a broker's death is one controller write, not one each.
 
 Delayed produce (acks=-1, Kafka's ``DelayedProduce``): waits, keyed by partition and
 woken when its HW moves, its ISR changes or its leadership goes (no polling),
@@ -55,6 +57,7 @@ log = logging.getLogger("spool.replica")
 LeadershipListener = Callable[[str, int, bool, int], None]
 ALTER_PARTITION_VERSION = 3
 ALTER_RETRY_MS = 500  # after a failed AlterPartition, before that partition proposes again
+ALTER_TIMEOUT_S = 5.0  # an AlterPartition not answered by then fails (proposed again later)
 REPLICA_KEY = "replica"  # Broker wait keys: (REPLICA_KEY, topic, p) is followers' fetches
 
 
@@ -72,7 +75,9 @@ class ReplicaManager:
         self._hw_waiters: dict[tuple[str, int], list[tuple[int, int, asyncio.Future]]] = {}
         self._seq = itertools.count()
         self._alter_retry_at: dict[tuple[str, int], int] = {}
-        self._alter_in_flight: set[tuple[str, int]] = set()  # one AlterPartition each
+        self._alter_in_flight: set[tuple[str, int]] = set()  # one ISR change each, queued or sent
+        self._alter_queue: dict[tuple[str, int], tuple[Partition, tuple[int, ...]]] = {}
+        self._alter_sender: asyncio.Task | None = None
         self._tasks: set[asyncio.Task] = set()
         self._isr_task: asyncio.Task | None = None
         self._fetcher_step: asyncio.Future | None = None
@@ -261,58 +266,77 @@ class ReplicaManager:
                 self._alter_isr(part, tuple(r for r in part.isr if r not in out))
 
     def _alter_isr(self, part: Partition, new_isr: tuple[int, ...]) -> None:
-        img = self._image()
-        channel = self.broker.controller_channel
-        me = None if img is None else img.brokers.get(self.node_id)
+        """Propose ``new_isr``: it goes in the next AlterPartition this broker sends."""
         key = (part.topic, part.partition)
-        if channel is None or me is None or part.topic_id is None or key in self._alter_in_flight:
+        if (self.broker.controller_channel is None or part.topic_id is None
+                or key in self._alter_in_flight):
             return
         self._alter_in_flight.add(key)
         part.begin_isr_change(new_isr)
-        states = [apreq.BrokerState(broker_id=r, broker_epoch=(
-            img.brokers[r].epoch if r in img.brokers else -1)) for r in new_isr]
-        req = AlterPartitionRequest(broker_id=self.node_id, broker_epoch=me.epoch, topics=[
-            apreq.TopicData(topic_id=part.topic_id, partitions=[apreq.PartitionData(
-                partition_index=part.partition, leader_epoch=part.leader_epoch,
-                new_isr_with_epochs=states, leader_recovery_state=0,
-                partition_epoch=part.partition_epoch)])])
-        self._spawn(self._send_alter(part, req, part.leader_epoch))
+        self._alter_queue[key] = (part, tuple(new_isr))
+        if self._alter_sender is None or self._alter_sender.done():
+            self._alter_sender = self._spawn(self._send_alters())
 
-    async def _send_alter(self, part: Partition, req: AlterPartitionRequest,
-                          leader_epoch: int) -> None:
-        key = (part.topic, part.partition)
-        isr = None
-        partition_epoch = -1
-        try:
-            resp = await self.broker.controller_channel.send(
-                56, ALTER_PARTITION_VERSION, req, timeout_s=max(self.lag_ms / 1000.0, 1.0))
-            code = resp.error_code
-            p = None
-            if not code and resp.topics and resp.topics[0].partitions:
-                p = resp.topics[0].partitions[0]
-                code = p.error_code
-            if code or p is None:
+    async def _send_alters(self) -> None:
+        """Kafka's AlterPartitionManager: one AlterPartition in flight per broker, carrying
+        every ISR change proposed since the last one was sent."""
+        while self._alter_queue:
+            batch, self._alter_queue = self._alter_queue, {}
+            answers: dict[tuple[str, int], Any] = {}
+            try:
+                answers = await self._send_alter_batch(batch)
+            except (ConnectionError, OSError, TimeoutError, KafkaError) as e:
+                log.info("AlterPartition for %d partition(s) not answered: %s", len(batch), e)
+            except asyncio.CancelledError:
+                for part, _ in batch.values():
+                    part.pending_isr = None
+                raise
+            finally:
+                for key in batch:
+                    self._alter_in_flight.discard(key)
+            now = self.broker.clock.now_ms()
+            for key, (part, new_isr) in batch.items():
+                self._alter_done(key, part, new_isr, answers.get(key), now)
+
+    async def _send_alter_batch(self, batch: dict) -> dict[tuple[str, int], Any]:
+        img = self._image()
+        me = None if img is None else img.brokers.get(self.node_id)
+        if me is None:
+            raise KafkaError(Errors.STALE_BROKER_EPOCH, "this broker is not registered yet")
+        by_topic: dict[Any, list[apreq.PartitionData]] = {}
+        names: dict[Any, str] = {}
+        for part, new_isr in batch.values():
+            names[part.topic_id] = part.topic
+            by_topic.setdefault(part.topic_id, []).append(apreq.PartitionData(
+                partition_index=part.partition, leader_epoch=part.leader_epoch,
+                new_isr_with_epochs=[apreq.BrokerState(broker_id=r, broker_epoch=(
+                    img.brokers[r].epoch if r in img.brokers else -1)) for r in new_isr],
+                leader_recovery_state=0, partition_epoch=part.partition_epoch))
+        req = AlterPartitionRequest(broker_id=self.node_id, broker_epoch=me.epoch, topics=[
+            apreq.TopicData(topic_id=tid, partitions=ps) for tid, ps in by_topic.items()])
+        resp = await self.broker.controller_channel.send(
+            56, ALTER_PARTITION_VERSION, req, timeout_s=ALTER_TIMEOUT_S)
+        if resp.error_code:
+            raise KafkaError(resp.error_code, error_name(resp.error_code))
+        return {(names.get(t.topic_id, ""), p.partition_index): p
+                for t in resp.topics for p in t.partitions}
+
+    def _alter_done(self, key: tuple[str, int], part: Partition, new_isr: tuple[int, ...],
+                    answer: Any, now_ms: int) -> None:
+        isr, leader_epoch, partition_epoch = None, part.leader_epoch, -1
+        if answer is None or answer.error_code:
+            if answer is not None:
                 log.info("%s-%d: AlterPartition to ISR %s failed: %s", part.topic,
-                         part.partition, [s.broker_id for s in
-                                          req.topics[0].partitions[0].new_isr_with_epochs],
-                         error_name(code) if code else "no answer for the partition")
-            else:
-                isr, leader_epoch, partition_epoch = tuple(p.isr), p.leader_epoch, \
-                    p.partition_epoch
-                log.info("%s-%d: ISR is now %s (partition epoch %d)", part.topic,
-                         part.partition, list(isr), partition_epoch)
-        except (ConnectionError, OSError, TimeoutError, KafkaError) as e:
-            log.info("%s-%d: AlterPartition not answered: %s", part.topic, part.partition, e)
-        except asyncio.CancelledError:
-            part.pending_isr = None
-            raise
-        finally:
-            self._alter_in_flight.discard(key)
-        if isr is None:
-            self._alter_retry_at[key] = self.broker.clock.now_ms() + ALTER_RETRY_MS
+                         part.partition, list(new_isr), error_name(answer.error_code))
+            self._alter_retry_at[key] = now_ms + ALTER_RETRY_MS
         else:
+            isr, leader_epoch, partition_epoch = (tuple(answer.isr), answer.leader_epoch,
+                                                  answer.partition_epoch)
             self._alter_retry_at.pop(key, None)
+            log.info("%s-%d: ISR is now %s (partition epoch %d)", part.topic, part.partition,
+                     list(isr), partition_epoch)
         if self._partitions.get(key) is not part:
+            part.pending_isr = None
             return
         if part.complete_isr_change(isr, leader_epoch, partition_epoch):
             self._hw_moved(part)

@@ -51,11 +51,12 @@ class Broker:
         self.cluster = SimpleNamespace(kraft=True, inter_broker_listener_name="PLAINTEXT")
         self.config = BrokerConfig.load(None, [f"replica.lag.time.max.ms={LAG_MS}"])
         self.executor = None
-        log = PartitionLog(tmp_path / "t-0", LogConfig(min_insync_replicas=min_isr),
-                           clock=self.clock, hw_follows_leo=False)
-        logs = SimpleNamespace(get=lambda t, p: log if (t, p) == ("t", 0) else None,
-                               hw_follows_leo=False)
-        self.log = log
+        self.logs = {("t", p): PartitionLog(tmp_path / f"t-{p}",
+                                            LogConfig(min_insync_replicas=min_isr),
+                                            clock=self.clock, hw_follows_leo=False)
+                     for p in (0, 1)}
+        logs = SimpleNamespace(get=lambda t, p: self.logs.get((t, p)), hw_follows_leo=False)
+        self.log = self.logs[("t", 0)]
         self.storage = SimpleNamespace(logs=logs)
         brokers = {b: SimpleNamespace(epoch=100 + b, active=True) for b in (1, 2, 3)}
         self.view = SimpleNamespace(image=SimpleNamespace(brokers=brokers),
@@ -207,3 +208,25 @@ async def test_a_caught_up_follower_is_added_and_a_refusal_changes_nothing(tmp_p
     await broker.controller_channel.answers.put(answer([1, 2], code=Errors.INELIGIBLE_REPLICA))
     await settle()
     assert (part.isr, part.pending_isr, part.partition_epoch) == ((1, 2), None, 7)
+
+
+@in_loop
+async def test_isr_changes_of_many_partitions_go_in_one_alter_partition(tmp_path):
+    broker, rm, _ = manager(tmp_path)
+    tp1 = TopicIdPartition(TOPIC_ID, "t", 1)
+    rm.apply_changes(None, changes(leaders={TP: reg(), tp1: reg()}))
+    parts = [rm.leader_partition("t", p) for p in (0, 1)]
+    for part in parts:
+        rm.append_as_leader(part, make_batch(1), acks=1, now_ms=broker.clock.now_ms())
+    broker.clock.advance(LAG_MS + 1)
+    rm.check_isr(broker.clock.now_ms())  # followers 2 and 3 never fetched: both shrink
+    await settle()
+    reqs = broker.controller_channel.requests
+    assert [[(p.partition_index, [s.broker_id for s in p.new_isr_with_epochs])
+             for p in t.partitions] for r in reqs for t in r.topics] == [[(0, [1]), (1, [1])]]
+    resp = answer([1])
+    resp.topics[0].partitions.append(apr.PartitionData(
+        partition_index=1, error_code=Errors.INVALID_UPDATE_VERSION))
+    await broker.controller_channel.answers.put(resp)
+    await settle()
+    assert [(p.isr, p.pending_isr) for p in parts] == [((1,), None), ((1, 2, 3), None)]
