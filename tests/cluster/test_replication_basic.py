@@ -15,7 +15,8 @@ import uuid
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from spool.protocol._generated import ProduceRequest
+from spool.protocol._generated import FetchRequest, ProduceRequest
+from spool.protocol._generated.fetch_request import FetchPartition, FetchTopic
 from spool.protocol._generated.produce_request import PartitionProduceData, TopicProduceData
 from spool.protocol.errors import Errors
 from spool.records.batch import iter_batches
@@ -76,6 +77,25 @@ def produce_raw(bootstrap: str, topic: str, acks: int, value: bytes, timeout_ms:
     finally:
         c.close()
     return resp.responses[0].partition_responses[0]
+
+
+def fetch_raw(bootstrap: str, topic: str, isolation: int, replica_id: int = -1,
+              offset: int = 0) -> tuple[int, int, list[bytes]]:
+    """A Fetch v12 of ``topic``-0 from ``offset`` by a consumer (``isolation`` 0:
+    read_uncommitted, 1: read_committed) or a follower (``replica_id``), not waiting:
+    (error, high watermark, values)."""
+    req = FetchRequest(replica_id=replica_id, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
+                       isolation_level=isolation, topics=[FetchTopic(
+                           topic=topic, partitions=[FetchPartition(
+                               partition=0, fetch_offset=offset, partition_max_bytes=1 << 20)])])
+    c = RawClient(bootstrap)
+    try:
+        [p] = c.request(1, 12, req).responses[0].partitions
+    finally:
+        c.close()
+    data = bytes(p.records or b"")
+    return p.error_code, p.high_watermark, [
+        bytes(r.value) for pos, _h in iter_batches(data) for r in iter_records(data, pos)]
 
 
 def produce_all(bootstrap: str, topic: str, values: list[bytes]) -> None:
@@ -175,6 +195,11 @@ def test_consumers_see_a_record_only_once_every_isr_member_has_it(cluster_factor
     try:
         appended = produce_raw(boot, topic, 1, b"held")
         assert appended.error_code == 0 and appended.base_offset == 5, appended
+        # Fetches as each follower from 5 (as if neither had "held"): the leader takes a
+        # fetch offset as that follower's log end (not its own LEO), so the HW stays at 5
+        other = next(n for n in replicas if n not in (leader, follower))
+        for r in (other, follower):
+            assert fetch_raw(boot, topic, 0, replica_id=r, offset=5) == (0, 5, [b"held"]), r
         # The delayed produce waits for the HW to pass offset 6, which the stopped
         # follower holds at 5 (a broker answering at once would say 0 here).
         waited = produce_raw(boot, topic, -1, b"unacked", timeout_ms=1500)
@@ -190,6 +215,10 @@ def test_consumers_see_a_record_only_once_every_isr_member_has_it(cluster_factor
         finally:
             consumer.close()
         assert partition0(boot, topic)[2] == tuple(sorted(replicas))  # still in the ISR
+        # librdkafka reads read_committed (the LSO); read_uncommitted stops at the HW too
+        acked = [b"x%d" % i for i in range(5)]
+        for isolation in (0, 1):
+            assert fetch_raw(boot, topic, isolation) == (0, 5, acked), isolation
     finally:
         os.kill(pid, signal.SIGCONT)
     assert consume(boot, topic, 5, 2, cluster) == [b"held", b"unacked"]
