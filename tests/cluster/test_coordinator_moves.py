@@ -1,0 +1,88 @@
+"""A group coordinator that loses its ``__consumer_offsets`` partition unloads it (issue 14:
+coordinators move with their partitions). Real processes: a controller-only node and three
+brokers. The coordinator of a group is stopped (SIGSTOP) until the controller fences it and
+another broker leads the partition; an offset committed there is the group's; once the old
+coordinator runs again and follows the new leader, it answers the group's OffsetFetch with
+NOT_COORDINATOR. When it leads again (it is the preferred replica: the automatic leader
+balancing moves the partition back) it loads the partition anew and answers the offset
+committed meanwhile, never the one it had in memory."""
+
+from __future__ import annotations
+
+import os
+import signal
+import uuid
+
+from confluent_kafka import Consumer, TopicPartition
+
+from spool.protocol._generated import OffsetFetchRequest
+from spool.protocol._generated.offset_fetch_request import OffsetFetchRequestTopic
+from spool.protocol.errors import Errors
+from tests.cluster.test_brokers import coordinator
+from tests.cluster.test_replication_basic import create
+from tests.helpers.raw_client import RawClient
+
+ROLES = ("controller", "broker", "broker", "broker")
+RACKS = (None, "a", "b", "c")
+
+
+def commit(bootstrap: str, group: str, topic: str, offset: int) -> None:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                  "enable.auto.commit": False})
+    try:
+        c.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+    finally:
+        c.close()
+
+
+def offset_fetch(bootstrap: str, group: str, topic: str) -> tuple[int, int]:
+    """(error code, committed offset of ``topic``-0) from OffsetFetch v7 to that broker."""
+    c = RawClient(bootstrap)
+    try:
+        r = c.request(9, 7, OffsetFetchRequest(group_id=group, require_stable=False, topics=[
+            OffsetFetchRequestTopic(name=topic, partition_indexes=[0])]))
+    finally:
+        c.close()
+    offset = r.topics[0].partitions[0].committed_offset if r.topics else -1
+    return r.error_code, offset
+
+
+def test_a_deposed_group_coordinator_unloads_its_groups(cluster_factory):
+    cluster = cluster_factory(roles=ROLES, racks=RACKS, proxied=False, overrides={
+        "replica.lag.time.max.ms": "3000", "broker.session.timeout.ms": "3000",
+        "broker.heartbeat.interval.ms": "500",
+        "leader.imbalance.check.interval.seconds": "1"}).start()
+    cluster.wait_formed()
+    topic = f"c-{uuid.uuid4().hex[:6]}"
+    create(cluster.bootstrap, topic, {})
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    boot = cluster.nodes[2].bootstrap
+    old = cluster.wait_until("a group coordinator", lambda: coordinator(boot, group, 0), 60)
+    commit(cluster.nodes[old].bootstrap, group, topic, 7)
+    assert offset_fetch(cluster.nodes[old].bootstrap, group, topic) == (0, 7)
+    others = [n for n in (2, 3, 4) if n != old]
+
+    pid = cluster.nodes[old].pid
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        new = cluster.wait_until("another coordinator", lambda: (
+            lambda n: n if n in others else f"coordinator {n}")(
+                coordinator(cluster.nodes[others[0]].bootstrap, group, 0)), 60)
+        commit(cluster.nodes[new].bootstrap, group, topic, 9)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert offset_fetch(cluster.nodes[new].bootstrap, group, topic) == (0, 9)
+
+    # back, the old coordinator learns it follows now; it must not answer from memory
+    cluster.wait_until("the old coordinator sends clients to the new one", lambda: (
+        True if coordinator(cluster.nodes[old].bootstrap, group, 0) == new else "not yet"), 60)
+    assert offset_fetch(cluster.nodes[old].bootstrap, group, topic) == (
+        Errors.NOT_COORDINATOR, -1)
+
+    def coordinates_again():
+        if coordinator(cluster.nodes[others[0]].bootstrap, group, 0) != old:
+            return "not yet"
+        got = offset_fetch(cluster.nodes[old].bootstrap, group, topic)
+        return got if got[0] == 0 else f"OffsetFetch: {got}"  # loading, or not yet its image
+
+    assert cluster.wait_until("the old coordinator leads again", coordinates_again, 90) == (0, 9)
