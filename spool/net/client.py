@@ -72,6 +72,11 @@ class _InFlight:
     future: asyncio.Future
 
 
+def _retrieve(fut: asyncio.Future) -> None:
+    if not fut.cancelled():
+        fut.exception()
+
+
 class NodeClient:
     """One connection to ``host:port`` (module docstring for the contract)."""
 
@@ -179,8 +184,10 @@ class NodeClient:
     async def _ensure_connected(self) -> None:
         if self._writer is not None:
             return
-        if self._connecting is None:
+        if self._connecting is None or self._connecting.done():  # (done: a waiter was cancelled)
             self._connecting = asyncio.ensure_future(self._open())
+            # its error is every waiter's; with all of them cancelled nobody would read it
+            self._connecting.add_done_callback(_retrieve)
         connecting = self._connecting
         try:
             await asyncio.shield(connecting)

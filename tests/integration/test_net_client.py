@@ -11,6 +11,7 @@ is a DisconnectedError, and the same client works again once it is back.
 from __future__ import annotations
 
 import asyncio
+import gc
 import socket
 
 import pytest
@@ -243,3 +244,35 @@ def test_api_versions_unsupported_version_is_read_as_v0():
     resp = run(go())
     assert resp.error_code == Errors.UNSUPPORTED_VERSION
     assert [(k.api_key, k.min_version, k.max_version) for k in resp.api_keys] == [(18, 0, 2)]
+
+
+def test_a_connect_whose_waiter_was_cancelled_fails_quietly_and_the_next_one_starts_afresh(
+        broker):
+    """A follower cancelled while connecting to a dead leader: the failed attempt leaves no
+    'Task exception was never retrieved' behind, and the next request makes a new attempt
+    rather than getting the old failure (the leader is back meanwhile)."""
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+
+    async def main():
+        unhandled = []
+        asyncio.get_running_loop().set_exception_handler(lambda loop, ctx: unhandled.append(ctx))
+        c = NodeClient("127.0.0.1", dead, reconnect_backoff_ms=0, connect_timeout_ms=2000)
+        waiter = asyncio.ensure_future(c.connect())
+        await asyncio.sleep(0)
+        waiter.cancel()
+        attempt = c._connecting
+        with pytest.raises(DisconnectedError):
+            await attempt  # the attempt itself still runs and fails
+        c.port = broker.port  # "back": the same client, now pointed where a broker answers
+        got = await c.request(ApiVersionsRequest(client_software_name="t",
+                                                 client_software_version="1"), 0)
+        assert got.error_code == 0
+        await c.close()
+        del attempt, waiter
+        gc.collect()
+        await asyncio.sleep(0)
+        assert unhandled == []
+
+    run(main())
