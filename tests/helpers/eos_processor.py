@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 
 
 def main(bootstrap: str, source: str, sink: str, group: str, txn_id: str) -> None:
@@ -29,8 +29,11 @@ def main(bootstrap: str, source: str, sink: str, group: str, txn_id: str) -> Non
     announced = False
     while True:
         got = consumer.consume(200, 0.5)
-        if any(m.error() is not None and m.error().fatal() for m in got):
-            sys.exit(1)  # e.g. a static member fenced after its session timed out: restart us
+        if any(m.error() is not None and m.error().code() == KafkaError._FATAL for m in got):
+            # e.g. a static member whose session timed out (its coordinator was failing
+            # over) heartbeats with the member id librdkafka already reset: fenced, fatal
+            # (delivered as a _FATAL message whose fatal() is False; no error_cb call)
+            sys.exit(1)
         msgs = [m for m in got if m.error() is None]
         if not msgs:
             continue
