@@ -107,16 +107,16 @@ def _paced(p: Producer, topic: str, rate: int, seconds: float, size: int, on_del
 
 
 def produce_latency(bootstrap: str, topic: str, rate: int, seconds: float,
-                    size: int = 100, acks: str = "1") -> list[float]:
-    """Milliseconds from produce() to the delivery report, at a fixed rate (acks=1 unless
-    ``acks`` says otherwise)."""
+                    size: int = 100, acks: str = "1", linger_ms: int = 0) -> list[float]:
+    """Milliseconds from produce() to the delivery report, at a fixed rate (acks=1 and
+    linger.ms=0 unless ``acks`` and ``linger_ms`` say otherwise)."""
     lat: list[float] = []
 
     def on_delivery(err, msg):
         if err is None:
             lat.append((time.time_ns() - _TS.unpack_from(msg.value())[0]) / 1e6)
 
-    p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 0})
+    p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": linger_ms})
     _paced(p, topic, rate, seconds, size, on_delivery)
     return lat
 
