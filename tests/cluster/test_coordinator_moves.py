@@ -1,11 +1,13 @@
-"""A group coordinator that loses its ``__consumer_offsets`` partition unloads it (issue 14:
+"""A coordinator that loses its ``__consumer_offsets`` / ``__transaction_state`` partition unloads it (issue 14:
 coordinators move with their partitions). Real processes: a controller-only node and three
 brokers. The coordinator of a group is stopped (SIGSTOP) until the controller fences it and
 another broker leads the partition; an offset committed there is the group's; once the old
 coordinator runs again and follows the new leader, it answers the group's OffsetFetch with
 NOT_COORDINATOR. When it leads again (it is the preferred replica: the automatic leader
 balancing moves the partition back) it loads the partition anew and answers the offset
-committed meanwhile, never the one it had in memory."""
+committed meanwhile, never the one it had in memory. The same for a transactional id whose
+coordinator is that broker too: InitProducerId there bumps the epoch the other coordinator
+gave (2), not the one it held (1)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import uuid
 
 from confluent_kafka import Consumer, TopicPartition
 
-from spool.protocol._generated import OffsetFetchRequest
+from spool.protocol._generated import InitProducerIdRequest, OffsetFetchRequest
 from spool.protocol._generated.offset_fetch_request import OffsetFetchRequestTopic
 from spool.protocol.errors import Errors
 from tests.cluster.test_brokers import coordinator
@@ -47,7 +49,19 @@ def offset_fetch(bootstrap: str, group: str, topic: str) -> tuple[int, int]:
     return r.error_code, offset
 
 
-def test_a_deposed_group_coordinator_unloads_its_groups(cluster_factory):
+def init_producer_id(bootstrap: str, txn_id: str) -> tuple[int, int, int]:
+    """(error code, producer id, epoch) from InitProducerId v4 to that broker."""
+    c = RawClient(bootstrap)
+    try:
+        r = c.request(22, 4, InitProducerIdRequest(
+            transactional_id=txn_id, transaction_timeout_ms=60000, producer_id=-1,
+            producer_epoch=-1))
+    finally:
+        c.close()
+    return r.error_code, r.producer_id, r.producer_epoch
+
+
+def test_a_deposed_coordinator_unloads_its_groups_and_transactions(cluster_factory):
     cluster = cluster_factory(roles=ROLES, racks=RACKS, proxied=False, overrides={
         "replica.lag.time.max.ms": "3000", "broker.session.timeout.ms": "3000",
         "broker.heartbeat.interval.ms": "500",
@@ -60,6 +74,13 @@ def test_a_deposed_group_coordinator_unloads_its_groups(cluster_factory):
     old = cluster.wait_until("a group coordinator", lambda: coordinator(boot, group, 0), 60)
     commit(cluster.nodes[old].bootstrap, group, topic, 7)
     assert offset_fetch(cluster.nodes[old].bootstrap, group, topic) == (0, 7)
+    txn = next(t for t in (f"tx-{i}" for i in range(200))
+               if cluster.wait_until("a txn coordinator", lambda t=t: coordinator(
+                   boot, t, 1), 60) == old)
+    _, producer_id, epoch = cluster.wait_until("InitProducerId", lambda: (
+        lambda r: r if r[0] == 0 else f"InitProducerId: {r}")(
+            init_producer_id(cluster.nodes[old].bootstrap, txn)), 60)
+    assert epoch == 0
     others = [n for n in (2, 3, 4) if n != old]
 
     pid = cluster.nodes[old].pid
@@ -69,6 +90,12 @@ def test_a_deposed_group_coordinator_unloads_its_groups(cluster_factory):
             lambda n: n if n in others else f"coordinator {n}")(
                 coordinator(cluster.nodes[others[0]].bootstrap, group, 0)), 60)
         commit(cluster.nodes[new].bootstrap, group, topic, 9)
+        tnew = cluster.wait_until("another txn coordinator", lambda: (
+            lambda n: n if n in others else f"coordinator {n}")(
+                coordinator(cluster.nodes[others[0]].bootstrap, txn, 1)), 60)
+        assert cluster.wait_until("InitProducerId on the new coordinator", lambda: (
+            lambda r: r if r[0] == 0 else f"InitProducerId: {r}")(
+                init_producer_id(cluster.nodes[tnew].bootstrap, txn)), 60) == (0, producer_id, 1)
     finally:
         os.kill(pid, signal.SIGCONT)
     assert offset_fetch(cluster.nodes[new].bootstrap, group, topic) == (0, 9)
@@ -86,3 +113,12 @@ def test_a_deposed_group_coordinator_unloads_its_groups(cluster_factory):
         return got if got[0] == 0 else f"OffsetFetch: {got}"  # loading, or not yet its image
 
     assert cluster.wait_until("the old coordinator leads again", coordinates_again, 90) == (0, 9)
+
+    def leads_txn_again():
+        if coordinator(cluster.nodes[others[0]].bootstrap, txn, 1) != old:
+            return "not yet"
+        got = init_producer_id(cluster.nodes[old].bootstrap, txn)
+        return got if got[0] == 0 else f"InitProducerId: {got}"  # no epoch bump on an error
+
+    assert cluster.wait_until("the old txn coordinator leads again", leads_txn_again, 90) == (
+        0, producer_id, 2)
