@@ -141,7 +141,15 @@ def test_with_two_of_three_brokers_down_acks_all_is_refused_and_acks_1_works(
     parts = create_topic(cluster, topic)
     leader = parts[0].leader
     history = RecordHistory()
-    err, base, before = raw_produce(cluster.nodes[leader].bootstrap, topic, 0, -1, history, 0)
+    # Metadata names the leader a moment before it serves the partition (Kafka too): a
+    # client retries NOT_LEADER_OR_FOLLOWER (nothing appended: those attempts stay unknown)
+    deadline = time.monotonic() + 30
+    while True:
+        err, base, before = raw_produce(cluster.nodes[leader].bootstrap, topic, 0, -1,
+                                        history, 0)
+        if err != Errors.NOT_LEADER_OR_FOLLOWER or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     assert (err, base) == (0, 0), error_name(err)  # acks=all works with the full ISR
 
     followers = [n for n in parts[0].replicas if n != leader]

@@ -326,7 +326,7 @@ def test_acks_all_is_refused_when_min_insync_replicas_exceeds_the_single_node(br
         c.close()
     assert answers == [
         (KafkaError.NOT_ENOUGH_REPLICAS,
-         f"the in-sync replica set of {topic_name}-0 has 1 replica, fewer than "
+         f"the in-sync replica set of {topic_name}-0 has 1 replica(s), fewer than "
          f"min.insync.replicas=2", -1),
         (0, None, 0),  # acks=1 ignores min.insync.replicas, as in Kafka
     ]
