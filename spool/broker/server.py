@@ -88,6 +88,21 @@ _BYTES = (bytes, bytearray, memoryview)
 _NO_DESCRIPTORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 
+
+HANGUP_POLL_S = 0.5  # how often a stalled connection with unread requests asks TCP for a FIN
+_TCP_GONE_STATES = frozenset({7, 8, 9})  # Linux TCP_CLOSE, TCP_CLOSE_WAIT, TCP_LAST_ACK
+
+
+def _peer_closed(sock: socket.socket) -> bool:
+    """Whether the peer closed its end (FIN or RST), even with its last requests unread:
+    the connection's TCP state (Linux TCP_INFO's first byte)."""
+    try:
+        info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)
+    except OSError:
+        return False  # not TCP, or no TCP_INFO: EOF shows once the requests are read
+    return info[0] in _TCP_GONE_STATES
+
+
 class CloseConnection(Exception):
     """Raised by a dispatcher: the connection is condemned; ``str(e)`` says why."""
 
@@ -439,9 +454,22 @@ class Connection:
             if not data:
                 gone = True
                 _wake_future(fut)
-            loop.remove_reader(self.fd)  # bytes wait behind: nothing more to learn now
+            else:  # requests wait unread before any EOF: ask TCP for the peer's FIN instead
+                timer[0] = loop.call_later(HANGUP_POLL_S, poll_state)
+            loop.remove_reader(self.fd)
             watching = False
 
+        def poll_state() -> None:
+            nonlocal gone
+            if fut.done():
+                return
+            if _peer_closed(self.sock):
+                gone = True
+                _wake_future(fut)
+            else:
+                timer[0] = loop.call_later(HANGUP_POLL_S, poll_state)
+
+        timer: list[asyncio.TimerHandle | None] = [None]
         loop.add_reader(self.fd, peek)
         try:
             await fut
@@ -449,6 +477,8 @@ class Connection:
             self._reader_wake = None
             if watching:
                 loop.remove_reader(self.fd)
+            if timer[0] is not None:
+                timer[0].cancel()
             self.server.request_bytes.waiting.discard(self)
         return gone
 

@@ -458,3 +458,24 @@ def test_hang_up_seen_while_the_broker_has_stopped_reading_the_client(make_broke
     wait_until(lambda: fd_count(pid) <= fds0, 15, "the hung-up client's descriptor released")
     assert api_versions_ok(b.bootstrap)
     no_tracebacks(b)
+
+
+def test_hang_up_seen_while_requests_wait_unread_in_the_socket(make_broker):
+    """The client sends more parked fetches once the broker stopped reading it, then hangs
+    up: those bytes wait unread in the socket ahead of the EOF, which a read would only see
+    after them, so the broker asks TCP whether the peer closed (CI saw the 400-fetch case
+    above end like this under load: part of the 400 came after the broker stopped reading)."""
+    b = make_broker()
+    pid = b.proc.pid
+    create_topic(b.bootstrap, "quiet3")
+    fds0 = quiet_fds(b)
+    c = RawClient(b.bootstrap)
+    one = frame(1, 12, fetch_request("quiet3", max_wait_ms=600_000))
+    c.send_raw(one * 300)  # more than one connection may have running: reading stops
+    wait_until(lambda: fd_count(pid) > fds0, 15, "the connection accepted")
+    time.sleep(1.0)  # the broker dispatched what it may and stopped reading
+    c.send_raw(one * 100)  # these wait in the broker's socket buffer, unread
+    c.close()
+    wait_until(lambda: fd_count(pid) <= fds0, 15, "the hung-up client's descriptor released")
+    assert api_versions_ok(b.bootstrap)
+    no_tracebacks(b)
