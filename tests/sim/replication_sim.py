@@ -65,7 +65,10 @@ Invariants, checked after every event (``Violation`` names the first broken one)
 - at the end, every replica's log is the leader's, byte for byte; it holds every
   acknowledged batch, and each idempotent sequence once, in order;
 - the ISR contains the leader, in the controller's image and in every leader's Partition;
-  the controller elects a leader only from the ISR.
+  the controller elects a leader only from the ISR;
+- the ISR the controller holds for a leader's epoch is within that leader's maximal ISR
+  (the committed ISR plus a change in flight), the premise of its HW rule: a replica the
+  controller counts in sync, and so may elect, is one the leader's HW waits for.
 """
 
 from __future__ import annotations
@@ -956,6 +959,14 @@ class ReplicationSimulation:
                 raise Violation(f"leader {b.node_id} of epoch {epoch} shortened its log from "
                                 f"{last_leo} to {p.log_end_offset}")
             b.leo_seen = (epoch, p.log_end_offset)
+            reg = self._registration(self.controller.image)
+            if reg is not None and reg.leader == b.node_id and reg.leader_epoch == epoch:
+                missing = set(reg.isr) - set(p.maximal_isr)
+                if missing:
+                    raise Violation(
+                        f"leader {b.node_id}'s maximal ISR {list(p.maximal_isr)} lacks "
+                        f"{sorted(missing)} of the controller's ISR {list(reg.isr)} in epoch "
+                        f"{epoch}: its HW may pass a replica that can be elected")
             self._check_leader_has_acked(b)
         if any(e.broker == b.node_id for e in self.pending):
             self._complete_pending(b)
