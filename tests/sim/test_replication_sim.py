@@ -94,6 +94,26 @@ def test_the_simulator_catches_a_shell_that_forgets_an_isr_change_it_timed_out_o
     pytest.fail(f"no seed of 100 found it: {found}")
 
 
+def test_the_simulator_catches_a_leader_that_drops_its_isr_change_on_a_stale_image(
+        monkeypatch) -> None:
+    """The image catching up with an AlterPartition reply already applied (same leader
+    and partition epoch) must not settle the change sent after that reply."""
+    take = Partition._take
+
+    def forgetful(self: Partition, reg) -> None:
+        take(self, reg)
+        self.pending_isr = None
+
+    monkeypatch.setattr(Partition, "_take", forgetful)
+    for seed in range(50):
+        try:
+            ReplicationSimulation(seed).run()
+        except Violation as v:
+            if "of the controller's ISR" in str(v):
+                return
+    pytest.fail("no seed of 50 found it")
+
+
 @pytest.mark.parametrize("seed", [3, 4242])
 def test_a_seed_replays_exactly(seed: int) -> None:
     traces: list[list[str]] = [[], []]
