@@ -242,6 +242,7 @@ class Broker:
 
 class ReplicationSimulation:
     alter_failure_completes = False  # see _alter_done
+    stale_alter_reply_completes = False  # see _alter_done
 
     def __init__(self, seed: int, trace: Callable[[str], None] | None = None,
                  params: Params | None = None, base_dir: Path | None = None) -> None:
@@ -748,13 +749,27 @@ class ReplicationSimulation:
         errors (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, ...): the change stays
         pending until the metadata settles it (``make_leader`` / ``make_follower``).
         With ``alter_failure_completes`` (what a shell must not do): any error or a
-        timeout completes the change with None and retries after ALTER_RETRY_MS."""
+        timeout completes the change with None and retries after ALTER_RETRY_MS.
+        An answer to a change that is no longer the one pending (the image settled it,
+        another was proposed since: another pending ISR or partition epoch) is ignored,
+        as Kafka's ``partitionState != proposedIsrState``; with
+        ``stale_alter_reply_completes`` (what a shell must not do either) it completes
+        whatever change is pending."""
         m = b.alters.pop(req_id, None)
         if m is None or b.partition is None:
             return
         p = b.partition
         error = -1 if body is None else body["error"]
         moved = False
+        sent = m.body
+        if not self.stale_alter_reply_completes and (
+                p.pending_isr != tuple(r for r, _ in sent["isr"])
+                or (p.leader_epoch, p.partition_epoch) != (sent["leader_epoch"],
+                                                           sent["partition_epoch"])):
+            self._log(f"{b.node_id} AlterPartition {'timed out' if body is None else body}: "
+                      f"stale, the partition moved on (pending {p.pending_isr}, partition "
+                      f"epoch {p.partition_epoch})")
+            return  # Kafka: the state is no longer the one proposed; ignore the answer
         if not error:
             moved = p.complete_isr_change(body["isr"], body["leader_epoch"],
                                           body["partition_epoch"])
