@@ -37,7 +37,12 @@ Rules (the leader's, Kafka's):
   (``replication_status``).
 - Stale metadata: a registration with the same leader epoch and an older
   partition epoch than the one held (an AlterPartition reply already applied) is
-  ignored.
+  ignored; one with the same leader and partition epochs (the image catching up
+  with a reply already applied) keeps the ISR change in flight: only a new leader
+  or partition epoch settles it.
+- An AlterPartition answer counts only while its change is still the pending one
+  (``is_pending``; Kafka's ``partitionState == proposedIsrState``): a late answer to
+  a change the image settled must not clear a newer one.
 """
 
 from __future__ import annotations
@@ -126,12 +131,13 @@ class Partition:
         return reg.leader_epoch == self.leader_epoch and reg.partition_epoch < self.partition_epoch
 
     def _take(self, reg: PartitionRegistration) -> None:
+        if (reg.leader_epoch, reg.partition_epoch) != (self.leader_epoch, self.partition_epoch):
+            self.pending_isr = None  # a newer registration settles any change in flight
         self.leader_id = reg.leader
         self.leader_epoch = reg.leader_epoch
         self.partition_epoch = reg.partition_epoch
         self.replicas = tuple(reg.replicas)
         self.isr = tuple(reg.isr)
-        self.pending_isr = None  # the image settles any change in flight
 
     # -- transitions
 
@@ -168,6 +174,7 @@ class Partition:
             return False
         changed = reg.leader != self.leader_id or reg.leader_epoch != self.leader_epoch
         self._take(reg)
+        self.pending_isr = None  # only a leader proposes ISR changes
         self.followers = {}
         self.epoch_start_offset = UNKNOWN_OFFSET
         return changed
@@ -259,10 +266,20 @@ class Partition:
             raise RuntimeError(f"{self.topic}-{self.partition}: an ISR change is in flight")
         self.pending_isr = tuple(new_isr)
 
+    def is_pending(self, new_isr: tuple[int, ...], leader_epoch: int,
+                   partition_epoch: int) -> bool:
+        """Whether the change proposing ``new_isr`` at these epochs is still the one in
+        flight (an answer to any other is stale and must be ignored)."""
+        return (self.pending_isr == tuple(new_isr) and self.is_leader
+                and (self.leader_epoch, self.partition_epoch) == (leader_epoch,
+                                                                  partition_epoch))
+
     def complete_isr_change(self, isr: tuple[int, ...] | None, leader_epoch: int,
                             partition_epoch: int) -> bool:
-        """The AlterPartition answered (``isr`` None: it failed). Applies the reply when it
-        is for this leader epoch and newer than what is held; True if the HW moved."""
+        """The pending AlterPartition answered (``isr`` None: the controller applied
+        nothing, INELIGIBLE_REPLICA / OPERATION_NOT_ATTEMPTED). Applies the reply when it
+        is for this leader epoch and newer than what is held; True if the HW moved.
+        The caller checks ``is_pending`` first."""
         self.pending_isr = None
         if (isr is not None and self.is_leader and leader_epoch == self.leader_epoch
                 and partition_epoch > self.partition_epoch):
