@@ -26,6 +26,11 @@ is added at its Fetch. ISR changes go to the controller as AlterPartition v3
 (``broker.controller_channel``): one change in flight per partition, and one request in
 flight per broker carrying every change proposed meanwhile (Kafka's
 AlterPartitionManager), so a broker's death is one controller write, not one each.
+A change stays pending (the HW waits for its maximal ISR) until answered: no answer or
+a retriable error sends it again after ALTER_RETRY_MS (the controller may have applied
+it); INELIGIBLE_REPLICA / OPERATION_NOT_ATTEMPTED drop it; the errors that say the
+leader is out of date leave it to the metadata; an answer to a change no longer
+pending is ignored (Kafka's Partition.handleAlterPartitionError).
 
 Delayed produce (acks=-1, Kafka's ``DelayedProduce``): waits, keyed by partition and
 woken when its HW moves, its ISR changes or its leadership goes (no polling),
@@ -56,8 +61,17 @@ log = logging.getLogger("spool.replica")
 
 LeadershipListener = Callable[[str, int, bool, int], None]
 ALTER_PARTITION_VERSION = 3
-ALTER_RETRY_MS = 500  # after a failed AlterPartition, before that partition proposes again
-ALTER_TIMEOUT_S = 5.0  # an AlterPartition not answered by then fails (proposed again later)
+ALTER_RETRY_MS = 500  # after a failed AlterPartition, before it is sent again / proposed anew
+ALTER_TIMEOUT_S = 5.0  # an AlterPartition not answered by then is sent again
+# The controller applied nothing: the leader goes back to its committed ISR (Kafka's
+# Partition.handleAlterPartitionError).
+ALTER_NOT_APPLIED = frozenset({Errors.INELIGIBLE_REPLICA, Errors.OPERATION_NOT_ATTEMPTED})
+# The leader's state is out of date: the change stays pending until the metadata settles it.
+ALTER_AWAIT_METADATA = frozenset({
+    Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.UNKNOWN_TOPIC_ID, Errors.FENCED_LEADER_EPOCH,
+    Errors.INVALID_UPDATE_VERSION, Errors.INVALID_REQUEST, Errors.NEW_LEADER_ELECTED})
+# One proposed ISR change: the partition, the ISR, the leader and partition epochs sent.
+AlterProposal = tuple[Partition, tuple[int, ...], int, int]
 REPLICA_KEY = "replica"  # Broker wait keys: (REPLICA_KEY, topic, p) is followers' fetches
 
 
@@ -76,7 +90,7 @@ class ReplicaManager:
         self._seq = itertools.count()
         self._alter_retry_at: dict[tuple[str, int], int] = {}
         self._alter_in_flight: set[tuple[str, int]] = set()  # one ISR change each, queued or sent
-        self._alter_queue: dict[tuple[str, int], tuple[Partition, tuple[int, ...]]] = {}
+        self._alter_queue: dict[tuple[str, int], AlterProposal] = {}
         self._alter_sender: asyncio.Task | None = None
         self._tasks: set[asyncio.Task] = set()
         self._isr_task: asyncio.Task | None = None
@@ -271,11 +285,28 @@ class ReplicaManager:
         if (self.broker.controller_channel is None or part.topic_id is None
                 or key in self._alter_in_flight):
             return
-        self._alter_in_flight.add(key)
         part.begin_isr_change(new_isr)
-        self._alter_queue[key] = (part, tuple(new_isr))
+        self._queue_alter(key, (part, tuple(new_isr), part.leader_epoch, part.partition_epoch))
+
+    def _queue_alter(self, key: tuple[str, int], proposal: AlterProposal) -> None:
+        self._alter_in_flight.add(key)
+        self._alter_queue[key] = proposal
         if self._alter_sender is None or self._alter_sender.done():
             self._alter_sender = self._spawn(self._send_alters())
+
+    async def _resend_alters(self, batch: dict[tuple[str, int], AlterProposal]) -> None:
+        """Send again, after ALTER_RETRY_MS, the changes still pending (Kafka's
+        AlterPartitionManager retries until answered: the controller may have applied it)."""
+        try:
+            await asyncio.sleep(ALTER_RETRY_MS / 1000.0)
+        finally:
+            for key in batch:
+                self._alter_in_flight.discard(key)
+        for key, proposal in batch.items():
+            part, new_isr, leader_epoch, partition_epoch = proposal
+            if (self._partitions.get(key) is part
+                    and part.is_pending(new_isr, leader_epoch, partition_epoch)):
+                self._queue_alter(key, proposal)
 
     async def _send_alters(self) -> None:
         """Kafka's AlterPartitionManager: one AlterPartition in flight per broker, carrying
@@ -288,15 +319,21 @@ class ReplicaManager:
             except (ConnectionError, OSError, TimeoutError, KafkaError) as e:
                 log.info("AlterPartition for %d partition(s) not answered: %s", len(batch), e)
             except asyncio.CancelledError:
-                for part, _ in batch.values():
+                for part, *_ in batch.values():
                     part.pending_isr = None
                 raise
             finally:
                 for key in batch:
                     self._alter_in_flight.discard(key)
             now = self.broker.clock.now_ms()
-            for key, (part, new_isr) in batch.items():
-                self._alter_done(key, part, new_isr, answers.get(key), now)
+            resend: dict[tuple[str, int], AlterProposal] = {}
+            for key, proposal in batch.items():
+                if self._alter_done(key, proposal, answers.get(key), now):
+                    resend[key] = proposal
+            if resend:
+                for key in resend:
+                    self._alter_in_flight.add(key)
+                self._spawn(self._resend_alters(resend))
 
     async def _send_alter_batch(self, batch: dict) -> dict[tuple[str, int], Any]:
         img = self._image()
@@ -305,13 +342,13 @@ class ReplicaManager:
             raise KafkaError(Errors.STALE_BROKER_EPOCH, "this broker is not registered yet")
         by_topic: dict[Any, list[apreq.PartitionData]] = {}
         names: dict[Any, str] = {}
-        for part, new_isr in batch.values():
+        for part, new_isr, leader_epoch, partition_epoch in batch.values():
             names[part.topic_id] = part.topic
             by_topic.setdefault(part.topic_id, []).append(apreq.PartitionData(
-                partition_index=part.partition, leader_epoch=part.leader_epoch,
+                partition_index=part.partition, leader_epoch=leader_epoch,
                 new_isr_with_epochs=[apreq.BrokerState(broker_id=r, broker_epoch=(
                     img.brokers[r].epoch if r in img.brokers else -1)) for r in new_isr],
-                leader_recovery_state=0, partition_epoch=part.partition_epoch))
+                leader_recovery_state=0, partition_epoch=partition_epoch))
         req = AlterPartitionRequest(broker_id=self.node_id, broker_epoch=me.epoch, topics=[
             apreq.TopicData(topic_id=tid, partitions=ps) for tid, ps in by_topic.items()])
         resp = await self.broker.controller_channel.send(
@@ -321,27 +358,42 @@ class ReplicaManager:
         return {(names.get(t.topic_id, ""), p.partition_index): p
                 for t in resp.topics for p in t.partitions}
 
-    def _alter_done(self, key: tuple[str, int], part: Partition, new_isr: tuple[int, ...],
-                    answer: Any, now_ms: int) -> None:
-        isr, leader_epoch, partition_epoch = None, part.leader_epoch, -1
-        if answer is None or answer.error_code:
-            if answer is not None:
-                log.info("%s-%d: AlterPartition to ISR %s failed: %s", part.topic,
-                         part.partition, list(new_isr), error_name(answer.error_code))
-            self._alter_retry_at[key] = now_ms + ALTER_RETRY_MS
-        else:
-            isr, leader_epoch, partition_epoch = (tuple(answer.isr), answer.leader_epoch,
-                                                  answer.partition_epoch)
-            self._alter_retry_at.pop(key, None)
-            log.info("%s-%d: ISR is now %s (partition epoch %d)", part.topic, part.partition,
-                     list(isr), partition_epoch)
+    def _alter_done(self, key: tuple[str, int], proposal: AlterProposal, answer: Any,
+                    now_ms: int) -> bool:
+        """Act on one change's answer (None: not answered) by Kafka's rules; True: send it
+        again. An answer to a change no longer pending (the image settled it, another was
+        proposed since) is ignored: it must not clear the newer change."""
+        part, new_isr, leader_epoch, partition_epoch = proposal
         if self._partitions.get(key) is not part:
             part.pending_isr = None
-            return
-        if part.complete_isr_change(isr, leader_epoch, partition_epoch):
+            return False
+        if not part.is_pending(new_isr, leader_epoch, partition_epoch):
+            log.info("%s-%d: AlterPartition to ISR %s answered after the partition moved on "
+                     "(ISR %s, pending %s, partition epoch %d): ignored", part.topic,
+                     part.partition, list(new_isr), list(part.isr), part.pending_isr,
+                     part.partition_epoch)
+            return False
+        error = Errors.REQUEST_TIMED_OUT if answer is None else answer.error_code
+        if error:
+            log.info("%s-%d: AlterPartition to ISR %s failed: %s", part.topic,
+                     part.partition, list(new_isr), error_name(error))
+            self._alter_retry_at[key] = now_ms + ALTER_RETRY_MS
+            if error in ALTER_AWAIT_METADATA:
+                return False  # pending until the image brings a new leader/partition epoch
+            if error not in ALTER_NOT_APPLIED:
+                return True  # it may have been applied: send the same change again
+            moved = part.complete_isr_change(None, leader_epoch, -1)
+        else:
+            self._alter_retry_at.pop(key, None)
+            log.info("%s-%d: ISR is now %s (partition epoch %d)", part.topic, part.partition,
+                     list(answer.isr), answer.partition_epoch)
+            moved = part.complete_isr_change(tuple(answer.isr), answer.leader_epoch,
+                                             answer.partition_epoch)
+        if moved:
             self._hw_moved(part)
         else:
             self._wake_produces(part)
+        return False
 
     async def _isr_loop(self) -> None:
         interval = max(self.lag_ms / 2000.0, 0.05)

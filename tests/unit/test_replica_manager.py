@@ -19,7 +19,7 @@ from spool.cluster.local_changes import LocalReplicaChanges, TopicIdPartition
 from spool.protocol._generated import AlterPartitionResponse
 from spool.protocol._generated import alter_partition_response as apr
 from spool.protocol.errors import Errors, KafkaError
-from spool.replica.manager import REPLICA_KEY, ReplicaManager
+from spool.replica.manager import ALTER_RETRY_MS, REPLICA_KEY, ReplicaManager
 from spool.storage.config import LogConfig
 from spool.storage.log import PartitionLog
 from spool.util.clock import FakeClock
@@ -229,4 +229,45 @@ async def test_isr_changes_of_many_partitions_go_in_one_alter_partition(tmp_path
         partition_index=1, error_code=Errors.INVALID_UPDATE_VERSION))
     await broker.controller_channel.answers.put(resp)
     await settle()
-    assert [(p.isr, p.pending_isr) for p in parts] == [((1,), None), ((1, 2, 3), None)]
+    # INVALID_UPDATE_VERSION: partition 1 keeps its change until the metadata settles it
+    assert [(p.isr, p.pending_isr) for p in parts] == [((1,), None), ((1, 2, 3), (1,))]
+    rm.apply_changes(None, changes(leaders={tp1: reg(isr=(1, 2, 3), pepoch=8)}))
+    assert (parts[1].isr, parts[1].pending_isr) == ((1, 2, 3), None)
+
+
+@in_loop
+async def test_an_unanswered_isr_change_stays_pending_and_is_sent_again(tmp_path):
+    broker, rm, _ = manager(tmp_path)
+    rm.apply_changes(None, changes(leaders={TP: reg(isr=(1, 2))}))
+    part = rm.leader_partition("t", 0)
+    rm.append_as_leader(part, make_batch(2), acks=1, now_ms=broker.clock.now_ms())
+    rm.follower_fetched(part, 3, 1, broker.clock.now_ms())
+    await settle()
+    await broker.controller_channel.answers.put(answer([1, 2, 3], code=Errors.NOT_CONTROLLER))
+    await settle()
+    # the controller may have applied it: the HW still waits for 3
+    assert (part.isr, part.pending_isr, part.maximal_isr) == ((1, 2), (1, 2, 3), (1, 2, 3))
+    await asyncio.sleep(ALTER_RETRY_MS / 1000 + 0.2)
+    reqs = broker.controller_channel.requests
+    assert [([s.broker_id for s in r.topics[0].partitions[0].new_isr_with_epochs],
+             r.topics[0].partitions[0].partition_epoch) for r in reqs] == [
+        ([1, 2, 3], 7), ([1, 2, 3], 7)]
+    await broker.controller_channel.answers.put(answer([1, 2, 3]))
+    await settle()
+    assert (part.isr, part.pending_isr, part.partition_epoch) == ((1, 2, 3), None, 8)
+
+
+@in_loop
+async def test_a_late_answer_to_a_settled_change_leaves_the_newer_one_pending(tmp_path):
+    broker, rm, _ = manager(tmp_path)
+    rm.apply_changes(None, changes(leaders={TP: reg(isr=(1, 2))}))
+    part = rm.leader_partition("t", 0)
+    rm.append_as_leader(part, make_batch(2), acks=1, now_ms=broker.clock.now_ms())
+    rm.follower_fetched(part, 3, 1, broker.clock.now_ms())  # proposes [1, 2, 3] at 7
+    await settle()
+    rm.apply_changes(None, changes(leaders={TP: reg(isr=(1, 2, 3), pepoch=8)}))  # settled
+    part.begin_isr_change((1, 3))  # a newer change, as a shrink would propose
+    await broker.controller_channel.answers.put(answer([1, 2], partition_epoch=8,
+                                                       code=Errors.INELIGIBLE_REPLICA))
+    await settle()
+    assert (part.isr, part.pending_isr, part.partition_epoch) == ((1, 2, 3), (1, 3), 8)
