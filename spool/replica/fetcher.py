@@ -51,10 +51,10 @@ import contextlib
 import logging
 import time
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from spool.net.client import ClientError, NodeClient
 from spool.protocol._generated import (
@@ -145,6 +145,22 @@ def truncation_offset(cache: LeaderEpochCache, leo: int, hw: int, leader_epoch: 
     if f_epoch != leader_epoch:
         return min(f_end, leo), False
     return min(end_offset, f_end, leo), True
+
+
+_Answer = TypeVar("_Answer")
+
+
+def matched_answers(sent: dict[Key, tuple[PartitionFetchState, int]],
+                    answers: Iterable[tuple[str, int, _Answer]],
+                    ) -> Iterator[tuple[_Answer, PartitionFetchState, int]]:
+    """Each (topic, partition, answer) of a response with the state and value it was sent for,
+    popped from `sent` (what stays there went unanswered); answers for partitions not sent, or
+    removed since, are skipped."""
+    for topic, partition, answer in answers:
+        entry = sent.pop((topic, partition), None)
+        if entry is None or entry[0].removed:
+            continue
+        yield answer, entry[0], entry[1]
 
 
 def fetcher_index(topic: str, partition: int, num_fetchers: int) -> int:
@@ -378,23 +394,18 @@ class ReplicaFetcher:
         req = OffsetForLeaderEpochRequest(replica_id=self.manager.node_id, topics=[
             OffsetForLeaderTopic(topic=t, partitions=ps) for t, ps in by_topic.items()])
         resp = await client.request(req, OFFSET_FOR_LEADER_EPOCH_VERSION)
-        for t in resp.topics:
-            for r in t.partitions:
-                entry = sent.pop((t.topic, r.partition), None)
-                if entry is None or entry[0].removed:
-                    continue
-                s, asked = entry
-                if r.error_code:
-                    self._partition_error(s, r.error_code, "OffsetForLeaderEpoch")
-                    continue
-                plog = s.partition.log
-                target, done = truncation_offset(plog.leader_epochs, plog.log_end_offset,
-                                                 plog.high_watermark, r.leader_epoch,
-                                                 r.end_offset)
-                log.info("%s-%d: leader %d says epoch %d ends at %d (asked %d): truncating "
-                         "to %d%s", t.topic, r.partition, self.leader_id, r.leader_epoch,
-                         r.end_offset, asked, target, "" if done else ", then asking again")
-                await self._truncate_to(s, target, done=done)
+        answers = ((t.topic, r.partition, r) for t in resp.topics for r in t.partitions)
+        for r, s, asked in matched_answers(sent, answers):
+            if r.error_code:
+                self._partition_error(s, r.error_code, "OffsetForLeaderEpoch")
+                continue
+            plog = s.partition.log
+            target, done = truncation_offset(plog.leader_epochs, plog.log_end_offset,
+                                             plog.high_watermark, r.leader_epoch, r.end_offset)
+            log.info("%s-%d: leader %d says epoch %d ends at %d (asked %d): truncating "
+                     "to %d%s", s.partition.topic, r.partition, self.leader_id, r.leader_epoch,
+                     r.end_offset, asked, target, "" if done else ", then asking again")
+            await self._truncate_to(s, target, done=done)
         for s, _ in sent.values():  # not answered: ask again later
             if not s.removed:
                 self._back_off([s], "no OffsetForLeaderEpoch answer")
@@ -435,18 +446,14 @@ class ReplicaFetcher:
             self._back_off(states, f"Fetch error {resp.error_code}")
             return
         appends = []
-        for t in resp.responses:
-            for r in t.partitions:
-                entry = sent.pop((t.topic, r.partition_index), None)
-                if entry is None or entry[0].removed:
-                    continue
-                s, offset = entry
-                if r.error_code == Errors.OFFSET_OUT_OF_RANGE:
-                    await self._out_of_range(client, s, offset)
-                elif r.error_code:
-                    self._partition_error(s, r.error_code, "Fetch")
-                else:
-                    appends.append((s, self._process(s, offset, r)))
+        answers = ((t.topic, r.partition_index, r) for t in resp.responses for r in t.partitions)
+        for r, s, offset in matched_answers(sent, answers):
+            if r.error_code == Errors.OFFSET_OUT_OF_RANGE:
+                await self._out_of_range(client, s, offset)
+            elif r.error_code:
+                self._partition_error(s, r.error_code, "Fetch")
+            else:
+                appends.append((s, self._process(s, offset, r)))
         # partitions' log jobs are independent: run them side by side in the executor
         results = await asyncio.gather(*(c for _, c in appends), return_exceptions=True)
         for (s, _), result in zip(appends, results, strict=True):
