@@ -77,6 +77,31 @@ def batches(log: PartitionLog, end: int) -> list[bytes]:
     return [bytes(b) for b in log.iter_batches() if BatchHeader.parse(b).base_offset < end]
 
 
+def follow(broker, part: Partition, done) -> None:
+    """Run a fetcher manager following `part`'s leader on `broker` until `done()`."""
+    async def go():
+        fm = manager(broker, [])
+        fm.add([part])
+        await until(done)
+        await fm.shutdown()
+
+    asyncio.run(go())
+
+
+def caught_up(part: Partition, end: int):
+    """`part`'s log end and high watermark are both `end`."""
+    return lambda: part.log_end_offset == end and part.high_watermark == end
+
+
+def leader_batches(broker, topic: str, p: int, end: int) -> list[bytes]:
+    """The (stopped) leader's batches of partition `p` below `end`."""
+    leader = leader_log(broker, topic, p)
+    try:
+        return batches(leader, end)
+    finally:
+        leader.close()
+
+
 def create(broker, topic: str, partitions: int) -> None:
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
@@ -138,18 +163,10 @@ def test_follower_truncates_a_divergent_tail(fresh_broker, topic_name, tmp_path)
     plog.append(epoch_batch(3, 2, 0, 90) + epoch_batch(5, 4, 4, 91), assign_offsets=False)
     assert [tuple(e) for e in plog.leader_epochs.entries()] == [(0, 0), (4, 5)]
 
-    async def go():
-        fm = manager(b, [])
-        fm.add([part])
-        await until(lambda: part.log_end_offset == 8 and part.high_watermark == 8)
-        await fm.shutdown()
-
-    asyncio.run(go())
+    follow(b, part, caught_up(part, 8))
     b.stop()
-    leader = leader_log(b, topic_name, 0)
-    assert batches(plog, 8) == batches(leader, 8)
+    assert batches(plog, 8) == leader_batches(b, topic_name, 0, 8)
     assert [tuple(e) for e in plog.leader_epochs.entries()] == [(0, 0), (3, 3), (5, 6)]
-    leader.close()
     plog.close()
 
 
@@ -163,13 +180,7 @@ def test_follower_behind_the_leaders_log_start_restarts_there(fresh_broker, topi
     assert fut.result(30).low_watermark == 40
     part = follower(tmp_path, topic_name, 0)
 
-    async def go():
-        fm = manager(b, [])
-        fm.add([part])
-        await until(lambda: part.log_end_offset == 60)
-        await fm.shutdown()
-
-    asyncio.run(go())
+    follow(b, part, lambda: part.log_end_offset == 60)
     b.stop()
     assert part.log.log_start_offset == 40
     leader = leader_log(b, topic_name, 0)

@@ -6,19 +6,18 @@ gone and it then holds exactly the leader's log."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from tests.integration.test_replica_fetcher import (
     batches,
+    caught_up,
     create,
     epoch_batch,
+    follow,
     follower,
+    leader_batches,
     leader_log,
-    manager,
     produce,
-    until,
 )
 
 pytestmark = pytest.mark.timeout(180)
@@ -45,15 +44,7 @@ def test_a_follower_without_leader_epochs_truncates_to_its_high_watermark(
     plog.leader_epochs.clear()
     assert (plog.leader_epochs.latest_epoch(), plog.log_end_offset) == (-1, 6)
 
-    async def go():
-        fm = manager(b, [])
-        fm.add([part])
-        await until(lambda: part.log_end_offset == 8 and part.high_watermark == 8)
-        await fm.shutdown()
-
-    asyncio.run(go())
+    follow(b, part, caught_up(part, 8))
     b.stop()
-    leader = leader_log(b, topic_name, 0)
-    assert batches(plog, 8) == batches(leader, 8)
-    leader.close()
+    assert batches(plog, 8) == leader_batches(b, topic_name, 0, 8)
     plog.close()
