@@ -199,6 +199,20 @@ def test_unloading_answers_parked_joins_not_coordinator_and_stops_their_timers()
     asyncio.run(main())
 
 
+def stored_prepare_commit(b, txn: str) -> int:
+    """`txn` in PREPARE_COMMIT (producer 1000, epoch 3) over data-0 and data-1, both led here,
+    written to its ``__transaction_state`` partition: that partition's index."""
+    p = partition_for(txn, 2)
+    m = TxnMetadata(txn, 1000, 3, 60_000, TxnState.PREPARE_COMMIT,
+                    frozenset({("data", 0), ("data", 1)}), 5, 1)
+    bb = BatchBuilder()
+    bb.append(encode_key(txn), encode_value(m), timestamp=1)
+    b.data[(TXNS, p)].batches.append(bytes(bb.build()))
+    b.view.leaders[("data", 0)] = (NODE, 0)
+    b.view.leaders[("data", 1)] = (NODE, 0)
+    return p
+
+
 def test_a_prepare_commit_found_at_load_is_completed_by_the_new_coordinator():
     async def main():
         b, w = broker()
@@ -206,14 +220,7 @@ def test_a_prepare_commit_found_at_load_is_completed_by_the_new_coordinator():
         b.groups = groups
         rt = TransactionRuntime(b, w)
         txn = "tx-a"
-        p = partition_for(txn, 2)
-        m = TxnMetadata(txn, 1000, 3, 60_000, TxnState.PREPARE_COMMIT,
-                        frozenset({("data", 0), ("data", 1)}), 5, 1)
-        bb = BatchBuilder()
-        bb.append(encode_key(txn), encode_value(m), timestamp=1)
-        b.data[(TXNS, p)].batches.append(bytes(bb.build()))
-        b.view.leaders[("data", 0)] = (NODE, 0)
-        b.view.leaders[("data", 1)] = (NODE, 0)
+        p = stored_prepare_commit(b, txn)
         lead(b, TXNS, p, 4, rt)
         await settle()
         b.gate.open()

@@ -11,10 +11,16 @@ import asyncio
 from spool.broker.group_runtime import GroupRuntime
 from spool.broker.txn_runtime import TransactionRuntime
 from spool.coordinator import partition_for
-from spool.coordinator.transaction import TxnMetadata, TxnState, encode_key, encode_value
+from spool.coordinator.transaction import TxnState
 from spool.records.batch import BatchHeader
-from spool.records.builder import BatchBuilder
-from tests.unit.test_coordinator_partitions import NODE, OFFSETS, TXNS, broker, lead, settle
+from tests.unit.test_coordinator_partitions import (
+    OFFSETS,
+    TXNS,
+    broker,
+    lead,
+    settle,
+    stored_prepare_commit,
+)
 
 
 class HeldWriter:
@@ -51,14 +57,7 @@ def test_complete_commit_waits_for_the_markers_to_be_replicated():
         b.groups = GroupRuntime(b, w)
         rt = TransactionRuntime(b, w)
         txn = "tx-a"
-        p = partition_for(txn, 2)
-        m = TxnMetadata(txn, 1000, 3, 60_000, TxnState.PREPARE_COMMIT,
-                        frozenset({("data", 0), ("data", 1)}), 5, 1)
-        bb = BatchBuilder()
-        bb.append(encode_key(txn), encode_value(m), timestamp=1)
-        b.data[(TXNS, p)].batches.append(bytes(bb.build()))
-        b.view.leaders[("data", 0)] = (NODE, 0)
-        b.view.leaders[("data", 1)] = (NODE, 0)
+        p = stored_prepare_commit(b, txn)
         lead(b, TXNS, p, 4, rt)
         await settle()
         b.gate.open()  # the load reads the partition
