@@ -21,6 +21,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from spool.protocol._generated import FindCoordinatorRequest
 from tests.helpers.cluster_proc import COMBINED
+from tests.helpers.consume import consume_values
 from tests.helpers.raw_client import RawClient
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -141,20 +142,10 @@ def test_a_group_keeps_its_offsets_when_its_coordinator_is_killed(cluster_factor
 
 def read_committed(bootstrap: str, topic: str, partitions: int, want: int,
                    wait_s: float) -> list[bytes]:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"verify-{uuid.uuid4().hex[:6]}",
-                  "enable.auto.commit": False, "isolation.level": "read_committed", **QUIET})
-    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    out: list[bytes] = []
-    deadline = time.monotonic() + wait_s
-    try:
-        while time.monotonic() < deadline:
-            msgs = c.consume(1000, 0.5)
-            out += [m.value() for m in msgs if m.error() is None]
-            if len(out) >= want and not msgs:
-                break
-    finally:
-        c.close()
-    return out
+    return consume_values(
+        {"bootstrap.servers": bootstrap, "group.id": f"verify-{uuid.uuid4().hex[:6]}",
+         "enable.auto.commit": False, "isolation.level": "read_committed", **QUIET},
+        topic, partitions, want, wait_s)
 
 
 def start_processor(bootstrap: str, src: str, dst: str, log: Path) -> subprocess.Popen:

@@ -13,8 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.helpers.consume import consume_values
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDS = 4000
@@ -22,20 +24,9 @@ PARTITIONS = 3
 
 
 def read_committed(bootstrap: str, topic: str, want: int, wait_s: float) -> list[bytes]:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "verify", "enable.auto.commit": False,
-                  "isolation.level": "read_committed"})
-    c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-    out: list[bytes] = []
-    deadline = time.monotonic() + wait_s
-    try:
-        while time.monotonic() < deadline:
-            msgs = c.consume(1000, 0.5)
-            out += [m.value() for m in msgs if m.error() is None]
-            if len(out) >= want and not msgs:
-                break
-    finally:
-        c.close()
-    return out
+    return consume_values({"bootstrap.servers": bootstrap, "group.id": "verify",
+                           "enable.auto.commit": False, "isolation.level": "read_committed"},
+                          topic, PARTITIONS, want, wait_s)
 
 
 def start_processor(bootstrap: str, src: str, dst: str) -> subprocess.Popen:

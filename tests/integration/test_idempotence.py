@@ -6,31 +6,21 @@ from __future__ import annotations
 import time
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from spool.protocol._generated import InitProducerIdRequest, ProduceRequest
 from spool.protocol._generated.produce_request import PartitionProduceData, TopicProduceData
 from spool.protocol.errors import Errors
 from spool.records.builder import BatchBuilder
+from tests.helpers.consume import consume_values
 from tests.helpers.cut_proxy import CutProxy, free_port
 from tests.helpers.raw_client import RawClient
 
 
 def read_all(bootstrap: str, topic: str, expected: int) -> list[bytes]:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "idem", "enable.auto.commit": False})
-    c.assign([TopicPartition(topic, 0, 0)])
-    out: list[bytes] = []
-    deadline = time.monotonic() + 20
-    try:
-        while time.monotonic() < deadline:
-            msgs = c.consume(1000, 0.5)
-            out += [m.value() for m in msgs if m.error() is None]
-            if len(out) >= expected and not msgs:
-                break
-    finally:
-        c.close()
-    return out
+    return consume_values({"bootstrap.servers": bootstrap, "group.id": "idem",
+                           "enable.auto.commit": False}, topic, 1, expected, 20)
 
 
 @pytest.mark.timeout(120)
