@@ -11,21 +11,13 @@ from spool.protocol._generated import (
 from spool.protocol._generated.create_topics_request import CreatableTopic
 from spool.protocol._generated.describe_topic_partitions_request import TopicRequest
 from spool.protocol._generated.metadata_request import MetadataRequestTopic
-from tests.helpers.raw_client import RawClient
+from tests.helpers.raw_client import request_once
 
 NAME = "dtp-3x3"
 
 
-def ask(bootstrap: str, api_key: int, version: int, req):
-    c = RawClient(bootstrap)
-    try:
-        return c.request(api_key, version, req)
-    finally:
-        c.close()
-
-
 def metadata_partitions(bootstrap: str):
-    md = ask(bootstrap, 3, 12, MetadataRequest(topics=[MetadataRequestTopic(name=NAME)],
+    md = request_once(bootstrap, 3, 12, MetadataRequest(topics=[MetadataRequestTopic(name=NAME)],
                                                allow_auto_topic_creation=False))
     [t] = md.topics
     return t.error_code, t.topic_id, [(p.partition_index, p.leader_id, p.leader_epoch,
@@ -37,7 +29,7 @@ def test_another_broker_describes_a_replicated_topic_as_its_metadata_does(cluste
     cluster = cluster_factory().start()
     cluster.wait_formed()
     creator, asked = cluster.brokers[0], cluster.brokers[1]
-    resp = ask(creator.bootstrap, 19, 7, CreateTopicsRequest(timeout_ms=10000, topics=[
+    resp = request_once(creator.bootstrap, 19, 7, CreateTopicsRequest(timeout_ms=10000, topics=[
         CreatableTopic(name=NAME, num_partitions=3, replication_factor=3, assignments=[],
                        configs=[])]))
     assert [(t.name, t.error_code) for t in resp.topics] == [(NAME, 0)]
@@ -49,7 +41,7 @@ def test_another_broker_describes_a_replicated_topic_as_its_metadata_does(cluste
         return parts if full else f"{code} {parts}"
 
     cluster.wait_until(f"node {asked.node_id} lists {NAME} with a full ISR", settled)
-    got = ask(asked.bootstrap, 75, 0, DescribeTopicPartitionsRequest(
+    got = request_once(asked.bootstrap, 75, 0, DescribeTopicPartitionsRequest(
         topics=[TopicRequest(name=NAME)]))
     _, topic_id, expected = metadata_partitions(asked.bootstrap)
     assert got.next_cursor is None

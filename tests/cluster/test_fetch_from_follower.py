@@ -21,7 +21,7 @@ from spool.protocol._generated.fetch_request import FetchPartition, FetchTopic
 from spool.protocol.errors import Errors
 from spool.records.batch import iter_batches
 from spool.replica.selector import RACK_AWARE
-from tests.helpers.raw_client import RawClient
+from tests.helpers.raw_client import request_once
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -29,20 +29,12 @@ TOPIC = "near"
 N = 60
 
 
-def ask(bootstrap: str, api_key: int, version: int, req):
-    c = RawClient(bootstrap)
-    try:
-        return c.request(api_key, version, req)
-    finally:
-        c.close()
-
-
 def fetch(bootstrap: str, version: int, rack: str = "", offset: int = 0, isolation: int = 0):
     req = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
                        isolation_level=isolation, rack_id=rack, topics=[FetchTopic(
                            topic=TOPIC, partitions=[FetchPartition(
                                partition=0, fetch_offset=offset, partition_max_bytes=1 << 20)])])
-    [p] = ask(bootstrap, 1, version, req).responses[0].partitions
+    [p] = request_once(bootstrap, 1, version, req).responses[0].partitions
     records = bytes(p.records or b"")
     return p, sum(h.records_count for _, h in iter_batches(records) if not h.is_control)
 
@@ -83,7 +75,7 @@ def test_consumers_fetch_from_the_replica_in_their_rack(cluster_factory):
         "replica.selector.class": RACK_AWARE, "replica.lag.time.max.ms": "3000"}).start()
     cluster.wait_formed()
     boot = cluster.nodes[1].bootstrap
-    resp = ask(boot, 19, 7, CreateTopicsRequest(timeout_ms=10000, topics=[CreatableTopic(
+    resp = request_once(boot, 19, 7, CreateTopicsRequest(timeout_ms=10000, topics=[CreatableTopic(
         name=TOPIC, num_partitions=-1, replication_factor=-1, configs=[], assignments=[
             CreatableReplicaAssignment(partition_index=0, broker_ids=[1, 2, 3])])]))
     assert [t.error_code for t in resp.topics] == [0]

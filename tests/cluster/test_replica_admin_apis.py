@@ -17,24 +17,16 @@ from spool.protocol._generated import (
 from spool.protocol._generated.create_topics_request import CreatableTopic
 from spool.protocol._generated.describe_producers_request import TopicRequest
 from spool.protocol.errors import Errors
-from tests.helpers.raw_client import RawClient
+from tests.helpers.raw_client import request_once
 
 pytestmark = pytest.mark.timeout(240)
 
 TOPIC = "la"
 
 
-def ask(bootstrap: str, api_key: int, version: int, req):
-    c = RawClient(bootstrap)
-    try:
-        return c.request(api_key, version, req)
-    finally:
-        c.close()
-
-
 def held(bootstrap: str) -> dict[int, tuple[int, int]] | str:
     """{partition: (size, offset lag)} of TOPIC as this broker's DescribeLogDirs lists it."""
-    resp = ask(bootstrap, 35, 4, DescribeLogDirsRequest(topics=None))
+    resp = request_once(bootstrap, 35, 4, DescribeLogDirsRequest(topics=None))
     out = {}
     for r in resp.results:
         if r.error_code:
@@ -50,7 +42,7 @@ def test_every_replica_describes_its_log_and_the_leader_its_producers(cluster_fa
     cluster = cluster_factory(overrides={"replica.lag.time.max.ms": "3000"}).start()
     cluster.wait_formed()
     boot = cluster.nodes[1].bootstrap
-    resp = ask(boot, 19, 7, CreateTopicsRequest(timeout_ms=10000, topics=[CreatableTopic(
+    resp = request_once(boot, 19, 7, CreateTopicsRequest(timeout_ms=10000, topics=[CreatableTopic(
         name=TOPIC, num_partitions=1, replication_factor=3, assignments=[], configs=[])]))
     assert [t.error_code for t in resp.topics] == [0]
     def settled() -> int | str:
@@ -93,7 +85,7 @@ def test_every_replica_describes_its_log_and_the_leader_its_producers(cluster_fa
 
     described = {}
     for n in cluster.brokers:
-        r = ask(n.bootstrap, 61, 0, DescribeProducersRequest(topics=[
+        r = request_once(n.bootstrap, 61, 0, DescribeProducersRequest(topics=[
             TopicRequest(name=TOPIC, partition_indexes=[0])]))
         [part] = r.topics[0].partitions
         described[n.node_id] = (part.error_code, [(s.producer_epoch, s.last_sequence)

@@ -69,3 +69,12 @@ class RawClient:
             return True
         except TimeoutError:
             return False
+
+
+def request_once(bootstrap: str, api_key: int, version: int, request):
+    """One request on a fresh connection to `bootstrap` (closed after): its decoded response."""
+    c = RawClient(bootstrap)
+    try:
+        return c.request(api_key, version, request)
+    finally:
+        c.close()
