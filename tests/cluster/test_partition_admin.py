@@ -17,6 +17,8 @@ from kafka.admin import KafkaAdminClient
 from spool.protocol.errors import Errors
 
 TOPIC = "admin-pa"
+# a broker that stops heartbeating is fenced within seconds
+FAST_FENCING = {"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500"}
 
 
 def partitions(bootstrap: str, topic: str) -> dict[int, tuple[int, list[int], list[int]]]:
@@ -50,12 +52,16 @@ def elect(bootstrap: str, *pids: int) -> dict[int, int]:
     return {tp.partition: 0 if err is None else err.code() for tp, err in result.items()}
 
 
-def test_preferred_election_and_reassignments_through_any_broker(cluster_factory):
-    cluster = cluster_factory(overrides={"auto.leader.rebalance.enable": "false",
-                                         "broker.session.timeout.ms": "3000",
-                                         "broker.heartbeat.interval.ms": "500"}).start()
+def formed(cluster_factory, overrides: dict[str, str]) -> tuple:
+    """A formed cluster with these broker overrides, and an AdminClient on it."""
+    cluster = cluster_factory(overrides=overrides).start()
     cluster.wait_formed()
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    return cluster, AdminClient({"bootstrap.servers": cluster.bootstrap})
+
+
+def test_preferred_election_and_reassignments_through_any_broker(cluster_factory):
+    cluster, admin = formed(cluster_factory,
+                            {"auto.leader.rebalance.enable": "false", **FAST_FENCING})
     fs = admin.create_topics([NewTopic(TOPIC, num_partitions=2, replica_assignment=[[1, 2, 3], [2, 3, 1]])],
                              request_timeout=15)
     fs[TOPIC].result(timeout=20)
@@ -111,11 +117,8 @@ def test_preferred_election_and_reassignments_through_any_broker(cluster_factory
 
 
 def test_the_controller_moves_leaders_back_to_preferred_replicas_by_itself(cluster_factory):
-    cluster = cluster_factory(overrides={"leader.imbalance.check.interval.seconds": "1",
-                                         "broker.session.timeout.ms": "3000",
-                                         "broker.heartbeat.interval.ms": "500"}).start()
-    cluster.wait_formed()
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    cluster, admin = formed(cluster_factory,
+                            {"leader.imbalance.check.interval.seconds": "1", **FAST_FENCING})
     admin.create_topics([NewTopic(TOPIC, num_partitions=1, replica_assignment=[[1, 2, 3]])],
                         request_timeout=15)[TOPIC].result(timeout=20)
     everywhere(cluster, "the topic everywhere", {0: (1, [1, 2, 3], [1, 2, 3])})
@@ -136,9 +139,7 @@ def test_a_reassignment_moves_the_records_then_drops_the_old_replica(cluster_fac
     """Kafka's three steps on real processes: the new replica fetches what the leader has,
     the leader puts it in the ISR, the controller drops the old replica (which deletes its
     copy) and the new replica leads with every record."""
-    cluster = cluster_factory(overrides={"replica.lag.time.max.ms": "3000"}).start()
-    cluster.wait_formed()
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    cluster, admin = formed(cluster_factory, {"replica.lag.time.max.ms": "3000"})
     admin.create_topics([NewTopic(TOPIC, num_partitions=1, replica_assignment=[[1]])],
                         request_timeout=15)[TOPIC].result(timeout=20)
     everywhere(cluster, "the topic everywhere", {0: (1, [1], [1])})

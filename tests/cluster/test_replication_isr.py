@@ -128,6 +128,18 @@ def state(cluster: Cluster, topic: str, asked: int, partition: int = 0) -> Parti
     return parts if isinstance(parts, str) else parts[partition]
 
 
+def started_with_topic(cluster_factory, prefix: str, *, proxied: bool,
+                       ) -> tuple[Cluster, str, dict[int, PartitionState]]:
+    """A formed cluster (RACKS, OVERRIDES, replication through the fault proxy; clients too if
+    `proxied`) and a new one-partition topic on it named `prefix`-<random>."""
+    cluster = cluster_factory(racks=RACKS, proxied=proxied, replication_proxied=True,
+                              overrides=OVERRIDES)
+    cluster.start()
+    cluster.wait_formed()
+    topic = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    return cluster, topic, create_topic(cluster, topic)
+
+
 @pytest.mark.parametrize("down", ["followers", "leader and a follower"])
 def test_with_two_of_three_brokers_down_acks_all_is_refused_and_acks_1_works(
         cluster_factory, down):
@@ -189,12 +201,7 @@ def test_with_two_of_three_brokers_down_acks_all_is_refused_and_acks_1_works(
 
 
 def test_a_follower_cut_off_from_its_leader_leaves_the_isr_and_comes_back(cluster_factory):
-    cluster = cluster_factory(racks=RACKS, proxied=False, replication_proxied=True,
-                              overrides=OVERRIDES)
-    cluster.start()
-    cluster.wait_formed()
-    topic = f"lag-{uuid.uuid4().hex[:6]}"
-    parts = create_topic(cluster, topic)
+    cluster, topic, parts = started_with_topic(cluster_factory, "lag", proxied=False)
     leader = parts[0].leader
     follower, other = [n for n in parts[0].replicas if n != leader]
     history = RecordHistory()
@@ -238,12 +245,7 @@ def test_a_follower_cut_off_from_its_leader_leaves_the_isr_and_comes_back(cluste
 
 
 def test_an_isolated_leaders_divergent_tail_is_truncated_after_the_heal(cluster_factory):
-    cluster = cluster_factory(racks=RACKS, proxied=True, replication_proxied=True,
-                              overrides=OVERRIDES)
-    cluster.start()
-    cluster.wait_formed()
-    topic = f"tail-{uuid.uuid4().hex[:6]}"
-    parts = create_topic(cluster, topic)
+    cluster, topic, parts = started_with_topic(cluster_factory, "tail", proxied=True)
     old = parts[0].leader
     others = [n for n in parts[0].replicas if n != old]
     history = RecordHistory()
