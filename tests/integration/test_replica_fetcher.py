@@ -143,24 +143,34 @@ def epoch_batch(base: int, count: int, epoch: int, tag: int) -> bytearray:
     return b
 
 
-def test_follower_truncates_a_divergent_tail(fresh_broker, topic_name, tmp_path):
-    b = fresh_broker.start()
-    create(b, topic_name, 1)
-    produce(b.bootstrap, topic_name, 1, 3, "e0")  # epoch 0: [0, 3) in one or more batches
+def diverged(b, topic: str, tmp_path, leader_tail: bytearray,
+             follower_tail: bytearray) -> Partition:
+    """Partition 0 of `topic` on the running broker `b` gets 3 produced records [0, 3); with
+    `b` stopped `leader_tail` is written after them, then `b` starts again. The follower
+    returned holds the leader's batches of [0, 3) and then `follower_tail`."""
+    produce(b.bootstrap, topic, 1, 3, "e0")  # epoch 0: [0, 3) in one or more batches
     b.stop()
-    leader = leader_log(b, topic_name, 0)  # then epochs 3: [3, 6) and 5: [6, 8)
+    leader = leader_log(b, topic, 0)
     assert leader.log_end_offset == 3
-    leader.append(epoch_batch(3, 3, 3, 1) + epoch_batch(6, 2, 5, 2), assign_offsets=False)
+    leader.append(leader_tail, assign_offsets=False)
     common = batches(leader, 3)
     leader.close()
     b.start()
-
-    part = follower(tmp_path, topic_name, 0)
-    plog = part.log
+    part = follower(tmp_path, topic, 0)
     for data in common:
-        plog.append(bytearray(data), assign_offsets=False)
-    # a tail the leader never had: more of epoch 0 [3, 5), then epoch 4 [5, 9)
-    plog.append(epoch_batch(3, 2, 0, 90) + epoch_batch(5, 4, 4, 91), assign_offsets=False)
+        part.log.append(bytearray(data), assign_offsets=False)
+    part.log.append(follower_tail, assign_offsets=False)
+    return part
+
+
+def test_follower_truncates_a_divergent_tail(fresh_broker, topic_name, tmp_path):
+    b = fresh_broker.start()
+    create(b, topic_name, 1)
+    # the leader: then epochs 3: [3, 6) and 5: [6, 8); the follower: a tail the leader never
+    # had, more of epoch 0 [3, 5), then epoch 4 [5, 9)
+    part = diverged(b, topic_name, tmp_path, epoch_batch(3, 3, 3, 1) + epoch_batch(6, 2, 5, 2),
+                    epoch_batch(3, 2, 0, 90) + epoch_batch(5, 4, 4, 91))
+    plog = part.log
     assert [tuple(e) for e in plog.leader_epochs.entries()] == [(0, 0), (4, 5)]
 
     follow(b, part, caught_up(part, 8))

@@ -12,12 +12,10 @@ from tests.integration.test_replica_fetcher import (
     batches,
     caught_up,
     create,
+    diverged,
     epoch_batch,
     follow,
-    follower,
     leader_batches,
-    leader_log,
-    produce,
 )
 
 pytestmark = pytest.mark.timeout(180)
@@ -27,19 +25,9 @@ def test_a_follower_without_leader_epochs_truncates_to_its_high_watermark(
         fresh_broker, topic_name, tmp_path):
     b = fresh_broker.start()
     create(b, topic_name, 1)
-    produce(b.bootstrap, topic_name, 1, 3, "e0")  # [0, 3)
-    b.stop()
-    leader = leader_log(b, topic_name, 0)
-    leader.append(epoch_batch(3, 5, 0, 1), assign_offsets=False)  # [3, 8), epoch 0
-    common = batches(leader, 3)
-    leader.close()
-    b.start()
-
-    part = follower(tmp_path, topic_name, 0)
+    # [0, 3), then the leader's [3, 8) in epoch 0, the follower's [3, 6): not the leader's
+    part = diverged(b, topic_name, tmp_path, epoch_batch(3, 5, 0, 1), epoch_batch(3, 3, 0, 90))
     plog = part.log
-    for data in common:
-        plog.append(bytearray(data), assign_offsets=False)
-    plog.append(epoch_batch(3, 3, 0, 90), assign_offsets=False)  # [3, 6): not the leader's
     plog.update_high_watermark(3)
     plog.leader_epochs.clear()
     assert (plog.leader_epochs.latest_epoch(), plog.log_end_offset) == (-1, 6)
