@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 import uuid
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from spool.protocol._generated import InitProducerIdRequest, OffsetFetchRequest
 from spool.protocol._generated.offset_fetch_request import OffsetFetchRequestTopic
@@ -29,10 +30,22 @@ RACKS = (None, "a", "b", "c")
 
 
 def commit(bootstrap: str, group: str, topic: str, offset: int) -> None:
+    """Commit as an application does: COORDINATOR_LOAD_IN_PROGRESS (the coordinator is still
+    loading its partition, e.g. just after it became leader) is retriable, and librdkafka
+    hands it to a synchronous commit."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
                   "enable.auto.commit": False})
     try:
-        c.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                c.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+                return
+            except KafkaException as e:
+                if (e.args[0].code() != KafkaError.COORDINATOR_LOAD_IN_PROGRESS
+                        or time.monotonic() > deadline):
+                    raise
+                time.sleep(0.2)
     finally:
         c.close()
 
