@@ -92,10 +92,12 @@ DESCRIPTOR_RESERVE = 1024  # the inactive-segment LRU (256), connections, rolls,
 
 
 class Broker:
-    """A single-node broker (node ``node.id``) serving every partition as leader.
+    """One node (``node.id``): a single node leading every partition, or a cluster node
+    (``process.roles``) that leads some partitions and follows others.
 
     Handlers read the cluster through ``view`` (``spool.broker.metadata_view``):
-    topics, partitions and their leaders, brokers, the controller, configs."""
+    topics, partitions and their leaders, brokers, the controller, configs; and do leader
+    and follower work through ``replicas`` (``spool.replica.manager.ReplicaManager``)."""
 
     def __init__(self, config: BrokerConfig, clock=None,
                  coordinator_writer: Callable[[Broker], CoordinatorLogWriter] | None = None) -> None:
