@@ -94,6 +94,12 @@ def test_dedicated_controllers_and_broker_only_nodes(cluster_factory):
     cluster = cluster_factory(roles=roles, racks=(None, None, None, "x", "y")).start()
     leader = cluster.wait_formed()
     assert set(leader.voters) == {1, 2, 3}
+    # (wait_formed read DescribeQuorum before it saw the brokers' metadata: an observer is
+    # listed once its Fetch reached this leader, which may be just after)
+    leader = cluster.wait_until("brokers 4 and 5 observe the quorum", lambda: (
+        (q := cluster.quorum(leader.leader_id)) and not isinstance(q, str)
+        and {4, 5} <= set(q.observers) and q) or f"{q}", 30)
+    assert set(leader.voters) == {1, 2, 3}
     assert {4, 5} <= set(leader.observers), leader
     for node in cluster.brokers:
         assert confluent_view(node.bootstrap)[0] == {4: "x", 5: "y"}
