@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -32,7 +33,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -290,6 +291,30 @@ def write_result(out_dir: Path, name: str, result: dict[str, Any]) -> Path:
     path = out_dir / f"{name}.json"
     path.write_text(json.dumps(result, indent=2, sort_keys=False) + "\n")
     return path
+
+
+def kill_loop_main(argv: list[str] | None, *, name: str, doc_default: Path, quick_kills: int,
+                   description: str, run: Callable[[Path, int], dict[str, Any]],
+                   write_doc: Callable[[dict[str, Any], Path], None],
+                   ok: Callable[[dict[str, Any], int], bool]) -> int:
+    """The command line of a kill loop (``--kills``, ``--quick``, ``--out``, ``--doc``): run
+    it in a temporary dir, write its JSON result, the doc page when the result goes to the
+    default place or a doc was named; exit 0 when ``ok(result, kills)``."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--kills", type=int, default=20)
+    ap.add_argument("--quick", action="store_true", help=f"CI size: {quick_kills} kills")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    ap.add_argument("--doc", type=Path, default=doc_default)
+    args = ap.parse_args(argv)
+    kills = quick_kills if args.quick else args.kills
+    with tempfile.TemporaryDirectory(prefix=f"spool-{name}-") as tmp:
+        result = run(Path(tmp), kills)
+    path = write_result(args.out, name, result)
+    result = json.loads(path.read_text())  # with the commit and machine write_result adds
+    if args.out == DEFAULT_OUT or args.doc != doc_default:
+        write_doc(result, args.doc)
+        print(f"wrote {path} and {args.doc}")
+    return 0 if ok(result, kills) else 1
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, str]:

@@ -39,17 +39,14 @@ size and asserts on what it returns, never on its timings.
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.reliability.common import DEFAULT_OUT, REPO, percentile, write_result
+from bench.reliability.common import REPO, kill_loop_main, percentile
 from tests.helpers.cluster_proc import Cluster, ClusterTimeout, QuorumState
 from tests.helpers.history import OK, History, check, node_view, wait_converged
 
@@ -267,23 +264,10 @@ def write_doc(r: dict[str, Any], doc: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kills", type=int, default=20)
-    ap.add_argument("--quick", action="store_true", help="CI size: 5 kills")
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    ap.add_argument("--doc", type=Path, default=DEFAULT_DOC)
-    args = ap.parse_args(argv)
-    kills = 5 if args.quick else args.kills
-    with tempfile.TemporaryDirectory(prefix="spool-failover-") as tmp:
-        result = run(Path(tmp), kills)
-    path = write_result(args.out, "failover", result)
-    result = json.loads(path.read_text())  # with the commit and machine write_result adds
-    if args.out == DEFAULT_OUT or args.doc != DEFAULT_DOC:
-        write_doc(result, args.doc)
-        print(f"wrote {path} and {args.doc}")
-    ok = (result["violations"] == 0 and result["timeouts"] == 0
-          and result["kills_done"] == kills)
-    return 0 if ok else 1
+    return kill_loop_main(argv, name="failover", doc_default=DEFAULT_DOC, quick_kills=5,
+                          description=__doc__.splitlines()[0], run=run, write_doc=write_doc,
+                          ok=lambda r, kills: (r["violations"] == 0 and r["timeouts"] == 0
+                                           and r["kills_done"] == kills))
 
 
 if __name__ == "__main__":

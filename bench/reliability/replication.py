@@ -44,18 +44,15 @@ asserts on what it returns, never on its timings.
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.reliability.common import DEFAULT_OUT, REPO, percentile, write_result
+from bench.reliability.common import REPO, kill_loop_main, percentile
 from tests.helpers.cluster_proc import Cluster, ClusterTimeout, PartitionState
 from tests.helpers.history import (
     ACKED,
@@ -425,21 +422,9 @@ def write_doc(r: dict[str, Any], doc: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kills", type=int, default=20)
-    ap.add_argument("--quick", action="store_true", help="CI size: 3 kills")
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    ap.add_argument("--doc", type=Path, default=DEFAULT_DOC)
-    args = ap.parse_args(argv)
-    kills = 3 if args.quick else args.kills
-    with tempfile.TemporaryDirectory(prefix="spool-replication-") as tmp:
-        result = run(Path(tmp), kills)
-    path = write_result(args.out, "replication", result)
-    result = json.loads(path.read_text())  # with the commit and machine write_result adds
-    if args.out == DEFAULT_OUT or args.doc != DEFAULT_DOC:
-        write_doc(result, args.doc)
-        print(f"wrote {path} and {args.doc}")
-    return 0 if result["ok"] else 1
+    return kill_loop_main(argv, name="replication", doc_default=DEFAULT_DOC, quick_kills=3,
+                          description=__doc__.splitlines()[0], run=run, write_doc=write_doc,
+                          ok=lambda r, kills: r["ok"])
 
 
 if __name__ == "__main__":
