@@ -101,6 +101,7 @@ from spool.replica.partition import Partition
 from spool.storage.config import LogConfig
 from spool.storage.log import PartitionLog
 from tests.helpers.storage_batches import make_batch
+from tests.sim.events import EventQueue, Violation, draw_cut
 
 CLUSTER_ID = "rsimrsimrsimrsimrsim00"
 MV = ("metadata.version", 1, 14)
@@ -114,9 +115,6 @@ ALTER_RETRY_MS = 500  # spool.replica.manager's
 READ_ALL = 1 << 24
 IDEM_PID = 4242
 
-
-class Violation(AssertionError):
-    pass
 
 
 def tmp_root() -> Path | None:
@@ -240,22 +238,18 @@ class Broker:
     verified: tuple[int, int] = (-1, 0)  # (leader epoch, acked batches checked in it)
 
 
-class ReplicationSimulation:
+class ReplicationSimulation(EventQueue):
     alter_failure_completes = False  # see _alter_done
     stale_alter_reply_completes = False  # see _alter_done
 
     def __init__(self, seed: int, trace: Callable[[str], None] | None = None,
                  params: Params | None = None, base_dir: Path | None = None) -> None:
         self.seed = seed
-        self.rng = random.Random(seed)
+        super().__init__(random.Random(seed), trace)
         self.p = params or Params.draw(self.rng)
-        self.trace = trace
         self._own_dir = base_dir is None
         self.dir = base_dir or Path(tempfile.mkdtemp(prefix=f"spool-rsim-{seed}-",
                                                      dir=tmp_root()))
-        self.now = 0
-        self.seq = 0
-        self.queue: list = []
         self.next_id = 0
         self.cut: set[tuple[int, int]] = set()
         self.faults = True
@@ -293,17 +287,6 @@ class ReplicationSimulation:
             if every:
                 self._at(self._every(every), kind)
 
-    # -- the event queue ---------------------------------------------------------------------
-    def _at(self, t: int, kind: str, *payload: Any) -> None:
-        self.seq += 1
-        heapq.heappush(self.queue, (t, self.seq, kind, payload))
-
-    def _every(self, mean_ms: int) -> int:
-        return self.now + 1 + self.rng.randrange(2 * mean_ms)
-
-    def _log(self, msg: str) -> None:
-        if self.trace:
-            self.trace(f"{self.now:6d} {msg}")
 
     def _id(self) -> int:
         self.next_id += 1
@@ -1012,12 +995,7 @@ class ReplicationSimulation:
             self._log("partition healed")
         else:
             ids = [CONTROLLER, *self.brokers]
-            self.rng.shuffle(ids)
-            k = 1 + self.rng.randrange(len(ids) - 1)
-            side = set(ids[:k])
-            self.cut = {(a, c) for a in ids for c in ids if (a in side) != (c in side)}
-            if self.rng.random() < 0.3:  # one-way: only side -> rest is cut
-                self.cut = {(a, c) for a, c in self.cut if a in side}
+            side, self.cut = draw_cut(self.rng, ids)
             self._log(f"partition {sorted(side)} | {sorted(set(ids) - side)}")
             self.stats["partitions"] += 1
         self._at(self._every(self.p.partition_every_ms), "partition")

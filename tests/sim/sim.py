@@ -53,15 +53,13 @@ from spool.cluster.raft import (
     SnapshotInstalled,
 )
 from spool.protocol.errors import KafkaError
+from tests.sim.events import EventQueue, Violation, draw_cut
 
 CONFIG = RaftConfig(election_timeout_ms=50, fetch_timeout_ms=100, request_timeout_ms=100,
                     fetch_max_wait_ms=25, retry_backoff_ms=5, election_backoff_max_ms=50,
                     fetch_max_bytes=120, fetch_snapshot_max_bytes=96)
 LIVENESS_MS = 4000
 
-
-class Violation(AssertionError):
-    pass
 
 
 @dataclass
@@ -133,18 +131,14 @@ class SimNode:
     clock_rate: float = 1.0
 
 
-class Simulation:
+class Simulation(EventQueue):
     def __init__(self, seed: int, trace: Callable[[str], None] | None = None,
                  params: Params | None = None, store_dir: Path | None = None) -> None:
         self.seed = seed
         self.store_dir = store_dir
-        self.rng = random.Random(seed)
+        super().__init__(random.Random(seed), trace)
         self.p = params or Params.draw(self.rng)
-        self.trace = trace
         self.config = dataclasses.replace(CONFIG, fetch_max_bytes=self.p.fetch_max_bytes)
-        self.now = 0
-        self.seq = 0
-        self.queue: list = []
         voters = list(range(1, self.p.voters + 1))
         self.voters = voters
         ids = voters + list(range(100, 100 + self.p.observers))
@@ -176,17 +170,6 @@ class Simulation:
             if every:
                 self._at(self._every(every), kind)
 
-    # -- the event queue ---------------------------------------------------------------------
-    def _at(self, t: int, kind: str, *payload: object) -> None:
-        self.seq += 1
-        heapq.heappush(self.queue, (t, self.seq, kind, payload))
-
-    def _every(self, mean_ms: int) -> int:
-        return self.now + 1 + self.rng.randrange(2 * mean_ms)
-
-    def _log(self, msg: str) -> None:
-        if self.trace:
-            self.trace(f"{self.now:6d} {msg}")
 
     # -- nodes -------------------------------------------------------------------------------
     def _open_stores(self, n: SimNode) -> None:
@@ -431,12 +414,7 @@ class Simulation:
             self._log("partition healed")
         else:
             ids = list(self.nodes)
-            self.rng.shuffle(ids)
-            k = 1 + self.rng.randrange(len(ids) - 1)
-            side = set(ids[:k])
-            self.cut = {(a, b) for a in ids for b in ids if (a in side) != (b in side)}
-            if self.rng.random() < 0.3:  # one-way: only side -> rest is cut
-                self.cut = {(a, b) for a, b in self.cut if a in side}
+            side, self.cut = draw_cut(self.rng, ids)
             self._log(f"partition {sorted(side)} | {sorted(set(ids) - side)}")
             self.stats["partitions"] += 1
         self._at(self._every(self.p.partition_every_ms), "partition")
