@@ -14,6 +14,7 @@ from spool.records.batch import crc_is_valid
 from spool.storage.config import LogConfig
 from spool.storage.log import PartitionLog
 from spool.util.clock import FakeClock
+from tests.helpers.log_crash import crash
 from tests.helpers.storage_batches import make_batch
 
 CFG = LogConfig(internal_segment_bytes=3000, index_interval_bytes=200, segment_index_bytes=2048)
@@ -47,11 +48,7 @@ def test_recovery_keeps_every_valid_batch_before_the_damage(sizes, hit, clean_in
             positions.append((log.active_segment.base_offset, pos))
         active = log.active_segment
         path = active.log_path
-        for seg in log.segments:  # kill -9: nothing trimmed, flushed or checkpointed
-            for idx in (seg._offset_index, seg._time_index):
-                if idx is not None:
-                    idx.discard()
-            seg.close_file()
+        crash(log)  # kill -9: nothing trimmed, flushed or checkpointed
         if clean_index:
             for p in tmp.glob("t-0/*index"):
                 p.unlink()

@@ -24,6 +24,7 @@ from spool.storage.config import LogConfig
 from spool.storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, read_entries
 from spool.storage.log import PartitionLog
 from spool.util.clock import FakeClock
+from tests.helpers.log_crash import crash
 from tests.helpers.storage_batches import make_batch
 
 CFG = LogConfig(internal_segment_bytes=1_000, index_interval_bytes=150, file_delete_delay_ms=0)
@@ -112,11 +113,7 @@ class EpochMachine(RuleBasedStateMachine):
 
     @rule()
     def crash_and_reopen(self) -> None:
-        for seg in self.log.segments:  # kill -9: nothing trimmed, flushed or checkpointed
-            for idx in (seg._offset_index, seg._time_index):
-                if idx is not None:
-                    idx.discard()
-            seg.close_file()
+        crash(self.log)  # kill -9: nothing trimmed, flushed or checkpointed
         self.log.closed = True
         self.log = self._open()
         # the log start is checkpointed lazily: it may fall back to a segment base

@@ -22,6 +22,7 @@ from spool.records.batch import BatchHeader, iter_batches
 from spool.storage.config import LogConfig
 from spool.storage.log import PartitionLog
 from spool.util.clock import FakeClock
+from tests.helpers.log_crash import crash
 from tests.helpers.storage_batches import make_batch
 
 RETENTION_MS = 5_000
@@ -171,11 +172,7 @@ class LogMachine(RuleBasedStateMachine):
 
     @rule()
     def crash_and_reopen(self) -> None:
-        for seg in self.log.segments:  # kill -9: nothing trimmed, flushed or checkpointed
-            for idx in (seg._offset_index, seg._time_index):
-                if idx is not None:
-                    idx.discard()
-            seg.close_file()
+        crash(self.log)  # kill -9: nothing trimmed, flushed or checkpointed
         self.log.closed = True
         self.log = self._open()
         # the log start is checkpointed lazily: after a crash it may fall back to a segment base

@@ -10,18 +10,10 @@ from spool.storage.checkpoint import CLEAN_SHUTDOWN_MARKER
 from spool.storage.config import LogConfig
 from spool.storage.log import PartitionLog
 from spool.util.clock import FakeClock
+from tests.helpers.log_crash import crash
 from tests.helpers.storage_batches import make_batch
 
 CFG = LogConfig(internal_segment_bytes=2000, index_interval_bytes=120, segment_index_bytes=4096)
-
-
-def crash(log: PartitionLog) -> None:
-    """What kill -9 leaves: files as they are (indexes untrimmed, no checkpoint, no marker)."""
-    for seg in log.segments:
-        for idx in (seg._offset_index, seg._time_index):
-            if idx is not None:
-                idx.discard()
-        seg.close_file()
 
 
 def build(tmp_path, n=40, records=2):
