@@ -115,6 +115,8 @@ from .fetch_snapshot_request import FetchSnapshotRequest
 from .fetch_snapshot_response import FetchSnapshotResponse
 from .find_coordinator_request import FindCoordinatorRequest
 from .find_coordinator_response import FindCoordinatorResponse
+from .get_telemetry_subscriptions_request import GetTelemetrySubscriptionsRequest
+from .get_telemetry_subscriptions_response import GetTelemetrySubscriptionsResponse
 from .heartbeat_request import HeartbeatRequest
 from .heartbeat_response import HeartbeatResponse
 from .incremental_alter_configs_request import IncrementalAlterConfigsRequest
@@ -153,6 +155,8 @@ from .partition_record import PartitionRecord
 from .produce_request import ProduceRequest
 from .produce_response import ProduceResponse
 from .producer_ids_record import ProducerIdsRecord
+from .push_telemetry_request import PushTelemetryRequest
+from .push_telemetry_response import PushTelemetryResponse
 from .register_broker_record import RegisterBrokerRecord
 from .register_controller_record import RegisterControllerRecord
 from .remove_access_control_entry_record import RemoveAccessControlEntryRecord
@@ -250,6 +254,8 @@ API_BY_KEY: dict[int, ApiEntry] = {
     66: ApiEntry(ListTransactionsRequest, ListTransactionsResponse, (0, 2), (0, 2), 'ListTransactions', ('broker',)),
     67: ApiEntry(AllocateProducerIdsRequest, AllocateProducerIdsResponse, (0, 0), (0, 0), 'AllocateProducerIds', ('controller', 'zkBroker')),
     70: ApiEntry(ControllerRegistrationRequest, ControllerRegistrationResponse, (0, 0), (0, 0), 'ControllerRegistration', ('controller',)),
+    71: ApiEntry(GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse, (0, 0), (0, 0), 'GetTelemetrySubscriptions', ('broker',)),
+    72: ApiEntry(PushTelemetryRequest, PushTelemetryResponse, (0, 0), (0, 0), 'PushTelemetry', ('broker',)),
     74: ApiEntry(ListConfigResourcesRequest, ListConfigResourcesResponse, (0, 1), (0, 1), 'ListConfigResources', ('broker',)),
     75: ApiEntry(DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, (0, 0), (0, 0), 'DescribeTopicPartitions', ('broker',)),
     80: ApiEntry(AddRaftVoterRequest, AddRaftVoterResponse, (0, 0), (0, 0), 'AddRaftVoter', ('broker', 'controller')),
@@ -388,6 +394,8 @@ MESSAGES: dict[str, type[Message]] = {
     'FetchSnapshotResponse': FetchSnapshotResponse,
     'FindCoordinatorRequest': FindCoordinatorRequest,
     'FindCoordinatorResponse': FindCoordinatorResponse,
+    'GetTelemetrySubscriptionsRequest': GetTelemetrySubscriptionsRequest,
+    'GetTelemetrySubscriptionsResponse': GetTelemetrySubscriptionsResponse,
     'HeartbeatRequest': HeartbeatRequest,
     'HeartbeatResponse': HeartbeatResponse,
     'IncrementalAlterConfigsRequest': IncrementalAlterConfigsRequest,
@@ -426,6 +434,8 @@ MESSAGES: dict[str, type[Message]] = {
     'ProduceRequest': ProduceRequest,
     'ProduceResponse': ProduceResponse,
     'ProducerIdsRecord': ProducerIdsRecord,
+    'PushTelemetryRequest': PushTelemetryRequest,
+    'PushTelemetryResponse': PushTelemetryResponse,
     'RegisterBrokerRecord': RegisterBrokerRecord,
     'RegisterControllerRecord': RegisterControllerRecord,
     'RemoveAccessControlEntryRecord': RemoveAccessControlEntryRecord,
@@ -561,6 +571,8 @@ __all__ = [
     'FetchSnapshotResponse',
     'FindCoordinatorRequest',
     'FindCoordinatorResponse',
+    'GetTelemetrySubscriptionsRequest',
+    'GetTelemetrySubscriptionsResponse',
     'HeartbeatRequest',
     'HeartbeatResponse',
     'IncrementalAlterConfigsRequest',
@@ -599,6 +611,8 @@ __all__ = [
     'ProduceRequest',
     'ProduceResponse',
     'ProducerIdsRecord',
+    'PushTelemetryRequest',
+    'PushTelemetryResponse',
     'RegisterBrokerRecord',
     'RegisterControllerRecord',
     'RemoveAccessControlEntryRecord',
