@@ -39,7 +39,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from spool.coordinator.group import ClassicGroup, GroupState, Member, MemberJournal
 from spool.coordinator.offsets import OffsetStore
@@ -88,6 +88,8 @@ class JoinRequest:
     client_id: str = ""
     client_host: str = ""
     require_known_member_id: bool = True
+    reason: str | None = None  # JoinGroup v8+ (KIP-800): logged
+    supports_skip_assignment: bool = False  # JoinGroup v9+ (KIP-814)
 
 
 @dataclass
@@ -249,6 +251,9 @@ class GroupCoordinator:
 
     def join_group(self, req: JoinRequest, reply: Reply) -> Result:
         out = Result()
+        if req.reason:
+            log.info("group %s: member %r joins; client reason: %s", req.group_id, req.member_id,
+                     req.reason)
         code = self._check_join(req)
         if code:
             out.reply(reply, JoinResult(code, member_id=req.member_id))
@@ -382,11 +387,18 @@ class GroupCoordinator:
             group.leader_id = new_id
         self._heartbeat(group, member)
         if group.is_(S.STABLE) and old.protocols == member.protocols:
-            # No rebalance. The old leader id keeps a rejoining leader a follower, so
-            # it does not compute an assignment a Stable group would never hand out.
+            # No rebalance. From JoinGroup v9 (KIP-814) a rejoining leader gets the members
+            # and skip_assignment: it learns the subscriptions but computes no assignment.
+            # Before, the old leader id keeps it a follower, so it does not compute an
+            # assignment a Stable group would never hand out.
             self._write_group(group, out)
-            out.reply(reply, JoinResult(0, new_id, group.generation, group.protocol_type,
-                                        group.protocol_name, old_id if was_leader else group.leader_id))
+            if req.supports_skip_assignment:
+                result = self._join_result(group, new_id)
+                out.reply(reply, replace(result, skip_assignment=was_leader))
+            else:
+                out.reply(reply, JoinResult(0, new_id, group.generation, group.protocol_type,
+                                            group.protocol_name,
+                                            old_id if was_leader else group.leader_id))
         elif group.is_(S.PREPARING_REBALANCE):
             member.join_reply = reply
             self._maybe_complete_join(group, out)

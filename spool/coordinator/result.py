@@ -51,6 +51,7 @@ class JoinResult:
     protocol_name: str | None = None
     leader: str = ""
     members: tuple[JoinMember, ...] = ()
+    skip_assignment: bool = False  # JoinGroup v9+: a static leader rejoined a Stable group
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,11 @@ partition, after making sure the topic exists. key_type 1 (transaction): the
 leader of the transactional id's ``__transaction_state`` partition, likewise.
 The leader and its endpoint (on the listener the request came in on) come
 from the broker's ``MetadataView``; on a single node that is this node. A
-partition with no live leader is COORDINATOR_NOT_AVAILABLE (retriable). Any other key type: INVALID_REQUEST. v4 batches keys (``coordinator_keys``).
+partition with no live leader is COORDINATOR_NOT_AVAILABLE (retriable). v4 batches keys
+(``coordinator_keys``); v5 (KIP-890) only lets clients accept TRANSACTION_ABORTABLE, which
+this lookup never answers. key_type 2 (share, KIP-932) exists from v6: below it is
+INVALID_REQUEST, and at v6 too, as Kafka answers when it runs no share coordinator (Spool
+has no share groups). Any other key type: INVALID_REQUEST.
 
 Creating an internal topic (50 partitions by default) runs in the executor,
 off the event loop (``spool.broker.internal_topic``); the request awaits it, and
@@ -35,6 +39,8 @@ async def _lookup(broker, key: str, key_type: int, listener: str | None
         if not key:
             return Errors.INVALID_GROUP_ID, "empty group id", -1, "", -1
         topic = broker.groups.topic
+    elif key_type == SHARE:
+        return Errors.INVALID_REQUEST, "share groups are not enabled", -1, "", -1
     else:
         return Errors.INVALID_REQUEST, f"unknown key type {key_type}", -1, "", -1
     if not await topic.ensure():
@@ -47,7 +53,10 @@ async def _lookup(broker, key: str, key_type: int, listener: str | None
     return 0, None, node.node_id, node.host, node.port
 
 
-@handles(10, 0, 4)
+SHARE = 2  # key_type of a share-group state key (KIP-932)
+
+
+@handles(10, 0, 6)
 async def find_coordinator(ctx, req: FindCoordinatorRequest) -> FindCoordinatorResponse:
     listener = ctx.listener_name
     if ctx.api_version >= 4:

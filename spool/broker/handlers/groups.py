@@ -1,6 +1,6 @@
-"""Classic group membership and administration: JoinGroup (11) 0-7, SyncGroup (14) 0-5,
-Heartbeat (12) 0-4, LeaveGroup (13) 0-5, DescribeGroups (15) 0-5, ListGroups (16) 0-5,
-DeleteGroups (42) 0-2.
+"""Classic group membership and administration: JoinGroup (11) 0-9, SyncGroup (14) 0-5,
+Heartbeat (12) 0-4, LeaveGroup (13) 0-5, DescribeGroups (15) 0-6, ListGroups (16) 0-5,
+DeleteGroups (42) 0-2: Kafka 4.2's newest versions.
 
 Each handler translates the request into a coordinator operation, runs it
 through ``broker.groups.execute``/``call`` (records appended, replicated and
@@ -12,13 +12,20 @@ resolves (rebalance complete, leader's assignment); the wait is an
 Handlers whose operation may append first await ``broker.groups.topic.ensure()``:
 ``__consumer_offsets`` is created in the executor, never on the loop.
 JoinGroup is advertised from v0 (librdkafka's feature checks want it);
-v0-3 never get MEMBER_ID_REQUIRED (that round trip is v4+).
+v0-3 never get MEMBER_ID_REQUIRED (that round trip is v4+). JoinGroup v8's ``reason``
+(KIP-800) goes to the log; v9 (KIP-814): a static leader that rejoins a Stable group
+without changing its protocols gets the members and ``skip_assignment`` (below v9 it
+is answered as a follower). DescribeGroups v6 (KIP-1043): a group that does not exist is
+GROUP_ID_NOT_FOUND with a message (Dead and no error below v6); with
+``include_authorized_operations`` (v3+) a described group carries the operations of
+``spool.broker.authorized_operations``.
 """
 
 from __future__ import annotations
 
 import asyncio
 
+from spool.broker.authorized_operations import authorized_operations
 from spool.broker.group_runtime import UNAVAILABLE
 from spool.broker.registry import handles
 from spool.coordinator import JoinRequest, JoinResult, SyncResult
@@ -44,9 +51,8 @@ from spool.protocol._generated.describe_groups_response import DescribedGroup, D
 from spool.protocol._generated.join_group_response import JoinGroupResponseMember
 from spool.protocol._generated.leave_group_response import MemberResponse
 from spool.protocol._generated.list_groups_response import ListedGroup
-from spool.protocol.errors import KafkaError
-
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+from spool.protocol.acl import OMITTED, ResourceType
+from spool.protocol.errors import Errors, KafkaError
 
 
 async def _parked(ctx, group_id: str, call) -> object:
@@ -66,7 +72,7 @@ async def _parked(ctx, group_id: str, call) -> object:
     return await fut
 
 
-@handles(11, 0, 7)
+@handles(11, 0, 9)
 async def join_group(ctx, req: JoinGroupRequest) -> JoinGroupResponse:
     v = ctx.api_version
     jr = JoinRequest(
@@ -77,6 +83,7 @@ async def join_group(ctx, req: JoinGroupRequest) -> JoinGroupResponse:
         session_timeout_ms=req.session_timeout_ms,
         rebalance_timeout_ms=req.rebalance_timeout_ms if v >= 1 else req.session_timeout_ms,
         client_id=ctx.client_id, client_host=f"/{ctx.conn.host}", require_known_member_id=v >= 4,
+        reason=req.reason if v >= 8 else None, supports_skip_assignment=v >= 9,
     )
     coord = ctx.broker.groups.coordinator
     res = await _parked(ctx, req.group_id, lambda reply: coord.join_group(jr, reply))
@@ -86,6 +93,7 @@ async def join_group(ctx, req: JoinGroupRequest) -> JoinGroupResponse:
         throttle_time_ms=0, error_code=res.error, generation_id=res.generation,
         protocol_type=res.protocol_type, member_id=res.member_id, leader=res.leader,
         protocol_name=res.protocol_name if v >= 7 else (res.protocol_name or ""),
+        skip_assignment=res.skip_assignment,
         members=[JoinGroupResponseMember(member_id=m.member_id, group_instance_id=m.group_instance_id,
                                          metadata=m.metadata) for m in res.members],
     )
@@ -140,28 +148,39 @@ async def leave_group(ctx, req: LeaveGroupRequest) -> LeaveGroupResponse:
     ])
 
 
-@handles(15, 0, 5)
+@handles(15, 0, 6)
 async def describe_groups(ctx, req: DescribeGroupsRequest) -> DescribeGroupsResponse:
     coord = ctx.broker.groups.coordinator
     groups = []
     topic = ctx.broker.groups.topic
+    v = ctx.api_version
     for gid in req.groups:
         err = topic.coordinator_error(gid)
         if err is not None:
-            groups.append(DescribedGroup(error_code=err.code, group_id=gid, group_state="",
-                                         protocol_type="", protocol_data="", members=[],
-                                         authorized_operations=AUTHORIZED_OPERATIONS_OMITTED))
+            groups.append(_group_error(gid, err.code))
             continue
         d = describe_group(coord, gid)
+        if v >= 6 and d.state == "Dead":  # KIP-1043: an unknown group is an error from v6
+            groups.append(_group_error(gid, Errors.GROUP_ID_NOT_FOUND, f"Group {gid} not found."))
+            continue
         groups.append(DescribedGroup(
             error_code=0, group_id=gid, group_state=d.state, protocol_type=d.protocol_type,
-            protocol_data=d.protocol, authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+            protocol_data=d.protocol,
+            authorized_operations=(authorized_operations(ctx, ResourceType.GROUP, gid)
+                                   if v >= 3 and req.include_authorized_operations else OMITTED),
             members=[DescribedGroupMember(
                 member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
                 client_host=m.client_host, member_metadata=m.metadata, member_assignment=m.assignment,
             ) for m in d.members],
         ))
     return DescribeGroupsResponse(throttle_time_ms=0, groups=groups)
+
+
+def _group_error(group_id: str, code: int, message: str | None = None) -> DescribedGroup:
+    return DescribedGroup(error_code=code, error_message=message, group_id=group_id,
+                          group_state="Dead" if code == Errors.GROUP_ID_NOT_FOUND else "",
+                          protocol_type="", protocol_data="", members=[],
+                          authorized_operations=OMITTED)
 
 
 @handles(16, 0, 5)

@@ -21,10 +21,13 @@ answers a topic it just asked to create. DescribeCluster describes brokers: a
 request for controller endpoints (type 2, KIP-919: those are asked of a
 controller) is MISMATCHED_ENDPOINT_TYPE, an unknown type
 UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST at v0), as Kafka answers.
+Authorized operations (``include_*_authorized_operations``: Metadata v8+ topics, v8-10
+the cluster; DescribeCluster) come from ``spool.broker.authorized_operations``.
 """
 
 from __future__ import annotations
 
+from spool.broker.authorized_operations import CLUSTER_NAME, authorized_operations
 from spool.broker.broker import INTERNAL_TOPICS, validate_topic_name
 from spool.broker.forwarding import create_topic_via_controller
 from spool.broker.registry import handles
@@ -46,10 +49,11 @@ from spool.protocol._generated.offset_for_leader_epoch_response import (
     EpochEndOffset,
     OffsetForLeaderTopicResult,
 )
+from spool.protocol.acl import OMITTED, ResourceType
 from spool.protocol.errors import Errors, KafkaError
 from spool.replica.partition import NotLeader
 
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+AUTHORIZED_OPERATIONS_OMITTED = OMITTED
 BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2  # DescribeCluster endpoint types (KIP-919)
 
 
@@ -137,8 +141,22 @@ async def metadata(ctx, req: MetadataRequest) -> MetadataResponse:
         cluster_id=broker.cluster_id,
         controller_id=broker.view.controller_id(),
         topics=topics,
-        cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+        cluster_authorized_operations=_metadata_authorized_operations(ctx, req, topics),
     )
+
+
+def _metadata_authorized_operations(ctx, req: MetadataRequest, topics) -> int:
+    """v8+: each topic's operations when ``include_topic_authorized_operations`` (error
+    topics too, as Kafka); the cluster's (v8-10) when ``include_cluster_authorized_operations``.
+    Returns the cluster's field."""
+    if ctx.api_version < 8:
+        return OMITTED
+    if req.include_topic_authorized_operations:
+        for t in topics:
+            t.topic_authorized_operations = authorized_operations(ctx, ResourceType.TOPIC, t.name)
+    if ctx.api_version <= 10 and req.include_cluster_authorized_operations:
+        return authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
+    return OMITTED
 
 
 @handles(60, 0, 2)
@@ -168,7 +186,9 @@ async def describe_cluster(ctx, req: DescribeClusterRequest) -> DescribeClusterR
         throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1,
         cluster_id=broker.cluster_id, controller_id=view.controller_id(),
         brokers=brokers,
-        cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+        cluster_authorized_operations=(
+            authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
+            if req.include_cluster_authorized_operations else OMITTED),
     )
 
 
