@@ -439,12 +439,6 @@ class Broker:
     def describe_broker_configs(self) -> list[ConfigEntry]:
         return broker_entries(self._dynamic_broker(), self.config.values)
 
-    def current_config_values(self, resource_type: int, name: str) -> dict[str, str]:
-        entries = (
-            self.describe_topic_configs(name) if resource_type == 2 else self.describe_broker_configs()
-        )
-        return {e.name: e.value or "" for e in entries}
-
     def alter_topic_configs(
         self, name: str, changes: dict[str, str | None], *, replace: bool, validate_only: bool
     ) -> None:

@@ -147,6 +147,9 @@ class ClusterView:
         merged.update(self.image.config(BROKER_RESOURCE, str(node_id)))
         return merged
 
+    def broker_resource_configs(self, name: str) -> dict[str, str]:
+        return dict(self.image.config(BROKER_RESOURCE, name))
+
     def configs_of(self, name: str) -> Mapping[str, str]:
         """The topic's overrides without a copy (for the storage side)."""
         return self.image.config(TOPIC_RESOURCE, name)

@@ -108,6 +108,10 @@ class MetadataView(Protocol):
     def broker_configs(self, node_id: int) -> dict[str, str]:
         """Dynamic broker configs: the cluster-wide default, then ``node_id``'s own."""
 
+    def broker_resource_configs(self, name: str) -> dict[str, str]:
+        """The values stored for one BROKER resource: a node id, or "" (the cluster-wide
+        default), without the other layer."""
+
 
 class SingleNodeView:
     """The single node's view over its ``MetadataStore`` and ``LogManager`` (module doc).
@@ -183,4 +187,8 @@ class SingleNodeView:
 
     def broker_configs(self, node_id: int) -> dict[str, str]:
         return self._metadata.broker_config(str(node_id))
+
+    def broker_resource_configs(self, name: str) -> dict[str, str]:
+        own, cluster_default = self._metadata.broker_config_layers(name)
+        return own if name else cluster_default
 

@@ -110,6 +110,7 @@ def _alter(img: MetadataImage, req: Any, changes_of: Any, response_cls: Any,
 
 
 def _replace_all(img: MetadataImage, r: Any) -> dict[str, str | None]:
+    refuse_null_values(r.configs, incremental=False)
     changes: dict[str, str | None] = {k: None for k in img.config(r.resource_type,
                                                                   r.resource_name)}
     changes.update({c.name: c.value for c in r.configs})
@@ -122,7 +123,7 @@ def alter_configs(img: MetadataImage, req: Any) -> ControllerResult[AlterConfigs
 
 
 def _key_info(rtype: int, name: str) -> tuple[str | None, str]:
-    """(the key's type if known, its default as a string)."""
+    """(the key's type if known, its static default as a string)."""
     if rtype == TOPIC_RESOURCE:
         key = TOPIC_CONFIGS.get(name)
     elif name in BROKER_SYNONYM_OF:
@@ -134,23 +135,52 @@ def _key_info(rtype: int, name: str) -> tuple[str | None, str]:
     return key.type, ("" if key.default is None else format_value(key, key.default))
 
 
-def _incremental(img: MetadataImage, r: Any) -> dict[str, str | None]:
+def refuse_null_values(configs: Any, incremental: bool) -> None:
+    """INVALID_REQUEST for a null value (a DELETE of IncrementalAlterConfigs aside), with
+    Kafka's message (``ConfigAdminManager.preprocess``): it means "delete" nowhere else."""
+    null = [c.name for c in configs
+            if c.value is None and not (incremental and c.config_operation == DELETE)]
+    if null:
+        raise KafkaError(Errors.INVALID_REQUEST, "Null value not supported for : "
+                         + ", ".join(null))
+
+
+def incremental_changes(rtype: int, current: Mapping[str, str], configs: Any,
+                        key_type: Any = None) -> dict[str, str | None]:
+    """The new values (None: delete) IncrementalAlterConfigs' ``configs`` make of a
+    resource whose own stored values are ``current`` (Kafka's rules, both modes):
+
+    - SET replaces, DELETE removes;
+    - APPEND adds the items not there yet, SUBTRACT removes the items given (one that
+      is absent changes nothing); both start from the resource's own value, else the
+      key's static default (not the broker's value: Kafka's ``getParts``), and may
+      leave an empty list (``cleanup.policy=""``: no cleanup, records kept forever);
+    - APPEND or SUBTRACT on a key whose type is not LIST is INVALID_CONFIG, worded as
+      Kafka's controller words it for a topic and its broker for a broker resource.
+
+    ``key_type(name)`` gives a broker key's type (the broker's table); topic keys use
+    ``TOPIC_CONFIGS``."""
     changes: dict[str, str | None] = {}
-    current = img.config(r.resource_type, r.resource_name)
-    for c in r.configs:
+    for c in configs:
         op = c.config_operation
         if op == SET:
             changes[c.name] = c.value
         elif op == DELETE:
             changes[c.name] = None
         elif op in (APPEND, SUBTRACT):
-            ktype, default = _key_info(r.resource_type, c.name)
-            if ktype is not None and ktype != "list":
-                verb = "append" if op == APPEND else "subtract"
-                raise KafkaError(Errors.INVALID_CONFIG,
-                                 f"Config value {verb} is not allowed for config key: {c.name}")
-            now = current.get(c.name, default)
-            items = [s for s in now.split(",") if s]
+            ktype, default = _key_info(rtype, c.name)
+            if rtype != TOPIC_RESOURCE and key_type is not None:
+                ktype = key_type(c.name) or ktype
+            if ktype != "list":
+                verb = "APPEND" if op == APPEND else "SUBTRACT"
+                if rtype == TOPIC_RESOURCE:
+                    message = f"Can't {verb} to key {c.name} because its type is not LIST."
+                else:
+                    message = (f"Config value {verb.lower()} is not allowed for config key: "
+                               f"{c.name}")
+                raise KafkaError(Errors.INVALID_CONFIG, message)
+            now = current.get(c.name)
+            items = [s for s in (default if now is None else now).split(",") if s]
             given = [s for s in (c.value or "").split(",") if s]
             if op == APPEND:
                 items += [s for s in given if s not in items]
@@ -160,6 +190,12 @@ def _incremental(img: MetadataImage, r: Any) -> dict[str, str | None]:
         else:
             raise KafkaError(Errors.INVALID_REQUEST, f"Unknown config operation {op}")
     return changes
+
+
+def _incremental(img: MetadataImage, r: Any) -> dict[str, str | None]:
+    refuse_null_values(r.configs, incremental=True)
+    return incremental_changes(r.resource_type, img.config(r.resource_type, r.resource_name),
+                               r.configs)
 
 
 def incremental_alter_configs(img: MetadataImage, req: Any

@@ -125,9 +125,10 @@ def one_of(*choices: str) -> Check:
 
 
 def list_of(*choices: str) -> Check:
-    """A non-empty list whose items are all in ``choices``."""
-    return Check(f"a non-empty comma-separated list of {', '.join(choices)}",
-                 lambda v: bool(v) and all(p in choices for p in v), replaces_type=True)
+    """A list whose items are all in ``choices``; empty is allowed (Kafka's
+    ``ValidList.in``)."""
+    return Check(f"a comma-separated list of {', '.join(choices)}",
+                 lambda v: all(p in choices for p in v), replaces_type=True)
 
 
 def _gzip_level() -> Check:  # Kafka's GzipCompression level validator
@@ -143,6 +144,7 @@ _K = ConfigKey
 TOPIC_CONFIGS: dict[str, ConfigKey] = {
     k.name: k
     for k in (
+        # Empty (Kafka 4.2, KIP-1161): neither delete nor compact, records are kept forever.
         _K("cleanup.policy", "list", ("delete",), (_log("cleanup.policy"),),
            list_of("compact", "delete")),
         # Kafka recompresses batches to a topic's codec; Spool keeps each batch as its

@@ -149,7 +149,7 @@ def test_a_listener_name_mapped_to_plaintext_is_served(tmp_path):
         ("socket.request.max.bytes=99999999999",
          "socket.request.max.bytes=99999999999: expected an integer >= 1 and at most 2147483647"),
         ("log.cleanup.policy=shred",
-         "log.cleanup.policy=shred: expected a non-empty comma-separated list of compact, delete"),
+         "log.cleanup.policy=shred: expected a comma-separated list of compact, delete"),
         ("log.message.timestamp.type=Now",
          "log.message.timestamp.type=Now: expected one of CreateTime, LogAppendTime"),
     ],
@@ -341,7 +341,7 @@ def test_append_to_a_key_that_is_not_a_list_is_invalid_config(broker, topic_name
     with pytest.raises(KafkaException) as e:
         admin.incremental_alter_configs([res])[res].result(10)
     assert (_error(e).code(), _error(e).str()) == (
-        KafkaError.INVALID_CONFIG, "Config value append is not allowed for config key: retention.ms")
+        KafkaError.INVALID_CONFIG, "Can't APPEND to key retention.ms because its type is not LIST.")
     ok = ConfigResource("topic", topic_name, incremental_configs=[
         ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND)])
     admin.incremental_alter_configs([ok])[ok].result(10)

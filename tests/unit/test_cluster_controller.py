@@ -446,6 +446,17 @@ def test_incremental_alter_configs_writes_config_records():
     assert (recs, r.error_code) == ([], 0)  # no change, no record
 
 
+def test_subtract_may_empty_a_list_and_a_null_value_is_invalid_request():
+    h = three_brokers()
+    h.create_topic("t")
+    recs, r = _incremental(h, TOPIC_RESOURCE, "t", ("cleanup.policy", 3, "delete"))
+    assert (r.error_code, recs) == (0, [ConfigRecord(
+        resource_type=2, resource_name="t", name="cleanup.policy", value="")])
+    recs, r = _incremental(h, TOPIC_RESOURCE, "t", ("retention.ms", 0, None))
+    assert (recs, r.error_code, r.error_message) == (
+        [], Errors.INVALID_REQUEST, "Null value not supported for : retention.ms")
+
+
 @pytest.mark.parametrize("rtype,name,op,code", [
     (TOPIC_RESOURCE, "nope", ("retention.ms", 0, "1"), Errors.UNKNOWN_TOPIC_OR_PARTITION),
     (TOPIC_RESOURCE, "t", ("retention.ms", 0, "x"), Errors.INVALID_CONFIG),

@@ -96,7 +96,7 @@ def test_describe_reports_sources_and_synonyms():
         ({"retention.ms": "1.5"}, "retention.ms=1.5: expected an integer >= -1"),
         ({"max.message.bytes": "-1"}, "max.message.bytes=-1: expected an integer >= 0"),
         ({"cleanup.policy": "delete,shred"},
-         "cleanup.policy=delete,shred: expected a non-empty comma-separated list of compact, delete"),
+         "cleanup.policy=delete,shred: expected a comma-separated list of compact, delete"),
         ({"message.timestamp.type": "WallTime"},
          "message.timestamp.type=WallTime: expected one of CreateTime, LogAppendTime"),
         ({"compression.type": "gzip"},

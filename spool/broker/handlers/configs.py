@@ -5,10 +5,11 @@ default). Topic describe lists every topic key with its effective value,
 source (TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, STATIC_BROKER_CONFIG,
 DEFAULT_CONFIG) and, on request, synonyms and documentation. AlterConfigs
 replaces a resource's whole override set; IncrementalAlterConfigs SETs,
-DELETEs, APPENDs to or SUBTRACTs from list values one key at a time (APPEND or
-SUBTRACT on a key that is not a list is INVALID_CONFIG, as in Kafka). Every
-value is checked by the key's validator: INVALID_CONFIG naming the key, the
-value and what is allowed.
+DELETEs, APPENDs to or SUBTRACTs from list values one key at a time, by the
+rules both modes share (``spool.cluster.config_ops.incremental_changes``: a
+SUBTRACT may empty a list). A null value (but a DELETE's) is INVALID_REQUEST, as
+in Kafka. Every value is checked by the key's validator: INVALID_CONFIG naming
+the key, the value and what is allowed.
 Broker resources accept the dynamic ``log.*``-style topic defaults only.
 In a cluster, AlterConfigs and IncrementalAlterConfigs go to the active
 controller (``spool.broker.forwarding``); DescribeConfigs answers from the
@@ -20,6 +21,7 @@ from __future__ import annotations
 from spool.broker.config import known_key
 from spool.broker.forwarding import forward
 from spool.broker.registry import handles
+from spool.cluster.config_ops import incremental_changes, refuse_null_values
 from spool.protocol._generated import (
     AlterConfigsRequest,
     AlterConfigsResponse,
@@ -38,12 +40,10 @@ from spool.protocol._generated.incremental_alter_configs_response import (
     AlterConfigsResourceResponse as IncrementalResourceResponse,
 )
 from spool.protocol.errors import Errors, KafkaError
-from spool.storage.config import TOPIC_CONFIGS
 
 TOPIC = 2
 BROKER = 4
 BROKER_LOGGER = 8
-SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 CONFIG_TYPES = {"boolean": 1, "bool": 1, "string": 2, "int": 3, "short": 4, "long": 5,
                 "double": 6, "list": 7, "class": 8, "password": 9}
 
@@ -121,6 +121,7 @@ async def alter_configs(ctx, req: AlterConfigsRequest) -> AlterConfigsResponse:
                                             resource_type=r.resource_type,
                                             resource_name=r.resource_name)
         try:
+            refuse_null_values(r.configs, incremental=False)
             changes = {c.name: c.value for c in r.configs}
             _apply(ctx.broker, r.resource_type, r.resource_name, changes, True, req.validate_only)
         except KafkaError as e:
@@ -131,34 +132,20 @@ async def alter_configs(ctx, req: AlterConfigsRequest) -> AlterConfigsResponse:
 
 
 def _incremental_changes(broker, r) -> dict[str, str | None]:
-    changes: dict[str, str | None] = {}
-    current = (broker.current_config_values(r.resource_type, r.resource_name)
-               if any(c.config_operation in (APPEND, SUBTRACT) for c in r.configs) else {})
-    for c in r.configs:
-        if c.name in changes:
-            raise KafkaError(Errors.INVALID_REQUEST, f"config {c.name} appears twice")
-        op = c.config_operation
-        if op == SET:
-            changes[c.name] = c.value
-        elif op == DELETE:
-            changes[c.name] = None
-        elif op in (APPEND, SUBTRACT):
-            key = (TOPIC_CONFIGS.get(c.name) if r.resource_type == TOPIC
-                   else known_key(c.name))
-            if key is not None and key.type != "list":  # Kafka's check and wording
-                verb = "append" if op == APPEND else "subtract"
-                raise KafkaError(Errors.INVALID_CONFIG,
-                                 f"Config value {verb} is not allowed for config key: {c.name}")
-            items = [s for s in (current.get(c.name) or "").split(",") if s]
-            new = [s for s in (c.value or "").split(",") if s]
-            if op == APPEND:
-                items += [s for s in new if s not in items]
-            else:
-                items = [s for s in items if s not in new]
-            changes[c.name] = ",".join(items)
-        else:
-            raise KafkaError(Errors.INVALID_REQUEST, f"unknown config operation {op}")
-    return changes
+    names = [c.name for c in r.configs]
+    if len(set(names)) != len(names):
+        raise KafkaError(Errors.INVALID_REQUEST, "Error due to duplicate config keys")
+    refuse_null_values(r.configs, incremental=True)
+    if r.resource_type == TOPIC:
+        own = broker.view.topic_configs(r.resource_name)
+    else:
+        own = broker.view.broker_resource_configs(r.resource_name)
+    return incremental_changes(r.resource_type, own, r.configs, _broker_key_type)
+
+
+def _broker_key_type(name: str) -> str | None:
+    key = known_key(name)
+    return None if key is None else key.type
 
 
 @handles(44, 0, 1)
