@@ -11,6 +11,9 @@ The rules, in order (Kafka's, see PROTOCOL.md):
    that does not decode: close the connection.
 4. Otherwise decode, run the handler, encode: ``[size, header, *body]``.
    A handler returning None means "no response" (Produce with acks=0).
+   Handlers answer Kafka's newest error codes; an older version's response
+   gets the codes Kafka gives that version (``spool.protocol.error_versions``,
+   applied here and nowhere else; a dict lookup when nothing needs mapping).
 
 5. A broker of a cluster (``process.roles``) answers requests on its broker
    listeners, ApiVersions and DescribeQuorum aside (``spool cluster status`` asks
@@ -36,6 +39,7 @@ from spool.broker.registry import BROKER_PLANE, CONTROLLER_PLANE, REGISTRIES, ad
 from spool.broker.server import CloseConnection, Connection
 from spool.protocol._generated import ApiVersionsResponse
 from spool.protocol._generated.api_versions_response import ApiVersion
+from spool.protocol.error_versions import downgrade, needs_downgrade
 from spool.protocol.errors import Errors
 from spool.protocol.headers import (
     API_VERSIONS_KEY,
@@ -137,6 +141,8 @@ class Dispatcher:
         response = await spec.fn(ctx, request)
         if response is None:
             return None
+        if needs_downgrade(spec.api_key, ctx.api_version):
+            downgrade(spec.api_key, ctx.api_version, response)
         out: list = [b"", response_header(correlation_id, flexible, spec.api_key)]
         response.encode(ctx.api_version, out)
         out[0] = _SIZE.pack(sum(len(c) for c in out))

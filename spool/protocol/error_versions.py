@@ -1,0 +1,377 @@
+"""Which error codes a response may carry at each version, and Kafka's downgrades.
+
+A new error code reaches a client only from the version of the API that
+announced it ("Version 2 adds the support for new error code
+PRODUCER_FENCED"): a client of an older version cannot tell what it means.
+Handlers raise Kafka's newest code; ``downgrade`` rewrites a response for an
+older version the way Kafka does, and it runs in one place, the broker's
+response path (``spool.broker.dispatch``), only when ``needs_downgrade``
+says the version can need it: one dict lookup and one comparison per
+response otherwise.
+
+``DOWNGRADES[api_key]``: ``Downgrade(code, since, fallback, source)``: below
+version ``since`` every ``*error_code`` field holding ``code`` is answered
+``fallback``. ``since=NEVER`` means the API never carries ``code`` (Kafka
+answers ``fallback`` at every version). Each row names where Kafka does it.
+
+``ERRORS[api_key]``: the codes Kafka documents or returns for the API (the
+``*Response.java`` javadocs, the JSON specs' "Supported errors" and version
+comments, and what KafkaApis and the coordinators answer), each with the
+first version that may carry it. ``allowed(api_key, version)`` is that set at
+a version, with NONE and UNKNOWN_SERVER_ERROR (any response may carry them);
+None for an API not audited yet. The round-trip test
+(tests/integration/test_api_roundtrip.py) checks every response of every
+advertised version against it. Helpers raising an API's version add its new
+codes here (and a ``Downgrade`` where Kafka maps one for older versions).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from spool.protocol.errors import BY_NAME
+from spool.protocol.errors import Errors as E
+from spool.protocol.message import Message
+
+NEVER = 0x7FFF  # a ``since`` beyond every version: the code is always replaced
+
+PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
+OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 8, 9, 10
+DELETE_TOPICS, INIT_PRODUCER_ID = 20, 22
+ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT = 24, 25, 26, 28
+
+
+class Downgrade(NamedTuple):
+    code: int       # Kafka's newest code, what handlers raise
+    since: int      # the first version whose clients know it
+    fallback: int   # what Kafka answers below ``since``
+    source: str     # where Kafka does it
+
+
+_FENCED = E.PRODUCER_FENCED
+_ABORTABLE = E.TRANSACTION_ABORTABLE
+
+DOWNGRADES: dict[int, tuple[Downgrade, ...]] = {
+    PRODUCE: (
+        Downgrade(E.KAFKA_STORAGE_ERROR, 4, E.NOT_LEADER_OR_FOLLOWER,
+                  "ProduceResponse (Kafka 1.0-2.7; retriable for v3 clients, KAFKA-9628 dropped "
+                  "it, Spool keeps it)"),
+        Downgrade(_ABORTABLE, 11, E.INVALID_TXN_STATE,
+                  "KafkaApis.handleProduceRequest (genericError from v11) and "
+                  "AddPartitionsToTxnManager (INVALID_TXN_STATE for older clients)"),
+    ),
+    FETCH: (
+        Downgrade(E.KAFKA_STORAGE_ERROR, 6, E.NOT_LEADER_OR_FOLLOWER,
+                  "KafkaApis.handleFetchRequest maybeDownConvertStorageError"),
+    ),
+    LIST_OFFSETS: (
+        Downgrade(E.OFFSET_NOT_AVAILABLE, 5, E.LEADER_NOT_AVAILABLE,
+                  "ReplicaManager.fetchOffset (v5 adds OFFSET_NOT_AVAILABLE)"),
+    ),
+    OFFSET_COMMIT: (
+        Downgrade(E.GROUP_ID_NOT_FOUND, 9, E.ILLEGAL_GENERATION,
+                  "OffsetMetadataManager.validateOffsetCommit (unknown group with a generation)"),
+    ),
+    DELETE_TOPICS: (
+        Downgrade(E.TOPIC_DELETION_DISABLED, 3, E.INVALID_REQUEST,
+                  "KafkaApis.handleDeleteTopicsRequest"),
+    ),
+    INIT_PRODUCER_ID: (
+        Downgrade(_FENCED, 4, E.INVALID_PRODUCER_EPOCH, "KafkaApis.handleInitProducerIdRequest"),
+    ),
+    ADD_PARTITIONS_TO_TXN: (
+        Downgrade(_FENCED, 2, E.INVALID_PRODUCER_EPOCH,
+                  "KafkaApis.handleAddPartitionsToTxnRequest"),
+        Downgrade(_ABORTABLE, 5, E.INVALID_TXN_STATE,
+                  "AddPartitionsToTxnManager (INVALID_TXN_STATE for older clients)"),
+    ),
+    ADD_OFFSETS_TO_TXN: (
+        Downgrade(_FENCED, 2, E.INVALID_PRODUCER_EPOCH, "KafkaApis.handleAddOffsetsToTxnRequest"),
+        Downgrade(_ABORTABLE, 4, E.INVALID_TXN_STATE, "AddOffsetsToTxn v4 adds it (KIP-890)"),
+    ),
+    END_TXN: (
+        Downgrade(_FENCED, 2, E.INVALID_PRODUCER_EPOCH, "KafkaApis.handleEndTxnRequest"),
+        Downgrade(_ABORTABLE, 4, E.INVALID_TXN_STATE, "EndTxn v4 adds it (KIP-890)"),
+    ),
+    TXN_OFFSET_COMMIT: (
+        Downgrade(_FENCED, NEVER, E.INVALID_PRODUCER_EPOCH,
+                  "TxnOffsetCommitResponse documents INVALID_PRODUCER_EPOCH; the group "
+                  "coordinator's verification (AddPartitionsToTxnManager) maps PRODUCER_FENCED"),
+        Downgrade(_ABORTABLE, 4, E.INVALID_TXN_STATE,
+                  "GroupCoordinator/CoordinatorPartitionWriter (genericError from v4)"),
+        Downgrade(E.COORDINATOR_LOAD_IN_PROGRESS, 2, E.COORDINATOR_NOT_AVAILABLE,
+                  "KafkaApis.handleTxnOffsetCommitRequest (KAFKA-7296)"),
+    ),
+}
+
+# api_key -> the versions below this need a look (the highest ``since``)
+_BELOW: dict[int, int] = {k: max(d.since for d in ds) for k, ds in DOWNGRADES.items()}
+# api_key -> {since: ...} flattened per version on first use
+_MAPS: dict[tuple[int, int], dict[int, int]] = {}
+
+
+def needs_downgrade(api_key: int, version: int) -> bool:
+    """True when a response of this version may carry a code to downgrade (cheap)."""
+    below = _BELOW.get(api_key)
+    return below is not None and version < below
+
+
+def code_map(api_key: int, version: int) -> dict[int, int]:
+    """{newer code: Kafka's code for this version} for ``api_key`` at ``version``."""
+    key = (api_key, version)
+    m = _MAPS.get(key)
+    if m is None:
+        m = _MAPS[key] = {d.code: d.fallback for d in DOWNGRADES.get(api_key, ())
+                          if version < d.since}
+    return m
+
+
+def downgrade(api_key: int, version: int, response: Message) -> None:
+    """Rewrite, in place, every ``*error_code`` in ``response`` that ``version`` must not carry."""
+    m = code_map(api_key, version)
+    if m:
+        _rewrite(response, m)
+
+
+def _rewrite(msg: Any, m: dict[int, int]) -> None:
+    errs, children = _plan(type(msg))
+    for name in errs:
+        new = m.get(getattr(msg, name))
+        if new is not None:
+            setattr(msg, name, new)
+    for name in children:
+        value = getattr(msg, name)
+        if isinstance(value, list):
+            for item in value:
+                if isinstance(item, Message):
+                    _rewrite(item, m)
+        elif isinstance(value, Message):
+            _rewrite(value, m)
+
+
+_PLANS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+_SCALARS = frozenset({"int", "str", "bytes", "bool", "float", "UUID", "Any", "memoryview"})
+
+
+def _plan(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(error code fields, fields that may hold structs) of a generated class, from its
+    ``__init__`` annotations (``'int'``, ``'list[Struct]'``, ``'Struct | None'``)."""
+    plan = _PLANS.get(cls)
+    if plan is None:
+        notes = getattr(cls.__init__, "__annotations__", {})
+        errs, children = [], []
+        for name in cls.__slots__:
+            note = str(notes.get(name, ""))
+            if name.endswith("error_code") and note == "int":
+                errs.append(name)
+                continue
+            inner = note.removeprefix("list[").removesuffix("]").removesuffix(" | None")
+            if inner and inner not in _SCALARS and inner[0].isupper():
+                children.append(name)
+        plan = _PLANS[cls] = (tuple(errs), tuple(children))
+    return plan
+
+
+def error_codes(msg: Any) -> list[int]:
+    """Every ``*error_code`` value in ``msg`` and its nested structs (for tests and audits)."""
+    out: list[int] = []
+    _collect(msg, out)
+    return out
+
+
+def _collect(msg: Any, out: list[int]) -> None:
+    errs, children = _plan(type(msg))
+    out.extend(getattr(msg, name) for name in errs)
+    for name in children:
+        value = getattr(msg, name)
+        if isinstance(value, list):
+            for item in value:
+                if isinstance(item, Message):
+                    _collect(item, out)
+        elif isinstance(value, Message):
+            _collect(value, out)
+
+
+# ---- the codes each API may carry
+
+def _codes(*groups: tuple[int, str]) -> dict[int, int]:
+    """``(since, "NAME NAME ...")`` groups -> {code: since}."""
+    out: dict[int, int] = {}
+    for since, names in groups:
+        for name in names.split():
+            out[BY_NAME[name].code] = since
+    return out
+
+
+ALWAYS = frozenset({E.NONE, E.UNKNOWN_SERVER_ERROR})
+_COORD = "COORDINATOR_LOAD_IN_PROGRESS COORDINATOR_NOT_AVAILABLE NOT_COORDINATOR"
+_EPOCHS = "FENCED_LEADER_EPOCH UNKNOWN_LEADER_EPOCH"
+_TXN = (f"{_COORD} INVALID_TXN_STATE INVALID_PRODUCER_ID_MAPPING INVALID_PRODUCER_EPOCH "
+        "CONCURRENT_TRANSACTIONS TRANSACTIONAL_ID_AUTHORIZATION_FAILED")
+
+ERRORS: dict[int, dict[int, int]] = {
+    PRODUCE: _codes(
+        (0, "CORRUPT_MESSAGE UNKNOWN_TOPIC_OR_PARTITION NOT_LEADER_OR_FOLLOWER MESSAGE_TOO_LARGE "
+            "INVALID_TOPIC_EXCEPTION RECORD_LIST_TOO_LARGE NOT_ENOUGH_REPLICAS "
+            "NOT_ENOUGH_REPLICAS_AFTER_APPEND INVALID_REQUIRED_ACKS TOPIC_AUTHORIZATION_FAILED "
+            "UNSUPPORTED_FOR_MESSAGE_FORMAT INVALID_PRODUCER_EPOCH CLUSTER_AUTHORIZATION_FAILED "
+            "TRANSACTIONAL_ID_AUTHORIZATION_FAILED INVALID_RECORD INVALID_TXN_STATE "
+            "INVALID_PRODUCER_ID_MAPPING OUT_OF_ORDER_SEQUENCE_NUMBER DUPLICATE_SEQUENCE_NUMBER "
+            "UNKNOWN_PRODUCER_ID INVALID_TIMESTAMP UNSUPPORTED_COMPRESSION_TYPE UNSUPPORTED_VERSION "
+            "REQUEST_TIMED_OUT LEADER_NOT_AVAILABLE INVALID_REQUEST"),
+        (4, "KAFKA_STORAGE_ERROR"),
+        (11, "TRANSACTION_ABORTABLE"),
+        (13, "UNKNOWN_TOPIC_ID"),
+    ),
+    FETCH: _codes(
+        (0, "OFFSET_OUT_OF_RANGE TOPIC_AUTHORIZATION_FAILED REPLICA_NOT_AVAILABLE "
+            "NOT_LEADER_OR_FOLLOWER UNKNOWN_TOPIC_OR_PARTITION UNSUPPORTED_COMPRESSION_TYPE "
+            "CORRUPT_MESSAGE CLUSTER_AUTHORIZATION_FAILED INVALID_REQUEST UNSUPPORTED_VERSION"),
+        (6, "KAFKA_STORAGE_ERROR"),
+        (7, "FETCH_SESSION_ID_NOT_FOUND INVALID_FETCH_SESSION_EPOCH"),
+        (9, _EPOCHS),
+        (13, "UNKNOWN_TOPIC_ID FETCH_SESSION_TOPIC_ID_ERROR INCONSISTENT_TOPIC_ID"),
+        (14, "OFFSET_MOVED_TO_TIERED_STORAGE"),
+    ),
+    LIST_OFFSETS: _codes(
+        (0, "UNSUPPORTED_FOR_MESSAGE_FORMAT TOPIC_AUTHORIZATION_FAILED REPLICA_NOT_AVAILABLE "
+            "NOT_LEADER_OR_FOLLOWER UNKNOWN_TOPIC_OR_PARTITION KAFKA_STORAGE_ERROR "
+            "LEADER_NOT_AVAILABLE INVALID_REQUEST UNSUPPORTED_VERSION"),
+        (4, _EPOCHS),
+        (5, "OFFSET_NOT_AVAILABLE"),
+    ),
+    METADATA: _codes(
+        (0, "UNKNOWN_TOPIC_OR_PARTITION TOPIC_AUTHORIZATION_FAILED INVALID_TOPIC_EXCEPTION "
+            "LEADER_NOT_AVAILABLE REPLICA_NOT_AVAILABLE LISTENER_NOT_FOUND INVALID_REPLICATION_FACTOR "
+            "INVALID_PARTITIONS POLICY_VIOLATION INVALID_REQUEST NOT_LEADER_OR_FOLLOWER "
+            "UNKNOWN_TOPIC_ID"),
+    ),
+    OFFSET_COMMIT: _codes(
+        (0, f"{_COORD} UNKNOWN_TOPIC_OR_PARTITION REQUEST_TIMED_OUT OFFSET_METADATA_TOO_LARGE "
+            "REBALANCE_IN_PROGRESS INVALID_COMMIT_OFFSET_SIZE TOPIC_AUTHORIZATION_FAILED "
+            "GROUP_AUTHORIZATION_FAILED INVALID_GROUP_ID"),
+        (1, "ILLEGAL_GENERATION UNKNOWN_MEMBER_ID"),
+        (7, "FENCED_INSTANCE_ID FENCED_MEMBER_EPOCH"),
+        (9, "GROUP_ID_NOT_FOUND STALE_MEMBER_EPOCH UNSUPPORTED_VERSION"),
+        (10, "UNKNOWN_TOPIC_ID"),
+    ),
+    OFFSET_FETCH: _codes(
+        (0, f"{_COORD} UNKNOWN_TOPIC_OR_PARTITION TOPIC_AUTHORIZATION_FAILED "
+            "GROUP_AUTHORIZATION_FAILED GROUP_ID_NOT_FOUND INVALID_GROUP_ID"),
+        (7, "UNSTABLE_OFFSET_COMMIT"),
+        (9, "UNKNOWN_MEMBER_ID STALE_MEMBER_EPOCH"),
+        (10, "UNKNOWN_TOPIC_ID"),
+    ),
+    FIND_COORDINATOR: _codes(
+        (0, f"{_COORD} GROUP_AUTHORIZATION_FAILED TRANSACTIONAL_ID_AUTHORIZATION_FAILED "
+            "INVALID_REQUEST UNSUPPORTED_VERSION"),
+        (5, "TRANSACTION_ABORTABLE"),
+        (6, "CLUSTER_AUTHORIZATION_FAILED"),
+    ),
+    11: _codes(  # JoinGroup
+        (0, f"{_COORD} INCONSISTENT_GROUP_PROTOCOL INVALID_GROUP_ID UNKNOWN_MEMBER_ID "
+            "INVALID_SESSION_TIMEOUT REBALANCE_IN_PROGRESS GROUP_AUTHORIZATION_FAILED "
+            "GROUP_MAX_SIZE_REACHED UNSUPPORTED_VERSION INVALID_REQUEST"),
+        (4, "MEMBER_ID_REQUIRED"),
+        (5, "FENCED_INSTANCE_ID"),
+    ),
+    12: _codes(  # Heartbeat
+        (0, f"{_COORD} ILLEGAL_GENERATION UNKNOWN_MEMBER_ID REBALANCE_IN_PROGRESS "
+            "GROUP_AUTHORIZATION_FAILED INVALID_GROUP_ID"),
+        (3, "FENCED_INSTANCE_ID"),
+    ),
+    13: _codes(  # LeaveGroup
+        (0, f"{_COORD} UNKNOWN_MEMBER_ID GROUP_AUTHORIZATION_FAILED INVALID_GROUP_ID"),
+        (3, "FENCED_INSTANCE_ID"),
+    ),
+    14: _codes(  # SyncGroup
+        (0, f"{_COORD} ILLEGAL_GENERATION UNKNOWN_MEMBER_ID REBALANCE_IN_PROGRESS "
+            "GROUP_AUTHORIZATION_FAILED INVALID_GROUP_ID"),
+        (3, "FENCED_INSTANCE_ID"),
+        (5, "INCONSISTENT_GROUP_PROTOCOL"),
+    ),
+    15: _codes(  # DescribeGroups
+        (0, f"{_COORD} GROUP_AUTHORIZATION_FAILED INVALID_GROUP_ID"),
+        (6, "GROUP_ID_NOT_FOUND"),
+    ),
+    16: _codes(  # ListGroups
+        (0, f"{_COORD} CLUSTER_AUTHORIZATION_FAILED INVALID_REQUEST"),
+    ),
+    18: _codes(  # ApiVersions
+        (0, "UNSUPPORTED_VERSION INVALID_REQUEST"),
+    ),
+    19: _codes(  # CreateTopics
+        (0, "TOPIC_ALREADY_EXISTS INVALID_TOPIC_EXCEPTION INVALID_PARTITIONS "
+            "INVALID_REPLICATION_FACTOR INVALID_REPLICA_ASSIGNMENT INVALID_CONFIG NOT_CONTROLLER "
+            "INVALID_REQUEST POLICY_VIOLATION TOPIC_AUTHORIZATION_FAILED "
+            "CLUSTER_AUTHORIZATION_FAILED REQUEST_TIMED_OUT UNSUPPORTED_VERSION"),
+        (6, "THROTTLING_QUOTA_EXCEEDED"),
+    ),
+    DELETE_TOPICS: _codes(
+        (0, "UNKNOWN_TOPIC_OR_PARTITION TOPIC_AUTHORIZATION_FAILED NOT_CONTROLLER "
+            "REQUEST_TIMED_OUT INVALID_TOPIC_EXCEPTION INVALID_REQUEST CLUSTER_AUTHORIZATION_FAILED"),
+        (3, "TOPIC_DELETION_DISABLED"),
+        (5, "THROTTLING_QUOTA_EXCEEDED"),
+        (6, "UNKNOWN_TOPIC_ID UNSUPPORTED_VERSION"),
+    ),
+    21: _codes(  # DeleteRecords
+        (0, "OFFSET_OUT_OF_RANGE TOPIC_AUTHORIZATION_FAILED UNKNOWN_TOPIC_OR_PARTITION "
+            "NOT_LEADER_OR_FOLLOWER REQUEST_TIMED_OUT KAFKA_STORAGE_ERROR LEADER_NOT_AVAILABLE "
+            "POLICY_VIOLATION INVALID_REQUEST NOT_ENOUGH_REPLICAS"),
+    ),
+    INIT_PRODUCER_ID: _codes(
+        (0, f"{_COORD} TRANSACTIONAL_ID_AUTHORIZATION_FAILED CLUSTER_AUTHORIZATION_FAILED "
+            "INVALID_PRODUCER_EPOCH INVALID_REQUEST INVALID_TRANSACTION_TIMEOUT "
+            "CONCURRENT_TRANSACTIONS"),
+        (3, "INVALID_PRODUCER_ID_MAPPING"),
+        (4, "PRODUCER_FENCED"),
+        (5, "TRANSACTION_ABORTABLE"),
+    ),
+    23: _codes(  # OffsetForLeaderEpoch
+        (0, "TOPIC_AUTHORIZATION_FAILED REPLICA_NOT_AVAILABLE NOT_LEADER_OR_FOLLOWER "
+            "UNKNOWN_TOPIC_OR_PARTITION KAFKA_STORAGE_ERROR CLUSTER_AUTHORIZATION_FAILED"),
+        (2, _EPOCHS),
+    ),
+    ADD_PARTITIONS_TO_TXN: _codes(
+        (0, f"{_TXN} TOPIC_AUTHORIZATION_FAILED UNKNOWN_TOPIC_OR_PARTITION "
+            "OPERATION_NOT_ATTEMPTED"),
+        (2, "PRODUCER_FENCED"),
+        (4, "CLUSTER_AUTHORIZATION_FAILED INVALID_REQUEST"),
+        (5, "TRANSACTION_ABORTABLE"),
+    ),
+    ADD_OFFSETS_TO_TXN: _codes(
+        (0, f"{_TXN} GROUP_AUTHORIZATION_FAILED INVALID_GROUP_ID"),
+        (2, "PRODUCER_FENCED"),
+        (4, "TRANSACTION_ABORTABLE"),
+    ),
+    END_TXN: _codes(
+        (0, _TXN),
+        (2, "PRODUCER_FENCED"),
+        (4, "TRANSACTION_ABORTABLE"),
+    ),
+    27: _codes(  # WriteTxnMarkers
+        (0, "CORRUPT_MESSAGE INVALID_PRODUCER_EPOCH UNKNOWN_TOPIC_OR_PARTITION "
+            "NOT_LEADER_OR_FOLLOWER MESSAGE_TOO_LARGE RECORD_LIST_TOO_LARGE NOT_ENOUGH_REPLICAS "
+            "NOT_ENOUGH_REPLICAS_AFTER_APPEND INVALID_REQUIRED_ACKS TRANSACTION_COORDINATOR_FENCED "
+            "REQUEST_TIMED_OUT CLUSTER_AUTHORIZATION_FAILED KAFKA_STORAGE_ERROR "
+            "UNSUPPORTED_FOR_MESSAGE_FORMAT COORDINATOR_NOT_AVAILABLE INVALID_REQUEST"),
+    ),
+    TXN_OFFSET_COMMIT: _codes(
+        (0, "COORDINATOR_NOT_AVAILABLE NOT_COORDINATOR INVALID_PRODUCER_EPOCH OFFSET_METADATA_TOO_LARGE GROUP_AUTHORIZATION_FAILED "
+            "INVALID_COMMIT_OFFSET_SIZE TRANSACTIONAL_ID_AUTHORIZATION_FAILED "
+            "UNSUPPORTED_FOR_MESSAGE_FORMAT REQUEST_TIMED_OUT UNKNOWN_TOPIC_OR_PARTITION "
+            "TOPIC_AUTHORIZATION_FAILED INVALID_PRODUCER_ID_MAPPING INVALID_TXN_STATE "
+            "INVALID_GROUP_ID CONCURRENT_TRANSACTIONS"),
+        (2, "COORDINATOR_LOAD_IN_PROGRESS"),
+        (3, "UNKNOWN_MEMBER_ID FENCED_INSTANCE_ID ILLEGAL_GENERATION REBALANCE_IN_PROGRESS"),
+        (4, "TRANSACTION_ABORTABLE"),
+    ),
+}
+
+
+def allowed(api_key: int, version: int) -> frozenset[int] | None:
+    """The codes a response of ``api_key`` at ``version`` may carry; None if not audited."""
+    table = ERRORS.get(api_key)
+    if table is None:
+        return None
+    return ALWAYS | {c for c, since in table.items() if version >= since}
