@@ -69,6 +69,7 @@ from spool.broker.producer_ids import ProducerIdManager
 from spool.broker.quorum import QuorumNode
 from spool.broker.server import Server
 from spool.broker.txn_runtime import TransactionRuntime
+from spool.cluster import features
 from spool.protocol.errors import Errors, KafkaError
 from spool.replica.manager import ReplicaManager
 from spool.replica.partition import NotLeader  # noqa: F401 (re-exported: handlers' name)
@@ -197,6 +198,9 @@ class Broker:
             Storage, log_dirs, defaults, self.clock, node_id=self.node_id,
             max_partitions=self.partition_limit().max_partitions, kraft=self.cluster.kraft,
             hw_follows_leo=not self.cluster.kraft)
+        if not self.cluster.kraft:  # a new single node finalizes the bootstrap feature levels
+            await self.run_blocking(self.storage.metadata.update_features,
+                                    features.bootstrap_records)
         self.view = SingleNodeView(self.node_id, self.storage.metadata, self.storage.logs,
                                    self._advertised_for)
         self.replicas = ReplicaManager(self)

@@ -150,6 +150,12 @@ class ClusterView:
     def broker_resource_configs(self, name: str) -> dict[str, str]:
         return dict(self.image.config(BROKER_RESOURCE, name))
 
+    def finalized_features(self) -> dict[str, int]:
+        return dict(self.image.features)
+
+    def features_epoch(self) -> int:
+        return self.image.offset
+
     def configs_of(self, name: str) -> Mapping[str, str]:
         """The topic's overrides without a copy (for the storage side)."""
         return self.image.config(TOPIC_RESOURCE, name)

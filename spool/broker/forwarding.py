@@ -2,8 +2,8 @@
 
 On a broker in a cluster (``broker.view.clustered``), CreateTopics (19),
 DeleteTopics (20), CreatePartitions (37), AlterConfigs (33),
-IncrementalAlterConfigs (44), ElectLeaders (43), AlterPartitionReassignments (45)
-and ListPartitionReassignments (46) are the controller's to decide, as in Kafka (its
+IncrementalAlterConfigs (44), ElectLeaders (43), AlterPartitionReassignments (45),
+ListPartitionReassignments (46) and UpdateFeatures (57) are the controller's to decide, as in Kafka (its
 ``ForwardingManager``): the handler sends the request, at the client's version,
 over the ``ControllerChannel`` to the active controller's controller listener,
 and answers with the controller's reply unchanged. The controller validates,
@@ -39,6 +39,7 @@ from spool.protocol._generated import (
     ElectLeadersResponse,
     IncrementalAlterConfigsResponse,
     ListPartitionReassignmentsResponse,
+    UpdateFeaturesResponse,
 )
 from spool.protocol._generated import alter_partition_reassignments_response as aprr
 from spool.protocol._generated import elect_leaders_response as elr
@@ -57,6 +58,7 @@ log = logging.getLogger("spool.broker.forwarding")
 CREATE_TOPICS, DELETE_TOPICS, ALTER_CONFIGS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS = (
     19, 20, 33, 37, 44)
 ELECT_LEADERS, ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 43, 45, 46
+UPDATE_FEATURES = 57
 CREATE_TOPICS_VERSION = 7
 
 
@@ -120,6 +122,9 @@ def _error_response(api_key: int, version: int, req: Any, code: int, message: st
     if api_key == LIST_PARTITION_REASSIGNMENTS:
         return ListPartitionReassignmentsResponse(throttle_time_ms=0, error_code=code,
                                                   error_message=message, topics=[])
+    if api_key == UPDATE_FEATURES:
+        return UpdateFeaturesResponse(throttle_time_ms=0, error_code=code,
+                                      error_message=message, results=[])
     raise ValueError(f"api key {api_key} is not forwarded")
 
 

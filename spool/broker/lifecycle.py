@@ -39,6 +39,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from enum import Enum
 
+from spool.cluster import features
 from spool.protocol._generated import (
     BrokerHeartbeatRequest,
     BrokerRegistrationRequest,
@@ -52,8 +53,9 @@ BROKER_REGISTRATION = 62
 BROKER_HEARTBEAT = 63
 REGISTRATION_VERSION = 4
 HEARTBEAT_VERSION = 1
-# metadata.version levels this broker runs at: 3.6-IV2 (what spool.cluster.ops bootstraps)
-SUPPORTED_FEATURES = (("metadata.version", 1, 14),)
+# the feature levels this broker supports (spool.cluster.features: metadata.version 3.6-IV2,
+# transaction.version 0-2)
+SUPPORTED_FEATURES = tuple(features.supported())
 RETRY_BACKOFF_S = 0.1
 CATCH_UP_POLL_S = 0.01
 

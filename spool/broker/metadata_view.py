@@ -112,6 +112,14 @@ class MetadataView(Protocol):
         """The values stored for one BROKER resource: a node id, or "" (the cluster-wide
         default), without the other layer."""
 
+    def finalized_features(self) -> dict[str, int]:
+        """Finalized feature levels by name (FeatureLevelRecords; absent = level 0).
+        ``spool.cluster.features.finalized_level`` is the way to read one."""
+
+    def features_epoch(self) -> int:
+        """The metadata offset the finalized features are as of (ApiVersions'
+        finalized_features_epoch)."""
+
 
 class SingleNodeView:
     """The single node's view over its ``MetadataStore`` and ``LogManager`` (module doc).
@@ -192,3 +200,8 @@ class SingleNodeView:
         own, cluster_default = self._metadata.broker_config_layers(name)
         return own if name else cluster_default
 
+    def finalized_features(self) -> dict[str, int]:
+        return self._metadata.finalized_features()[0]
+
+    def features_epoch(self) -> int:
+        return self._metadata.finalized_features()[1]

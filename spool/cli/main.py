@@ -12,6 +12,7 @@ from spool.cli import (
     consume,
     dump_log,
     elect_leaders,
+    features,
     groups,
     produce,
     reassign,
@@ -93,6 +94,7 @@ app.add_typer(transactions.app, name="transactions")
 app.add_typer(storage.app, name="storage")
 app.add_typer(cluster.app, name="cluster")
 app.add_typer(reassign.app, name="reassign")
+app.add_typer(features.app, name="features")
 app.command("produce")(produce.produce)
 app.command("consume")(consume.consume)
 app.command("dump-log")(dump_log.dump_log_command)

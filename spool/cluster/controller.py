@@ -61,7 +61,14 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from spool.cluster import alter_partition, config_ops, elections, reassignment, topic_ops
+from spool.cluster import (
+    alter_partition,
+    config_ops,
+    elections,
+    features,
+    reassignment,
+    topic_ops,
+)
 from spool.cluster.image import (
     NO_LEADER,
     BrokerRegistration,
@@ -165,13 +172,30 @@ class QuorumController:
 
     def activate(self, now_ms: int) -> ControllerResult[None]:
         """This node became the active controller: every registered broker gets a fresh
-        session. On an empty log, returns the bootstrap records (metadata.version)."""
+        session. On an empty log, returns the bootstrap records (metadata.version, then the
+        other features' bootstrap levels: ``spool.cluster.features``)."""
         self._sessions = {b: _Session(now_ms) for b in self.image.brokers}
         if METADATA_VERSION_FEATURE in self.image.features:
             return ControllerResult([], None)
         return ControllerResult([FeatureLevelRecord(name=METADATA_VERSION_FEATURE,
-                                                    feature_level=self.config.metadata_version)],
+                                                    feature_level=self.config.metadata_version)]
+                                + [FeatureLevelRecord(name=n, feature_level=lvl)
+                                   for n, lvl in sorted(features.bootstrap_levels().items())],
                                 None)
+
+    def update_features(self, updates: Sequence[features.FeatureUpdate], *, node_id: int,
+                        validate_only: bool = False) -> ControllerResult[None]:
+        """UpdateFeatures: the FeatureLevelRecords ``features.plan_update`` gives, checked
+        against this controller's and every registered broker's supported levels. Raises
+        KafkaError INVALID_UPDATE_VERSION (nothing written)."""
+        img = self.image
+        brokers = [(b.broker_id, {n: (lo, hi) for n, lo, hi in b.features})
+                   for _, b in sorted(img.brokers.items())]
+        planned = features.plan_update(img.features, updates, node_id=node_id, brokers=brokers)
+        if validate_only:
+            return ControllerResult([], None)
+        return ControllerResult([FeatureLevelRecord(name=n, feature_level=lvl)
+                                 for n, lvl in planned], None)
 
     # -- brokers -----------------------------------------------------------------------
 

@@ -21,6 +21,9 @@ Every record has key = the record type (ASCII) and value = a JSON object::
     {"type": "ProducerIdsRecord", "v": 0, "broker_id": 0, "next_producer_id": 2000}
                                   (a block of producer ids [previous next, next) was
                                   handed to the broker: ids stay unique across restarts)
+    {"type": "FeatureLevelRecord", "v": 0, "name": "transaction.version", "feature_level": 2}
+                                  (a finalized feature level; 0 removes the feature:
+                                  ``spool.cluster.features`` says which levels mean what)
 
 ``MetadataImage`` is the state the log replays to; ``MetadataImage.apply`` is
 its only mutator (replay = load), so a replicated controller can later ship
@@ -121,6 +124,7 @@ class MetadataImage:
     last_offset: int = -1
     next_producer_id: int = 0
     total_partitions: int = 0
+    features: dict[str, int] = field(default_factory=dict)
 
     def apply(self, rec: Mapping[str, Any]) -> None:
         kind = rec.get("type")
@@ -135,6 +139,11 @@ class MetadataImage:
                 t.partitions = rec["partition"] + 1
         elif kind == "ConfigRecord":
             self._apply_config(rec)
+        elif kind == "FeatureLevelRecord":
+            if rec["feature_level"] == 0:
+                self.features.pop(rec["name"], None)
+            else:
+                self.features[rec["name"]] = rec["feature_level"]
         elif kind == "ProducerIdsRecord":
             self.next_producer_id = max(self.next_producer_id, rec["next_producer_id"])
         elif kind == "RemoveTopicRecord":
@@ -262,6 +271,11 @@ class MetadataStore:
                 merged.update(self.image.broker_configs.get(broker, {}))
             return merged
 
+    def finalized_features(self) -> tuple[dict[str, int], int]:
+        """(finalized feature levels, the offset of the last record: their epoch)."""
+        with self._image_lock:
+            return dict(self.image.features), self.image.last_offset
+
     # -- changes -------------------------------------------------------------------
 
     def _partition_record(self, topic_id: str, p: int) -> dict[str, Any]:
@@ -352,6 +366,21 @@ class MetadataStore:
             with self._image_lock:
                 return dict(self.image.broker_configs.get(broker, {}))
 
+
+    def update_features(
+        self, plan: Callable[[dict[str, int]], list[tuple[str, int]]], *,
+        validate_only: bool = False,
+    ) -> None:
+        """Finalize the (feature, level) pairs ``plan(current levels)`` returns, atomically
+        with the check it makes (KafkaError from ``plan``: nothing written). ``validate_only``:
+        check and write nothing."""
+        with self._lock:
+            with self._image_lock:
+                current = dict(self.image.features)
+            records = plan(current)
+            if records and not validate_only:
+                self._commit([{"type": "FeatureLevelRecord", "name": n, "feature_level": lvl}
+                              for n, lvl in records])
 
     def allocate_producer_ids(self, block_size: int = 1000) -> tuple[int, int]:
         """Reserve the next ``block_size`` producer ids; returns [first, end)."""

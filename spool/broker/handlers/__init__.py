@@ -7,6 +7,7 @@ from spool.broker.handlers import (  # noqa: F401
     controller,
     coordinator,
     describe_topic_partitions,
+    features,
     fetch,
     groups,
     list_offsets,
