@@ -47,8 +47,8 @@ leftover .cleaned files are removed. Durability: the cleaned segment is
 fsynced before the swap; a crash at any step leaves either the old or the
 new segments (``spool.storage.loader.complete_swaps``).
 
-Also here, the produce-side rule: ``check_keys`` rejects a batch with a null
-key for a compacted topic (INVALID_RECORD, as Kafka).
+(The produce-side rule, a compacted topic refuses records without a key, is
+``spool.storage.record_checks``.)
 """
 
 from __future__ import annotations
@@ -132,15 +132,6 @@ class CleanResult:
     end_offset: int  # the new first dirty offset
     stats: CleanerStats
     min_pending_horizon: int | None  # earliest delete horizon of what was kept
-
-
-def check_keys(records: bytes | bytearray | memoryview, pos: int = 0) -> None:
-    """Produce to a compacted topic: every record needs a key (INVALID_RECORD)."""
-    for rec in iter_records(records, pos):
-        if rec.key is None:
-            raise KafkaError(
-                Errors.INVALID_RECORD, "Compacted topic cannot accept message without key"
-            )
 
 
 def empty_batch(h: BatchHeader) -> bytes:

@@ -9,7 +9,6 @@ import time
 
 import pytest
 
-from spool.protocol.errors import Errors, KafkaError
 from spool.records import (
     BatchBuilder,
     BatchHeader,
@@ -19,7 +18,7 @@ from spool.records import (
 )
 from spool.records.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD
 from spool.storage.checkpoint import read_checkpoint
-from spool.storage.cleaner import check_keys, empty_batch
+from spool.storage.cleaner import empty_batch
 from spool.storage.cleaner_manager import CLEANER_CHECKPOINT, LogCleaner, log_to_clean
 from spool.storage.manager import LogManager
 from spool.util.clock import FakeClock
@@ -277,13 +276,6 @@ def test_log_append_time_batches_keep_their_time(env):
         h = BatchHeader.parse(raw)
         assert h.is_log_append_time
         assert all(r.timestamp == h.max_timestamp for r in iter_records(raw))
-
-
-def test_check_keys_rejects_null_keys():
-    check_keys(batch([("a", "1"), ("b", None)]))
-    with pytest.raises(KafkaError) as e:
-        check_keys(batch([("a", "1"), (None, "2")]))
-    assert e.value.code == Errors.INVALID_RECORD
 
 
 def test_thread_cleans_in_the_background(env):

@@ -4,7 +4,10 @@ Advertised from v0 (old librdkafka stops compressing otherwise) but served
 from v3: a v0-2 request gets UNSUPPORTED_VERSION for every partition, as
 Kafka 4 does. Bad records never drop the connection: each partition gets
 its own error code (CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE,
-UNSUPPORTED_FOR_MESSAGE_FORMAT, INVALID_TIMESTAMP...). As Kafka: lastOffsetDelta
+UNSUPPORTED_FOR_MESSAGE_FORMAT, INVALID_TIMESTAMP...). A batch refused for some
+of its records (a null key on a compacted topic, a timestamp out of range:
+``spool.storage.record_checks``) names them in ``record_errors`` (KIP-467, v8+), so a
+client fails those and sends the others again. As Kafka: lastOffsetDelta
 must be recordsCount - 1, and an uncompressed batch must hold exactly
 recordsCount records (INVALID_RECORD); a compressed batch is counted when it
 claims more records than it has bytes, or when it is inflated anyway (a
@@ -33,6 +36,7 @@ import logging
 from spool.broker.registry import handles
 from spool.protocol._generated import ProduceRequest, ProduceResponse
 from spool.protocol._generated.produce_response import (
+    BatchIndexAndErrorMessage,
     LeaderIdAndEpoch,
     NodeEndpoint,
     PartitionProduceResponse,
@@ -42,20 +46,11 @@ from spool.protocol.errors import Errors, KafkaError
 from spool.records.batch import validate_batch
 from spool.records.record import check_record_count
 from spool.replica.partition import NotLeader
-from spool.storage.cleaner import check_keys
+from spool.storage.record_checks import RecordErrors, check_records, needs_record_checks
 
 log = logging.getLogger("spool.produce")
 
 MIN_SERVED_VERSION = 3
-
-
-def _check_timestamp(cfg, max_timestamp: int, now_ms: int) -> None:
-    if cfg.message_timestamp_type != "CreateTime" or max_timestamp < 0:
-        return
-    if now_ms - max_timestamp > cfg.message_timestamp_before_max_ms:
-        raise KafkaError(Errors.INVALID_TIMESTAMP, "timestamp is before message.timestamp.before.max.ms")
-    if max_timestamp - now_ms > cfg.message_timestamp_after_max_ms:
-        raise KafkaError(Errors.INVALID_TIMESTAMP, "timestamp is after message.timestamp.after.max.ms")
 
 
 def append_partition(
@@ -83,9 +78,8 @@ def append_partition(
         check_record_count(records, 0, header)
         if header.producer_id >= 0 and header.base_sequence < 0:
             raise KafkaError(Errors.INVALID_RECORD, "a batch with a producer id needs a sequence")
-        _check_timestamp(cfg, header.max_timestamp, now_ms)
-        if cfg.compact_enabled:
-            check_keys(records)  # a compacted topic needs a key on every record
+        if needs_record_checks(cfg, header, now_ms):  # keys, timestamps: most topics skip it
+            check_records(records, cfg, now_ms, f"{topic}-{partition}")
         append_time = now_ms if cfg.uses_log_append_time else None
         info = replicas.append_as_leader(part, records, acks=acks, now_ms=now_ms,
                                          log_append_time_ms=append_time, flush=flush)
@@ -93,6 +87,9 @@ def append_partition(
         resp.error_code = e.code
         resp.error_message = e.message
         resp.current_leader = LeaderIdAndEpoch(leader_id=e.leader, leader_epoch=e.leader_epoch)
+        return resp
+    except RecordErrors as e:
+        _refused_records(resp, e, part.log.log_start_offset)
         return resp
     except KafkaError as e:
         resp.error_code = e.code
@@ -115,6 +112,16 @@ def append_partition(
         elif code:
             resp.error_code = code
     return resp
+
+
+def _refused_records(resp: PartitionProduceResponse, e: RecordErrors, log_start: int) -> None:
+    """KIP-467: the batch is refused, and the answer names each failed record (v8+)."""
+    resp.error_code = e.code
+    resp.error_message = e.message
+    resp.log_start_offset = log_start
+    resp.record_errors = [BatchIndexAndErrorMessage(batch_index=r.batch_index,
+                                                    batch_index_error_message=r.message)
+                          for r in e.errors]
 
 
 async def wait_replicated(broker, pending: list, timeout_ms: int) -> None:
