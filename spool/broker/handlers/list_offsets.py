@@ -1,9 +1,29 @@
-"""ListOffsets (2): earliest (-2), latest (-1), max timestamp (-3), or by timestamp.
+"""ListOffsets (2) 1-11: an offset of each partition by timestamp or by a special one.
 
-Latest is the high watermark, or the last stable offset under
-read_committed. By timestamp: the first offset whose record timestamp is
-at or after the target (the log's time index, then a scan of the batch);
-none gives offset -1 and timestamp -1, as in Kafka.
+Special timestamps, each from the version Kafka accepts it (below it, or any other
+negative timestamp: UNSUPPORTED_VERSION for that partition, as Kafka's
+``isListOffsetsTimestampUnsupported``):
+
+- latest (-1, v1+): the high watermark, or the last stable offset under read_committed,
+  with the leader's epoch;
+- earliest (-2, v1+): the log start offset;
+- max timestamp (-3, v7+, KIP-734): the offset and timestamp of the first record carrying
+  the largest timestamp;
+- earliest local (-4, v8+, KIP-405): the first offset on local disk; Spool has no tiered
+  storage, so it is the log start offset, as Kafka answers for a topic without it;
+- latest tiered (-5, v9+, KIP-1005) and earliest pending upload (-6, v11+, KIP-1023):
+  nothing is in tiered storage, so offset -1 and leader epoch -1, as Kafka answers for a
+  topic without remote storage.
+
+By timestamp: the first offset whose record timestamp is at or after the target (the log's
+time index, then a scan of the batch); none gives offset -1 and timestamp -1. A timestamp
+or max-timestamp answer at or past what the requester may read (for a consumer, replica
+id -1: the high watermark, or the last stable offset under read_committed; for anyone
+else the log end) is offset -1 and timestamp -1 too, as Kafka hides records not yet
+committed. The leader epoch answered is the one that wrote the offset (Kafka's): the
+earliest cached epoch for earliest, the batch's for a timestamp.
+A partition listed twice is INVALID_REQUEST for both. ``timeout_ms`` (v10+, KIP-1075)
+bounds Kafka's wait on remote storage; Spool answers from local disk at once.
 """
 
 from __future__ import annotations
@@ -19,50 +39,79 @@ from spool.protocol.errors import Errors, KafkaError
 LATEST = -1
 EARLIEST = -2
 MAX_TIMESTAMP = -3
+EARLIEST_LOCAL = -4
+LATEST_TIERED = -5
+EARLIEST_PENDING_UPLOAD = -6
+CONSUMER_REPLICA_ID = -1
+
+# The first ListOffsets version that accepts each special timestamp (Kafka's table).
+MIN_VERSION = {LATEST: 1, EARLIEST: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9,
+               EARLIEST_PENDING_UPLOAD: 11}
 
 
-def _lookup(broker, plog, timestamp: int, isolation_level: int) -> tuple[int, int]:
+def _lookup(plog, timestamp: int, leader_epoch: int, fetchable: int) -> tuple[int, int, int]:
+    """(timestamp, offset, leader epoch) for one special or real timestamp."""
     if timestamp == LATEST:
-        return -1, (plog.last_stable_offset if isolation_level == 1 else plog.high_watermark)
-    if timestamp == EARLIEST:
-        return -1, plog.log_start_offset
-    if timestamp == MAX_TIMESTAMP:
-        found = plog.max_timestamp_offset()
-    elif timestamp < 0:
-        raise KafkaError(Errors.INVALID_REQUEST, f"unknown special timestamp {timestamp}")
-    else:
-        found = plog.offset_for_timestamp(timestamp)
-    if found is None:
-        return -1, -1
+        return -1, fetchable, leader_epoch
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        start = plog.log_start_offset
+        first = plog.leader_epochs.earliest_entry()
+        return -1, start, (first.epoch if first is not None and first.start_offset <= start
+                           else -1)
+    if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
+        return -1, -1, -1
+    found = (plog.max_timestamp_offset() if timestamp == MAX_TIMESTAMP
+             else plog.offset_for_timestamp(timestamp))
+    if found is None or found[0] >= fetchable:
+        return -1, -1, -1
     offset, ts = found
-    return ts, offset
+    return ts, offset, plog.leader_epochs.epoch_for(offset)
 
 
-@handles(2, 1, 7)
+@handles(2, 1, 11)
 async def list_offsets(ctx, req: ListOffsetsRequest) -> ListOffsetsResponse:
-    broker = ctx.broker
+    seen: set[tuple[str, int]] = set()
+    twice = set()
+    for t in req.topics:
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            (twice if tp in seen else seen).add(tp)
     topics = []
     for t in req.topics:
-        parts = []
-        for p in t.partitions:
-            r = ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=0,
-                                             timestamp=-1, offset=-1, leader_epoch=-1)
-            plog = None
-            try:
-                part = broker.replicas.leader_partition(t.name, p.partition_index)
-                plog, epoch = part.log, part.leader_epoch
-                cur = p.current_leader_epoch
-                if cur >= 0 and cur != epoch:
-                    raise KafkaError(Errors.FENCED_LEADER_EPOCH if cur < epoch
-                                     else Errors.UNKNOWN_LEADER_EPOCH)
-                r.timestamp, r.offset = _lookup(broker, plog, p.timestamp, req.isolation_level)
-                if r.offset >= 0:
-                    r.leader_epoch = epoch
-            except KafkaError as e:
-                r.error_code = e.code
-            except OSError:  # the partition was deleted meanwhile, or its disk failed
-                r.error_code = (Errors.UNKNOWN_TOPIC_OR_PARTITION if plog is not None
-                                and plog.closed else Errors.KAFKA_STORAGE_ERROR)
-            parts.append(r)
+        parts = [_partition(ctx, req, t.name, p, (t.name, p.partition_index) in twice)
+                 for p in t.partitions]
         topics.append(ListOffsetsTopicResponse(name=t.name, partitions=parts))
     return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
+
+
+def _partition(ctx, req: ListOffsetsRequest, topic: str, p, duplicate: bool
+               ) -> ListOffsetsPartitionResponse:
+    r = ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=0,
+                                     timestamp=-1, offset=-1, leader_epoch=-1)
+    if duplicate:
+        r.error_code = Errors.INVALID_REQUEST
+        return r
+    if p.timestamp < 0 and ctx.api_version < MIN_VERSION.get(p.timestamp, 1 << 15):
+        r.error_code = Errors.UNSUPPORTED_VERSION
+        return r
+    plog = None
+    try:
+        part = ctx.broker.replicas.leader_partition(topic, p.partition_index)
+        plog, epoch = part.log, part.leader_epoch
+        cur = p.current_leader_epoch
+        if cur >= 0 and cur != epoch:
+            raise KafkaError(Errors.FENCED_LEADER_EPOCH if cur < epoch
+                             else Errors.UNKNOWN_LEADER_EPOCH)
+        if req.replica_id != CONSUMER_REPLICA_ID:
+            fetchable = plog.log_end_offset
+        elif req.isolation_level == 1:
+            fetchable = plog.last_stable_offset
+        else:
+            fetchable = plog.high_watermark
+        r.timestamp, r.offset, r.leader_epoch = _lookup(plog, p.timestamp, epoch, fetchable)
+    except KafkaError as e:
+        r.error_code = e.code
+    except OSError:  # the partition was deleted meanwhile, or its disk failed
+        r.error_code = (Errors.UNKNOWN_TOPIC_OR_PARTITION if plog is not None
+                        and plog.closed else Errors.KAFKA_STORAGE_ERROR)
+    return r
