@@ -42,9 +42,12 @@ bench: .venv
 	$(BIN)/python -m bench.replication
 	$(BIN)/python -m bench.compare
 
-# Reliability soak (full counts, ~1 h on 2 cores): rewrites docs/RELIABILITY.md.
+# Reliability soak (full counts, ~1 h on 2 cores): rewrites docs/RELIABILITY.md; then the
+# API round trip (tests/integration/test_api_roundtrip.py) at 200 requests per API version.
 soak: .venv
 	$(BIN)/python -m bench.reliability
+	SPOOL_ROUNDTRIP_EXAMPLES=$${SPOOL_ROUNDTRIP_EXAMPLES:-200} \
+		$(BIN)/python -m pytest tests/integration/test_api_roundtrip.py -q -p no:randomly
 
 # The simulators (tests/sim) at soak size: SPOOL_SIM_SEEDS Raft seeds,
 # SPOOL_SIM_CONTROLLER_SEEDS with the controller and SPOOL_REPL_SIM_SEEDS of partition
