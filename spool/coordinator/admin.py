@@ -42,10 +42,12 @@ class OffsetToCommit:
 def commit_offsets(
     coord: GroupCoordinator, group_id: str, generation: int, member_id: str,
     instance: str | None, offsets: list[OffsetToCommit],
+    missing_group: int = Errors.ILLEGAL_GENERATION,
 ) -> tuple[Result, list[int]]:
-    """OffsetCommit: one error code per offset (the same for all when the group refuses)."""
+    """OffsetCommit: one error code per offset (the same for all when the group refuses,
+    ``_check_commit``)."""
     out = Result()
-    code = _check_commit(coord, group_id, generation, member_id, instance)
+    code = _check_commit(coord, group_id, generation, member_id, instance, missing_group)
     if code:
         return out, [code] * len(offsets)
     group = coord.groups.get(group_id)  # None: a group that only stores offsets, made by replay
@@ -66,17 +68,27 @@ def commit_offsets(
 
 
 def _check_commit(coord: GroupCoordinator, group_id: str, generation: int, member_id: str,
-                  instance: str | None) -> int:
+                  instance: str | None, missing_group: int = Errors.ILLEGAL_GENERATION) -> int:
+    """Kafka's ``validateOffsetCommit`` for a classic group (``generation`` is the
+    request's generation_id_or_member_epoch). A group that does not exist takes commits
+    without a generation (-1: the admin client or a consumer outside group management;
+    Kafka makes it a "simple" group); with one it is ``missing_group`` (OffsetCommit v9+
+    answers GROUP_ID_NOT_FOUND, older versions and TxnOffsetCommit ILLEGAL_GENERATION).
+    An Empty group takes commits without a generation too; otherwise a request naming a
+    member, a generation or an instance must name a current member and the current
+    generation, and one naming none is UNKNOWN_MEMBER_ID; a group whose rebalance is
+    completing is REBALANCE_IN_PROGRESS."""
     if not group_id:
         return Errors.INVALID_GROUP_ID
     group = coord.groups.get(group_id)
-    simple = generation < 0 and not member_id and instance is None
     if group is None:
-        return 0 if simple else Errors.ILLEGAL_GENERATION
+        return 0 if generation < 0 else missing_group
     if group.is_(S.DEAD):
         return Errors.COORDINATOR_NOT_AVAILABLE
-    if simple:
-        return 0 if group.is_(S.EMPTY) else Errors.UNKNOWN_MEMBER_ID
+    if generation < 0 and group.is_(S.EMPTY):
+        return 0
+    if generation < 0 and not member_id and instance is None:
+        return Errors.UNKNOWN_MEMBER_ID
     code = coord._check_member(group, member_id, instance)
     if code:
         return code

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from spool.coordinator.schema import OffsetKey, SchemaError, decode_key
 from spool.protocol.errors import KafkaError
 from spool.records.batch import BatchHeader
 from spool.records.record import CONTROL_COMMIT, ControlRecord, iter_records
@@ -43,6 +44,20 @@ class PendingTxnOffsets:
         """Forget what is pending on ``partition`` (another broker coordinates it now)."""
         for key in [k for k in self._pending if k[1] == partition]:
             del self._pending[key]
+
+    def pending_for(self, group: str) -> set[tuple[str, int]]:
+        """The (topic, partition) of ``group``'s offsets that wait for a marker (OffsetFetch
+        with ``require_stable`` answers them UNSTABLE_OFFSET_COMMIT)."""
+        out = set()
+        for records in self._pending.values():
+            for key, _ in records:
+                try:
+                    k = decode_key(key) if key is not None else None
+                except SchemaError:
+                    continue
+                if isinstance(k, OffsetKey) and k.group == group:
+                    out.add((k.topic, k.partition))
+        return out
 
     def pending_partitions(self, producer_id: int) -> list[int]:
         return sorted(p for pid, p in self._pending if pid == producer_id)

@@ -3,26 +3,41 @@
 The raw-socket client sends each version as a Kafka 4.2 client would and checks what it
 carries: JoinGroup v9's skip_assignment for a rejoining static leader, DescribeGroups v6's
 GROUP_ID_NOT_FOUND, FindCoordinator v6's share key type, the authorized operations of
-Metadata v8-v10 / DescribeGroups when asked (without an authorizer: all of them).
+Metadata v8-v10 / DescribeGroups when asked (without an authorizer: all of them),
+OffsetCommit/OffsetFetch v10's topic IDs, v9's GROUP_ID_NOT_FOUND and Kafka's commit rules
+for classic groups, OffsetFetch v8's several groups at once.
 """
 
 from __future__ import annotations
 
 import time
+import uuid
 
 import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from spool.protocol._generated import (
     DescribeGroupsRequest,
     FindCoordinatorRequest,
     JoinGroupRequest,
     MetadataRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
     SyncGroupRequest,
 )
 from spool.protocol._generated.join_group_request import JoinGroupRequestProtocol
 from spool.protocol._generated.metadata_request import MetadataRequestTopic
+from spool.protocol._generated.offset_commit_request import (
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
+from spool.protocol._generated.offset_fetch_request import (
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestTopics,
+)
 from spool.protocol._generated.sync_group_request import SyncGroupRequestAssignment
 from spool.protocol.errors import Errors
+from spool.protocol.primitives import ZERO_UUID
 from tests.helpers.raw_client import RawClient
 
 pytestmark = pytest.mark.timeout(60)
@@ -148,5 +163,140 @@ def test_metadata_authorized_operations_by_version(broker, topic_name):
         assert got.topics[0].topic_authorized_operations == TOPIC_OPS
         plain = rc.request(3, 12, MetadataRequest(topics=topics[:1]))
         assert plain.topics[0].topic_authorized_operations == OMITTED
+    finally:
+        rc.close()
+
+
+# ---- OffsetCommit 9-10, OffsetFetch 8-10
+
+
+def _topic_id(rc: RawClient, topic: str):
+    got = rc.request(3, 12, MetadataRequest(topics=[MetadataRequestTopic(name=topic)],
+                                            allow_auto_topic_creation=True))
+    assert got.topics[0].error_code in (0, Errors.LEADER_NOT_AVAILABLE)
+    return got.topics[0].topic_id
+
+
+def _commit(rc: RawClient, version: int, group: str, topic: str | None = None, topic_id=None,
+            generation: int = -1, member_id: str = "", offset: int = 7) -> list:
+    got = rc.request(8, version, OffsetCommitRequest(
+        group_id=group, generation_id_or_member_epoch=generation, member_id=member_id,
+        topics=[OffsetCommitRequestTopic(name=topic or "", topic_id=topic_id or ZERO_UUID,
+                                         partitions=[OffsetCommitRequestPartition(
+                                             partition_index=0, committed_offset=offset,
+                                             committed_metadata="m")])]))
+    return [(t.topic_id if version >= 10 else t.name, [p.error_code for p in t.partitions])
+            for t in got.topics]
+
+
+def _fetch(rc: RawClient, version: int, groups: list[tuple[str, list | None]],
+           require_stable: bool = False) -> dict:
+    """{group: (error, {topic name or id: [(partition, offset, metadata, error)]})}."""
+    def topics(ts):
+        if ts is None:
+            return None
+        return [OffsetFetchRequestTopics(name=n if isinstance(n, str) else "",
+                                         topic_id=n if not isinstance(n, str) else ZERO_UUID,
+                                         partition_indexes=[0]) for n in ts]
+    got = rc.request(9, version, OffsetFetchRequest(require_stable=require_stable, groups=[
+        OffsetFetchRequestGroup(group_id=g, topics=topics(ts)) for g, ts in groups]))
+    return {g.group_id: (g.error_code, {
+        (t.topic_id if version >= 10 else t.name): [
+            (p.partition_index, p.committed_offset, p.metadata, p.error_code)
+            for p in t.partitions] for t in g.topics}) for g in got.groups}
+
+
+def test_offset_commit_and_fetch_by_topic_id_v10(broker, topic_name):
+    rc = RawClient(broker.bootstrap)
+    group, other = _group(), _group()
+    try:
+        tid = _topic_id(rc, topic_name)
+        unknown = uuid.uuid4()
+        assert _commit(rc, 10, group, topic_id=tid) == [(tid, [0])]
+        assert _commit(rc, 10, group, topic_id=unknown) == [(unknown, [Errors.UNKNOWN_TOPIC_ID])]
+        assert _commit(rc, 9, other, topic=topic_name, offset=3) == [(topic_name, [0])]
+        # v10 asks by ID, v8 by name: the same commit
+        assert _fetch(rc, 10, [(group, [tid, unknown])]) == {group: (0, {
+            tid: [(0, 7, "m", 0)], unknown: [(0, -1, "", Errors.UNKNOWN_TOPIC_ID)]})}
+        assert _fetch(rc, 8, [(group, [topic_name]), (other, None)]) == {
+            group: (0, {topic_name: [(0, 7, "m", 0)]}),
+            other: (0, {topic_name: [(0, 3, "m", 0)]})}
+        # every committed topic, named by ID at v10
+        assert _fetch(rc, 10, [(other, None)]) == {other: (0, {tid: [(0, 3, "m", 0)]})}
+    finally:
+        rc.close()
+
+
+def test_offset_commit_generation_to_unknown_group_by_version(broker, topic_name):
+    rc = RawClient(broker.bootstrap)
+    try:
+        _topic_id(rc, topic_name)
+        group = _group()
+        # a generation for a group that does not exist: GROUP_ID_NOT_FOUND from v9,
+        # ILLEGAL_GENERATION before (older clients do not know the code)
+        assert _commit(rc, 9, group, topic_name, generation=1, member_id="m") == [
+            (topic_name, [Errors.GROUP_ID_NOT_FOUND])]
+        assert _commit(rc, 8, group, topic_name, generation=1, member_id="m") == [
+            (topic_name, [Errors.ILLEGAL_GENERATION])]
+        # generation -1 (no group management) makes the group, a member id or not (Kafka's
+        # simple group), and an Empty group takes such commits too
+        assert _commit(rc, 9, group, topic_name, member_id="m") == [(topic_name, [0])]
+        assert _commit(rc, 9, group, topic_name, member_id="x", offset=8) == [(topic_name, [0])]
+        assert _fetch(rc, 9, [(group, [topic_name])])[group][1][topic_name] == [(0, 8, "m", 0)]
+    finally:
+        rc.close()
+
+
+def test_offset_commit_by_a_static_member_of_a_stable_group(broker, topic_name):
+    rc = RawClient(broker.bootstrap)
+    group = _group()
+    try:
+        _topic_id(rc, topic_name)
+        member = _stable_static_group(rc, group)
+        ok = rc.request(8, 10, OffsetCommitRequest(
+            group_id=group, generation_id_or_member_epoch=1, member_id=member,
+            group_instance_id="i1", topics=[OffsetCommitRequestTopic(
+                topic_id=_topic_id(rc, topic_name), partitions=[OffsetCommitRequestPartition(
+                    partition_index=0, committed_offset=5, committed_metadata=None)])]))
+        assert ok.topics[0].partitions[0].error_code == 0
+        assert _commit(rc, 10, group, topic_id=_topic_id(rc, topic_name), generation=2,
+                       member_id=member)[0][1] == [Errors.ILLEGAL_GENERATION]
+        # no generation, no member: a Stable group refuses it
+        assert _commit(rc, 10, group, topic_id=_topic_id(rc, topic_name))[0][1] == [
+            Errors.UNKNOWN_MEMBER_ID]
+    finally:
+        rc.close()
+
+
+def test_require_stable_fetch_sees_a_pending_transactional_commit_as_unstable(broker, topic_name):
+    rc = RawClient(broker.bootstrap)
+    group = _group()
+    try:
+        _topic_id(rc, topic_name)
+        assert _commit(rc, 9, group, topic_name, offset=2) == [(topic_name, [0])]
+        p = Producer({"bootstrap.servers": broker.bootstrap,
+                      "transactional.id": f"stable-{topic_name}"})
+        p.init_transactions(10)
+        p.begin_transaction()
+        c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+        meta = c.consumer_group_metadata()  # generation -1: no group management
+        c.close()
+        p.send_offsets_to_transaction([TopicPartition(topic_name, 0, 9)], meta, 10)
+        pending = (0, -1, "", Errors.UNSTABLE_OFFSET_COMMIT)
+        for version in (7, 8, 10):
+            key = _topic_id(rc, topic_name) if version >= 10 else topic_name
+            if version == 7:
+                got = rc.request(9, 7, OffsetFetchRequest(group_id=group, require_stable=True,
+                                                          topics=None))
+                assert [(t.name, [(x.committed_offset, x.error_code) for x in t.partitions])
+                        for t in got.topics] == [(topic_name, [(-1, pending[3])])]
+                continue
+            assert _fetch(rc, version, [(group, [key])], require_stable=True)[group] == (
+                0, {key: [pending]})
+        # without require_stable the last committed offset, as before
+        assert _fetch(rc, 8, [(group, [topic_name])])[group] == (0, {topic_name: [(0, 2, "m", 0)]})
+        p.commit_transaction(10)
+        assert _fetch(rc, 8, [(group, [topic_name])], require_stable=True)[group] == (
+            0, {topic_name: [(0, 9, "", 0)]})
     finally:
         rc.close()

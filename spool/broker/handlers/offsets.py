@@ -1,4 +1,4 @@
-"""Committed offsets: OffsetCommit (8) 2-8, OffsetFetch (9) 1-7, OffsetDelete (47) 0.
+"""Committed offsets: OffsetCommit (8) 2-10, OffsetFetch (9) 1-10, OffsetDelete (47) 0.
 
 A commit for a partition that does not exist gets UNKNOWN_TOPIC_OR_PARTITION
 (as Kafka's broker answers); the rest go to the coordinator, whose records
@@ -6,14 +6,29 @@ are appended to ``__consumer_offsets`` and replayed before the response
 leaves (``__consumer_offsets`` is created first if need be, in the
 executor: ``spool.broker.internal_topic``). If that append fails every partition gets COORDINATOR_NOT_AVAILABLE
 (retriable) and nothing changes: OffsetFetch still returns the previous
-commit.
-OffsetFetch with null topics (v2+) returns every committed partition;
-listed partitions without a commit get offset -1 and empty metadata.
+commit. Who may commit is Kafka's rule for classic groups
+(``spool.coordinator.admin._check_commit``): ``generation_id_or_member_epoch`` is the
+group's generation (member epochs belong to KIP-848 consumer groups, which Spool does not
+have yet); a commit with a generation to a group that does not exist is GROUP_ID_NOT_FOUND
+from v9 (the dispatcher answers ILLEGAL_GENERATION below it, ``error_versions``).
+v10 names topics by ID (KIP-848): an ID no topic has is UNKNOWN_TOPIC_ID for its
+partitions, and the answer names the topic by ID.
+
+OffsetFetch with null topics (v2+) returns every committed partition (v10: of the
+topics that exist, named by ID); listed partitions without a commit get offset -1 and
+empty metadata; a v10 topic ID no topic has is UNKNOWN_TOPIC_ID. v8+ asks for several
+groups at once, each answered with its own error (NOT_COORDINATOR when another broker
+coordinates it). v9's member id and epoch are checked for consumer groups only: a classic
+group's offsets are readable by anyone, as in Kafka. ``require_stable`` (v7+): a partition
+whose transactional commit waits for its transaction's marker is UNSTABLE_OFFSET_COMMIT
+(retriable) instead of its older offset.
 ``retention_time_ms`` (v2-4) is ignored, as Kafka does since 2.1:
 retention follows ``offsets.retention.minutes``.
 """
 
 from __future__ import annotations
+
+from uuid import UUID
 
 from spool.broker.registry import handles
 from spool.coordinator.admin import OffsetToCommit, commit_offsets, delete_offsets, fetch_offsets
@@ -34,74 +49,143 @@ from spool.protocol._generated.offset_delete_response import (
     OffsetDeleteResponseTopic,
 )
 from spool.protocol._generated.offset_fetch_response import (
+    OffsetFetchResponseGroup,
     OffsetFetchResponsePartition,
+    OffsetFetchResponsePartitions,
     OffsetFetchResponseTopic,
+    OffsetFetchResponseTopics,
 )
 from spool.protocol.errors import Errors, KafkaError
+from spool.protocol.primitives import ZERO_UUID
+
+TOPIC_IDS_VERSION = 10  # OffsetCommit and OffsetFetch name topics by ID from v10
 
 
 def _exists(broker, topic: str, partition: int) -> bool:
     return 0 <= partition < broker.partition_count(topic)
 
 
-@handles(8, 2, 8)
+def _name_of(broker, topic_id: UUID) -> str | None:
+    """The name of the topic with this ID, None when no topic has it."""
+    return broker.view.topic_name(topic_id)
+
+
+@handles(8, 2, 10)
 async def offset_commit(ctx, req: OffsetCommitRequest) -> OffsetCommitResponse:
     broker = ctx.broker
     v = ctx.api_version
+    by_id = v >= TOPIC_IDS_VERSION
     todo: list[OffsetToCommit] = []
     codes: dict[tuple[str, int], int] = {}
-    for t in req.topics:
+    names = [_name_of(broker, t.topic_id) if by_id else t.name for t in req.topics]
+    for t, name in zip(req.topics, names, strict=True):
         for p in t.partitions:
-            if _exists(broker, t.name, p.partition_index):
+            if name is None:
+                codes[(t.topic_id, p.partition_index)] = Errors.UNKNOWN_TOPIC_ID
+            elif _exists(broker, name, p.partition_index):
                 epoch = p.committed_leader_epoch if v >= 6 else -1
-                todo.append(OffsetToCommit(t.name, p.partition_index, p.committed_offset, epoch,
+                todo.append(OffsetToCommit(name, p.partition_index, p.committed_offset, epoch,
                                            p.committed_metadata))
             else:
-                codes[(t.name, p.partition_index)] = Errors.UNKNOWN_TOPIC_OR_PARTITION
+                codes[(name, p.partition_index)] = Errors.UNKNOWN_TOPIC_OR_PARTITION
     if todo:
         await broker.groups.topic.ensure()  # created in the executor, never on the loop
         # commit_offsets changes no group (its records do, once replayed): no group checkpoint
         got = broker.groups.topic.coordinator_error(req.group_id) or await broker.groups.call(
             [], lambda: commit_offsets(
             broker.groups.coordinator, req.group_id, req.generation_id_or_member_epoch,
-            req.member_id, req.group_instance_id if v >= 7 else None, todo))
+            req.member_id, req.group_instance_id if v >= 7 else None, todo,
+            missing_group=Errors.GROUP_ID_NOT_FOUND))
         if isinstance(got, KafkaError):
             got = [got.code] * len(todo)
         codes.update({(o.topic, o.partition): c for o, c in zip(todo, got, strict=True)})
     return OffsetCommitResponse(throttle_time_ms=0, topics=[
-        OffsetCommitResponseTopic(name=t.name, partitions=[
-            OffsetCommitResponsePartition(partition_index=p.partition_index,
-                                          error_code=codes[(t.name, p.partition_index)])
+        OffsetCommitResponseTopic(name=t.name, topic_id=t.topic_id, partitions=[
+            OffsetCommitResponsePartition(
+                partition_index=p.partition_index,
+                error_code=codes[(name if name is not None else t.topic_id, p.partition_index)])
             for p in t.partitions
-        ]) for t in req.topics
+        ]) for t, name in zip(req.topics, names, strict=True)
     ])
 
 
-@handles(9, 1, 7)
+# One group's answer: (group error, [(name, topic id, [(partition, offset, leader epoch,
+# metadata, error)])]), whatever the version's shape.
+_Parts = list[tuple[int, int, int, str | None, int]]
+_Answer = tuple[int, list[tuple[str | None, UUID | None, _Parts]]]
+
+
+def _fetch_group(ctx, group_id: str, topics, require_stable: bool, by_id: bool) -> _Answer:
+    """OffsetFetch for one group; ``topics`` are the request's (None: every committed one)."""
+    broker = ctx.broker
+    err = broker.groups.topic.coordinator_error(group_id)
+    if err is not None:
+        return err.code, [(t.name, getattr(t, "topic_id", None),
+                           [(p, -1, -1, "", err.code) for p in t.partition_indexes])
+                          for t in topics or ()]
+    unstable = (broker.groups.txn_offsets.pending_for(group_id) if require_stable else set())
+    coord = broker.groups.coordinator
+    out: list[tuple[str | None, UUID | None, _Parts]] = []
+    if topics is None:
+        by_topic: dict[str, _Parts] = {}
+        for (topic, partition), c in fetch_offsets(coord, group_id, None).items():
+            by_topic.setdefault(topic, []).append(_partition(partition, c, (topic, partition)
+                                                             in unstable))
+        for name, parts in by_topic.items():
+            topic_id = broker.view.topic_id(name) if by_id else None
+            if by_id and topic_id is None:
+                continue  # a topic that no longer exists has no ID to name it by
+            out.append((name, topic_id, parts))
+        return 0, out
+    for t in topics:
+        name = _name_of(broker, t.topic_id) if by_id else t.name
+        if name is None:
+            out.append((None, t.topic_id,
+                        [(p, -1, -1, "", Errors.UNKNOWN_TOPIC_ID) for p in t.partition_indexes]))
+            continue
+        found = fetch_offsets(coord, group_id, [(name, p) for p in t.partition_indexes])
+        out.append((name, t.topic_id if by_id else None, [
+            _partition(p, found[(name, p)], (name, p) in unstable) for p in t.partition_indexes]))
+    return 0, out
+
+
+def _partition(partition: int, c, unstable: bool) -> tuple[int, int, int, str, int]:
+    if unstable:
+        return partition, -1, -1, "", Errors.UNSTABLE_OFFSET_COMMIT
+    if c is None:
+        return partition, -1, -1, "", 0
+    return partition, c.offset, c.leader_epoch, c.metadata, 0
+
+
+@handles(9, 1, 10)
 async def offset_fetch(ctx, req: OffsetFetchRequest) -> OffsetFetchResponse:
-    wanted = None
-    if req.topics is not None:
-        wanted = [(t.name, p) for t in req.topics for p in t.partition_indexes]
-    err = ctx.broker.groups.topic.coordinator_error(req.group_id)
-    if err is not None:  # v2+: the top-level error; v1 has only the partitions' codes
-        return OffsetFetchResponse(throttle_time_ms=0, error_code=err.code, topics=[
-            OffsetFetchResponseTopic(name=t.name, partitions=[OffsetFetchResponsePartition(
-                partition_index=p, committed_offset=-1, committed_leader_epoch=-1, metadata="",
-                error_code=err.code) for p in t.partition_indexes])
-            for t in req.topics or ()] if ctx.api_version < 2 else [])
-    found = fetch_offsets(ctx.broker.groups.coordinator, req.group_id, wanted)
-    by_topic: dict[str, list[OffsetFetchResponsePartition]] = {}
-    for (topic, partition), c in found.items():
-        by_topic.setdefault(topic, []).append(OffsetFetchResponsePartition(
-            partition_index=partition,
-            committed_offset=c.offset if c else -1,
-            committed_leader_epoch=c.leader_epoch if c else -1,
-            metadata=c.metadata if c else "",
-            error_code=0,
-        ))
+    v = ctx.api_version
+    stable = req.require_stable if v >= 7 else False
+    if v >= 8:
+        by_id = v >= TOPIC_IDS_VERSION
+        return OffsetFetchResponse(throttle_time_ms=0, groups=[
+            _group_response(g.group_id, _fetch_group(ctx, g.group_id, g.topics, stable, by_id))
+            for g in req.groups])
+    code, topics = _fetch_group(ctx, req.group_id, req.topics, stable, False)
+    if code and v >= 2:  # v2+: the top-level error; v1 has only the partitions' codes
+        return OffsetFetchResponse(throttle_time_ms=0, error_code=code, topics=[])
     return OffsetFetchResponse(throttle_time_ms=0, error_code=0, topics=[
-        OffsetFetchResponseTopic(name=name, partitions=parts) for name, parts in by_topic.items()
-    ])
+        OffsetFetchResponseTopic(name=name, partitions=[OffsetFetchResponsePartition(
+            partition_index=p, committed_offset=o, committed_leader_epoch=e, metadata=m,
+            error_code=c) for p, o, e, m, c in parts])
+        for name, _, parts in topics])
+
+
+def _group_response(group_id: str, answer: _Answer) -> OffsetFetchResponseGroup:
+    code, topics = answer
+    if code:
+        return OffsetFetchResponseGroup(group_id=group_id, error_code=code, topics=[])
+    return OffsetFetchResponseGroup(group_id=group_id, error_code=0, topics=[
+        OffsetFetchResponseTopics(name=name or "", topic_id=topic_id or ZERO_UUID, partitions=[
+            OffsetFetchResponsePartitions(partition_index=p, committed_offset=o,
+                                          committed_leader_epoch=e, metadata=m, error_code=c)
+            for p, o, e, m, c in parts])
+        for name, topic_id, parts in topics])
 
 
 @handles(47, 0, 0)
