@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint check-codegen codegen bench soak soak-sim clean
+.PHONY: run test lint check-codegen codegen compat bench soak soak-sim clean
 
 # The environment is (re)built when missing or older than pyproject.toml.
 .venv: $(STAMP)
@@ -29,6 +29,10 @@ lint: .venv
 
 codegen: .venv
 	$(BIN)/python -m tools.codegen
+
+# docs/COMPATIBILITY.md from the handler registry and tools/compat_table/notes.py.
+compat: .venv
+	$(BIN)/python -m tools.compat_table
 
 bench: .venv
 	$(BIN)/python -m pip install --quiet -e '.[dev,spark,bench]' --config-settings editable_mode=compat

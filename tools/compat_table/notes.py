@@ -1,0 +1,108 @@
+"""What each API's versions do in Spool: the notes column of docs/COMPATIBILITY.md.
+
+``NOTES[api_key]``: one short paragraph per API, in Kafka's words, saying what Spool
+does with what the versions carry (and what it does not do). Whoever raises an API's
+version or changes what a version does edits its entry here and runs
+``python -m tools.compat_table`` (``make compat``); tests/unit/test_compat_table.py
+fails while the committed page is stale. An API with no entry shows nothing.
+"""
+
+from __future__ import annotations
+
+NOTES: dict[int, str] = {
+    0: "Advertised from v0 for old librdkafka (it stops compressing otherwise), v0-2 answered "
+       "UNSUPPORTED_VERSION per partition as Kafka 4. RecordBatch v2 only; idempotent and "
+       "transactional batches checked against producer state; v8+ KIP-467 `record_errors` "
+       "name the refused records of a batch (null key on a compacted topic, timestamp out of "
+       "range); v10 KIP-951 `current_leader` and `node_endpoints` on NOT_LEADER_OR_FOLLOWER. "
+       "acks=0 gets no answer (Kafka also closes the connection when such a request fails; "
+       "Spool keeps it).",
+    1: "Whole batches from segment files with sendfile, long polling, KIP-74 (the first "
+       "batch always fits), read_committed up to the LSO with aborted transactions. No fetch "
+       "sessions (KIP-227): `session_id` 0 asks for full requests. On a controller listener: "
+       "the Raft fetch of `__cluster_metadata` (v12+, diverging epochs, snapshots).",
+    2: "Latest (-1), earliest (-2), max timestamp (-3, v7+), by timestamp through the time "
+       "index; earliest local (-4, v8+) is the log start, latest tiered (-5, v9+) and "
+       "earliest pending upload (-6, v11+) offset -1 (no tiered storage). v5+: "
+       "OFFSET_NOT_AVAILABLE, LEADER_NOT_AVAILABLE below.",
+    3: "Brokers, controller id, leaders, epochs, ISR, offline replicas; auto-creation when "
+       "allowed (v4+, always below); topic ids (v10+); v8+ authorized operations without an "
+       "authorizer: every operation of the resource type.",
+    8: "Classic groups: generation and member checks, static members (v7 group.instance.id); "
+       "commits appended to `__consumer_offsets` and replayed before the answer; "
+       "`retention_time_ms` (v2-4) ignored as Kafka since 2.1.",
+    9: "Per partition offset, leader epoch (v5+) and metadata; null topics (v2+) list every "
+       "committed partition; v7 `require_stable` is not acted on (no UNSTABLE_OFFSET_COMMIT: "
+       "pending transactional offsets are simply not shown).",
+    10: "Group (0) and transaction (1) keys: the leader of the key's internal partition; v4 "
+        "batched keys; v5 TRANSACTION_ABORTABLE never answered; share keys (2) INVALID_REQUEST "
+        "(no share coordinator). An empty group id is INVALID_GROUP_ID (Kafka looks it up).",
+    11: "Classic protocol; MEMBER_ID_REQUIRED round trip v4+; static members v5+; v8 "
+        "`reason` logged; v9 KIP-814 `skip_assignment` for a static leader rejoining a "
+        "Stable group.",
+    12: "Session expiry, REBALANCE_IN_PROGRESS during a rebalance, static members (v3+).",
+    13: "v3+ batch of members (static and dynamic); v5 `reason` logged.",
+    14: "The leader's assignment bytes are passed through unparsed; v5 checks protocol type "
+        "and name.",
+    15: "State, protocol, members with their metadata and assignment; v3+ authorized "
+        "operations (all, no authorizer); v6 KIP-1043 GROUP_ID_NOT_FOUND for an unknown group "
+        "(Dead and no error below).",
+    16: "v4 states filter; v5 type filter (classic only: Spool has no consumer or share "
+        "groups).",
+    18: "Derived from the handler registry, per listener plane; an unknown version gets a v0 "
+        "body with UNSUPPORTED_VERSION and the full list; v3+ supported and finalized "
+        "features.",
+    19: "Partitions, replica assignments, configs validated by each key's validator; "
+        "`validate_only`; the partition limit (`max.broker.partitions`) is POLICY_VIOLATION. "
+        "In a cluster, forwarded to the active controller.",
+    20: "By name, or by topic id (v6+, UNKNOWN_TOPIC_ID). In a cluster, forwarded to the "
+        "active controller.",
+    21: "Moves the log start offset; -1 means the high watermark.",
+    22: "Idempotent (a fresh producer id) and transactional (epoch bump, fencing, abort of "
+        "the open transaction); v3+ KIP-360 resume with the current id and epoch. "
+        "PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v4.",
+    23: "From the partition's leader epoch cache (truncation detection).",
+    24: "v0-3, client side (v4+ verify_only and batched transactions are broker to "
+        "coordinator). PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v2.",
+    25: "Adds the group's `__consumer_offsets` partition to the transaction. PRODUCER_FENCED "
+        "is INVALID_PRODUCER_EPOCH below v2.",
+    26: "Commit or abort: markers written to every partition of the transaction, offsets made "
+        "visible on commit. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v2.",
+    27: "Between brokers: the coordinator's markers for partitions another broker leads.",
+    28: "Transactional offsets pending until the marker; v3 generation and member checks. A "
+        "fenced producer is INVALID_PRODUCER_EPOCH at every version, as Kafka.",
+    32: "Topic and broker resources with sources, synonyms (v1+) and documentation (v3+).",
+    33: "Replaces a resource's override set; broker resource: the dynamic topic defaults.",
+    35: "Log dirs with partition sizes and offset lag; v4+ total and usable bytes "
+        "(statvfs); v5 `is_cordoned` false.",
+    37: "Adds partitions within the broker's partition limit. In a cluster, forwarded to the "
+        "active controller.",
+    42: "Empty or dead groups only (NON_EMPTY_GROUP otherwise).",
+    43: "Preferred and unclean elections by the controller; a single node answers "
+        "ELECTION_NOT_NEEDED.",
+    44: "SET, DELETE, APPEND, SUBTRACT (a SUBTRACT may empty a list config).",
+    45: "Reassignments by the controller (adding replicas, then the ISR, then removing).",
+    46: "The reassignments in progress.",
+    47: "Deletes a group's committed offsets of partitions it does not consume.",
+    55: "Leader, epoch, high watermark, voters' and observers' log end offsets; v2 nodes "
+        "and directory ids.",
+    57: "Finalized feature levels (metadata.version, group.version, transaction.version); "
+        "v0 `allow_downgrade`, v1+ `upgrade_type` and `validate_only`.",
+    60: "Brokers with their endpoints on the listener asked; v1 `endpoint_type`: controllers "
+        "asked of a broker listener is MISMATCHED_ENDPOINT_TYPE; v2 fenced brokers "
+        "(KIP-1073); authorized operations (all, no authorizer).",
+    61: "Active producers of a partition from its producer state.",
+    65: "A transactional id's state, producer, epoch, timeout and partitions.",
+    66: "v1 duration filter; state and producer id filters.",
+    75: "Paginated topics and partitions (KIP-966), `response_partition_limit` clamped to "
+        "1-2000.",
+    52: "Raft (KIP-595/853): elections of the controller quorum.",
+    53: "Raft: a new leader announces its epoch.",
+    54: "Raft: a resigning leader hands over.",
+    56: "A partition leader's ISR change, decided by the controller.",
+    59: "Raft: a follower too far behind fetches a metadata snapshot.",
+    62: "A broker registers with its listeners, rack and supported features.",
+    63: "Liveness and fencing of brokers; controlled shutdown.",
+    64: "Removes a broker's registration.",
+    67: "Blocks of producer ids for the brokers' InitProducerId.",
+}
