@@ -30,10 +30,13 @@ NOTES: dict[int, str] = {
        "authorizer: every operation of the resource type.",
     8: "Classic groups: generation and member checks, static members (v7 group.instance.id); "
        "commits appended to `__consumer_offsets` and replayed before the answer; "
-       "`retention_time_ms` (v2-4) ignored as Kafka since 2.1.",
+       "`retention_time_ms` (v2-4) ignored as Kafka since 2.1; v9 member id/epoch ignored for "
+       "classic groups (as Kafka), a generation to an unknown group GROUP_ID_NOT_FOUND "
+       "(ILLEGAL_GENERATION below v9); v10 topics by id (UNKNOWN_TOPIC_ID).",
     9: "Per partition offset, leader epoch (v5+) and metadata; null topics (v2+) list every "
-       "committed partition; v7 `require_stable` is not acted on (no UNSTABLE_OFFSET_COMMIT: "
-       "pending transactional offsets are simply not shown).",
+       "committed partition; v7 `require_stable`: UNSTABLE_OFFSET_COMMIT while a transactional "
+       "commit waits for its marker; v8 several groups, each with its own error; v10 topics "
+       "by id.",
     10: "Group (0) and transaction (1) keys: the leader of the key's internal partition; v4 "
         "batched keys; v5 TRANSACTION_ABORTABLE never answered; share keys (2) INVALID_REQUEST "
         "(no share coordinator). An empty group id is INVALID_GROUP_ID (Kafka looks it up).",
