@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from importlib.metadata import version as dist_version
 from pathlib import Path
 
 from tools.codegen.emit_module import render_module, render_registry
@@ -22,10 +21,9 @@ DEFAULT_OUT = REPO / 'spool' / 'protocol' / '_generated'
 
 def generate() -> dict[str, str]:
     """File name -> source text of the whole generated package."""
-    kafka_version = dist_version('kafka-python')
     specs = load_specs()
-    files = dict(render_module(spec, kafka_version) for spec in specs)
-    files['__init__.py'] = render_registry(specs, kafka_version)
+    files = dict(render_module(spec) for spec in specs)
+    files['__init__.py'] = render_registry(specs)
     return dict(sorted(files.items()))
 
 

@@ -3,15 +3,16 @@
 ``load_specs()`` reads the specs from two sources and returns
 :class:`MessageSpec` objects sorted by name:
 
-* every ``*.json`` bundled with the installed kafka-python wheel
-  (``kafka/protocol/schemas/resources``, located with
-  ``importlib.util.find_spec`` so kafka itself is not imported): the source
-  for every message it has;
-* the specs vendored from Apache Kafka under ``tools/codegen/specs``
-  (``message/``: the KRaft and inter-broker APIs and the Raft control
-  records; ``metadata/``: the ``__cluster_metadata`` records), which only
-  fill what kafka-python lacks: a vendored spec whose name kafka-python also
-  has is an error (see ``tools/codegen/specs/README.md``).
+* Kafka 4.2's API messages as kio publishes them
+  (:mod:`tools.codegen.kio_specs` folds kio's per-version classes back into
+  Kafka's JSON spec format): the source of every request and response,
+  except the few in :data:`overrides.JSON_APIS`;
+* the JSON specs vendored under ``tools/codegen/specs`` (``message/``: the
+  APIs of ``JSON_APIS``, whose versions Kafka 4.2 dropped and Spool still
+  serves, the consumer protocol and Raft control records (``data``);
+  ``metadata/``: the ``__cluster_metadata`` records, which kio lacks). A
+  vendored request or response not named in ``JSON_APIS`` is an error: kio
+  is its source (see ``tools/codegen/specs/README.md``).
 
 It applies :mod:`tools.codegen.overrides` and resolves ``commonStructs`` and
 struct references. Header specs (``RequestHeader``/``ResponseHeader``) are
@@ -25,12 +26,11 @@ A version range is inclusive on both ends; ``none`` is the empty range and
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tools.codegen import jsonc, overrides
+from tools.codegen import jsonc, kio_specs, overrides
 from tools.codegen.naming import attr_name
 
 MAX_VERSION = 0x7FFF
@@ -45,11 +45,15 @@ FIXED = {
     'uint32': 'I', 'float64': 'd', 'bool': '?',
 }
 NULLABLE_TYPES = frozenset({'string', 'bytes', 'records'})
-SPEC_SUBDIR = ('protocol', 'schemas', 'resources')  # inside the kafka package
 VENDORED_DIR = Path(__file__).resolve().parent / 'specs'
 VENDORED_SUBDIRS = ('message', 'metadata')
 # the apache/kafka commit the vendored specs come from (tools/codegen/specs/README.md)
 VENDORED_COMMIT = '1eb7644349cb07139d6a3c1ad1986979647cac99'
+# vendored files copied from kafka-python 3.0.12's wheel instead (Kafka 4.1+ JSON)
+FROM_KAFKA_PYTHON = frozenset({
+    'message/ProduceRequest.json', 'message/ProduceResponse.json',
+    'message/ConsumerProtocolAssignment.json', 'message/ConsumerProtocolSubscription.json',
+})
 SKIPPED_TYPES = frozenset({'header'})
 
 
@@ -142,8 +146,8 @@ class MessageSpec:
     flexible: Versions
     root: StructSpec
     structs: list[StructSpec]   # nested structs, children before parents (root excluded)
-    source: str                 # spec file name
-    vendored: bool = False      # from tools/codegen/specs, not from kafka-python
+    source: str                 # spec file name, or the kio package it comes from
+    vendored: bool = False      # from tools/codegen/specs, not from kio
     listeners: tuple[str, ...] = ()  # requests: the listener types serving it (Kafka's spec)
     reach: dict[str, list[int]] = field(default_factory=dict)  # struct -> versions on the wire
 
@@ -271,24 +275,8 @@ class _Builder:
         )
 
 
-def _add_fields(data: dict) -> None:
-    """Append :data:`overrides.ADDED_FIELDS` to their structs (in place)."""
-    name = data['name']
-
-    def walk(struct_name: str, fields: list[dict]) -> None:
-        fields.extend(overrides.ADDED_FIELDS.get((name, struct_name), []))
-        for f in fields:
-            if 'fields' in f:
-                walk(f['type'].removeprefix('[]'), f['fields'])
-
-    walk(name, data.get('fields', []))
-    for cs in data.get('commonStructs', []):
-        walk(cs['name'], cs['fields'])
-
-
 def build_spec(data: dict, source: str, vendored: bool = False) -> MessageSpec:
     name = data['name']
-    _add_fields(data)
     valid = Versions.parse(overrides.VALID_VERSIONS.get(name, data['validVersions']))
     builder = _Builder(data, valid)
     root = StructSpec(name, valid)
@@ -330,17 +318,11 @@ def _validate(spec: MessageSpec) -> None:
         raise SpecError(f'{spec.name}: struct name clash')
 
 
-def spec_dir() -> Path:
-    """The installed kafka-python's spec directory (found without importing kafka)."""
-    found = importlib.util.find_spec('kafka')
-    if found is None or not found.submodule_search_locations:
-        raise SpecError('kafka-python is not installed (pip install -e .[dev])')
-    return Path(found.submodule_search_locations[0]).joinpath(*SPEC_SUBDIR)
-
-
-def spec_files() -> list[tuple[str, str]]:
-    """(file name, text) of every spec bundled with kafka-python, sorted by name."""
-    return sorted((p.name, p.read_text(encoding='utf-8')) for p in spec_dir().glob('*.json'))
+def vendored_origin(path: str) -> str:
+    """Where a vendored spec file was copied from."""
+    if path in FROM_KAFKA_PYTHON:
+        return 'kafka-python 3.0.12'
+    return f'apache/kafka {VENDORED_COMMIT[:12]}'
 
 
 def vendored_files() -> list[tuple[str, str]]:
@@ -351,17 +333,26 @@ def vendored_files() -> list[tuple[str, str]]:
 
 def load_specs() -> list[MessageSpec]:
     specs: dict[str, MessageSpec] = {}
-    sources = [(f, t, False) for f, t in spec_files()]
-    sources += [(f, t, True) for f, t in vendored_files()]
-    for fname, text, vendored in sources:
+    for fname, text in vendored_files():
         data = jsonc.loads(text)
         if data.get('type') in SKIPPED_TYPES:
             continue
-        spec = build_spec(data, fname, vendored)
+        if data['type'] in ('request', 'response') and data['name'] not in overrides.JSON_APIS:
+            raise SpecError(f'{fname}: an API message not in overrides.JSON_APIS'
+                            ' (kio is the source of Kafka 4.2\'s API messages)')
+        spec = build_spec(data, fname, vendored=True)
         if spec.name in specs:
-            raise SpecError(f'{spec.name}: {fname} duplicates {specs[spec.name].source}'
-                            ' (vendored specs only fill what kafka-python lacks)')
+            raise SpecError(f'{spec.name}: {fname} duplicates {specs[spec.name].source}')
         specs[spec.name] = spec
+    for data in kio_specs.api_specs():
+        if data['name'] in overrides.JSON_APIS:
+            continue
+        if data['name'] in specs:
+            raise SpecError(f'{data["name"]}: vendored and in kio')
+        specs[data['name']] = build_spec(data, kio_specs.source(data))
+    missing = overrides.JSON_APIS - set(specs)
+    if missing:
+        raise SpecError(f'overrides.JSON_APIS without a vendored spec: {sorted(missing)}')
     return sorted(specs.values(), key=lambda s: s.name)
 
 

@@ -76,7 +76,7 @@ def _describe_resource(broker, res, include_synonyms: bool, include_docs: bool, 
             source = int(e.source)
             out.configs.append(DescribeConfigsResourceResult(
                 name=e.name, value=e.value, read_only=e.read_only,
-                config_source=source, is_default=source == 5, is_sensitive=False,
+                config_source=source, is_sensitive=False,
                 synonyms=[DescribeConfigsSynonym(name=n, value=v, source=int(s))
                           for n, v, s in e.synonyms] if include_synonyms else [],
                 config_type=CONFIG_TYPES.get(e.type, 2),

@@ -69,7 +69,7 @@ def to_wire(req: m.Request) -> tuple[int, int, object]:
     version = VERSIONS[api]
     cid = req.cluster_id
     if isinstance(req, m.VoteRequest):
-        p = v_req.PartitionData(candidate_epoch=req.candidate_epoch, candidate_id=req.candidate_id,
+        p = v_req.PartitionData(replica_epoch=req.candidate_epoch, replica_id=req.candidate_id,
                                 last_offset_epoch=req.last_offset_epoch,
                                 last_offset=req.last_offset, pre_vote=req.pre_vote)
         msg = g.VoteRequest(cluster_id=cid, voter_id=req.voter_id,
@@ -114,8 +114,8 @@ def from_wire_request(api_key: int, msg, version: int = -1) -> tuple[int, m.Requ
     cid = msg.cluster_id
     if api_key == VOTE:
         p = _one_partition(msg.topics)
-        return p.candidate_id, m.VoteRequest(
-            cluster_id=cid, candidate_epoch=p.candidate_epoch, candidate_id=p.candidate_id,
+        return p.replica_id, m.VoteRequest(
+            cluster_id=cid, candidate_epoch=p.replica_epoch, candidate_id=p.replica_id,
             last_offset_epoch=p.last_offset_epoch, last_offset=p.last_offset,
             pre_vote=bool(p.pre_vote), voter_id=msg.voter_id)
     if api_key == BEGIN_QUORUM_EPOCH:
