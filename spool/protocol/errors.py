@@ -147,6 +147,12 @@ _TABLE: tuple[tuple[int, str, bool], ...] = (
     (125, 'INVALID_VOTER_KEY', False),
     (126, 'DUPLICATE_VOTER', False),
     (127, 'VOTER_NOT_FOUND', False),
+    (128, 'INVALID_REGULAR_EXPRESSION', False),
+    (129, 'REBOOTSTRAP_REQUIRED', False),
+    (130, 'STREAMS_INVALID_TOPOLOGY', False),
+    (131, 'STREAMS_INVALID_TOPOLOGY_EPOCH', False),
+    (132, 'STREAMS_TOPOLOGY_FENCED', False),
+    (133, 'SHARE_SESSION_LIMIT_REACHED', True),
 )
 
 BY_CODE: dict[int, ErrorCode] = {c: ErrorCode(c, n, r) for c, n, r in _TABLE}

@@ -23,7 +23,9 @@ NOTES: dict[int, str] = {
        "the Raft fetch of `__cluster_metadata` (v12+, diverging epochs, snapshots).",
     2: "Latest (-1), earliest (-2), max timestamp (-3, v7+), by timestamp through the time "
        "index; earliest local (-4, v8+) is the log start, latest tiered (-5, v9+) and "
-       "earliest pending upload (-6, v11+) offset -1 (no tiered storage). v5+: "
+       "earliest pending upload (-6, v11+) offset -1 (no tiered storage); a special "
+       "timestamp below its version UNSUPPORTED_VERSION; answers past the HW (LSO under "
+       "read_committed) hidden; v10 `timeout_ms` unused (no remote reads). v5+: "
        "OFFSET_NOT_AVAILABLE, LEADER_NOT_AVAILABLE below.",
     3: "Brokers, controller id, leaders, epochs, ISR, offline replicas; auto-creation when "
        "allowed (v4+, always below); topic ids (v10+); v8+ authorized operations without an "
@@ -96,7 +98,9 @@ NOTES: dict[int, str] = {
         "(KIP-1073); authorized operations (all, no authorizer).",
     61: "Active producers of a partition from its producer state.",
     65: "A transactional id's state, producer, epoch, timeout and partitions.",
-    66: "v1 duration filter; state and producer id filters.",
+    66: "State and producer id filters; v1 duration filter; v2 KIP-1152 transactional id "
+        "pattern (the whole id must match; one that does not compile is "
+        "INVALID_REGULAR_EXPRESSION).",
     75: "Paginated topics and partitions (KIP-966), `response_partition_limit` clamped to "
         "1-2000.",
     52: "Raft (KIP-595/853): elections of the controller quorum.",

@@ -1,5 +1,5 @@
 """Transactions: AddPartitionsToTxn (24) 0-3, AddOffsetsToTxn (25) 0-3, EndTxn (26) 0-3,
-TxnOffsetCommit (28) 0-3, DescribeTransactions (65) 0, ListTransactions (66) 0-1.
+TxnOffsetCommit (28) 0-3, DescribeTransactions (65) 0, ListTransactions (66) 0-2.
 
 Each handler hands the request to ``broker.transactions``
 (``spool.broker.txn_runtime``), which appends every record the answer
@@ -18,6 +18,8 @@ the loop: ``spool.broker.internal_topic``).
 """
 
 from __future__ import annotations
+
+import re
 
 from spool.broker.registry import handles
 from spool.coordinator.transaction import TxnState
@@ -136,8 +138,20 @@ async def describe_transactions(ctx, req: DescribeTransactionsRequest) -> Descri
     return DescribeTransactionsResponse(throttle_time_ms=0, transaction_states=out)
 
 
-@handles(66, 0, 1)
+@handles(66, 0, 2)
 async def list_transactions(ctx, req: ListTransactionsRequest) -> ListTransactionsResponse:
+    """Transactions this broker coordinates, filtered by state, producer id, duration (v1+,
+    Ongoing ones running at least that long) and transactional id pattern (v2+, KIP-1152: a
+    regular expression the whole id must match; empty or null: no filter; one that does not
+    compile: INVALID_REGULAR_EXPRESSION)."""
+    pattern = None
+    if ctx.api_version >= 2 and req.transactional_id_pattern:
+        try:
+            pattern = re.compile(req.transactional_id_pattern)
+        except re.error:
+            return ListTransactionsResponse(throttle_time_ms=0,
+                                            error_code=Errors.INVALID_REGULAR_EXPRESSION,
+                                            unknown_state_filters=[], transaction_states=[])
     txns = ctx.broker.transactions.coordinator.txns
     states = set(req.state_filters or [])
     known = {s.kafka_name for s in TxnState}
@@ -150,6 +164,8 @@ async def list_transactions(ctx, req: ListTransactionsRequest) -> ListTransactio
         if states and m.state.kafka_name not in states:
             continue
         if pids and m.producer_id not in pids:
+            continue
+        if pattern is not None and pattern.fullmatch(txn_id) is None:
             continue
         if duration is not None and duration >= 0 and (
                 m.state != TxnState.ONGOING or now - m.start_ms < duration):
