@@ -22,6 +22,9 @@ id -1: the high watermark, or the last stable offset under read_committed; for a
 else the log end) is offset -1 and timestamp -1 too, as Kafka hides records not yet
 committed. The leader epoch answered is the one that wrote the offset (Kafka's): the
 earliest cached epoch for earliest, the batch's for a timestamp.
+A new leader whose high watermark has not yet reached the start of its epoch answers a
+consumer's latest, and a lookup with nothing readable, OFFSET_NOT_AVAILABLE (retriable;
+LEADER_NOT_AVAILABLE below v5, ``spool.protocol.error_versions``), as Kafka.
 A partition listed twice is INVALID_REQUEST for both. ``timeout_ms`` (v10+, KIP-1075)
 bounds Kafka's wait on remote storage; Spool answers from local disk at once.
 """
@@ -49,9 +52,16 @@ MIN_VERSION = {LATEST: 1, EARLIEST: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATE
                EARLIEST_PENDING_UPLOAD: 11}
 
 
-def _lookup(plog, timestamp: int, leader_epoch: int, fetchable: int) -> tuple[int, int, int]:
-    """(timestamp, offset, leader epoch) for one special or real timestamp."""
+def _lookup(plog, timestamp: int, leader_epoch: int, fetchable: int,
+            lagging: bool = False) -> tuple[int, int, int]:
+    """(timestamp, offset, leader epoch) for one special or real timestamp. ``lagging``:
+    this leader's high watermark has not reached its epoch's start yet, so what a
+    consumer may read is not known: latest, and a lookup without a readable answer, are
+    OFFSET_NOT_AVAILABLE (retriable), as Kafka's ``Partition.fetchOffsetForTimestamp``."""
     if timestamp == LATEST:
+        if lagging:
+            raise KafkaError(Errors.OFFSET_NOT_AVAILABLE, "the high watermark lags behind the "
+                             "start of this leader's epoch")
         return -1, fetchable, leader_epoch
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         start = plog.log_start_offset
@@ -63,6 +73,9 @@ def _lookup(plog, timestamp: int, leader_epoch: int, fetchable: int) -> tuple[in
     found = (plog.max_timestamp_offset() if timestamp == MAX_TIMESTAMP
              else plog.offset_for_timestamp(timestamp))
     if found is None or found[0] >= fetchable:
+        if lagging:
+            raise KafkaError(Errors.OFFSET_NOT_AVAILABLE, "the high watermark lags behind the "
+                             "start of this leader's epoch")
         return -1, -1, -1
     offset, ts = found
     return ts, offset, plog.leader_epochs.epoch_for(offset)
@@ -108,7 +121,12 @@ def _partition(ctx, req: ListOffsetsRequest, topic: str, p, duplicate: bool
             fetchable = plog.last_stable_offset
         else:
             fetchable = plog.high_watermark
-        r.timestamp, r.offset, r.leader_epoch = _lookup(plog, p.timestamp, epoch, fetchable)
+        # a new leader whose HW has not caught up with its epoch's start (Kafka's check,
+        # for consumers only); a single node's partitions never lag
+        lagging = (req.replica_id == CONSUMER_REPLICA_ID
+                   and getattr(part, "epoch_start_offset", -1) > plog.high_watermark)
+        r.timestamp, r.offset, r.leader_epoch = _lookup(plog, p.timestamp, epoch, fetchable,
+                                                        lagging)
     except KafkaError as e:
         r.error_code = e.code
     except OSError:  # the partition was deleted meanwhile, or its disk failed
