@@ -52,6 +52,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 
+from spool.broker.admin_http import AdminHttp
 from spool.broker.broker_role import BrokerRole
 from spool.broker.config import BrokerConfig, check_test_only_topic_configs
 from spool.broker.config_view import (
@@ -68,6 +69,7 @@ from spool.broker.metadata_view import MetadataView, SingleNodeView
 from spool.broker.producer_ids import ProducerIdManager
 from spool.broker.quorum import QuorumNode
 from spool.broker.server import Server
+from spool.broker.telemetry import ClientMetricsManager
 from spool.broker.txn_runtime import TransactionRuntime
 from spool.cluster import features
 from spool.protocol.errors import Errors, KafkaError
@@ -127,6 +129,8 @@ class Broker:
         self.controller_channel: ControllerChannel | None = None
         # the partitions' replication state; handlers' one way to leader work
         self.replicas: ReplicaManager | None = None
+        self.client_metrics: ClientMetricsManager | None = None  # client telemetry (KIP-714)
+        self.admin_http: AdminHttp | None = None  # spool.admin.http.listener
 
     # ---- lifecycle
 
@@ -166,6 +170,9 @@ class Broker:
             self.executor.shutdown(wait=False)
             raise
         await self.server.start()
+        if self.config.get("spool.admin.http.listener"):
+            self.admin_http = AdminHttp(self, self.config.get("spool.admin.http.listener"))
+            await self.admin_http.start()
         if self.role is not None:  # the coordinators start once the broker caught up
             self.replicas.start()
             self.role.join_in_background()
@@ -203,6 +210,7 @@ class Broker:
                                     features.bootstrap_records)
         self.view = SingleNodeView(self.node_id, self.storage.metadata, self.storage.logs,
                                    self._advertised_for)
+        self.client_metrics = ClientMetricsManager.of(self)  # KIP-714 (spool.broker.telemetry)
         self.replicas = ReplicaManager(self)
         if self.cluster.kraft:  # the coordinators follow their partitions' leadership
             self.replicas.add_leadership_listener(self.leadership_changed)
@@ -247,6 +255,8 @@ class Broker:
             await self.groups.stop()
         if self.transactions is not None:
             await self.transactions.stop()
+        if self.admin_http is not None:
+            await self.admin_http.close()
         if self.server is not None:
             await self.server.close()
         if self.storage is not None:

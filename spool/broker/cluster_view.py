@@ -150,6 +150,10 @@ class ClusterView:
     def broker_resource_configs(self, name: str) -> dict[str, str]:
         return dict(self.image.config(BROKER_RESOURCE, name))
 
+    def resource_configs(self, resource_type: int) -> dict[str, dict[str, str]]:
+        return {r.name: dict(v) for r, v in self.image.configs.items()
+                if r.type == resource_type}
+
     def finalized_features(self) -> dict[str, int]:
         return dict(self.image.features)
 

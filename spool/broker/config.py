@@ -250,6 +250,17 @@ BROKER_KEYS: dict[str, ConfigKey] = {
                    lambda v: not v or v.strip() in SELECTORS, replaces_type=True),
              "KIP-392: how a partition leader points a consumer (Fetch v11+ with its "
              "client.rack) to a replica to read from; unset: the leader serves everyone."),
+        # client telemetry (KIP-714): spool.broker.telemetry
+        _key("telemetry.max.bytes", "int", 1048576, at_least(1),
+             "The largest metrics payload a client may push (PushTelemetry)."),
+        _key("spool.telemetry.retention.ms", "long", 600000, at_least(0),
+             "How long pushed client metrics are kept in memory (Spool's own key)."),
+        _key("spool.telemetry.retention.bytes", "long", 67108864, at_least(0),
+             "Most bytes of pushed client metrics kept in memory; the oldest go first "
+             "(Spool's own key)."),
+        _key("spool.admin.http.listener", "string", None, None,
+             "host:port of the read-only admin endpoint (GET /telemetry: the pushed client "
+             "metrics as JSON); unset: none (Spool's own key)."),
     )
 }
 

@@ -112,6 +112,10 @@ class MetadataView(Protocol):
         """The values stored for one BROKER resource: a node id, or "" (the cluster-wide
         default), without the other layer."""
 
+    def resource_configs(self, resource_type: int) -> dict[str, dict[str, str]]:
+        """Every config resource of a type other than topic and broker (CLIENT_METRICS,
+        16...): name -> its stored values."""
+
     def finalized_features(self) -> dict[str, int]:
         """Finalized feature levels by name (FeatureLevelRecords; absent = level 0).
         ``spool.cluster.features.finalized_level`` is the way to read one."""
@@ -199,6 +203,9 @@ class SingleNodeView:
     def broker_resource_configs(self, name: str) -> dict[str, str]:
         own, cluster_default = self._metadata.broker_config_layers(name)
         return own if name else cluster_default
+
+    def resource_configs(self, resource_type: int) -> dict[str, dict[str, str]]:
+        return self._metadata.resource_configs(resource_type)
 
     def finalized_features(self) -> dict[str, int]:
         return self._metadata.finalized_features()[0]

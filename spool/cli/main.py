@@ -17,6 +17,7 @@ from spool.cli import (
     produce,
     reassign,
     storage,
+    telemetry,
     topics,
     transactions,
 )
@@ -95,6 +96,7 @@ app.add_typer(storage.app, name="storage")
 app.add_typer(cluster.app, name="cluster")
 app.add_typer(reassign.app, name="reassign")
 app.add_typer(features.app, name="features")
+app.add_typer(telemetry.app, name="telemetry")
 app.command("produce")(produce.produce)
 app.command("consume")(consume.consume)
 app.command("dump-log")(dump_log.dump_log_command)

@@ -1,8 +1,9 @@
 """Config writes of the controller: AlterConfigs and IncrementalAlterConfigs -> ConfigRecords.
 
-Resources: TOPIC (2, the topic must exist: UNKNOWN_TOPIC_OR_PARTITION) and BROKER (4,
+Resources: TOPIC (2, the topic must exist: UNKNOWN_TOPIC_OR_PARTITION), BROKER (4,
 named by a broker id, or "" for the cluster-wide default; another name is
-INVALID_REQUEST). Values are checked by ``spool.storage.config``'s validators
+INVALID_REQUEST) and CLIENT_METRICS (16, any non-empty name; its whole new set checked
+by ``spool.cluster.client_metrics.validate``). Values are checked by ``spool.storage.config``'s validators
 (``validate_topic_overrides``, ``validate_broker_overrides``): INVALID_CONFIG naming
 the key, the value and what is allowed. Each resource gets its own error; a resource
 named twice in one request is INVALID_REQUEST, as is a key named twice.
@@ -20,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from spool.cluster import client_metrics
+from spool.cluster.client_metrics import CLIENT_METRICS_RESOURCE
 from spool.cluster.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
 from spool.cluster.ops import ControllerResult
 from spool.protocol._generated.alter_configs_response import (
@@ -55,7 +58,7 @@ def _check_resource(img: MetadataImage, rtype: int, name: str) -> None:
         if name and not name.isdigit():
             raise KafkaError(Errors.INVALID_REQUEST,
                              f"Illegal non-integral BROKER resource type name: {name}")
-    else:
+    elif rtype != CLIENT_METRICS_RESOURCE:  # its name is checked with its values
         raise KafkaError(Errors.INVALID_REQUEST, f"Unsupported resource type {rtype}")
 
 
@@ -66,6 +69,10 @@ def _validate(img: MetadataImage, rtype: int, name: str,
         merged = {**img.config(rtype, name), **checked}
         validate_topic_overrides({k: v for k, v in merged.items() if v is not None})
         return checked
+    if rtype == CLIENT_METRICS_RESOURCE:
+        merged = {**img.config(rtype, name), **changes}
+        client_metrics.validate(name, {k: v for k, v in merged.items() if v is not None})
+        return dict(changes)
     return validate_broker_overrides(changes)
 
 
@@ -194,8 +201,9 @@ def incremental_changes(rtype: int, current: Mapping[str, str], configs: Any,
 
 def _incremental(img: MetadataImage, r: Any) -> dict[str, str | None]:
     refuse_null_values(r.configs, incremental=True)
+    key_type = client_metrics.TYPES.get if r.resource_type == CLIENT_METRICS_RESOURCE else None
     return incremental_changes(r.resource_type, img.config(r.resource_type, r.resource_name),
-                               r.configs)
+                               r.configs, key_type)
 
 
 def incremental_alter_configs(img: MetadataImage, req: Any

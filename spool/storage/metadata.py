@@ -125,6 +125,8 @@ class MetadataImage:
     next_producer_id: int = 0
     total_partitions: int = 0
     features: dict[str, int] = field(default_factory=dict)
+    # configs of the other resource types (CLIENT_METRICS...): (type, name) -> values
+    resource_configs: dict[tuple[int, str], dict[str, str]] = field(default_factory=dict)
 
     def apply(self, rec: Mapping[str, Any]) -> None:
         kind = rec.get("type")
@@ -165,7 +167,15 @@ class MetadataImage:
             target = t.configs
         elif rec["resource_type"] == BROKER_RESOURCE:
             target = self.broker_configs.setdefault(rec["resource_name"], {})
-        else:
+        else:  # CLIENT_METRICS (16), ...: a resource lives while it has values
+            key = (rec["resource_type"], rec["resource_name"])
+            target = self.resource_configs.setdefault(key, {})
+            if rec["value"] is None:
+                target.pop(rec["name"], None)
+            else:
+                target[rec["name"]] = rec["value"]
+            if not target:
+                del self.resource_configs[key]
             return
         if rec["value"] is None:
             target.pop(rec["name"], None)
@@ -271,6 +281,12 @@ class MetadataStore:
                 merged.update(self.image.broker_configs.get(broker, {}))
             return merged
 
+    def resource_configs(self, resource_type: int) -> dict[str, dict[str, str]]:
+        """Every resource of a type other than topic and broker: name -> its values."""
+        with self._image_lock:
+            return {n: dict(v) for (t, n), v in self.image.resource_configs.items()
+                    if t == resource_type}
+
     def finalized_features(self) -> tuple[dict[str, int], int]:
         """(finalized feature levels, the offset of the last record: their epoch)."""
         with self._image_lock:
@@ -366,6 +382,24 @@ class MetadataStore:
             with self._image_lock:
                 return dict(self.image.broker_configs.get(broker, {}))
 
+
+    def alter_resource_config(
+        self, resource_type: int, name: str, changes: Mapping[str, str | None],
+        check: Callable[[dict[str, str]], None], *, validate_only: bool = False,
+    ) -> dict[str, str]:
+        """Set (None: delete) values of a resource of another type (CLIENT_METRICS...);
+        ``check(new values)`` raises to refuse them (nothing written). Returns the new set."""
+        with self._lock:
+            with self._image_lock:
+                current = dict(self.image.resource_configs.get((resource_type, name), {}))
+            merged = {**current, **changes}
+            new = {k: v for k, v in merged.items() if v is not None}
+            check(new)
+            records = [_config_record(resource_type, name, k, v) for k, v in changes.items()
+                       if current.get(k) != v]
+            if records and not validate_only:
+                self._commit(records)
+            return new
 
     def update_features(
         self, plan: Callable[[dict[str, int]], list[tuple[str, int]]], *,

@@ -71,3 +71,38 @@ def test_update_features_goes_through_the_controller_to_every_broker(cluster_fac
     resp = update(other.bootstrap, "transaction.version", 1, kind=2)  # SAFE_DOWNGRADE
     assert resp.error_code == 0, resp.error_message
     cluster.wait_until("every live broker reports transaction.version 1", everywhere(1))
+
+
+def test_client_metrics_resources_go_through_the_controller(cluster_factory):
+    from spool.protocol._generated import (
+        IncrementalAlterConfigsRequest,
+        ListConfigResourcesRequest,
+    )
+    from spool.protocol._generated.incremental_alter_configs_request import (
+        AlterableConfig,
+        AlterConfigsResource,
+    )
+
+    cluster = cluster_factory().start()
+    cluster.wait_formed()
+    first, *others = cluster.brokers
+
+    def alter(value: str):
+        resp = request_once(first.bootstrap, 44, 1, IncrementalAlterConfigsRequest(
+            validate_only=False, resources=[AlterConfigsResource(
+                resource_type=16, resource_name="all-producers", configs=[
+                    AlterableConfig(name="interval.ms", config_operation=0, value=value)])]))
+        return resp.responses[0].error_code
+
+    assert alter("50") == Errors.INVALID_REQUEST  # the controller checks it
+    assert alter("1000") == 0
+
+    def listed_everywhere() -> dict | str:
+        seen = {n.node_id: [c.resource_name for c in request_once(
+            n.bootstrap, 74, 0, ListConfigResourcesRequest()).config_resources]
+            for n in cluster.brokers}
+        if any(names != ["all-producers"] for names in seen.values()):
+            return f"not yet: {seen}"
+        return seen
+
+    cluster.wait_until("every broker lists the subscription", listed_everywhere)

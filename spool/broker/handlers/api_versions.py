@@ -43,7 +43,9 @@ async def api_versions(ctx, req: ApiVersionsRequest) -> ApiVersionsResponse:
                   for k, lo, hi in advertised(ctx.plane)],
         throttle_time_ms=0,
     )
-    if ctx.api_version >= 3:
+    if ctx.api_version >= 3:  # the client's software, for telemetry subscriptions' match
+        ctx.conn.client_software = (req.client_software_name or "",
+                                    req.client_software_version or "")
         levels, epoch = finalized(ctx.broker)
         resp.supported_features = [
             SupportedFeatureKey(name=n, min_version=lo, max_version=hi)

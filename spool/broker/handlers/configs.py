@@ -1,7 +1,8 @@
 """DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44).
 
-Resources: TOPIC (2) and BROKER (4, name = node id, or "" for the cluster
-default). Topic describe lists every topic key with its effective value,
+Resources: TOPIC (2), BROKER (4, name = node id, or "" for the cluster
+default) and CLIENT_METRICS (16, telemetry subscriptions: ``spool.cluster.client_metrics``;
+described with their stored values only, source CLIENT_METRICS_CONFIG, as Kafka). Topic describe lists every topic key with its effective value,
 source (TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, STATIC_BROKER_CONFIG,
 DEFAULT_CONFIG) and, on request, synonyms and documentation. AlterConfigs
 replaces a resource's whole override set; IncrementalAlterConfigs SETs,
@@ -19,8 +20,11 @@ broker's view of the metadata.
 from __future__ import annotations
 
 from spool.broker.config import known_key
+from spool.broker.config_view import ConfigEntry
 from spool.broker.forwarding import forward
 from spool.broker.registry import handles
+from spool.cluster import client_metrics
+from spool.cluster.client_metrics import CLIENT_METRICS_RESOURCE
 from spool.cluster.config_ops import incremental_changes, refuse_null_values
 from spool.protocol._generated import (
     AlterConfigsRequest,
@@ -44,6 +48,7 @@ from spool.protocol.errors import Errors, KafkaError
 TOPIC = 2
 BROKER = 4
 BROKER_LOGGER = 8
+CLIENT_METRICS_CONFIG = 7  # DescribeConfigs' source of a CLIENT_METRICS value
 CONFIG_TYPES = {"boolean": 1, "bool": 1, "string": 2, "int": 3, "short": 4, "long": 5,
                 "double": 6, "list": 7, "class": 8, "password": 9}
 
@@ -66,6 +71,8 @@ def _describe_resource(broker, res, include_synonyms: bool, include_docs: bool, 
         elif res.resource_type == BROKER:
             _check_broker_name(broker, res.resource_name)
             entries = broker.describe_broker_configs()
+        elif res.resource_type == CLIENT_METRICS_RESOURCE:
+            entries = _client_metrics_entries(broker, res.resource_name)
         else:
             raise KafkaError(Errors.INVALID_REQUEST,
                              f"resource type {res.resource_type} is not supported")
@@ -98,6 +105,26 @@ async def describe_configs(ctx, req: DescribeConfigsRequest) -> DescribeConfigsR
     return DescribeConfigsResponse(throttle_time_ms=0, results=results)
 
 
+def _client_metrics_entries(broker, name: str) -> list[ConfigEntry]:
+    """A CLIENT_METRICS resource's stored values (Kafka lists only those; none if unknown)."""
+    if not name:
+        raise KafkaError(Errors.INVALID_REQUEST,
+                         "Client metrics subscription name must not be empty")
+    values = broker.view.resource_configs(CLIENT_METRICS_RESOURCE).get(name, {})
+    return [ConfigEntry(k, v, CLIENT_METRICS_CONFIG, client_metrics.TYPES.get(k, "string"),
+                        doc=client_metrics.DOCS.get(k, "")) for k, v in sorted(values.items())]
+
+
+def _alter_client_metrics(broker, name: str, changes: dict[str, str | None], replace: bool,
+                          validate_only: bool) -> None:
+    if replace:  # AlterConfigs: the keys not given go
+        current = broker.view.resource_configs(CLIENT_METRICS_RESOURCE).get(name, {})
+        changes = {**dict.fromkeys(current), **changes}
+    broker.metadata.alter_resource_config(
+        CLIENT_METRICS_RESOURCE, name, changes, lambda new: client_metrics.validate(name, new),
+        validate_only=validate_only)
+
+
 def _apply(broker, resource_type: int, name: str, changes: dict[str, str | None],
            replace: bool, validate_only: bool) -> None:
     if resource_type == TOPIC:
@@ -107,6 +134,8 @@ def _apply(broker, resource_type: int, name: str, changes: dict[str, str | None]
     elif resource_type == BROKER:
         _check_broker_name(broker, name)
         broker.alter_broker_configs(changes, replace=replace, validate_only=validate_only)
+    elif resource_type == CLIENT_METRICS_RESOURCE:
+        _alter_client_metrics(broker, name, changes, replace, validate_only)
     else:
         raise KafkaError(Errors.INVALID_REQUEST, f"resource type {resource_type} is not supported")
 
@@ -136,11 +165,15 @@ def _incremental_changes(broker, r) -> dict[str, str | None]:
     if len(set(names)) != len(names):
         raise KafkaError(Errors.INVALID_REQUEST, "Error due to duplicate config keys")
     refuse_null_values(r.configs, incremental=True)
+    key_type = _broker_key_type
     if r.resource_type == TOPIC:
         own = broker.view.topic_configs(r.resource_name)
+    elif r.resource_type == CLIENT_METRICS_RESOURCE:
+        own = broker.view.resource_configs(CLIENT_METRICS_RESOURCE).get(r.resource_name, {})
+        key_type = client_metrics.TYPES.get
     else:
         own = broker.view.broker_resource_configs(r.resource_name)
-    return incremental_changes(r.resource_type, own, r.configs, _broker_key_type)
+    return incremental_changes(r.resource_type, own, r.configs, key_type)
 
 
 def _broker_key_type(name: str) -> str | None:
