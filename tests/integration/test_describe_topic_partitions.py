@@ -67,6 +67,7 @@ def test_a_named_topic_lists_its_partitions(client, topic_name):
     [t] = resp.topics
     assert (t.error_code, t.name, t.is_internal) == (0, topic_name, False)
     assert t.topic_id != ZERO_UUID
+    assert t.topic_authorized_operations == 3576  # no authorizer: all a topic supports
     assert partitions(t) == [(0, i, 0, 0, [0], [0], [], [], []) for i in range(3)]
     md = client.request(3, 12, MetadataRequest(topics=None, allow_auto_topic_creation=False))
     assert {m.name: m.topic_id for m in md.topics}[topic_name] == t.topic_id
@@ -78,6 +79,7 @@ def test_an_unknown_topic_is_unknown_topic_or_partition(client, topic_name):
         ("bad/name", Errors.INVALID_TOPIC_EXCEPTION, ZERO_UUID, []),
         (f"{topic_name}-missing", Errors.UNKNOWN_TOPIC_OR_PARTITION, ZERO_UUID, []),
     ]
+    assert {t.topic_authorized_operations for t in resp.topics} == {3576}  # as Kafka's handler
     assert resp.next_cursor is None
 
 

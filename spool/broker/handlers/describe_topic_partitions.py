@@ -20,11 +20,14 @@ Answered from the broker's ``MetadataView`` alone, as Kafka's
 - Per partition: leader (-1: none, error still 0 as in Kafka), leader epoch,
   replicas, ISR and offline replicas as the view has them; ``eligible_leader_replicas``
   and ``last_known_elr`` are empty (Spool keeps no ELR). ``is_internal`` marks
-  Kafka's internal topics; authorized operations are omitted (no authorizer).
+  Kafka's internal topics; every answered topic (unknown ones too, as Kafka's handler
+  does) carries ``topic_authorized_operations`` from ``spool.broker.authorized_operations``
+  (without an authorizer: all a topic supports, 3576).
 """
 
 from __future__ import annotations
 
+from spool.broker.authorized_operations import authorized_operations
 from spool.broker.broker import INTERNAL_TOPICS, validate_topic_name
 from spool.broker.registry import handles
 from spool.protocol._generated import (
@@ -36,6 +39,7 @@ from spool.protocol._generated.describe_topic_partitions_response import (
     DescribeTopicPartitionsResponsePartition,
     DescribeTopicPartitionsResponseTopic,
 )
+from spool.protocol.acl import ResourceType
 from spool.protocol.errors import Errors, KafkaError
 
 MAX_REQUEST_PARTITION_SIZE_LIMIT = 2000  # Kafka's max.request.partition.size.limit default
@@ -97,5 +101,7 @@ async def describe_topic_partitions(
             next_cursor = Cursor(topic_name=name, partition_index=end)
             break
         remaining -= len(parts)
+    for t in topics:  # every answered topic, as Kafka (AuthHelper: all ops without an authorizer)
+        t.topic_authorized_operations = authorized_operations(ctx, ResourceType.TOPIC, t.name)
     return DescribeTopicPartitionsResponse(throttle_time_ms=0, topics=topics,
                                            next_cursor=next_cursor)
