@@ -127,6 +127,13 @@ BROKER_KEYS: dict[str, ConfigKey] = {
              "Largest transaction.timeout.ms a producer may ask for."),
         _key("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10000,
              at_least(1), "How often open transactions are checked against their timeout."),
+        _key("transaction.partition.verification.enable", "boolean", True, None,
+             "Leaders ask the transaction coordinator before the first transactional batch "
+             "of a transaction on a partition (KIP-890)."),
+        _key("add.partitions.to.txn.retry.backoff.ms", "int", 20, at_least(1),
+             "Backoff of a leader's AddPartitionsToTxn retried on CONCURRENT_TRANSACTIONS."),
+        _key("add.partitions.to.txn.retry.backoff.max.ms", "int", 100, at_least(0),
+             "How long a leader retries AddPartitionsToTxn on CONCURRENT_TRANSACTIONS."),
         _key("transactional.id.expiration.ms", "int", 604800000, at_least(1),
              "Idle transactional ids are forgotten after this."),
         _key("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3600000,

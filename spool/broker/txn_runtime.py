@@ -35,6 +35,13 @@ state.
 - Crash recovery: ``load()`` replays the topic at startup; ``recover()`` then
   completes every PREPARE_* transaction (markers again: a marker for a
   transaction already closed on a partition changes nothing there).
+- Transaction version (KIP-890): ``transaction_version(broker)`` is the finalized
+  ``transaction.version`` level; at 1+ the records are written as value version 1
+  (Kafka's flexible TransactionLogValue, ``spool.coordinator.transaction``). What a
+  request does follows its version, as in Kafka: EndTxn v5 is a transaction version 2
+  end (the epoch bumped, the answer carrying the producer id and epoch), partitions
+  added by a partition leader (AddPartitionsToTxn v4+, ``spool.broker.txn_verify``)
+  are transaction version 2 adds.
 - Timers (one task): open transactions past ``transaction.timeout.ms`` are
   aborted with a bumped epoch (the producer that let them time out is fenced)
   every ``transaction.abort.timed.out.transaction.cleanup.interval.ms``;
@@ -57,6 +64,7 @@ from spool.broker.coordinator_log import (
 )
 from spool.broker.internal_topic import InternalTopic
 from spool.broker.txn_marker_channel import TxnMarkerChannel
+from spool.broker.txn_verify import AddPartitionsToTxnSender
 from spool.coordinator import OutRecord, Result, partition_for
 from spool.coordinator.admin import _check_commit
 from spool.coordinator.offsets import CommittedOffset, OffsetStore
@@ -82,6 +90,22 @@ UNAVAILABLE = KafkaError(Errors.COORDINATOR_NOT_AVAILABLE, "the transaction log 
 # Marker errors that retrying cannot fix: the partition is gone, or a newer producer epoch
 # has written there (Kafka abandons the marker on a fenced epoch too). Anything else retries.
 MARKER_MOOT = frozenset({Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.INVALID_PRODUCER_EPOCH})
+TRANSACTION_VERSION = "transaction.version"
+
+
+def transaction_version(broker: Any) -> int:
+    """The finalized ``transaction.version`` feature level (0 when none is finalized).
+    The one place that reads it: the feature table (``spool.cluster.features``) once it
+    exists, else the cluster image's finalized features, else 0."""
+    try:
+        from spool.cluster import features  # type: ignore[attr-defined]
+    except ImportError:
+        features = None
+    if features is not None and hasattr(features, "finalized_level"):
+        return int(features.finalized_level(broker, TRANSACTION_VERSION))
+    image = getattr(getattr(broker, "view", None), "image", None)
+    levels = getattr(image, "features", None) or {}
+    return int(levels.get(TRANSACTION_VERSION, 0))
 
 
 class TransactionRuntime:
@@ -100,6 +124,7 @@ class TransactionRuntime:
         self._completing: dict[str, asyncio.Task] = {}  # markers being retried, by id
         self._writing: set[str] = set()  # ids whose record is being written (replicated)
         self.markers = TxnMarkerChannel(broker)  # partitions other brokers lead (a cluster)
+        self.verifier = AddPartitionsToTxnSender(broker, self)  # leaders -> coordinators
 
     def _cfg(self, key: str) -> int:
         return self.broker.config.get_int(key)
@@ -182,6 +207,7 @@ class TransactionRuntime:
         self._completing.clear()
         await self.log.stop()
         await self.markers.close()
+        await self.verifier.close()
         await self.topic.stop()
 
     # ---- appends
@@ -197,7 +223,9 @@ class TransactionRuntime:
         if txn_id in self._writing:  # Kafka's pendingState
             raise KafkaError(Errors.CONCURRENT_TRANSACTIONS,
                              f"{txn_id}: a state change is being written")
-        rec = OutRecord(txn_id, encode_key(txn_id), None if tombstone else encode_value(m))
+        version = 1 if transaction_version(self.broker) >= 1 else 0
+        rec = OutRecord(txn_id, encode_key(txn_id),
+                        None if tombstone else encode_value(m, version))
         result = Result(records=[rec])
         box: list = []
         result.reply(box.append, None)
@@ -330,8 +358,10 @@ class TransactionRuntime:
         return m.producer_id, m.producer_epoch
 
     async def add_partitions(self, txn_id: str, producer_id: int, epoch: int,
-                             partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
-        """Error code per partition (Kafka: one unknown partition fails the whole request)."""
+                             partitions: list[tuple[str, int]],
+                             client_tv: int = 0) -> dict[tuple[str, int], int]:
+        """Error code per partition (Kafka: one unknown partition fails the whole request).
+        ``client_tv`` 2: a transaction version 2 add, from a partition leader."""
         err = self.topic.coordinator_error(txn_id)
         if err is not None:
             return {tp: err.code for tp in partitions}
@@ -342,7 +372,7 @@ class TransactionRuntime:
                     else Errors.OPERATION_NOT_ATTEMPTED for tp in partitions}
         try:
             m = self.coordinator.add_partitions(txn_id, producer_id, epoch, set(partitions),
-                                                self.now())
+                                                self.now(), client_tv)
             if m is not None:
                 await self._write(m)
         except KafkaError as e:
@@ -358,23 +388,37 @@ class TransactionRuntime:
         if codes[(OFFSETS_TOPIC, p)]:
             raise KafkaError(codes[(OFFSETS_TOPIC, p)])
 
-    async def end_txn(self, txn_id: str, producer_id: int, epoch: int, commit: bool) -> None:
+    async def end_txn(self, txn_id: str, producer_id: int, epoch: int, commit: bool,
+                      tv2: bool = False) -> tuple[int, int]:
+        """End the transaction (``tv2``: EndTxn v5+); the producer id and epoch to answer
+        (transaction version 2: the bumped ones, module doc)."""
         self._check_coordinator(txn_id)
-        m = self.coordinator.end_txn(txn_id, producer_id, epoch, commit, self.now())
+        if not txn_id:
+            raise KafkaError(Errors.INVALID_REQUEST, "empty transactional id")
+        m = self.coordinator.end_txn(txn_id, producer_id, epoch, commit, self.now(), tv2=tv2,
+                                     new_pid=self.broker.producer_ids.next_id)
         if m is not None:
             await self._write(m)
+            answer = self.coordinator.answer_v2(m)
             await self._complete(m)
+        else:
+            cur = self.coordinator.txns.get(txn_id)
+            answer = (cur.producer_id, cur.producer_epoch) if cur is not None else (-1, -1)
+        return answer if tv2 else (-1, -1)
 
     async def txn_offset_commit(self, txn_id: str, group_id: str, producer_id: int, epoch: int,
                                 generation: int, member_id: str, instance: str | None,
-                                offsets: list[tuple[str, int, int, int, str | None]]) -> int:
+                                offsets: list[tuple[str, int, int, int, str | None]],
+                                version: int = 3) -> int:
         """Append the offsets as a transactional batch; pending until the marker. Error code
         (once replicated, within offsets.commit.timeout.ms).
 
         This broker answers as the group's coordinator. When it coordinates the transaction
-        too it checks the producer against it; in a cluster where another broker does, it
-        cannot (as Kafka's group coordinator): the offsets log's producer state fences a
-        stale epoch on append (PRODUCER_FENCED)."""
+        too it checks the producer against it. Either way, as Kafka's group coordinator, it
+        asks the transaction coordinator (``self.verifier``, KIP-890) whether the group's
+        ``__consumer_offsets`` partition is in the transaction (TxnOffsetCommit v0-4, the
+        client added it with AddOffsetsToTxn) or adds it (v5+, transaction version 2); the
+        offsets log's producer state also fences a stale epoch on append (PRODUCER_FENCED)."""
         groups = self.broker.groups
         err = groups.topic.coordinator_error(group_id)
         if err is not None:
@@ -393,8 +437,9 @@ class TransactionRuntime:
         elif not group_id:
             return Errors.INVALID_GROUP_ID
         p = partition_for(group_id, groups.num_partitions)
-        if local and ((OFFSETS_TOPIC, p) not in m.partitions or m.state != TxnState.ONGOING):
-            return Errors.INVALID_TXN_STATE
+        code = await self._offsets_in_txn(txn_id, producer_id, epoch, p, version)
+        if code:
+            return code
         now = self.now()
         b = BatchBuilder(producer_id=producer_id, producer_epoch=epoch, is_transactional=True)
         records = []
@@ -423,6 +468,26 @@ class TransactionRuntime:
             except (KafkaError, OSError) as e:
                 return coordinator_error(e, UNAVAILABLE).code
         return 0
+
+    async def _offsets_in_txn(self, txn_id: str, producer_id: int, epoch: int, p: int,
+                              version: int) -> int:
+        """Verify (v0-4) or add (v5+) ``__consumer_offsets``-``p`` in the transaction; the
+        error to answer, mapped as Kafka's group coordinator does (TRANSACTION_ABORTABLE is
+        INVALID_TXN_STATE below v4; a coordinator that cannot be asked is
+        COORDINATOR_NOT_AVAILABLE; PRODUCER_FENCED is INVALID_PRODUCER_EPOCH)."""
+        tp = (OFFSETS_TOPIC, p)
+        codes = await self.verifier.add_or_verify(txn_id, producer_id, epoch, [tp],
+                                                  verify_only=version < 5)
+        code = codes.get(tp, 0)
+        if code == Errors.TRANSACTION_ABORTABLE and version < 4:
+            return Errors.INVALID_TXN_STATE
+        if code == Errors.PRODUCER_FENCED:
+            return Errors.INVALID_PRODUCER_EPOCH
+        if code in (Errors.NETWORK_EXCEPTION, Errors.COORDINATOR_LOAD_IN_PROGRESS,
+                    Errors.NOT_COORDINATOR, Errors.COORDINATOR_NOT_AVAILABLE) or (
+                code == Errors.CONCURRENT_TRANSACTIONS and version < 5):
+            return Errors.COORDINATOR_NOT_AVAILABLE
+        return code
 
     # ---- timers
 

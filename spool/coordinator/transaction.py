@@ -1,13 +1,18 @@
 """Transaction coordinator: transactional ids as a state machine over ``__transaction_state``.
 
 One record per change, key = transactional id, value = its whole metadata
-(Kafka's TransactionLogKey/Value v0 layout, big-endian)::
+(Kafka's TransactionLogKey/Value layouts, big-endian)::
 
     key    version int16 (0) | transactionalId string (int16 length)
     value  version int16 (0) | producerId int64 | producerEpoch int16 |
            transactionTimeoutMs int32 | state int8 |
            partitions int32 count (-1: none) x (topic string | int32 count x int32) |
            lastUpdateTimestampMs int64 | startTimestampMs int64
+    value  version int16 (1, flexible: written once transaction.version >= 1, as Kafka) |
+           the same fields, strings and arrays compact (uvarint length + 1), each partition
+           entry and the value ending in tagged fields; the value's tags:
+           0 previousProducerId int64, 1 nextProducerId int64, 2 clientTransactionVersion int16
+           (written when not -1, -1, 0)
     a null value (tombstone): the transactional id expired
 
 States (Kafka's ids) and the transitions allowed (target <- previous)::
@@ -19,6 +24,26 @@ States (Kafka's ids) and the transitions allowed (target <- previous)::
     COMPLETE_COMMIT 4  <- PREPARE_COMMIT (markers written)
     COMPLETE_ABORT 5   <- PREPARE_ABORT
     DEAD 6             (expired, tombstoned)
+
+Transaction version 2 (KIP-890 part 2; a client speaks it through EndTxn v5, and its
+partitions come through a broker's AddPartitionsToTxn v4+, as Kafka decides from the
+request versions): every EndTxn bumps the epoch (PREPARE_* carries epoch + 1, the markers
+too, and the answer names it); a retried EndTxn is told apart by its epoch (current - 1);
+aborting an Empty or completed transaction is allowed (a PREPARE_ABORT with no partitions);
+at an exhausted epoch (32766) the next producer id is allocated in PREPARE_* and taken in
+COMPLETE_* with epoch 0 (``next_producer_id``, ``previous_producer_id``). Kafka's table
+(current = the epoch held, retry = held - 1; NONE = answered without a change, EB = epoch
+bump, PF = PRODUCER_FENCED, ITS = INVALID_TXN_STATE)::
+
+                    abort           commit
+                    retry  current  retry  current
+    Empty           PF     EB       PF     ITS
+    CompleteAbort   NONE   EB       ITS    ITS
+    CompleteCommit  ITS    EB       NONE   ITS
+
+``verify_partitions`` answers a leader's AddPartitionsToTxn verify_only (KIP-890 part 1):
+per partition NONE if it is in the ongoing transaction, else TRANSACTION_ABORTABLE;
+INVALID_PRODUCER_ID_MAPPING / PRODUCER_FENCED / CONCURRENT_TRANSACTIONS for all.
 
 ``TransactionCoordinator`` holds the replayed image and validates requests;
 it never writes: each operation returns the next ``TxnMetadata`` (or raises
@@ -36,6 +61,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 from spool.protocol.errors import Errors, KafkaError
+from spool.records.varint import read_uvarint, write_uvarint
 
 MAX_EPOCH = 32767
 
@@ -69,6 +95,11 @@ class TxnMetadata:
     partitions: frozenset[tuple[str, int]] = field(default_factory=frozenset)
     last_update_ms: int = -1
     start_ms: int = -1
+    # transaction version 2 (module doc); last_epoch is not persisted (Kafka's lastProducerEpoch)
+    previous_producer_id: int = -1
+    next_producer_id: int = -1
+    client_tv: int = 0
+    last_epoch: int = -1
 
     def but(self, **kw) -> TxnMetadata:
         return dataclasses.replace(self, **kw)
@@ -85,15 +116,39 @@ def encode_key(txn_id: str) -> bytes:
     return struct.pack(">h", 0) + _str(txn_id)
 
 
-def encode_value(m: TxnMetadata) -> bytes:
+def _ustr(s: str) -> bytes:
+    b = s.encode("utf-8")
+    return write_uvarint(len(b) + 1) + b
+
+
+def encode_value(m: TxnMetadata, version: int = 0) -> bytes:
+    """The value record at ``version`` 0 or 1 (module doc)."""
     by_topic: dict[str, list[int]] = {}
     for t, p in sorted(m.partitions):
         by_topic.setdefault(t, []).append(p)
-    parts = [struct.pack(">hqhib", 0, m.producer_id, m.producer_epoch, m.timeout_ms, m.state)]
-    parts.append(struct.pack(">i", len(by_topic)))
+    parts = [struct.pack(">hqhib", version, m.producer_id, m.producer_epoch, m.timeout_ms, m.state)]
+    if version == 0:
+        parts.append(struct.pack(">i", len(by_topic)))
+        for t, ps in by_topic.items():
+            parts.append(_str(t) + struct.pack(">i", len(ps))
+                         + b"".join(struct.pack(">i", p) for p in ps))
+        parts.append(struct.pack(">qq", m.last_update_ms, m.start_ms))
+        return b"".join(parts)
+    parts.append(write_uvarint(len(by_topic) + 1))
     for t, ps in by_topic.items():
-        parts.append(_str(t) + struct.pack(">i", len(ps)) + b"".join(struct.pack(">i", p) for p in ps))
+        parts.append(_ustr(t) + write_uvarint(len(ps) + 1)
+                     + b"".join(struct.pack(">i", p) for p in ps) + b"\x00")
     parts.append(struct.pack(">qq", m.last_update_ms, m.start_ms))
+    tags = []
+    if m.previous_producer_id != -1:
+        tags.append((0, struct.pack(">q", m.previous_producer_id)))
+    if m.next_producer_id != -1:
+        tags.append((1, struct.pack(">q", m.next_producer_id)))
+    if m.client_tv != 0:
+        tags.append((2, struct.pack(">h", m.client_tv)))
+    parts.append(write_uvarint(len(tags)))
+    for tag, data in tags:
+        parts.append(write_uvarint(tag) + write_uvarint(len(data)) + data)
     return b"".join(parts)
 
 
@@ -106,25 +161,62 @@ def decode_key(buf: bytes) -> str:
 
 def decode_value(txn_id: str, buf: bytes) -> TxnMetadata:
     try:
-        _, pid, epoch, timeout, state = struct.unpack_from(">hqhib", buf)
-        pos = 17
-        (count,) = struct.unpack_from(">i", buf, pos)
-        pos += 4
-        partitions = set()
-        for _ in range(max(count, 0)):
-            (n,) = struct.unpack_from(">h", buf, pos)
-            topic = buf[pos + 2 : pos + 2 + n].decode("utf-8")
-            pos += 2 + n
-            (k,) = struct.unpack_from(">i", buf, pos)
-            pos += 4
-            for p in struct.unpack_from(f">{k}i", buf, pos):
-                partitions.add((topic, p))
-            pos += 4 * k
-        last_update, start = struct.unpack_from(">qq", buf, pos)
-    except (struct.error, UnicodeDecodeError) as e:
+        version, pid, epoch, timeout, state = struct.unpack_from(">hqhib", buf)
+        if version not in (0, 1):
+            raise ValueError(f"transaction log value version {version}")
+        extra: dict[str, int] = {}
+        partitions: set[tuple[str, int]] = set()
+        if version == 0:
+            pos = _partitions_v0(buf, 17, partitions)
+            last_update, start = struct.unpack_from(">qq", buf, pos)
+        else:
+            pos = _partitions_v1(buf, 17, partitions)
+            last_update, start = struct.unpack_from(">qq", buf, pos)
+            n, pos = read_uvarint(buf, pos + 16)
+            for _ in range(n):
+                tag, pos = read_uvarint(buf, pos)
+                size, pos = read_uvarint(buf, pos)
+                if tag in (0, 1):
+                    name = ("previous_producer_id", "next_producer_id")[tag]
+                    extra[name] = struct.unpack_from(">q", buf, pos)[0]
+                elif tag == 2:
+                    extra["client_tv"] = struct.unpack_from(">h", buf, pos)[0]
+                pos += size
+    except (struct.error, UnicodeDecodeError, KafkaError) as e:
         raise ValueError(f"bad transaction log value: {e}") from e
     return TxnMetadata(txn_id, pid, epoch, timeout, TxnState(state), frozenset(partitions),
-                       last_update, start)
+                       last_update, start, **extra)
+
+
+def _partitions_v0(buf: bytes, pos: int, out: set[tuple[str, int]]) -> int:
+    (count,) = struct.unpack_from(">i", buf, pos)
+    pos += 4
+    for _ in range(max(count, 0)):
+        (n,) = struct.unpack_from(">h", buf, pos)
+        topic = buf[pos + 2 : pos + 2 + n].decode("utf-8")
+        pos += 2 + n
+        (k,) = struct.unpack_from(">i", buf, pos)
+        pos += 4
+        out.update((topic, p) for p in struct.unpack_from(f">{k}i", buf, pos))
+        pos += 4 * k
+    return pos
+
+
+def _partitions_v1(buf: bytes, pos: int, out: set[tuple[str, int]]) -> int:
+    count, pos = read_uvarint(buf, pos)
+    for _ in range(max(count - 1, 0)):
+        n, pos = read_uvarint(buf, pos)
+        topic = bytes(buf[pos : pos + n - 1]).decode("utf-8")
+        pos += n - 1
+        k, pos = read_uvarint(buf, pos)
+        out.update((topic, p) for p in struct.unpack_from(f">{k - 1}i", buf, pos))
+        pos += 4 * (k - 1)
+        tags, pos = read_uvarint(buf, pos)
+        for _ in range(tags):
+            _, pos = read_uvarint(buf, pos)
+            size, pos = read_uvarint(buf, pos)
+            pos += size
+    return pos
 
 
 # ---- the state machine
@@ -167,9 +259,12 @@ class TransactionCoordinator:
             return None, TxnMetadata(txn_id, new_pid(), 0, timeout_ms, S.EMPTY, frozenset(), now, -1)
         if m.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
             raise KafkaError(Errors.CONCURRENT_TRANSACTIONS, f"{txn_id} is completing")
-        if producer_id >= 0 and (producer_id != m.producer_id or epoch != m.producer_epoch):
+        if producer_id >= 0 and not self._may_bump(m, producer_id, epoch):
             raise KafkaError(Errors.PRODUCER_FENCED,
                              f"{txn_id}: producer {producer_id}/{epoch} is not the current one")
+        if (producer_id >= 0 and m.state in COMPLETE and epoch == m.last_epoch
+                and producer_id == m.producer_id and m.last_epoch != m.producer_epoch):
+            return None, m  # KIP-360: a retry of the bump that succeeded (Kafka's lastProducerEpoch)
         abort = None
         if m.state == S.ONGOING:  # fence the previous instance: abort with a bumped epoch
             m = abort = m.but(producer_epoch=min(m.producer_epoch + 1, MAX_EPOCH),
@@ -178,13 +273,24 @@ class TransactionCoordinator:
                 m = self._bump(m, new_pid)
         else:
             m = self._bump(m, new_pid)
+        last = m.producer_epoch - 1 if producer_id >= 0 and abort is None else -1
         return abort, m.but(state=S.EMPTY, partitions=frozenset(), timeout_ms=timeout_ms,
-                            last_update_ms=now, start_ms=-1)
+                            last_update_ms=now, start_ms=-1, last_epoch=last)
+
+    @staticmethod
+    def _may_bump(m: TxnMetadata, producer_id: int, epoch: int) -> bool:
+        """InitProducerId with a producer id and epoch (KIP-360): Kafka's isValidProducerId
+        and prepareIncrementProducerEpoch checks (the current producer at its current or last
+        epoch, or the previous producer id at an exhausted epoch)."""
+        if producer_id == m.producer_id:
+            return epoch in (m.producer_epoch, m.last_epoch)
+        return producer_id == m.previous_producer_id and epoch >= MAX_EPOCH - 1
 
     @staticmethod
     def _bump(m: TxnMetadata, new_pid) -> TxnMetadata:
         if m.producer_epoch >= MAX_EPOCH - 1:
-            return m.but(producer_id=new_pid(), producer_epoch=0)
+            return m.but(producer_id=new_pid(), producer_epoch=0,
+                         previous_producer_id=m.producer_id)
         return m.but(producer_epoch=m.producer_epoch + 1)
 
     # -- AddPartitionsToTxn / AddOffsetsToTxn
@@ -200,23 +306,45 @@ class TransactionCoordinator:
         return m
 
     def add_partitions(self, txn_id: str, producer_id: int, epoch: int,
-                       partitions: set[tuple[str, int]], now: int) -> TxnMetadata | None:
-        """The metadata to write, or None when nothing changes."""
+                       partitions: set[tuple[str, int]], now: int,
+                       client_tv: int = 0) -> TxnMetadata | None:
+        """The metadata to write, or None when nothing changes. ``client_tv`` 2: added by a
+        transaction version 2 producer (through its partition leader)."""
         m = self._current(txn_id, producer_id, epoch)
         if m.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
             raise KafkaError(Errors.CONCURRENT_TRANSACTIONS, f"{txn_id} is completing")
         if m.state == S.ONGOING and partitions <= m.partitions:
             return None
         if m.state == S.ONGOING:
-            return m.but(partitions=m.partitions | partitions, last_update_ms=now)
+            return m.but(partitions=m.partitions | partitions, last_update_ms=now,
+                         client_tv=client_tv)
         return m.but(state=S.ONGOING, partitions=frozenset(partitions), last_update_ms=now,
-                     start_ms=now)
+                     start_ms=now, client_tv=client_tv)
+
+    def verify_partitions(self, txn_id: str, producer_id: int, epoch: int,
+                          partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """AddPartitionsToTxn verify_only (module doc): an error code per partition."""
+        m = self.txns.get(txn_id)
+        code = 0
+        if m is None or m.producer_id != producer_id:
+            code = Errors.INVALID_PRODUCER_ID_MAPPING
+        elif m.producer_epoch != epoch:
+            code = Errors.PRODUCER_FENCED
+        elif m.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            code = Errors.CONCURRENT_TRANSACTIONS
+        if code:
+            return {tp: code for tp in partitions}
+        return {tp: 0 if tp in m.partitions and m.state == S.ONGOING
+                else Errors.TRANSACTION_ABORTABLE for tp in partitions}
 
     # -- EndTxn
 
     def end_txn(self, txn_id: str, producer_id: int, epoch: int, commit: bool,
-                now: int) -> TxnMetadata | None:
-        """PREPARE_COMMIT/PREPARE_ABORT to write, or None for a retried EndTxn already done."""
+                now: int, *, tv2: bool = False, new_pid=None) -> TxnMetadata | None:
+        """PREPARE_COMMIT/PREPARE_ABORT to write, or None for a retried EndTxn already done.
+        ``tv2``: EndTxn v5+ (module doc; ``new_pid()`` for an exhausted epoch)."""
+        if tv2:
+            return self._end_txn_v2(txn_id, producer_id, epoch, commit, now, new_pid)
         m = self._current(txn_id, producer_id, epoch)
         if m.state == S.ONGOING:
             return m.but(state=S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, last_update_ms=now)
@@ -231,9 +359,66 @@ class TransactionCoordinator:
                          f"{txn_id} is {m.state.kafka_name}; cannot "
                          f"{'commit' if commit else 'abort'}")
 
+    def _end_txn_v2(self, txn_id: str, producer_id: int, epoch: int, commit: bool, now: int,
+                    new_pid) -> TxnMetadata | None:
+        m = self.txns.get(txn_id)
+        retry_overflow = (m is not None and m.previous_producer_id == producer_id
+                          and epoch == MAX_EPOCH - 1 and m.producer_epoch == 0)
+        if m is None or (m.producer_id != producer_id and not retry_overflow):
+            raise KafkaError(Errors.INVALID_PRODUCER_ID_MAPPING,
+                             f"{txn_id} is not mapped to producer {producer_id}")
+        retry = retry_overflow or m.producer_epoch == epoch + 1
+        if m.state in (S.ONGOING, S.EMPTY):
+            valid = epoch == m.producer_epoch
+        elif m.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            valid = retry
+        else:
+            valid = retry or epoch == m.producer_epoch
+        if not valid:
+            raise KafkaError(Errors.PRODUCER_FENCED,
+                             f"{txn_id}: epoch {epoch} is not the current {m.producer_epoch}")
+        done = S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT
+        if m.state == S.ONGOING:
+            return self._prepare_v2(m, S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, now,
+                                    new_pid, empty=False)
+        if m.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            if m.state == (S.PREPARE_COMMIT if commit else S.PREPARE_ABORT):
+                raise KafkaError(Errors.CONCURRENT_TRANSACTIONS,
+                                 f"{txn_id} is still writing its markers")
+        elif m.state == done and retry:
+            return None  # a retry of the EndTxn that completed it
+        elif not commit and not retry:  # abort with nothing added (Empty or completed)
+            return self._prepare_v2(m, S.PREPARE_ABORT, now, new_pid, empty=True)
+        raise KafkaError(Errors.INVALID_TXN_STATE,
+                         f"{txn_id} is {m.state.kafka_name}; cannot "
+                         f"{'commit' if commit else 'abort'}")
+
+    @staticmethod
+    def _prepare_v2(m: TxnMetadata, state: TxnState, now: int, new_pid,
+                    *, empty: bool) -> TxnMetadata:
+        """Kafka's prepareAbortOrCommit for transaction version 2: the epoch bumped (the next
+        producer id allocated when it is exhausted)."""
+        nxt = new_pid() if m.producer_epoch >= MAX_EPOCH - 1 and new_pid is not None else -1
+        return m.but(state=state, producer_epoch=m.producer_epoch + 1,
+                     last_epoch=m.producer_epoch, next_producer_id=nxt, client_tv=2,
+                     partitions=frozenset() if empty else m.partitions,
+                     start_ms=now if empty else m.start_ms, last_update_ms=now)
+
+    @staticmethod
+    def answer_v2(m: TxnMetadata) -> tuple[int, int]:
+        """The producer id and epoch an EndTxn v5 answers: the next producer id at epoch 0
+        when the epoch was exhausted (the client sees 32766 then 0), else the bumped epoch."""
+        if m.next_producer_id >= 0 and m.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            return m.next_producer_id, 0
+        return m.producer_id, m.producer_epoch
+
     @staticmethod
     def completed(m: TxnMetadata, now: int) -> TxnMetadata:
         state = S.COMPLETE_COMMIT if m.state == S.PREPARE_COMMIT else S.COMPLETE_ABORT
+        if m.client_tv >= 2 and m.next_producer_id >= 0:  # Kafka's prepareComplete (TV2)
+            return m.but(state=state, producer_id=m.next_producer_id, producer_epoch=0,
+                         previous_producer_id=m.producer_id, next_producer_id=-1,
+                         last_update_ms=now)
         return m.but(state=state, last_update_ms=now)
 
     # -- timers

@@ -185,7 +185,8 @@ class Partition:
         return NotLeader(self.topic, self.partition, self.leader_id, self.leader_epoch)
 
     def append_as_leader(self, records, *, acks: int, now_ms: int,
-                         log_append_time_ms: int | None = None, flush: bool = True) -> AppendInfo:
+                         log_append_time_ms: int | None = None, flush: bool = True,
+                         verification_guard: object | None = None) -> AppendInfo:
         """Append in this leader epoch (module doc: min.insync.replicas); the HW moves at
         once when the ISR is this broker alone. ``now_ms`` is the request's time."""
         if not self.is_leader:
@@ -197,7 +198,8 @@ class Partition:
                 f"the in-sync replica set of {self.topic}-{self.partition} has {len(self.isr)} "
                 f"replica(s), fewer than min.insync.replicas={min_isr}")
         info = self.log.append(records, leader_epoch=self.leader_epoch,
-                               log_append_time_ms=log_append_time_ms, flush=flush)
+                               log_append_time_ms=log_append_time_ms, flush=flush,
+                               verification_guard=verification_guard)
         self._maybe_increment_hw()
         return info
 

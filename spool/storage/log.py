@@ -431,6 +431,7 @@ class PartitionLog:
         log_append_time_ms: int | None = None,
         assign_offsets: bool = True,
         flush: bool = True,
+        verification_guard: object | None = None,
     ) -> AppendInfo:
         """Append whole, already validated v2 batches; patches them in place when writable.
 
@@ -446,6 +447,8 @@ class PartitionLog:
         (CORRUPT_MESSAGE). Returns once the bytes are in the page cache, after
         an fsync too when ``flush.messages`` is reached -- unless ``flush=False``:
         then the caller runs ``flush()`` (off its event loop) when ``flush_due()``.
+        ``verification_guard``: a client's produce, its transactional batches checked
+        against their transaction's verification (``ProducerStateManager.check``).
         """
         view = memoryview(records).cast("B")
         if view.readonly and (assign_offsets or log_append_time_ms is not None):
@@ -459,7 +462,7 @@ class PartitionLog:
             producer_batches = [pos for pos, *_ in chain
                                 if _PRODUCER_ID.unpack_from(view, pos + _PRODUCER_ID_OFFSET)[0] >= 0]
             if producer_batches and assign_offsets:
-                dup = self._check_producers(view, producer_batches)
+                dup = self._check_producers(view, producer_batches, verification_guard)
                 if dup is not None:
                     return AppendInfo(dup[0], dup[1], -1, -1, -1, self._log_start, 0, 0)
             epochs = self.leader_epochs
@@ -564,10 +567,17 @@ class PartitionLog:
 
     # -- producer state (spool.storage.producer_state) -----------------------------
 
-    def _check_producers(self, view: memoryview, positions: list[int]) -> tuple[int, int] | None:
+    def start_transaction_verification(self, producer_id: int, sequence: int, epoch: int,
+                                       now_ms: int) -> object:
+        """``ProducerStateManager.start_verification`` under the lock (KIP-890)."""
+        with self._lock:
+            return self.producers.start_verification(producer_id, sequence, epoch, now_ms)
+
+    def _check_producers(self, view: memoryview, positions: list[int],
+                         guard: object | None = None) -> tuple[int, int] | None:
         dup = None
         for pos in positions:
-            dup = self.producers.check(BatchHeader.parse(view, pos)) or dup
+            dup = self.producers.check(BatchHeader.parse(view, pos), guard) or dup
         return dup
 
     def _update_producers(self, view, positions: list[int], seg: LogSegment) -> None:

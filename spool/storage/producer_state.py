@@ -17,6 +17,22 @@ what DescribeProducers shows of it.
     epoch > current          first seq != 0                             -> OUT_OF_ORDER_SEQUENCE_NUMBER
     non-transactional batch while the producer's transaction is open    -> INVALID_TXN_STATE (48)
 
+Transaction verification (KIP-890 part 1, Kafka's VerificationStateEntry): before the
+first transactional batch of a producer's transaction reaches a partition, the leader
+asks the transaction coordinator whether the partition is in the transaction.
+``start_verification(pid, seq, epoch, now)`` opens that check: it returns a new guard
+object (kept per producer with the lowest sequence and highest epoch seen while
+verifying), or ``ONGOING`` when the producer's transaction at that epoch is already
+open here (nothing to ask). ``check(h, guard)`` of a client's batch (``guard`` given:
+the produce path; None: an append that needs no check, such as the coordinators' own)
+then refuses a transactional data batch of a producer without an open transaction here
+unless ``guard`` is the guard still kept for it (INVALID_TXN_STATE), and, while one is
+kept, a sequence above its lowest one (OUT_OF_ORDER_SEQUENCE_NUMBER). Appending any
+transactional batch of the producer (data or marker) drops its guard, so a verification
+answered after the transaction ended (a marker came between) cannot admit a batch: the
+guard it carries is no longer the one kept. Guards are memory only, and expire with
+``producer.id.expiration.ms`` like idle producers.
+
 Batches with ``baseSequence = -1`` (the coordinator's transactional offset
 commits) and control batches skip the sequence rules. ``update`` applies an
 appended batch: a transactional data batch opens the producer's transaction
@@ -109,6 +125,27 @@ class ActiveProducer(NamedTuple):
     current_txn_start_offset: int  # first offset of its open transaction; -1: none
 
 
+class VerificationEntry:
+    """A verification under way for one producer (Kafka's VerificationStateEntry)."""
+
+    __slots__ = ("guard", "lowest_sequence", "epoch", "timestamp")
+
+    def __init__(self, sequence: int, epoch: int, timestamp: int) -> None:
+        self.guard = object()
+        self.lowest_sequence = sequence
+        self.epoch = epoch
+        self.timestamp = timestamp
+
+    def update(self, sequence: int, epoch: int) -> None:
+        if epoch == self.epoch and sequence < self.lowest_sequence:
+            self.lowest_sequence = sequence
+        if epoch > self.epoch:
+            self.epoch, self.lowest_sequence = epoch, sequence
+
+
+ONGOING = object()  # start_verification: the transaction is open here, nothing to verify
+
+
 def _in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == last_seq + 1 or (last_seq == 0x7FFFFFFF and next_seq == 0)
 
@@ -127,13 +164,52 @@ class ProducerStateManager:
         self.producers: dict[int, ProducerEntry] = {}
         self._open: dict[int, int] = {}  # producer id -> first offset of its open transaction
         self._known: set[int] | None = None  # snapshot offsets on disk (None: not listed yet)
+        self.verifying: dict[int, VerificationEntry] = {}  # producer id -> its verification
+
+    # -- transaction verification (module doc) -------------------------------------
+
+    def start_verification(self, producer_id: int, sequence: int, epoch: int,
+                           now_ms: int) -> object:
+        """The guard of a verification to run for the producer's first transactional batch
+        here, or ``ONGOING`` when its transaction at ``epoch`` is already open."""
+        e = self.producers.get(producer_id)
+        if e is not None and e.txn_first_offset >= 0 and e.epoch == epoch:
+            return ONGOING
+        v = self.verifying.get(producer_id)
+        if v is None:
+            v = self.verifying[producer_id] = VerificationEntry(sequence, epoch, now_ms)
+        else:
+            v.update(sequence, epoch)
+        return v.guard
+
+    def _check_verified(self, h: BatchHeader, e: ProducerEntry | None, guard: object) -> None:
+        v = self.verifying.get(h.producer_id)
+        if v is not None and h.base_sequence > v.lowest_sequence:
+            raise KafkaError(Errors.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                             f"sequence {h.base_sequence} for producer {h.producer_id} is above "
+                             f"{v.lowest_sequence}, the lowest one being verified")
+        if not h.is_transactional or h.is_control:
+            return
+        if e is not None and e.txn_first_offset >= 0:
+            return
+        if v is None or v.guard is not guard:
+            raise KafkaError(Errors.INVALID_TXN_STATE,
+                             "Record was not part of an ongoing transaction")
 
     # -- produce-time checks -------------------------------------------------------
 
-    def check(self, h: BatchHeader) -> tuple[int, int] | None:
-        """Validate one batch to be appended; (first, last offset) of a duplicate, else None."""
+    def check(self, h: BatchHeader, guard: object | None = None) -> tuple[int, int] | None:
+        """Validate one batch to be appended; (first, last offset) of a duplicate, else None.
+        ``guard``: a client's batch, checked against its transaction's verification (module
+        doc); None: no such check."""
         e = self.producers.get(h.producer_id)
         seq = h.base_sequence
+        if guard is not None and e is not None and h.producer_epoch == e.epoch:
+            for first_seq, lseq, first_off, last_off in e.batches:  # a retried duplicate
+                if first_seq == seq and lseq == h.last_sequence:
+                    return first_off, last_off
+        if guard is not None:
+            self._check_verified(h, e, guard)
         if e is None:
             if not h.is_control and seq not in (0, NO_SEQUENCE):
                 raise KafkaError(Errors.UNKNOWN_PRODUCER_ID,
@@ -175,6 +251,8 @@ class ProducerStateManager:
         epoch of the coordinator that wrote its last marker, as Kafka's does). Returns the
         aborted transaction an ABORT closes."""
         pid = h.producer_id
+        if h.is_transactional:  # an open transaction or a marker: the verification is over
+            self.verifying.pop(pid, None)
         e = self.producers.pop(pid, None)
         if e is None:
             e = ProducerEntry(pid)
@@ -225,6 +303,8 @@ class ProducerStateManager:
                   if e.txn_first_offset < 0 and now_ms - e.last_timestamp >= expiration_ms]
         for pid in doomed:
             del self.producers[pid]
+        for pid in [p for p, v in self.verifying.items() if now_ms - v.timestamp >= expiration_ms]:
+            del self.verifying[pid]
         return len(doomed)
 
     def _evict_idle(self, keep: int) -> None:
@@ -244,6 +324,7 @@ class ProducerStateManager:
     def clear(self) -> None:
         self.producers.clear()
         self._open.clear()
+        self.verifying.clear()
 
     # -- snapshots -----------------------------------------------------------------
 

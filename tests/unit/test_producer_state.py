@@ -10,6 +10,7 @@ from spool.records.builder import BatchBuilder, build_control_batch
 from spool.storage import txn_index
 from spool.storage.config import LogConfig
 from spool.storage.log import PartitionLog
+from spool.storage.producer_state import ONGOING
 from spool.util.clock import FakeClock
 
 T0 = 1_700_000_000_000
@@ -190,3 +191,43 @@ def test_a_flood_of_fresh_producer_ids_is_bounded(tmp_path):
     reopened.producers.max_producers = 50
     assert set(reopened.producers.producers) == set(state)
     reopened.close()
+
+
+def test_a_transactional_batch_needs_its_verification_guard(tmp_path):
+    """KIP-890 part 1: the first transactional batch of a producer's transaction is
+    appended only with the guard of the verification that admitted it."""
+    plog = open_log(tmp_path)
+    unverified = object()
+    assert code_of(lambda: plog.append(batch(1, 0, 0, txn=True), verification_guard=unverified)
+                   ) == Errors.INVALID_TXN_STATE
+    guard = plog.start_transaction_verification(1, 0, 0, T0)
+    plog.append(batch(1, 0, 0, txn=True), verification_guard=guard)
+    # the transaction is open here now: later batches need no verification
+    assert plog.start_transaction_verification(1, 2, 0, T0) is ONGOING
+    plog.append(batch(1, 0, 2, txn=True), verification_guard=ONGOING)
+    plog.append(marker(1, 0, commit=True))
+    # ... until its marker closes it: the same guard object admits nothing any more
+    assert code_of(lambda: plog.append(batch(1, 0, 4, txn=True), verification_guard=ONGOING)
+                   ) == Errors.INVALID_TXN_STATE
+    assert plog.log_end_offset == 5
+
+
+def test_a_marker_voids_a_verification_under_way(tmp_path):
+    """The ABA case: verified, then the transaction aborted before the append."""
+    plog = open_log(tmp_path)
+    guard = plog.start_transaction_verification(1, 0, 0, T0)
+    plog.append(marker(1, 1, commit=False))  # the coordinator aborted it meanwhile
+    assert code_of(lambda: plog.append(batch(1, 1, 0, txn=True), verification_guard=guard)
+                   ) == Errors.INVALID_TXN_STATE
+    assert plog.log_end_offset == 1 and plog.producers.open_transactions() == {}
+
+
+def test_a_higher_sequence_waits_for_the_lowest_one_being_verified(tmp_path):
+    plog = open_log(tmp_path)
+    guard = plog.start_transaction_verification(1, 2, 0, T0)
+    assert plog.start_transaction_verification(1, 0, 0, T0) is guard  # seq 0 came later
+    assert code_of(lambda: plog.append(batch(1, 0, 2, txn=True), verification_guard=guard)
+                   ) == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER
+    plog.append(batch(1, 0, 0, txn=True), verification_guard=guard)
+    plog.append(batch(1, 0, 2, txn=True), verification_guard=ONGOING)
+    assert plog.log_end_offset == 4

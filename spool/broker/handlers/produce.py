@@ -26,6 +26,24 @@ by the request's ``timeout_ms`` (REQUEST_TIMED_OUT), NOT_LEADER_OR_FOLLOWER if
 leadership moves meanwhile, NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank
 below ``min.insync.replicas``. On a single node the ISR is the leader alone and
 the high watermark follows each append: acks=all answers at once.
+
+Transactional batches (KIP-890, ``transactional_verification``): before the first
+batch of a producer's transaction is appended to a partition, the transaction
+coordinator is asked (``spool.broker.txn_verify``) whether the partition is in the
+transaction (v3-11, when ``transaction.partition.verification.enable``), or the
+partition is added to it (v12+: a transaction version 2 producer sends no
+AddPartitionsToTxn; always). A partition that is not in it is refused, nothing
+appended: INVALID_TXN_STATE (v3-10) or TRANSACTION_ABORTABLE (v11+), so no batch
+the coordinator does not know of can hang open and hold the LSO. The
+coordinator's other answers map as Kafka's do: PRODUCER_FENCED is
+INVALID_PRODUCER_EPOCH; a coordinator that cannot be asked (NETWORK_EXCEPTION,
+COORDINATOR_LOAD_IN_PROGRESS / NOT_AVAILABLE, NOT_COORDINATOR) is
+NOT_ENOUGH_REPLICAS (retriable, and no metadata refresh), as is
+CONCURRENT_TRANSACTIONS below v12; at v12+ CONCURRENT_TRANSACTIONS is retried
+every ``add.partitions.to.txn.retry.backoff.ms`` for up to
+``add.partitions.to.txn.retry.backoff.max.ms`` and then answered as it is. The
+append then checks the verification's guard (``spool.storage.producer_state``): a
+marker written meanwhile voids it.
 """
 
 from __future__ import annotations
@@ -42,10 +60,11 @@ from spool.protocol._generated.produce_response import (
     PartitionProduceResponse,
     TopicProduceResponse,
 )
-from spool.protocol.errors import Errors, KafkaError
-from spool.records.batch import validate_batch
+from spool.protocol.errors import Errors, KafkaError, error_name
+from spool.records.batch import HEADER_SIZE, BatchHeader, validate_batch
 from spool.records.record import check_record_count
 from spool.replica.partition import NotLeader
+from spool.storage.producer_state import ONGOING
 from spool.storage.record_checks import RecordErrors, check_records, needs_record_checks
 
 log = logging.getLogger("spool.produce")
@@ -55,7 +74,7 @@ MIN_SERVED_VERSION = 3
 
 def append_partition(
     broker, topic: str, partition: int, records, now_ms: int, acks: int = 1, flush: bool = True,
-    pending: list | None = None,
+    pending: list | None = None, verification_guard: object | None = None,
 ) -> PartitionProduceResponse:
     """Validate and append one partition's batch; with ``flush=False`` a due
     ``flush.messages`` fsync is left to the caller (``flush_due_partitions``). An acks=-1
@@ -82,7 +101,8 @@ def append_partition(
             check_records(records, cfg, now_ms, f"{topic}-{partition}")
         append_time = now_ms if cfg.uses_log_append_time else None
         info = replicas.append_as_leader(part, records, acks=acks, now_ms=now_ms,
-                                         log_append_time_ms=append_time, flush=flush)
+                                         log_append_time_ms=append_time, flush=flush,
+                                         verification_guard=verification_guard)
     except NotLeader as e:
         resp.error_code = e.code
         resp.error_message = e.message
@@ -158,11 +178,14 @@ async def flush_due_partitions(broker, appended: list[tuple[str, PartitionProduc
             part.error_message = f"flush failed: {e}"
 
 
-@handles(0, 0, 11)
+@handles(0, 0, 12)
 async def produce(ctx, req: ProduceRequest) -> ProduceResponse | None:
     broker = ctx.broker
     version = ctx.api_version
     now_ms = broker.clock.now_ms()
+    refused, guards = {}, {}
+    if version >= MIN_SERVED_VERSION and req.acks in (0, 1, -1):
+        refused, guards = await transactional_verification(broker, req, version, now_ms)
     topics = []
     appended: list[tuple[str, PartitionProduceResponse]] = []
     pending: list = []
@@ -173,9 +196,15 @@ async def produce(ctx, req: ProduceRequest) -> ProduceResponse | None:
                 parts.append(PartitionProduceResponse(index=p.index, error_code=Errors.UNSUPPORTED_VERSION))
             elif req.acks not in (0, 1, -1):
                 parts.append(PartitionProduceResponse(index=p.index, error_code=Errors.INVALID_REQUIRED_ACKS))
+            elif (t.name, p.index) in refused:
+                code, message = refused[(t.name, p.index)]
+                parts.append(PartitionProduceResponse(index=p.index, error_code=code,
+                                                      error_message=message, base_offset=-1,
+                                                      log_append_time_ms=-1, log_start_offset=-1))
             else:
                 parts.append(append_partition(broker, t.name, p.index, p.records, now_ms,
-                                              req.acks, flush=False, pending=pending))
+                                              req.acks, flush=False, pending=pending,
+                                              verification_guard=guards.get((t.name, p.index))))
                 if parts[-1].error_code == 0:
                     appended.append((t.name, parts[-1]))
         topics.append(TopicProduceResponse(name=t.name, partition_responses=parts))
@@ -196,3 +225,95 @@ def _leader_endpoints(ctx, topics) -> list[NodeEndpoint]:
     listener = ctx.listener_name
     return [NodeEndpoint(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
             for b in (view.broker(n, listener) for n in sorted(leaders) if n >= 0) if b]
+
+
+# ---- KIP-890: transactional batches (module doc)
+
+_RETRIABLE_VERIFICATION = frozenset({Errors.NETWORK_EXCEPTION, Errors.COORDINATOR_LOAD_IN_PROGRESS,
+                                     Errors.COORDINATOR_NOT_AVAILABLE, Errors.NOT_COORDINATOR})
+
+
+def _transactional_batches(broker, req: ProduceRequest, now_ms: int):
+    """(topic, partition) -> (producer id, epoch, guard) for each partition whose batch is
+    transactional and led here; the guard is ONGOING when no verification is needed or
+    none can be made (no transactional id: the append admits only an open transaction)."""
+    found = {}
+    for t in req.topic_data:
+        for p in t.partition_data:
+            records = p.records
+            if records is None or len(records) < HEADER_SIZE:
+                continue
+            h = BatchHeader.parse(records)
+            if not h.is_transactional or h.is_control or h.producer_id < 0:
+                continue
+            try:
+                plog = broker.replicas.leader_partition(t.name, p.index).log
+            except (NotLeader, KafkaError):
+                continue  # append_partition answers it
+            guard = ONGOING if req.transactional_id is None else (
+                plog.start_transaction_verification(h.producer_id, h.base_sequence,
+                                                    h.producer_epoch, now_ms))
+            found[(t.name, p.index)] = (h.producer_id, h.producer_epoch, guard)
+    return found
+
+
+async def transactional_verification(broker, req: ProduceRequest, version: int,
+                                     now_ms: int) -> tuple[dict, dict]:
+    """Verify (v3-11) or add (v12+) the partitions whose transactional batch starts the
+    producer's transaction here: (refused: (topic, p) -> (code, message), guards to append
+    with: (topic, p) -> guard)."""
+    add = version >= 12
+    if not (add or broker.config.get_bool("transaction.partition.verification.enable")):
+        return {}, {}
+    found = _transactional_batches(broker, req, now_ms)
+    if not found:
+        return {}, {}
+    guards = {tp: guard for tp, (_, _, guard) in found.items()}
+    producers = {(pid, epoch) for pid, epoch, _ in found.values()}
+    if len(producers) > 1:
+        msg = "Transactional records contained more than one producer ID"
+        return {tp: (Errors.INVALID_PRODUCER_ID_MAPPING, msg) for tp in found}, guards
+    ((pid, epoch),) = producers
+    todo = [tp for tp, (_, _, guard) in found.items() if guard is not ONGOING]
+    if not todo:
+        return {}, guards
+    codes = await _ask_coordinator(broker, req.transactional_id, pid, epoch, todo, add)
+    refused = {}
+    for tp, code in codes.items():
+        if code:
+            refused[tp] = _verification_error(code, version)
+    return refused, guards
+
+
+async def _ask_coordinator(broker, txn_id: str, pid: int, epoch: int, todo: list,
+                           add: bool) -> dict:
+    """The coordinator's codes; for an add, CONCURRENT_TRANSACTIONS is retried (Kafka: the
+    produce is costly to retry, and an EndTxn's markers commonly cause it)."""
+    verifier = broker.transactions.verifier
+    codes = await verifier.add_or_verify(txn_id, pid, epoch, todo, verify_only=not add)
+    if not add:
+        return codes
+    cfg = broker.config
+    backoff = cfg.get_int("add.partitions.to.txn.retry.backoff.ms")
+    deadline = broker.clock.now_ms() + min(cfg.get_int("add.partitions.to.txn.retry.backoff.max.ms"),
+                                           cfg.get_int("request.timeout.ms"))
+    while (any(c == Errors.CONCURRENT_TRANSACTIONS for c in codes.values())
+           and broker.clock.now_ms() < deadline):
+        await asyncio.sleep(backoff / 1000.0)
+        codes = await verifier.add_or_verify(txn_id, pid, epoch, todo, verify_only=False)
+    return codes
+
+
+def _verification_error(code: int, version: int) -> tuple[int, str | None]:
+    """A coordinator's code as the producer of ``version`` is answered (module doc)."""
+    if code == Errors.PRODUCER_FENCED:
+        return Errors.INVALID_PRODUCER_EPOCH, None
+    if code == Errors.TRANSACTION_ABORTABLE and version <= 10:
+        code = Errors.INVALID_TXN_STATE
+    if code == Errors.INVALID_TXN_STATE:
+        return code, "Partition was not added to the transaction"
+    if code in _RETRIABLE_VERIFICATION or (code == Errors.CONCURRENT_TRANSACTIONS and version < 12):
+        return Errors.NOT_ENOUGH_REPLICAS, (
+            "Unable to verify the partition has been added to the transaction. "
+            f"Underlying error: {error_name(code)}")
+    return code, None

@@ -1,5 +1,17 @@
-"""Transactions: AddPartitionsToTxn (24) 0-3, AddOffsetsToTxn (25) 0-3, EndTxn (26) 0-3,
-TxnOffsetCommit (28) 0-3, DescribeTransactions (65) 0, ListTransactions (66) 0-2.
+"""Transactions: AddPartitionsToTxn (24) 0-5, AddOffsetsToTxn (25) 0-4, EndTxn (26) 0-5,
+TxnOffsetCommit (28) 0-5, DescribeTransactions (65) 0, ListTransactions (66) 0-2.
+
+Versions (Kafka 4.2; KIP-890): AddPartitionsToTxn v0-3 come from producers, v4+ from
+partition leaders (``spool.broker.txn_verify``): a batch of transactions, each
+``verify_only`` (is the partition in the ongoing transaction? part 1) or an add on
+behalf of a transaction version 2 producer (part 2), answered per transaction.
+EndTxn v5 ends a transaction version 2 transaction: the epoch is bumped and the
+answer carries the producer id and epoch the producer goes on with. TxnOffsetCommit
+v5 adds the group's offsets partition to the transaction itself (a transaction
+version 2 producer sends no AddOffsetsToTxn); below v5 it is verified. AddOffsetsToTxn
+v4, TxnOffsetCommit v4, AddPartitionsToTxn v5 only add TRANSACTION_ABORTABLE to the
+errors a client may be sent. Which version a client uses is its choice, from the
+``transaction.version`` finalized feature (ApiVersions), as Kafka's clients decide.
 
 Each handler hands the request to ``broker.transactions``
 (``spool.broker.txn_runtime``), which appends every record the answer
@@ -39,6 +51,7 @@ from spool.protocol._generated import (
 )
 from spool.protocol._generated.add_partitions_to_txn_response import (
     AddPartitionsToTxnPartitionResult,
+    AddPartitionsToTxnResult,
     AddPartitionsToTxnTopicResult,
 )
 from spool.protocol._generated.describe_transactions_response import TopicData, TransactionState
@@ -50,8 +63,10 @@ from spool.protocol._generated.txn_offset_commit_response import (
 from spool.protocol.errors import Errors, KafkaError
 
 
-@handles(24, 0, 3)
+@handles(24, 0, 5)
 async def add_partitions_to_txn(ctx, req: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse:
+    if ctx.api_version >= 4:
+        return await _add_partitions_batch(ctx, req)
     tps = [(t.name, p) for t in req.v3_and_below_topics for p in t.partitions]
     await ctx.broker.transactions.topic.ensure()
     codes = await ctx.broker.transactions.add_partitions(
@@ -65,7 +80,37 @@ async def add_partitions_to_txn(ctx, req: AddPartitionsToTxnRequest) -> AddParti
         AddPartitionsToTxnTopicResult(name=t, results_by_partition=r) for t, r in by_topic.items()])
 
 
-@handles(25, 0, 3)
+def _by_topic(codes: dict[tuple[str, int], int]) -> list[AddPartitionsToTxnTopicResult]:
+    by_topic: dict[str, list] = {}
+    for (topic, p), code in codes.items():
+        by_topic.setdefault(topic, []).append(
+            AddPartitionsToTxnPartitionResult(partition_index=p, partition_error_code=code))
+    return [AddPartitionsToTxnTopicResult(name=t, results_by_partition=r)
+            for t, r in by_topic.items()]
+
+
+async def _add_partitions_batch(ctx, req: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse:
+    """v4+: from a partition leader, a batch of transactions (module doc)."""
+    txns = ctx.broker.transactions
+    await txns.topic.ensure()
+    results = []
+    for t in req.transactions:
+        tps = [(topic.name, p) for topic in t.topics for p in topic.partitions]
+        if t.verify_only:
+            err = txns.topic.coordinator_error(t.transactional_id)
+            codes = ({tp: err.code for tp in tps} if err is not None else
+                     txns.coordinator.verify_partitions(t.transactional_id, t.producer_id,
+                                                        t.producer_epoch, tps))
+        else:
+            codes = await txns.add_partitions(t.transactional_id, t.producer_id,
+                                              t.producer_epoch, tps, client_tv=2)
+        results.append(AddPartitionsToTxnResult(transactional_id=t.transactional_id,
+                                                topic_results=_by_topic(codes)))
+    return AddPartitionsToTxnResponse(throttle_time_ms=0, error_code=0,
+                                      results_by_transaction=results)
+
+
+@handles(25, 0, 4)
 async def add_offsets_to_txn(ctx, req: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse:
     await ctx.broker.transactions.topic.ensure()
     await ctx.broker.groups.topic.ensure()
@@ -77,18 +122,19 @@ async def add_offsets_to_txn(ctx, req: AddOffsetsToTxnRequest) -> AddOffsetsToTx
     return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=0)
 
 
-@handles(26, 0, 3)
+@handles(26, 0, 5)
 async def end_txn(ctx, req: EndTxnRequest) -> EndTxnResponse:
     await ctx.broker.transactions.topic.ensure()
     try:
-        await ctx.broker.transactions.end_txn(req.transactional_id, req.producer_id,
-                                              req.producer_epoch, req.committed)
+        pid, epoch = await ctx.broker.transactions.end_txn(
+            req.transactional_id, req.producer_id, req.producer_epoch, req.committed,
+            tv2=ctx.api_version >= 5)
     except KafkaError as e:
         return EndTxnResponse(throttle_time_ms=0, error_code=e.code)
-    return EndTxnResponse(throttle_time_ms=0, error_code=0)
+    return EndTxnResponse(throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=epoch)
 
 
-@handles(28, 0, 3)
+@handles(28, 0, 5)
 async def txn_offset_commit(ctx, req: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
     broker = ctx.broker
     v = ctx.api_version
@@ -104,7 +150,7 @@ async def txn_offset_commit(ctx, req: TxnOffsetCommitRequest) -> TxnOffsetCommit
         code = await broker.transactions.txn_offset_commit(
             req.transactional_id, req.group_id, req.producer_id, req.producer_epoch,
             req.generation_id if v >= 3 else -1, req.member_id if v >= 3 else "",
-            req.group_instance_id if v >= 3 else None, offsets)
+            req.group_instance_id if v >= 3 else None, offsets, version=v)
         for topic, p, *_ in offsets:
             codes[(topic, p)] = code
     by_topic: dict[str, list] = {}

@@ -1,0 +1,162 @@
+"""KIP-890 on a single node, spoken with a raw protocol client (no Java client here).
+
+Part 2 (transaction version 2): partitions added by Produce v12 itself, EndTxn v5
+bumping the epoch at every commit and abort and answering it, a zombie of an older epoch
+fenced. Part 1 (verification): a transactional batch for a partition never added to the
+transaction is refused (INVALID_TXN_STATE / TRANSACTION_ABORTABLE by version) and leaves
+no open transaction holding the partition's last stable offset.
+"""
+
+from __future__ import annotations
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from spool.protocol._generated import (
+    AddPartitionsToTxnRequest,
+    DescribeProducersRequest,
+    DescribeTransactionsRequest,
+    EndTxnRequest,
+    InitProducerIdRequest,
+    ListOffsetsRequest,
+    ProduceRequest,
+)
+from spool.protocol._generated.add_partitions_to_txn_request import AddPartitionsToTxnTopic
+from spool.protocol._generated.describe_producers_request import TopicRequest
+from spool.protocol._generated.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
+from spool.protocol._generated.produce_request import PartitionProduceData, TopicProduceData
+from spool.protocol.errors import Errors
+from spool.records.builder import BatchBuilder
+from tests.helpers.consume import consume_values
+from tests.helpers.raw_client import RawClient
+
+READ_COMMITTED = 1
+
+
+def committed_values(bootstrap: str, topic: str, partitions: int, want: int) -> list[bytes]:
+    return consume_values({"bootstrap.servers": bootstrap, "group.id": "tv2-reader",
+                           "enable.auto.commit": False, "isolation.level": "read_committed"},
+                          topic, partitions, want, wait_s=5.0)
+
+
+def create(bootstrap: str, topic: str, partitions: int = 1) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions)])[topic].result(10)
+
+
+def init(rc: RawClient, txn_id: str) -> tuple[int, int]:
+    resp = rc.request(22, 5, InitProducerIdRequest(transactional_id=txn_id,
+                                                   transaction_timeout_ms=60_000))
+    assert resp.error_code == 0
+    return resp.producer_id, resp.producer_epoch
+
+
+def batch(pid: int, epoch: int, seq: int, *values: bytes) -> bytes:
+    b = BatchBuilder(producer_id=pid, producer_epoch=epoch, base_sequence=seq,
+                     is_transactional=True)
+    for v in values:
+        b.append(None, v, timestamp=0)
+    return bytes(b.build())
+
+
+def produce(rc: RawClient, version: int, txn_id: str | None, topic: str, partition: int,
+            records: bytes):
+    req = ProduceRequest(transactional_id=txn_id, acks=-1, timeout_ms=10_000, topic_data=[
+        TopicProduceData(name=topic, partition_data=[
+            PartitionProduceData(index=partition, records=records)])])
+    return rc.request(0, version, req).responses[0].partition_responses[0]
+
+
+def end(rc: RawClient, txn_id: str, pid: int, epoch: int, commit: bool, version: int = 5):
+    return rc.request(26, version, EndTxnRequest(transactional_id=txn_id, producer_id=pid,
+                                                 producer_epoch=epoch, committed=commit))
+
+
+def describe(rc: RawClient, txn_id: str):
+    return rc.request(65, 0, DescribeTransactionsRequest(transactional_ids=[txn_id])
+                      ).transaction_states[0]
+
+
+def offsets(rc: RawClient, topic: str, partition: int) -> tuple[int, int]:
+    """(last stable offset, high watermark) of the partition."""
+    out = []
+    for isolation in (READ_COMMITTED, 0):
+        req = ListOffsetsRequest(replica_id=-1, isolation_level=isolation, topics=[
+            ListOffsetsTopic(name=topic, partitions=[
+                ListOffsetsPartition(partition_index=partition, timestamp=-1)])])
+        out.append(rc.request(2, 5, req).topics[0].partitions[0].offset)
+    return out[0], out[1]
+
+
+def test_v2_transaction_adds_partitions_by_produce_and_bumps_the_epoch(broker, topic_name):
+    create(broker.bootstrap, topic_name)
+    txn = f"tv2-{topic_name}"
+    rc = RawClient(broker.bootstrap)
+    try:
+        pid, epoch = init(rc, txn)
+        # no AddPartitionsToTxn: Produce v12 adds the partition
+        r = produce(rc, 12, txn, topic_name, 0, batch(pid, epoch, 0, b"c1", b"c2"))
+        assert r.error_code == 0
+        state = describe(rc, txn)
+        assert state.transaction_state == "Ongoing"
+        assert [(t.topic, list(t.partitions)) for t in state.topics] == [(topic_name, [0])]
+        committed = end(rc, txn, pid, epoch, commit=True)
+        assert (committed.error_code, committed.producer_id, committed.producer_epoch) == (
+            0, pid, epoch + 1)
+        # a retry of that EndTxn (the old epoch) is answered as done, with the same identity
+        again = end(rc, txn, pid, epoch, commit=True)
+        assert (again.error_code, again.producer_id, again.producer_epoch) == (0, pid, epoch + 1)
+
+        # the next transaction runs at the new epoch, its sequences from 0
+        r = produce(rc, 12, txn, topic_name, 0, batch(pid, epoch + 1, 0, b"a1"))
+        assert r.error_code == 0
+        aborted = end(rc, txn, pid, epoch + 1, commit=False)
+        assert (aborted.error_code, aborted.producer_epoch) == (0, epoch + 2)
+        # aborting with nothing added is allowed at TV2 and bumps the epoch again
+        empty = end(rc, txn, pid, epoch + 2, commit=False)
+        assert (empty.error_code, empty.producer_epoch) == (0, epoch + 3)
+        assert describe(rc, txn).producer_epoch == epoch + 3
+
+        # a zombie of an older epoch is fenced, at the coordinator and at the partition
+        zombie = produce(rc, 12, txn, topic_name, 0, batch(pid, epoch + 1, 1, b"zombie"))
+        assert zombie.error_code == Errors.INVALID_PRODUCER_EPOCH
+        assert end(rc, txn, pid, epoch + 1, commit=True).error_code == Errors.PRODUCER_FENCED
+        lso, hw = offsets(rc, topic_name, 0)
+        assert lso == hw  # nothing left open
+    finally:
+        rc.close()
+    assert committed_values(broker.bootstrap, topic_name, 1, 2) == [b"c1", b"c2"]
+
+
+def test_a_batch_for_a_partition_never_added_is_refused(broker, topic_name):
+    """KIP-890 part 1: the hanging transaction it prevents (a transactional batch the
+    coordinator does not know of would hold the LSO forever: no marker would close it)."""
+    create(broker.bootstrap, topic_name, partitions=2)
+    txn = f"hang-{topic_name}"
+    rc = RawClient(broker.bootstrap)
+    try:
+        pid, epoch = init(rc, txn)
+        add = rc.request(24, 3, AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id=txn, v3_and_below_producer_id=pid,
+            v3_and_below_producer_epoch=epoch,
+            v3_and_below_topics=[AddPartitionsToTxnTopic(name=topic_name, partitions=[0])]))
+        assert add.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
+        assert produce(rc, 9, txn, topic_name, 0, batch(pid, epoch, 0, b"in")).error_code == 0
+        # partition 1 was never added: refused, with each version's code
+        stray = produce(rc, 9, txn, topic_name, 1, batch(pid, epoch, 0, b"stray"))
+        assert stray.error_code == Errors.INVALID_TXN_STATE
+        assert produce(rc, 11, txn, topic_name, 1, batch(pid, epoch, 0, b"stray")).error_code == (
+            Errors.TRANSACTION_ABORTABLE)
+        # without a transactional id nothing can be verified: refused too
+        assert produce(rc, 9, None, topic_name, 1, batch(pid, epoch, 0, b"stray")).error_code == (
+            Errors.INVALID_TXN_STATE)
+        # nothing was appended and no transaction holds partition 1's LSO
+        assert offsets(rc, topic_name, 1) == (0, 0)
+        producers = rc.request(61, 0, DescribeProducersRequest(topics=[
+            TopicRequest(name=topic_name, partition_indexes=[1])]))
+        assert producers.topics[0].partitions[0].active_producers == []
+        assert end(rc, txn, pid, epoch, commit=True, version=4).error_code == 0
+        lso, hw = offsets(rc, topic_name, 0)
+        assert lso == hw == 2  # the record and the commit marker
+    finally:
+        rc.close()
+    assert committed_values(broker.bootstrap, topic_name, 2, 1) == [b"in"]
