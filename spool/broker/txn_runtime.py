@@ -65,6 +65,7 @@ from spool.broker.coordinator_log import (
 from spool.broker.internal_topic import InternalTopic
 from spool.broker.txn_marker_channel import TxnMarkerChannel
 from spool.broker.txn_verify import AddPartitionsToTxnSender
+from spool.cluster import features
 from spool.coordinator import OutRecord, Result, partition_for
 from spool.coordinator.admin import _check_commit
 from spool.coordinator.offsets import CommittedOffset, OffsetStore
@@ -90,22 +91,11 @@ UNAVAILABLE = KafkaError(Errors.COORDINATOR_NOT_AVAILABLE, "the transaction log 
 # Marker errors that retrying cannot fix: the partition is gone, or a newer producer epoch
 # has written there (Kafka abandons the marker on a fenced epoch too). Anything else retries.
 MARKER_MOOT = frozenset({Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.INVALID_PRODUCER_EPOCH})
-TRANSACTION_VERSION = "transaction.version"
 
 
 def transaction_version(broker: Any) -> int:
-    """The finalized ``transaction.version`` feature level (0 when none is finalized).
-    The one place that reads it: the feature table (``spool.cluster.features``) once it
-    exists, else the cluster image's finalized features, else 0."""
-    try:
-        from spool.cluster import features  # type: ignore[attr-defined]
-    except ImportError:
-        features = None
-    if features is not None and hasattr(features, "finalized_level"):
-        return int(features.finalized_level(broker, TRANSACTION_VERSION))
-    image = getattr(getattr(broker, "view", None), "image", None)
-    levels = getattr(image, "features", None) or {}
-    return int(levels.get(TRANSACTION_VERSION, 0))
+    """The finalized ``transaction.version`` feature level (``spool.cluster.features``)."""
+    return features.transaction_version(broker.view)
 
 
 class TransactionRuntime:

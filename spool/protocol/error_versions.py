@@ -221,6 +221,7 @@ ERRORS: dict[int, dict[int, int]] = {
             "REQUEST_TIMED_OUT LEADER_NOT_AVAILABLE INVALID_REQUEST"),
         (4, "KAFKA_STORAGE_ERROR"),
         (11, "TRANSACTION_ABORTABLE"),
+        (12, "CONCURRENT_TRANSACTIONS"),  # KIP-890: an implicit add while the last one ends
         (13, "UNKNOWN_TOPIC_ID"),
     ),
     FETCH: _codes(
@@ -326,6 +327,7 @@ ERRORS: dict[int, dict[int, int]] = {
         (3, "INVALID_PRODUCER_ID_MAPPING"),
         (4, "PRODUCER_FENCED"),
         (5, "TRANSACTION_ABORTABLE"),
+        (6, "UNSUPPORTED_VERSION"),  # KIP-939 keepPreparedTxn, as Kafka without 2PC answers
     ),
     23: _codes(  # OffsetForLeaderEpoch
         (0, "TOPIC_AUTHORIZATION_FAILED REPLICA_NOT_AVAILABLE NOT_LEADER_OR_FOLLOWER "
@@ -345,7 +347,7 @@ ERRORS: dict[int, dict[int, int]] = {
         (4, "TRANSACTION_ABORTABLE"),
     ),
     END_TXN: _codes(
-        (0, _TXN),
+        (0, f"{_TXN} INVALID_REQUEST"),
         (2, "PRODUCER_FENCED"),
         (4, "TRANSACTION_ABORTABLE"),
     ),

@@ -60,6 +60,9 @@ class View:
         return None if got is None else SimpleNamespace(
             leader=got[0], leader_epoch=got[1], partition_index=p)
 
+    def finalized_features(self) -> dict[str, int]:
+        return {}  # transaction.version 0: v0 transaction log records
+
 
 class Gate:
     """``run_blocking`` whose reads wait until the test opens them, one by one."""
