@@ -14,7 +14,11 @@ NOTES: dict[int, str] = {
        "UNSUPPORTED_VERSION per partition as Kafka 4. RecordBatch v2 only; idempotent and "
        "transactional batches checked against producer state; v8+ KIP-467 `record_errors` "
        "name the refused records of a batch (null key on a compacted topic, timestamp out of "
-       "range); v10 KIP-951 `current_leader` and `node_endpoints` on NOT_LEADER_OR_FOLLOWER. "
+       "range); v10 KIP-951 `current_leader` and `node_endpoints` on NOT_LEADER_OR_FOLLOWER; "
+       "KIP-890: the first transactional batch of a transaction on a partition is verified "
+       "with the transaction coordinator (v3-11, `transaction.partition.verification.enable`; "
+       "not in the transaction: INVALID_TXN_STATE, TRANSACTION_ABORTABLE from v11) and v12 "
+       "adds the partition to the transaction itself (transaction version 2). "
        "acks=0 gets no answer (Kafka also closes the connection when such a request fails; "
        "Spool keeps it).",
     1: "Whole batches from segment files with sendfile, long polling, KIP-74 (the first "
@@ -65,17 +69,27 @@ NOTES: dict[int, str] = {
     21: "Moves the log start offset; -1 means the high watermark.",
     22: "Idempotent (a fresh producer id) and transactional (epoch bump, fencing, abort of "
         "the open transaction); v3+ KIP-360 resume with the current id and epoch. "
-        "PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v4.",
+        "PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v4. v6 (KIP-939): no two-phase "
+        "commit, `enable2Pc` TRANSACTIONAL_ID_AUTHORIZATION_FAILED and `keepPreparedTxn` "
+        "UNSUPPORTED_VERSION, as Kafka with `transaction.two.phase.commit.enable` off.",
     23: "From the partition's leader epoch cache (truncation detection).",
-    24: "v0-3, client side (v4+ verify_only and batched transactions are broker to "
-        "coordinator). PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v2.",
+    24: "v0-3 from producers; v4+ from partition leaders (KIP-890), batched per coordinator: "
+        "`verify_only` (is the partition in the ongoing transaction?) or the add of a "
+        "transaction version 2 producer's partition. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH "
+        "below v2.",
     25: "Adds the group's `__consumer_offsets` partition to the transaction. PRODUCER_FENCED "
         "is INVALID_PRODUCER_EPOCH below v2.",
     26: "Commit or abort: markers written to every partition of the transaction, offsets made "
-        "visible on commit. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v2.",
+        "visible on commit. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v2. v5 (KIP-890 "
+        "transaction version 2): the epoch is bumped at every commit and abort (markers carry "
+        "it), the answer names the producer id and epoch to go on with, a retry is told by "
+        "its epoch, aborting an empty transaction is allowed, an exhausted epoch moves to a "
+        "new producer id.",
     27: "Between brokers: the coordinator's markers for partitions another broker leads.",
     28: "Transactional offsets pending until the marker; v3 generation and member checks. A "
-        "fenced producer is INVALID_PRODUCER_EPOCH at every version, as Kafka.",
+        "fenced producer is INVALID_PRODUCER_EPOCH at every version, as Kafka. The offsets "
+        "partition is verified with the transaction coordinator (KIP-890), v5 adds it "
+        "(transaction version 2: no AddOffsetsToTxn).",
     32: "Topic and broker resources with sources, synonyms (v1+) and documentation (v3+).",
     33: "Replaces a resource's override set; broker resource: the dynamic topic defaults.",
     35: "Log dirs with partition sizes and offset lag; v4+ total and usable bytes "
