@@ -105,8 +105,18 @@ NOTES: dict[int, str] = {
     47: "Deletes a group's committed offsets of partitions it does not consume.",
     55: "Leader, epoch, high watermark, voters' and observers' log end offsets; v2 nodes "
         "and directory ids.",
-    57: "Finalized feature levels (metadata.version, group.version, transaction.version); "
-        "v0 `allow_downgrade`, v1+ `upgrade_type` and `validate_only`.",
+    57: "Finalized feature levels (`spool.cluster.features`: metadata.version 3.6-IV2 only, "
+        "transaction.version 0-2; group.version, kraft.version and the others at 0) with "
+        "Kafka's checks; a cluster broker forwards it to the active controller. v0 "
+        "`allow_downgrade`, v1+ `upgrade_type` and `validate_only`, v2 no per-feature "
+        "results.",
+    71: "KIP-714: subscriptions from the CLIENT_METRICS resources (metrics, interval.ms, "
+        "match on client id, software, address, port), Kafka's throttling.",
+    72: "KIP-714: pushed OTLP metrics (any compression) decoded and kept in memory "
+        "(`spool.telemetry.retention.ms`), read at the admin endpoint or `spool telemetry "
+        "show`; Kafka's errors (UNKNOWN_SUBSCRIPTION_ID, TELEMETRY_TOO_LARGE...).",
+    74: "v0 client metrics resources; v1 (KIP-1142) topics, brokers, broker loggers, client "
+        "metrics and groups (Spool keeps no group configs) by type.",
     60: "Brokers with their endpoints on the listener asked; v1 `endpoint_type`: controllers "
         "asked of a broker listener is MISMATCHED_ENDPOINT_TYPE; v2 fenced brokers "
         "(KIP-1073); authorized operations (all, no authorizer).",
@@ -116,7 +126,7 @@ NOTES: dict[int, str] = {
         "pattern (the whole id must match; one that does not compile is "
         "INVALID_REGULAR_EXPRESSION).",
     75: "Paginated topics and partitions (KIP-966), `response_partition_limit` clamped to "
-        "1-2000.",
+        "1-2000; no ELR; authorized operations (all, no authorizer).",
     52: "Raft (KIP-595/853): elections of the controller quorum.",
     53: "Raft: a new leader announces its epoch.",
     54: "Raft: a resigning leader hands over.",
