@@ -368,6 +368,21 @@ ERRORS: dict[int, dict[int, int]] = {
         (3, "UNKNOWN_MEMBER_ID FENCED_INSTANCE_ID ILLEGAL_GENERATION REBALANCE_IN_PROGRESS"),
         (4, "TRANSACTION_ABORTABLE"),
     ),
+    57: _codes(  # UpdateFeatures: FeatureControlManager, forwarding (ControllerApis)
+        (0, "CLUSTER_AUTHORIZATION_FAILED INVALID_UPDATE_VERSION FEATURE_UPDATE_FAILED "
+            "NOT_CONTROLLER REQUEST_TIMED_OUT INVALID_REQUEST"),
+    ),
+    71: _codes(  # GetTelemetrySubscriptions: ClientMetricsManager
+        (0, "THROTTLING_QUOTA_EXCEEDED INVALID_REQUEST CLUSTER_AUTHORIZATION_FAILED"),
+    ),
+    72: _codes(  # PushTelemetry: ClientMetricsManager.validatePushRequest, export
+        (0, "INVALID_REQUEST THROTTLING_QUOTA_EXCEEDED UNKNOWN_SUBSCRIPTION_ID "
+            "UNSUPPORTED_COMPRESSION_TYPE TELEMETRY_TOO_LARGE INVALID_RECORD "
+            "CLUSTER_AUTHORIZATION_FAILED"),
+    ),
+    74: _codes(  # ListConfigResources: KafkaApis.handleListConfigResources
+        (0, "CLUSTER_AUTHORIZATION_FAILED UNSUPPORTED_VERSION"),
+    ),
 }
 
 
