@@ -1,0 +1,111 @@
+"""spool.broker.telemetry: Kafka's ClientMetricsManager rules with a fake clock."""
+
+from __future__ import annotations
+
+import uuid
+
+from spool.broker.telemetry import ClientMetricsManager, Push, TelemetryStore
+from spool.cluster.client_metrics import subscriptions
+from spool.protocol._generated import GetTelemetrySubscriptionsRequest, PushTelemetryRequest
+from spool.protocol.errors import Errors
+
+
+class Clock:
+    def __init__(self):
+        self.t = 1_000_000
+
+    def __call__(self):
+        return self.t
+
+
+CLIENT = {"client_id": "app-1", "client_software_name": "librdkafka",
+          "client_software_version": "2.16.0", "client_source_address": "10.0.0.7",
+          "client_source_port": "40000"}
+
+
+def manager(configs, clock, max_bytes=1000):
+    return ClientMetricsManager(lambda: configs, max_bytes,
+                                TelemetryStore(60_000, 10_000, clock), clock)
+
+
+def get(m, iid=None, attrs=CLIENT):
+    return m.get_subscriptions(GetTelemetrySubscriptionsRequest(
+        client_instance_id=iid or uuid.UUID(int=0)), attrs)
+
+
+def test_matching_unions_metrics_and_takes_the_smallest_interval():
+    configs = {
+        "a": {"metrics": "org.apache.kafka.producer.", "interval.ms": "5000",
+              "match": "client_id=app-.*"},
+        "b": {"metrics": "org.apache.kafka.consumer.", "interval.ms": "2000",
+              "match": "client_software_name=librdkafka,client_source_address=10\\.0\\..*"},
+        "c": {"metrics": "*", "interval.ms": "100", "match": "client_id=other"},
+    }
+    r = get(manager(configs, Clock()))
+    assert r.requested_metrics == ["org.apache.kafka.consumer.", "org.apache.kafka.producer."]
+    assert r.push_interval_ms == 2000
+    configs["d"] = {"metrics": "*"}  # no match patterns: everyone
+    r = get(manager(configs, Clock()))
+    assert (r.requested_metrics, r.push_interval_ms) == (["*"], 2000)
+
+
+def test_a_pattern_must_match_the_whole_value():
+    configs = {"a": {"metrics": "x.", "match": "client_id=app"}}
+    assert get(manager(configs, Clock())).requested_metrics == []
+
+
+def test_push_interval_throttles_and_a_subscription_change_resets():
+    clock = Clock()
+    configs = {"a": {"metrics": "x.", "interval.ms": "1000"}}
+    m = manager(configs, clock)
+    r = get(m)
+    iid = r.client_instance_id
+
+    def push(sub, terminating=False, data=b""):
+        return m.push(PushTelemetryRequest(client_instance_id=iid, subscription_id=sub,
+                                           terminating=terminating, compression_type=0,
+                                           metrics=data), CLIENT).error_code
+
+    assert push(r.subscription_id) == 0  # right after the Get
+    assert push(r.subscription_id) == Errors.THROTTLING_QUOTA_EXCEEDED
+    clock.t += 1000
+    assert push(r.subscription_id) == 0
+    assert get(m, iid).error_code == Errors.THROTTLING_QUOTA_EXCEEDED
+    configs["a"] = {"metrics": "y.", "interval.ms": "1000"}
+    r2 = get(m, iid)  # re-evaluated at once
+    assert (r2.error_code, r2.requested_metrics) == (0, ["y."])
+    assert push(r.subscription_id) == Errors.UNKNOWN_SUBSCRIPTION_ID
+    clock.t += 1000
+    assert push(r2.subscription_id, data=b"x" * 1001) == Errors.TELEMETRY_TOO_LARGE
+
+
+def test_instances_expire_after_three_intervals_or_a_minute():
+    clock = Clock()
+    m = manager({"a": {"metrics": "x.", "interval.ms": "30000"}}, clock)
+    iid = get(m).client_instance_id
+    clock.t += 90_001
+    get(m, uuid.uuid4())  # any request forgets the expired
+    assert iid not in m._instances
+
+
+def test_store_keeps_pushes_for_the_retention_and_within_bytes():
+    clock = Clock()
+    store = TelemetryStore(1000, 250, clock)
+
+    def push(n):
+        return Push(clock.t, "c", {}, 1, "none", False, b"x" * n)
+
+    store.add(push(100))
+    clock.t += 600
+    store.add(push(100))
+    assert len(store.pushes()) == 2
+    clock.t += 500  # the first is 1100 ms old
+    assert [len(p.payload) for p in store.pushes()] == [100]
+    store.add(push(100))
+    store.add(push(100))  # 300 bytes > 250: the oldest goes
+    assert len(store.pushes()) == 2
+
+
+def test_subscriptions_skip_what_no_longer_parses():
+    subs = subscriptions({"ok": {"metrics": "a,b"}, "bad": {"interval.ms": "x"}})
+    assert [(s.name, s.metrics, s.interval_ms) for s in subs] == [("ok", ("a", "b"), 300000)]
