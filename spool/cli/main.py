@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from spool.cli import (
+    client_metrics,
     cluster,
     configs,
     consume,
@@ -97,6 +98,7 @@ app.add_typer(cluster.app, name="cluster")
 app.add_typer(reassign.app, name="reassign")
 app.add_typer(features.app, name="features")
 app.add_typer(telemetry.app, name="telemetry")
+app.add_typer(client_metrics.app, name="client-metrics")
 app.command("produce")(produce.produce)
 app.command("consume")(consume.consume)
 app.command("dump-log")(dump_log.dump_log_command)

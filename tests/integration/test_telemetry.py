@@ -250,3 +250,36 @@ def test_no_subscription_means_no_push(telemetry_broker, topic_name):
         p.poll(0.2)
     p.flush(10)
     assert kept(b) == []
+
+
+def test_client_metrics_cli(telemetry_broker):
+    b = telemetry_broker
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "spool.cli.main", "client-metrics", *args,
+                               "--bootstrap-server", b.bootstrap],
+                              capture_output=True, text=True, timeout=60, check=False)
+
+    proc = cli("alter", "--name", "prod", "--metrics", "org.apache.kafka.producer.",
+               "--interval", "1000", "--match", "client_id=app-.*")
+    assert (proc.returncode, proc.stdout) == (0, "Altered client metrics config for prod.\n")
+    assert cli("list").stdout == "prod\n"
+    assert cli("describe", "--name", "prod").stdout == (
+        "Client metrics configs for prod are:\n  interval.ms=1000\n  match=client_id=app-.*\n"
+        "  metrics=org.apache.kafka.producer.\n")
+    assert alter(b, "prod", ("match", SET, "client_id=app-.*"))[0] == 0  # same as the tool
+    proc = cli("alter", "--name", "prod", "--match", "")  # an empty value deletes the key
+    assert proc.returncode == 0
+    assert described(b, "prod") == {"interval.ms": ("1000", 7),
+                                    "metrics": ("org.apache.kafka.producer.", 7)}
+
+    proc = cli("alter", "--name", "prod", "--interval", "10")
+    assert proc.returncode == 1
+    assert proc.stderr == ("spool: prod: INVALID_REQUEST: Invalid value 10 for interval.ms, "
+                           "interval must be between 100 and 3600000 (1 hour)\n")
+    assert cli("alter", "--interval", "1000").returncode == 2  # no name
+    assert cli("alter", "--name", "prod").returncode == 2  # nothing to alter
+
+    proc = cli("delete", "--name", "prod")
+    assert (proc.returncode, proc.stdout) == (0, "Deleted client metrics config for prod.\n")
+    assert cli("list").stdout == ""
