@@ -6,7 +6,8 @@ at each request, so a change applies to the next request of every client):
 
 - GetTelemetrySubscriptions: a zero ``client_instance_id`` gets a new random one. The
   client instance (kept by id; forgotten ``max(60 s, 3 x push interval)`` after its last
-  request, or when 16,384 are kept) is matched against every subscription (client_id
+  request, or when 16,384 are kept; Kafka also forgets it when its connection closes,
+  Spool waits for the expiry) is matched against every subscription (client_id
   from the request header, software name/version from the connection's ApiVersions,
   source address and port): its metrics are the union of the matching subscriptions'
   (``*`` if one says ``*``), its push interval the smallest (default 300,000 ms). The
