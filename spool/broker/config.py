@@ -265,7 +265,11 @@ BROKER_KEYS: dict[str, ConfigKey] = {
         _key("spool.telemetry.retention.bytes", "long", 67108864, at_least(0),
              "Most bytes of pushed client metrics kept in memory; the oldest go first "
              "(Spool's own key)."),
-        _key("spool.admin.http.listener", "string", None, None,
+        _key("spool.admin.http.listener", "string", None,
+             Check("empty or host:port (port 0: any free one)",
+                   lambda v: not v or (v.rpartition(":")[2].isdigit()
+                                       and int(v.rpartition(":")[2]) < 65536),
+                   replaces_type=True),
              "host:port of the read-only admin endpoint (GET /telemetry: the pushed client "
              "metrics as JSON); unset: none (Spool's own key)."),
     )
