@@ -43,7 +43,8 @@ state.
   added by a partition leader (AddPartitionsToTxn v4+, ``spool.broker.txn_verify``)
   are transaction version 2 adds.
 - Timers (one task): open transactions past ``transaction.timeout.ms`` are
-  aborted with a bumped epoch (the producer that let them time out is fenced)
+  aborted with a bumped epoch (the producer that let them time out is fenced; bumped
+  twice at transaction.version 2, as Kafka's fence then version 2 end)
   every ``transaction.abort.timed.out.transaction.cleanup.interval.ms``;
   completed ids idle for ``transactional.id.expiration.ms`` are tombstoned;
   partitions forget producers idle for ``producer.id.expiration.ms``.
@@ -337,7 +338,8 @@ class TransactionRuntime:
             raise KafkaError(Errors.INVALID_REQUEST, "empty transactional id")
         self._check_coordinator(txn_id)
         abort, m = self.coordinator.init_producer_id(
-            txn_id, timeout_ms, producer_id, epoch, self.now(), self.broker.producer_ids.next_id)
+            txn_id, timeout_ms, producer_id, epoch, self.now(), self.broker.producer_ids.next_id,
+            tv2=transaction_version(self.broker) >= 2)
         if abort is not None:
             log.info("fencing %s: aborting its open transaction", txn_id)
             await self._write(abort)
@@ -482,7 +484,7 @@ class TransactionRuntime:
     # ---- timers
 
     async def abort_timed_out(self) -> int:
-        todo = self.coordinator.timed_out(self.now())
+        todo = self.coordinator.timed_out(self.now(), tv2=transaction_version(self.broker) >= 2)
         for m in todo:
             log.info("aborting %s: open longer than %d ms", m.transactional_id, m.timeout_ms)
             try:

@@ -250,9 +250,11 @@ class TransactionCoordinator:
                              f"transaction.max.timeout.ms={self.max_timeout_ms}]")
 
     def init_producer_id(self, txn_id: str, timeout_ms: int, producer_id: int, epoch: int,
-                         now: int, new_pid) -> tuple[TxnMetadata | None, TxnMetadata]:
+                         now: int, new_pid, *, tv2: bool = False
+                         ) -> tuple[TxnMetadata | None, TxnMetadata]:
         """(abort first: the metadata of the open transaction to abort, or None; then the
-        metadata to write). ``new_pid()`` allocates a producer id."""
+        metadata to write). ``new_pid()`` allocates a producer id. ``tv2``: the finalized
+        transaction.version is 2 (the fencing abort is a version 2 end: ``_fence``)."""
         self.check_timeout(timeout_ms)
         m = self.txns.get(txn_id)
         if m is None:
@@ -267,8 +269,7 @@ class TransactionCoordinator:
             return None, m  # KIP-360: a retry of the bump that succeeded (Kafka's lastProducerEpoch)
         abort = None
         if m.state == S.ONGOING:  # fence the previous instance: abort with a bumped epoch
-            m = abort = m.but(producer_epoch=min(m.producer_epoch + 1, MAX_EPOCH),
-                              state=S.PREPARE_ABORT, last_update_ms=now)
+            m = abort = self._fence(m, now, tv2)
             if m.producer_epoch >= MAX_EPOCH - 1:
                 m = self._bump(m, new_pid)
         else:
@@ -423,15 +424,28 @@ class TransactionCoordinator:
 
     # -- timers
 
-    def timed_out(self, now: int) -> list[TxnMetadata]:
+    @staticmethod
+    def _fence(m: TxnMetadata, now: int, tv2: bool) -> TxnMetadata:
+        """The PREPARE_ABORT that fences the producer of ``m``'s open transaction (Kafka's
+        prepareFenceProducerEpoch, then the end as the finalized transaction.version does
+        it: at 2 the end bumps once more, as every version 2 end)."""
+        if not tv2:
+            return m.but(producer_epoch=min(m.producer_epoch + 1, MAX_EPOCH),
+                         state=S.PREPARE_ABORT, last_update_ms=now)
+        epoch = min(m.producer_epoch + 2, MAX_EPOCH)
+        return m.but(producer_epoch=epoch, last_epoch=epoch - 1, state=S.PREPARE_ABORT,
+                     client_tv=2, last_update_ms=now)
+
+    def timed_out(self, now: int, *, tv2: bool = False) -> list[TxnMetadata]:
         """Open transactions past their timeout, as PREPARE_ABORT with a bumped epoch
-        (the producer that let it time out is fenced)."""
+        (the producer that let it time out is fenced; ``_fence``)."""
         out = []
         for m in self.txns.values():
             if m.state == S.ONGOING and m.start_ms + m.timeout_ms <= now:
-                if m.producer_epoch < MAX_EPOCH - 1:
-                    m = m.but(producer_epoch=m.producer_epoch + 1)
-                out.append(m.but(state=S.PREPARE_ABORT, last_update_ms=now))
+                if not tv2 and m.producer_epoch >= MAX_EPOCH - 1:
+                    out.append(m.but(state=S.PREPARE_ABORT, last_update_ms=now))
+                else:
+                    out.append(self._fence(m, now, tv2))
         return out
 
     def expired(self, now: int, expiration_ms: int) -> list[str]:

@@ -13,19 +13,32 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from spool.protocol._generated import (
     AddPartitionsToTxnRequest,
+    ApiVersionsRequest,
     DescribeProducersRequest,
     DescribeTransactionsRequest,
     EndTxnRequest,
     InitProducerIdRequest,
     ListOffsetsRequest,
+    OffsetFetchRequest,
     ProduceRequest,
+    TxnOffsetCommitRequest,
+    UpdateFeaturesRequest,
 )
 from spool.protocol._generated.add_partitions_to_txn_request import AddPartitionsToTxnTopic
 from spool.protocol._generated.describe_producers_request import TopicRequest
 from spool.protocol._generated.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
 from spool.protocol._generated.produce_request import PartitionProduceData, TopicProduceData
+from spool.protocol._generated.txn_offset_commit_request import (
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+)
+from spool.protocol._generated.update_features_request import FeatureUpdateKey
 from spool.protocol.errors import Errors
 from spool.records.builder import BatchBuilder
+from spool.records.record import iter_records
+from spool.storage.config import LogConfig
+from spool.storage.log import PartitionLog
+from tests.helpers.broker_proc import BrokerProcess
 from tests.helpers.consume import consume_values
 from tests.helpers.raw_client import RawClient
 
@@ -160,3 +173,66 @@ def test_a_batch_for_a_partition_never_added_is_refused(broker, topic_name):
     finally:
         rc.close()
     assert committed_values(broker.bootstrap, topic_name, 2, 1) == [b"in"]
+
+
+def test_finalized_transaction_version_2_writes_flexible_records_that_survive_a_restart(
+        tmp_path):
+    """With ``transaction.version`` upgraded to 2 (UpdateFeatures) ApiVersions finalizes it,
+    which is what makes a Kafka client speak transaction version 2; the coordinator writes
+    Kafka's flexible transaction log records (value version 1), and a restart replays them:
+    the epoch EndTxn v5 bumped is still the producer's. TxnOffsetCommit v5 adds the group's
+    offsets partition itself (no AddOffsetsToTxn)."""
+    b = BrokerProcess(tmp_path / "data", {"transaction.state.log.num.partitions": "1",
+                                          "offsets.topic.num.partitions": "1"}).start()
+    topic, txn, group = "tv2-restart", "tv2-restart-txn", "tv2-restart-group"
+    try:
+        rc = RawClient(b.bootstrap)
+        try:
+            up = rc.request(57, 1, UpdateFeaturesRequest(timeout_ms=10_000, validate_only=False,
+                                                        feature_updates=[FeatureUpdateKey(
+                                                            feature="transaction.version",
+                                                            max_version_level=2,
+                                                            upgrade_type=1)]))
+            assert up.error_code == 0
+            api = rc.request(18, 3, ApiVersionsRequest(client_software_name="raw",
+                                                       client_software_version="0"))
+            assert {(f.name, f.max_version_level) for f in api.finalized_features} >= {
+                ("transaction.version", 2)}
+            create(b.bootstrap, topic)
+            pid, epoch = init(rc, txn)
+            assert produce(rc, 12, txn, topic, 0, batch(pid, epoch, 0, b"r1")).error_code == 0
+            commit = rc.request(28, 5, TxnOffsetCommitRequest(
+                transactional_id=txn, group_id=group, producer_id=pid, producer_epoch=epoch,
+                generation_id=-1, member_id="", group_instance_id=None, topics=[
+                    TxnOffsetCommitRequestTopic(name=topic, partitions=[
+                        TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=1,
+                                                        committed_leader_epoch=-1,
+                                                        committed_metadata="")])]))
+            assert commit.topics[0].partitions[0].error_code == 0
+            assert {t.topic for t in describe(rc, txn).topics} == {topic, "__consumer_offsets"}
+            done = end(rc, txn, pid, epoch, commit=True)
+            assert (done.error_code, done.producer_epoch) == (0, epoch + 1)
+        finally:
+            rc.close()
+        b.stop()
+        values = [r.value for batch_ in PartitionLog(
+            tmp_path / "data" / "__transaction_state-0", LogConfig()).iter_batches()
+            for r in iter_records(batch_)]
+        assert values and {bytes(v[:2]) for v in values} == {b"\x00\x01"}
+        b.start()
+        rc = RawClient(b.bootstrap)
+        try:
+            state = describe(rc, txn)
+            assert (state.transaction_state, state.producer_id, state.producer_epoch) == (
+                "CompleteCommit", pid, epoch + 1)
+            fetched = rc.request(9, 7, OffsetFetchRequest(group_id=group, require_stable=True,
+                                                          topics=None))
+            assert [(t.name, p.committed_offset) for t in fetched.topics
+                    for p in t.partitions] == [(topic, 1)]
+            # the next transaction goes on at the bumped epoch
+            assert produce(rc, 12, txn, topic, 0, batch(pid, epoch + 1, 0, b"r2")).error_code == 0
+            assert end(rc, txn, pid, epoch + 1, commit=True).producer_epoch == epoch + 2
+        finally:
+            rc.close()
+    finally:
+        b.stop()

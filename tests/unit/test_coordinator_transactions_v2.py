@@ -136,3 +136,16 @@ def test_init_producer_id_retry_of_a_successful_bump_keeps_the_epoch():
     assert again.producer_epoch == 6
     assert code(lambda: coord.init_producer_id("t", 1000, PID, 3, 1, lambda: 0)) == (
         Errors.PRODUCER_FENCED)
+
+
+def test_fencing_at_transaction_version_2_ends_with_a_second_bump():
+    """A timeout or a new instance fences the producer (epoch + 1) and, at a finalized
+    transaction.version 2, the abort is a version 2 end: one more bump, markers included."""
+    ongoing = TxnMetadata("t", PID, 5, 1000, S.ONGOING, frozenset({("a", 0)}), 10, 10)
+    coord = coordinator_with(ongoing)
+    (v1,) = coord.timed_out(2000)
+    (v2,) = coord.timed_out(2000, tv2=True)
+    assert (v1.state, v1.producer_epoch) == (S.PREPARE_ABORT, 6)
+    assert (v2.state, v2.producer_epoch, v2.partitions) == (S.PREPARE_ABORT, 7, {("a", 0)})
+    abort, m = coord.init_producer_id("t", 1000, -1, -1, 20, lambda: 900, tv2=True)
+    assert (abort.producer_epoch, m.producer_epoch, m.state) == (7, 7, S.EMPTY)

@@ -233,12 +233,15 @@ _RETRIABLE_VERIFICATION = frozenset({Errors.NETWORK_EXCEPTION, Errors.COORDINATO
                                      Errors.COORDINATOR_NOT_AVAILABLE, Errors.NOT_COORDINATOR})
 
 
-def _transactional_batches(broker, req: ProduceRequest, now_ms: int):
+def _transactional_batches(broker, req: ProduceRequest, now_ms: int, topic_name):
     """(topic, partition) -> (producer id, epoch, guard) for each partition whose batch is
     transactional and led here; the guard is ONGOING when no verification is needed or
     none can be made (no transactional id: the append admits only an open transaction)."""
     found = {}
     for t in req.topic_data:
+        name = topic_name(t)
+        if not name:
+            continue  # an unknown topic (id): nothing is appended to it
         for p in t.partition_data:
             records = p.records
             if records is None or len(records) < HEADER_SIZE:
@@ -247,25 +250,26 @@ def _transactional_batches(broker, req: ProduceRequest, now_ms: int):
             if not h.is_transactional or h.is_control or h.producer_id < 0:
                 continue
             try:
-                plog = broker.replicas.leader_partition(t.name, p.index).log
+                plog = broker.replicas.leader_partition(name, p.index).log
             except (NotLeader, KafkaError):
                 continue  # append_partition answers it
             guard = ONGOING if req.transactional_id is None else (
                 plog.start_transaction_verification(h.producer_id, h.base_sequence,
                                                     h.producer_epoch, now_ms))
-            found[(t.name, p.index)] = (h.producer_id, h.producer_epoch, guard)
+            found[(name, p.index)] = (h.producer_id, h.producer_epoch, guard)
     return found
 
 
-async def transactional_verification(broker, req: ProduceRequest, version: int,
-                                     now_ms: int) -> tuple[dict, dict]:
+async def transactional_verification(broker, req: ProduceRequest, version: int, now_ms: int,
+                                     topic_name=None) -> tuple[dict, dict]:
     """Verify (v3-11) or add (v12+) the partitions whose transactional batch starts the
-    producer's transaction here: (refused: (topic, p) -> (code, message), guards to append
-    with: (topic, p) -> guard)."""
+    producer's transaction here: (refused: (topic name, p) -> (code, message), guards to
+    append with: (topic name, p) -> guard). ``topic_name(topic_data)``: the topic's name
+    (v13 names topics by id), by default its ``name``."""
     add = version >= 12
     if not (add or broker.config.get_bool("transaction.partition.verification.enable")):
         return {}, {}
-    found = _transactional_batches(broker, req, now_ms)
+    found = _transactional_batches(broker, req, now_ms, topic_name or (lambda t: t.name))
     if not found:
         return {}, {}
     guards = {tp: guard for tp, (_, _, guard) in found.items()}

@@ -147,6 +147,9 @@ async def txn_offset_commit(ctx, req: TxnOffsetCommitRequest) -> TxnOffsetCommit
             else:
                 codes[(t.name, p.partition_index)] = Errors.UNKNOWN_TOPIC_OR_PARTITION
     if offsets:
+        # v5 may be the transaction's first touch of __consumer_offsets (no AddOffsetsToTxn)
+        await broker.transactions.topic.ensure()
+        await broker.groups.topic.ensure()
         code = await broker.transactions.txn_offset_commit(
             req.transactional_id, req.group_id, req.producer_id, req.producer_epoch,
             req.generation_id if v >= 3 else -1, req.member_id if v >= 3 else "",
