@@ -139,7 +139,7 @@ class ReplicaManager:
         if view is None or plog is None:
             self._partitions.pop((topic, partition), None)
             raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition}")
-        part = Partition(topic, partition, plog, self.node_id)
+        part = Partition(topic, partition, plog, self.node_id, self.broker.view.topic_id(topic))
         part.leader_id = self.node_id
         part.leader_epoch = max(view.leader_epoch, 0)
         part.partition_epoch = 0

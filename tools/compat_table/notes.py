@@ -23,7 +23,12 @@ NOTES: dict[int, str] = {
        "Spool keeps it).",
     1: "Whole batches from segment files with sendfile, long polling, KIP-74 (the first "
        "batch always fits), read_committed up to the LSO with aborted transactions. No fetch "
-       "sessions (KIP-227): `session_id` 0 asks for full requests. On a controller listener: "
+       "sessions (KIP-227): `session_id` 0 asks for full requests. v13+ topics by id "
+       "(UNKNOWN_TOPIC_ID per partition for an unknown id, INCONSISTENT_TOPIC_ID for a replica "
+       "of another incarnation of the name); v15 follower id from `replica_state` (its broker "
+       "epoch unused); v16+ KIP-951 `current_leader` and `node_endpoints` on "
+       "NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH; v17 `replica_directory_id` and v18 "
+       "`high_watermark` ignored (no JBOD, no KIP-1166). On a controller listener: "
        "the Raft fetch of `__cluster_metadata` (v12+, diverging epochs, snapshots).",
     2: "Latest (-1), earliest (-2), max timestamp (-3, v7+), by timestamp through the time "
        "index; earliest local (-4, v8+) is the log start, latest tiered (-5, v9+) and "
@@ -32,8 +37,10 @@ NOTES: dict[int, str] = {
        "read_committed) hidden; v10 `timeout_ms` unused (no remote reads). v5+: "
        "OFFSET_NOT_AVAILABLE, LEADER_NOT_AVAILABLE below.",
     3: "Brokers, controller id, leaders, epochs, ISR, offline replicas; auto-creation when "
-       "allowed (v4+, always below); topic ids (v10+); v8+ authorized operations without an "
-       "authorizer: every operation of the resource type.",
+       "allowed (v4+, always below); topic ids (v10+); by topic id from v12 (unknown: "
+       "UNKNOWN_TOPIC_ID, null name; v10-11 ids INVALID_REQUEST); v13 top-level `error_code` "
+       "always 0 (Kafka's brokers never ask for KIP-1102's rebootstrap); v8+ authorized "
+       "operations without an authorizer: every operation of the resource type.",
     8: "Classic groups: generation and member checks, static members (v7 group.instance.id); "
        "commits appended to `__consumer_offsets` and replayed before the answer; "
        "`retention_time_ms` (v2-4) ignored as Kafka since 2.1; v9 member id/epoch ignored for "

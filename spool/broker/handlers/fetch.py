@@ -17,6 +17,23 @@ answered without records rather than failing the request.
 Fetch sessions (KIP-227) are not kept: ``session_id`` 0 tells clients to
 send full requests.
 
+Versions, as Kafka 4.2 serves them:
+
+- v13+ name topics by ID (KIP-516), in the request and the response. An ID the broker's
+  view does not know (a topic deleted, or deleted and created again under the same name)
+  is UNKNOWN_TOPIC_ID for each of its partitions; a replica whose topic ID is not the
+  requested one (its log is an older or newer incarnation of the name) is
+  INCONSISTENT_TOPIC_ID. The ID is resolved again at every look of a long poll, so a
+  topic recreated meanwhile never answers for the old ID.
+- v15 carries the follower's id in ``replica_state`` (its broker epoch is not used: no
+  KIP-903 ISR check here); v17's ``replica_directory_id`` (JBOD) is ignored; v18's
+  ``high_watermark`` (what the follower knows, KIP-1166) is ignored: the answer's high
+  watermark is the leader's.
+- v16+ (KIP-951): NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH carry
+  ``current_leader`` (the leader and epoch this broker knows: its replica's, or the
+  view's when it holds none) and the response's ``node_endpoints`` list the named
+  leaders' endpoints on the request's listener, so a client need not ask Metadata.
+
 Consumers read from the partition's leader (``broker.replicas``) up to the
 high watermark and wait on its moves. A Fetch with ``replica_id >= 0`` is a
 follower's (replication): it reads up to the log end offset, its fetch offset
@@ -46,6 +63,7 @@ from spool.protocol._generated.fetch_response import (
     AbortedTransaction,
     FetchableTopicResponse,
     LeaderIdAndEpoch,
+    NodeEndpoint,
     PartitionData,
 )
 from spool.protocol.errors import Errors, KafkaError
@@ -78,12 +96,40 @@ def _consumer_partition(replicas, topic: str, partition: int, version: int) -> P
         return part
 
 
-def _read_all(broker, req: FetchRequest, version: int):
+TOPIC_IDS_VERSION = 13  # KIP-516: topics by ID
+REPLICA_STATE_VERSION = 15
+LEADER_HINTS_VERSION = 16  # KIP-951
+_HINTED = (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH)
+
+
+def replica_id_of(req: FetchRequest, version: int) -> int:
+    """The fetching follower's id, -1 for a consumer (v15+: in ``replica_state``)."""
+    return req.replica_state.replica_id if version >= REPLICA_STATE_VERSION else req.replica_id
+
+
+def topic_names(broker, req: FetchRequest, version: int) -> list[str | None]:
+    """The name of each requested topic: from v13 its ID's (None: no such ID)."""
+    if version < TOPIC_IDS_VERSION:
+        return [t.topic for t in req.topics]
+    name_of = broker.view.topic_name
+    return [name_of(t.topic_id) for t in req.topics]
+
+
+def _unknown_topic_id(t) -> FetchableTopicResponse:
+    return FetchableTopicResponse(topic_id=t.topic_id, partitions=[
+        PartitionData(partition_index=p.partition, error_code=Errors.UNKNOWN_TOPIC_ID,
+                      high_watermark=-1, last_stable_offset=-1, log_start_offset=-1,
+                      aborted_transactions=None, preferred_read_replica=-1, records=b"")
+        for p in t.partitions])
+
+
+def _read_all(broker, req: FetchRequest, version: int, names: list[str | None]):
     """One pass over the requested partitions; returns (topics, bytes, any_error): any_error
     also when a consumer was sent to a preferred read replica (both answer at once)."""
     replicas = broker.replicas
-    replica_id = req.replica_id
+    replica_id = replica_id_of(req, version)
     follower = replica_id >= 0
+    by_id = version >= TOPIC_IDS_VERSION
     now_ms = broker.clock.now_ms() if follower else 0
     # KIP-392: a consumer's rack, when the leader may point it elsewhere
     rack = req.rack_id if version >= 11 and not follower and broker.config.get(
@@ -93,7 +139,11 @@ def _read_all(broker, req: FetchRequest, version: int):
     total = 0
     any_error = False
     topics = []
-    for t in req.topics:
+    for t, name in zip(req.topics, names, strict=True):
+        if name is None:  # v13+: an ID nobody knows (Kafka: per partition)
+            topics.append(_unknown_topic_id(t))
+            any_error = True
+            continue
         parts = []
         for p in t.partitions:
             pd = PartitionData(partition_index=p.partition, error_code=0, high_watermark=-1,
@@ -102,9 +152,11 @@ def _read_all(broker, req: FetchRequest, version: int):
             parts.append(pd)
             try:
                 if follower:
-                    part = replicas.leader_partition(t.topic, p.partition)
+                    part = replicas.leader_partition(name, p.partition)
                 else:
-                    part = _consumer_partition(replicas, t.topic, p.partition, version)
+                    part = _consumer_partition(replicas, name, p.partition, version)
+                if by_id and part.topic_id is not None and part.topic_id != t.topic_id:
+                    raise KafkaError(Errors.INCONSISTENT_TOPIC_ID)
                 err = _leader_epoch_error(p.current_leader_epoch, part.leader_epoch)
                 if err:
                     raise KafkaError(err)
@@ -143,9 +195,8 @@ def _read_all(broker, req: FetchRequest, version: int):
                     pd.aborted_transactions = []
             except KafkaError as e:
                 pd.error_code = e.code
-                if isinstance(e, NotLeader):  # KIP-951 (v12+: a tagged field, ignored below)
-                    pd.current_leader = LeaderIdAndEpoch(leader_id=e.leader,
-                                                         leader_epoch=e.leader_epoch)
+                if version >= LEADER_HINTS_VERSION and e.code in _HINTED:
+                    pd.current_leader = _current_leader(broker, name, p.partition, e)
                 any_error = True
                 continue
             if sl is not None and sl.length > 0:
@@ -153,7 +204,7 @@ def _read_all(broker, req: FetchRequest, version: int):
                     fd = sl.dup_fd()
                 except OSError as e:  # out of descriptors: answer without records, stay up
                     _dup_log(logging.WARNING, "fetch %s-%d: no descriptor for the read: %s",
-                             t.topic, p.partition, e)
+                             name, p.partition, e)
                     continue
                 pd.records = FileRegion(fd, sl.position, sl.length)
                 total += sl.length
@@ -161,8 +212,32 @@ def _read_all(broker, req: FetchRequest, version: int):
                     pd.aborted_transactions = [
                         AbortedTransaction(producer_id=pid, first_offset=first)
                         for pid, first in plog.aborted_transactions(sl.first_offset, limit)]
-        topics.append(FetchableTopicResponse(topic=t.topic, partitions=parts))
+        topics.append(FetchableTopicResponse(topic=name, topic_id=t.topic_id, partitions=parts))
     return topics, total, any_error
+
+
+def _current_leader(broker, topic: str, partition: int, e: KafkaError) -> LeaderIdAndEpoch:
+    """KIP-951: the leader as this broker knows it, as Kafka's getCurrentLeader: its
+    replica's leader and epoch, else the view's, else none (-1, -1)."""
+    if isinstance(e, NotLeader):  # already the newer of the replica's and the view's
+        return LeaderIdAndEpoch(leader_id=e.leader, leader_epoch=e.leader_epoch)
+    part = broker.replicas.get_partition(topic, partition)
+    if part is not None:
+        return LeaderIdAndEpoch(leader_id=part.leader_id, leader_epoch=part.leader_epoch)
+    view = broker.view.partition(topic, partition)
+    if view is not None:
+        return LeaderIdAndEpoch(leader_id=view.leader, leader_epoch=view.leader_epoch)
+    return LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
+
+
+def _leader_endpoints(ctx, topics) -> list[NodeEndpoint]:
+    """KIP-951: the endpoints of the live leaders named in ``current_leader`` hints."""
+    leaders = {p.current_leader.leader_id for t in topics for p in t.partitions
+               if p.error_code in _HINTED}
+    view = ctx.broker.view
+    return [NodeEndpoint(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+            for b in (view.broker(n, ctx.listener_name) for n in sorted(leaders) if n >= 0)
+            if b]
 
 
 def _release(topics) -> None:
@@ -172,15 +247,18 @@ def _release(topics) -> None:
                 p.records.close()
 
 
-@handles(1, 4, 12)
+@handles(1, 4, 18)
 async def fetch(ctx, req: FetchRequest) -> FetchResponse:
     broker = ctx.broker
     version = ctx.api_version
-    topics, total, any_error = _read_all(broker, req, version)
-    if req.replica_id >= 0:  # a follower waits for appends, a consumer for the HW
-        keys = [(REPLICA_KEY, t.topic, p.partition) for t in req.topics for p in t.partitions]
+    names = topic_names(broker, req, version)
+    topics, total, any_error = _read_all(broker, req, version, names)
+    pairs = [(name, p.partition) for t, name in zip(req.topics, names, strict=True) if name is not None
+             for p in t.partitions]
+    if replica_id_of(req, version) >= 0:  # a follower waits for appends, a consumer for the HW
+        keys = [(REPLICA_KEY, name, p) for name, p in pairs]
     else:
-        keys = [(t.topic, p.partition) for t in req.topics for p in t.partitions]
+        keys = pairs
     loop = asyncio.get_running_loop()
     deadline = loop.time() + req.max_wait_ms / 1000.0
     conn = ctx.conn
@@ -194,8 +272,12 @@ async def fetch(ctx, req: FetchRequest) -> FetchResponse:
             _release(topics)
             if conn.gone:  # the client hung up: nobody reads the answer
                 return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=[])
-            topics, total, any_error = _read_all(broker, req, version)
+            if version >= TOPIC_IDS_VERSION:  # a topic deleted meanwhile answers no more
+                names = topic_names(broker, req, version)
+            topics, total, any_error = _read_all(broker, req, version, names)
     except BaseException:  # cancelled (shutdown)
         _release(topics)
         raise
-    return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=topics)
+    return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=topics,
+                         node_endpoints=_leader_endpoints(ctx, topics)
+                         if version >= LEADER_HINTS_VERSION and any_error else [])

@@ -17,7 +17,12 @@ LEADER_NOT_AVAILABLE with leader -1, as Kafka reports a partition being
 created. Internal topics are marked ``is_internal``. In a cluster, auto-creation
 is a CreateTopics sent to the active controller (``spool.broker.forwarding``) and
 the topic is LEADER_NOT_AVAILABLE until this broker's view has it, as Kafka
-answers a topic it just asked to create. DescribeCluster describes brokers: a
+answers a topic it just asked to create. Topics by ID (KIP-516): from v12 a request that
+names any topic ID is answered for its IDs only, an unknown one UNKNOWN_TOPIC_ID with a
+null name, never auto-created; v10-11 requests may not use IDs nor null names
+(INVALID_REQUEST for each topic, as Kafka's error response). v13 adds the top-level
+``error_code`` (KIP-1102: REBOOTSTRAP_REQUIRED tells a client to bootstrap again);
+Kafka's broker, like Spool, answers 0 there. DescribeCluster describes brokers: a
 request for controller endpoints (type 2, KIP-919: those are asked of a
 controller) is MISMATCHED_ENDPOINT_TYPE, an unknown type
 UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST at v0), as Kafka answers.
@@ -51,6 +56,7 @@ from spool.protocol._generated.offset_for_leader_epoch_response import (
 )
 from spool.protocol.acl import OMITTED, ResourceType
 from spool.protocol.errors import Errors, KafkaError
+from spool.protocol.primitives import ZERO_UUID
 from spool.replica.partition import NotLeader
 
 AUTHORIZED_OPERATIONS_OMITTED = OMITTED
@@ -98,10 +104,62 @@ async def _auto_create_in_cluster(broker, name: str) -> bool:
     return True
 
 
-@handles(3, 0, 12)
+TOPIC_IDS_VERSION = 12  # Metadata by topic ID (v10-11 carry the field, unused)
+
+
+def _by_id_error(req: MetadataRequest, version: int) -> list[MetadataResponseTopic] | None:
+    """v10-11 with a null name or a topic ID: INVALID_REQUEST for each topic (Kafka's
+    error response); otherwise None."""
+    if req.topics is None or version < 10 or version >= TOPIC_IDS_VERSION:
+        return None
+    if all(t.name is not None and t.topic_id == ZERO_UUID for t in req.topics):
+        return None
+    return [MetadataResponseTopic(error_code=Errors.INVALID_REQUEST, name=t.name or "",
+                                  topic_id=t.topic_id, is_internal=False, partitions=[],
+                                  topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
+            for t in req.topics]
+
+
+def _topics_by_id(broker, ids: list) -> list[MetadataResponseTopic]:
+    """v12+: the topics of these IDs (each once), UNKNOWN_TOPIC_ID for those not known."""
+    out = []
+    for tid in dict.fromkeys(ids):
+        name = broker.view.topic_name(tid)
+        entry = _topic_entry(broker, name) if name is not None else None
+        if entry is None or entry.error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION:
+            entry = MetadataResponseTopic(
+                error_code=Errors.UNKNOWN_TOPIC_ID, name=None, topic_id=tid, is_internal=False,
+                partitions=[], topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
+        out.append(entry)
+    return out
+
+
+def _response(ctx, req: MetadataRequest, topics: list[MetadataResponseTopic]) -> MetadataResponse:
+    broker = ctx.broker
+    return MetadataResponse(
+        throttle_time_ms=0,
+        brokers=[MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+                 for b in broker.view.brokers(ctx.listener_name)],
+        cluster_id=broker.cluster_id,
+        controller_id=broker.view.controller_id(),
+        topics=topics,
+        cluster_authorized_operations=_metadata_authorized_operations(ctx, req, topics),
+        error_code=0,
+    )
+
+
+@handles(3, 0, 13)
 async def metadata(ctx, req: MetadataRequest) -> MetadataResponse:
     broker = ctx.broker
     version = ctx.api_version
+    refused = _by_id_error(req, version)
+    if refused is not None:
+        return MetadataResponse(throttle_time_ms=0, brokers=[], topics=refused,
+                                cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
+    if version >= TOPIC_IDS_VERSION and req.topics:
+        ids = [t.topic_id for t in req.topics if t.topic_id != ZERO_UUID]
+        if ids:
+            return _response(ctx, req, _topics_by_id(broker, ids))
     if req.topics is None or (version == 0 and not req.topics):
         names = broker.topic_names()
         requested = False
@@ -134,15 +192,7 @@ async def metadata(ctx, req: MetadataRequest) -> MetadataResponse:
                 topics.append(_error_topic(name, Errors.UNKNOWN_TOPIC_OR_PARTITION))
                 continue
         topics.append(_topic_entry(broker, name))
-    return MetadataResponse(
-        throttle_time_ms=0,
-        brokers=[MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
-                 for b in broker.view.brokers(ctx.listener_name)],
-        cluster_id=broker.cluster_id,
-        controller_id=broker.view.controller_id(),
-        topics=topics,
-        cluster_authorized_operations=_metadata_authorized_operations(ctx, req, topics),
-    )
+    return _response(ctx, req, topics)
 
 
 def _metadata_authorized_operations(ctx, req: MetadataRequest, topics) -> int:

@@ -1,0 +1,153 @@
+"""Topic IDs (KIP-516) on a real broker, through the raw protocol: Fetch v13-18 addresses
+topics by ID and answers with it; an ID the broker does not know is UNKNOWN_TOPIC_ID for
+each of its partitions; a topic deleted and created again under the same name never
+answers for the old ID, even to a fetch parked in a long poll across the recreation;
+Metadata v12+ looks topics up by ID, v13 with its top-level error code."""
+
+from __future__ import annotations
+
+import select
+import uuid
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from spool.protocol._generated import FetchRequest, MetadataRequest, ProduceRequest
+from spool.protocol._generated.fetch_request import FetchPartition, FetchTopic, ReplicaState
+from spool.protocol._generated.metadata_request import MetadataRequestTopic
+from spool.protocol._generated.produce_request import PartitionProduceData, TopicProduceData
+from spool.protocol.errors import Errors
+from spool.records.batch import iter_batches
+from spool.records.builder import BatchBuilder
+from spool.records.record import iter_records
+from tests.helpers.raw_client import RawClient, request_once
+
+
+def create(bootstrap: str, name: str, partitions: int = 1) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # alive until the answer
+    admin.create_topics([NewTopic(name, partitions)])[name].result(10)
+
+
+def delete(bootstrap: str, name: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.delete_topics([name])[name].result(10)
+
+
+def topic_id(bootstrap: str, name: str) -> uuid.UUID:
+    resp = request_once(bootstrap, 3, 12, MetadataRequest(
+        topics=[MetadataRequestTopic(name=name)], allow_auto_topic_creation=False))
+    [t] = resp.topics
+    assert t.error_code == 0, t
+    return t.topic_id
+
+
+def produce(bootstrap: str, name: str, values: list[bytes], partition: int = 0) -> None:
+    b = BatchBuilder()
+    for v in values:
+        b.append(None, v, timestamp=1_700_000_000_000)
+    resp = request_once(bootstrap, 0, 11, ProduceRequest(acks=1, timeout_ms=5000, topic_data=[
+        TopicProduceData(name=name, partition_data=[
+            PartitionProduceData(index=partition, records=b.build())])]))
+    assert resp.responses[0].partition_responses[0].error_code == 0
+
+
+def fetch_request(tid: uuid.UUID, offset: int = 0, partitions=(0,), max_wait_ms: int = 0,
+                  min_bytes: int = 0, **kw) -> FetchRequest:
+    return FetchRequest(max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=1 << 20,
+                        isolation_level=0, topics=[FetchTopic(topic_id=tid, partitions=[
+                            FetchPartition(partition=p, fetch_offset=offset,
+                                           partition_max_bytes=1 << 20) for p in partitions])],
+                        **kw)
+
+
+def values(records) -> list[bytes]:
+    buf = bytes(records or b"")
+    return [bytes(r.value) for pos, _ in iter_batches(buf) for r in iter_records(buf, pos)]
+
+
+def test_fetch_by_topic_id_at_every_version(broker, topic_name):
+    create(broker.bootstrap, topic_name)
+    produce(broker.bootstrap, topic_name, [b"a", b"b", b"c"])
+    tid = topic_id(broker.bootstrap, topic_name)
+    for version in range(13, 19):
+        resp = request_once(broker.bootstrap, 1, version, fetch_request(tid))
+        [t] = resp.responses
+        [p] = t.partitions
+        assert (t.topic_id, p.error_code, p.high_watermark) == (tid, 0, 3), version
+        assert values(p.records) == [b"a", b"b", b"c"], version
+        assert resp.node_endpoints == []
+    # v15+: a consumer says so in replica_state; v17/v18's follower fields change nothing
+    req = fetch_request(tid, replica_state=ReplicaState(replica_id=-1, replica_epoch=-1))
+    req.topics[0].partitions[0].high_watermark = 1
+    [p] = request_once(broker.bootstrap, 1, 18, req).responses[0].partitions
+    assert (p.error_code, p.high_watermark, values(p.records)) == (0, 3, [b"a", b"b", b"c"])
+
+
+def test_an_unknown_topic_id_is_unknown_topic_id_for_each_partition(broker, topic_name):
+    create(broker.bootstrap, topic_name, partitions=2)
+    produce(broker.bootstrap, topic_name, [b"x"])
+    known = topic_id(broker.bootstrap, topic_name)
+    unknown = uuid.uuid4()
+    req = fetch_request(unknown, partitions=(0, 1))
+    req.topics.append(fetch_request(known).topics[0])
+    resp = request_once(broker.bootstrap, 1, 16, req)
+    got = [(t.topic_id, [(p.partition_index, p.error_code, p.high_watermark, len(p.records or b""))
+                         for p in t.partitions]) for t in resp.responses]
+    assert got[0] == (unknown, [(0, Errors.UNKNOWN_TOPIC_ID, -1, 0),
+                                (1, Errors.UNKNOWN_TOPIC_ID, -1, 0)])
+    assert got[1][0] == known and got[1][1][0][:3] == (0, 0, 1)
+    assert values(resp.responses[1].partitions[0].records) == [b"x"]
+
+
+def test_a_recreated_topic_never_answers_for_the_old_id(broker, topic_name):
+    """The consumer holds the old ID at offset 3; the topic is deleted and created again with
+    five records of its own: the old ID is UNKNOWN_TOPIC_ID, never the new records."""
+    create(broker.bootstrap, topic_name)
+    produce(broker.bootstrap, topic_name, [b"old0", b"old1", b"old2"])
+    old = topic_id(broker.bootstrap, topic_name)
+    # a consumer at the end of the old topic, parked in a long poll
+    parked = RawClient(broker.bootstrap, timeout=30)
+    parked.send(1, 13, fetch_request(old, offset=3, max_wait_ms=20_000, min_bytes=1))
+    readable, _, _ = select.select([parked.sock], [], [], 0.5)
+    assert not readable, "the fetch answered before any record was there"
+
+    delete(broker.bootstrap, topic_name)
+    create(broker.bootstrap, topic_name)
+    produce(broker.bootstrap, topic_name, [b"new%d" % i for i in range(5)])
+    new = topic_id(broker.bootstrap, topic_name)
+    assert new != old
+
+    _, resp = parked.recv(1, 13)
+    parked.close()
+    [p] = resp.responses[0].partitions
+    assert (resp.responses[0].topic_id, p.error_code, values(p.records)) == (
+        old, Errors.UNKNOWN_TOPIC_ID, [])
+    for version in (13, 16, 18):  # a fresh fetch with the old ID, from its old offsets
+        for offset in (0, 3):
+            [p] = request_once(broker.bootstrap, 1, version,
+                               fetch_request(old, offset=offset)).responses[0].partitions
+            assert (p.error_code, values(p.records)) == (Errors.UNKNOWN_TOPIC_ID, []), version
+    [p] = request_once(broker.bootstrap, 1, 13, fetch_request(new)).responses[0].partitions
+    assert values(p.records) == [b"new%d" % i for i in range(5)]
+
+
+def test_metadata_by_topic_id(broker, topic_name):
+    create(broker.bootstrap, topic_name, partitions=2)
+    tid = topic_id(broker.bootstrap, topic_name)
+    unknown = uuid.uuid4()
+    for version in (12, 13):
+        resp = request_once(broker.bootstrap, 3, version, MetadataRequest(
+            topics=[MetadataRequestTopic(topic_id=tid, name=None),
+                    MetadataRequestTopic(topic_id=unknown, name=None)],
+            allow_auto_topic_creation=True))
+        got = [(t.error_code, t.name, t.topic_id, len(t.partitions)) for t in resp.topics]
+        assert got == [(0, topic_name, tid, 2), (Errors.UNKNOWN_TOPIC_ID, None, unknown, 0)]
+        assert resp.error_code == 0
+        assert len(resp.brokers) == 1
+    # before v12 topic IDs are not served: the request is invalid, nothing created
+    resp = request_once(broker.bootstrap, 3, 11, MetadataRequest(
+        topics=[MetadataRequestTopic(topic_id=unknown, name="by-id-too-early")]))
+    assert [(t.error_code, t.name) for t in resp.topics] == [
+        (Errors.INVALID_REQUEST, "by-id-too-early")]
+    resp = request_once(broker.bootstrap, 3, 11, MetadataRequest(
+        topics=[MetadataRequestTopic(name="by-id-too-early")], allow_auto_topic_creation=False))
+    assert [t.error_code for t in resp.topics] == [Errors.UNKNOWN_TOPIC_OR_PARTITION]
