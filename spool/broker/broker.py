@@ -56,7 +56,6 @@ from spool.broker.admin_http import AdminHttp
 from spool.broker.broker_role import BrokerRole
 from spool.broker.config import BrokerConfig, check_test_only_topic_configs
 from spool.broker.config_view import (
-    DYNAMIC_TOPIC_DEFAULTS,
     ConfigEntry,
     broker_entries,
     topic_entries,
@@ -64,6 +63,7 @@ from spool.broker.config_view import (
 from spool.broker.controller_channel import ControllerChannel
 from spool.broker.coordinator_log import CoordinatorLogWriter, PartitionLogWriter
 from spool.broker.dispatch import Dispatcher
+from spool.broker.dynamic_config import note_changes
 from spool.broker.group_runtime import GroupRuntime
 from spool.broker.metadata_view import MetadataView, SingleNodeView
 from spool.broker.producer_ids import ProducerIdManager
@@ -75,7 +75,7 @@ from spool.cluster import features
 from spool.protocol.errors import Errors, KafkaError
 from spool.replica.manager import ReplicaManager
 from spool.replica.partition import NotLeader  # noqa: F401 (re-exported: handlers' name)
-from spool.storage.config import validate_broker_overrides, validate_topic_overrides
+from spool.storage.config import validate_topic_overrides
 from spool.storage.engine import Storage
 from spool.storage.log import PartitionLog
 from spool.storage.logdirs import LogDirs, claim_log_dirs
@@ -211,6 +211,8 @@ class Broker:
         self.view = SingleNodeView(self.node_id, self.storage.metadata, self.storage.logs,
                                    self._advertised_for)
         self.client_metrics = ClientMetricsManager.of(self)  # KIP-714 (spool.broker.telemetry)
+        if not self.cluster.kraft:  # what earlier AlterConfigs left (a cluster: the publisher)
+            note_changes(self.node_id, {}, self._dynamic_broker())
         self.replicas = ReplicaManager(self)
         if self.cluster.kraft:  # the coordinators follow their partitions' leadership
             self.replicas.add_leadership_listener(self.leadership_changed)
@@ -448,10 +450,13 @@ class Broker:
     ) -> list[ConfigEntry]:
         overrides = self.view.topic_configs(name) if name else {}
         overrides.update(extra or {})
-        return topic_entries(overrides, self._dynamic_broker(), self.config.values)
+        return topic_entries(overrides, self.view.broker_resource_configs(str(self.node_id)),
+                             self.config.values, self.view.broker_resource_configs(""))
 
-    def describe_broker_configs(self) -> list[ConfigEntry]:
-        return broker_entries(self._dynamic_broker(), self.config.values)
+    def describe_broker_configs(self, name: str) -> list[ConfigEntry]:
+        """DescribeConfigs of the BROKER resource ``name`` (this node's id, or "")."""
+        return broker_entries(name, self.view.broker_resource_configs(str(self.node_id)),
+                              self.view.broker_resource_configs(""), self.config.values)
 
     def alter_topic_configs(
         self, name: str, changes: dict[str, str | None], *, replace: bool, validate_only: bool
@@ -465,20 +470,15 @@ class Broker:
         if not validate_only:
             self.storage.alter_topic_config(name, changes)
 
-    def alter_broker_configs(
-        self, changes: dict[str, str | None], *, replace: bool, validate_only: bool
-    ) -> None:
-        """Dynamic broker defaults for topics (``log.retention.ms``...), cluster-wide."""
-        for k in changes:
-            if k not in DYNAMIC_TOPIC_DEFAULTS:
-                raise KafkaError(
-                    Errors.INVALID_REQUEST, f"{k} cannot be changed while the broker runs"
-                )
-        if replace:
-            changes = {**{k: None for k in self.metadata.broker_config(str(self.node_id))}, **changes}
-        validate_broker_overrides(changes)
-        if not validate_only:
-            self.storage.alter_broker_config(changes, str(self.node_id))
+    def alter_broker_configs(self, name: str, changes: dict[str, str | None]) -> None:
+        """Store checked dynamic values (None: delete) of the BROKER resource ``name`` (this
+        node's id, or "" for the cluster-wide default) on the single node; the logs take
+        the topic defaults at once (``spool.broker.dynamic_config``)."""
+        if not changes:
+            return
+        before = self._dynamic_broker()
+        self.storage.alter_broker_config(changes, name)
+        note_changes(self.node_id, before, self._dynamic_broker())
 
     # ---- fetch long-polling
 

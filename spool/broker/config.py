@@ -38,11 +38,14 @@ from spool.replica.selector import RACK_AWARE, SELECTORS
 from spool.storage.config import (
     BROKER_CONFIGS,
     BROKER_SYNONYM_OF,
+    CLUSTER_WIDE,
     INT32_MAX,
+    PER_BROKER,
     TOPIC_CONFIGS,
     Check,
     ConfigKey,
     at_least,
+    between,
     did_you_mean,
     format_value,
     parse_value,
@@ -71,8 +74,20 @@ def _roles() -> Check:  # Kafka's ValidList.in("broker", "controller"); empty is
 
 
 def _key(name: str, type_: str, default: object, check: Check | None = None,
+         doc: str = "", dynamic: str = "", applied: bool = False) -> ConfigKey:
+    return ConfigKey(name, type_, default, (), check, doc, dynamic=dynamic, applied=applied)
+
+
+def _dyn(name: str, type_: str, default: object, mode: str, check: Check | None = None,
          doc: str = "") -> ConfigKey:
-    return ConfigKey(name, type_, default, (), check, doc)
+    """A key Kafka 4.2 updates dynamically that Spool keeps and reports but does not act
+    on (TLS, SASL, quotas, remote storage...: the features are not there yet)."""
+    return ConfigKey(name, type_, default, (), check, doc or "Stored and reported; Spool does "
+                     "not act on it yet.", dynamic=mode)
+
+
+_SSL_ONE_OF_CLIENT_AUTH = Check("one of required, requested, none",
+                                lambda v: v in ("required", "requested", "none"), True)
 
 
 BROKER_KEYS: dict[str, ConfigKey] = {
@@ -81,12 +96,12 @@ BROKER_KEYS: dict[str, ConfigKey] = {
         _key("node.id", "int", 0, at_least(0), "The id of this broker."),
         _key("broker.id", "int", 0, at_least(0), "Alias of node.id."),
         _key("listeners", "list", ("PLAINTEXT://127.0.0.1:9092",), None,
-             "Addresses the broker binds, NAME://host:port."),
+             "Addresses the broker binds, NAME://host:port.", PER_BROKER),
         _key("advertised.listeners", "list", None, None,
-             "Addresses given to clients; defaults to listeners."),
+             "Addresses given to clients; defaults to listeners.", PER_BROKER),
         _key("listener.security.protocol.map", "list",
              tuple(f"{p}:{p}" for p in SECURITY_PROTOCOLS), None,
-             "Listener name -> security protocol. Only PLAINTEXT is served yet."),
+             "Listener name -> security protocol. Only PLAINTEXT is served yet.", PER_BROKER),
         _key("log.dirs", "list", ("./data",), _paths(), "Directories holding the partition logs."),
         _key("log.dir", "string", "./data", None, "Used when log.dirs is not set."),
         _key("num.partitions", "int", 1, at_least(1), "Partitions of an auto-created topic."),
@@ -108,9 +123,9 @@ BROKER_KEYS: dict[str, ConfigKey] = {
         _key("queued.max.request.bytes", "long", -1, None,
              "Request bytes read and not yet answered, all connections (-1: unbounded)."),
         _key("max.connections", "int", INT32_MAX, at_least(0),
-             "Connections at once; accepting pauses at the limit."),
+             "Connections at once; accepting pauses at the limit.", CLUSTER_WIDE),
         _key("max.connections.per.ip", "int", INT32_MAX, at_least(0),
-             "Connections from one address; more are closed at accept."),
+             "Connections from one address; more are closed at accept.", CLUSTER_WIDE),
         _key("offsets.topic.num.partitions", "int", 50, at_least(1),
              "Partitions of __consumer_offsets."),
         _key("offsets.topic.replication.factor", "short", 3, at_least(1),
@@ -139,7 +154,7 @@ BROKER_KEYS: dict[str, ConfigKey] = {
         _key("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3600000,
              at_least(1), "How often expired transactional ids are removed."),
         _key("producer.id.expiration.ms", "int", 86400000, at_least(1),
-             "Idle producer ids are forgotten by partitions after this."),
+             "Idle producer ids are forgotten by partitions after this.", CLUSTER_WIDE),
         _key("producer.id.expiration.check.interval.ms", "int", 600000, at_least(1),
              "How often producer ids are expired."),
         _key("group.initial.rebalance.delay.ms", "int", 3000, at_least(0),
@@ -166,7 +181,8 @@ BROKER_KEYS: dict[str, ConfigKey] = {
              "How often retention runs."),
         _key("log.flush.scheduler.interval.ms", "long", 9223372036854775807, None,
              "How often flush.ms is checked."),
-        _key("num.io.threads", "int", 8, at_least(1), "Threads for blocking storage work."),
+        _key("num.io.threads", "int", 8, at_least(1), "Threads for blocking storage work.",
+             CLUSTER_WIDE),
         _key("fetch.max.bytes", "int", 57671680, at_least(1024), "Largest fetch response."),
         _key("replica.fetch.wait.max.ms", "int", 500, at_least(0),
              "Longest wait of a follower's Fetch for replica.fetch.min.bytes at the leader."),
@@ -181,7 +197,7 @@ BROKER_KEYS: dict[str, ConfigKey] = {
         _key("replica.socket.timeout.ms", "int", 30000, None,
              "Timeout of a follower's requests to its leader (plus replica.fetch.wait.max.ms)."),
         _key("num.replica.fetchers", "int", 1, at_least(1),
-             "Fetch loops (connections) per leader broker a follower uses."),
+             "Fetch loops (connections) per leader broker a follower uses.", CLUSTER_WIDE),
         ConfigKey("internal.segment.bytes.enable", "boolean", False, (), None,
                   "Test-only: accept the topic config internal.segment.bytes (segments "
                   "below segment.bytes' 1 MiB minimum) from clients.", internal=True),
@@ -257,6 +273,73 @@ BROKER_KEYS: dict[str, ConfigKey] = {
                    lambda v: not v or v.strip() in SELECTORS, replaces_type=True),
              "KIP-392: how a partition leader points a consumer (Fetch v11+ with its "
              "client.rack) to a replica to read from; unset: the leader serves everyone."),
+        # ---- the rest of Kafka 4.2's dynamic broker keys (DynamicBrokerConfig's
+        # reconfigurable sets): accepted, stored, reported; not acted on yet
+        # listeners (DynamicListenerConfig, SocketServer): TLS
+        _dyn("ssl.keystore.type", "string", "JKS", PER_BROKER),
+        _dyn("ssl.keystore.location", "string", None, PER_BROKER),
+        _dyn("ssl.keystore.password", "password", None, PER_BROKER),
+        _dyn("ssl.key.password", "password", None, PER_BROKER),
+        _dyn("ssl.keystore.certificate.chain", "password", None, PER_BROKER),
+        _dyn("ssl.keystore.key", "password", None, PER_BROKER),
+        _dyn("ssl.truststore.type", "string", "JKS", PER_BROKER),
+        _dyn("ssl.truststore.location", "string", None, PER_BROKER),
+        _dyn("ssl.truststore.password", "password", None, PER_BROKER),
+        _dyn("ssl.truststore.certificates", "password", None, PER_BROKER),
+        _dyn("ssl.protocol", "string", "TLSv1.3", PER_BROKER),
+        _dyn("ssl.provider", "string", None, PER_BROKER),
+        _dyn("ssl.cipher.suites", "list", (), PER_BROKER),
+        _dyn("ssl.enabled.protocols", "list", ("TLSv1.2", "TLSv1.3"), PER_BROKER),
+        _dyn("ssl.keymanager.algorithm", "string", "SunX509", PER_BROKER),
+        _dyn("ssl.trustmanager.algorithm", "string", "PKIX", PER_BROKER),
+        _dyn("ssl.endpoint.identification.algorithm", "string", "https", PER_BROKER),
+        _dyn("ssl.secure.random.implementation", "string", None, PER_BROKER),
+        _dyn("ssl.client.auth", "string", "none", PER_BROKER, _SSL_ONE_OF_CLIENT_AUTH),
+        _dyn("ssl.engine.factory.class", "class", None, PER_BROKER),
+        _dyn("principal.builder.class", "class",
+             "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder",
+             PER_BROKER),
+        # SASL
+        _dyn("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI", PER_BROKER),
+        _dyn("sasl.jaas.config", "password", None, PER_BROKER),
+        _dyn("sasl.enabled.mechanisms", "list", ("GSSAPI",), PER_BROKER),
+        _dyn("sasl.kerberos.service.name", "string", None, PER_BROKER),
+        _dyn("sasl.kerberos.kinit.cmd", "string", "/usr/bin/kinit", PER_BROKER),
+        _dyn("sasl.kerberos.ticket.renew.window.factor", "double", 0.8, PER_BROKER),
+        _dyn("sasl.kerberos.ticket.renew.jitter", "double", 0.05, PER_BROKER),
+        _dyn("sasl.kerberos.min.time.before.relogin", "long", 60000, PER_BROKER),
+        _dyn("sasl.kerberos.principal.to.local.rules", "list", ("DEFAULT",), PER_BROKER),
+        _dyn("sasl.login.refresh.window.factor", "double", 0.8, PER_BROKER,
+             between(0.5, 1.0)),
+        _dyn("sasl.login.refresh.window.jitter", "double", 0.05, PER_BROKER,
+             between(0.0, 0.25)),
+        _dyn("sasl.login.refresh.min.period.seconds", "short", 60, PER_BROKER,
+             between(0, 900)),
+        _dyn("sasl.login.refresh.buffer.seconds", "short", 300, PER_BROKER, between(0, 3600)),
+        # connections and threads
+        _dyn("max.connection.creation.rate", "int", INT32_MAX, CLUSTER_WIDE, at_least(0)),
+        _dyn("max.connections.per.ip.overrides", "string", "", CLUSTER_WIDE),
+        _dyn("num.network.threads", "int", 3, CLUSTER_WIDE, at_least(1)),
+        _dyn("background.threads", "int", 10, CLUSTER_WIDE, at_least(1)),
+        _dyn("metric.reporters", "list", (), CLUSTER_WIDE),
+        _dyn("transaction.partition.verification.enable", "boolean", True, CLUSTER_WIDE),
+        # remote log storage (DynamicRemoteLogConfig)
+        _dyn("remote.log.index.file.cache.total.size.bytes", "long", 1073741824, CLUSTER_WIDE,
+             at_least(1)),
+        _dyn("remote.fetch.max.wait.ms", "int", 500, CLUSTER_WIDE, at_least(1)),
+        _dyn("remote.log.manager.copy.max.bytes.per.second", "long", 9223372036854775807,
+             CLUSTER_WIDE, at_least(1)),
+        _dyn("remote.log.manager.fetch.max.bytes.per.second", "long", 9223372036854775807,
+             CLUSTER_WIDE, at_least(1)),
+        _dyn("remote.list.offsets.request.timeout.ms", "long", 30000, CLUSTER_WIDE,
+             at_least(1)),
+        # replication quotas (QuotaConfig.brokerQuotaConfigs)
+        _dyn("leader.replication.throttled.rate", "long", 9223372036854775807, CLUSTER_WIDE,
+             at_least(0)),
+        _dyn("follower.replication.throttled.rate", "long", 9223372036854775807,
+             CLUSTER_WIDE, at_least(0)),
+        _dyn("replica.alter.log.dirs.io.max.bytes.per.second", "long", 9223372036854775807,
+             CLUSTER_WIDE, at_least(0)),
         # client telemetry (KIP-714): spool.broker.telemetry
         _key("telemetry.max.bytes", "int", 1048576, at_least(1),
              "The largest metrics payload a client may push (PushTelemetry)."),

@@ -46,6 +46,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from spool.broker.cluster_view import ClusterView
+from spool.broker.dynamic_config import note_changes
 from spool.cluster.image import BROKER_RESOURCE, TOPIC_RESOURCE, ConfigResource, MetadataImage
 from spool.cluster.loader import LeaderAndEpoch
 from spool.cluster.local_changes import LocalReplicaChanges, local_changes
@@ -102,6 +103,7 @@ class BrokerMetadataPublisher:
         self.applied_offset = -1
         self._tail: asyncio.Future | None = None  # the last queued local-change step
         self._applied = asyncio.Condition()
+        self._dynamic: dict[str, str] = {}  # the dynamic broker config last applied
 
     def on_metadata_update(self, old: MetadataImage, new: MetadataImage,
                            leader: LeaderAndEpoch) -> None:
@@ -153,7 +155,10 @@ class BrokerMetadataPublisher:
             if res.type == TOPIC_RESOURCE and image.topic(res.name) is not None:
                 logs.set_topic_overrides(res.name, dict(image.config(TOPIC_RESOURCE, res.name)))
             elif res.type == BROKER_RESOURCE and res.name in ("", str(self.node_id)):
-                logs.set_dynamic_broker_config(dynamic_broker_config(image, self.node_id))
+                dynamic = dynamic_broker_config(image, self.node_id)
+                logs.set_dynamic_broker_config(dynamic)
+                note_changes(self.node_id, self._dynamic, dynamic)
+                self._dynamic = dict(dynamic)
 
     async def wait_applied(self, offset: int) -> None:
         """Until the local changes of the image at ``offset`` (or later) are done."""

@@ -73,7 +73,10 @@ def _validate(img: MetadataImage, rtype: int, name: str,
         merged = {**img.config(rtype, name), **changes}
         client_metrics.validate(name, {k: v for k, v in merged.items() if v is not None})
         return dict(changes)
-    return validate_broker_overrides(changes)
+    # As Kafka's controller: a broker resource's keys were checked by the broker that
+    # forwarded the request (its table of dynamic keys); values this layer knows are
+    # checked again.
+    return validate_broker_overrides(changes, others_checked=True)
 
 
 def _records(img: MetadataImage, rtype: int, name: str,

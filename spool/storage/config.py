@@ -83,6 +83,12 @@ class ConfigKey:
 
     ``internal`` keys (Kafka's ``defineInternal``) are accepted but never listed by
     DescribeConfigs: ``internal.segment.bytes`` is a test-only seam.
+
+    ``dynamic`` is a broker key's update mode in Kafka 4.2 (its ``DynamicBrokerConfig``):
+    "" (read-only: a restart is needed), ``per-broker`` (AlterConfigs on a broker id
+    only) or ``cluster-wide`` (also on the cluster default, the empty name).
+    ``applied``: Spool acts on a dynamic change while it runs (else it stores and
+    reports the value, and says in its log that it does not act on it).
     """
 
     name: str
@@ -92,6 +98,8 @@ class ConfigKey:
     check: Check | None = None
     doc: str = ""
     internal: bool = False
+    dynamic: str = ""
+    applied: bool = False
 
     @property
     def attr(self) -> str:
@@ -141,6 +149,7 @@ def _log(name: str, scale: int = 1) -> Synonym:
 
 MIB = 1024 * 1024
 _K = ConfigKey
+PER_BROKER, CLUSTER_WIDE = "per-broker", "cluster-wide"  # ConfigKey.dynamic
 TOPIC_CONFIGS: dict[str, ConfigKey] = {
     k.name: k
     for k in (
@@ -234,14 +243,28 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         _K("log.flush.offset.checkpoint.interval.ms", "int", 60_000, check=at_least(0)),
         _K("log.flush.start.offset.checkpoint.interval.ms", "int", 60_000, check=at_least(0)),
         _K("replica.high.watermark.checkpoint.interval.ms", "long", 5_000, check=at_least(1)),
-        _K("num.recovery.threads.per.data.dir", "int", 2, check=at_least(1)),
+        # dynamic: read when a log directory is loaded or shut down
+        _K("num.recovery.threads.per.data.dir", "int", 2, check=at_least(1),
+           dynamic=CLUSTER_WIDE, applied=True),
         _K("log.cleaner.enable", "boolean", True),
-        _K("log.cleaner.backoff.ms", "long", 15_000, check=at_least(0)),
-        _K("log.cleaner.dedupe.buffer.size", "long", 134_217_728, check=at_least(24)),
-        _K("log.cleaner.io.buffer.load.factor", "double", 0.9, check=between(0, 1)),
-        _K("log.cleaner.threads", "int", 1, check=at_least(0)),
+        _K("log.cleaner.backoff.ms", "long", 15_000, check=at_least(0),
+           dynamic=CLUSTER_WIDE, applied=True),
+        _K("log.cleaner.dedupe.buffer.size", "long", 134_217_728, check=at_least(24),
+           dynamic=CLUSTER_WIDE, applied=True),
+        _K("log.cleaner.io.buffer.load.factor", "double", 0.9, check=between(0, 1),
+           dynamic=CLUSTER_WIDE, applied=True),
+        _K("log.cleaner.io.buffer.size", "int", 524_288, check=at_least(0),
+           dynamic=CLUSTER_WIDE),
+        _K("log.cleaner.io.max.bytes.per.second", "double", 1.7976931348623157e308,
+           dynamic=CLUSTER_WIDE),
+        # the cleaner thread starts at start-up when this is >= 1; a change waits for a restart
+        _K("log.cleaner.threads", "int", 1, check=at_least(0), dynamic=CLUSTER_WIDE),
     )
 }
+
+# Kafka's DynamicLogConfig: the first synonym of each topic key is a cluster-wide dynamic
+# broker key (log.retention.ms, not log.retention.hours), applied to every log at once.
+DYNAMIC_TOPIC_DEFAULTS: frozenset[str] = frozenset(TOPIC_TO_BROKER_KEY.values())
 
 # Every broker key that feeds a topic key, with how: broker key -> (topic key, scale).
 BROKER_SYNONYM_OF: dict[str, tuple[str, int]] = {
@@ -491,18 +514,30 @@ def validate_topic_overrides(overrides: Mapping[str, object | None]) -> dict[str
     return out
 
 
-def validate_broker_overrides(overrides: Mapping[str, object | None]) -> dict[str, str | None]:
-    """Check broker-level keys this layer knows (synonyms and BROKER_CONFIGS)."""
+def validate_broker_overrides(overrides: Mapping[str, object | None],
+                              others_checked: bool = False) -> dict[str, str | None]:
+    """Check broker-level keys this layer knows (synonyms and BROKER_CONFIGS). Any other
+    key is INVALID_CONFIG, unless ``others_checked`` (the broker checked them against its
+    own table: they are kept as given)."""
     out: dict[str, str | None] = {}
     for name, raw in overrides.items():
         if name in BROKER_SYNONYM_OF:
             key = TOPIC_CONFIGS[BROKER_SYNONYM_OF[name][0]]
         elif name in BROKER_CONFIGS:
             key = BROKER_CONFIGS[name]
+        elif others_checked:
+            out[name] = None if raw is None else str(raw)
+            continue
         else:
             raise unknown_config(name, [*BROKER_SYNONYM_OF, *BROKER_CONFIGS], "broker config")
         out[name] = None if raw is None else format_value(key, parse_value(key, raw, name))
     return out
+
+
+def storage_keys(props: Mapping[str, str]) -> dict[str, str]:
+    """The broker-level values this layer reads (topic defaults and BROKER_CONFIGS) out of
+    a dynamic broker config that holds others too (SSL, SASL, quotas...)."""
+    return {k: v for k, v in props.items() if k in BROKER_SYNONYM_OF or k in BROKER_CONFIGS}
 
 
 def broker_setting(name: str, props: Mapping[str, object] | None = None) -> Any:

@@ -81,7 +81,7 @@ from pathlib import Path
 from spool.protocol.errors import Errors, KafkaError
 from spool.storage.checkpoint import CLEAN_SHUTDOWN_MARKER, DirCheckpoints
 from spool.storage.cleaner_manager import LogCleaner
-from spool.storage.config import LogConfig, broker_setting
+from spool.storage.config import LogConfig, broker_setting, storage_keys
 from spool.storage.log import DELETE_DIR_SUFFIX, PartitionLog, parse_dir_name
 from spool.storage.partition_metadata import read_topic_id, write_topic_id
 from spool.util.clock import Clock, as_clock
@@ -191,9 +191,10 @@ class LogManager:
                     plog.config = cfg
 
     def set_dynamic_broker_config(self, props: Mapping[str, str]) -> None:
-        """Replace the dynamic broker-level values and re-resolve every log's config."""
+        """Replace the dynamic broker-level values and re-resolve every log's config (keys
+        of other layers, SSL or quotas, are left out)."""
         with self._lock:
-            self.dynamic_props = dict(props)
+            self.dynamic_props = storage_keys(props)
             self._config_cache.clear()
             for (t, _), plog in self._logs.items():
                 plog.config = self.log_config(t)

@@ -372,8 +372,9 @@ class MetadataStore:
     def alter_broker_config(
         self, changes: Mapping[str, str | None], broker: str = ""
     ) -> dict[str, str]:
-        """Set (None: delete) dynamic broker-level values; "" = the cluster-wide default."""
-        cfg = validate_broker_overrides(changes)
+        """Set (None: delete) dynamic broker-level values; "" = the cluster-wide default.
+        Keys of other layers (SSL, quotas...) were checked by the broker and are kept."""
+        cfg = validate_broker_overrides(changes, others_checked=True)
         with self._lock:
             if cfg:
                 self._commit(

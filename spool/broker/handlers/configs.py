@@ -3,17 +3,22 @@
 Resources: TOPIC (2), BROKER (4, name = node id, or "" for the cluster
 default) and CLIENT_METRICS (16, telemetry subscriptions: ``spool.cluster.client_metrics``;
 described with their stored values only, source CLIENT_METRICS_CONFIG, as Kafka). Topic describe lists every topic key with its effective value,
-source (TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, STATIC_BROKER_CONFIG,
-DEFAULT_CONFIG) and, on request, synonyms and documentation. AlterConfigs
+source (TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG) and, on request, synonyms and documentation. AlterConfigs
 replaces a resource's whole override set; IncrementalAlterConfigs SETs,
 DELETEs, APPENDs to or SUBTRACTs from list values one key at a time, by the
 rules both modes share (``spool.cluster.config_ops.incremental_changes``: a
 SUBTRACT may empty a list). A null value (but a DELETE's) is INVALID_REQUEST, as
 in Kafka. Every value is checked by the key's validator: INVALID_CONFIG naming
 the key, the value and what is allowed.
-Broker resources accept the dynamic ``log.*``-style topic defaults only.
-In a cluster, AlterConfigs and IncrementalAlterConfigs go to the active
-controller (``spool.broker.forwarding``); DescribeConfigs answers from the
+Broker resources accept every key Kafka 4.2 updates dynamically, checked by
+this broker as Kafka's does (``spool.broker.dynamic_config``: INVALID_REQUEST for
+a key that needs a restart...), and DescribeConfigs reports them with
+DYNAMIC_BROKER_CONFIG / DYNAMIC_DEFAULT_BROKER_CONFIG and Kafka's synonyms
+(``spool.broker.config_view``). In a cluster, AlterConfigs and
+IncrementalAlterConfigs go to the active controller (``spool.broker.forwarding``)
+after that check, a BROKER resource's operations resolved to SET/DELETE, and the
+answers are put back in request order; DescribeConfigs answers from the
 broker's view of the metadata.
 """
 
@@ -21,11 +26,12 @@ from __future__ import annotations
 
 from spool.broker.config import known_key
 from spool.broker.config_view import ConfigEntry
+from spool.broker.dynamic_config import check_broker_configs, check_resource_name
 from spool.broker.forwarding import forward
 from spool.broker.registry import handles
 from spool.cluster import client_metrics
 from spool.cluster.client_metrics import CLIENT_METRICS_RESOURCE
-from spool.cluster.config_ops import incremental_changes, refuse_null_values
+from spool.cluster.config_ops import DELETE, SET, incremental_changes, refuse_null_values
 from spool.protocol._generated import (
     AlterConfigsRequest,
     AlterConfigsResponse,
@@ -40,6 +46,12 @@ from spool.protocol._generated.describe_configs_response import (
     DescribeConfigsResult,
     DescribeConfigsSynonym,
 )
+from spool.protocol._generated.incremental_alter_configs_request import (
+    AlterableConfig,
+)
+from spool.protocol._generated.incremental_alter_configs_request import (
+    AlterConfigsResource as IncrementalResource,
+)
 from spool.protocol._generated.incremental_alter_configs_response import (
     AlterConfigsResourceResponse as IncrementalResourceResponse,
 )
@@ -50,12 +62,21 @@ BROKER = 4
 BROKER_LOGGER = 8
 CLIENT_METRICS_CONFIG = 7  # DescribeConfigs' source of a CLIENT_METRICS value
 CONFIG_TYPES = {"boolean": 1, "bool": 1, "string": 2, "int": 3, "short": 4, "long": 5,
-                "double": 6, "list": 7, "class": 8, "password": 9}
+                "double": 6, "list": 7, "class": 8, "password": 9, "unknown": 0}
 
 
 def _check_broker_name(broker, name: str) -> None:
-    if name not in ("", str(broker.node_id)):
-        raise KafkaError(Errors.INVALID_REQUEST, f"broker {name!r} is not this broker")
+    """DescribeConfigs answers for "" and this broker only (Kafka's ConfigHelper)."""
+    if name == "":
+        return
+    try:
+        given = int(name)
+    except ValueError:
+        raise KafkaError(Errors.INVALID_REQUEST,
+                         f"Broker id must be an integer, but it is: {name}") from None
+    if given != broker.node_id:
+        raise KafkaError(Errors.INVALID_REQUEST, f"Unexpected broker id, expected "
+                         f"{broker.node_id} or empty string, but received {name}")
 
 
 def _describe_resource(broker, res, include_synonyms: bool, include_docs: bool, version: int):
@@ -70,7 +91,7 @@ def _describe_resource(broker, res, include_synonyms: bool, include_docs: bool, 
             entries = broker.describe_topic_configs(res.resource_name)
         elif res.resource_type == BROKER:
             _check_broker_name(broker, res.resource_name)
-            entries = broker.describe_broker_configs()
+            entries = broker.describe_broker_configs(res.resource_name)
         elif res.resource_type == CLIENT_METRICS_RESOURCE:
             entries = _client_metrics_entries(broker, res.resource_name)
         else:
@@ -83,7 +104,7 @@ def _describe_resource(broker, res, include_synonyms: bool, include_docs: bool, 
             source = int(e.source)
             out.configs.append(DescribeConfigsResourceResult(
                 name=e.name, value=e.value, read_only=e.read_only,
-                config_source=source, is_sensitive=False,
+                config_source=source, is_sensitive=e.sensitive,
                 synonyms=[DescribeConfigsSynonym(name=n, value=v, source=int(s))
                           for n, v, s in e.synonyms] if include_synonyms else [],
                 config_type=CONFIG_TYPES.get(e.type, 2),
@@ -125,55 +146,106 @@ def _alter_client_metrics(broker, name: str, changes: dict[str, str | None], rep
         validate_only=validate_only)
 
 
-def _apply(broker, resource_type: int, name: str, changes: dict[str, str | None],
-           replace: bool, validate_only: bool) -> None:
-    if resource_type == TOPIC:
+def _broker_changes(broker, r, incremental: bool) -> dict[str, str | None]:
+    """Kafka's broker-side step for a BROKER resource (``ConfigAdminManager.preprocess``,
+    both modes): the resource's new values (None: delete), checked by
+    ``spool.broker.dynamic_config``."""
+    _check_config_names(r)
+    refuse_null_values(r.configs, incremental)
+    check_resource_name(r.resource_name, broker.node_id)
+    own = broker.view.broker_resource_configs(r.resource_name)
+    if incremental:
+        changes = incremental_changes(BROKER, own, r.configs, _broker_key_type)
+    else:
+        changes = {**{k: None for k in own}, **{c.name: c.value for c in r.configs}}
+    after = {k: v for k, v in {**own, **changes}.items() if v is not None}
+    check_broker_configs(broker.config, broker.view.broker_configs(broker.node_id),
+                         r.resource_name, after)
+    return {k: v for k, v in changes.items() if own.get(k) != v}
+
+
+def _check_config_names(r) -> None:
+    names = [c.name for c in r.configs]
+    if len(set(names)) != len(names):
+        raise KafkaError(Errors.INVALID_REQUEST, "Error due to duplicate config keys")
+
+
+def _apply(broker, r, incremental: bool, validate_only: bool) -> None:
+    """One resource on the single node."""
+    if r.resource_type == BROKER:
+        changes = _broker_changes(broker, r, incremental)
+        if not validate_only:
+            broker.alter_broker_configs(r.resource_name, changes)
+        return
+    if incremental:
+        changes, replace = _incremental_changes(broker, r), False
+    else:
+        _check_config_names(r)
+        refuse_null_values(r.configs, incremental=False)
+        changes, replace = {c.name: c.value for c in r.configs}, True
+    name = r.resource_name
+    if r.resource_type == TOPIC:
         if not broker.has_topic(name):
             raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
         broker.alter_topic_configs(name, changes, replace=replace, validate_only=validate_only)
-    elif resource_type == BROKER:
-        _check_broker_name(broker, name)
-        broker.alter_broker_configs(changes, replace=replace, validate_only=validate_only)
-    elif resource_type == CLIENT_METRICS_RESOURCE:
+    elif r.resource_type == CLIENT_METRICS_RESOURCE:
         _alter_client_metrics(broker, name, changes, replace, validate_only)
     else:
-        raise KafkaError(Errors.INVALID_REQUEST, f"resource type {resource_type} is not supported")
+        raise KafkaError(Errors.INVALID_REQUEST,
+                         f"resource type {r.resource_type} is not supported")
+
+
+async def _alter(ctx, req, incremental: bool, response_cls, resource_cls):
+    """Both APIs: the single node applies each resource; a cluster broker checks its BROKER
+    resources itself and forwards the rest, with those resolved to SET/DELETE, to the
+    active controller (Kafka's preprocess, forward, reassemble)."""
+    broker = ctx.broker
+    answers: dict[int, tuple[int, str | None]] = {}
+    forwarded = []
+    for i, r in enumerate(req.resources):
+        try:
+            if not broker.view.clustered:
+                _apply(broker, r, incremental, req.validate_only)
+            elif r.resource_type == BROKER:
+                changes = _broker_changes(broker, r, incremental)
+                forwarded.append((i, _resolved(r, changes) if incremental else r))
+            else:
+                forwarded.append((i, r))
+            answers.setdefault(i, (0, None))
+        except KafkaError as e:
+            answers[i] = (e.code, e.message)
+    if forwarded:
+        sub = type(req)(resources=[r for _, r in forwarded], validate_only=req.validate_only)
+        reply = await forward(ctx, sub)
+        for (i, _), got in zip(forwarded, reply.responses, strict=True):
+            answers[i] = (got.error_code, got.error_message)
+    out = [resource_cls(error_code=answers[i][0], error_message=answers[i][1],
+                        resource_type=r.resource_type, resource_name=r.resource_name)
+           for i, r in enumerate(req.resources)]
+    return response_cls(throttle_time_ms=0, responses=out)
+
+
+def _resolved(r, changes: dict[str, str | None]):
+    """An IncrementalAlterConfigs resource whose operations are the checked result."""
+    configs = [AlterableConfig(name=k, config_operation=DELETE if v is None else SET, value=v)
+               for k, v in changes.items()]
+    return IncrementalResource(resource_type=r.resource_type, resource_name=r.resource_name,
+                               configs=configs)
 
 
 @handles(33, 0, 2)
 async def alter_configs(ctx, req: AlterConfigsRequest) -> AlterConfigsResponse:
-    if ctx.broker.view.clustered:
-        return await forward(ctx, req)
-    out = []
-    for r in req.resources:
-        resp = AlterConfigsResourceResponse(error_code=0, error_message=None,
-                                            resource_type=r.resource_type,
-                                            resource_name=r.resource_name)
-        try:
-            refuse_null_values(r.configs, incremental=False)
-            changes = {c.name: c.value for c in r.configs}
-            _apply(ctx.broker, r.resource_type, r.resource_name, changes, True, req.validate_only)
-        except KafkaError as e:
-            resp.error_code = e.code
-            resp.error_message = e.message
-        out.append(resp)
-    return AlterConfigsResponse(throttle_time_ms=0, responses=out)
+    return await _alter(ctx, req, False, AlterConfigsResponse, AlterConfigsResourceResponse)
 
 
 def _incremental_changes(broker, r) -> dict[str, str | None]:
-    names = [c.name for c in r.configs]
-    if len(set(names)) != len(names):
-        raise KafkaError(Errors.INVALID_REQUEST, "Error due to duplicate config keys")
+    _check_config_names(r)
     refuse_null_values(r.configs, incremental=True)
-    key_type = _broker_key_type
-    if r.resource_type == TOPIC:
-        own = broker.view.topic_configs(r.resource_name)
-    elif r.resource_type == CLIENT_METRICS_RESOURCE:
+    if r.resource_type == CLIENT_METRICS_RESOURCE:
         own = broker.view.resource_configs(CLIENT_METRICS_RESOURCE).get(r.resource_name, {})
-        key_type = client_metrics.TYPES.get
-    else:
-        own = broker.view.broker_resource_configs(r.resource_name)
-    return incremental_changes(r.resource_type, own, r.configs, key_type)
+        return incremental_changes(r.resource_type, own, r.configs, client_metrics.TYPES.get)
+    return incremental_changes(r.resource_type, broker.view.topic_configs(r.resource_name),
+                               r.configs)
 
 
 def _broker_key_type(name: str) -> str | None:
@@ -184,19 +256,5 @@ def _broker_key_type(name: str) -> str | None:
 @handles(44, 0, 1)
 async def incremental_alter_configs(ctx, req: IncrementalAlterConfigsRequest
                                     ) -> IncrementalAlterConfigsResponse:
-    if ctx.broker.view.clustered:
-        return await forward(ctx, req)
-    out = []
-    for r in req.resources:
-        resp = IncrementalResourceResponse(error_code=0, error_message=None,
-                                           resource_type=r.resource_type,
-                                           resource_name=r.resource_name)
-        try:
-            changes = _incremental_changes(ctx.broker, r)
-            _apply(ctx.broker, r.resource_type, r.resource_name, changes, False,
-                   req.validate_only)
-        except KafkaError as e:
-            resp.error_code = e.code
-            resp.error_message = e.message
-        out.append(resp)
-    return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=out)
+    return await _alter(ctx, req, True, IncrementalAlterConfigsResponse,
+                        IncrementalResourceResponse)

@@ -1,0 +1,189 @@
+"""Dynamic broker configs: which keys AlterConfigs may change on a BROKER resource, as Kafka 4.2.
+
+A BROKER resource is a node id (that broker's own values, DYNAMIC_BROKER_CONFIG)
+or "" (the cluster-wide default every broker reads, DYNAMIC_DEFAULT_BROKER_CONFIG).
+Each key's update mode is in the one config table (``ConfigKey.dynamic``,
+``spool.broker.config``): Kafka's ``DynamicBrokerConfig`` reconfigurable sets, the
+first broker synonym of every topic key (``log.retention.ms``, ``message.max.bytes``:
+DynamicLogConfig) and ``listener.name.<listener>.<key>`` for a key a listener
+reconfigures (per broker; ``<listener>.<mechanism>.sasl.jaas.config`` too).
+
+``check_broker_configs`` is Kafka's broker-side check (``ConfigAdminManager``,
+``DynamicBrokerConfig.validateConfigs``) of the values a resource would hold,
+INVALID_REQUEST with Kafka's messages:
+
+- a name that is neither "" nor this broker's id: "Unexpected broker id, expected
+  0, but received 1" (a client sends a broker's keys to that broker);
+- a key that needs a restart: "Cannot update these configs dynamically: Set(log.dirs)";
+- a TLS store key without a listener prefix: "These security configs can be
+  dynamically updated only per-listener using the listener prefix: Set(...)";
+- a bad value (Spool's wording: the key, the value and what is allowed);
+- a per-broker key on "": "Cannot update these configs at default cluster level,
+  broker id must be specified: Set(...)";
+- a thread count below half or above double the current one (Kafka's
+  DynamicThreadPool rule).
+
+A key nobody defines is accepted, as Kafka keeps custom keys for plugins; the
+broker log names it (with a "did you mean" hint). ``note_changes`` logs each
+change a broker sees: applied (topic defaults such as ``log.retention.ms`` and
+``message.max.bytes`` reach every log without a restart; the cleaner's buffer
+and backoff keys) or stored only (Spool does not act on it: TLS, SASL, quotas,
+thread pools, listeners...). Password values never reach the log.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Mapping
+
+from spool.broker.config import BrokerConfig, all_known_keys, known_key
+from spool.protocol.errors import Errors, KafkaError
+from spool.storage.config import (
+    CLUSTER_WIDE,
+    DYNAMIC_TOPIC_DEFAULTS,
+    PER_BROKER,
+    did_you_mean,
+    parse_value,
+)
+
+log = logging.getLogger("spool.broker.dynamic_config")
+
+LISTENER_PREFIX = re.compile(r"listener\.name\.([^.]*)\.(.*)")
+# Kafka's SslConfigs.RECONFIGURABLE_CONFIGS: dynamic only with a listener prefix
+LISTENER_ONLY = frozenset((
+    "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password",
+    "ssl.key.password", "ssl.truststore.type", "ssl.truststore.location",
+    "ssl.truststore.password", "ssl.keystore.certificate.chain", "ssl.keystore.key",
+    "ssl.truststore.certificates"))
+# given as listener.name.<listener>.<mechanism>.<key> (Kafka's ListenerMechanismConfigs)
+LISTENER_MECHANISM_CONFIGS = ("sasl.jaas.config", "sasl.login.callback.handler.class",
+                              "sasl.login.class", "sasl.server.callback.handler.class",
+                              "connections.max.reauth.ms")
+CLUSTER_LEVEL_LISTENER_CONFIGS = frozenset(
+    ("max.connections", "max.connection.creation.rate", "num.network.threads"))
+THREAD_POOLS = ("num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir",
+                "background.threads")
+
+
+def _base(name: str) -> str | None:
+    """The key a ``listener.name.<listener>.`` name sets, or None if not prefixed."""
+    m = LISTENER_PREFIX.fullmatch(name)
+    if m is None:
+        return None
+    base = m.group(2)
+    return next((k for k in LISTENER_MECHANISM_CONFIGS if base.endswith("." + k)), base)
+
+
+def update_mode(name: str) -> str:
+    """Kafka 4.2's update mode of a broker key: "" (read-only), per-broker, cluster-wide."""
+    base = _base(name)
+    if base is not None:
+        if base in LISTENER_MECHANISM_CONFIGS or update_mode(base):
+            return CLUSTER_WIDE if base in CLUSTER_LEVEL_LISTENER_CONFIGS else PER_BROKER
+        return ""
+    if name in DYNAMIC_TOPIC_DEFAULTS:
+        return CLUSTER_WIDE
+    key = known_key(name)
+    return key.dynamic if key is not None else ""
+
+
+def is_known(name: str) -> bool:
+    base = _base(name)
+    return known_key(base if base is not None else name) is not None or (
+        base in LISTENER_MECHANISM_CONFIGS)
+
+
+def is_applied(name: str) -> bool:
+    """Spool acts on a change of this dynamic key while it runs."""
+    if name in DYNAMIC_TOPIC_DEFAULTS:
+        return True
+    key = known_key(name)
+    return key is not None and key.applied
+
+
+def is_sensitive(name: str) -> bool:
+    """A password, or a key nobody defines (its type is unknown): never shown, as Kafka."""
+    key = known_key(_base(name) or name)
+    return key is None or key.type == "password"
+
+
+def _set(names: Iterable[str]) -> str:
+    return "Set(" + ", ".join(sorted(names)) + ")"
+
+
+def _refuse(names: list[str], message: str) -> None:
+    if names:
+        raise KafkaError(Errors.INVALID_REQUEST, f"{message}: {_set(names)}")
+
+
+def check_resource_name(name: str, node_id: int) -> None:
+    """A BROKER resource this broker may change: "" or its own id (Kafka's messages)."""
+    if not name:
+        return
+    try:
+        given = int(name)
+    except ValueError:
+        raise KafkaError(Errors.INVALID_REQUEST,
+                         f"Node id must be an integer, but it is: {name}") from None
+    if given != node_id:
+        raise KafkaError(Errors.INVALID_REQUEST,
+                         f"Unexpected broker id, expected {node_id}, but received {name}")
+
+
+def check_broker_configs(config: BrokerConfig, current: Mapping[str, str], name: str,
+                         props: Mapping[str, str]) -> None:
+    """Kafka's checks (module doc) of ``props``, the values the BROKER resource ``name``
+    would hold; ``current`` is this broker's dynamic config now (both layers merged)."""
+    _refuse([k for k in props if is_known(k) and not update_mode(k)],
+            "Cannot update these configs dynamically")
+    _refuse([k for k in props if k in LISTENER_ONLY],
+            "These security configs can be dynamically updated only per-listener using the "
+            "listener prefix")
+    for k, v in props.items():
+        key = known_key(_base(k) or k)
+        if key is not None:
+            try:
+                parse_value(key, v, k)
+            except KafkaError as e:
+                raise KafkaError(Errors.INVALID_REQUEST, e.message) from None
+    if not name:
+        _refuse([k for k in props if update_mode(k) == PER_BROKER],
+                "Cannot update these configs at default cluster level, broker id must be "
+                "specified")
+    for k in THREAD_POOLS:
+        if k in props:
+            _check_thread_count(k, int(props[k]), int(current.get(k) or config.get(k) or 1))
+
+
+def _check_thread_count(name: str, new: int, old: int) -> None:
+    """Kafka's DynamicThreadPool rule."""
+    message = f"Dynamic thread count update validation failed for {name}={new}"
+    if new <= 0:
+        raise KafkaError(Errors.INVALID_REQUEST, f"{message}, value should be at least 1")
+    if new < old / 2:
+        raise KafkaError(Errors.INVALID_REQUEST,
+                         f"{message}, value should be at least half the current value {old}")
+    if new > old * 2:
+        raise KafkaError(Errors.INVALID_REQUEST, f"{message}, value should not be greater "
+                         f"than double the current value {old}")
+
+
+def note_changes(node_id: int, old: Mapping[str, str], new: Mapping[str, str]) -> None:
+    """Log each change of this broker's dynamic config (both layers merged): applied, or
+    stored and reported only; unknown keys with a hint."""
+    for k in sorted(set(old) | set(new)):
+        if old.get(k) == new.get(k):
+            continue
+        value = "(deleted)" if k not in new else (
+            "[hidden]" if is_sensitive(k) else new[k])
+        if not is_known(k):
+            hint = did_you_mean(k, all_known_keys())
+            log.warning("broker %d: dynamic config %s=%s is not a known config: kept for "
+                        "plugins, Spool does not read it%s", node_id, k, value,
+                        f" (did you mean {hint}?)" if hint else "")
+        elif is_applied(k):
+            log.info("broker %d: dynamic config %s=%s applied", node_id, k, value)
+        else:
+            log.warning("broker %d: dynamic config %s=%s is stored and reported, but Spool "
+                        "does not act on it", node_id, k, value)
