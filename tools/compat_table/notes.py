@@ -97,8 +97,15 @@ NOTES: dict[int, str] = {
         "fenced producer is INVALID_PRODUCER_EPOCH at every version, as Kafka. The offsets "
         "partition is verified with the transaction coordinator (KIP-890), v5 adds it "
         "(transaction version 2: no AddOffsetsToTxn).",
-    32: "Topic and broker resources with sources, synonyms (v1+) and documentation (v3+).",
-    33: "Replaces a resource's override set; broker resource: the dynamic topic defaults.",
+    32: "Topic and broker resources with sources, synonyms (v1+) and documentation (v3+); "
+        "a broker id lists every key (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, "
+        "STATIC_BROKER_CONFIG, DEFAULT_CONFIG, Kafka's synonyms), the empty name only the "
+        "cluster-wide dynamic values; passwords and unknown keys hidden (`is_sensitive`).",
+    33: "Replaces a resource's override set. Broker resource: every key Kafka 4.2 updates "
+        "dynamically (a broker id, or the empty name for the cluster-wide default; Kafka's "
+        "INVALID_REQUEST for keys that need a restart), stored in the metadata log; topic "
+        "defaults (`log.*`, `message.max.bytes`) act at once, the others (TLS, SASL, quotas, "
+        "thread pools...) are stored and reported, and the broker log says so.",
     35: "Log dirs with partition sizes and offset lag; v4+ total and usable bytes "
         "(statvfs); v5 `is_cordoned` false.",
     37: "Adds partitions within the broker's partition limit. In a cluster, forwarded to the "
@@ -106,7 +113,8 @@ NOTES: dict[int, str] = {
     42: "Empty or dead groups only (NON_EMPTY_GROUP otherwise).",
     43: "Preferred and unclean elections by the controller; a single node answers "
         "ELECTION_NOT_NEEDED.",
-    44: "SET, DELETE, APPEND, SUBTRACT (a SUBTRACT may empty a list config).",
+    44: "SET, DELETE, APPEND, SUBTRACT (a SUBTRACT may empty a list config: "
+        "`cleanup.policy` \"\" keeps records forever); broker resources as AlterConfigs.",
     45: "Reassignments by the controller (adding replicas, then the ISR, then removing).",
     46: "The reassignments in progress.",
     47: "Deletes a group's committed offsets of partitions it does not consume.",
