@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -39,6 +40,8 @@ from spool.protocol._generated import (
     API_BY_KEY,
     ApiVersionsRequest,
     CreateTopicsRequest,
+    FindCoordinatorRequest,
+    InitProducerIdRequest,
     MetadataRequest,
 )
 from spool.protocol._generated.create_topics_request import CreatableTopic
@@ -46,6 +49,7 @@ from spool.protocol._generated.metadata_request import MetadataRequestTopic
 from spool.protocol.error_versions import allowed, error_codes
 from spool.protocol.errors import BY_CODE, error_name
 from spool.protocol.message import Message
+from spool.records.builder import BatchBuilder
 from tests.helpers.broker_proc import BrokerProcess
 from tests.helpers.cluster_proc import COMBINED, Cluster
 from tests.helpers.raw_client import RawClient
@@ -70,11 +74,13 @@ _COUNTS = frozenset({"num_partitions", "count", "replication_factor"})
 class Target:
     """A listener to audit: its address, the names requests may point at, its log."""
 
-    def __init__(self, bootstrap: str, plane: str, log_tail, topic_id: uuid.UUID | None) -> None:
+    def __init__(self, bootstrap: str, plane: str, log_tail, topic_id: uuid.UUID | None = None,
+                 producer_id: int = -1) -> None:
         self.bootstrap = bootstrap
         self.plane = plane
         self.log_tail = log_tail
         self.topic_id = topic_id
+        self.producer_id = producer_id  # TXN's: requests that name it reach its fencing
 
     def advertised(self) -> dict[int, tuple[int, int]]:
         with _client(self.bootstrap) as c:
@@ -105,7 +111,11 @@ def _tame(msg: Any, rnd: random.Random, target: Target, api_key: int) -> None:
         elif isinstance(value, bool):
             continue
         elif isinstance(value, int):
-            if name in _WAITS:
+            if name == "producer_id" and target.producer_id >= 0 and rnd.random() < 0.5:
+                setattr(msg, name, target.producer_id)
+            elif name == "producer_epoch" and rnd.random() < 0.5:
+                setattr(msg, name, rnd.randint(0, 3))  # mostly fenced once TXN was re-inited
+            elif name in _WAITS:
                 cap = _WAITS[name]
                 setattr(msg, name, 6000 + abs(value) % 4000 if cap == 0 and rnd.random() < 0.5
                         else value if cap == 0 else abs(value) % cap)
@@ -122,9 +132,25 @@ def _tame(msg: Any, rnd: random.Random, target: Target, api_key: int) -> None:
                 setattr(msg, name, GROUP)
             elif name == "transactional_id":
                 setattr(msg, name, TXN)
+        elif name == "records" and api_key == PRODUCE and rnd.random() < 0.5:
+            setattr(msg, name, _batch(rnd, target))
         elif isinstance(value, uuid.UUID) and name == "topic_id" and target.topic_id:
             if rnd.random() < 0.5 and api_key != DELETE_TOPICS:
                 setattr(msg, name, target.topic_id)
+
+
+def _batch(rnd: random.Random, target: Target) -> bytes:
+    """A well-formed RecordBatch v2, idempotent or transactional or neither, so Produce gets
+    past the CRC to the producer-state checks."""
+    pid = rnd.choice([-1, target.producer_id, rnd.randint(0, 1 << 20)])
+    b = BatchBuilder(compression=rnd.choice([0, 0, 1, 4]), producer_id=pid,
+                     producer_epoch=-1 if pid < 0 else rnd.randint(0, 3),
+                     base_sequence=-1 if pid < 0 else rnd.choice([0, 0, 1, rnd.randint(0, 99)]),
+                     is_transactional=pid >= 0 and rnd.random() < 0.5)
+    for i in range(rnd.randint(1, 3)):
+        b.append(rnd.choice([None, b"k%d" % i]), b"v%d" % i,
+                 timestamp=rnd.choice([1_700_000_000_000, -1, 0]))
+    return b.build()
 
 
 def _roundtrip(target: Target, api_key: int, version: int, request: Any) -> list[str]:
@@ -140,7 +166,7 @@ def _roundtrip(target: Target, api_key: int, version: int, request: Any) -> list
                 got, resp = c.recv(api_key, version)
                 if got != cid:
                     problems.append(f"correlation id {got} != {cid}")
-                ok = allowed(api_key, version) if target.plane == "broker" or api_key != 1 else None
+                ok = allowed(api_key, version, target.plane)
                 for code in error_codes(resp):
                     if code not in BY_CODE:
                         problems.append(f"unknown error code {code}")
@@ -206,12 +232,26 @@ def _no_tracebacks(log: str) -> None:
     assert "Traceback" not in log, log[-6000:]
 
 
+def _producer_id(bootstrap: str) -> int:
+    """TXN's producer id (InitProducerId once its coordinator is there)."""
+    with _client(bootstrap) as c:
+        for _ in range(100):
+            if c.request(10, 1, FindCoordinatorRequest(key=TXN, key_type=1)).error_code == 0:
+                break
+            time.sleep(0.1)
+        r = c.request(22, 0, InitProducerIdRequest(transactional_id=TXN,
+                                                   transaction_timeout_ms=60_000))
+    assert r.error_code == 0, r
+    return r.producer_id
+
+
 @pytest.fixture(scope="module")
 def broker_target(tmp_path_factory) -> Iterator[Target]:
     b = BrokerProcess(tmp_path_factory.mktemp("roundtrip") / "data")
     b.start()
     try:
-        yield Target(b.bootstrap, "broker", b.log_tail, _create_topic(b.bootstrap))
+        yield Target(b.bootstrap, "broker", b.log_tail, _create_topic(b.bootstrap),
+                     _producer_id(b.bootstrap))
         assert b.proc is not None and b.proc.poll() is None, "the broker died"
         _no_tracebacks(b.log_path.read_text(errors="replace"))
     finally:
@@ -226,7 +266,7 @@ def controller_target(tmp_path_factory) -> Iterator[Target]:
     node = c.nodes[1]
     try:
         c.start()
-        yield Target(node.controller_address, "controller", node.log_tail, None)
+        yield Target(node.controller_address, "controller", node.log_tail)
         assert node.alive, "the node died"
         _no_tracebacks(node.log_path.read_text(errors="replace"))
     finally:
