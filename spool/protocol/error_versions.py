@@ -457,6 +457,7 @@ ERRORS: dict[int, dict[int, int]] = {
     ),
     66: _codes(  # ListTransactions
         (0, f"{_COORD} INVALID_REQUEST"),
+        (2, "INVALID_REGULAR_EXPRESSION"),  # KIP-1152: a pattern that does not compile
     ),
     75: _codes(  # DescribeTopicPartitions
         (0, "UNKNOWN_TOPIC_OR_PARTITION TOPIC_AUTHORIZATION_FAILED INVALID_REQUEST "
