@@ -359,6 +359,83 @@ BROKER_KEYS: dict[str, ConfigKey] = {
 }
 
 
+# Kafka 4.2's other broker keys, read-only (a restart applies them), that Spool does not
+# define: AlterConfigs on a BROKER resource refuses them as Kafka does ("Cannot update
+# these configs dynamically"). From KafkaConfig's definitions (Kafka's AbstractKafkaConfig);
+# keys Kafka 4 removed (ZooKeeper, message format) and the remote log thread pools (dynamic
+# since 4.1) left out.
+KAFKA_READ_ONLY_KEYS: frozenset[str] = frozenset("""
+alter.config.policy.class.name alter.log.dirs.replication.quota.window.num
+alter.log.dirs.replication.quota.window.size.seconds authorizer.class.name
+client.quota.callback.class connection.failed.authentication.delay.ms
+connections.max.reauth.ms controlled.shutdown.enable controlled.shutdown.max.retries
+controlled.shutdown.retry.backoff.ms controller.quota.window.num
+controller.quota.window.size.seconds controller.socket.timeout.ms
+create.topic.policy.class.name delegation.token.expiry.check.interval.ms
+delegation.token.expiry.time.ms delegation.token.max.lifetime.ms
+delegation.token.secret.key delete.records.purgatory.purge.interval.requests
+early.start.listeners eligible.leader.replicas.enable
+fetch.purgatory.purge.interval.requests group.consumer.assignors
+group.consumer.heartbeat.interval.ms group.consumer.max.heartbeat.interval.ms
+group.consumer.max.session.timeout.ms group.consumer.max.size
+group.consumer.migration.policy group.consumer.min.heartbeat.interval.ms
+group.consumer.min.session.timeout.ms group.consumer.session.timeout.ms
+group.coordinator.append.linger.ms group.coordinator.rebalance.protocols
+group.coordinator.threads group.share.delivery.count.limit group.share.enable
+group.share.heartbeat.interval.ms group.share.max.groups
+group.share.max.heartbeat.interval.ms group.share.max.record.lock.duration.ms
+group.share.max.session.timeout.ms group.share.max.size
+group.share.min.heartbeat.interval.ms group.share.min.record.lock.duration.ms
+group.share.min.session.timeout.ms group.share.partition.max.record.locks
+group.share.record.lock.duration.ms group.share.session.timeout.ms
+kafka.metrics.polling.interval.secs kafka.metrics.reporters log.dir.failure.timeout.ms
+log.initial.task.delay.ms max.incremental.fetch.session.cache.slots
+max.request.partition.size.limit metadata.log.segment.min.bytes
+metadata.log.segment.ms metrics.num.samples metrics.recording.level
+metrics.sample.window.ms num.replica.alter.log.dirs.threads offsets.load.buffer.size
+offsets.topic.compression.codec offsets.topic.segment.bytes
+producer.purgatory.purge.interval.requests quota.window.num quota.window.size.seconds
+remote.log.copy.disable remote.log.delete.on.disable
+remote.log.manager.copy.quota.window.num
+remote.log.manager.copy.quota.window.size.seconds
+remote.log.manager.fetch.quota.window.num
+remote.log.manager.fetch.quota.window.size.seconds remote.log.manager.task.interval.ms
+remote.log.manager.task.retry.backoff.max.ms remote.log.manager.task.retry.backoff.ms
+remote.log.manager.task.retry.jitter remote.log.metadata.custom.metadata.max.bytes
+remote.log.metadata.manager.class.name remote.log.metadata.manager.class.path
+remote.log.metadata.manager.impl.prefix remote.log.metadata.manager.listener.name
+remote.log.reader.max.pending.tasks remote.log.storage.manager.class.name
+remote.log.storage.manager.class.path remote.log.storage.manager.impl.prefix
+remote.log.storage.system.enable replica.socket.receive.buffer.bytes
+replication.quota.window.num replication.quota.window.size.seconds
+sasl.client.callback.handler.class sasl.login.callback.handler.class sasl.login.class
+sasl.login.connect.timeout.ms sasl.login.read.timeout.ms
+sasl.login.retry.backoff.max.ms sasl.login.retry.backoff.ms
+sasl.mechanism.controller.protocol sasl.oauthbearer.clock.skew.seconds
+sasl.oauthbearer.expected.audience sasl.oauthbearer.expected.issuer
+sasl.oauthbearer.jwks.endpoint.refresh.ms
+sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms
+sasl.oauthbearer.jwks.endpoint.retry.backoff.ms sasl.oauthbearer.jwks.endpoint.url
+sasl.oauthbearer.scope.claim.name sasl.oauthbearer.sub.claim.name
+sasl.oauthbearer.token.endpoint.url sasl.server.callback.handler.class
+sasl.server.max.receive.size security.inter.broker.protocol security.providers
+server.max.startup.time.ms share.coordinator.append.linger.ms
+share.coordinator.load.buffer.size
+share.coordinator.snapshot.update.records.per.snapshot
+share.coordinator.state.topic.compression.codec share.coordinator.state.topic.min.isr
+share.coordinator.state.topic.num.partitions
+share.coordinator.state.topic.replication.factor
+share.coordinator.state.topic.segment.bytes share.coordinator.threads
+share.coordinator.write.timeout.ms share.fetch.max.fetch.records
+share.fetch.purgatory.purge.interval.requests socket.connection.setup.timeout.max.ms
+socket.connection.setup.timeout.ms socket.listen.backlog.size
+socket.receive.buffer.bytes socket.send.buffer.bytes ssl.allow.dn.changes
+ssl.allow.san.changes ssl.principal.mapping.rules
+transaction.state.log.load.buffer.size transaction.state.log.segment.bytes
+unstable.api.versions.enable unstable.feature.versions.enable
+""".split())
+
+
 def check_test_only_topic_configs(config: BrokerConfig, changes: Mapping[str, object]) -> None:
     """INVALID_CONFIG if a client sets ``internal.segment.bytes`` (test-only: tiny segments
     cost a descriptor and files each) on a broker not started with

@@ -14,7 +14,8 @@ INVALID_REQUEST with Kafka's messages:
 
 - a name that is neither "" nor this broker's id: "Unexpected broker id, expected
   0, but received 1" (a client sends a broker's keys to that broker);
-- a key that needs a restart: "Cannot update these configs dynamically: Set(log.dirs)";
+- a key that needs a restart: "Cannot update these configs dynamically: Set(log.dirs)"
+  (Spool's read-only keys and Kafka's others, ``KAFKA_READ_ONLY_KEYS``);
 - a TLS store key without a listener prefix: "These security configs can be
   dynamically updated only per-listener using the listener prefix: Set(...)";
 - a bad value (Spool's wording: the key, the value and what is allowed);
@@ -37,7 +38,7 @@ import logging
 import re
 from collections.abc import Iterable, Mapping
 
-from spool.broker.config import BrokerConfig, all_known_keys, known_key
+from spool.broker.config import KAFKA_READ_ONLY_KEYS, BrokerConfig, all_known_keys, known_key
 from spool.protocol.errors import Errors, KafkaError
 from spool.storage.config import (
     CLUSTER_WIDE,
@@ -89,8 +90,10 @@ def update_mode(name: str) -> str:
 
 
 def is_known(name: str) -> bool:
+    """A key Kafka 4.2 or Spool defines (else a custom key, kept for plugins)."""
     base = _base(name)
-    return known_key(base if base is not None else name) is not None or (
+    key = base if base is not None else name
+    return known_key(key) is not None or key in KAFKA_READ_ONLY_KEYS or (
         base in LISTENER_MECHANISM_CONFIGS)
 
 
@@ -103,7 +106,8 @@ def is_applied(name: str) -> bool:
 
 
 def is_sensitive(name: str) -> bool:
-    """A password, or a key nobody defines (its type is unknown): never shown, as Kafka."""
+    """A password, or a key Spool has no type for: never shown, as Kafka hides a key of
+    unknown type."""
     key = known_key(_base(name) or name)
     return key is None or key.type == "password"
 

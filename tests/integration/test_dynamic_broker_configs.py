@@ -108,6 +108,10 @@ def test_dynamic_keys_are_stored_described_applied_and_survive_a_restart(fresh_b
 
 @pytest.mark.parametrize(("name", "configs", "message"), [
     ("0", {"log.dirs": "/elsewhere"}, "Cannot update these configs dynamically: Set(log.dirs)"),
+    # a Kafka key Spool does not define: read-only in Kafka, refused as Kafka refuses it
+    ("0", {"socket.send.buffer.bytes": "1", "authorizer.class.name": "x"},
+     "Cannot update these configs dynamically: Set(authorizer.class.name, "
+     "socket.send.buffer.bytes)"),
     # only the first synonym of a topic default is dynamic, as in Kafka
     ("0", {"log.retention.hours": "1"},
      "Cannot update these configs dynamically: Set(log.retention.hours)"),

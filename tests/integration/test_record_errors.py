@@ -136,3 +136,27 @@ def test_the_produce_answer_names_each_refused_record(broker, topic_name, versio
         "One or more records have been rejected due to 2 record errors in total, and only "
         f"showing the first three errors at most: [RecordError(batchIndex=1, message='{msg}'), "
         f"RecordError(batchIndex=3, message='{msg}')]")
+
+
+def test_the_produce_answer_names_records_out_of_the_timestamp_range(broker, topic_name):
+    create(broker.bootstrap, topic_name, {"message.timestamp.after.max.ms": str(HOUR_MS)})
+    now = int(time.time() * 1000)
+    b = BatchBuilder()
+    for ts in (now, now + 3 * HOUR_MS, now):
+        b.append(b"k", b"v", timestamp=ts)
+    req = ProduceRequest(transactional_id=None, acks=1, timeout_ms=5000, topic_data=[
+        TopicProduceData(name=topic_name, partition_data=[
+            PartitionProduceData(index=0, records=b.build())])])
+    c = RawClient(broker.bootstrap)
+    try:
+        p = c.request(0, 11, req).responses[0].partition_responses[0]
+    finally:
+        c.close()
+    assert (p.error_code, p.base_offset, p.error_message) == (
+        KafkaError.INVALID_TIMESTAMP, -1,
+        "One or more records have been rejected due to invalid timestamp")
+    [r] = p.record_errors
+    assert r.batch_index == 1
+    assert r.batch_index_error_message.startswith(
+        f"Timestamp {now + 3 * HOUR_MS} of message with offset 1 is out of range. The "
+        "timestamp should be within [")
