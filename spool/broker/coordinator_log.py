@@ -87,11 +87,13 @@ class PartitionLogWriter:
     def _replicas(self) -> Any:
         return getattr(self.broker, "replicas", None)
 
-    def append(self, topic: str, partition: int, batch: bytearray) -> int | None:
+    def append(self, topic: str, partition: int, batch: bytearray, *,
+               transaction_version: int = 0) -> int | None:
+        """``transaction_version``: of a transaction marker (2: KIP-890's strict epoch)."""
         replicas = self.broker.replicas
         part = replicas.leader_partition(topic, partition)
-        return replicas.append_as_leader(part, batch, acks=-1,
-                                         now_ms=self.broker.clock.now_ms()).last_offset
+        return replicas.append_as_leader(part, batch, acks=-1, now_ms=self.broker.clock.now_ms(),
+                                         transaction_version=transaction_version).last_offset
 
     def replicated(self, topic: str, partition: int, offset: int) -> bool:
         replicas = self._replicas()

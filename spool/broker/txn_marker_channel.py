@@ -7,7 +7,7 @@ partitions this broker leads itself and hands the others here.
 - ``remote(topic, partition)``: whether the broker's view has another broker (or
   none) leading the partition: its marker goes over the network. Always False on
   a single node.
-- ``await send(m, commit, coordinator_epoch, todo)``: one WriteTxnMarkers (v1) per
+- ``await send(m, commit, coordinator_epoch, todo)``: one WriteTxnMarkers (v2) per
   leader for the remote partitions of ``todo``, to the leader's endpoint on
   ``inter.broker.listener.name``; returns the partitions of ``todo`` still without
   a marker: local ones (not its business), remote ones whose leader is unknown,
@@ -34,7 +34,7 @@ from spool.protocol.errors import Errors, error_name
 
 log = logging.getLogger("spool.transactions")
 
-WRITE_TXN_MARKERS_VERSION = 1
+WRITE_TXN_MARKERS_VERSION = 2  # v2: the marker's transaction version (KIP-890 strict epoch)
 MOOT = frozenset({Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.INVALID_PRODUCER_EPOCH})
 TIMEOUT_MS = 30_000
 
@@ -75,6 +75,7 @@ class TxnMarkerChannel:
             req = WriteTxnMarkersRequest(markers=[WritableTxnMarker(
                 producer_id=m.producer_id, producer_epoch=m.producer_epoch,
                 transaction_result=commit, coordinator_epoch=coordinator_epoch,
+                transaction_version=2 if m.client_tv >= 2 else 0,
                 topics=[WritableTxnMarkerTopic(name=t, partition_indexes=ps)
                         for t, ps in topics.items()])])
             client = self._clients.get((ep.host, ep.port))

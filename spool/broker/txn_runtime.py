@@ -94,6 +94,17 @@ UNAVAILABLE = KafkaError(Errors.COORDINATOR_NOT_AVAILABLE, "the transaction log 
 MARKER_MOOT = frozenset({Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.INVALID_PRODUCER_EPOCH})
 
 
+def marker_already_written(broker: Any, topic: str, partition: int, producer_id: int,
+                           epoch: int) -> bool:
+    """Whether a transaction version 2 marker refused as late (INVALID_PRODUCER_EPOCH) is
+    there already: the producer is at the marker's epoch on the partition with no open
+    transaction (a retry of a marker appended but not replicated in time). Its pending
+    transactional offsets may then be completed; otherwise they belong to a newer one."""
+    plog = broker.storage.logs.get(topic, partition)
+    e = None if plog is None else plog.producers.producers.get(producer_id)
+    return e is not None and e.epoch == epoch and e.txn_first_offset < 0
+
+
 def transaction_version(broker: Any) -> int:
     """The finalized ``transaction.version`` feature level (``spool.cluster.features``)."""
     return features.transaction_version(broker.view)
@@ -248,11 +259,19 @@ class TransactionRuntime:
             marker = build_control_batch(m.producer_id, m.producer_epoch, commit, COORDINATOR_EPOCH,
                                          0, self.now())
             try:
-                last = self.writer.append(topic, p, bytearray(marker))
+                if m.client_tv >= 2:  # KIP-890: the marker's epoch must be above the producer's
+                    last = self.writer.append(topic, p, bytearray(marker), transaction_version=2)
+                else:
+                    last = self.writer.append(topic, p, bytearray(marker))
             except (KafkaError, OSError) as e:
                 if isinstance(e, KafkaError) and e.code in MARKER_MOOT:
                     # as Kafka: nothing left for this marker to close
                     log.error("marker for %s to %s-%d skipped: %s", m.transactional_id, topic, p, e)
+                    if (topic == OFFSETS_TOPIC and groups is not None and m.client_tv >= 2
+                            and marker_already_written(self.broker, topic, p, m.producer_id,
+                                                       m.producer_epoch)):
+                        groups.txn_offsets.complete(m.producer_id, p, commit,
+                                                    groups.coordinator.load)
                 else:
                     log.warning("marker for %s to %s-%d failed (will retry): %s",
                                 m.transactional_id, topic, p, e)

@@ -159,13 +159,15 @@ class ReplicaManager:
 
     def append_as_leader(self, part: Partition, records, *, acks: int, now_ms: int,
                          log_append_time_ms: int | None = None,
-                         flush: bool = True, verification_guard: object | None = None) -> AppendInfo:
+                         flush: bool = True, verification_guard: object | None = None,
+                         transaction_version: int = 0) -> AppendInfo:
         """``part.append_as_leader``, then wake the delayed fetches (and, when the HW moved,
         the delayed produces and the consumers)."""
         hw = part.log.high_watermark
         info = part.append_as_leader(records, acks=acks, now_ms=now_ms,
                                      log_append_time_ms=log_append_time_ms, flush=flush,
-                                     verification_guard=verification_guard)
+                                     verification_guard=verification_guard,
+                                     transaction_version=transaction_version)
         broker = self.broker
         if not self.clustered:
             broker.notify_append(part.topic, part.partition)

@@ -186,7 +186,8 @@ class Partition:
 
     def append_as_leader(self, records, *, acks: int, now_ms: int,
                          log_append_time_ms: int | None = None, flush: bool = True,
-                         verification_guard: object | None = None) -> AppendInfo:
+                         verification_guard: object | None = None,
+                         transaction_version: int = 0) -> AppendInfo:
         """Append in this leader epoch (module doc: min.insync.replicas); the HW moves at
         once when the ISR is this broker alone. ``now_ms`` is the request's time."""
         if not self.is_leader:
@@ -199,7 +200,8 @@ class Partition:
                 f"replica(s), fewer than min.insync.replicas={min_isr}")
         info = self.log.append(records, leader_epoch=self.leader_epoch,
                                log_append_time_ms=log_append_time_ms, flush=flush,
-                               verification_guard=verification_guard)
+                               verification_guard=verification_guard,
+                               transaction_version=transaction_version)
         self._maybe_increment_hw()
         return info
 

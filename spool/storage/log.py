@@ -432,6 +432,7 @@ class PartitionLog:
         assign_offsets: bool = True,
         flush: bool = True,
         verification_guard: object | None = None,
+        transaction_version: int = 0,
     ) -> AppendInfo:
         """Append whole, already validated v2 batches; patches them in place when writable.
 
@@ -449,6 +450,8 @@ class PartitionLog:
         then the caller runs ``flush()`` (off its event loop) when ``flush_due()``.
         ``verification_guard``: a client's produce, its transactional batches checked
         against their transaction's verification (``ProducerStateManager.check``).
+        ``transaction_version``: of a coordinator's marker (2: its epoch must be above the
+        producer's).
         """
         view = memoryview(records).cast("B")
         if view.readonly and (assign_offsets or log_append_time_ms is not None):
@@ -462,7 +465,8 @@ class PartitionLog:
             producer_batches = [pos for pos, *_ in chain
                                 if _PRODUCER_ID.unpack_from(view, pos + _PRODUCER_ID_OFFSET)[0] >= 0]
             if producer_batches and assign_offsets:
-                dup = self._check_producers(view, producer_batches, verification_guard)
+                dup = self._check_producers(view, producer_batches, verification_guard,
+                                            transaction_version)
                 if dup is not None:
                     return AppendInfo(dup[0], dup[1], -1, -1, -1, self._log_start, 0, 0)
             epochs = self.leader_epochs
@@ -574,10 +578,12 @@ class PartitionLog:
             return self.producers.start_verification(producer_id, sequence, epoch, now_ms)
 
     def _check_producers(self, view: memoryview, positions: list[int],
-                         guard: object | None = None) -> tuple[int, int] | None:
+                         guard: object | None = None,
+                         transaction_version: int = 0) -> tuple[int, int] | None:
         dup = None
         for pos in positions:
-            dup = self.producers.check(BatchHeader.parse(view, pos), guard) or dup
+            dup = self.producers.check(BatchHeader.parse(view, pos), guard,
+                                       transaction_version) or dup
         return dup
 
     def _update_producers(self, view, positions: list[int], seg: LogSegment) -> None:

@@ -33,6 +33,13 @@ answered after the transaction ended (a marker came between) cannot admit a batc
 guard it carries is no longer the one kept. Guards are memory only, and expire with
 ``producer.id.expiration.ms`` like idle producers.
 
+Markers (KIP-890, Kafka 4.2): at transaction version 2 the coordinator bumps the epoch
+before it writes a transaction's markers, so a valid marker's epoch is strictly above the
+producer's here; ``check(h, transaction_version=2)`` refuses one at or below it
+(INVALID_PRODUCER_EPOCH: a late or repeated marker that would otherwise close the
+producer's next transaction, begun at that same epoch). Below version 2 a marker may
+carry the producer's epoch (older than it: INVALID_PRODUCER_EPOCH, as data).
+
 Batches with ``baseSequence = -1`` (the coordinator's transactional offset
 commits) and control batches skip the sequence rules. ``update`` applies an
 appended batch: a transactional data batch opens the producer's transaction
@@ -198,11 +205,18 @@ class ProducerStateManager:
 
     # -- produce-time checks -------------------------------------------------------
 
-    def check(self, h: BatchHeader, guard: object | None = None) -> tuple[int, int] | None:
+    def check(self, h: BatchHeader, guard: object | None = None,
+              transaction_version: int = 0) -> tuple[int, int] | None:
         """Validate one batch to be appended; (first, last offset) of a duplicate, else None.
         ``guard``: a client's batch, checked against its transaction's verification (module
-        doc); None: no such check."""
+        doc); None: no such check. ``transaction_version`` 2: a marker of a transaction
+        version 2 transaction, whose epoch must be above the producer's (module doc)."""
         e = self.producers.get(h.producer_id)
+        if (transaction_version >= 2 and h.is_control and e is not None
+                and h.producer_epoch <= e.epoch):
+            raise KafkaError(Errors.INVALID_PRODUCER_EPOCH,
+                             f"transaction version 2 marker epoch {h.producer_epoch} of producer "
+                             f"{h.producer_id} is not above {e.epoch}: a late or repeated marker")
         seq = h.base_sequence
         if guard is not None and e is not None and h.producer_epoch == e.epoch:
             for first_seq, lseq, first_off, last_off in e.batches:  # a retried duplicate

@@ -231,3 +231,19 @@ def test_a_higher_sequence_waits_for_the_lowest_one_being_verified(tmp_path):
     plog.append(batch(1, 0, 0, txn=True), verification_guard=guard)
     plog.append(batch(1, 0, 2, txn=True), verification_guard=ONGOING)
     assert plog.log_end_offset == 4
+
+
+def test_a_transaction_version_2_marker_must_be_above_the_producers_epoch(tmp_path):
+    """Kafka 4.2: a version 2 coordinator bumps the epoch before its markers, so a marker at
+    the producer's epoch is late or repeated; it would close the next transaction."""
+    plog = open_log(tmp_path)
+    guard = plog.start_transaction_verification(1, 0, 0, T0)
+    plog.append(batch(1, 0, 0, txn=True), verification_guard=guard)
+    plog.append(marker(1, 1, commit=True), transaction_version=2)  # epoch 0 -> 1
+    guard = plog.start_transaction_verification(1, 0, 1, T0)
+    plog.append(batch(1, 1, 0, txn=True), verification_guard=guard)  # the next transaction
+    assert code_of(lambda: plog.append(marker(1, 1, commit=False), transaction_version=2)
+                   ) == Errors.INVALID_PRODUCER_EPOCH
+    assert plog.producers.open_transactions() == {1: 3}  # still open
+    plog.append(marker(1, 1, commit=False))  # below version 2 the same epoch is accepted
+    assert plog.producers.open_transactions() == {}

@@ -14,7 +14,9 @@ group coordinator is loading that partition the answer is
 COORDINATOR_LOAD_IN_PROGRESS, and the coordinator sends it again. Errors are per
 partition: the producer's newer epoch already there is INVALID_PRODUCER_EPOCH, a
 partition that does not exist UNKNOWN_TOPIC_OR_PARTITION (the coordinator treats
-both as done), a disk error KAFKA_STORAGE_ERROR (it retries).
+both as done), a disk error KAFKA_STORAGE_ERROR (it retries). v2 names the marker's
+transaction version: at 2 (KIP-890) its epoch must be above the producer's here, else
+INVALID_PRODUCER_EPOCH (a late or repeated marker).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import logging
 
 from spool.broker.coordinator_log import PartitionLogWriter
 from spool.broker.registry import handles
+from spool.broker.txn_runtime import marker_already_written
 from spool.protocol._generated import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 from spool.protocol._generated.write_txn_markers_response import (
     WritableTxnMarkerPartitionResult,
@@ -48,11 +51,18 @@ async def _write(broker, topic: str, partition: int, marker) -> int:
     try:
         batch = build_control_batch(marker.producer_id, marker.producer_epoch, commit,
                                     marker.coordinator_epoch, 0, broker.clock.now_ms())
-        last = writer.append(topic, partition, bytearray(batch))
+        last = writer.append(topic, partition, bytearray(batch),
+                             transaction_version=marker.transaction_version)
         if last is not None and not writer.replicated(topic, partition, last):
             await writer.wait_replicated(topic, partition, last,
                                          broker.config.get_int("request.timeout.ms"))
     except KafkaError as e:
+        if (e.code == Errors.INVALID_PRODUCER_EPOCH and marker.transaction_version >= 2
+                and topic == OFFSETS_TOPIC and groups is not None
+                and marker_already_written(broker, topic, partition, marker.producer_id,
+                                           marker.producer_epoch)):
+            groups.txn_offsets.complete(marker.producer_id, partition, commit,
+                                        groups.coordinator.load)
         return e.code
     except OSError as e:
         log.warning("marker to %s-%d failed: %s", topic, partition, e)
