@@ -14,6 +14,7 @@ with the raw client, as is AddPartitionsToTxn above v1 (PRODUCER_FENCED from v2)
 from __future__ import annotations
 
 import asyncio
+import gc
 import uuid
 
 import pytest
@@ -76,7 +77,13 @@ def _run(bootstrap: str, topic: str, step) -> BaseException | None:
             await a.stop()
         return None
 
-    return asyncio.run(go())
+    try:
+        return asyncio.run(go())
+    finally:
+        # aiokafka leaves futures holding ProducerFenced unretrieved: finalize them here, not
+        # in a later garbage collection that may fall inside pytest's compile() of a module
+        # (CPython 3.11 then fails with "AST constructor recursion depth mismatch")
+        gc.collect()
 
 
 @pytest.mark.timeout(90)
