@@ -92,7 +92,9 @@ NOTES: dict[int, str] = {
         "it), the answer names the producer id and epoch to go on with, a retry is told by "
         "its epoch, aborting an empty transaction is allowed, an exhausted epoch moves to a "
         "new producer id.",
-    27: "Between brokers: the coordinator's markers for partitions another broker leads.",
+    27: "Between brokers: the coordinator's markers for partitions another broker leads; v2 "
+        "`transaction_version` 2 (KIP-890): the marker's epoch must be above the producer's "
+        "(INVALID_PRODUCER_EPOCH for a late or repeated one).",
     28: "Transactional offsets pending until the marker; v3 generation and member checks. A "
         "fenced producer is INVALID_PRODUCER_EPOCH at every version, as Kafka. The offsets "
         "partition is verified with the transaction coordinator (KIP-890), v5 adds it "
