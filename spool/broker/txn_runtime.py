@@ -442,7 +442,8 @@ class TransactionRuntime:
             return Errors.PRODUCER_FENCED
         coord = groups.coordinator
         if generation >= 0 or member_id or instance is not None:
-            code = _check_commit(coord, group_id, generation, member_id, instance)
+            code = _check_commit(coord, group_id, generation, member_id, instance,
+                                 transactional=True)
             if code:
                 return code
         elif not group_id:

@@ -68,7 +68,8 @@ def commit_offsets(
 
 
 def _check_commit(coord: GroupCoordinator, group_id: str, generation: int, member_id: str,
-                  instance: str | None, missing_group: int = Errors.ILLEGAL_GENERATION) -> int:
+                  instance: str | None, missing_group: int = Errors.ILLEGAL_GENERATION,
+                  transactional: bool = False) -> int:
     """Kafka's ``validateOffsetCommit`` for a classic group (``generation`` is the
     request's generation_id_or_member_epoch). A group that does not exist takes commits
     without a generation (-1: the admin client or a consumer outside group management;
@@ -77,7 +78,9 @@ def _check_commit(coord: GroupCoordinator, group_id: str, generation: int, membe
     An Empty group takes commits without a generation too; otherwise a request naming a
     member, a generation or an instance must name a current member and the current
     generation, and one naming none is UNKNOWN_MEMBER_ID; a group whose rebalance is
-    completing is REBALANCE_IN_PROGRESS."""
+    completing is REBALANCE_IN_PROGRESS. A ``transactional`` commit (TxnOffsetCommit) is
+    spared those two: older clients send no member, and the group's state is not enforced
+    for transactional offsets (Kafka's ``isTransactional``)."""
     if not group_id:
         return Errors.INVALID_GROUP_ID
     group = coord.groups.get(group_id)
@@ -88,13 +91,13 @@ def _check_commit(coord: GroupCoordinator, group_id: str, generation: int, membe
     if generation < 0 and group.is_(S.EMPTY):
         return 0
     if generation < 0 and not member_id and instance is None:
-        return Errors.UNKNOWN_MEMBER_ID
+        return 0 if transactional else Errors.UNKNOWN_MEMBER_ID
     code = coord._check_member(group, member_id, instance)
     if code:
         return code
     if generation != group.generation:
         return Errors.ILLEGAL_GENERATION
-    if group.is_(S.COMPLETING_REBALANCE):
+    if group.is_(S.COMPLETING_REBALANCE) and not transactional:
         return Errors.REBALANCE_IN_PROGRESS
     return 0  # Stable, or PreparingRebalance (eager members commit before rejoining)
 

@@ -17,13 +17,17 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from spool.protocol._generated import (
+    AddOffsetsToTxnRequest,
     DescribeGroupsRequest,
+    EndTxnRequest,
     FindCoordinatorRequest,
+    InitProducerIdRequest,
     JoinGroupRequest,
     MetadataRequest,
     OffsetCommitRequest,
     OffsetFetchRequest,
     SyncGroupRequest,
+    TxnOffsetCommitRequest,
 )
 from spool.protocol._generated.join_group_request import JoinGroupRequestProtocol
 from spool.protocol._generated.metadata_request import MetadataRequestTopic
@@ -36,6 +40,10 @@ from spool.protocol._generated.offset_fetch_request import (
     OffsetFetchRequestTopics,
 )
 from spool.protocol._generated.sync_group_request import SyncGroupRequestAssignment
+from spool.protocol._generated.txn_offset_commit_request import (
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+)
 from spool.protocol.errors import Errors
 from spool.protocol.primitives import ZERO_UUID
 from tests.helpers.raw_client import RawClient
@@ -298,5 +306,37 @@ def test_require_stable_fetch_sees_a_pending_transactional_commit_as_unstable(br
         p.commit_transaction(10)
         assert _fetch(rc, 8, [(group, [topic_name])], require_stable=True)[group] == (
             0, {topic_name: [(0, 9, "", 0)]})
+    finally:
+        rc.close()
+
+
+def test_transactional_commit_is_taken_while_the_rebalance_completes(broker, topic_name):
+    """Kafka spares TxnOffsetCommit the group-state check OffsetCommit makes: a member of
+    a group whose rebalance is completing (joined, not yet synced) commits transactional
+    offsets, where a plain commit is REBALANCE_IN_PROGRESS."""
+    rc = RawClient(broker.bootstrap)
+    group, txn = _group(), f"txn-{topic_name}"
+    try:
+        _topic_id(rc, topic_name)
+        first = _join(rc, group, 9)
+        joined = _join(rc, group, 9, member_id=first.member_id)
+        assert (joined.error_code, joined.generation_id) == (0, 1)  # CompletingRebalance
+        assert _commit(rc, 9, group, topic_name, generation=1, member_id=joined.member_id) == [
+            (topic_name, [Errors.REBALANCE_IN_PROGRESS])]
+        pid = rc.request(22, 4, InitProducerIdRequest(
+            transactional_id=txn, transaction_timeout_ms=30000, producer_id=-1,
+            producer_epoch=-1))
+        assert pid.error_code == 0
+        ids = dict(transactional_id=txn, producer_id=pid.producer_id,
+                   producer_epoch=pid.producer_epoch)
+        assert rc.request(25, 3, AddOffsetsToTxnRequest(**ids, group_id=group)).error_code == 0
+        got = rc.request(28, 3, TxnOffsetCommitRequest(
+            **ids, group_id=group, generation_id=1, member_id=joined.member_id, topics=[
+                TxnOffsetCommitRequestTopic(name=topic_name, partitions=[
+                    TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=6,
+                                                    committed_metadata="t")])]))
+        assert [[p.error_code for p in t.partitions] for t in got.topics] == [[0]]
+        assert rc.request(26, 3, EndTxnRequest(**ids, committed=True)).error_code == 0
+        assert _fetch(rc, 9, [(group, [topic_name])])[group] == (0, {topic_name: [(0, 6, "t", 0)]})
     finally:
         rc.close()
