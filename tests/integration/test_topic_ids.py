@@ -2,7 +2,8 @@
 topics by ID and answers with it; an ID the broker does not know is UNKNOWN_TOPIC_ID for
 each of its partitions; a topic deleted and created again under the same name never
 answers for the old ID, even to a fetch parked in a long poll across the recreation;
-Metadata v12+ looks topics up by ID, v13 with its top-level error code."""
+Produce v13 writes by ID and refuses an unknown one; Metadata v12+ looks topics up by ID,
+v13 with its top-level error code."""
 
 from __future__ import annotations
 
@@ -40,14 +41,27 @@ def topic_id(bootstrap: str, name: str) -> uuid.UUID:
     return t.topic_id
 
 
-def produce(bootstrap: str, name: str, values: list[bytes], partition: int = 0) -> None:
+def batch(values: list[bytes]) -> bytes:
     b = BatchBuilder()
     for v in values:
         b.append(None, v, timestamp=1_700_000_000_000)
+    return b.build()
+
+
+def produce(bootstrap: str, name: str, values: list[bytes], partition: int = 0) -> None:
     resp = request_once(bootstrap, 0, 11, ProduceRequest(acks=1, timeout_ms=5000, topic_data=[
         TopicProduceData(name=name, partition_data=[
-            PartitionProduceData(index=partition, records=b.build())])]))
+            PartitionProduceData(index=partition, records=batch(values))])]))
     assert resp.responses[0].partition_responses[0].error_code == 0
+
+
+def produce_by_id(bootstrap: str, tid: uuid.UUID, values: list[bytes], partitions=(0,)):
+    """Produce v13: the response's (topic id, [(partition, error, base offset)])."""
+    resp = request_once(bootstrap, 0, 13, ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[
+        TopicProduceData(topic_id=tid, partition_data=[
+            PartitionProduceData(index=p, records=batch(values)) for p in partitions])]))
+    [t] = resp.responses
+    return t.topic_id, [(p.index, p.error_code, p.base_offset) for p in t.partition_responses]
 
 
 def fetch_request(tid: uuid.UUID, offset: int = 0, partitions=(0,), max_wait_ms: int = 0,
@@ -126,8 +140,25 @@ def test_a_recreated_topic_never_answers_for_the_old_id(broker, topic_name):
             [p] = request_once(broker.bootstrap, 1, version,
                                fetch_request(old, offset=offset)).responses[0].partitions
             assert (p.error_code, values(p.records)) == (Errors.UNKNOWN_TOPIC_ID, []), version
+    # a producer holding the old ID writes nothing into the new topic
+    assert produce_by_id(broker.bootstrap, old, [b"stale"]) == (
+        old, [(0, Errors.UNKNOWN_TOPIC_ID, -1)])
     [p] = request_once(broker.bootstrap, 1, 13, fetch_request(new)).responses[0].partitions
     assert values(p.records) == [b"new%d" % i for i in range(5)]
+
+
+def test_produce_by_topic_id(broker, topic_name):
+    create(broker.bootstrap, topic_name, partitions=2)
+    tid = topic_id(broker.bootstrap, topic_name)
+    assert produce_by_id(broker.bootstrap, tid, [b"a", b"b"], partitions=(0, 1)) == (
+        tid, [(0, 0, 0), (1, 0, 0)])
+    assert produce_by_id(broker.bootstrap, tid, [b"c"], partitions=(1,)) == (tid, [(1, 0, 2)])
+    unknown = uuid.uuid4()
+    assert produce_by_id(broker.bootstrap, unknown, [b"x"], partitions=(0, 1)) == (
+        unknown, [(0, Errors.UNKNOWN_TOPIC_ID, -1), (1, Errors.UNKNOWN_TOPIC_ID, -1)])
+    resp = request_once(broker.bootstrap, 1, 13, fetch_request(tid, partitions=(0, 1)))
+    assert [values(p.records) for p in resp.responses[0].partitions] == [
+        [b"a", b"b"], [b"a", b"b", b"c"]]
 
 
 def test_metadata_by_topic_id(broker, topic_name):

@@ -18,7 +18,8 @@ NOTES: dict[int, str] = {
        "KIP-890: the first transactional batch of a transaction on a partition is verified "
        "with the transaction coordinator (v3-11, `transaction.partition.verification.enable`; "
        "not in the transaction: INVALID_TXN_STATE, TRANSACTION_ABORTABLE from v11) and v12 "
-       "adds the partition to the transaction itself (transaction version 2). "
+       "adds the partition to the transaction itself (transaction version 2); v13 topics by id "
+       "(UNKNOWN_TOPIC_ID per partition for an unknown id, nothing appended). "
        "acks=0 gets no answer (Kafka also closes the connection when such a request fails; "
        "Spool keeps it).",
     1: "Whole batches from segment files with sendfile, long polling, KIP-74 (the first "

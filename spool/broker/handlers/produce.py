@@ -44,12 +44,19 @@ every ``add.partitions.to.txn.retry.backoff.ms`` for up to
 ``add.partitions.to.txn.retry.backoff.max.ms`` and then answered as it is. The
 append then checks the verification's guard (``spool.storage.producer_state``): a
 marker written meanwhile voids it.
+
+v13 names topics by ID (KIP-516), in the request and the response: an ID the broker's view
+does not know is UNKNOWN_TOPIC_ID for each of its partitions, nothing appended, and so is a
+partition whose replica belongs to another topic of the same name (deleted and created again
+while the request waited for its transaction's coordinator), as Kafka's
+getPartitionOrException answers a topic ID that does not match the one on disk.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 
 from spool.broker.registry import handles
 from spool.protocol._generated import ProduceRequest, ProduceResponse
@@ -75,16 +82,21 @@ MIN_SERVED_VERSION = 3
 def append_partition(
     broker, topic: str, partition: int, records, now_ms: int, acks: int = 1, flush: bool = True,
     pending: list | None = None, verification_guard: object | None = None,
+    topic_id: uuid.UUID | None = None,
 ) -> PartitionProduceResponse:
     """Validate and append one partition's batch; with ``flush=False`` a due
     ``flush.messages`` fsync is left to the caller (``flush_due_partitions``). An acks=-1
     batch not yet replicated goes into ``pending`` as (topic, response, last offset):
-    the caller waits for it (``wait_replicated``)."""
+    the caller waits for it (``wait_replicated``). With ``topic_id`` (v13) a replica of
+    another topic ID is UNKNOWN_TOPIC_ID."""
     resp = PartitionProduceResponse(index=partition, error_code=0, base_offset=-1,
                                     log_append_time_ms=-1, log_start_offset=-1)
     try:
         replicas = broker.replicas
         part = replicas.leader_partition(topic, partition)
+        if topic_id is not None and part.topic_id is not None and part.topic_id != topic_id:
+            raise KafkaError(Errors.UNKNOWN_TOPIC_ID,
+                             f"{topic}-{partition} is not of topic id {topic_id}")
         if records is None or len(records) == 0:
             raise KafkaError(Errors.INVALID_RECORD, "produce request without records")
         plog = part.log
@@ -178,36 +190,59 @@ async def flush_due_partitions(broker, appended: list[tuple[str, PartitionProduc
             part.error_message = f"flush failed: {e}"
 
 
-@handles(0, 0, 12)
+TOPIC_IDS_VERSION = 13  # KIP-516: topics by ID
+
+
+def _unknown_topic_id(p) -> PartitionProduceResponse:
+    return PartitionProduceResponse(index=p.index, error_code=Errors.UNKNOWN_TOPIC_ID,
+                                    base_offset=-1, log_append_time_ms=-1, log_start_offset=-1)
+
+
+@handles(0, 0, 13)
 async def produce(ctx, req: ProduceRequest) -> ProduceResponse | None:
     broker = ctx.broker
     version = ctx.api_version
     now_ms = broker.clock.now_ms()
+    by_id = version >= TOPIC_IDS_VERSION
+    if by_id:  # each topic's name, once: None for an unknown ID
+        name_of = broker.view.topic_name
+        names = {id(t): name_of(t.topic_id) for t in req.topic_data}
+        topic_name = lambda t: names[id(t)]  # noqa: E731
+    else:
+        topic_name = None
     refused, guards = {}, {}
     if version >= MIN_SERVED_VERSION and req.acks in (0, 1, -1):
-        refused, guards = await transactional_verification(broker, req, version, now_ms)
+        refused, guards = await transactional_verification(broker, req, version, now_ms,
+                                                           topic_name)
     topics = []
     appended: list[tuple[str, PartitionProduceResponse]] = []
     pending: list = []
     for t in req.topic_data:
+        name = topic_name(t) if by_id else t.name
+        if by_id and name is None:
+            topics.append(TopicProduceResponse(topic_id=t.topic_id, partition_responses=[
+                _unknown_topic_id(p) for p in t.partition_data]))
+            continue
         parts = []
         for p in t.partition_data:
             if version < MIN_SERVED_VERSION:
                 parts.append(PartitionProduceResponse(index=p.index, error_code=Errors.UNSUPPORTED_VERSION))
             elif req.acks not in (0, 1, -1):
                 parts.append(PartitionProduceResponse(index=p.index, error_code=Errors.INVALID_REQUIRED_ACKS))
-            elif (t.name, p.index) in refused:
-                code, message = refused[(t.name, p.index)]
+            elif (name, p.index) in refused:
+                code, message = refused[(name, p.index)]
                 parts.append(PartitionProduceResponse(index=p.index, error_code=code,
                                                       error_message=message, base_offset=-1,
                                                       log_append_time_ms=-1, log_start_offset=-1))
             else:
-                parts.append(append_partition(broker, t.name, p.index, p.records, now_ms,
+                parts.append(append_partition(broker, name, p.index, p.records, now_ms,
                                               req.acks, flush=False, pending=pending,
-                                              verification_guard=guards.get((t.name, p.index))))
+                                              verification_guard=guards.get((name, p.index)),
+                                              topic_id=t.topic_id if by_id else None))
                 if parts[-1].error_code == 0:
-                    appended.append((t.name, parts[-1]))
-        topics.append(TopicProduceResponse(name=t.name, partition_responses=parts))
+                    appended.append((name, parts[-1]))
+        topics.append(TopicProduceResponse(name=name, topic_id=t.topic_id,
+                                           partition_responses=parts))
     await flush_due_partitions(broker, appended)
     if pending:
         await wait_replicated(broker, pending, req.timeout_ms)
