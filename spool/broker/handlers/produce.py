@@ -68,7 +68,7 @@ from spool.protocol._generated.produce_response import (
     TopicProduceResponse,
 )
 from spool.protocol.errors import Errors, KafkaError, error_name
-from spool.records.batch import HEADER_SIZE, BatchHeader, validate_batch
+from spool.records.batch import HEADER_SIZE, TRANSACTIONAL_MASK, BatchHeader, validate_batch
 from spool.records.record import check_record_count
 from spool.replica.partition import NotLeader
 from spool.storage.producer_state import ONGOING
@@ -264,6 +264,7 @@ def _leader_endpoints(ctx, topics) -> list[NodeEndpoint]:
 
 # ---- KIP-890: transactional batches (module doc)
 
+_ATTRIBUTES_LOW = 22  # the low byte of a batch's attributes (int16 at offset 21)
 _RETRIABLE_VERIFICATION = frozenset({Errors.NETWORK_EXCEPTION, Errors.COORDINATOR_LOAD_IN_PROGRESS,
                                      Errors.COORDINATOR_NOT_AVAILABLE, Errors.NOT_COORDINATOR})
 
@@ -279,8 +280,9 @@ def _transactional_batches(broker, req: ProduceRequest, now_ms: int, topic_name)
             continue  # an unknown topic (id): nothing is appended to it
         for p in t.partition_data:
             records = p.records
-            if records is None or len(records) < HEADER_SIZE:
-                continue
+            if records is None or len(records) < HEADER_SIZE or not (
+                    records[_ATTRIBUTES_LOW] & TRANSACTIONAL_MASK):
+                continue  # the common case, without parsing the header
             h = BatchHeader.parse(records)
             if not h.is_transactional or h.is_control or h.producer_id < 0:
                 continue
