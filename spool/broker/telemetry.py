@@ -235,7 +235,9 @@ class ClientMetricsManager:
         data = bytes(req.metrics or b"")
         if data:
             try:
-                payload = decompress(req.compression_type, data, self.max_bytes) \
+                # telemetry.max.bytes bounds what is sent, as Kafka's; the inflated payload
+                # has the records' decompression-bomb bound
+                payload = decompress(req.compression_type, data) \
                     if req.compression_type else data
                 points = decode_metrics(payload)
             except (KafkaError, ValueError, UnicodeDecodeError):

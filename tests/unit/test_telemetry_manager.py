@@ -109,3 +109,24 @@ def test_store_keeps_pushes_for_the_retention_and_within_bytes():
 def test_subscriptions_skip_what_no_longer_parses():
     subs = subscriptions({"ok": {"metrics": "a,b"}, "bad": {"interval.ms": "x"}})
     assert [(s.name, s.metrics, s.interval_ms) for s in subs] == [("ok", ("a", "b"), 300000)]
+
+
+def test_the_limit_is_on_what_is_sent_not_what_it_inflates_to():
+    import gzip
+
+    def ld(num, data):  # a protobuf length-delimited field (lengths < 16384 here)
+        n = len(data)
+        size = bytes([n]) if n < 128 else bytes([n & 0x7F | 0x80, n >> 7])
+        return bytes([num << 3 | 2]) + size + data
+
+    name = ("org.apache.kafka.producer." + "x" * 5000).encode()
+    payload = ld(1, ld(2, ld(2, ld(1, name))))
+    clock = Clock()
+    m = manager({"a": {"metrics": "*"}}, clock, max_bytes=1000)
+    r = get(m)
+    sent = gzip.compress(payload)
+    assert len(sent) < 1000 < len(payload)
+    assert m.push(PushTelemetryRequest(
+        client_instance_id=r.client_instance_id, subscription_id=r.subscription_id,
+        terminating=False, compression_type=1, metrics=sent), CLIENT).error_code == 0
+    assert [len(p.payload) for p in m.store.pushes()] == [len(payload)]
