@@ -176,9 +176,17 @@ class ClientMetricsManager:
         return inst
 
     def _forget_expired(self, now: int) -> None:
-        for iid, inst in list(self._instances.items()):
-            if now - inst.last_seen_ms > max(CACHE_EXPIRY_MS, 3 * inst.push_interval_ms):
-                del self._instances[iid]
+        """Instances are kept least recently seen first: look only at those idle for more
+        than a minute (the shortest expiry), not at every instance."""
+        expired = []
+        for iid, inst in self._instances.items():
+            idle = now - inst.last_seen_ms
+            if idle <= CACHE_EXPIRY_MS:
+                break
+            if idle > 3 * inst.push_interval_ms:
+                expired.append(iid)
+        for iid in expired:
+            del self._instances[iid]
 
     def _matched(self, instance_id: uuid.UUID, attributes: dict[str, str],
                  subs: tuple[Subscription, ...]) -> ClientInstance:

@@ -130,3 +130,17 @@ def test_the_limit_is_on_what_is_sent_not_what_it_inflates_to():
         client_instance_id=r.client_instance_id, subscription_id=r.subscription_id,
         terminating=False, compression_type=1, metrics=sent), CLIENT).error_code == 0
     assert [len(p.payload) for p in m.store.pushes()] == [len(payload)]
+
+
+def test_a_long_interval_keeps_its_instance_three_intervals():
+    clock = Clock()
+    m = manager({"slow": {"metrics": "x.", "interval.ms": "40000",
+                          "match": "client_id=app-1"}}, clock)
+    slow = get(m).client_instance_id
+    quick = get(m, attrs={**CLIENT, "client_id": "other"}).client_instance_id  # 300 s default
+    clock.t += 100_000  # past a minute and 2.5 of slow's intervals
+    get(m, uuid.uuid4())
+    assert slow in m._instances and quick in m._instances
+    clock.t += 21_000  # slow: past 3 x 40 s
+    get(m, uuid.uuid4())
+    assert slow not in m._instances and quick in m._instances
