@@ -9,7 +9,7 @@ sends the supported ranges, UpdateFeatures changes finalized levels by Kafka's r
 Kafka 4.2's features, and Spool's claim (``FEATURES``)::
 
     feature                           Kafka 4.2  Spool claims  level meanings
-    metadata.version                  7-29*      14 (3.6-IV2)  the metadata records' format
+    metadata.version                  7-...*     14 (3.6-IV2)  the metadata records' format
     kraft.version                     0-1        0             1: dynamic quorum (KIP-853)
     transaction.version               0-2        0-2           1: flexible transaction log
                                                                records; 2: KIP-890 part 2
@@ -18,7 +18,8 @@ Kafka 4.2's features, and Spool's claim (``FEATURES``)::
     share.version                     0-1        0             1: share groups (KIP-932)
     streams.version                   0-1        0             1: streams groups (KIP-1071)
 
-    * metadata.version levels above 25 (4.0-IV3) are 4.1's and 4.2's.
+    * from 3.3-IV3 (7); the levels after 4.0-IV3 (25) are 4.1's and 4.2's, which this
+      table does not name (they are shown as numbers).
 
 A level is claimed only where Spool implements what it means: metadata.version stays
 at 3.6-IV2 (Spool writes its records at that level's formats: no directory
