@@ -63,7 +63,7 @@ from spool.broker.config_view import (
 from spool.broker.controller_channel import ControllerChannel
 from spool.broker.coordinator_log import CoordinatorLogWriter, PartitionLogWriter
 from spool.broker.dispatch import Dispatcher
-from spool.broker.dynamic_config import note_changes
+from spool.broker.dynamic_config import apply_changes
 from spool.broker.group_runtime import GroupRuntime
 from spool.broker.metadata_view import MetadataView, SingleNodeView
 from spool.broker.producer_ids import ProducerIdManager
@@ -212,7 +212,7 @@ class Broker:
                                    self._advertised_for)
         self.client_metrics = ClientMetricsManager.of(self)  # KIP-714 (spool.broker.telemetry)
         if not self.cluster.kraft:  # what earlier AlterConfigs left (a cluster: the publisher)
-            note_changes(self.node_id, {}, self._dynamic_broker())
+            apply_changes(self, {}, self._dynamic_broker())
         self.replicas = ReplicaManager(self)
         if self.cluster.kraft:  # the coordinators follow their partitions' leadership
             self.replicas.add_leadership_listener(self.leadership_changed)
@@ -478,7 +478,7 @@ class Broker:
             return
         before = self._dynamic_broker()
         self.storage.alter_broker_config(changes, name)
-        note_changes(self.node_id, before, self._dynamic_broker())
+        apply_changes(self, before, self._dynamic_broker())
 
     # ---- fetch long-polling
 

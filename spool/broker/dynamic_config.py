@@ -25,11 +25,13 @@ INVALID_REQUEST with Kafka's messages:
   DynamicThreadPool rule).
 
 A key nobody defines is accepted, as Kafka keeps custom keys for plugins; the
-broker log names it (with a "did you mean" hint). ``note_changes`` logs each
-change a broker sees: applied (topic defaults such as ``log.retention.ms`` and
-``message.max.bytes`` reach every log without a restart; the cleaner's buffer
-and backoff keys) or stored only (Spool does not act on it: TLS, SASL, quotas,
-thread pools, listeners...). Password values never reach the log.
+broker log names it (with a "did you mean" hint). ``apply_changes`` acts on what
+the running broker can take (``max.connections``, ``max.connections.per.ip``; topic
+defaults such as ``log.retention.ms`` and ``message.max.bytes`` reach every log
+through the log manager; the cleaner reads its buffer and backoff keys each time),
+and ``note_changes`` logs each change a broker sees: applied, or stored only
+(Spool does not act on it: TLS, SASL, quotas, thread pools, listeners...).
+Password values never reach the log.
 """
 
 from __future__ import annotations
@@ -171,6 +173,18 @@ def _check_thread_count(name: str, new: int, old: int) -> None:
     if new > old * 2:
         raise KafkaError(Errors.INVALID_REQUEST, f"{message}, value should not be greater "
                          f"than double the current value {old}")
+
+
+def apply_changes(broker, old: Mapping[str, str], new: Mapping[str, str]) -> None:
+    """This broker's dynamic config (both layers merged) went from ``old`` to ``new``: act on
+    what the broker itself reads while running (the connection limits; the topic defaults
+    reach the logs through the log manager), then ``note_changes``."""
+    server = getattr(broker, "server", None)
+    limits = ("max.connections", "max.connections.per.ip")
+    if server is not None and any(old.get(k) != new.get(k) for k in limits):
+        current = [int(new.get(k) or broker.config.get(k)) for k in limits]
+        server.set_connection_limits(*current)
+    note_changes(broker.node_id, old, new)
 
 
 def note_changes(node_id: int, old: Mapping[str, str], new: Mapping[str, str]) -> None:

@@ -46,7 +46,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from spool.broker.cluster_view import ClusterView
-from spool.broker.dynamic_config import note_changes
+from spool.broker.dynamic_config import apply_changes
 from spool.cluster.image import BROKER_RESOURCE, TOPIC_RESOURCE, ConfigResource, MetadataImage
 from spool.cluster.loader import LeaderAndEpoch
 from spool.cluster.local_changes import LocalReplicaChanges, local_changes
@@ -157,7 +157,7 @@ class BrokerMetadataPublisher:
             elif res.type == BROKER_RESOURCE and res.name in ("", str(self.node_id)):
                 dynamic = dynamic_broker_config(image, self.node_id)
                 logs.set_dynamic_broker_config(dynamic)
-                note_changes(self.node_id, self._dynamic, dynamic)
+                apply_changes(self.broker, self._dynamic, dynamic)
                 self._dynamic = dict(dynamic)
 
     async def wait_applied(self, offset: int) -> None:

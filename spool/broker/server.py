@@ -701,6 +701,13 @@ class Server:
         t.add_done_callback(self._tasks.discard)
         return t
 
+    def set_connection_limits(self, max_connections: int, max_connections_per_ip: int) -> None:
+        """``max.connections`` and ``max.connections.per.ip`` changed while running (dynamic
+        broker configs): new connections obey them; open ones stay, as in Kafka."""
+        self.max_connections = max(1, max_connections)
+        self.max_connections_per_ip = max(0, max_connections_per_ip)
+        self._slot_freed.set()  # an accept loop waiting on the old limit looks again
+
     async def _accept_loop(self, ls: socket.socket, name: str) -> None:
         loop = asyncio.get_running_loop()
         fd = ls.fileno()

@@ -12,6 +12,8 @@ Keys that need a restart get Kafka's INVALID_REQUEST and message.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (
@@ -23,7 +25,10 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 
+from spool.protocol._generated import AlterConfigsRequest, ApiVersionsRequest
+from spool.protocol._generated import alter_configs_request as ac
 from tests.helpers.broker_configs import raw_alter, raw_describe, raw_incremental
+from tests.helpers.raw_client import RawClient
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -157,3 +162,45 @@ def test_passwords_are_never_shown(broker):
     with pytest.raises(KafkaException) as e:
         incremental(admin, "0", ("log.dirs", "/x", SET))
     assert e.value.args[0].code() == KafkaError.INVALID_REQUEST
+
+
+def served(bootstrap: str, timeout: float = 10.0) -> RawClient:
+    """A connection the broker answers (retrying while it refuses this address)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        c = RawClient(bootstrap)
+        try:
+            c.request(18, 0, ApiVersionsRequest())
+            return c
+        except OSError:
+            c.close()
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def test_connection_limits_take_effect_without_a_restart(fresh_broker):
+    """max.connections.per.ip lowered to 1: a second connection from this address is closed
+    at once; deleted: it is served again. Open connections stay, as in Kafka."""
+    b = fresh_broker.start()
+    assert raw_alter(b.bootstrap, "0", {"max.connections.per.ip": "1"}) == (0, None)
+    first = served(b.bootstrap)  # once the broker has let the previous connection go
+    try:
+        second = RawClient(b.bootstrap)
+        try:
+            with pytest.raises((ConnectionError, OSError, EOFError)):
+                second.request(18, 0, ApiVersionsRequest())
+        finally:
+            second.close()
+        resp = first.request(33, 2, AlterConfigsRequest(validate_only=False, resources=[
+            ac.AlterConfigsResource(resource_type=4, resource_name="0", configs=[])]))
+        assert resp.responses[0].error_code == 0  # the legacy API: an empty set deletes all
+    finally:
+        first.close()
+    a, c = RawClient(b.bootstrap), RawClient(b.bootstrap)
+    try:
+        assert a.request(18, 0, ApiVersionsRequest()).error_code == 0
+        assert c.request(18, 0, ApiVersionsRequest()).error_code == 0
+    finally:
+        a.close()
+        c.close()
