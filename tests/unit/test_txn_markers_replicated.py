@@ -21,7 +21,7 @@ async def test_a_marker_is_answered_once_the_isr_has_it(tmp_path):
     rm.apply_changes(None, changes(leaders={TP: reg()}))  # ISR (1, 2, 3), led here
     part = rm.leader_partition("t", 0)
     marker = SimpleNamespace(transaction_result=True, producer_id=7, producer_epoch=0,
-                             coordinator_epoch=3)
+                             coordinator_epoch=3, transaction_version=0)  # WritableTxnMarker v2
     answer = asyncio.ensure_future(_write(broker, "t", 0, marker))
     await settle()
     assert part.log_end_offset == 1  # the COMMIT marker is in the leader's log
