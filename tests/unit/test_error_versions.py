@@ -114,3 +114,15 @@ def test_allowed_grows_with_the_version():
             assert prev <= cur, api
             prev = cur
     assert ev.allowed(9999, 0) is None
+
+
+@pytest.mark.parametrize("plane", ["broker", "controller"])
+def test_every_advertised_api_is_audited(plane):
+    """The round trip (tests/integration/test_api_roundtrip.py) checks a response's codes
+    only for an audited API: an API served without a row here would pass it unchecked."""
+    import spool.broker.handlers  # noqa: F401  (registers them)
+    from spool.broker.registry import advertised
+
+    served = advertised(plane)
+    assert served
+    assert [(key, hi) for key, _, hi in served if ev.allowed(key, hi, plane) is None] == []
