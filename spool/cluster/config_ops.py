@@ -156,7 +156,8 @@ def refuse_null_values(configs: Any, incremental: bool) -> None:
 
 
 def incremental_changes(rtype: int, current: Mapping[str, str], configs: Any,
-                        key_type: Any = None) -> dict[str, str | None]:
+                        key_type: Any = None, key_default: Any = None
+                        ) -> dict[str, str | None]:
     """The new values (None: delete) IncrementalAlterConfigs' ``configs`` make of a
     resource whose own stored values are ``current`` (Kafka's rules, both modes):
 
@@ -168,7 +169,9 @@ def incremental_changes(rtype: int, current: Mapping[str, str], configs: Any,
     - APPEND or SUBTRACT on a key whose type is not LIST is INVALID_CONFIG, worded as
       Kafka's controller words it for a topic and its broker for a broker resource.
 
-    ``key_type(name)`` gives a broker key's type (the broker's table); topic keys use
+    ``key_type(name)`` and ``key_default(name)`` give a broker key's type and default as a
+    string (the broker's table: APPEND to ``sasl.enabled.mechanisms`` starts from
+    ``GSSAPI``); topic keys use
     ``TOPIC_CONFIGS``."""
     changes: dict[str, str | None] = {}
     for c in configs:
@@ -181,6 +184,8 @@ def incremental_changes(rtype: int, current: Mapping[str, str], configs: Any,
             ktype, default = _key_info(rtype, c.name)
             if rtype != TOPIC_RESOURCE and key_type is not None:
                 ktype = key_type(c.name) or ktype
+            if rtype != TOPIC_RESOURCE and key_default is not None:
+                default = key_default(c.name) or default
             if ktype != "list":
                 verb = "APPEND" if op == APPEND else "SUBTRACT"
                 if rtype == TOPIC_RESOURCE:

@@ -204,3 +204,19 @@ def test_connection_limits_take_effect_without_a_restart(fresh_broker):
     finally:
         a.close()
         c.close()
+
+
+def test_append_to_a_broker_list_starts_from_its_default(broker):
+    """As Kafka: APPEND on a key with no dynamic value starts from the key's default."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    incremental(admin, "0", ("sasl.enabled.mechanisms", "PLAIN",
+                             AlterConfigOpType.APPEND))
+    try:
+        entry = described(admin)["sasl.enabled.mechanisms"]
+        assert (entry.value, entry.source) == ("GSSAPI,PLAIN", DYNAMIC_BROKER)
+        incremental(admin, "0", ("sasl.enabled.mechanisms", "GSSAPI,PLAIN",
+                                 AlterConfigOpType.SUBTRACT))
+        assert described(admin)["sasl.enabled.mechanisms"].value == ""
+    finally:
+        incremental(admin, "0", ("sasl.enabled.mechanisms", None, DELETE))
+    assert described(admin)["sasl.enabled.mechanisms"].source == ConfigSource.DEFAULT_CONFIG.value

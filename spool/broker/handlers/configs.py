@@ -56,6 +56,7 @@ from spool.protocol._generated.incremental_alter_configs_response import (
     AlterConfigsResourceResponse as IncrementalResourceResponse,
 )
 from spool.protocol.errors import Errors, KafkaError
+from spool.storage.config import format_value
 
 TOPIC = 2
 BROKER = 4
@@ -155,7 +156,8 @@ def _broker_changes(broker, r, incremental: bool) -> dict[str, str | None]:
     check_resource_name(r.resource_name, broker.node_id)
     own = broker.view.broker_resource_configs(r.resource_name)
     if incremental:
-        changes = incremental_changes(BROKER, own, r.configs, _broker_key_type)
+        changes = incremental_changes(BROKER, own, r.configs, _broker_key_type,
+                                      _broker_key_default)
     else:
         changes = {**{k: None for k in own}, **{c.name: c.value for c in r.configs}}
     after = {k: v for k, v in {**own, **changes}.items() if v is not None}
@@ -251,6 +253,11 @@ def _incremental_changes(broker, r) -> dict[str, str | None]:
 def _broker_key_type(name: str) -> str | None:
     key = known_key(name)
     return None if key is None else key.type
+
+
+def _broker_key_default(name: str) -> str | None:
+    key = known_key(name)
+    return None if key is None or key.default is None else format_value(key, key.default)
 
 
 @handles(44, 0, 1)
