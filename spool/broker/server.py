@@ -104,7 +104,9 @@ def _peer_closed(sock: socket.socket) -> bool:
 
 
 class CloseConnection(Exception):
-    """Raised by a dispatcher: the connection is condemned; ``str(e)`` says why."""
+    """Raised by a dispatcher, or by a handler instead of answering (Produce with acks=0
+    that failed): the connection is condemned once the responses before it are sent;
+    ``str(e)`` says why."""
 
 
 class RateLimitedLog:
@@ -543,6 +545,10 @@ class Connection:
                     chunks = task.result()
                 except asyncio.CancelledError:
                     chunks, stop = None, True
+                except CloseConnection as e:  # a handler's answer: close, as Kafka does
+                    conn_log(logging.INFO, "closing %s: %s", self.peer, e)
+                    chunks, stop = None, True
+                    self.reason = self.reason or str(e)
                 except Exception:
                     conn_log(logging.ERROR, "closing %s: handler failed", self.peer,
                              exc_info=True)

@@ -12,8 +12,9 @@ the response must decode at the request's version with nothing left over, every
 (``spool.protocol.error_versions.allowed``; for an API not audited there, a code
 Kafka has), and the connection must still answer an ApiVersions after it (Kafka
 answers every request that decodes; Spool closes only on a handler crash, which
-is what this finds). Produce with acks=0 gets no response; the probe then is the
-next frame. An API the listener does not advertise closes the connection, as
+is what this finds). Produce with acks=0 gets no response; when it failed the
+broker closes the connection (Kafka's way of telling such a producer), so there
+either may happen (``test_produce_acks_0`` tells them apart). An API the listener does not advertise closes the connection, as
 Kafka's "... which is not enabled". The controller plane (APIs of a controller
 listener: the quorum's and the controller's) runs the same on a one-node combined
 cluster of its own.
@@ -43,9 +44,11 @@ from spool.protocol._generated import (
     FindCoordinatorRequest,
     InitProducerIdRequest,
     MetadataRequest,
+    ProduceRequest,
 )
 from spool.protocol._generated.create_topics_request import CreatableTopic
 from spool.protocol._generated.metadata_request import MetadataRequestTopic
+from spool.protocol._generated.produce_request import PartitionProduceData, TopicProduceData
 from spool.protocol.error_versions import allowed, error_codes
 from spool.protocol.errors import BY_CODE, error_name
 from spool.protocol.message import Message
@@ -161,6 +164,11 @@ def _roundtrip(target: Target, api_key: int, version: int, request: Any) -> list
         try:
             if api_key == PRODUCE and request.acks == 0:
                 c.send(api_key, version, request)  # no response: the probe is the next frame
+                try:
+                    c.request(API_VERSIONS, 0, ApiVersionsRequest())
+                except ConnectionError:
+                    pass  # a failed acks=0 produce closes the connection, as Kafka's
+                return problems  # (test_produce_acks_0 checks which one closes)
             else:
                 cid = c.send(api_key, version, request)
                 got, resp = c.recv(api_key, version)
@@ -290,3 +298,25 @@ def test_broker_advertises_what_its_registry_serves(broker_target: Target) -> No
     from spool.broker.registry import advertised
 
     assert broker_target.advertised() == {k: (lo, hi) for k, lo, hi in advertised("broker")}
+
+
+def test_produce_acks_0(broker_target: Target) -> None:
+    """acks=0 has no answer: a failed one closes the connection, a good one leaves it
+    answering (KafkaApis.handleProduceRequest)."""
+    def produce(records: bytes) -> bool:
+        """Whether the connection still answers after an acks=0 produce of ``records``."""
+        with _client(broker_target.bootstrap) as c:
+            c.send(PRODUCE, 9, ProduceRequest(acks=0, timeout_ms=1000, topic_data=[
+                TopicProduceData(name=TOPIC, partition_data=[
+                    PartitionProduceData(index=0, records=records)])]))
+            try:
+                return c.request(API_VERSIONS, 0, ApiVersionsRequest()).error_code == 0
+            except ConnectionError:
+                return False
+
+    good = BatchBuilder()
+    good.append(b"k", b"v", timestamp=1_700_000_000_000)
+    batch = bytearray(good.build())
+    assert produce(bytes(batch))
+    batch[-1] ^= 0xFF  # the CRC no longer matches: CORRUPT_MESSAGE
+    assert not produce(bytes(batch))

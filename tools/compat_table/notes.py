@@ -20,8 +20,8 @@ NOTES: dict[int, str] = {
        "not in the transaction: INVALID_TXN_STATE, TRANSACTION_ABORTABLE from v11) and v12 "
        "adds the partition to the transaction itself (transaction version 2); v13 topics by id "
        "(UNKNOWN_TOPIC_ID per partition for an unknown id, nothing appended). "
-       "acks=0 gets no answer (Kafka also closes the connection when such a request fails; "
-       "Spool keeps it).",
+       "acks=0 gets no answer; when it fails the connection is closed, as Kafka tells such a "
+       "producer.",
     1: "Whole batches from segment files with sendfile, long polling, KIP-74 (the first "
        "batch always fits), read_committed up to the LSO with aborted transactions. No fetch "
        "sessions (KIP-227): `session_id` 0 asks for full requests. v13+ topics by id "

@@ -12,7 +12,8 @@ must be recordsCount - 1, and an uncompressed batch must hold exactly
 recordsCount records (INVALID_RECORD); a compressed batch is counted when it
 claims more records than it has bytes, or when it is inflated anyway (a
 compacted topic's key check, where a mismatch is CORRUPT_MESSAGE). acks=0 gets no
-response at all. A storage failure (a full disk) is KAFKA_STORAGE_ERROR for
+response at all; when any partition of it failed, the connection is closed instead (as
+Kafka: the producer learns something went wrong and refreshes its metadata). A storage failure (a full disk) is KAFKA_STORAGE_ERROR for
 that partition; the connection stays and a later produce succeeds once space
 returns. When ``flush.messages`` is reached the fsync runs in the executor,
 not on the event loop, and the answer waits for it.
@@ -59,6 +60,7 @@ import logging
 import uuid
 
 from spool.broker.registry import handles
+from spool.broker.server import CloseConnection
 from spool.protocol._generated import ProduceRequest, ProduceResponse
 from spool.protocol._generated.produce_response import (
     BatchIndexAndErrorMessage,
@@ -247,9 +249,20 @@ async def produce(ctx, req: ProduceRequest) -> ProduceResponse | None:
     if pending:
         await wait_replicated(broker, pending, req.timeout_ms)
     if req.acks == 0:
+        _close_if_failed(ctx, topics)
         return None
     return ProduceResponse(responses=topics, throttle_time_ms=0,
                            node_endpoints=_leader_endpoints(ctx, topics) if version >= 10 else [])
+
+
+def _close_if_failed(ctx, topics) -> None:
+    """acks=0 gets no answer, so a failure closes the connection: the producer then
+    refreshes its metadata (Kafka's ``KafkaApis.handleProduceRequest``)."""
+    failed = [f"{t.name}-{p.index}: {error_name(p.error_code)}"
+              for t in topics for p in t.partition_responses if p.error_code]
+    if failed:
+        raise CloseConnection(f"produce with acks=0 (correlation id "
+                              f"{ctx.header.correlation_id}) failed: {', '.join(failed)}")
 
 
 def _leader_endpoints(ctx, topics) -> list[NodeEndpoint]:
