@@ -13,10 +13,10 @@ recordsCount records (INVALID_RECORD); a compressed batch is counted when it
 claims more records than it has bytes, or when it is inflated anyway (a
 compacted topic's key check, where a mismatch is CORRUPT_MESSAGE). acks=0 gets no
 response at all; when any partition of it failed, the connection is closed instead (as
-Kafka: the producer learns something went wrong and refreshes its metadata). A storage failure (a full disk) is KAFKA_STORAGE_ERROR for
-that partition; the connection stays and a later produce succeeds once space
-returns. When ``flush.messages`` is reached the fsync runs in the executor,
-not on the event loop, and the answer waits for it.
+Kafka: the producer learns something went wrong and refreshes its metadata). A storage
+failure (a full disk) is KAFKA_STORAGE_ERROR for that partition; the connection stays
+and a later produce succeeds once space returns. When ``flush.messages`` is reached the
+fsync runs in the executor, not on the event loop, and the answer waits for it.
 
 The append goes through the partition's leader (``broker.replicas``,
 ``spool.replica``): acks=all with an ISR smaller than the topic's
