@@ -19,6 +19,7 @@ from spool.protocol._generated import (
     EndTxnRequest,
     InitProducerIdRequest,
     ListOffsetsRequest,
+    MetadataRequest,
     OffsetFetchRequest,
     ProduceRequest,
     TxnOffsetCommitRequest,
@@ -27,6 +28,7 @@ from spool.protocol._generated import (
 from spool.protocol._generated.add_partitions_to_txn_request import AddPartitionsToTxnTopic
 from spool.protocol._generated.describe_producers_request import TopicRequest
 from spool.protocol._generated.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
+from spool.protocol._generated.metadata_request import MetadataRequestTopic
 from spool.protocol._generated.produce_request import PartitionProduceData, TopicProduceData
 from spool.protocol._generated.txn_offset_commit_request import (
     TxnOffsetCommitRequestPartition,
@@ -72,11 +74,18 @@ def batch(pid: int, epoch: int, seq: int, *values: bytes) -> bytes:
 
 
 def produce(rc: RawClient, version: int, txn_id: str | None, topic: str, partition: int,
-            records: bytes):
-    req = ProduceRequest(transactional_id=txn_id, acks=-1, timeout_ms=10_000, topic_data=[
-        TopicProduceData(name=topic, partition_data=[
-            PartitionProduceData(index=partition, records=records)])])
+            records: bytes, topic_id=None):
+    """One partition's Produce; v13 names the topic by ``topic_id``."""
+    data = (TopicProduceData(topic_id=topic_id) if version >= 13 else TopicProduceData(name=topic))
+    data.partition_data = [PartitionProduceData(index=partition, records=records)]
+    req = ProduceRequest(transactional_id=txn_id, acks=-1, timeout_ms=10_000, topic_data=[data])
     return rc.request(0, version, req).responses[0].partition_responses[0]
+
+
+def topic_id_of(rc: RawClient, topic: str):
+    md = rc.request(3, 12, MetadataRequest(topics=[MetadataRequestTopic(name=topic)],
+                                           allow_auto_topic_creation=False))
+    return md.topics[0].topic_id
 
 
 def end(rc: RawClient, txn_id: str, pid: int, epoch: int, commit: bool, version: int = 5):
@@ -119,9 +128,12 @@ def test_v2_transaction_adds_partitions_by_produce_and_bumps_the_epoch(broker, t
         again = end(rc, txn, pid, epoch, commit=True)
         assert (again.error_code, again.producer_id, again.producer_epoch) == (0, pid, epoch + 1)
 
-        # the next transaction runs at the new epoch, its sequences from 0
-        r = produce(rc, 12, txn, topic_name, 0, batch(pid, epoch + 1, 0, b"a1"))
+        # the next transaction runs at the new epoch, its sequences from 0; Produce v13
+        # (the topic by id) adds its partition too
+        r = produce(rc, 13, txn, topic_name, 0, batch(pid, epoch + 1, 0, b"a1"),
+                    topic_id=topic_id_of(rc, topic_name))
         assert r.error_code == 0
+        assert describe(rc, txn).transaction_state == "Ongoing"
         aborted = end(rc, txn, pid, epoch + 1, commit=False)
         assert (aborted.error_code, aborted.producer_epoch) == (0, epoch + 2)
         # aborting with nothing added is allowed at TV2 and bumps the epoch again
