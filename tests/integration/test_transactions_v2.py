@@ -24,6 +24,7 @@ from spool.protocol._generated import (
     ProduceRequest,
     TxnOffsetCommitRequest,
     UpdateFeaturesRequest,
+    WriteTxnMarkersRequest,
 )
 from spool.protocol._generated.add_partitions_to_txn_request import AddPartitionsToTxnTopic
 from spool.protocol._generated.describe_producers_request import TopicRequest
@@ -35,6 +36,10 @@ from spool.protocol._generated.txn_offset_commit_request import (
     TxnOffsetCommitRequestTopic,
 )
 from spool.protocol._generated.update_features_request import FeatureUpdateKey
+from spool.protocol._generated.write_txn_markers_request import (
+    WritableTxnMarker,
+    WritableTxnMarkerTopic,
+)
 from spool.protocol.errors import Errors
 from spool.records.builder import BatchBuilder
 from spool.records.record import iter_records
@@ -150,6 +155,37 @@ def test_v2_transaction_adds_partitions_by_produce_and_bumps_the_epoch(broker, t
     finally:
         rc.close()
     assert committed_values(broker.bootstrap, topic_name, 1, 2) == [b"c1", b"c2"]
+
+
+def test_a_late_marker_does_not_close_the_next_transaction(broker, topic_name):
+    """KIP-890: a transaction version 2 commit writes its markers at the bumped epoch, the
+    epoch the producer's next transaction runs at; a late or repeated marker of that
+    commit (WriteTxnMarkers v2, transaction_version 2, as the coordinator resends it) is
+    INVALID_PRODUCER_EPOCH and leaves the next transaction open."""
+    create(broker.bootstrap, topic_name)
+    txn = f"late-{topic_name}"
+    rc = RawClient(broker.bootstrap)
+    try:
+        pid, epoch = init(rc, txn)
+        assert produce(rc, 12, txn, topic_name, 0, batch(pid, epoch, 0, b"first")).error_code == 0
+        assert end(rc, txn, pid, epoch, commit=True).producer_epoch == epoch + 1
+        assert produce(rc, 12, txn, topic_name, 0,
+                       batch(pid, epoch + 1, 0, b"next")).error_code == 0
+        assert offsets(rc, topic_name, 0) == (2, 3)  # "next" (offset 2) is open
+
+        def marker(tv: int):
+            return rc.request(27, 2, WriteTxnMarkersRequest(markers=[WritableTxnMarker(
+                producer_id=pid, producer_epoch=epoch + 1, transaction_result=False,
+                coordinator_epoch=0, transaction_version=tv,
+                topics=[WritableTxnMarkerTopic(name=topic_name, partition_indexes=[0])])])
+            ).markers[0].topics[0].partitions[0].error_code
+
+        assert marker(2) == Errors.INVALID_PRODUCER_EPOCH
+        assert offsets(rc, topic_name, 0) == (2, 3)  # still open: nothing aborted it
+        assert end(rc, txn, pid, epoch + 1, commit=True).error_code == 0
+    finally:
+        rc.close()
+    assert committed_values(broker.bootstrap, topic_name, 1, 2) == [b"first", b"next"]
 
 
 def test_a_batch_for_a_partition_never_added_is_refused(broker, topic_name):
