@@ -9,6 +9,7 @@ no open transaction holding the partition's last stable offset.
 
 from __future__ import annotations
 
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from spool.protocol._generated import (
@@ -282,5 +283,38 @@ def test_finalized_transaction_version_2_writes_flexible_records_that_survive_a_
             assert end(rc, txn, pid, epoch + 1, commit=True).producer_epoch == epoch + 2
         finally:
             rc.close()
+    finally:
+        b.stop()
+
+
+def test_confluent_kafka_transactions_with_transaction_version_2_finalized(tmp_path):
+    """librdkafka (2.16) keeps the first transaction protocol when transaction.version 2 is
+    finalized; its transactions still commit and abort (verified partitions, flexible
+    transaction log records, the coordinator's aborts at version 2)."""
+    b = BrokerProcess(tmp_path / "data", {"transaction.state.log.num.partitions": "1",
+                                          "offsets.topic.num.partitions": "1"}).start()
+    try:
+        rc = RawClient(b.bootstrap)
+        try:
+            assert rc.request(57, 1, UpdateFeaturesRequest(
+                timeout_ms=10_000, validate_only=False, feature_updates=[FeatureUpdateKey(
+                    feature="transaction.version", max_version_level=2, upgrade_type=1)])
+                ).error_code == 0
+        finally:
+            rc.close()
+        create(b.bootstrap, "eos", partitions=2)
+        p = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": "rdk-tv2",
+                      "linger.ms": 0})
+        p.init_transactions(15)
+        for i, commit in enumerate((True, False, True)):
+            p.begin_transaction()
+            for part in (0, 1):
+                p.produce("eos", value=b"%d-%d" % (i, part), partition=part)
+            if commit:
+                p.commit_transaction(15)
+            else:
+                p.abort_transaction(15)
+        assert sorted(committed_values(b.bootstrap, "eos", 2, 4)) == [
+            b"0-0", b"0-1", b"2-0", b"2-1"]
     finally:
         b.stop()
