@@ -47,6 +47,7 @@ from typing import Any, TypeVar
 from spool.broker.coordinator_log import CoordinatorLog, CoordinatorLogWriter, PartitionLogWriter
 from spool.broker.internal_topic import InternalTopic
 from spool.coordinator import CoordinatorConfig, GroupCoordinator, Result, partition_for
+from spool.coordinator.admin import delete_topic_offsets
 from spool.coordinator.txn_offsets import PendingTxnOffsets
 from spool.protocol.errors import Errors, KafkaError
 from spool.records.batch import BatchHeader
@@ -219,6 +220,22 @@ class GroupRuntime:
 
         self.execute(group_ids, run)
         return await fut
+
+    async def delete_topic_offsets(self, topics: set[str]) -> None:
+        """Drop the committed offsets of deleted ``topics`` from the groups loaded here
+        (``spool.coordinator.admin.delete_topic_offsets``); a failed append is logged (the
+        offsets stay, as after a crash before Kafka's cleanup)."""
+        coord = self.coordinator
+
+        def op() -> tuple[Result, None]:
+            return delete_topic_offsets(coord, topics)[0], None
+
+        if not delete_topic_offsets(coord, topics)[1]:
+            return
+        done = await self.call([], op)
+        if isinstance(done, KafkaError):
+            log.warning("committed offsets of deleted topics %s not removed: %s",
+                        sorted(topics), done)
 
     async def _timer_loop(self) -> None:
         clock = self.broker.clock

@@ -28,6 +28,9 @@ The broker's ``MetadataPublisher`` (``spool.cluster.loader``; Kafka's
 3. **Then the replicas** (``ReplicaManager.apply_changes``, on the loop, once the
    logs exist): leaders and followers, the follower fetcher, the leadership
    listeners (the coordinators).
+4. **A deleted topic's committed offsets** go from the groups this broker
+   coordinates (``GroupRuntime.delete_topic_offsets``, Kafka's
+   ``onPartitionsDeleted``): a topic created again under the name starts afresh.
 
 A failure to create or delete a log (a full disk) is logged and left for the next
 start to repair: the image, not the disk, is the truth, and ``reconcile`` runs
@@ -104,6 +107,7 @@ class BrokerMetadataPublisher:
         self._tail: asyncio.Future | None = None  # the last queued local-change step
         self._applied = asyncio.Condition()
         self._dynamic: dict[str, str] = {}  # the dynamic broker config last applied
+        self._cleanups: set[asyncio.Task] = set()  # deleted topics' offsets being removed
 
     def on_metadata_update(self, old: MetadataImage, new: MetadataImage,
                            leader: LeaderAndEpoch) -> None:
@@ -120,6 +124,16 @@ class BrokerMetadataPublisher:
         configs = _changed_configs(old, new)
         prev = self._tail
         self._tail = asyncio.ensure_future(self._apply(prev, new, changes, configs))
+        if old.topics_by_id is not new.topics_by_id and self.broker.groups is not None:
+            self._drop_offsets(old, new)
+
+    def _drop_offsets(self, old: MetadataImage, new: MetadataImage) -> None:
+        """Step 4 (module doc), in the background."""
+        deleted = {t.name for tid, t in old.topics_by_id.items() if tid not in new.topics_by_id}
+        if deleted:
+            task = asyncio.ensure_future(self.broker.groups.delete_topic_offsets(deleted))
+            self._cleanups.add(task)
+            task.add_done_callback(self._cleanups.discard)
 
     async def _apply(self, prev: asyncio.Future | None, image: MetadataImage,
                      changes: LocalReplicaChanges, configs: set[ConfigResource]) -> None:
@@ -166,7 +180,10 @@ class BrokerMetadataPublisher:
             await self._applied.wait_for(lambda: self.applied_offset >= offset)
 
     async def stop(self) -> None:
-        """Wait for the local changes in flight (before the log manager closes)."""
+        """Wait for the local changes in flight (before the log manager closes); offsets
+        cleanups still waiting for their append are dropped."""
+        for task in list(self._cleanups):
+            task.cancel()
         if self._tail is not None:
             await asyncio.wait({self._tail})
 

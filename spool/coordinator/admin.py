@@ -221,3 +221,19 @@ def expire_offsets(coord: GroupCoordinator, out: Result) -> None:
             _tombstone(coord, out, group.group_id, topic, partition)
         if len(expired) == len(committed):  # nothing left once the tombstones are replayed
             _delete_group(coord, group, out, frozenset(expired))
+
+
+def delete_topic_offsets(coord: GroupCoordinator, topics: set[str]) -> tuple[Result, list[str]]:
+    """Deleted topics' committed offsets go, in every group holding one (Kafka's
+    GroupCoordinator.onPartitionsDeleted): a tombstone each. Returns (result, the groups
+    touched). A topic created again under the name then starts at ``auto.offset.reset``
+    for a group, never at the deleted topic's offsets."""
+    out = Result()
+    touched = []
+    for group_id in coord.offsets.groups():
+        gone = [tp for tp in coord.offsets.get(group_id) if tp[0] in topics]
+        for topic, partition in gone:
+            _tombstone(coord, out, group_id, topic, partition)
+        if gone:
+            touched.append(group_id)
+    return out, touched

@@ -12,7 +12,10 @@ per topic and config) fails whole with POLICY_VIOLATION ("Unable to perform
 excessively large batch operation"). Creation beyond the broker's partition
 limit (``max.broker.partitions``) is POLICY_VIOLATION for that topic.
 Creating runs in the executor: a big request never stalls other clients.
-``validate_only`` checks everything, limits included, and changes nothing. DeleteRecords with offset -1 means "up to the high watermark";
+``validate_only`` checks everything, limits included, and changes nothing. A deleted
+topic's committed offsets go from every group (Kafka's onPartitionsDeleted), before the
+answer; a cluster's brokers drop them when their image loses the topic
+(``spool.broker.metadata_publisher``). DeleteRecords with offset -1 means "up to the high watermark";
 beyond it is OFFSET_OUT_OF_RANGE.
 """
 
@@ -158,6 +161,8 @@ async def delete_topics(ctx, req: DeleteTopicsRequest) -> DeleteTopicsResponse:
                 raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
             r.topic_id = broker.topic_id(name)
             await broker.run_blocking(broker.delete_topic, name)  # renames and fsyncs
+            if broker.groups is not None:  # its committed offsets go too (Kafka's)
+                await broker.groups.delete_topic_offsets({name})
         except KafkaError as e:
             r.error_code = e.code
             r.error_message = e.message
