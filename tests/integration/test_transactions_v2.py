@@ -318,3 +318,24 @@ def test_confluent_kafka_transactions_with_transaction_version_2_finalized(tmp_p
             b"0-0", b"0-1", b"2-0", b"2-1"]
     finally:
         b.stop()
+
+
+def test_init_producer_id_v6_refuses_two_phase_commit(broker, topic_name):
+    """KIP-939 (InitProducerId v6): Spool has no two-phase commit, so a producer asking for
+    it is refused as Kafka refuses it with transaction.two.phase.commit.enable off, instead
+    of getting an identity that would not keep its prepared transactions."""
+    rc = RawClient(broker.bootstrap)
+    txn = f"2pc-{topic_name}"
+    try:
+        def init6(**kw):
+            r = rc.request(22, 6, InitProducerIdRequest(
+                transactional_id=txn, transaction_timeout_ms=60_000, producer_id=-1,
+                producer_epoch=-1, **kw))
+            return r.error_code, r.producer_id, r.producer_epoch
+
+        assert init6(enable2_pc=True) == (Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1, -1)
+        assert init6(keep_prepared_txn=True) == (Errors.UNSUPPORTED_VERSION, -1, -1)
+        code, pid, epoch = init6()
+        assert (code, epoch) == (0, 0) and pid >= 0  # the refusals created nothing
+    finally:
+        rc.close()
