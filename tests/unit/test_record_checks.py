@@ -77,3 +77,12 @@ def test_most_topics_skip_the_records():
     assert not needs_record_checks(LogConfig(message_timestamp_type="LogAppendTime",
                                              message_timestamp_before_max_ms=HOUR), h, NOW)
     check_records(batch([(b"a", NOW)]), LogConfig(cleanup_policy=("compact",)), NOW, "t-0")
+
+
+def test_a_record_without_a_timestamp_is_not_out_of_range():
+    """Kafka's LogValidator checks only CreateTime records that carry a timestamp: one
+    with none (-1) is appended whatever message.timestamp.before.max.ms says."""
+    cfg = LogConfig(message_timestamp_before_max_ms=HOUR)
+    e = refused(batch([(b"a", -1), (b"b", NOW - 2 * HOUR), (b"c", -1)]), cfg)
+    assert [(r.batch_index, r.code) for r in e.errors] == [(1, Errors.INVALID_TIMESTAMP)]
+    check_records(batch([(b"a", -1), (b"b", NOW)]), cfg, NOW, "t-0")
