@@ -168,13 +168,15 @@ def test_subscriptions_and_pushes_by_kafkas_rules(telemetry_broker):
         assert again.error_code == Errors.THROTTLING_QUOTA_EXCEEDED
 
         # subscriptions for this client's software (matched) and another's (not)
-        assert alter(b, "mine", ("metrics", SET, "raw."), ("interval.ms", SET, "100"),
+        # an interval no stall between two requests of this test outlasts: the push right
+        # after an accepted one must be throttled however slow the machine
+        assert alter(b, "mine", ("metrics", SET, "raw."), ("interval.ms", SET, "1000"),
                      ("match", SET, "client_software_name=raw-.*")) == (0, None)
         assert alter(b, "theirs", ("metrics", SET, "other."), ("interval.ms", SET, "150"),
                      ("match", SET, "client_software_name=librdkafka")) == (0, None)
         # a changed subscription set is re-evaluated at once, without the throttle
         s = c.request(71, 0, GetTelemetrySubscriptionsRequest(client_instance_id=first))
-        assert (s.error_code, s.requested_metrics, s.push_interval_ms) == (0, ["raw."], 100)
+        assert (s.error_code, s.requested_metrics, s.push_interval_ms) == (0, ["raw."], 1000)
 
         def push(payload: bytes, sub: int, compression: int = 0, terminating=False) -> int:
             return c.request(72, 0, PushTelemetryRequest(
@@ -183,11 +185,11 @@ def test_subscriptions_and_pushes_by_kafkas_rules(telemetry_broker):
 
         assert push(otlp_gauge("raw.one", 1), s.subscription_id + 1) == \
             Errors.UNKNOWN_SUBSCRIPTION_ID
-        time.sleep(0.15)  # the push interval
+        time.sleep(1.1)  # the push interval
         assert push(b"x" * 5000, s.subscription_id) == Errors.TELEMETRY_TOO_LARGE
-        time.sleep(0.15)
+        time.sleep(1.1)
         assert push(b"not gzip", s.subscription_id, compression=1) == Errors.INVALID_RECORD
-        time.sleep(0.15)
+        time.sleep(1.1)
         assert push(gzip.compress(otlp_gauge("raw.two", 42)), s.subscription_id,
                     compression=1) == 0
         assert push(otlp_gauge("raw.three", 3), s.subscription_id) == \
