@@ -4,9 +4,11 @@ older versions, the allowed sets, and the rewrite of a whole response."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from spool.protocol import error_versions as ev
 from spool.protocol._generated import (
+    API_BY_KEY,
     AddPartitionsToTxnResponse,
     EndTxnResponse,
     FetchResponse,
@@ -19,6 +21,11 @@ from spool.protocol._generated.add_partitions_to_txn_response import (
     AddPartitionsToTxnTopicResult,
 )
 from spool.protocol.errors import Errors as E
+from spool.protocol.message import Message
+from tools.codegen.schema import specs_by_name
+from tools.codegen.strategies import message_pairs
+
+SPECS = specs_by_name()
 
 FENCED, EPOCH = E.PRODUCER_FENCED, E.INVALID_PRODUCER_EPOCH
 
@@ -126,3 +133,39 @@ def test_every_advertised_api_is_audited(plane):
     served = advertised(plane)
     assert served
     assert [(key, hi) for key, _, hi in served if ev.allowed(key, hi, plane) is None] == []
+
+
+def _every_error_code(msg) -> list[int]:
+    """Brute force: every ``*error_code`` int anywhere under ``msg``."""
+    out = []
+    for name in type(msg).__slots__:
+        value = getattr(msg, name)
+        if name.endswith("error_code") and isinstance(value, int) and not isinstance(value, bool):
+            out.append(value)
+        elif isinstance(value, Message):
+            out += _every_error_code(value)
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, Message):
+                    out += _every_error_code(item)
+    return out
+
+
+RESPONSES = sorted(e.response.NAME for e in API_BY_KEY.values())
+
+
+@pytest.mark.parametrize("name", RESPONSES)
+def test_the_walk_reaches_every_error_code(name):
+    """downgrade() and error_codes() find their fields from the generated classes'
+    annotations: they must reach every ``*error_code`` of every response, at its newest
+    version, whatever the codegen writes."""
+    spec = SPECS[name]
+
+    @settings(max_examples=5, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(pair=message_pairs(spec, spec.valid.hi))
+    def check(pair):
+        msg = pair[1]
+        assert sorted(ev.error_codes(msg)) == sorted(_every_error_code(msg))
+
+    check()
