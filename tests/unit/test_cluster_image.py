@@ -201,3 +201,15 @@ def test_local_changes_from_nothing_lists_every_replica():
     one = local_changes(MetadataImage(), img, 1)
     assert set(one.leaders) == {TopicIdPartition(T1, "orders", 0)}
     assert set(one.followers) == {TopicIdPartition(T1, "orders", 1)}
+
+
+def test_a_feature_set_to_level_0_is_no_longer_finalized():
+    """UpdateFeatures' downgrade to 0 (``spool features disable``) writes a FeatureLevelRecord
+    at level 0: the feature leaves the finalized set every broker reports in ApiVersions
+    (and that ``transaction_version`` reads), and the snapshot does not bring it back."""
+    img = base().replay([FeatureLevelRecord(name="transaction.version", feature_level=2)])
+    assert img.features == {"metadata.version": 14, "transaction.version": 2}
+    img = img.replay([FeatureLevelRecord(name="transaction.version", feature_level=0)])
+    assert img.features == {"metadata.version": 14}
+    again = MetadataImage(cluster_id="c1").replay(list(snapshot_records(img)))
+    assert again.features == {"metadata.version": 14}
