@@ -60,7 +60,7 @@ UNKNOWN_OFFSET = -1
 
 class NotLeader(KafkaError):
     """NOT_LEADER_OR_FOLLOWER for one partition, with the leader (-1: none) and its epoch
-    as this broker knows them: Produce v10+ and Fetch v12+ hand them to the client
+    as this broker knows them: Produce v10+ and Fetch v16+ hand them to the client
     (KIP-951)."""
 
     def __init__(self, topic: str, partition: int, leader: int, leader_epoch: int) -> None:
