@@ -4,12 +4,17 @@
 random valid values for every field on the wire at ``version`` and junk in
 the fields that are not (which encoding must drop); ``expected`` equals
 ``actual`` with those absent fields left at their defaults, i.e. what
-decoding the encoding of ``actual`` must give back. Test-only (needs
-hypothesis, a dev dependency).
+decoding the encoding of ``actual`` must give back. ``scalars(struct, field)``,
+when given, may return the strategy of a scalar field's values (None
+included where wanted) instead of its type's full range (and null where
+nullable, and always for records, which the codec reads null at any
+version); it returns None to keep that. Test-only
+(needs hypothesis, a dev dependency).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import strategies as st
@@ -21,6 +26,7 @@ _INT_RANGES = {
     'int8': 8, 'int16': 16, 'int32': 32, 'int64': 64,
 }
 _JUNK = st.sampled_from([12345, 'junk', ('not', 'encoded')])
+Scalars = Callable[[StructSpec, FieldSpec], 'st.SearchStrategy[Any] | None'] | None
 
 
 def message_class(spec: MessageSpec) -> type:
@@ -33,7 +39,10 @@ def struct_class(spec: MessageSpec, struct: StructSpec) -> type:
     return root if struct is spec.root else getattr(root, struct.name)
 
 
-def _scalar(elem: str, nullable: bool) -> st.SearchStrategy[Any]:
+def _scalar(elem: str, nullable: bool,
+            base: st.SearchStrategy[Any] | None = None) -> st.SearchStrategy[Any]:
+    if base is not None:
+        return base
     if elem in _INT_RANGES:
         bits = _INT_RANGES[elem]
         base: st.SearchStrategy[Any] = st.integers(-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
@@ -68,22 +77,24 @@ def _default(spec: MessageSpec, f: FieldSpec) -> Any:
     return f.default
 
 
-def _field(spec: MessageSpec, f: FieldSpec, version: int) -> st.SearchStrategy[tuple[Any, Any]]:
+def _field(spec: MessageSpec, struct: StructSpec, f: FieldSpec, version: int,
+           scalars: Scalars) -> st.SearchStrategy[tuple[Any, Any]]:
     """(actual, expected) values for a field on the wire at ``version``."""
-    values = _field_values(spec, f, version)
+    values = _field_values(spec, struct, f, version, scalars)
     if f.is_tagged_at(version):
         # a tagged field at its default is not written: draw that case often
         return st.builds(lambda: (_default(spec, f), _default(spec, f))) | values
     return values
 
 
-def _field_values(spec: MessageSpec, f: FieldSpec,
-                  version: int) -> st.SearchStrategy[tuple[Any, Any]]:
+def _field_values(spec: MessageSpec, struct: StructSpec, f: FieldSpec, version: int,
+                  scalars: Scalars) -> st.SearchStrategy[tuple[Any, Any]]:
     nullable = f.is_nullable_at(version) or (f.elem == 'records' and not f.is_array)
     if f.struct is not None:
-        elem = struct_pairs(spec, f.struct, version)
+        elem = struct_pairs(spec, f.struct, version, scalars)
     else:
-        elem = _scalar(f.elem, nullable and not f.is_array).map(lambda x: (x, x))
+        base = scalars(struct, f) if scalars is not None else None
+        elem = _scalar(f.elem, nullable and not f.is_array, base).map(lambda x: (x, x))
     if f.is_array:
         arr = st.lists(elem, max_size=3).map(lambda xs: ([a for a, _ in xs], [e for _, e in xs]))
         return st.just((None, None)) | arr if nullable else arr
@@ -92,10 +103,11 @@ def _field_values(spec: MessageSpec, f: FieldSpec,
     return elem
 
 
-def struct_pairs(spec: MessageSpec, struct: StructSpec,
-                 version: int) -> st.SearchStrategy[tuple[Any, Any]]:
+def struct_pairs(spec: MessageSpec, struct: StructSpec, version: int,
+                 scalars: Scalars = None) -> st.SearchStrategy[tuple[Any, Any]]:
     cls = struct_class(spec, struct)
-    present = {f.attr: _field(spec, f, version) for f in struct.fields if version in f.versions}
+    present = {f.attr: _field(spec, struct, f, version, scalars)
+               for f in struct.fields if version in f.versions}
     absent = {f.attr: _JUNK for f in struct.fields if version not in f.versions}
 
     def build(values: dict[str, Any]) -> tuple[Any, Any]:
@@ -106,5 +118,6 @@ def struct_pairs(spec: MessageSpec, struct: StructSpec,
     return st.fixed_dictionaries({**present, **absent}).map(build)
 
 
-def message_pairs(spec: MessageSpec, version: int) -> st.SearchStrategy[tuple[Any, Any]]:
-    return struct_pairs(spec, spec.root, version)
+def message_pairs(spec: MessageSpec, version: int,
+                  scalars: Scalars = None) -> st.SearchStrategy[tuple[Any, Any]]:
+    return struct_pairs(spec, spec.root, version, scalars)
