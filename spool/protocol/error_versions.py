@@ -27,6 +27,7 @@ codes here (and a ``Downgrade`` where Kafka maps one for older versions).
 
 from __future__ import annotations
 
+import sys
 from typing import Any, NamedTuple
 
 from spool.protocol.errors import BY_NAME
@@ -154,11 +155,14 @@ _SCALARS = frozenset({"int", "str", "bytes", "bool", "float", "UUID", "Any", "me
 
 
 def _plan(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(error code fields, fields that may hold structs) of a generated class, from its
-    ``__init__`` annotations (``'int'``, ``'list[Struct]'``, ``'Struct | None'``)."""
+    """(error code fields, fields holding structs that hold error codes) of a generated
+    class, from its ``__init__`` annotations (``'int'``, ``'list[Struct]'``,
+    ``'Struct | None'``; a struct is looked up in the class's module, and one without
+    error codes anywhere below it is not walked)."""
     plan = _PLANS.get(cls)
     if plan is None:
         notes = getattr(cls.__init__, "__annotations__", {})
+        module = sys.modules.get(cls.__module__)
         errs, children = [], []
         for name in cls.__slots__:
             note = str(notes.get(name, ""))
@@ -167,7 +171,9 @@ def _plan(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
                 continue
             inner = note.removeprefix("list[").removesuffix("]").removesuffix(" | None")
             if inner and inner not in _SCALARS and inner[0].isupper():
-                children.append(name)
+                child = getattr(module, inner, None)
+                if not isinstance(child, type) or any(_plan(child)):
+                    children.append(name)  # (a struct it cannot find is walked anyway)
         plan = _PLANS[cls] = (tuple(errs), tuple(children))
     return plan
 
