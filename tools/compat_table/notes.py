@@ -79,7 +79,8 @@ NOTES: dict[int, str] = {
         "the open transaction); v3+ KIP-360 resume with the current id and epoch. "
         "PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v4. v6 (KIP-939): no two-phase "
         "commit, `enable2Pc` TRANSACTIONAL_ID_AUTHORIZATION_FAILED and `keepPreparedTxn` "
-        "UNSUPPORTED_VERSION, as Kafka with `transaction.two.phase.commit.enable` off.",
+        "UNSUPPORTED_VERSION, as Kafka with `transaction.two.phase.commit.enable` off. "
+        "A Kafka 4.2 broker advertises 0-5 (v6 is unstable there); Spool advertises v6.",
     23: "From the partition's leader epoch cache (truncation detection).",
     24: "v0-3 from producers; v4+ from partition leaders (KIP-890), batched per coordinator: "
         "`verify_only` (is the partition in the ongoing transaction?) or the add of a "
@@ -110,7 +111,8 @@ NOTES: dict[int, str] = {
         "defaults (`log.*`, `message.max.bytes`) act at once, the others (TLS, SASL, quotas, "
         "thread pools...) are stored and reported, and the broker log says so.",
     35: "Log dirs with partition sizes and offset lag; v4+ total and usable bytes "
-        "(statvfs); v5 `is_cordoned` false.",
+        "(statvfs); v5 `is_cordoned` false. A Kafka 4.2 broker advertises 1-4 (v5 is 4.3's "
+        "schema); Spool advertises v5.",
     37: "Adds partitions within the broker's partition limit. In a cluster, forwarded to the "
         "active controller.",
     42: "Empty or dead groups only (NON_EMPTY_GROUP otherwise).",
