@@ -72,7 +72,7 @@ def test_the_simulator_catches_a_follower_that_never_truncates(monkeypatch) -> N
 
 
 def test_the_simulator_catches_a_leader_that_writes_a_retried_batch_twice(monkeypatch) -> None:
-    monkeypatch.setattr(ProducerStateManager, "check", lambda self, header: None)
+    monkeypatch.setattr(ProducerStateManager, "check", lambda self, header, *args: None)
     found = _violations(range(30), "written twice")
     assert any("written twice" in v for v in found), found
 
