@@ -298,6 +298,7 @@ class ReplicaFetcher:
         self.states: dict[Key, PartitionFetchState] = {}
         self._wake = asyncio.Event()
         self._client: NodeClient | None = None
+        self._stopping = False
         self._task = asyncio.get_running_loop().create_task(
             self._run(), name=f"replica-fetcher-{leader_id}-{index}")
 
@@ -305,6 +306,11 @@ class ReplicaFetcher:
         self._wake.set()
 
     async def stop(self) -> None:
+        # The flag as well as the cancel: Python 3.11's wait_for swallows a cancellation
+        # that lands as the event it waits on is set (a partition detached at shutdown
+        # wakes the loop), and the loop went on, holding the broker's exit until SIGKILL.
+        self._stopping = True
+        self._wake.set()
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
@@ -314,7 +320,7 @@ class ReplicaFetcher:
     # -- the loop ----------------------------------------------------------------------
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopping:
             self._wake.clear()
             now = time.monotonic()
             ready = [s for s in self.states.values() if s.delayed_until <= now]
