@@ -77,6 +77,11 @@ class RequestContext:
         return self.conn.listener_name
 
     @property
+    def principal(self):
+        """The connection's ``KafkaPrincipal`` (``User:ANONYMOUS`` until TLS or SASL say)."""
+        return self.conn.principal
+
+    @property
     def plane(self) -> str:
         """``"controller"`` on a listener of ``controller.listener.names``, else ``"broker"``."""
         return CONTROLLER_PLANE if self.conn.controller_listener else BROKER_PLANE

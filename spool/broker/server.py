@@ -77,6 +77,7 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from spool.protocol.framing import FrameDecoder, FrameError
+from spool.security.principal import ANONYMOUS, KafkaPrincipal
 
 log = logging.getLogger("spool.server")
 
@@ -246,6 +247,7 @@ class Connection:
         self.fd = sock.fileno()
         self.peer = peer
         self.host = peer[0] if peer else ""
+        self.principal: KafkaPrincipal = ANONYMOUS  # set by mTLS or SASL (spool.security)
         self.last_active = time.monotonic()
         self.closed = False  # no more requests are read
         self.torn_down = False
