@@ -21,12 +21,20 @@ but not listed by DescribeConfigs.
 - Listeners: each name maps to a security protocol through
   ``listener.security.protocol.map`` (Kafka's default maps PLAINTEXT, SSL,
   SASL_PLAINTEXT, SASL_SSL to themselves); a name without a mapping is an
-  error, and so is any protocol but PLAINTEXT until TLS/SASL exist: Spool
-  refuses to start rather than serve plaintext where security was asked for.
+  error, and so is a protocol not in ``SUPPORTED_PROTOCOLS``: Spool refuses to
+  start rather than serve plaintext where security was asked for.
+- Per-listener keys, Kafka's ``listener.name.<listener>.<key>`` (the listener name
+  lowercased, as Kafka's ``ListenerName.configPrefix``) and, for the SASL keys in
+  ``LISTENER_MECHANISM_CONFIGS``, ``listener.name.<listener>.<mechanism>.<key>``
+  (``listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config``): accepted when the base
+  key is known and checked as the base key; an unknown base key is reported like any
+  unknown key; an upper-case listener part is an error (Kafka would silently ignore
+  it). ``listener_value(listener, key, mechanism)`` reads them in Kafka's order.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +69,12 @@ class ConfigError(ValueError):
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SUPPORTED_PROTOCOLS = ("PLAINTEXT",)
+
+LISTENER_PREFIX = re.compile(r"listener\.name\.([^.]+)\.(.+)")
+# Kafka's ListenerMechanismConfigs: given per listener AND mechanism
+LISTENER_MECHANISM_CONFIGS = ("sasl.jaas.config", "sasl.login.callback.handler.class",
+                              "sasl.login.class", "sasl.server.callback.handler.class",
+                              "connections.max.reauth.ms")
 
 
 def _paths() -> Check:  # Kafka's ValidList.anyNonDuplicateValues(false, ...)
@@ -296,6 +310,9 @@ BROKER_KEYS: dict[str, ConfigKey] = {
         _dyn("ssl.secure.random.implementation", "string", None, PER_BROKER),
         _dyn("ssl.client.auth", "string", "none", PER_BROKER, _SSL_ONE_OF_CLIENT_AUTH),
         _dyn("ssl.engine.factory.class", "class", None, PER_BROKER),
+        _key("ssl.principal.mapping.rules", "string", "DEFAULT", None,
+             "Rules mapping a client certificate's subject (RFC 2253 distinguished name) "
+             "to a principal name, Kafka's RULE:pattern/replacement/[LU], ..., DEFAULT."),
         _dyn("principal.builder.class", "class",
              "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder",
              PER_BROKER),
@@ -430,7 +447,7 @@ share.coordinator.write.timeout.ms share.fetch.max.fetch.records
 share.fetch.purgatory.purge.interval.requests socket.connection.setup.timeout.max.ms
 socket.connection.setup.timeout.ms socket.listen.backlog.size
 socket.receive.buffer.bytes socket.send.buffer.bytes ssl.allow.dn.changes
-ssl.allow.san.changes ssl.principal.mapping.rules
+ssl.allow.san.changes
 transaction.state.log.load.buffer.size transaction.state.log.segment.bytes
 unstable.api.versions.enable unstable.feature.versions.enable
 """.split())
@@ -459,6 +476,28 @@ def known_key(name: str) -> ConfigKey | None:
     if name in BROKER_SYNONYM_OF:
         return TOPIC_CONFIGS[BROKER_SYNONYM_OF[name][0]]
     return None
+
+
+def split_listener_key(name: str) -> tuple[str, str | None, str] | None:
+    """``listener.name.<l>[.<mechanism>].<key>`` -> (l as written, mechanism or None, key);
+    None when ``name`` has no listener prefix. The mechanism form is taken only for the
+    keys of ``LISTENER_MECHANISM_CONFIGS`` (``scram-sha-256.sasl.jaas.config``)."""
+    m = LISTENER_PREFIX.fullmatch(name)
+    if m is None:
+        return None
+    listener, rest = m.group(1), m.group(2)
+    if known_key(rest) is None:
+        mechanism, _, base = rest.partition(".")
+        if base in LISTENER_MECHANISM_CONFIGS:
+            return listener, mechanism, base
+    return listener, None, rest
+
+
+def listener_key_spec(name: str) -> ConfigKey | None:
+    """The definition a listener-prefixed key is checked as (its base key's); None when
+    ``name`` is not prefixed or its base key is unknown."""
+    parts = split_listener_key(name)
+    return None if parts is None else known_key(parts[2])
 
 
 def all_known_keys() -> list[str]:
@@ -583,7 +622,7 @@ class BrokerConfig:
 
     def update(self, values: dict[str, str]) -> None:
         for k, v in values.items():
-            if known_key(k) is None:
+            if known_key(k) is None and listener_key_spec(k) is None:
                 if k not in self.unknown:
                     self.unknown.append(k)
                 continue
@@ -616,6 +655,20 @@ class BrokerConfig:
         if spec is None or spec.default is None:
             return None
         return format_value(spec, spec.default)
+
+    def listener_value(self, listener_name: str, key: str,
+                       mechanism: str | None = None) -> str | None:
+        """``key`` as the listener ``listener_name`` sees it, Kafka's lookup order:
+        ``listener.name.<listener lowercased>.<mechanism lowercased>.<key>`` (when
+        ``mechanism`` is given), then ``listener.name.<listener lowercased>.<key>``, then
+        ``key`` itself (its default when unset)."""
+        prefix = f"listener.name.{listener_name.lower()}."
+        if mechanism is not None:
+            v = self.values.get(f"{prefix}{mechanism.lower()}.{key}")
+            if v is not None:
+                return v
+        v = self.values.get(prefix + key)
+        return v if v is not None else self.get(key)
 
     def get_int(self, key: str) -> int:
         v = self.get(key)
@@ -684,6 +737,14 @@ class BrokerConfig:
         """Every known key's value, then the listeners; ConfigError on the first bad one."""
         for key, raw in self.values.items():
             spec = known_key(key)
+            if spec is None:
+                spec = listener_key_spec(key)
+                listener = LISTENER_PREFIX.fullmatch(key)
+                if listener is not None and listener.group(1) != listener.group(1).lower():
+                    raise ConfigError(
+                        f"{key}: listener names are lowercase in listener.name.<listener>. "
+                        f"keys (listener.name.{listener.group(1).lower()}."
+                        f"{listener.group(2)}); Kafka would ignore this key")
             if spec is None:
                 continue
             try:

@@ -37,10 +37,16 @@ Password values never reach the log.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterable, Mapping
 
-from spool.broker.config import KAFKA_READ_ONLY_KEYS, BrokerConfig, all_known_keys, known_key
+from spool.broker.config import (
+    KAFKA_READ_ONLY_KEYS,
+    LISTENER_MECHANISM_CONFIGS,
+    LISTENER_PREFIX,
+    BrokerConfig,
+    all_known_keys,
+    known_key,
+)
 from spool.protocol.errors import Errors, KafkaError
 from spool.storage.config import (
     CLUSTER_WIDE,
@@ -52,17 +58,12 @@ from spool.storage.config import (
 
 log = logging.getLogger("spool.broker.dynamic_config")
 
-LISTENER_PREFIX = re.compile(r"listener\.name\.([^.]*)\.(.*)")
 # Kafka's SslConfigs.RECONFIGURABLE_CONFIGS: dynamic only with a listener prefix
 LISTENER_ONLY = frozenset((
     "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password",
     "ssl.key.password", "ssl.truststore.type", "ssl.truststore.location",
     "ssl.truststore.password", "ssl.keystore.certificate.chain", "ssl.keystore.key",
     "ssl.truststore.certificates"))
-# given as listener.name.<listener>.<mechanism>.<key> (Kafka's ListenerMechanismConfigs)
-LISTENER_MECHANISM_CONFIGS = ("sasl.jaas.config", "sasl.login.callback.handler.class",
-                              "sasl.login.class", "sasl.server.callback.handler.class",
-                              "connections.max.reauth.ms")
 CLUSTER_LEVEL_LISTENER_CONFIGS = frozenset(
     ("max.connections", "max.connection.creation.rate", "num.network.threads"))
 THREAD_POOLS = ("num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir",

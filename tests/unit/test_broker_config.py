@@ -107,3 +107,28 @@ def test_a_config_file_that_cannot_be_read(tmp_path):
     with pytest.raises(ConfigError) as e:
         load(path=bad)
     assert str(e.value) == f"config file {bad} is not UTF-8 text"
+
+
+def test_listener_prefixed_keys_are_read_in_kafkas_order():
+    cfg = load("ssl.keystore.location=/all.p12",
+               "listener.name.internal.ssl.keystore.location=/internal.p12",
+               "sasl.jaas.config=base",
+               "listener.name.sasl_ssl.sasl.jaas.config=listener",
+               "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=scram")
+    assert cfg.listener_value("INTERNAL", "ssl.keystore.location") == "/internal.p12"
+    assert cfg.listener_value("EXTERNAL", "ssl.keystore.location") == "/all.p12"
+    assert cfg.listener_value("SASL_SSL", "sasl.jaas.config", "SCRAM-SHA-256") == "scram"
+    assert cfg.listener_value("SASL_SSL", "sasl.jaas.config", "PLAIN") == "listener"
+    assert cfg.listener_value("SASL_SSL", "sasl.jaas.config") == "listener"
+    assert cfg.listener_value("OTHER", "sasl.jaas.config", "PLAIN") == "base"
+    assert cfg.listener_value("OTHER", "ssl.client.auth") == "none"  # the default
+    assert cfg.listener_value("OTHER", "ssl.keystore.key") is None
+    assert cfg.unknown == []
+
+
+def test_listener_prefixed_keys_are_checked_as_their_base_key():
+    assert error("listener.name.ssl.ssl.client.auth=always") == (
+        "listener.name.ssl.ssl.client.auth=always: expected one of required, requested, none")
+    cfg = load("listener.name.ssl.ssl.no.such.key=1", "listener.name.ssl.plain.sasl.nope=x")
+    assert cfg.unknown == ["listener.name.ssl.ssl.no.such.key", "listener.name.ssl.plain.sasl.nope"]
+    assert "listener names are lowercase" in error("listener.name.SSL.ssl.client.auth=required")
