@@ -75,6 +75,8 @@ from spool.cluster import features
 from spool.protocol.errors import Errors, KafkaError
 from spool.replica.manager import ReplicaManager
 from spool.replica.partition import NotLeader  # noqa: F401 (re-exported: handlers' name)
+from spool.security.authorizer import StandardAuthorizer
+from spool.security.authorizer import configured as configured_authorizer
 from spool.storage.config import validate_topic_overrides
 from spool.storage.engine import Storage
 from spool.storage.log import PartitionLog
@@ -131,6 +133,9 @@ class Broker:
         self.replicas: ReplicaManager | None = None
         self.client_metrics: ClientMetricsManager | None = None  # client telemetry (KIP-714)
         self.admin_http: AdminHttp | None = None  # spool.admin.http.listener
+        # authorizer.class.name: None (every request allowed) or the ACL authorizer that
+        # handlers ask through spool.broker.authz
+        self.authorizer: StandardAuthorizer | None = configured_authorizer(config)
 
     # ---- lifecycle
 

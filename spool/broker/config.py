@@ -43,6 +43,7 @@ from urllib.parse import urlsplit
 
 from spool.protocol.errors import Errors, KafkaError
 from spool.replica.selector import RACK_AWARE, SELECTORS
+from spool.security.authorizer import AUTHORIZER_CLASSES, parse_super_users
 from spool.storage.config import (
     BROKER_CONFIGS,
     BROKER_SYNONYM_OF,
@@ -102,6 +103,17 @@ def _dyn(name: str, type_: str, default: object, mode: str, check: Check | None 
 
 _SSL_ONE_OF_CLIENT_AUTH = Check("one of required, requested, none",
                                 lambda v: v in ("required", "requested", "none"), True)
+
+
+def _super_users_ok(value: str) -> bool:
+    try:
+        parse_super_users(value)
+    except ValueError:
+        return False
+    return True
+
+
+_SUPER_USERS = Check("principals as Type:name separated by ';'", _super_users_ok, True)
 
 
 BROKER_KEYS: dict[str, ConfigKey] = {
@@ -333,6 +345,17 @@ BROKER_KEYS: dict[str, ConfigKey] = {
         _dyn("sasl.login.refresh.min.period.seconds", "short", 60, PER_BROKER,
              between(0, 900)),
         _dyn("sasl.login.refresh.buffer.seconds", "short", 300, PER_BROKER, between(0, 3600)),
+        # authorization (spool.security.authorizer; read when the broker starts)
+        _key("authorizer.class.name", "string", "",
+             Check("empty (no authorizer) or " + " or ".join(AUTHORIZER_CLASSES),
+                   lambda v: not v or v in AUTHORIZER_CLASSES, replaces_type=True),
+             "The authorizer: empty for none (every request allowed), or Kafka's "
+             "StandardAuthorizer (ACLs from the metadata log)."),
+        _key("super.users", "string", None, _SUPER_USERS,
+             "Principals allowed everything, separated by ';' (User:admin;User:broker)."),
+        _key("allow.everyone.if.no.acl.found", "boolean", False, None,
+             "Whether a resource no ACL applies to is open to everyone (else only to "
+             "super.users)."),
         # connections and threads
         _dyn("max.connection.creation.rate", "int", INT32_MAX, CLUSTER_WIDE, at_least(0)),
         _dyn("max.connections.per.ip.overrides", "string", "", CLUSTER_WIDE),
@@ -383,7 +406,7 @@ BROKER_KEYS: dict[str, ConfigKey] = {
 # since 4.1) left out.
 KAFKA_READ_ONLY_KEYS: frozenset[str] = frozenset("""
 alter.config.policy.class.name alter.log.dirs.replication.quota.window.num
-alter.log.dirs.replication.quota.window.size.seconds authorizer.class.name
+alter.log.dirs.replication.quota.window.size.seconds
 client.quota.callback.class connection.failed.authentication.delay.ms
 connections.max.reauth.ms controlled.shutdown.enable controlled.shutdown.max.retries
 controlled.shutdown.retry.backoff.ms controller.quota.window.num

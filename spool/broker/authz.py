@@ -1,0 +1,82 @@
+"""The handlers' one way to ask the authorizer: ``allowed`` and ``allowed_names``.
+
+``broker.authorizer`` is a ``spool.security.authorizer.StandardAuthorizer`` when
+``authorizer.class.name`` names it, else None: no authorizer, every request allowed
+(Kafka's broker without an authorizer), and each check costs one attribute test. With
+one, the principal is the connection's (``ctx.principal``, as TLS or SASL set it), the
+host its peer address (``ctx.conn.host``), the ACLs those of ``broker.security_image``;
+a repeated check is one memoised dict lookup (see the authorizer).
+
+Handlers on a hot path (Produce, Fetch) test ``ctx.broker.authorizer is None`` once per
+request and only then ask per topic. The errors to answer, and where in the response
+they go, are each handler's: Kafka's ``KafkaApis`` is the reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from types import MappingProxyType
+
+from spool.protocol.acl import SUPPORTED_OPERATIONS, AclOperation, ResourceType, to_bitfield
+
+CLUSTER_NAME = "kafka-cluster"  # Kafka's name of the one CLUSTER resource
+
+
+class _NoAcls:
+    """The image of a broker that has no ``security_image`` (yet): no ACLs."""
+
+    acls = MappingProxyType({})
+    generation = 0
+
+
+_NO_ACLS = _NoAcls()
+
+
+def _image(broker):
+    return getattr(broker, "security_image", None) or _NO_ACLS
+
+
+def allowed(ctx, op: AclOperation, resource_type: ResourceType, name: str) -> bool:
+    """Whether the request's principal may ``op`` the LITERAL resource ``name``."""
+    authorizer = ctx.broker.authorizer
+    if authorizer is None:
+        return True
+    return authorizer.authorize(_image(ctx.broker), str(ctx.conn.principal), ctx.conn.host,
+                                op, resource_type, name)
+
+
+def allowed_names(ctx, op: AclOperation, resource_type: ResourceType,
+                  names: Iterable[str]) -> set[str]:
+    """The subset of ``names`` the request's principal may ``op``."""
+    authorizer = ctx.broker.authorizer
+    if authorizer is None:
+        return set(names)
+    image, principal, host = _image(ctx.broker), str(ctx.conn.principal), ctx.conn.host
+    authorize = authorizer.authorize
+    return {n for n in names if authorize(image, principal, host, op, resource_type, n)}
+
+
+def allowed_cluster(ctx, op: AclOperation) -> bool:
+    """``op`` on the CLUSTER resource (``kafka-cluster``)."""
+    return allowed(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME)
+
+
+def allowed_by_resource_type(ctx, op: AclOperation, resource_type: ResourceType) -> bool:
+    """Whether the principal may ``op`` some resource of the type (Kafka's
+    ``authorizeByResourceType``: an idempotent producer's WRITE on any topic, KIP-679)."""
+    authorizer = ctx.broker.authorizer
+    if authorizer is None:
+        return True
+    return authorizer.authorize_by_resource_type(
+        _image(ctx.broker), str(ctx.conn.principal), ctx.conn.host, op, resource_type)
+
+
+def authorized_operations(ctx, resource_type: ResourceType, name: str) -> int:
+    """The ``*_authorized_operations`` bitfield: the operations the resource type supports
+    (``SUPPORTED_OPERATIONS``) that the principal may perform on ``name``; all of them
+    without an authorizer (Kafka's ``AuthHelper.authorizedOperations``)."""
+    authorizer = ctx.broker.authorizer
+    if authorizer is None:
+        return to_bitfield(SUPPORTED_OPERATIONS[resource_type])
+    return to_bitfield(authorizer.authorized_operations(
+        _image(ctx.broker), str(ctx.conn.principal), ctx.conn.host, resource_type, name))
