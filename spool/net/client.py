@@ -30,6 +30,25 @@ Contract:
 - Concurrency: one event loop; any number of tasks may call ``request`` at
   once. Nothing blocks the loop.
 
+Security (``security=``, a ``spool.security.client_config.ClientSecurity``):
+
+- TLS (SSL, SASL_SSL): the connection is wrapped in TLS with the properties' SSLContext
+  (server certificate verified against the truststore; its name checked against ``host``
+  unless ``ssl.endpoint.identification.algorithm`` is empty); a failed handshake is a
+  failed connect (``AuthenticationError``).
+- SASL (SASL_PLAINTEXT, SASL_SSL), as Kafka's SaslClientAuthenticator: once connected, and
+  before any request of the caller is written, ApiVersions (for the SASL versions the peer
+  has), SaslHandshake v1 with ``sasl.mechanism``, then SaslAuthenticate (v2 where the peer
+  has it, else v1/v0) carrying the mechanism's tokens until it completes. A refusal
+  (UNSUPPORTED_SASL_MECHANISM, SASL_AUTHENTICATION_FAILED, a server message the mechanism
+  rejects) raises ``AuthenticationError`` with the broker's message, closes the connection,
+  is logged (ERROR, repeats at most once a minute) and the next connect waits at least 1 s.
+- Re-authentication (KIP-368): when SaslAuthenticate v1+ gives a ``session_lifetime_ms``,
+  the client authenticates again on the same connection at a random point between 85% and
+  95% of it (Kafka's window): the first request made after that point waits while
+  SaslHandshake and SaslAuthenticate run (requests already in flight are answered as
+  usual); requests made meanwhile wait for it too.
+
 ``NodeClients(addresses)`` keeps one ``NodeClient`` per node id (a quorum's
 voters, a cluster's brokers) and forwards ``request(node_id, ...)``.
 """
@@ -38,6 +57,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import random
+import ssl
 import struct
 import time
 from collections import deque
@@ -45,11 +67,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from spool.protocol._generated import API_BY_KEY
+from spool.protocol._generated.api_versions_request import ApiVersionsRequest
+from spool.protocol._generated.sasl_authenticate_request import SaslAuthenticateRequest
+from spool.protocol._generated.sasl_handshake_request import SaslHandshakeRequest
+from spool.protocol.errors import error_name
 from spool.protocol.headers import API_VERSIONS_KEY, encode_request_header, skip_tagged_fields
 from spool.protocol.primitives import ProtocolDecodeError
+from spool.security.client_config import ClientConfigError, ClientSecurity
+
+log = logging.getLogger(__name__)
 
 _SIZE = struct.Struct(">i")
 _UNSUPPORTED_VERSION = 35
+_SASL_HANDSHAKE_KEY = SaslHandshakeRequest.API_KEY
+_SASL_AUTHENTICATE_KEY = SaslAuthenticateRequest.API_KEY
+_AUTH_FAILURE_BACKOFF_S = 1.0
+_LOG_REPEAT_S = 60.0
+PLAINTEXT = ClientSecurity()
 
 
 class ClientError(Exception):
@@ -62,6 +96,38 @@ class DisconnectedError(ClientError, ConnectionError):
 
 class RequestTimeoutError(ClientError, TimeoutError):
     """No response within the request's timeout (the connection was closed)."""
+
+
+class AuthenticationError(ClientError):
+    """TLS or SASL authentication with the peer failed (the connection was closed); the
+    message carries the peer's reason (Kafka's SaslAuthenticationException, SslAuthenticationException)."""
+
+
+class _PlainClient:
+    """PLAIN (RFC 4616) until spool.security.sasl has the client mechanisms."""
+
+    def __init__(self, username: str, password: str) -> None:
+        self._token = b"\0" + username.encode() + b"\0" + password.encode()
+        self.complete = False
+
+    def initial_response(self) -> bytes:
+        return self._token
+
+    def evaluate(self, challenge: bytes) -> bytes | None:
+        self.complete = True
+        return None
+
+
+def _sasl_client(sec: ClientSecurity) -> Any:
+    """The sans-I/O client of ``sec.sasl_mechanism`` (spool.security.sasl)."""
+    try:
+        from spool.security.sasl.client import sasl_client  # type: ignore[import-not-found]
+    except ImportError:
+        if sec.sasl_mechanism != "PLAIN":
+            raise AuthenticationError(f"SASL mechanism {sec.sasl_mechanism}: no client for it "
+                                      f"yet") from None
+        return _PlainClient(sec.username or "", sec.password or "")
+    return sasl_client(sec.sasl_mechanism, sec.username, sec.password, dict(sec.jaas_options))
 
 
 @dataclass
@@ -90,6 +156,7 @@ class NodeClient:
         connect_timeout_ms: int = 10000,
         reconnect_backoff_ms: int = 50,
         max_response_bytes: int = 100 * 1024 * 1024,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -104,13 +171,22 @@ class NodeClient:
         self._in_flight: deque[_InFlight] = deque()
         self._next_id = 0
         self._failed_at = 0.0  # monotonic time of the last connect failure or drop
+        self._backoff_s = reconnect_backoff_ms / 1000
+        self.security = security or PLAINTEXT
+        self._ssl: ssl.SSLContext | None = None  # built on the first connect
+        self._ready = False  # connected and (with SASL) authenticated
+        self._reauth_at: float | None = None  # monotonic; KIP-368
+        self._reauth: asyncio.Future | None = None
+        self._sasl_versions: tuple[int, int] | None = None  # (handshake, authenticate)
+        self._logged: tuple[str, float] | None = None
 
     def __repr__(self) -> str:
         return f"NodeClient({self.host}:{self.port})"
 
     @property
     def connected(self) -> bool:
-        return self._writer is not None
+        """Connected, and authenticated where the security protocol asks for it."""
+        return self._ready
 
     @property
     def in_flight(self) -> int:
@@ -132,9 +208,19 @@ class NodeClient:
         deadline = time.monotonic() + timeout_s
         try:
             await asyncio.wait_for(self._ensure_connected(), timeout_s)
+            if self._reauth is not None or (
+                    self._reauth_at is not None and time.monotonic() >= self._reauth_at):
+                await asyncio.wait_for(self._ensure_reauthenticated(),
+                                       max(0.0, deadline - time.monotonic()))
         except TimeoutError:
             raise RequestTimeoutError(f"{self}: not connected within {timeout_s * 1000:.0f} ms "
                                       f"to send {entry.name}") from None
+        return await self._send(message, version, deadline, timeout_s, expect_response)
+
+    async def _send(self, message: Any, version: int, deadline: float, timeout_s: float,
+                    expect_response: bool = True) -> Any:
+        """Write ``message`` on the current connection now; its response (the contract)."""
+        entry = API_BY_KEY[message.API_KEY]
         writer = self._writer
         if writer is None:
             raise DisconnectedError(f"{self}: connection closed before {entry.name} was sent")
@@ -182,7 +268,7 @@ class NodeClient:
         await self._ensure_connected()
 
     async def _ensure_connected(self) -> None:
-        if self._writer is not None:
+        if self._ready:
             return
         if self._connecting is None or self._connecting.done():  # (done: a waiter was cancelled)
             self._connecting = asyncio.ensure_future(self._open())
@@ -196,18 +282,121 @@ class NodeClient:
                 self._connecting = None
 
     async def _open(self) -> None:
-        wait = self._failed_at + self.reconnect_backoff_ms / 1000 - time.monotonic()
+        wait = self._failed_at + self._backoff_s - time.monotonic()
         if wait > 0:
             await asyncio.sleep(wait)
+        self._backoff_s = self.reconnect_backoff_ms / 1000
+        sec = self.security
+        if sec.tls and self._ssl is None:
+            try:
+                self._ssl = sec.ssl_context()
+            except ClientConfigError as e:
+                self._failed_at = time.monotonic()
+                raise self._auth_failed(f"TLS configuration: {e}") from None
+        tls = {} if self._ssl is None else {
+            "ssl": self._ssl, "server_hostname": self.host,
+            "ssl_handshake_timeout": self.connect_timeout_ms / 1000}
         try:
             reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port), self.connect_timeout_ms / 1000)
+                asyncio.open_connection(self.host, self.port, **tls),
+                self.connect_timeout_ms / 1000)
+        except ssl.SSLError as e:
+            raise self._auth_failed(f"TLS handshake failed: {e.reason or e}") from None
         except (OSError, TimeoutError) as e:
             self._failed_at = time.monotonic()
             reason = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
             raise DisconnectedError(f"{self}: cannot connect: {reason}") from None
         self._writer = writer
         self._reader_task = asyncio.ensure_future(self._read_loop(reader, writer))
+        if sec.sasl:
+            try:
+                await self._authenticate(reauthenticating=False)
+            except BaseException:
+                if self._writer is writer:
+                    self._drop(DisconnectedError(f"{self}: authentication did not complete"))
+                raise
+        self._ready = True
+        self._logged = None
+
+    def _auth_failed(self, reason: str) -> AuthenticationError:
+        """The error for a failed TLS/SASL authentication; logged (repeats once a minute) and
+        the next connect backs off (Kafka's SaslAuthenticationException: not retried at once)."""
+        self._failed_at = time.monotonic()
+        self._backoff_s = max(self._backoff_s, _AUTH_FAILURE_BACKOFF_S)
+        msg = (f"{self}: authentication failed ({self.security.describe()}): {reason}")
+        now = time.monotonic()
+        if self._logged is None or self._logged[0] != msg or now - self._logged[1] >= _LOG_REPEAT_S:
+            log.error("%s", msg)
+            self._logged = (msg, now)
+        return AuthenticationError(msg)
+
+    async def _authenticate(self, *, reauthenticating: bool) -> None:
+        """Kafka's client SASL exchange on the current connection (module docstring)."""
+        sec = self.security
+        timeout_s = self.request_timeout_ms / 1000
+        deadline = time.monotonic() + timeout_s
+        if self._sasl_versions is None:
+            resp = await self._send(ApiVersionsRequest(client_software_name="spool",
+                                                       client_software_version="1"),
+                                    3, deadline, timeout_s)
+            if resp.error_code == _UNSUPPORTED_VERSION:
+                resp = await self._send(ApiVersionsRequest(), 0, deadline, timeout_s)
+            have = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+            hs, au = have.get(_SASL_HANDSHAKE_KEY), have.get(_SASL_AUTHENTICATE_KEY)
+            if hs is None or hs[1] < 1 or au is None:
+                raise self._auth_failed("the peer has no SaslHandshake v1 / SaslAuthenticate "
+                                        "(is this listener SASL?)")
+            self._sasl_versions = (1, min(au[1], SaslAuthenticateRequest.VALID_VERSIONS[1]))
+        hs_version, au_version = self._sasl_versions
+        resp = await self._send(SaslHandshakeRequest(mechanism=sec.sasl_mechanism), hs_version,
+                                deadline, timeout_s)
+        if resp.error_code:
+            enabled = ", ".join(resp.mechanisms or [])
+            raise self._auth_failed(
+                f"SaslHandshake: {error_name(resp.error_code)}"
+                + (f" (the broker enables {enabled})" if resp.error_code == 33 else ""))
+        mechanism = _sasl_client(sec)
+        token: bytes | None = mechanism.initial_response()
+        lifetime_ms = 0
+        while token is not None:
+            resp = await self._send(SaslAuthenticateRequest(auth_bytes=token), au_version,
+                                    deadline, timeout_s)
+            if resp.error_code:
+                raise self._auth_failed(f"{error_name(resp.error_code)}: "
+                                        f"{resp.error_message or ''}".rstrip(": "))
+            lifetime_ms = resp.session_lifetime_ms if au_version >= 1 else 0
+            try:
+                token = mechanism.evaluate(bytes(resp.auth_bytes))
+            except Exception as e:  # the mechanism refuses the server's message
+                raise self._auth_failed(f"{sec.sasl_mechanism}: {e}") from None
+        if not mechanism.complete:
+            raise self._auth_failed(f"{sec.sasl_mechanism}: the exchange ended incomplete")
+        self._reauth_at = None if lifetime_ms <= 0 else (
+            time.monotonic() + lifetime_ms / 1000 * (0.85 + 0.1 * random.random()))
+        if reauthenticating:
+            log.debug("%s: re-authenticated (%s), session lifetime %d ms", self,
+                      sec.describe(), lifetime_ms)
+
+    async def _ensure_reauthenticated(self) -> None:
+        """KIP-368: one re-authentication at a time; every request made meanwhile waits."""
+        if self._reauth is None or self._reauth.done():
+            self._reauth = asyncio.ensure_future(self._reauthenticate())
+            self._reauth.add_done_callback(_retrieve)
+        reauth = self._reauth
+        try:
+            await asyncio.shield(reauth)
+        finally:
+            if reauth.done() and self._reauth is reauth:
+                self._reauth = None
+
+    async def _reauthenticate(self) -> None:
+        writer = self._writer
+        try:
+            await self._authenticate(reauthenticating=True)
+        except BaseException:
+            if self._writer is writer:  # a failed re-authentication ends the connection
+                self._drop(DisconnectedError(f"{self}: re-authentication failed"))
+            raise
 
     async def _read_loop(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -253,6 +442,8 @@ class NodeClient:
             return
         current, self._writer = self._writer, None
         task, self._reader_task = self._reader_task, None
+        self._ready = False
+        self._reauth_at = None
         self._failed_at = time.monotonic()
         if current is not None:
             current.close()
