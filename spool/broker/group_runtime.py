@@ -52,6 +52,7 @@ from spool.coordinator.txn_offsets import PendingTxnOffsets
 from spool.protocol.errors import Errors, KafkaError
 from spool.records.batch import BatchHeader
 from spool.records.record import iter_records
+from spool.util.aio import wait_event
 
 log = logging.getLogger("spool.groups")
 
@@ -244,8 +245,7 @@ class GroupRuntime:
             wait_s = None if deadline is None else max(0.0, (deadline - clock.now_ms()) / 1000.0)
             self._wake.clear()
             if wait_s is None or wait_s > 0:
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), wait_s)
+                await wait_event(self._wake, wait_s)
             if self._stopping:
                 return
             for key, fire in self.coordinator.due():

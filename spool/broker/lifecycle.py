@@ -46,6 +46,7 @@ from spool.protocol._generated import (
 )
 from spool.protocol._generated.broker_registration_request import Feature, Listener
 from spool.protocol.errors import Errors, error_name
+from spool.util.aio import wait_event
 
 log = logging.getLogger("spool.broker.lifecycle")
 
@@ -140,8 +141,7 @@ class BrokerLifecycleManager:
             await self._pause(self._delay_s)
 
     async def _pause(self, delay_s: float) -> None:
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), delay_s)
+        await wait_event(self._wake, delay_s)
 
     def _retry_soon(self) -> None:
         """A failed registration: again after a backoff from 100 ms doubling up to the

@@ -75,6 +75,7 @@ from spool.protocol.errors import Errors
 from spool.records.batch import _HEADER, HEADER_SIZE, LOG_OVERHEAD
 from spool.replica.partition import Partition
 from spool.storage.leader_epoch import LeaderEpochCache
+from spool.util.aio import wait_event
 
 log = logging.getLogger(__name__)
 
@@ -327,8 +328,7 @@ class ReplicaFetcher:
             if not ready:
                 later = [s.delayed_until for s in self.states.values()]
                 timeout = None if not later else max(0.0, min(later) - now)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), timeout)
+                await wait_event(self._wake, timeout)
                 continue
             client = self._connect()
             if client is None:
