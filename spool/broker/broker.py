@@ -51,6 +51,7 @@ import resource
 import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from spool.broker.admin_http import AdminHttp
 from spool.broker.broker_role import BrokerRole
@@ -77,6 +78,7 @@ from spool.replica.manager import ReplicaManager
 from spool.replica.partition import NotLeader  # noqa: F401 (re-exported: handlers' name)
 from spool.security.authorizer import StandardAuthorizer
 from spool.security.authorizer import configured as configured_authorizer
+from spool.security.image import SecurityImage, from_json, to_json
 from spool.storage.config import validate_topic_overrides
 from spool.storage.engine import Storage
 from spool.storage.log import PartitionLog
@@ -86,6 +88,7 @@ from spool.storage.metadata import PartitionLimit, check_op_size
 from spool.util.clock import SystemClock
 
 log = logging.getLogger("spool.broker")
+T = TypeVar("T")
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 INTERNAL_PARTITIONS_KEY = {
@@ -136,6 +139,9 @@ class Broker:
         # authorizer.class.name: None (every request allowed) or the ACL authorizer that
         # handlers ask through spool.broker.authz
         self.authorizer: StandardAuthorizer | None = configured_authorizer(config)
+        # ACLs, SCRAM credentials, quotas (``security_image``): replaced on every change
+        self._security_image = SecurityImage()
+        self._security_lock = asyncio.Lock()  # a single node's security changes, one by one
 
     # ---- lifecycle
 
@@ -213,6 +219,9 @@ class Broker:
         if not self.cluster.kraft:  # a new single node finalizes the bootstrap feature levels
             await self.run_blocking(self.storage.metadata.update_features,
                                     features.bootstrap_records)
+        if not self.cluster.kraft:  # a cluster: the metadata publisher sets it
+            self.security_image = SecurityImage().replay(
+                from_json(r) for r in self.storage.metadata.security_records())
         self.view = SingleNodeView(self.node_id, self.storage.metadata, self.storage.logs,
                                    self._advertised_for)
         self.client_metrics = ClientMetricsManager.of(self)  # KIP-714 (spool.broker.telemetry)
@@ -250,6 +259,32 @@ class Broker:
     @property
     def metadata(self):
         return self.storage.metadata
+
+    @property
+    def security_image(self) -> SecurityImage:
+        """ACLs, SCRAM credentials and client quotas now (``spool.security.image``): a
+        single node's from its metadata store, a cluster broker's from the last metadata
+        image published, a controller-only node's from its controller's image."""
+        if self.role is None and self.quorum is not None and self.quorum.controller is not None:
+            return self.quorum.controller.controller.image.security
+        return self._security_image
+
+    @security_image.setter
+    def security_image(self, image: SecurityImage) -> None:
+        self._security_image = image
+
+    async def change_security(self, plan: Callable[[SecurityImage], tuple[list, T]]) -> T:
+        """A single node's security change: ``plan(current image)`` gives (records, reply);
+        the records are committed to the metadata store (one fsynced batch) and replayed
+        into ``security_image`` before the reply is returned. One change at a time, so
+        each plan sees the one before it; a plan's KafkaError leaves nothing written."""
+        async with self._security_lock:
+            records, reply = plan(self.security_image)
+            if records:
+                await self.run_blocking(self.metadata.append_security,
+                                        [to_json(r) for r in records])
+                self.security_image = self.security_image.replay(records)
+            return reply
 
     async def shutdown(self) -> None:
         if self.role is not None:  # controlled shutdown while every listener still serves

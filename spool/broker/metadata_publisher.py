@@ -5,7 +5,8 @@ The broker's ``MetadataPublisher`` (``spool.cluster.loader``; Kafka's
 
 1. **The view first.** ``broker.view`` becomes a ``ClusterView`` of the new image
    and the quorum leader, at once, on the event loop: every handler from then on
-   answers from it (brokers, leaders, ISR, configs).
+   answers from it (brokers, leaders, ISR, configs); ``broker.security_image``
+   becomes the image's ACLs, SCRAM credentials and quotas at the same moment.
 2. **Then the local logs**, from ``local_changes(old, new, node id)`` (Kafka's
    ``TopicsDelta.localChanges``), in the executor (file work never runs on the
    loop), one image at a time and in image order:
@@ -113,6 +114,7 @@ class BrokerMetadataPublisher:
                            leader: LeaderAndEpoch) -> None:
         self.leader = leader
         self.image = new
+        self.broker.security_image = new.security  # ACLs, SCRAM, quotas: at once, too
         channel = self.broker.controller_channel
         self.broker.view = ClusterView(
             new, self.default_listener,

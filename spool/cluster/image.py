@@ -21,6 +21,9 @@ What an image holds (by Kafka's names):
     configs        ConfigResource(type, name) -> {key: value}: TOPIC (2) by topic name,
                    BROKER (4) by broker id, or "" for the cluster-wide default
     next_producer_id   the first id of the next block ProducerIdsRecord hands out
+    security       ``spool.security.image.SecurityImage``: ACLs, SCRAM credentials, client
+                   quotas (AccessControlEntryRecord, UserScramCredentialRecord,
+                   ClientQuotaRecord and the removals; its rules)
     offset         the offset of the last record replayed (-1: none)
 
 Replay rules (Kafka's): a PartitionChangeRecord field left at its "no change"
@@ -31,7 +34,7 @@ Fencing, unfencing and controlled shutdown (FenceBrokerRecord,
 UnfenceBrokerRecord, BrokerRegistrationChangeRecord) and UnregisterBrokerRecord
 apply only to the registration with that broker epoch. A record about a topic,
 partition or broker that does not exist is a corrupt log: ``MetadataReplayError``.
-Record types the image does not track (NoOpRecord, ACLs, quotas, ...) are skipped.
+Record types the image does not track (NoOpRecord, delegation tokens, ...) are skipped.
 ``cluster_id`` is not in the log (it comes from ``meta.properties``); it rides along.
 """
 
@@ -58,6 +61,7 @@ from spool.protocol._generated.remove_topic_record import RemoveTopicRecord
 from spool.protocol._generated.topic_record import TopicRecord
 from spool.protocol._generated.unfence_broker_record import UnfenceBrokerRecord
 from spool.protocol._generated.unregister_broker_record import UnregisterBrokerRecord
+from spool.security.image import SecurityDelta, SecurityImage, SecurityReplayError
 
 NO_LEADER = -1
 NO_LEADER_CHANGE = -2  # PartitionChangeRecord.leader: "the leader did not change"
@@ -204,6 +208,7 @@ class MetadataImage:
     configs: Mapping[ConfigResource, Mapping[str, str]] = field(default_factory=lambda: _EMPTY)
     next_producer_id: int = 0
     total_partitions: int = field(default=0, compare=False)
+    security: SecurityImage = field(default_factory=SecurityImage)
 
     def topic(self, name: str) -> TopicImage | None:
         return self.topics_by_name.get(name)
@@ -246,6 +251,7 @@ class MetadataDelta:
         self._topics: dict[UUID, TopicImage] | None = None
         self._parts: dict[UUID, dict[int, PartitionRegistration]] = {}  # changed topics
         self._names_changed = False
+        self._security = SecurityDelta(image.security)
 
     # -- replay ----------------------------------------------------------------------
 
@@ -254,6 +260,11 @@ class MetadataDelta:
         handler = _HANDLERS.get(type(rec))
         if handler is not None:
             handler(self, rec)
+        else:
+            try:
+                self._security.replay(rec)
+            except SecurityReplayError as e:
+                raise MetadataReplayError(str(e)) from e
         self.offset = max(self.offset, offset)
 
     def _topic_map(self) -> dict[UUID, TopicImage]:
@@ -410,6 +421,7 @@ class MetadataDelta:
             configs=_frozen(self._configs, img.configs),
             next_producer_id=self._next_producer_id,
             total_partitions=total,
+            security=self._security.apply(),
         )
 
 

@@ -6,7 +6,8 @@ empty image (with the same ``cluster_id``) gives an image equal to the one writt
 image writers go: FeatureLevelRecords, then per broker its RegisterBrokerRecord (with
 its current fenced and controlled-shutdown state), controllers, per topic its
 TopicRecord then its PartitionRecords (current leader epoch and partition epoch), the
-ConfigRecords, and a ProducerIdsRecord when any block was handed out.
+ConfigRecords, a ProducerIdsRecord when any block was handed out, then the security
+records (SCRAM credentials, ACLs, client quotas: ``SecurityImage.records``).
 """
 
 from __future__ import annotations
@@ -64,3 +65,4 @@ def snapshot_records(image: MetadataImage) -> Iterator[Any]:
     if image.next_producer_id:
         yield ProducerIdsRecord(broker_id=-1, broker_epoch=-1,
                                 next_producer_id=image.next_producer_id)
+    yield from image.security.records()

@@ -24,6 +24,19 @@ Every record has key = the record type (ASCII) and value = a JSON object::
     {"type": "FeatureLevelRecord", "v": 0, "name": "transaction.version", "feature_level": 2}
                                   (a finalized feature level; 0 removes the feature:
                                   ``spool.cluster.features`` says which levels mean what)
+    {"type": "AccessControlEntryRecord", "v": 0, "id": "<uuid>", "resource_type": 2, ...}
+    {"type": "RemoveAccessControlEntryRecord", "v": 0, "id": "<uuid>"}
+    {"type": "UserScramCredentialRecord", "v": 0, "name": "alice", "mechanism": 1,
+                                  "salt": "<base64>", "stored_key": ..., "server_key": ...,
+                                  "iterations": 4096}
+    {"type": "RemoveUserScramCredentialRecord", "v": 0, "name": "alice", "mechanism": 1}
+    {"type": "ClientQuotaRecord", "v": 0, "entity": [["user", "alice"], ["client-id", null]],
+                                  "key": "producer_byte_rate", "value": 1048576.0,
+                                  "remove": false}
+                                  (the security records: Kafka's, field for field, in the
+                                  form ``spool.security.image.to_json`` gives; the store keeps
+                                  the ones still in force, in order, for the broker to replay
+                                  into its ``SecurityImage``: ``security_records()``)
 
 ``MetadataImage`` is the state the log replays to; ``MetadataImage.apply`` is
 its only mutator (replay = load), so a replicated controller can later ship
@@ -66,6 +79,9 @@ TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
 VERSION = 0
 MAX_RECORDS_PER_USER_OP = 10_000  # Kafka's QuorumController.MAX_RECORDS_PER_USER_OP
+SECURITY_RECORDS = frozenset({
+    "AccessControlEntryRecord", "RemoveAccessControlEntryRecord", "UserScramCredentialRecord",
+    "RemoveUserScramCredentialRecord", "ClientQuotaRecord"})
 MAX_BATCH_BYTES = 16 << 20  # a generous bound: 10,000 records of a new topic take ~2 MiB
 EXCESSIVE = "Unable to perform excessively large batch operation"  # Kafka's message
 
@@ -127,10 +143,15 @@ class MetadataImage:
     features: dict[str, int] = field(default_factory=dict)
     # configs of the other resource types (CLIENT_METRICS...): (type, name) -> values
     resource_configs: dict[tuple[int, str], dict[str, str]] = field(default_factory=dict)
+    # the security records in force (ACLs, SCRAM credentials, quota values), by what they
+    # set, in the order they were first set: replaying them gives the security state
+    security: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def apply(self, rec: Mapping[str, Any]) -> None:
         kind = rec.get("type")
-        if kind == "TopicRecord":
+        if kind in SECURITY_RECORDS:
+            self._apply_security(kind, rec)
+        elif kind == "TopicRecord":
             t = TopicImage(rec["name"], rec["topic_id"])
             self.topics[t.name] = t
             self.names_by_id[t.topic_id] = t.name
@@ -154,6 +175,18 @@ class MetadataImage:
                 t = self.topics.pop(name, None)
                 if t is not None:
                     self.total_partitions -= t.partitions
+
+    def _apply_security(self, kind: str, rec: Mapping[str, Any]) -> None:
+        if kind.endswith("AccessControlEntryRecord"):
+            key = f"acl {rec['id']}"
+        elif kind.endswith("UserScramCredentialRecord"):
+            key = "scram " + json.dumps([rec["name"], rec["mechanism"]])
+        else:
+            key = "quota " + json.dumps([sorted(rec["entity"], key=lambda e: e[0]), rec["key"]])
+        if kind.startswith("Remove") or rec.get("remove"):
+            self.security.pop(key, None)
+        else:
+            self.security[key] = {k: v for k, v in rec.items() if k != "v"}
 
     def _topic(self, topic_id: str) -> TopicImage | None:
         name = self.names_by_id.get(topic_id)
@@ -287,6 +320,11 @@ class MetadataStore:
             return {n: dict(v) for (t, n), v in self.image.resource_configs.items()
                     if t == resource_type}
 
+    def security_records(self) -> list[dict[str, Any]]:
+        """The security records in force, in order (``MetadataImage.security``)."""
+        with self._image_lock:
+            return [dict(r) for r in self.image.security.values()]
+
     def finalized_features(self) -> tuple[dict[str, int], int]:
         """(finalized feature levels, the offset of the last record: their epoch)."""
         with self._image_lock:
@@ -416,6 +454,18 @@ class MetadataStore:
             if records and not validate_only:
                 self._commit([{"type": "FeatureLevelRecord", "name": n, "feature_level": lvl}
                               for n, lvl in records])
+
+    def append_security(self, records: list[dict[str, Any]]) -> None:
+        """Commit security records (the JSON form, each with its "type"), all in one batch.
+        The caller checked them against the state they change (the broker serialises its
+        security changes); POLICY_VIOLATION beyond one operation's records."""
+        if not records:
+            return
+        unknown = {r.get("type") for r in records} - SECURITY_RECORDS
+        if unknown:
+            raise ValueError(f"not security records: {sorted(map(str, unknown))}")
+        with self._lock:
+            self._commit(list(records))
 
     def allocate_producer_ids(self, block_size: int = 1000) -> tuple[int, int]:
         """Reserve the next ``block_size`` producer ids; returns [first, end)."""
