@@ -22,7 +22,14 @@ from typing import Annotated
 import typer
 
 from spool.cli import wire
-from spool.cli.common import DEFAULT_BOOTSTRAP, AdminTimeout, Bootstrap, cli_command, fail
+from spool.cli.common import (
+    DEFAULT_BOOTSTRAP,
+    AdminTimeout,
+    Bootstrap,
+    CommandConfigOpt,
+    cli_command,
+    fail,
+)
 from spool.protocol._generated import (
     DescribeConfigsRequest,
     IncrementalAlterConfigsRequest,
@@ -72,7 +79,8 @@ async def _alter(admin: wire.WireAdmin, name: str, ops: list[tuple[str, int, str
 
 @app.command("list")
 @cli_command
-def list_(bootstrap: Bootstrap = DEFAULT_BOOTSTRAP, timeout: AdminTimeout = 30.0) -> None:
+def list_(bootstrap: Bootstrap = DEFAULT_BOOTSTRAP, timeout: AdminTimeout = 30.0,
+          command_config: CommandConfigOpt = None) -> None:
     """List the client metrics resources."""
     for name in wire.run(bootstrap, timeout, _names):
         print(name)
@@ -81,7 +89,7 @@ def list_(bootstrap: Bootstrap = DEFAULT_BOOTSTRAP, timeout: AdminTimeout = 30.0
 @app.command()
 @cli_command
 def describe(name: Name = None, bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
-             timeout: AdminTimeout = 30.0) -> None:
+             timeout: AdminTimeout = 30.0, command_config: CommandConfigOpt = None) -> None:
     """Show the configs of one client metrics resource (default: all)."""
 
     async def body(admin: wire.WireAdmin):
@@ -108,6 +116,7 @@ def alter(
     match: Annotated[str | None, typer.Option(
         "--match", help="key=regex,... the client must all match ('' deletes).")] = None,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
 ) -> None:
     """Create or change a client metrics resource."""
@@ -126,7 +135,8 @@ def alter(
 @app.command()
 @cli_command
 def delete(name: Annotated[str, typer.Option("--name", help="The subscription's name.")],
-           bootstrap: Bootstrap = DEFAULT_BOOTSTRAP, timeout: AdminTimeout = 30.0) -> None:
+           bootstrap: Bootstrap = DEFAULT_BOOTSTRAP, timeout: AdminTimeout = 30.0,
+           command_config: CommandConfigOpt = None) -> None:
     """Delete a client metrics resource (every key)."""
 
     async def body(admin: wire.WireAdmin):

@@ -25,6 +25,7 @@ from spool.cli.common import (
     DEFAULT_BOOTSTRAP,
     Bootstrap,
     CliError,
+    CommandConfigOpt,
     JsonFlag,
     cli_command,
     print_json,
@@ -106,6 +107,7 @@ def down(
 @cli_command
 def status(
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
     json: JsonFlag = False,
     timeout: Annotated[float, typer.Option("--timeout", min=0.1,
                                            help="Seconds to wait for a node.")] = 10.0,

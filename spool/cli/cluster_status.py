@@ -21,6 +21,7 @@ import asyncio
 import time
 from dataclasses import asdict, dataclass, field
 
+from spool.cli.wire import node_client_options
 from spool.net.client import ClientError, NodeClient
 from spool.protocol._generated import (
     ApiVersionsRequest,
@@ -84,7 +85,8 @@ async def _fetch(bootstrap: str, timeout: float) -> Status:
             raise StatusError(f"{item!r} is not host:port")
         client = NodeClient(host.strip("[]"), int(port), client_id="spool-cluster-status",
                             request_timeout_ms=int(timeout * 1000),
-                            connect_timeout_ms=int(timeout * 1000))
+                            connect_timeout_ms=int(timeout * 1000),
+                            **node_client_options())
         try:
             return await _ask(client, item)
         except (ClientError, StatusError) as e:  # (a controller that is not the leader...)

@@ -9,9 +9,15 @@ Contract:
   non-zero exit status: 1 for a failed operation, 2 for bad usage, 130 for
   Ctrl-C. No traceback reaches the user. A closed stdout (``| head``) ends
   the command quietly.
-- Clients are confluent-kafka's, configured by :func:`client_config`:
-  librdkafka's own log lines are silenced (set ``SPOOL_CLIENT_DEBUG=1`` to see
-  them) so that the one-line rule holds.
+- Every client command takes ``--command-config FILE`` (environment
+  ``SPOOL_COMMAND_CONFIG``; see :data:`CommandConfigOpt`): Kafka's client security
+  properties, read and checked by ``spool.cli.command_config`` before the command
+  connects (a bad file is one line and exit 1). :func:`command_config` is the
+  running command's (None without the option).
+- Clients are confluent-kafka's, configured by :func:`client_config` (which adds
+  the command config's librdkafka settings): librdkafka's own log lines are
+  silenced (set ``SPOOL_CLIENT_DEBUG=1`` to see them) so that the one-line rule
+  holds.
 - Output: :func:`print_table` draws a rich table when stdout is a terminal
   and whitespace-aligned plain text otherwise; :func:`print_json` writes one
   JSON document for scripts.
@@ -31,6 +37,8 @@ import typer
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigSource
 
+from spool.cli import command_config as _cc
+
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 Bootstrap = Annotated[
@@ -47,6 +55,16 @@ AdminTimeout = Annotated[
     typer.Option("--timeout", min=0.1, help="Seconds to wait for the broker before giving up."),
 ]
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+CommandConfigOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--command-config",
+        envvar="SPOOL_COMMAND_CONFIG",
+        metavar="FILE",
+        help="Client security properties (security.protocol, ssl.*, sasl.*), as Kafka's tools "
+        "take them.",
+    ),
+]
 
 # Errors that mean "no broker answered", reported with the bootstrap address.
 _UNREACHABLE = {
@@ -104,6 +122,12 @@ def kafka_error(exc: KafkaException | KafkaError, subject: str | None = None) ->
 
 
 _current_bootstrap: str | None = None
+_current_command_config: _cc.CommandConfig | None = None
+
+
+def command_config() -> _cc.CommandConfig | None:
+    """The running command's ``--command-config``, parsed and checked (None if not given)."""
+    return _current_command_config
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
@@ -132,9 +156,15 @@ def cli_command(fn: F) -> F:
 
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
-        global _current_bootstrap
+        global _current_bootstrap, _current_command_config
         _current_bootstrap = kwargs.get("bootstrap")
+        _current_command_config = None
         try:
+            if kwargs.get("command_config"):
+                try:
+                    _current_command_config = _cc.load(kwargs["command_config"])
+                except _cc.CommandConfigError as e:
+                    raise CliError(str(e)) from None
             return fn(*args, **kwargs)
         except (typer.Exit, typer.Abort):
             raise
@@ -158,10 +188,13 @@ def cli_command(fn: F) -> F:
 
 
 def client_config(bootstrap: str, **extra: Any) -> dict[str, Any]:
-    """A confluent-kafka configuration for ``bootstrap`` with librdkafka logs silenced."""
+    """A confluent-kafka configuration for ``bootstrap`` with librdkafka logs silenced,
+    the command config's security settings and then ``extra``."""
     conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "client.id": "spool-cli"}
     if not os.environ.get("SPOOL_CLIENT_DEBUG"):
         conf["log_level"] = 0
+    if _current_command_config is not None:
+        conf.update(_current_command_config.librdkafka())
     conf.update(extra)
     return conf
 

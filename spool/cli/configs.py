@@ -35,6 +35,7 @@ from spool.cli.common import (
     DEFAULT_BOOTSTRAP,
     AdminTimeout,
     Bootstrap,
+    CommandConfigOpt,
     JsonFlag,
     admin_client,
     cli_command,
@@ -87,6 +88,7 @@ def describe(
     all_: Annotated[bool, typer.Option("--all", help="Include default values too.")] = False,
     json: JsonFlag = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
 ) -> None:
     """Show a topic's or broker's configuration."""
@@ -129,6 +131,7 @@ def alter(
         typer.Option("--delete-config", help="k or k1,k2 to reset to default (repeatable)."),
     ] = None,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
 ) -> None:
     """Set or delete configuration entries (IncrementalAlterConfigs)."""

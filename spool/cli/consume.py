@@ -57,6 +57,7 @@ from spool.cli.common import (
     DEFAULT_BOOTSTRAP,
     Bootstrap,
     CliError,
+    CommandConfigOpt,
     cli_command,
     client_config,
     fail,
@@ -100,6 +101,7 @@ def consume(
         str | None, typer.Option("--format", "-f", help="kcat-style template, e.g. '%k=%s\\n'.")
     ] = None,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
 ) -> None:
     """Print TOPIC's records to stdout."""
     if sum([from_beginning, offset is not None, from_time is not None]) > 1:

@@ -29,6 +29,7 @@ from spool.cli.common import (
     DEFAULT_BOOTSTRAP,
     AdminTimeout,
     Bootstrap,
+    CommandConfigOpt,
     JsonFlag,
     cli_command,
     fail,
@@ -61,6 +62,7 @@ def elect_leaders(
         "--all", "--all-topic-partitions", help="Every partition of every topic.")] = False,
     json: JsonFlag = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
 ) -> None:
     """Elect partition leaders (preferred or unclean)."""

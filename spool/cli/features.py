@@ -35,6 +35,7 @@ from spool.cli.common import (
     DEFAULT_BOOTSTRAP,
     AdminTimeout,
     Bootstrap,
+    CommandConfigOpt,
     JsonFlag,
     cli_command,
     fail,
@@ -63,7 +64,7 @@ def _level_text(name: str, level: int) -> str:
 @app.command()
 @cli_command
 def describe(json: JsonFlag = False, bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
-             timeout: AdminTimeout = 30.0) -> None:
+             timeout: AdminTimeout = 30.0, command_config: CommandConfigOpt = None) -> None:
     """Describe the feature flags the broker supports and the cluster's finalized levels."""
 
     async def body(admin: wire.WireAdmin):
@@ -154,7 +155,8 @@ def _update(op: str, updates: dict[str, int], kind: int, dry_run: bool, bootstra
 @app.command()
 @cli_command
 def upgrade(metadata: MetadataOpt = None, feature: FeatureOpt = None, dry_run: DryRun = False,
-            bootstrap: Bootstrap = DEFAULT_BOOTSTRAP, timeout: AdminTimeout = 30.0) -> None:
+            bootstrap: Bootstrap = DEFAULT_BOOTSTRAP, timeout: AdminTimeout = 30.0,
+            command_config: CommandConfigOpt = None) -> None:
     """Upgrade one or more feature flags."""
     _update("upgrade", _updates("upgrade", metadata, feature), ft.UPGRADE, dry_run, bootstrap,
             timeout)
@@ -173,7 +175,8 @@ def downgrade(metadata: MetadataOpt = None, feature: FeatureOpt = None, unsafe: 
 @app.command()
 @cli_command
 def disable(feature: FeatureOpt = None, unsafe: Unsafe = False, dry_run: DryRun = False,
-            bootstrap: Bootstrap = DEFAULT_BOOTSTRAP, timeout: AdminTimeout = 30.0) -> None:
+            bootstrap: Bootstrap = DEFAULT_BOOTSTRAP, timeout: AdminTimeout = 30.0,
+            command_config: CommandConfigOpt = None) -> None:
     """Disable feature flags (a downgrade to level 0)."""
     _update("disable", _updates("disable", None, feature, disable=True),
             ft.UNSAFE_DOWNGRADE if unsafe else ft.SAFE_DOWNGRADE, dry_run, bootstrap, timeout)

@@ -30,6 +30,7 @@ from spool.cli.common import (
     AdminTimeout,
     Bootstrap,
     CliError,
+    CommandConfigOpt,
     JsonFlag,
     admin_client,
     cli_command,
@@ -72,6 +73,7 @@ def list_(
     state: Annotated[list[str] | None, typer.Option("--state", help="Only groups in this state.")] = None,
     json: JsonFlag = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
 ) -> None:
     """List consumer groups."""
@@ -142,6 +144,7 @@ def describe(
     group: Annotated[str, typer.Argument(help="The group id.")],
     json: JsonFlag = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
 ) -> None:
     """Show a group's state, members, committed offsets and lag."""
@@ -191,6 +194,7 @@ def reset_offsets(
     execute: Annotated[bool, typer.Option("--execute", help="Commit the plan (else dry run).")] = False,
     json: JsonFlag = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
 ) -> None:
     """Plan (and with --execute, commit) new offsets for an inactive group."""
@@ -244,6 +248,7 @@ def reset_offsets(
 def delete(
     groups: Annotated[list[str], typer.Argument(help="Group ids.")],
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
 ) -> None:
     """Delete inactive groups and their committed offsets."""

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from spool.cli import (
+    acls,
     client_metrics,
     cluster,
     configs,
@@ -16,11 +17,13 @@ from spool.cli import (
     features,
     groups,
     produce,
+    quotas,
     reassign,
     storage,
     telemetry,
     topics,
     transactions,
+    users,
 )
 from spool.cli.server_config import ConfigFile, Overrides, load_config
 
@@ -99,6 +102,9 @@ app.add_typer(reassign.app, name="reassign")
 app.add_typer(features.app, name="features")
 app.add_typer(telemetry.app, name="telemetry")
 app.add_typer(client_metrics.app, name="client-metrics")
+app.add_typer(acls.app, name="acls")
+app.add_typer(users.app, name="users")
+app.add_typer(quotas.app, name="quotas")
 app.command("produce")(produce.produce)
 app.command("consume")(consume.consume)
 app.command("dump-log")(dump_log.dump_log_command)

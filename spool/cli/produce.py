@@ -32,6 +32,7 @@ from spool.cli.common import (
     DEFAULT_BOOTSTRAP,
     Bootstrap,
     CliError,
+    CommandConfigOpt,
     cli_command,
     client_config,
     error_line,
@@ -100,6 +101,7 @@ def produce(
         float, typer.Option("--timeout", min=0.1, help="Seconds to deliver each record.")
     ] = 30.0,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
 ) -> None:
     """Write stdin's lines to TOPIC, one record per line."""
     if key_separator == "":

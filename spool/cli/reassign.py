@@ -45,6 +45,7 @@ from spool.cli.common import (
     AdminTimeout,
     Bootstrap,
     CliError,
+    CommandConfigOpt,
     JsonFlag,
     cli_command,
     fail,
@@ -186,6 +187,7 @@ def execute(
     additional: Annotated[bool, typer.Option(
         "--additional", help="Start even while other reassignments are in progress.")] = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
 ) -> None:
     """Start the reassignments of a plan; prints the rollback plan on stdout."""
@@ -225,6 +227,7 @@ def execute(
 def verify(
     file: PlanFile,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
 ) -> None:
     """Say, per partition of a plan, whether its reassignment completed.
@@ -265,6 +268,7 @@ def verify(
 def cancel(
     file: PlanFile,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
 ) -> None:
     """Cancel the reassignments of a plan's partitions that are in progress."""
@@ -291,6 +295,7 @@ def cancel(
 def list_(
     json: JsonFlag = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
 ) -> None:
     """List the reassignments in progress."""

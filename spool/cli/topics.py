@@ -48,6 +48,7 @@ from spool.cli.common import (
     AdminTimeout,
     Bootstrap,
     CliError,
+    CommandConfigOpt,
     JsonFlag,
     admin_client,
     cli_command,
@@ -85,6 +86,7 @@ def create(
         bool, typer.Option("--validate-only", help="Ask the broker to check, not create.")
     ] = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
 ) -> None:
     """Create a topic."""
@@ -114,6 +116,7 @@ def list_(
     internal: Annotated[bool, typer.Option("--internal", help="Include internal topics.")] = False,
     json: JsonFlag = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
 ) -> None:
     """List topics."""
@@ -148,6 +151,7 @@ def describe(
     names: Annotated[list[str] | None, typer.Argument(help="Topics (default: all).")] = None,
     json: JsonFlag = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
 ) -> None:
     """Show partitions (leader, replicas, ISR, offline replicas) and configuration overrides."""
@@ -174,6 +178,7 @@ def under_replicated(
         help="Topics to check (default: all, internal ones included).")] = None,
     json: JsonFlag = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
 ) -> None:
     """List partitions whose ISR is smaller than their replica set.
@@ -209,6 +214,7 @@ def alter(
         int, typer.Option("--partitions", "-p", min=1, help="The new, larger partition count.")
     ],
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
 ) -> None:
     """Grow a topic's partition count (CreatePartitions)."""
@@ -228,6 +234,7 @@ def delete(
         bool, typer.Option("--if-exists", help="Succeed quietly if a topic does not exist.")
     ] = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
 ) -> None:
     """Delete topics."""

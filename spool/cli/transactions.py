@@ -9,67 +9,43 @@
   TRANSACTIONAL_ID_NOT_FOUND.
 
 confluent-kafka has no admin call for these APIs, so this tool sends them
-with Spool's own codec over one socket to the bootstrap broker (the
+with Spool's own client (``spool.cli.wire``) to the bootstrap broker (the
 transaction coordinator of every id on a single node).
 """
 
 from __future__ import annotations
 
-import socket
-import struct
 import time
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import typer
 
+from spool.cli import wire
 from spool.cli.common import (
     DEFAULT_BOOTSTRAP,
     Bootstrap,
     CliError,
+    CommandConfigOpt,
     JsonFlag,
     cli_command,
     print_json,
     print_table,
 )
 from spool.protocol._generated import (
-    API_BY_KEY,
     DescribeTransactionsRequest,
     ListTransactionsRequest,
 )
 from spool.protocol.errors import error_name
-from spool.protocol.headers import encode_request_header, skip_tagged_fields
 
 app = typer.Typer(help="List and describe transactions.", no_args_is_help=True)
 
 
-def _call(bootstrap: str, api_key: int, version: int, request: Any, timeout: float = 10.0) -> Any:
-    host, _, port = bootstrap.split(",")[0].rpartition(":")
-    entry = API_BY_KEY[api_key]
-    header = encode_request_header(api_key, version, 1, "spool-cli",
-                                   entry.request.is_flexible(version))
-    payload = header + request.to_bytes(version)
-    try:
-        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout) as s:
-            s.sendall(struct.pack(">i", len(payload)) + payload)
-            size = struct.unpack(">i", _recv(s, 4))[0]
-            frame = _recv(s, size)
-    except OSError as e:
-        raise CliError(f"cannot reach {bootstrap}: {e}") from None
-    pos = 4
-    if entry.response.is_flexible(version):
-        pos = skip_tagged_fields(frame, pos)
-    return entry.response.from_bytes(frame[pos:], version)
+def _call(bootstrap: str, request: Any, version: int, timeout: float = 10.0) -> Any:
+    async def body(admin: wire.WireAdmin) -> Any:
+        return await admin.request(request, version)
 
-
-def _recv(s: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise OSError("connection closed by the broker")
-        buf += chunk
-    return bytes(buf)
+    return wire.run(bootstrap, timeout, body)
 
 
 def _error(code: int, subject: str) -> CliError:
@@ -83,11 +59,12 @@ def list_(
     state: Annotated[list[str] | None, typer.Option(
         "--state", help="Only these states (Ongoing, PrepareCommit, CompleteAbort...).")] = None,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
     json_: JsonFlag = False,
 ) -> None:
     """List transactional ids, their producer ids and states."""
-    resp = _call(bootstrap, 66, 0, ListTransactionsRequest(state_filters=state or [],
-                                                           producer_id_filters=[]))
+    resp = _call(bootstrap, ListTransactionsRequest(state_filters=state or [],
+                                                    producer_id_filters=[]), 0)
     if resp.error_code:
         raise _error(resp.error_code, "list transactions")
     rows = sorted((t.transactional_id, t.producer_id, t.transaction_state)
@@ -103,10 +80,11 @@ def list_(
 def describe(
     transactional_id: Annotated[str, typer.Argument(help="The transactional.id.")],
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
     json_: JsonFlag = False,
 ) -> None:
     """State, producer id/epoch, timeout, age and partitions of one transactional id."""
-    resp = _call(bootstrap, 65, 0, DescribeTransactionsRequest(transactional_ids=[transactional_id]))
+    resp = _call(bootstrap, DescribeTransactionsRequest(transactional_ids=[transactional_id]), 0)
     t = resp.transaction_states[0]
     if t.error_code:
         raise _error(t.error_code, transactional_id)

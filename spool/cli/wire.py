@@ -13,6 +13,10 @@ commands that need them speak the wire API with ``spool.net.client.NodeClient``:
   at all is a ``CliError`` naming it (UNSUPPORTED_VERSION). No retries: admin
   commands answer what the broker said.
 - ``admin.metadata(topics)``: Metadata v1-12 (``None``: every topic; no auto-creation).
+- ``node_client_options()``: the ``NodeClient`` keyword arguments that carry the
+  running command's ``--command-config`` as the ``ClientSecurity`` of
+  ``spool.security.client_config`` (its own reading of the same properties); empty
+  for PLAINTEXT.
 
 Errors inside answers stay data: callers turn error codes into lines with
 ``error_text``.
@@ -24,7 +28,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from spool.cli.common import CliError
+from spool.cli.common import CliError, command_config
 from spool.net.client import ClientError, NodeClient
 from spool.protocol._generated import API_BY_KEY, ApiVersionsRequest, MetadataRequest
 from spool.protocol._generated.metadata_request import MetadataRequestTopic
@@ -72,15 +76,33 @@ class WireAdmin:
         return await self.request(req, 12)
 
 
+def node_client_options() -> dict[str, Any]:
+    """``security=ClientSecurity(...)`` from the command config (module docstring)."""
+    cc = command_config()
+    if cc is None or cc.security_protocol == "PLAINTEXT":
+        return {}
+    try:
+        from spool.security.client_config import ClientConfigError, ClientSecurity
+    except ImportError:
+        raise CliError(f"security.protocol={cc.security_protocol}: this command's client "
+                       f"(spool.net) does not speak it yet", 1) from None
+    props = {k: v for k, v in cc.props.items() if k != "client.id"}
+    try:
+        return {"security": ClientSecurity.from_properties(props)}
+    except ClientConfigError as e:
+        raise CliError(f"command config {cc.path}: {e}", 1) from None
+
+
 async def _connect(bootstrap: str, timeout: float) -> WireAdmin:
     errors = []
+    options = node_client_options()
     for item in filter(None, (s.strip() for s in bootstrap.split(","))):
         host, _, port = item.rpartition(":")
         if not port.isdigit() or not host:
             raise CliError(f"bad bootstrap server {item!r}: expected host:port", 2)
         client = NodeClient(host.strip("[]"), int(port), client_id="spool-cli",
                             request_timeout_ms=int(timeout * 1000),
-                            connect_timeout_ms=int(timeout * 1000))
+                            connect_timeout_ms=int(timeout * 1000), **options)
         try:
             versions = await client.request(ApiVersionsRequest(
                 client_software_name="spool", client_software_version="cli"), 3)

@@ -1,0 +1,183 @@
+"""``spool users scram set|describe|delete``: SCRAM credentials, as ``kafka-configs.sh``.
+
+    spool users scram set      --user alice --add-config 'SCRAM-SHA-256=[iterations=8192,password=s3cret]'
+    spool users scram describe [--user alice ...]
+    spool users scram delete   --user alice --delete-config SCRAM-SHA-512
+
+Contract (Kafka's ConfigCommand for ``--entity-type users``, over confluent-kafka's
+AdminClient: AlterUserScramCredentials, DescribeUserScramCredentials):
+
+- ``set``: ``--add-config`` (repeatable; comma-separated; a value with commas in
+  square brackets) takes ``SCRAM-SHA-256`` / ``SCRAM-SHA-512`` =
+  ``[iterations=N,]password=P``; iterations default to 4096 (Kafka's default), and
+  fewer than the mechanism's minimum (4096) are refused, as any other config name,
+  before anything is sent (exit 2). The salt is random (the client's). Prints
+  ``Completed updating config for user alice.``
+- ``delete``: ``--delete-config`` names the mechanisms whose credential goes. Prints
+  the same line.
+- ``describe``: per user (all users when none is named), Kafka's line
+  ``SCRAM credential configs for user-principal 'alice' are SCRAM-SHA-256=iterations=8192``;
+  ``--json`` prints ``[{"user", "credentials": [{"mechanism", "iterations"}]}]``.
+  A named user without credentials is one ``spool:`` line with RESOURCE_NOT_FOUND,
+  exit 1 (after the others are printed).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+import typer
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import (
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialDeletion,
+    UserScramCredentialUpsertion,
+)
+
+from spool.cli.common import (
+    DEFAULT_BOOTSTRAP,
+    AdminTimeout,
+    Bootstrap,
+    CliError,
+    CommandConfigOpt,
+    JsonFlag,
+    admin_client,
+    cli_command,
+    fail,
+    kafka_error,
+    parse_names,
+    parse_pairs,
+    print_json,
+    result,
+)
+
+app = typer.Typer(help="Users' credentials (kafka-configs --entity-type users).",
+                  no_args_is_help=True)
+scram = typer.Typer(help="SCRAM credentials: set, describe, delete.", no_args_is_help=True)
+app.add_typer(scram, name="scram")
+
+MECHANISMS = {"SCRAM-SHA-256": ScramMechanism.SCRAM_SHA_256,
+              "SCRAM-SHA-512": ScramMechanism.SCRAM_SHA_512}
+MIN_ITERATIONS = 4096
+DEFAULT_ITERATIONS = 4096
+_CREDENTIAL = re.compile(r"(?:iterations=(-?[0-9]*),)?password=(.*)", re.S)
+
+UserOpt = Annotated[str, typer.Option("--user", help="The user (principal name).")]
+
+
+def parse_credentials(specs: list[str] | None) -> dict[str, tuple[int, str]]:
+    """``['SCRAM-SHA-256=[iterations=8192,password=p]']`` -> {mechanism: (iterations, pw)}."""
+    out: dict[str, tuple[int, str]] = {}
+    for name, value in parse_pairs(specs).items():
+        if name not in MECHANISMS:
+            fail(f"Only SCRAM credential configs can be added for users here. Unexpected config "
+                 f"names: {name} (SCRAM-SHA-256, SCRAM-SHA-512)", 2)
+        m = _CREDENTIAL.fullmatch(value)
+        if m is None:
+            fail(f"Invalid credential property {name}={value}", 2)
+        iterations = DEFAULT_ITERATIONS if m.group(1) in (None, "-1") else int(m.group(1))
+        if iterations < MIN_ITERATIONS:
+            fail(f"Iterations {iterations} is less than the minimum {MIN_ITERATIONS} required "
+                 f"for {name}", 2)
+        out[name] = (iterations, m.group(2))
+    return out
+
+
+def parse_mechanisms(specs: list[str] | None) -> list[str]:
+    names = parse_names(specs)
+    for name in names:
+        if name not in MECHANISMS:
+            fail(f"Only SCRAM credential configs can be deleted for users here. Unexpected "
+                 f"config names: {name} (SCRAM-SHA-256, SCRAM-SHA-512)", 2)
+    return list(dict.fromkeys(names))
+
+
+def _alter(alterations: list, user: str, bootstrap: str, timeout: float) -> None:
+    admin = admin_client(bootstrap, timeout)
+    for fut in admin.alter_user_scram_credentials(alterations,
+                                                  request_timeout=timeout).values():
+        result(fut, user)
+    print(f"Completed updating config for user {user}.")
+
+
+@scram.command("set")
+@cli_command
+def set_(
+    user: UserOpt,
+    add_config: Annotated[list[str], typer.Option(
+        "--add-config", help="SCRAM-SHA-256=[iterations=8192,password=...] (repeatable).")],
+    bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
+    timeout: AdminTimeout = 30.0,
+) -> None:
+    """Create or replace a user's SCRAM credentials (AlterUserScramCredentials)."""
+    creds = parse_credentials(add_config)
+    if not creds:
+        fail("nothing to set: give --add-config SCRAM-SHA-256=[password=...]", 2)
+    _alter([UserScramCredentialUpsertion(user, ScramCredentialInfo(MECHANISMS[m], it),
+                                         pw.encode())
+            for m, (it, pw) in creds.items()], user, bootstrap, timeout)
+
+
+@scram.command()
+@cli_command
+def delete(
+    user: UserOpt,
+    delete_config: Annotated[list[str], typer.Option(
+        "--delete-config", help="SCRAM-SHA-256 and/or SCRAM-SHA-512 (repeatable).")],
+    bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
+    timeout: AdminTimeout = 30.0,
+) -> None:
+    """Delete a user's SCRAM credential of a mechanism (AlterUserScramCredentials)."""
+    mechanisms = parse_mechanisms(delete_config)
+    if not mechanisms:
+        fail("nothing to delete: give --delete-config SCRAM-SHA-256", 2)
+    _alter([UserScramCredentialDeletion(user, MECHANISMS[m]) for m in mechanisms], user,
+           bootstrap, timeout)
+
+
+@scram.command()
+@cli_command
+def describe(
+    user: Annotated[list[str] | None, typer.Option(
+        "--user", help="A user (repeatable; default: every user with credentials).")] = None,
+    json: JsonFlag = False,
+    bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
+    timeout: AdminTimeout = 30.0,
+) -> None:
+    """Describe users' SCRAM credentials: mechanism and iterations, never secrets."""
+    admin = admin_client(bootstrap, timeout)
+    users = list(dict.fromkeys(user or [])) or None
+    answer = admin.describe_user_scram_credentials(users, request_timeout=timeout)
+    found: dict[str, list[tuple[str, int]]] = {}
+    failed: CliError | None = None
+    if users is None:
+        descriptions = result(answer, "users")
+        for name, d in descriptions.items():
+            found[name] = _infos(d)
+    else:
+        for name, fut in answer.items():
+            try:
+                found[name] = _infos(fut.result(timeout=timeout))
+            except KafkaException as e:  # the first failure is reported after the rest
+                failed = failed or kafka_error(e, name)
+    rows = sorted(found.items())
+    if json:
+        print_json([{"user": u, "credentials": [{"mechanism": m, "iterations": i}
+                                                for m, i in infos]} for u, infos in rows])
+    else:
+        for u, infos in rows:
+            text = ", ".join(f"{m}=iterations={i}" for m, i in infos)
+            print(f"SCRAM credential configs for user-principal '{u}' are {text}")
+    if failed is not None:
+        raise failed
+
+
+def _infos(description) -> list[tuple[str, int]]:
+    names = {v: k for k, v in MECHANISMS.items()}
+    return sorted((names.get(info.mechanism, str(info.mechanism)), info.iterations)
+                  for info in description.scram_credential_infos)
