@@ -53,6 +53,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
+from spool.broker import peer_security
 from spool.broker.admin_http import AdminHttp
 from spool.broker.broker_role import BrokerRole
 from spool.broker.config import BrokerConfig, check_test_only_topic_configs
@@ -115,6 +116,9 @@ class Broker:
         self._coordinator_writer = coordinator_writer or PartitionLogWriter
         self.node_id = config.node_id
         self.cluster = config.cluster  # roles, quorum, listeners (spool.broker.cluster_config)
+        # how this node's own connections authenticate (spool.broker.peer_security)
+        self.inter_broker_security = peer_security.inter_broker_security(config)
+        self.controller_security = peer_security.controller_security(config)
         self.cluster_id = config.get("cluster.id") or "spool"
         self.executor = ThreadPoolExecutor(
             max_workers=max(2, config.get_int("num.io.threads")), thread_name_prefix="spool-io"

@@ -51,8 +51,14 @@ from spool.net.client import NodeClient
 
 log = logging.getLogger("spool.broker.role")
 
-PLAINTEXT = 0  # SecurityProtocol id
+SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 FORWARD_TIMEOUT_S = 30.0  # Kafka's request.timeout.ms default, for forwarded admin requests
+
+
+def _protocol(broker: Any, listener: str) -> str:
+    """The security protocol of ``listener`` (registered with the broker's endpoint)."""
+    pmap = getattr(getattr(broker, "config", None), "protocol_map", None) or {}
+    return pmap.get(listener, "PLAINTEXT")
 
 
 class BrokerRole:
@@ -67,7 +73,8 @@ class BrokerRole:
         self.publisher = BrokerMetadataPublisher(broker, listeners[0][0])
         self.lifecycle = BrokerLifecycleManager(
             channel, node_id=broker.node_id, cluster_id=cluster_id,
-            listeners=[(n, h, p, PLAINTEXT) for n, h, p in listeners], rack=rack,
+            listeners=[(n, h, p, SECURITY_PROTOCOL_IDS[_protocol(broker, n)])
+                       for n, h, p in listeners], rack=rack,
             metadata_offset=lambda: self.publisher.applied_offset,
             heartbeat_interval_ms=heartbeat_interval_ms, request_timeout_ms=request_timeout_ms)
         self._joining: asyncio.Task | None = None
@@ -86,7 +93,7 @@ class BrokerRole:
 
         channel = ControllerChannel(cc.voters, leader, lambda host, port: NodeClient(
             host, port, client_id=f"spool-broker-{broker.node_id}",
-            request_timeout_ms=cc.request_timeout_ms))
+            request_timeout_ms=cc.request_timeout_ms, security=broker.controller_security))
         listeners = [(lst.name, *broker.advertised_address_of(lst))
                      for lst in cc.advertised_broker_listeners]
         role = cls(broker, loader, channel, cluster_id=broker.cluster_id, listeners=listeners,

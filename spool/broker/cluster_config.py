@@ -17,12 +17,14 @@ Two modes:
   its ``controller.listener.names``; a broker-only node must not. Listener
   names in ``controller.listener.names`` map to PLAINTEXT unless
   ``listener.security.protocol.map`` is set explicitly (Kafka's default).
-  The broker's ``inter.broker.listener.name`` (default ``PLAINTEXT``) must be
-  one of its advertised broker listeners.
+  The broker's ``inter.broker.listener.name`` (or the listener named after
+  ``security.inter.broker.protocol``; default ``PLAINTEXT``) must be one of its
+  advertised broker listeners.
 
 Not supported yet, refused with a message: a controller without
-``controller.quorum.voters`` (a dynamic quorum, KIP-853), any security
-protocol but PLAINTEXT (for controller listeners too), advertising 0.0.0.0.
+``controller.quorum.voters`` (a dynamic quorum, KIP-853), a security
+protocol not in ``SUPPORTED_PROTOCOLS`` (for controller listeners too), advertising
+0.0.0.0.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from spool.broker.config import ConfigError, Listener
+from spool.broker.config import SUPPORTED_PROTOCOLS, ConfigError, Listener
+from spool.broker.peer_security import inter_broker_listener
 
 if TYPE_CHECKING:
     from spool.broker.config import BrokerConfig
@@ -142,7 +145,10 @@ class ClusterConfig:
         advertised = config.advertised_listeners
         controller_names = [n.strip().upper() for n in
                             (config.get("controller.listener.names") or "").split(",") if n.strip()]
-        inter = (config.get("inter.broker.listener.name") or "PLAINTEXT").upper()
+        try:
+            inter = inter_broker_listener(config)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
         metadata_dir = config.get("metadata.log.dir") or config.log_dirs[0]
         cc = cls(
             process_roles=roles,
@@ -285,9 +291,9 @@ def _check_kraft(cc: ClusterConfig, config: BrokerConfig) -> None:
                      f"for each controller listener is required if listener.security.protocol.map "
                      f"is non-empty, or if there are security protocols other than PLAINTEXT in "
                      f"use)")
-            _require(pmap[name] == "PLAINTEXT",
-                     f"controller listener {name} uses security protocol {pmap[name]}: only "
-                     f"PLAINTEXT is supported yet (no TLS, no SASL)")
+            _require(pmap[name] in SUPPORTED_PROTOCOLS,
+                     f"controller listener {name} uses security protocol {pmap[name]}, which "
+                     f"is not supported (supported: {', '.join(SUPPORTED_PROTOCOLS)})")
     else:
         if roles == {CONTROLLER}:
             _require(len(cc.controller_listeners) == len(cc.listeners),

@@ -242,6 +242,15 @@ BROKER_KEYS: dict[str, ConfigKey] = {
              "the controllers. Required with process.roles."),
         _key("inter.broker.listener.name", "string", None, None,
              "The listener brokers use to reach each other (default: PLAINTEXT)."),
+        _key("security.inter.broker.protocol", "string", "PLAINTEXT",
+             Check("one of " + ", ".join(SECURITY_PROTOCOLS), lambda v: v in SECURITY_PROTOCOLS,
+                   replaces_type=True),
+             "Security protocol brokers use to reach each other: names the listener of that "
+             "name. Set it or inter.broker.listener.name, not both."),
+        _key("sasl.mechanism.controller.protocol", "string", "GSSAPI", None,
+             "SASL mechanism used to reach the controllers (on the first of "
+             "controller.listener.names, when it is SASL_*); the credentials are the "
+             "username/password of that listener's sasl.jaas.config for the mechanism."),
         _key("broker.rack", "string", None, None,
              "The rack of this broker; replicas of a partition are spread across racks."),
         # ---- controller: leader balancing (Kafka's ReplicationConfigs)
@@ -329,7 +338,11 @@ BROKER_KEYS: dict[str, ConfigKey] = {
              "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder",
              PER_BROKER),
         # SASL
-        _dyn("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI", PER_BROKER),
+        ConfigKey("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI", (), None,
+                  "SASL mechanism this broker uses to reach the other brokers (on "
+                  "inter.broker.listener.name, when it is SASL_*); the credentials are the "
+                  "username/password of that listener's sasl.jaas.config for the mechanism.",
+                  dynamic=PER_BROKER),
         _dyn("sasl.jaas.config", "password", None, PER_BROKER),
         _dyn("sasl.enabled.mechanisms", "list", ("GSSAPI",), PER_BROKER),
         _dyn("sasl.kerberos.service.name", "string", None, PER_BROKER),
@@ -451,14 +464,14 @@ replication.quota.window.num replication.quota.window.size.seconds
 sasl.client.callback.handler.class sasl.login.callback.handler.class sasl.login.class
 sasl.login.connect.timeout.ms sasl.login.read.timeout.ms
 sasl.login.retry.backoff.max.ms sasl.login.retry.backoff.ms
-sasl.mechanism.controller.protocol sasl.oauthbearer.clock.skew.seconds
+sasl.oauthbearer.clock.skew.seconds
 sasl.oauthbearer.expected.audience sasl.oauthbearer.expected.issuer
 sasl.oauthbearer.jwks.endpoint.refresh.ms
 sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms
 sasl.oauthbearer.jwks.endpoint.retry.backoff.ms sasl.oauthbearer.jwks.endpoint.url
 sasl.oauthbearer.scope.claim.name sasl.oauthbearer.sub.claim.name
 sasl.oauthbearer.token.endpoint.url sasl.server.callback.handler.class
-sasl.server.max.receive.size security.inter.broker.protocol security.providers
+sasl.server.max.receive.size security.providers
 server.max.startup.time.ms share.coordinator.append.linger.ms
 share.coordinator.load.buffer.size
 share.coordinator.snapshot.update.records.per.snapshot
@@ -799,3 +812,9 @@ class BrokerConfig:
                     f"listeners does not define"
                 )
         self.cluster  # noqa: B018  (roles, quorum and listeners together, Kafka's rules)
+        from spool.broker import peer_security  # (it reads this module's BrokerConfig)
+
+        try:  # this node's own connections: what Kafka refuses at startup
+            peer_security.check(self)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None

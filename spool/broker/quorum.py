@@ -84,7 +84,8 @@ class QuorumNode:
             cc.node_id, cc.voters, log_store, state, raft_config, b.run_blocking,
             rng=random.Random(),
             snapshot_max_bytes=cc.metadata_snapshot_max_new_record_bytes,
-            snapshot_max_interval_ms=cc.metadata_snapshot_max_interval_ms)
+            snapshot_max_interval_ms=cc.metadata_snapshot_max_interval_ms,
+            security=b.controller_security)
         if cc.is_controller:
             self.controller = ControllerRuntime(
                 self.driver, controller_config(b.config), cluster_id=b.cluster_id)

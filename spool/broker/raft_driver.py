@@ -71,6 +71,7 @@ from spool.cluster.raft.snapshots import build_snapshot, snapshot_values
 from spool.cluster.raft.store import LogEntry
 from spool.net.client import ClientError, NodeClient
 from spool.protocol.errors import Errors, KafkaError
+from spool.security.client_config import ClientSecurity
 from spool.util.clock import Clock, SystemClock
 
 log = logging.getLogger("spool.raft")
@@ -103,8 +104,10 @@ class RaftDriver:
                  quorum_state, config: RaftConfig, run_blocking: RunBlocking, *,
                  clock: Clock | None = None, rng: random.Random | None = None,
                  snapshot_max_bytes: int = 20 * 1024 * 1024,
-                 snapshot_max_interval_ms: int = 3_600_000) -> None:
+                 snapshot_max_interval_ms: int = 3_600_000,
+                 security: ClientSecurity | None = None) -> None:
         self.node_id = node_id
+        self.security = security  # how the other voters are reached (controller listener)
         self.voters = dict(voters)
         self.log = log_store
         self.quorum_state = quorum_state
@@ -268,7 +271,8 @@ class RaftDriver:
             ch = NodeClient(addr[0], addr[1], client_id=f"spool-raft-{self.node_id}",
                             connect_timeout_ms=self.config.request_timeout_ms,
                             request_timeout_ms=self.config.request_timeout_ms,
-                            reconnect_backoff_ms=self.config.retry_backoff_ms)
+                            reconnect_backoff_ms=self.config.retry_backoff_ms,
+                            security=self.security)
             self._channels[(dst, lane)] = ch
         return ch
 

@@ -82,7 +82,8 @@ class TxnMarkerChannel:
             if client is None:
                 client = self._clients[(ep.host, ep.port)] = NodeClient(
                     ep.host, ep.port, client_id=f"spool-txn-{self.broker.node_id}",
-                    request_timeout_ms=TIMEOUT_MS)
+                    request_timeout_ms=TIMEOUT_MS,
+                    security=getattr(self.broker, "inter_broker_security", None))
             try:
                 resp = await client.request(req, WRITE_TXN_MARKERS_VERSION)
             except (ConnectionError, TimeoutError) as e:

@@ -143,7 +143,8 @@ class AddPartitionsToTxnSender:
         if client is None:
             client = self._clients[(ep.host, ep.port)] = NodeClient(
                 ep.host, ep.port, client_id=f"spool-txn-verify-{self.broker.node_id}",
-                request_timeout_ms=TIMEOUT_MS)
+                request_timeout_ms=TIMEOUT_MS,
+                security=getattr(self.broker, "inter_broker_security", None))
         req = AddPartitionsToTxnRequest(transactions=[e.data for e in batch.values()])
         try:
             resp = await client.request(req, VERSION)

@@ -74,6 +74,7 @@ from spool.protocol._generated.offset_for_leader_epoch_request import (
 from spool.protocol.errors import Errors
 from spool.records.batch import _HEADER, HEADER_SIZE, LOG_OVERHEAD
 from spool.replica.partition import Partition
+from spool.security.client_config import ClientSecurity
 from spool.storage.leader_epoch import LeaderEpochCache
 from spool.util.aio import wait_event
 
@@ -195,8 +196,10 @@ class ReplicaFetcherManager:
     def __init__(self, node_id: int, config: Any,
                  addresses: Callable[[int], tuple[str, int] | None],
                  on_append: Callable[[Partition], None], *,
-                 executor: Executor | None = None) -> None:
+                 executor: Executor | None = None,
+                 security: ClientSecurity | None = None) -> None:
         self.node_id = node_id
+        self.security = security  # how leaders are reached (inter-broker listener's settings)
         self.config = config if isinstance(config, FetchConfig) else FetchConfig.from_config(config)
         self.addresses = addresses
         self.on_append = on_append
@@ -372,7 +375,8 @@ class ReplicaFetcher:
                 addr[0], addr[1], client_id=f"replica-fetcher-{self.manager.node_id}",
                 request_timeout_ms=cfg.socket_timeout_ms + cfg.wait_max_ms,
                 # a response may pass its max by one batch (KIP-74): leave room for a big one
-                max_response_bytes=max(cfg.response_max_bytes, cfg.max_bytes) + (100 << 20))
+                max_response_bytes=max(cfg.response_max_bytes, cfg.max_bytes) + (100 << 20),
+                security=self.manager.security)
         return c
 
     async def _drop_client(self) -> None:

@@ -568,5 +568,6 @@ def _make_fetcher(broker: Any,
         return None if e is None else (e.host, e.port)
 
     return ReplicaFetcherManager(broker.node_id, broker.config, address, on_append,
-                                 executor=broker.executor)
+                                 executor=broker.executor,
+                                 security=getattr(broker, "inter_broker_security", None))
 

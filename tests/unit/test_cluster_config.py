@@ -137,8 +137,8 @@ def test_advertised_listeners_default_to_listeners_and_may_differ():
          "controller listener is required if listener.security.protocol.map is non-empty, or "
          "if there are security protocols other than PLAINTEXT in use)"),
         (replace(BROKER_ONLY, "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"),
-         "controller listener CONTROLLER uses security protocol SSL: only PLAINTEXT is "
-         "supported yet (no TLS, no SASL)"),
+         "controller listener CONTROLLER uses security protocol SSL, which is not supported "
+         "(supported: PLAINTEXT)"),
         (replace(COMBINED, "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"),
          "listener CONTROLLER://127.0.0.1:9093 uses security protocol SSL: only PLAINTEXT is "
          "supported yet (no TLS, no SASL), and Spool will not serve it as plaintext"),

@@ -138,7 +138,8 @@ async def _forward_describe(ctx, driver, req: DescribeQuorumRequest) -> Describe
         return _describe_error(Errors.NOT_LEADER_OR_FOLLOWER, "no quorum leader is known")
     client = NodeClient(addr[0], addr[1], client_id=f"spool-forward-{driver.node_id}",
                         request_timeout_ms=driver.config.request_timeout_ms,
-                        connect_timeout_ms=driver.config.request_timeout_ms)
+                        connect_timeout_ms=driver.config.request_timeout_ms,
+                        security=ctx.broker.controller_security)
     try:
         return await client.request(req, ctx.api_version)
     except (ClientError, OSError) as e:
