@@ -56,7 +56,7 @@ from typing import TypeVar
 from spool.broker import peer_security
 from spool.broker.admin_http import AdminHttp
 from spool.broker.broker_role import BrokerRole
-from spool.broker.config import BrokerConfig, check_test_only_topic_configs
+from spool.broker.config import TLS_PROTOCOLS, BrokerConfig, check_test_only_topic_configs
 from spool.broker.config_view import (
     ConfigEntry,
     broker_entries,
@@ -167,6 +167,9 @@ class Broker:
             queued_max_request_bytes=self.config.get_int("queued.max.request.bytes"),
             names=[lst.name for lst in cluster.listeners],
             controller_names=set(cluster.controller_listener_names),
+            tls={lst.name: self.config.server_tls(lst) for lst in cluster.listeners
+                 if lst.protocol in TLS_PROTOCOLS},
+            tls_handshake_timeout_ms=self.config.get_int("spool.ssl.handshake.timeout.ms"),
         )
         self.server.bind()
         try:

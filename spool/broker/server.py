@@ -49,7 +49,9 @@ connection with a reason logs one line, rate-limited
 (``RateLimitedLog``).
 
 Listeners: the server binds one socket per configured listener
-(``NAME://host:port``); each connection knows its ``listener_name`` and
+(``NAME://host:port``); a listener given a ``ServerTls`` (SSL, SASL_SSL) serves
+``spool.broker.tls_connection.TlsConnection``s, the others plain ``Connection``s, whose
+path does not change with TLS (one bound ``recv_into`` either way); each connection knows its ``listener_name`` and
 whether it came in on a controller listener (``controller_listener``, a
 name in ``controller_names``), so the dispatcher serves each plane its own
 APIs. ``bound_listeners`` maps each name to the address it got (port 0
@@ -73,11 +75,14 @@ import os
 import socket
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
-from typing import Protocol
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Protocol
 
 from spool.protocol.framing import FrameDecoder, FrameError
 from spool.security.principal import ANONYMOUS, KafkaPrincipal
+
+if TYPE_CHECKING:
+    from spool.security.tls import ServerTls
 
 log = logging.getLogger("spool.server")
 
@@ -245,10 +250,10 @@ class Connection:
         self.controller_listener = listener_name in server.controller_names
         self.sock = sock
         self.fd = sock.fileno()
+        self._recv_into = sock.recv_into  # TlsConnection's decrypts
         self.peer = peer
         self.host = peer[0] if peer else ""
         self.principal: KafkaPrincipal = ANONYMOUS  # set by mTLS or SASL (spool.security)
-        self.sasl = None  # its SaslAuthenticator on a SASL listener (spool.broker.dispatch)
         self.last_active = time.monotonic()
         self.closed = False  # no more requests are read
         self.torn_down = False
@@ -382,7 +387,7 @@ class Connection:
         server = self.server
         decoder = FrameDecoder(server.max_request_size)
         buf, view = server.recv_buf, server.recv_view
-        sock = self.sock
+        recv_into = self._recv_into
         prepare = server.dispatcher.prepare
         loop = self._loop
         pool = server.request_bytes
@@ -422,7 +427,7 @@ class Connection:
                     return True
                 continue
             try:
-                n = sock.recv_into(buf)
+                n = recv_into(buf)
             except (BlockingIOError, InterruptedError):
                 await _readable(self._loop, self.fd)
                 continue
@@ -648,9 +653,12 @@ class Server:
         queued_max_request_bytes: int = -1,
         names: list[str] | None = None,
         controller_names: frozenset[str] | set[str] = frozenset(),
+        tls: Mapping[str, ServerTls] | None = None,
+        tls_handshake_timeout_ms: int = 10000,
     ) -> None:
         """``addresses[i]`` is listener ``names[i]`` (default: all ``PLAINTEXT``); connections
-        on a listener in ``controller_names`` are the controller plane's."""
+        on a listener in ``controller_names`` are the controller plane's; on a listener in
+        ``tls`` they speak TLS (``spool.broker.tls_connection``)."""
         self.dispatcher = dispatcher
         self.addresses = addresses
         self.names = list(names) if names is not None else ["PLAINTEXT"] * len(addresses)
@@ -675,6 +683,12 @@ class Server:
         self.bound: list[tuple[str, int]] = []
         self.bound_listeners: dict[str, tuple[str, int]] = {}  # name -> (host, port) bound
         self.on_connection: Callable[[Connection], None] | None = None
+        self.tls = dict(tls or {})
+        self.tls_handshake_timeout_s = tls_handshake_timeout_ms / 1000.0
+        if self.tls:
+            from spool.broker.tls_connection import TlsConnection  # (it imports this module)
+
+            self._tls_connection = TlsConnection
 
     def bind(self) -> None:
         """Bind and listen on every address (the port is ours; connections wait in the
@@ -753,7 +767,11 @@ class Server:
             sock.close()
             return
         self.per_ip[host] = self.per_ip.get(host, 0) + 1
-        conn = Connection(self, sock, peer, name)
+        tls = self.tls.get(name) if self.tls else None
+        if tls is None:
+            conn = Connection(self, sock, peer, name)
+        else:
+            conn = self._tls_connection(self, sock, peer, name, tls)
         self.connections.add(conn)
         t = self._spawn(conn.run())
         t.add_done_callback(functools.partial(self._gone, conn))

@@ -19,7 +19,6 @@ from spool.broker.handlers import (  # noqa: F401
     producer_id,
     producers,
     quorum,
-    sasl,
     telemetry,
     transactions,
     txn_markers,
