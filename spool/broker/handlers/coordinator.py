@@ -11,6 +11,10 @@ this lookup never answers. key_type 2 (share, KIP-932) exists from v6: below it 
 INVALID_REQUEST, and at v6 too, as Kafka answers when it runs no share coordinator (Spool
 has no share groups). Any other key type: INVALID_REQUEST.
 
+With an authorizer (``spool.broker.authz``) a group key needs DESCRIBE on the group
+(else GROUP_AUTHORIZATION_FAILED), a transactional id DESCRIBE on it (else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED), checked first, as Kafka's ``getCoordinator``.
+
 Creating an internal topic (50 partitions by default) runs in the executor,
 off the event loop (``spool.broker.internal_topic``); the request awaits it, and
 if the topic is still not complete (its creation failed) the answer is
@@ -22,15 +26,24 @@ when the broker advertises FindCoordinator.
 
 from __future__ import annotations
 
+from spool.broker.authz import allowed
 from spool.broker.registry import handles
 from spool.protocol._generated import FindCoordinatorRequest, FindCoordinatorResponse
 from spool.protocol._generated.find_coordinator_response import Coordinator
+from spool.protocol.acl import AclOperation, ResourceType
 from spool.protocol.errors import Errors
 
 
-async def _lookup(broker, key: str, key_type: int, listener: str | None
+async def _lookup(ctx, key: str, key_type: int, listener: str | None
                   ) -> tuple[int, str | None, int, str, int]:
     """(error, message, node_id, host, port) for one key."""
+    broker = ctx.broker
+    if broker.authorizer is not None:
+        if key_type == 0 and not allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, key):
+            return Errors.GROUP_AUTHORIZATION_FAILED, GROUP_DENIED, -1, "", -1
+        if key_type == 1 and not allowed(ctx, AclOperation.DESCRIBE,
+                                         ResourceType.TRANSACTIONAL_ID, key):
+            return Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, TXN_DENIED, -1, "", -1
     if key_type == 1:
         if not key:
             return Errors.INVALID_REQUEST, "empty transactional id", -1, "", -1
@@ -54,6 +67,8 @@ async def _lookup(broker, key: str, key_type: int, listener: str | None
 
 
 SHARE = 2  # key_type of a share-group state key (KIP-932)
+GROUP_DENIED = "Group authorization failed."  # Kafka's messages of the errors
+TXN_DENIED = "Transactional Id authorization failed."
 
 
 @handles(10, 0, 6)
@@ -62,10 +77,10 @@ async def find_coordinator(ctx, req: FindCoordinatorRequest) -> FindCoordinatorR
     if ctx.api_version >= 4:
         coordinators = []
         for k in req.coordinator_keys:
-            code, msg, node, host, port = await _lookup(ctx.broker, k, req.key_type, listener)
+            code, msg, node, host, port = await _lookup(ctx, k, req.key_type, listener)
             coordinators.append(Coordinator(key=k, node_id=node, host=host, port=port,
                                             error_code=code, error_message=msg))
         return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
-    code, msg, node, host, port = await _lookup(ctx.broker, req.key, req.key_type, listener)
+    code, msg, node, host, port = await _lookup(ctx, req.key, req.key_type, listener)
     return FindCoordinatorResponse(throttle_time_ms=0, error_code=code, error_message=msg,
                                    node_id=node, host=host, port=port)

@@ -21,13 +21,16 @@ Answered from the broker's ``MetadataView`` alone, as Kafka's
   replicas, ISR and offline replicas as the view has them; ``eligible_leader_replicas``
   and ``last_known_elr`` are empty (Spool keeps no ELR). ``is_internal`` marks
   Kafka's internal topics; every answered topic (unknown ones too, as Kafka's handler
-  does) carries ``topic_authorized_operations`` from ``spool.broker.authorized_operations``
+  does) carries ``topic_authorized_operations`` from ``spool.broker.authz``
   (without an authorizer: all a topic supports, 3576).
+- With an authorizer, topics the principal may not DESCRIBE are left out; those it named
+  are answered TOPIC_AUTHORIZATION_FAILED (zero topic id, no operations) after the
+  others, as Kafka's handler does: nothing disclosed of whether they exist.
 """
 
 from __future__ import annotations
 
-from spool.broker.authorized_operations import authorized_operations
+from spool.broker.authz import allowed_names, authorized_operations
 from spool.broker.broker import INTERNAL_TOPICS, validate_topic_name
 from spool.broker.registry import handles
 from spool.protocol._generated import (
@@ -39,7 +42,7 @@ from spool.protocol._generated.describe_topic_partitions_response import (
     DescribeTopicPartitionsResponsePartition,
     DescribeTopicPartitionsResponseTopic,
 )
-from spool.protocol.acl import ResourceType
+from spool.protocol.acl import AclOperation, ResourceType
 from spool.protocol.errors import Errors, KafkaError
 
 MAX_REQUEST_PARTITION_SIZE_LIMIT = 2000  # Kafka's max.request.partition.size.limit default
@@ -72,6 +75,13 @@ async def describe_topic_partitions(
         return DescribeTopicPartitionsResponse(
             throttle_time_ms=0,
             topics=[_error_topic(t.name, Errors.INVALID_REQUEST, False) for t in req.topics])
+    refused: list[DescribeTopicPartitionsResponseTopic] = []
+    if ctx.broker.authorizer is not None:
+        seen = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
+        if not all_topics:
+            refused = [_error_topic(n, Errors.TOPIC_AUTHORIZATION_FAILED, False)
+                       for n in names if n not in seen]
+        names = [n for n in names if n in seen]
     remaining = max(min(MAX_REQUEST_PARTITION_SIZE_LIMIT, req.response_partition_limit), 1)
     topics: list[DescribeTopicPartitionsResponseTopic] = []
     next_cursor = None
@@ -103,5 +113,5 @@ async def describe_topic_partitions(
         remaining -= len(parts)
     for t in topics:  # every answered topic, as Kafka (AuthHelper: all ops without an authorizer)
         t.topic_authorized_operations = authorized_operations(ctx, ResourceType.TOPIC, t.name)
-    return DescribeTopicPartitionsResponse(throttle_time_ms=0, topics=topics,
+    return DescribeTopicPartitionsResponse(throttle_time_ms=0, topics=topics + refused,
                                            next_cursor=next_cursor)

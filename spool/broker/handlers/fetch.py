@@ -56,6 +56,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from spool.broker.authz import allowed_cluster, allowed_names
 from spool.broker.registry import handles
 from spool.broker.server import FileRegion, RateLimitedLog
 from spool.protocol._generated import FetchRequest, FetchResponse
@@ -66,6 +67,7 @@ from spool.protocol._generated.fetch_response import (
     NodeEndpoint,
     PartitionData,
 )
+from spool.protocol.acl import AclOperation, ResourceType
 from spool.protocol.errors import Errors, KafkaError
 from spool.replica.manager import REPLICA_KEY
 from spool.replica.partition import NotLeader, Partition
@@ -123,9 +125,26 @@ def _unknown_topic_id(t) -> FetchableTopicResponse:
         for p in t.partitions])
 
 
-def _read_all(broker, req: FetchRequest, version: int, names: list[str | None]):
+def _refused(t, name: str | None, code: int) -> FetchableTopicResponse:
+    return FetchableTopicResponse(topic=name, topic_id=t.topic_id, partitions=[
+        PartitionData(partition_index=p.partition, error_code=code,
+                      high_watermark=-1, last_stable_offset=-1, log_start_offset=-1,
+                      aborted_transactions=None, preferred_read_replica=-1, records=b"")
+        for p in t.partitions])
+
+
+def _denied_topics(ctx, names: list[str | None]) -> set[str]:
+    """The requested topics the principal may not READ (Kafka's handleFetchRequest)."""
+    named = {n for n in names if n is not None}
+    return named - allowed_names(ctx, AclOperation.READ, ResourceType.TOPIC, named)
+
+
+def _read_all(broker, req: FetchRequest, version: int, names: list[str | None],
+              denied: set[str] | frozenset[str] = frozenset()):
     """One pass over the requested partitions; returns (topics, bytes, any_error): any_error
-    also when a consumer was sent to a preferred read replica (both answer at once)."""
+    also when a consumer was sent to a preferred read replica (both answer at once). A
+    topic in ``denied`` is TOPIC_AUTHORIZATION_FAILED for each partition, not an error
+    that ends a long poll (Kafka leaves it out of the read)."""
     replicas = broker.replicas
     replica_id = replica_id_of(req, version)
     follower = replica_id >= 0
@@ -143,6 +162,9 @@ def _read_all(broker, req: FetchRequest, version: int, names: list[str | None]):
         if name is None:  # v13+: an ID nobody knows (Kafka: per partition)
             topics.append(_unknown_topic_id(t))
             any_error = True
+            continue
+        if denied and name in denied:
+            topics.append(_refused(t, name, Errors.TOPIC_AUTHORIZATION_FAILED))
             continue
         parts = []
         for p in t.partitions:
@@ -252,9 +274,18 @@ async def fetch(ctx, req: FetchRequest) -> FetchResponse:
     broker = ctx.broker
     version = ctx.api_version
     names = topic_names(broker, req, version)
-    topics, total, any_error = _read_all(broker, req, version, names)
-    pairs = [(name, p.partition) for t, name in zip(req.topics, names, strict=True) if name is not None
-             for p in t.partitions]
+    denied: set[str] | frozenset[str] = frozenset()
+    if broker.authorizer is not None:
+        if replica_id_of(req, version) >= 0:  # a follower needs CLUSTER_ACTION
+            if not allowed_cluster(ctx, AclOperation.CLUSTER_ACTION):
+                return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=[
+                    _refused(t, name, Errors.TOPIC_AUTHORIZATION_FAILED)
+                    for t, name in zip(req.topics, names, strict=True)])
+        else:
+            denied = _denied_topics(ctx, names)
+    topics, total, any_error = _read_all(broker, req, version, names, denied)
+    pairs = [(name, p.partition) for t, name in zip(req.topics, names, strict=True)
+             if name is not None and name not in denied for p in t.partitions]
     if replica_id_of(req, version) >= 0:  # a follower waits for appends, a consumer for the HW
         keys = [(REPLICA_KEY, name, p) for name, p in pairs]
     else:
@@ -274,7 +305,7 @@ async def fetch(ctx, req: FetchRequest) -> FetchResponse:
                 return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=[])
             if version >= TOPIC_IDS_VERSION:  # a topic deleted meanwhile answers no more
                 names = topic_names(broker, req, version)
-            topics, total, any_error = _read_all(broker, req, version, names)
+            topics, total, any_error = _read_all(broker, req, version, names, denied)
     except BaseException:  # cancelled (shutdown)
         _release(topics)
         raise

@@ -18,14 +18,21 @@ without changing its protocols gets the members and ``skip_assignment`` (below v
 is answered as a follower). DescribeGroups v6 (KIP-1043): a group that does not exist is
 GROUP_ID_NOT_FOUND with a message (Dead and no error below v6); with
 ``include_authorized_operations`` (v3+) a described group carries the operations of
-``spool.broker.authorized_operations``.
+``spool.broker.authz``.
+
+With an authorizer (``spool.broker.authz``), as Kafka's ``KafkaApis``: JoinGroup, SyncGroup,
+Heartbeat and LeaveGroup need READ on the group (else the request's error response,
+GROUP_AUTHORIZATION_FAILED, nothing done); DescribeGroups DESCRIBE on each group and
+DeleteGroups DELETE on each (GROUP_AUTHORIZATION_FAILED for that group); ListGroups lists
+every group to a principal with DESCRIBE on the cluster, else only the groups it may
+DESCRIBE.
 """
 
 from __future__ import annotations
 
 import asyncio
 
-from spool.broker.authorized_operations import authorized_operations
+from spool.broker.authz import allowed, allowed_cluster, allowed_names, authorized_operations
 from spool.broker.group_runtime import UNAVAILABLE
 from spool.broker.registry import handles
 from spool.coordinator import JoinRequest, JoinResult, SyncResult
@@ -51,8 +58,12 @@ from spool.protocol._generated.describe_groups_response import DescribedGroup, D
 from spool.protocol._generated.join_group_response import JoinGroupResponseMember
 from spool.protocol._generated.leave_group_response import MemberResponse
 from spool.protocol._generated.list_groups_response import ListedGroup
-from spool.protocol.acl import OMITTED, ResourceType
+from spool.protocol.acl import OMITTED, AclOperation, ResourceType
 from spool.protocol.errors import Errors, KafkaError
+
+
+def _may_read(ctx, group_id: str) -> bool:
+    return allowed(ctx, AclOperation.READ, ResourceType.GROUP, group_id)
 
 
 async def _parked(ctx, group_id: str, call) -> object:
@@ -86,7 +97,10 @@ async def join_group(ctx, req: JoinGroupRequest) -> JoinGroupResponse:
         reason=req.reason if v >= 8 else None, supports_skip_assignment=v >= 9,
     )
     coord = ctx.broker.groups.coordinator
-    res = await _parked(ctx, req.group_id, lambda reply: coord.join_group(jr, reply))
+    if not _may_read(ctx, req.group_id):
+        res = JoinResult(Errors.GROUP_AUTHORIZATION_FAILED)
+    else:
+        res = await _parked(ctx, req.group_id, lambda reply: coord.join_group(jr, reply))
     if isinstance(res, KafkaError):
         res = JoinResult(res.code, member_id=req.member_id)
     return JoinGroupResponse(
@@ -104,6 +118,9 @@ async def sync_group(ctx, req: SyncGroupRequest) -> SyncGroupResponse:
     v = ctx.api_version
     assignments = {a.member_id: bytes(a.assignment) for a in req.assignments}
     coord = ctx.broker.groups.coordinator
+    if not _may_read(ctx, req.group_id):
+        return SyncGroupResponse(throttle_time_ms=0,
+                                 error_code=Errors.GROUP_AUTHORIZATION_FAILED, assignment=b"")
     res = await _parked(ctx, req.group_id, lambda reply: coord.sync_group(
         req.group_id, req.generation_id, req.member_id, req.group_instance_id if v >= 3 else None,
         req.protocol_type if v >= 5 else None, req.protocol_name if v >= 5 else None,
@@ -116,6 +133,8 @@ async def sync_group(ctx, req: SyncGroupRequest) -> SyncGroupResponse:
 
 @handles(12, 0, 4)
 async def heartbeat(ctx, req: HeartbeatRequest) -> HeartbeatResponse:
+    if not _may_read(ctx, req.group_id):
+        return HeartbeatResponse(throttle_time_ms=0, error_code=Errors.GROUP_AUTHORIZATION_FAILED)
     instance = req.group_instance_id if ctx.api_version >= 3 else None
     coord = ctx.broker.groups.coordinator
     # A heartbeat writes nothing, so there is no group state to checkpoint.
@@ -129,6 +148,9 @@ async def heartbeat(ctx, req: HeartbeatRequest) -> HeartbeatResponse:
 
 @handles(13, 0, 5)
 async def leave_group(ctx, req: LeaveGroupRequest) -> LeaveGroupResponse:
+    if not _may_read(ctx, req.group_id):  # Kafka's error response: no members
+        return LeaveGroupResponse(throttle_time_ms=0,
+                                  error_code=Errors.GROUP_AUTHORIZATION_FAILED, members=[])
     if ctx.api_version < 3:
         members = [(req.member_id, None)]
     else:
@@ -155,6 +177,9 @@ async def describe_groups(ctx, req: DescribeGroupsRequest) -> DescribeGroupsResp
     topic = ctx.broker.groups.topic
     v = ctx.api_version
     for gid in req.groups:
+        if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, gid):
+            groups.append(_group_error(gid, Errors.GROUP_AUTHORIZATION_FAILED))
+            continue
         err = topic.coordinator_error(gid)
         if err is not None:
             groups.append(_group_error(gid, err.code))
@@ -189,9 +214,13 @@ async def list_groups_handler(ctx, req: ListGroupsRequest) -> ListGroupsResponse
     rows = list_groups(ctx.broker.groups.coordinator,
                        req.states_filter if v >= 4 else None, req.types_filter if v >= 5 else None)
     topic = ctx.broker.groups.topic  # in a cluster: the groups this broker coordinates
+    rows = [r for r in rows if topic.coordinator_error(r[0]) is None]
+    if ctx.broker.authorizer is not None and not allowed_cluster(ctx, AclOperation.DESCRIBE):
+        seen = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, [r[0] for r in rows])
+        rows = [r for r in rows if r[0] in seen]
     return ListGroupsResponse(throttle_time_ms=0, error_code=0, groups=[
         ListedGroup(group_id=g, protocol_type=t, group_state=s, group_type="classic")
-        for g, t, s in rows if topic.coordinator_error(g) is None
+        for g, t, s in rows
     ])
 
 
@@ -199,8 +228,11 @@ async def list_groups_handler(ctx, req: ListGroupsRequest) -> ListGroupsResponse
 async def delete_groups_handler(ctx, req: DeleteGroupsRequest) -> DeleteGroupsResponse:
     await ctx.broker.groups.topic.ensure()
     topic = ctx.broker.groups.topic
-    result = {g: err.code for g in req.groups_names
-              if (err := topic.coordinator_error(g)) is not None}
+    permitted = allowed_names(ctx, AclOperation.DELETE, ResourceType.GROUP, req.groups_names)
+    result = {g: Errors.GROUP_AUTHORIZATION_FAILED for g in req.groups_names
+              if g not in permitted}
+    result.update({g: err.code for g in req.groups_names
+                   if g not in result and (err := topic.coordinator_error(g)) is not None})
     names = [g for g in req.groups_names if g not in result]
     if names:
         # delete_groups changes no group (its tombstones do, once replayed): no checkpoint

@@ -25,18 +25,22 @@ earliest cached epoch for earliest, the batch's for a timestamp.
 A new leader whose high watermark has not yet reached the start of its epoch answers a
 consumer's latest, and a lookup with nothing readable, OFFSET_NOT_AVAILABLE (retriable;
 LEADER_NOT_AVAILABLE below v5, ``spool.protocol.error_versions``), as Kafka.
-A partition listed twice is INVALID_REQUEST for both. ``timeout_ms`` (v10+, KIP-1075)
+A topic the principal may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED for each of its
+partitions (``spool.broker.authz``; Kafka's check). A partition listed twice is
+INVALID_REQUEST for both. ``timeout_ms`` (v10+, KIP-1075)
 bounds Kafka's wait on remote storage; Spool answers from local disk at once.
 """
 
 from __future__ import annotations
 
+from spool.broker.authz import allowed_names
 from spool.broker.registry import handles
 from spool.protocol._generated import ListOffsetsRequest, ListOffsetsResponse
 from spool.protocol._generated.list_offsets_response import (
     ListOffsetsPartitionResponse,
     ListOffsetsTopicResponse,
 )
+from spool.protocol.acl import AclOperation, ResourceType
 from spool.protocol.errors import Errors, KafkaError
 
 LATEST = -1
@@ -90,9 +94,18 @@ async def list_offsets(ctx, req: ListOffsetsRequest) -> ListOffsetsResponse:
             tp = (t.name, p.partition_index)
             (twice if tp in seen else seen).add(tp)
     topics = []
+    denied: set[str] = set()
+    if ctx.broker.authorizer is not None:  # Kafka: DESCRIBE on each topic
+        named = {t.name for t in req.topics}
+        denied = named - allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, named)
     for t in req.topics:
-        parts = [_partition(ctx, req, t.name, p, (t.name, p.partition_index) in twice)
-                 for p in t.partitions]
+        if t.name in denied:
+            parts = [ListOffsetsPartitionResponse(
+                partition_index=p.partition_index, error_code=Errors.TOPIC_AUTHORIZATION_FAILED,
+                timestamp=-1, offset=-1, leader_epoch=-1) for p in t.partitions]
+        else:
+            parts = [_partition(ctx, req, t.name, p, (t.name, p.partition_index) in twice)
+                     for p in t.partitions]
         topics.append(ListOffsetsTopicResponse(name=t.name, partitions=parts))
     return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
 

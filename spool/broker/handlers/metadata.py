@@ -27,12 +27,27 @@ request for controller endpoints (type 2, KIP-919: those are asked of a
 controller) is MISMATCHED_ENDPOINT_TYPE, an unknown type
 UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST at v0), as Kafka answers.
 Authorized operations (``include_*_authorized_operations``: Metadata v8+ topics, v8-10
-the cluster; DescribeCluster) come from ``spool.broker.authorized_operations``.
+the cluster; DescribeCluster) come from ``spool.broker.authz``; the cluster's are 0 for a
+principal that may not DESCRIBE it, as Kafka answers.
+
+With an authorizer (``spool.broker.authz``), as Kafka's ``handleTopicMetadataRequest``:
+asked for all topics, the answer leaves out those the principal may not DESCRIBE; asked
+by name, each is TOPIC_AUTHORIZATION_FAILED (no ID, existing or not: nothing disclosed);
+by ID, TOPIC_AUTHORIZATION_FAILED with the ID and no name. A topic that auto-creation
+would create needs CREATE on the cluster or on the topic, else TOPIC_AUTHORIZATION_FAILED
+and nothing created. OffsetForLeaderEpoch needs CLUSTER_ACTION on the cluster or DESCRIBE
+on each topic (TOPIC_AUTHORIZATION_FAILED for each of its partitions).
 """
 
 from __future__ import annotations
 
-from spool.broker.authorized_operations import CLUSTER_NAME, authorized_operations
+from spool.broker.authz import (
+    CLUSTER_NAME,
+    allowed,
+    allowed_cluster,
+    allowed_names,
+    authorized_operations,
+)
 from spool.broker.broker import INTERNAL_TOPICS, validate_topic_name
 from spool.broker.forwarding import create_topic_via_controller
 from spool.broker.registry import handles
@@ -54,7 +69,7 @@ from spool.protocol._generated.offset_for_leader_epoch_response import (
     EpochEndOffset,
     OffsetForLeaderTopicResult,
 )
-from spool.protocol.acl import OMITTED, ResourceType
+from spool.protocol.acl import OMITTED, AclOperation, ResourceType
 from spool.protocol.errors import Errors, KafkaError
 from spool.protocol.primitives import ZERO_UUID
 from spool.replica.partition import NotLeader
@@ -120,11 +135,18 @@ def _by_id_error(req: MetadataRequest, version: int) -> list[MetadataResponseTop
             for t in req.topics]
 
 
-def _topics_by_id(broker, ids: list) -> list[MetadataResponseTopic]:
-    """v12+: the topics of these IDs (each once), UNKNOWN_TOPIC_ID for those not known."""
+def _topics_by_id(ctx, ids: list) -> list[MetadataResponseTopic]:
+    """v12+: the topics of these IDs (each once), UNKNOWN_TOPIC_ID for those not known,
+    TOPIC_AUTHORIZATION_FAILED with the ID and no name for those the principal may not
+    DESCRIBE (Kafka: an ID is not secret)."""
+    broker = ctx.broker
     out = []
     for tid in dict.fromkeys(ids):
         name = broker.view.topic_name(tid)
+        if name is not None and not allowed(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                            name):
+            out.append(_refused_topic(None, tid))
+            continue
         entry = _topic_entry(broker, name) if name is not None else None
         if entry is None or entry.error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION:
             entry = MetadataResponseTopic(
@@ -148,6 +170,23 @@ def _response(ctx, req: MetadataRequest, topics: list[MetadataResponseTopic]) ->
     )
 
 
+def _refused_topic(name: str | None, topic_id=ZERO_UUID) -> MetadataResponseTopic:
+    return MetadataResponseTopic(error_code=Errors.TOPIC_AUTHORIZATION_FAILED, name=name,
+                                 topic_id=topic_id, is_internal=False, partitions=[],
+                                 topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
+
+
+def _may_not_create(ctx, names: list[str]) -> set[str]:
+    """Of the topics auto-creation would create, those the principal may not: without
+    CREATE on the cluster, each needs CREATE on itself (Kafka's handleTopicMetadataRequest)."""
+    broker = ctx.broker
+    missing = {n for n in names if n is not None and not broker.has_topic(n)}
+    if not missing or not broker.config.get_bool("auto.create.topics.enable") or (
+            allowed_cluster(ctx, AclOperation.CREATE)):
+        return set()
+    return missing - allowed_names(ctx, AclOperation.CREATE, ResourceType.TOPIC, missing)
+
+
 @handles(3, 0, 13)
 async def metadata(ctx, req: MetadataRequest) -> MetadataResponse:
     broker = ctx.broker
@@ -156,21 +195,39 @@ async def metadata(ctx, req: MetadataRequest) -> MetadataResponse:
     if refused is not None:
         return MetadataResponse(throttle_time_ms=0, brokers=[], topics=refused,
                                 cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
+    checked = broker.authorizer is not None
     if version >= TOPIC_IDS_VERSION and req.topics:
         ids = [t.topic_id for t in req.topics if t.topic_id != ZERO_UUID]
         if ids:
-            return _response(ctx, req, _topics_by_id(broker, ids))
+            return _response(ctx, req, _topics_by_id(ctx, ids))
     if req.topics is None or (version == 0 and not req.topics):
         names = broker.topic_names()
+        if checked:  # all topics: those it may not describe are left out
+            names = sorted(allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names))
         requested = False
     else:
         names = [t.name for t in req.topics]
         requested = True
     allow_create = req.allow_auto_topic_creation if version >= 4 else True
+    described = no_create = None
+    if checked and requested:
+        described = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                  [n for n in names if n is not None])
+        if allow_create:
+            no_create = _may_not_create(ctx, [n for n in names if n in described])
     topics = []
     for name in names:
         if name is None:
             topics.append(_error_topic("", Errors.INVALID_TOPIC_EXCEPTION))
+            continue
+        if described is not None and name not in described:
+            topics.append(_refused_topic(name))  # existing or not: not disclosed
+            continue
+        if no_create and name in no_create:
+            topics.append(MetadataResponseTopic(
+                error_code=Errors.TOPIC_AUTHORIZATION_FAILED, name=name,
+                is_internal=name in INTERNAL_TOPICS, partitions=[],
+                topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED))
             continue
         if requested and not broker.has_topic(name):
             try:
@@ -203,10 +260,19 @@ def _metadata_authorized_operations(ctx, req: MetadataRequest, topics) -> int:
         return OMITTED
     if req.include_topic_authorized_operations:
         for t in topics:
-            t.topic_authorized_operations = authorized_operations(ctx, ResourceType.TOPIC, t.name)
+            if t.name is not None and t.error_code != Errors.TOPIC_AUTHORIZATION_FAILED:
+                t.topic_authorized_operations = authorized_operations(ctx, ResourceType.TOPIC,
+                                                                      t.name)
     if ctx.api_version <= 10 and req.include_cluster_authorized_operations:
-        return authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
+        return _cluster_operations(ctx)
     return OMITTED
+
+
+def _cluster_operations(ctx) -> int:
+    """The cluster's authorized operations, 0 without DESCRIBE on it (Kafka's rule)."""
+    if not allowed_cluster(ctx, AclOperation.DESCRIBE):
+        return 0
+    return authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
 
 
 @handles(60, 0, 2)
@@ -237,8 +303,7 @@ async def describe_cluster(ctx, req: DescribeClusterRequest) -> DescribeClusterR
         cluster_id=broker.cluster_id, controller_id=view.controller_id(),
         brokers=brokers,
         cluster_authorized_operations=(
-            authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
-            if req.include_cluster_authorized_operations else OMITTED),
+            _cluster_operations(ctx) if req.include_cluster_authorized_operations else OMITTED),
     )
 
 
@@ -254,9 +319,18 @@ async def offset_for_leader_epoch(ctx, req: OffsetForLeaderEpochRequest) -> Offs
     ``replica_id`` (v3+: a follower's node id, -1 a consumer, -2 unset) changes nothing:
     Kafka answers replicas and consumers alike, from the leader only."""
     broker = ctx.broker
+    denied: set[str] = set()
+    if broker.authorizer is not None and not allowed_cluster(ctx, AclOperation.CLUSTER_ACTION):
+        named = {t.topic for t in req.topics}
+        denied = named - allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, named)
     topics = []
     for t in req.topics:
-        parts = [_epoch_end_offset(broker, t.topic, p) for p in t.partitions]
+        if t.topic in denied:
+            parts = [EpochEndOffset(error_code=Errors.TOPIC_AUTHORIZATION_FAILED,
+                                    partition=p.partition, leader_epoch=-1, end_offset=-1)
+                     for p in t.partitions]
+        else:
+            parts = [_epoch_end_offset(broker, t.topic, p) for p in t.partitions]
         topics.append(OffsetForLeaderTopicResult(topic=t.topic, partitions=parts))
     return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=topics)
 

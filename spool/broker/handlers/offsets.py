@@ -22,6 +22,13 @@ coordinates it). v9's member id and epoch are checked for consumer groups only: 
 group's offsets are readable by anyone, as in Kafka. ``require_stable`` (v7+): a partition
 whose transactional commit waits for its transaction's marker is UNSTABLE_OFFSET_COMMIT
 (retriable) instead of its older offset.
+With an authorizer (``spool.broker.authz``), as Kafka's ``KafkaApis``: OffsetCommit needs
+READ on the group (else GROUP_AUTHORIZATION_FAILED for every partition, nothing committed)
+and READ on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions); OffsetFetch
+DESCRIBE on each group (the group's error) and DESCRIBE on each listed topic
+(TOPIC_AUTHORIZATION_FAILED, offset -1, for its partitions; asked for all, the topics it
+may not describe are left out); OffsetDelete DELETE on the group (the top-level error)
+and READ on each topic.
 ``retention_time_ms`` (v2-4) is ignored, as Kafka does since 2.1:
 retention follows ``offsets.retention.minutes``.
 """
@@ -30,6 +37,7 @@ from __future__ import annotations
 
 from uuid import UUID
 
+from spool.broker.authz import allowed, allowed_names
 from spool.broker.registry import handles
 from spool.coordinator.admin import OffsetToCommit, commit_offsets, delete_offsets, fetch_offsets
 from spool.protocol._generated import (
@@ -55,10 +63,20 @@ from spool.protocol._generated.offset_fetch_response import (
     OffsetFetchResponseTopic,
     OffsetFetchResponseTopics,
 )
+from spool.protocol.acl import AclOperation, ResourceType
 from spool.protocol.errors import Errors, KafkaError
 from spool.protocol.primitives import ZERO_UUID
 
 TOPIC_IDS_VERSION = 10  # OffsetCommit and OffsetFetch name topics by ID from v10
+
+
+def _group_allowed(ctx, op: AclOperation, group_id: str) -> bool:
+    return allowed(ctx, op, ResourceType.GROUP, group_id)
+
+
+def _readable(ctx, names, op: AclOperation = AclOperation.READ) -> set[str]:
+    """The named topics the principal may ``op``."""
+    return allowed_names(ctx, op, ResourceType.TOPIC, [n for n in names if n is not None])
 
 
 def _exists(broker, topic: str, partition: int) -> bool:
@@ -78,10 +96,16 @@ async def offset_commit(ctx, req: OffsetCommitRequest) -> OffsetCommitResponse:
     todo: list[OffsetToCommit] = []
     codes: dict[tuple[str, int], int] = {}
     names = [_name_of(broker, t.topic_id) if by_id else t.name for t in req.topics]
+    group_ok = _group_allowed(ctx, AclOperation.READ, req.group_id)
+    readable = _readable(ctx, names) if group_ok else set()
     for t, name in zip(req.topics, names, strict=True):
         for p in t.partitions:
             if name is None:
                 codes[(t.topic_id, p.partition_index)] = Errors.UNKNOWN_TOPIC_ID
+            elif not group_ok:
+                codes[(name, p.partition_index)] = Errors.GROUP_AUTHORIZATION_FAILED
+            elif name not in readable:
+                codes[(name, p.partition_index)] = Errors.TOPIC_AUTHORIZATION_FAILED
             elif _exists(broker, name, p.partition_index):
                 epoch = p.committed_leader_epoch if v >= 6 else -1
                 todo.append(OffsetToCommit(name, p.partition_index, p.committed_offset, epoch,
@@ -119,10 +143,13 @@ def _fetch_group(ctx, group_id: str, topics, require_stable: bool, by_id: bool) 
     """OffsetFetch for one group; ``topics`` are the request's (None: every committed one)."""
     broker = ctx.broker
     err = broker.groups.topic.coordinator_error(group_id)
+    if not _group_allowed(ctx, AclOperation.DESCRIBE, group_id):
+        err = KafkaError(Errors.GROUP_AUTHORIZATION_FAILED)
     if err is not None:
         return err.code, [(t.name, getattr(t, "topic_id", None),
                            [(p, -1, -1, "", err.code) for p in t.partition_indexes])
                           for t in topics or ()]
+    checked = broker.authorizer is not None
     unstable = (broker.groups.txn_offsets.pending_for(group_id) if require_stable else set())
     coord = broker.groups.coordinator
     out: list[tuple[str | None, UUID | None, _Parts]] = []
@@ -131,17 +158,22 @@ def _fetch_group(ctx, group_id: str, topics, require_stable: bool, by_id: bool) 
         for (topic, partition), c in fetch_offsets(coord, group_id, None).items():
             by_topic.setdefault(topic, []).append(_partition(partition, c, (topic, partition)
                                                              in unstable))
+        seen = _readable(ctx, by_topic, AclOperation.DESCRIBE) if checked else by_topic
         for name, parts in by_topic.items():
+            if name not in seen:
+                continue  # offsets of a topic it may not describe are not shown
             topic_id = broker.view.topic_id(name) if by_id else None
             if by_id and topic_id is None:
                 continue  # a topic that no longer exists has no ID to name it by
             out.append((name, topic_id, parts))
         return 0, out
-    for t in topics:
-        name = _name_of(broker, t.topic_id) if by_id else t.name
-        if name is None:
-            out.append((None, t.topic_id,
-                        [(p, -1, -1, "", Errors.UNKNOWN_TOPIC_ID) for p in t.partition_indexes]))
+    names = [_name_of(broker, t.topic_id) if by_id else t.name for t in topics]
+    seen = _readable(ctx, names, AclOperation.DESCRIBE) if checked else None
+    for t, name in zip(topics, names, strict=True):
+        if name is None or (seen is not None and name not in seen):
+            code = Errors.UNKNOWN_TOPIC_ID if name is None else Errors.TOPIC_AUTHORIZATION_FAILED
+            out.append((name, t.topic_id if by_id else None,
+                        [(p, -1, -1, "", code) for p in t.partition_indexes]))
             continue
         found = fetch_offsets(coord, group_id, [(name, p) for p in t.partition_indexes])
         out.append((name, t.topic_id if by_id else None, [
@@ -191,8 +223,12 @@ def _group_response(group_id: str, answer: _Answer) -> OffsetFetchResponseGroup:
 @handles(47, 0, 0)
 async def offset_delete(ctx, req: OffsetDeleteRequest) -> OffsetDeleteResponse:
     broker = ctx.broker
+    if not _group_allowed(ctx, AclOperation.DELETE, req.group_id):
+        return OffsetDeleteResponse(error_code=Errors.GROUP_AUTHORIZATION_FAILED,
+                                    throttle_time_ms=0, topics=[])
+    readable = _readable(ctx, [t.name for t in req.topics])
     asked = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
-    known = [tp for tp in asked if _exists(broker, *tp)]
+    known = [tp for tp in asked if tp[0] in readable and _exists(broker, *tp)]
     await broker.groups.topic.ensure()
     err = broker.groups.topic.coordinator_error(req.group_id)
     if err is not None:
@@ -213,7 +249,9 @@ async def offset_delete(ctx, req: OffsetDeleteRequest) -> OffsetDeleteResponse:
         OffsetDeleteResponseTopic(name=t.name, partitions=[
             OffsetDeleteResponsePartition(
                 partition_index=p.partition_index,
-                error_code=by_tp.get((t.name, p.partition_index), Errors.UNKNOWN_TOPIC_OR_PARTITION))
+                error_code=by_tp.get((t.name, p.partition_index),
+                                     Errors.UNKNOWN_TOPIC_OR_PARTITION if t.name in readable
+                                     else Errors.TOPIC_AUTHORIZATION_FAILED))
             for p in t.partitions
         ]) for t in req.topics
     ])

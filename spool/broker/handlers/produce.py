@@ -59,6 +59,7 @@ import asyncio
 import logging
 import uuid
 
+from spool.broker.authz import allowed, allowed_names
 from spool.broker.registry import handles
 from spool.broker.server import CloseConnection
 from spool.protocol._generated import ProduceRequest, ProduceResponse
@@ -69,6 +70,7 @@ from spool.protocol._generated.produce_response import (
     PartitionProduceResponse,
     TopicProduceResponse,
 )
+from spool.protocol.acl import AclOperation, ResourceType
 from spool.protocol.errors import Errors, KafkaError, error_name
 from spool.records.batch import HEADER_SIZE, TRANSACTIONAL_MASK, BatchHeader, validate_batch
 from spool.records.record import check_record_count
@@ -212,6 +214,17 @@ async def produce(ctx, req: ProduceRequest) -> ProduceResponse | None:
         topic_name = lambda t: names[id(t)]  # noqa: E731
     else:
         topic_name = None
+    denied: set[str] = set()
+    if broker.authorizer is not None and version >= MIN_SERVED_VERSION:
+        if _has_transactional_records(req) and (
+                req.transactional_id is None or not allowed(
+                    ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id)):
+            return _refuse_all(ctx, req, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, topic_name)
+        named = {topic_name(t) if by_id else t.name for t in req.topic_data} - {None}
+        denied = named - allowed_names(ctx, AclOperation.WRITE, ResourceType.TOPIC, named)
+        if denied:  # not verified with the coordinator either
+            plain = topic_name or (lambda t: t.name)
+            topic_name = lambda t: None if plain(t) in denied else plain(t)  # noqa: E731
     refused, guards = {}, {}
     if version >= MIN_SERVED_VERSION and req.acks in (0, 1, -1):
         refused, guards = await transactional_verification(broker, req, version, now_ms,
@@ -220,7 +233,7 @@ async def produce(ctx, req: ProduceRequest) -> ProduceResponse | None:
     appended: list[tuple[str, PartitionProduceResponse]] = []
     pending: list = []
     for t in req.topic_data:
-        name = topic_name(t) if by_id else t.name
+        name = names[id(t)] if by_id else t.name
         if by_id and name is None:
             topics.append(TopicProduceResponse(topic_id=t.topic_id, partition_responses=[
                 _unknown_topic_id(p) for p in t.partition_data]))
@@ -231,6 +244,8 @@ async def produce(ctx, req: ProduceRequest) -> ProduceResponse | None:
                 parts.append(PartitionProduceResponse(index=p.index, error_code=Errors.UNSUPPORTED_VERSION))
             elif req.acks not in (0, 1, -1):
                 parts.append(PartitionProduceResponse(index=p.index, error_code=Errors.INVALID_REQUIRED_ACKS))
+            elif denied and name in denied:
+                parts.append(_refused_partition(p, Errors.TOPIC_AUTHORIZATION_FAILED))
             elif (name, p.index) in refused:
                 code, message = refused[(name, p.index)]
                 parts.append(PartitionProduceResponse(index=p.index, error_code=code,
@@ -253,6 +268,32 @@ async def produce(ctx, req: ProduceRequest) -> ProduceResponse | None:
         return None
     return ProduceResponse(responses=topics, throttle_time_ms=0,
                            node_endpoints=_leader_endpoints(ctx, topics) if version >= 10 else [])
+
+
+def _has_transactional_records(req: ProduceRequest) -> bool:
+    """Whether any partition's batch is transactional (Kafka's
+    ``RequestUtils.hasTransactionalRecords``), from the attributes byte alone."""
+    return any(p.records is not None and len(p.records) >= HEADER_SIZE
+               and p.records[_ATTRIBUTES_LOW] & TRANSACTIONAL_MASK
+               for t in req.topic_data for p in t.partition_data)
+
+
+def _refused_partition(p, code: int) -> PartitionProduceResponse:
+    return PartitionProduceResponse(index=p.index, error_code=code, base_offset=-1,
+                                    log_append_time_ms=-1, log_start_offset=-1)
+
+
+def _refuse_all(ctx, req: ProduceRequest, code: int, topic_name) -> ProduceResponse | None:
+    """Every partition refused with ``code``, nothing appended (Kafka's error response);
+    acks=0 closes the connection instead."""
+    topics = [TopicProduceResponse(name=topic_name(t) if topic_name else t.name,
+                                   topic_id=t.topic_id,
+                                   partition_responses=[_refused_partition(p, code)
+                                                        for p in t.partition_data])
+              for t in req.topic_data]
+    if req.acks == 0:
+        _close_if_failed(ctx, topics)
+    return ProduceResponse(responses=topics, throttle_time_ms=0)
 
 
 def _close_if_failed(ctx, topics) -> None:

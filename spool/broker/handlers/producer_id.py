@@ -10,12 +10,19 @@ two-phase commit: Spool has none, so ``enable2_pc`` is answered
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED and ``keep_prepared_txn`` UNSUPPORTED_VERSION, as
 Kafka answers with ``transaction.two.phase.commit.enable`` off; the ongoing
 transaction fields stay -1.
+
+With an authorizer (``spool.broker.authz``), as Kafka: a transactional id needs WRITE on
+it (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent producer needs
+IDEMPOTENT_WRITE on the cluster or, KIP-679, WRITE on some topic (else
+CLUSTER_AUTHORIZATION_FAILED). Checked first; nothing is allocated when refused.
 """
 
 from __future__ import annotations
 
+from spool.broker.authz import allowed, allowed_by_resource_type, allowed_cluster
 from spool.broker.registry import handles
 from spool.protocol._generated import InitProducerIdRequest, InitProducerIdResponse
+from spool.protocol.acl import AclOperation, ResourceType
 from spool.protocol.errors import Errors, KafkaError
 
 
@@ -23,6 +30,8 @@ from spool.protocol.errors import Errors, KafkaError
 async def init_producer_id(ctx, req: InitProducerIdRequest) -> InitProducerIdResponse:
     broker = ctx.broker
     try:
+        if broker.authorizer is not None:
+            _authorize(ctx, req.transactional_id)
         if ctx.api_version >= 6:
             _check_two_phase_commit(req)
         if req.transactional_id is None:
@@ -46,3 +55,12 @@ def _check_two_phase_commit(req: InitProducerIdRequest) -> None:
                          "two-phase commit (KIP-939) is not enabled on this broker")
     if req.keep_prepared_txn:
         raise KafkaError(Errors.UNSUPPORTED_VERSION, "keepPreparedTxn is not supported")
+
+
+def _authorize(ctx, transactional_id: str | None) -> None:
+    if transactional_id is not None:
+        if not allowed(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+            raise KafkaError(Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    elif not (allowed_cluster(ctx, AclOperation.IDEMPOTENT_WRITE)
+              or allowed_by_resource_type(ctx, AclOperation.WRITE, ResourceType.TOPIC)):
+        raise KafkaError(Errors.CLUSTER_AUTHORIZATION_FAILED)

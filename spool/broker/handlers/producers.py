@@ -3,8 +3,10 @@
 As Kafka's ``KafkaApis.handleDescribeProducersRequest`` and
 ``Partition.activeProducerState``, per requested partition:
 
-- an illegal topic name is INVALID_TOPIC_EXCEPTION, a topic the metadata does not
-  know UNKNOWN_TOPIC_OR_PARTITION, for each of its partitions;
+- an illegal topic name is INVALID_TOPIC_EXCEPTION, then (with an authorizer,
+  ``spool.broker.authz``) a topic the principal may not READ TOPIC_AUTHORIZATION_FAILED,
+  then a topic the metadata does not know UNKNOWN_TOPIC_OR_PARTITION, for each of its
+  partitions;
 - a partition this broker does not lead (a follower, not a replica, no leader) is
   NOT_LEADER_OR_FOLLOWER; one the metadata does not know (or whose log is still being
   created on a single node) UNKNOWN_TOPIC_OR_PARTITION;
@@ -19,6 +21,7 @@ The answer lists topics and partitions in request order.
 
 from __future__ import annotations
 
+from spool.broker.authz import allowed
 from spool.broker.broker import validate_topic_name
 from spool.broker.registry import handles
 from spool.protocol._generated import DescribeProducersRequest, DescribeProducersResponse
@@ -27,14 +30,18 @@ from spool.protocol._generated.describe_producers_response import (
     ProducerState,
     TopicResponse,
 )
+from spool.protocol.acl import AclOperation, ResourceType
 from spool.protocol.errors import Errors, KafkaError
 
 
-def _topic_error(broker, name: str) -> KafkaError | None:
+def _topic_error(ctx, name: str) -> KafkaError | None:
+    broker = ctx.broker
     try:
         validate_topic_name(name)
     except KafkaError as e:
         return KafkaError(Errors.INVALID_TOPIC_EXCEPTION, e.message)
+    if not allowed(ctx, AclOperation.READ, ResourceType.TOPIC, name):
+        return KafkaError(Errors.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
     if broker.view.topic(name) is None:
         return KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
     return None
@@ -59,7 +66,7 @@ async def describe_producers(ctx, req: DescribeProducersRequest) -> DescribeProd
     broker = ctx.broker
     topics = []
     for t in req.topics:
-        err = _topic_error(broker, t.name)
+        err = _topic_error(ctx, t.name)
         if err is not None:
             parts = [PartitionResponse(partition_index=i, error_code=err.code,
                                        error_message=err.message, active_producers=[])

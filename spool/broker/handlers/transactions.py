@@ -27,12 +27,26 @@ UNKNOWN_TOPIC_OR_PARTITION with OPERATION_NOT_ATTEMPTED for the rest of the
 request, TRANSACTIONAL_ID_NOT_FOUND (DescribeTransactions). The internal topics
 an operation appends to are awaited first (created in the executor, never on
 the loop: ``spool.broker.internal_topic``).
+
+With an authorizer (``spool.broker.authz``), Kafka's checks and answers, before anything
+is done: AddPartitionsToTxn v0-3 WRITE on the transactional id (else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition) and WRITE on each topic
+(internal topics never: TOPIC_AUTHORIZATION_FAILED for those, OPERATION_NOT_ATTEMPTED for
+the rest, nothing added); v4+ (brokers) CLUSTER_ACTION on the cluster (else the top-level
+CLUSTER_AUTHORIZATION_FAILED). AddOffsetsToTxn WRITE on the transactional id, then READ
+on the group (GROUP_AUTHORIZATION_FAILED); EndTxn WRITE on the transactional id;
+TxnOffsetCommit WRITE on the transactional id and READ on the group (that error for
+every partition), READ on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions).
+DescribeTransactions: DESCRIBE on each id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), the
+topics it may not DESCRIBE left out; ListTransactions lists the ids it may DESCRIBE.
 """
 
 from __future__ import annotations
 
 import re
 
+from spool.broker.authz import allowed, allowed_cluster, allowed_names
+from spool.broker.broker import INTERNAL_TOPICS
 from spool.broker.registry import handles
 from spool.coordinator.transaction import TxnState
 from spool.protocol._generated import (
@@ -60,7 +74,26 @@ from spool.protocol._generated.txn_offset_commit_response import (
     TxnOffsetCommitResponsePartition,
     TxnOffsetCommitResponseTopic,
 )
+from spool.protocol.acl import AclOperation, ResourceType
 from spool.protocol.errors import Errors, KafkaError
+
+
+def _may_write_txn(ctx, transactional_id: str) -> bool:
+    return allowed(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)
+
+
+def _txn_refusal(ctx, req: AddPartitionsToTxnRequest, tps: list) -> dict | None:
+    """v0-3's checks: the codes to answer with when refused, else None."""
+    if ctx.broker.authorizer is None:
+        return None
+    if not _may_write_txn(ctx, req.v3_and_below_transactional_id):
+        return {tp: Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED for tp in tps}
+    named = {t for t, _ in tps if t not in INTERNAL_TOPICS}
+    writable = allowed_names(ctx, AclOperation.WRITE, ResourceType.TOPIC, named)
+    if all(t in writable for t, _ in tps):
+        return None
+    return {tp: Errors.OPERATION_NOT_ATTEMPTED if tp[0] in writable
+            else Errors.TOPIC_AUTHORIZATION_FAILED for tp in tps}
 
 
 @handles(24, 0, 5)
@@ -68,10 +101,12 @@ async def add_partitions_to_txn(ctx, req: AddPartitionsToTxnRequest) -> AddParti
     if ctx.api_version >= 4:
         return await _add_partitions_batch(ctx, req)
     tps = [(t.name, p) for t in req.v3_and_below_topics for p in t.partitions]
-    await ctx.broker.transactions.topic.ensure()
-    codes = await ctx.broker.transactions.add_partitions(
-        req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
-        req.v3_and_below_producer_epoch, tps)
+    codes = _txn_refusal(ctx, req, tps)
+    if codes is None:
+        await ctx.broker.transactions.topic.ensure()
+        codes = await ctx.broker.transactions.add_partitions(
+            req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
+            req.v3_and_below_producer_epoch, tps)
     by_topic: dict[str, list] = {}
     for (topic, p), code in codes.items():
         by_topic.setdefault(topic, []).append(
@@ -91,6 +126,10 @@ def _by_topic(codes: dict[tuple[str, int], int]) -> list[AddPartitionsToTxnTopic
 
 async def _add_partitions_batch(ctx, req: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse:
     """v4+: from a partition leader, a batch of transactions (module doc)."""
+    if not allowed_cluster(ctx, AclOperation.CLUSTER_ACTION):
+        return AddPartitionsToTxnResponse(throttle_time_ms=0,
+                                          error_code=Errors.CLUSTER_AUTHORIZATION_FAILED,
+                                          results_by_transaction=[])
     txns = ctx.broker.transactions
     await txns.topic.ensure()
     results = []
@@ -112,6 +151,12 @@ async def _add_partitions_batch(ctx, req: AddPartitionsToTxnRequest) -> AddParti
 
 @handles(25, 0, 4)
 async def add_offsets_to_txn(ctx, req: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse:
+    if not _may_write_txn(ctx, req.transactional_id):
+        return AddOffsetsToTxnResponse(throttle_time_ms=0,
+                                       error_code=Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if not allowed(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
+        return AddOffsetsToTxnResponse(throttle_time_ms=0,
+                                       error_code=Errors.GROUP_AUTHORIZATION_FAILED)
     await ctx.broker.transactions.topic.ensure()
     await ctx.broker.groups.topic.ensure()
     try:
@@ -124,6 +169,10 @@ async def add_offsets_to_txn(ctx, req: AddOffsetsToTxnRequest) -> AddOffsetsToTx
 
 @handles(26, 0, 5)
 async def end_txn(ctx, req: EndTxnRequest) -> EndTxnResponse:
+    if not _may_write_txn(ctx, req.transactional_id):
+        return EndTxnResponse(throttle_time_ms=0,
+                              error_code=Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                              producer_id=-1, producer_epoch=-1)
     await ctx.broker.transactions.topic.ensure()
     try:
         pid, epoch = await ctx.broker.transactions.end_txn(
@@ -139,9 +188,22 @@ async def txn_offset_commit(ctx, req: TxnOffsetCommitRequest) -> TxnOffsetCommit
     broker = ctx.broker
     v = ctx.api_version
     offsets, codes = [], {}
+    refusal = readable = None
+    if broker.authorizer is not None:
+        if not _may_write_txn(ctx, req.transactional_id):
+            refusal = Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        elif not allowed(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
+            refusal = Errors.GROUP_AUTHORIZATION_FAILED
+        else:
+            readable = allowed_names(ctx, AclOperation.READ, ResourceType.TOPIC,
+                                     {t.name for t in req.topics})
     for t in req.topics:
         for p in t.partitions:
-            if 0 <= p.partition_index < broker.partition_count(t.name):
+            if refusal is not None:
+                codes[(t.name, p.partition_index)] = refusal
+            elif readable is not None and t.name not in readable:
+                codes[(t.name, p.partition_index)] = Errors.TOPIC_AUTHORIZATION_FAILED
+            elif 0 <= p.partition_index < broker.partition_count(t.name):
                 offsets.append((t.name, p.partition_index, p.committed_offset,
                                 p.committed_leader_epoch if v >= 2 else -1, p.committed_metadata))
             else:
@@ -167,8 +229,16 @@ async def txn_offset_commit(ctx, req: TxnOffsetCommitRequest) -> TxnOffsetCommit
 @handles(65, 0, 0)
 async def describe_transactions(ctx, req: DescribeTransactionsRequest) -> DescribeTransactionsResponse:
     txns = ctx.broker.transactions.coordinator.txns
+    checked = ctx.broker.authorizer is not None
     out = []
     for txn_id in req.transactional_ids:
+        if checked and not allowed(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
+                                   txn_id):
+            out.append(TransactionState(
+                error_code=Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, transactional_id=txn_id,
+                transaction_state="", transaction_timeout_ms=0, transaction_start_time_ms=-1,
+                producer_id=-1, producer_epoch=-1, topics=[]))
+            continue
         m = txns.get(txn_id)
         if m is None:
             out.append(TransactionState(error_code=Errors.TRANSACTIONAL_ID_NOT_FOUND,
@@ -179,6 +249,9 @@ async def describe_transactions(ctx, req: DescribeTransactionsRequest) -> Descri
         by_topic: dict[str, list[int]] = {}
         for t, p in sorted(m.partitions):
             by_topic.setdefault(t, []).append(p)
+        if checked:  # only the topics it may describe
+            seen = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, by_topic)
+            by_topic = {t: ps for t, ps in by_topic.items() if t in seen}
         out.append(TransactionState(
             error_code=0, transactional_id=txn_id, transaction_state=m.state.kafka_name,
             transaction_timeout_ms=m.timeout_ms, transaction_start_time_ms=m.start_ms,
@@ -209,7 +282,11 @@ async def list_transactions(ctx, req: ListTransactionsRequest) -> ListTransactio
     now = ctx.broker.clock.now_ms()
     duration = req.duration_filter if ctx.api_version >= 1 else -1
     out = []
+    checked = ctx.broker.authorizer is not None
     for txn_id, m in sorted(txns.items()):
+        if checked and not allowed(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
+                                   txn_id):
+            continue
         if states and m.state.kafka_name not in states:
             continue
         if pids and m.producer_id not in pids:

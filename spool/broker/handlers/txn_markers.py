@@ -17,6 +17,10 @@ partition that does not exist UNKNOWN_TOPIC_OR_PARTITION (the coordinator treats
 both as done), a disk error KAFKA_STORAGE_ERROR (it retries). v2 names the marker's
 transaction version: at 2 (KIP-890) its epoch must be above the producer's here, else
 INVALID_PRODUCER_EPOCH (a late or repeated marker).
+
+With an authorizer (``spool.broker.authz``) the sender needs ALTER or CLUSTER_ACTION on
+the cluster, as Kafka; else every partition is CLUSTER_AUTHORIZATION_FAILED, nothing
+written.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from spool.broker.authz import allowed_cluster
 from spool.broker.coordinator_log import PartitionLogWriter
 from spool.broker.registry import handles
 from spool.broker.txn_runtime import marker_already_written
@@ -33,6 +38,7 @@ from spool.protocol._generated.write_txn_markers_response import (
     WritableTxnMarkerResult,
     WritableTxnMarkerTopicResult,
 )
+from spool.protocol.acl import AclOperation
 from spool.protocol.errors import Errors, KafkaError
 from spool.records.builder import build_control_batch
 
@@ -77,7 +83,11 @@ async def _write(broker, topic: str, partition: int, marker) -> int:
 async def write_txn_markers(ctx, req: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
     broker = ctx.broker
     todo = [(m, t, p) for m in req.markers for t in m.topics for p in t.partition_indexes]
-    codes = iter(await asyncio.gather(*(_write(broker, t.name, p, m) for m, t, p in todo)))
+    if broker.authorizer is not None and not (allowed_cluster(ctx, AclOperation.ALTER) or
+                                              allowed_cluster(ctx, AclOperation.CLUSTER_ACTION)):
+        codes = iter([Errors.CLUSTER_AUTHORIZATION_FAILED] * len(todo))
+    else:
+        codes = iter(await asyncio.gather(*(_write(broker, t.name, p, m) for m, t, p in todo)))
     return WriteTxnMarkersResponse(markers=[
         WritableTxnMarkerResult(producer_id=m.producer_id, topics=[
             WritableTxnMarkerTopicResult(name=t.name, partitions=[
