@@ -15,25 +15,14 @@ they go, are each handler's: Kafka's ``KafkaApis`` is the reference.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from types import MappingProxyType
 
 from spool.protocol.acl import SUPPORTED_OPERATIONS, AclOperation, ResourceType, to_bitfield
 
 CLUSTER_NAME = "kafka-cluster"  # Kafka's name of the one CLUSTER resource
 
 
-class _NoAcls:
-    """The image of a broker that has no ``security_image`` (yet): no ACLs."""
-
-    acls = MappingProxyType({})
-    generation = 0
-
-
-_NO_ACLS = _NoAcls()
-
-
 def _image(broker):
-    return getattr(broker, "security_image", None) or _NO_ACLS
+    return broker.security_image
 
 
 def allowed(ctx, op: AclOperation, resource_type: ResourceType, name: str) -> bool:

@@ -25,10 +25,12 @@ LITERAL or PREFIXED ALLOW of ``op`` (or ALL) names a resource that no DENY cover
 LITERAL deny of the same name, a PREFIXED deny of one of its prefixes); a LITERAL ``*``
 DENY denies outright. Implied operations play no part there, as in Kafka.
 
-Cost: the image's ACLs are indexed once per image (``image.generation``; a new image is
-a new generation) into dicts by (resource type, name) and by (resource type, prefix
-length); every decision is then memoised until the next generation, so a repeated check
-(Produce and Fetch ask once per topic per request) is one dict lookup. The memo is
+Cost: the image's ACLs are indexed once per ACL set (a ``SecurityImage`` is immutable and
+keeps its ``acls`` mapping when a change touches only credentials or quotas, so the
+mapping's identity says when to rebuild; finer than ``generation``) into dicts by
+(resource type, name) and by (resource type, prefix length); every decision is then
+memoised until the ACLs change, so a repeated check (Produce and Fetch ask once per topic
+per request) is one dict lookup. The memo is
 bounded (``MEMO_LIMIT`` entries, then it starts again). The authorizer is not thread
 safe beyond what the GIL gives: a rebuild replaces the whole index at once, so a reader
 on another thread sees the old index or the new one.
@@ -70,9 +72,6 @@ class AclSource(Protocol):
     @property
     def acls(self) -> Mapping[Any, AclBinding]: ...
 
-    @property
-    def generation(self) -> int: ...
-
 
 class _Entry(NamedTuple):
     principal: str
@@ -82,7 +81,7 @@ class _Entry(NamedTuple):
 
 
 class _Index:
-    """One generation's ACLs, by where they apply."""
+    """One set of ACLs, by where they apply."""
 
     __slots__ = ("literal", "prefixed", "prefix_lengths", "by_type")
 
@@ -169,17 +168,17 @@ class StandardAuthorizer:
                  allow_everyone_if_no_acl_found: bool = False) -> None:
         self.super_users = frozenset(super_users)
         self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
-        self._image: object = None
-        self._generation = -1
+        self._acls: object = None
         self._index = _Index(())
         self._memo: dict[tuple, bool] = {}
 
     def _current(self, image: AclSource) -> _Index:
-        if image is not self._image or image.generation != self._generation:
-            index = _Index(image.acls.values())
+        acls = image.acls
+        if acls is not self._acls:
+            index = _Index(acls.values())
             self._memo = {}
             self._index = index
-            self._image, self._generation = image, image.generation
+            self._acls = acls
         return self._index
 
     def authorize(self, image: AclSource, principal: str, host: str, op: AclOperation,

@@ -1,15 +1,17 @@
 """spool.security.authorizer: Kafka's StandardAuthorizer rules, case by case and against a
-brute-force reading of them (Hypothesis), and its per-generation index."""
+brute-force reading of them (Hypothesis), and its index following SecurityImage changes."""
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from spool.protocol._generated.remove_access_control_entry_record import (
+    RemoveAccessControlEntryRecord,
+)
 from spool.protocol.acl import AclOperation as Op
 from spool.protocol.acl import ResourceType as Rt
 from spool.security.acls import AclBinding, AclPermissionType, PatternType
@@ -19,6 +21,7 @@ from spool.security.authorizer import (
     configured,
     parse_super_users,
 )
+from spool.security.image import SecurityImage, acl_record
 
 ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
 LIT, PRE = PatternType.LITERAL, PatternType.PREFIXED
@@ -26,16 +29,8 @@ ALICE, BOB = "User:alice", "User:bob"
 HOST = "10.0.0.1"
 
 
-@dataclass(frozen=True)
-class Image:
-    """A stand-in for spool.security.image.SecurityImage: ``.acls``, ``.generation``."""
-
-    acls: dict = field(default_factory=dict)
-    generation: int = 0
-
-
-def image(*bindings: AclBinding, generation: int = 1) -> Image:
-    return Image({uuid.uuid4(): b for b in bindings}, generation)
+def image(*bindings: AclBinding) -> SecurityImage:
+    return SecurityImage().replay(acl_record(uuid.uuid4(), b) for b in bindings)
 
 
 def acl(name="foo", op=Op.READ, perm=ALLOW, pattern=LIT, principal=ALICE, host="*",
@@ -152,14 +147,16 @@ def test_configured_from_broker_keys():
         configured({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"})
 
 
-def test_a_new_generation_is_seen_and_the_old_decision_forgotten():
+def test_a_changed_image_is_seen_and_the_old_decision_forgotten():
     authz = StandardAuthorizer()
-    acls = {uuid.uuid4(): acl("foo")}
-    assert check(Image(dict(acls), 1), authorizer=authz)
-    assert check(Image(dict(acls), 1), authorizer=authz)  # equal image, another object
-    denied = {**acls, uuid.uuid4(): acl("foo", perm=DENY)}
-    assert not check(Image(denied, 2), authorizer=authz)
-    assert check(Image(dict(acls), 3), authorizer=authz)
+    allow_id, deny_id = uuid.uuid4(), uuid.uuid4()
+    first = SecurityImage().replay([acl_record(allow_id, acl("foo"))])
+    assert check(first, authorizer=authz)
+    denied = first.replay([acl_record(deny_id, acl("foo", perm=DENY))])
+    assert not check(denied, authorizer=authz)
+    again = denied.replay([RemoveAccessControlEntryRecord(id=deny_id)])
+    assert check(again, authorizer=authz)
+    assert not check(denied, authorizer=authz)  # an older image still decides by its ACLs
 
 
 def test_authorized_operations_of_a_topic():
