@@ -29,9 +29,10 @@ Contract:
   confluent-kafka clients. librdkafka reads only PEM trust stores from files, so a
   PKCS12 trust store (or inline certificates) is written as PEM (certificates only,
   nothing secret) to a private temporary directory removed at exit.
-- Spool's own client (``spool.net``, the wire commands) reads the same properties
-  (``props``) with ``spool.security.client_config.ClientSecurity.from_properties``;
-  ``spool.cli.wire.node_client_options`` passes it on.
+- Spool's own client (``spool.net``, the wire commands) takes ``security``: the
+  same properties read by ``spool.security.client_config.ClientSecurity`` (store
+  types filled in as read from the files), built here so that both clients accept
+  the same files; ``spool.cli.wire.node_client_options`` passes it on.
 - ``ssl.enabled.protocols`` / ``ssl.protocol`` are checked (TLSv1.2, TLSv1.3) but
   not passed to librdkafka, which has no such setting (it negotiates the highest
   version both sides have); ``ssl.cipher.suites`` becomes ``ssl.cipher.suites``.
@@ -54,19 +55,13 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509 import load_pem_x509_certificates
 
+from spool.security import client_config
+from spool.security.client_config import ClientConfigError, ClientSecurity
+
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 STORE_TYPES = ("PEM", "PKCS12")
-KNOWN_KEYS = frozenset({
-    "security.protocol", "client.id",
-    "ssl.enabled.protocols", "ssl.protocol", "ssl.cipher.suites",
-    "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password",
-    "ssl.truststore.certificates",
-    "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
-    "ssl.keystore.certificate.chain", "ssl.keystore.key",
-    "ssl.endpoint.identification.algorithm",
-    "sasl.mechanism", "sasl.jaas.config",
-})
+KNOWN_KEYS = client_config.KNOWN_KEYS | {"client.id"}
 LOGIN_MODULES = {
     "org.apache.kafka.common.security.plain.PlainLoginModule": ("PLAIN",),
     "org.apache.kafka.common.security.scram.ScramLoginModule": ("SCRAM-SHA-256", "SCRAM-SHA-512"),
@@ -111,6 +106,7 @@ class CommandConfig:
     client_id: str | None = None
     ca_pem: str | None = None  # trusted certificates, PEM; None: the system's defaults
     ca_file: str | None = None  # the trust store's path when it already is PEM
+    truststore_type: str | None = None  # PEM | PKCS12 (given, or read from the file)
     keystore_type: str | None = None  # PEM | PKCS12 | None (no client certificate)
     keystore_location: str | None = None
     keystore_password: str | None = None
@@ -123,6 +119,7 @@ class CommandConfig:
     username: str | None = None
     password: str | None = None
     oauth: UnsecuredToken | None = None
+    security: ClientSecurity = ClientSecurity()  # spool.net's reading of the same file
 
     @property
     def uses_tls(self) -> bool:
@@ -281,6 +278,14 @@ def from_properties(props: dict[str, str], path: str = "<properties>") -> Comman
         if stray:
             raise CommandConfigError(f"'{stray[0]}' is set but security.protocol={protocol} "
                                      f"uses no SASL")
+    net = {k: v for k, v in props.items() if k != "client.id"}
+    for store, kind in (("ssl.truststore", "truststore_type"), ("ssl.keystore", "keystore_type")):
+        if fields.get(kind) and f"{store}.location" in net:  # the type read from the file
+            net[f"{store}.type"] = fields[kind]
+    try:
+        fields["security"] = ClientSecurity.from_properties(net)
+    except ClientConfigError as e:
+        raise CommandConfigError(str(e)) from None
     return CommandConfig(**fields)
 
 
@@ -345,14 +350,14 @@ def _truststore(props: dict[str, str]) -> dict[str, Any]:
     data = _read(props, "ssl.truststore.location")
     if _store_type(props, "ssl.truststore", data) == "PEM":
         return {"ca_pem": _certificates(data, "ssl.truststore.location " + location),
-                "ca_file": location}
+                "ca_file": location, "truststore_type": "PEM"}
     key, cert, extra = _open_pkcs12_bytes(data, props.get("ssl.truststore.password"),
                                           "ssl.truststore", location)
     certs = ([cert] if cert is not None else []) + extra
     if not certs:
         raise CommandConfigError(f"ssl.truststore.location {location} holds no certificate")
     return {"ca_pem": "".join(c.public_bytes(serialization.Encoding.PEM).decode()
-                              for c in certs)}
+                              for c in certs), "truststore_type": "PKCS12"}
 
 
 def _certificates(data: bytes, what: str) -> str:
@@ -457,74 +462,16 @@ def _sasl(props: dict[str, str]) -> dict[str, Any]:
 
 
 def parse_jaas(text: str) -> tuple[str, dict[str, str]]:
-    """``Module flag k="v" ...;`` -> (module, options); one login module, as a client takes."""
-    tokens = _jaas_tokens(text)
-    entries: list[tuple[str, dict[str, str]]] = []
-    i = 0
-    while i < len(tokens):
-        kind, module = tokens[i]
-        if kind != "word":
-            raise CommandConfigError(f"sasl.jaas.config: expected a login module, got '{module}'")
-        if i + 1 >= len(tokens) or tokens[i + 1][0] != "word":
-            raise CommandConfigError("sasl.jaas.config: login module control flag not specified")
-        flag = tokens[i + 1][1]
-        if flag.upper() not in ("REQUIRED", "REQUISITE", "SUFFICIENT", "OPTIONAL"):
-            raise CommandConfigError(f"sasl.jaas.config: invalid login module control flag "
-                                     f"'{flag}'")
-        i += 2
-        options: dict[str, str] = {}
-        while i < len(tokens) and tokens[i] != ("punct", ";"):
-            key = tokens[i][1]
-            if (tokens[i][0] != "word" or i + 2 >= len(tokens)
-                    or tokens[i + 1] != ("punct", "=") or tokens[i + 2][0] == "punct"):
-                raise CommandConfigError(f"sasl.jaas.config: value not specified for key "
-                                         f"'{key}'")
-            options[key] = tokens[i + 2][1]
-            i += 3
-        if i >= len(tokens):
-            raise CommandConfigError("sasl.jaas.config: entry not terminated by semi-colon")
-        i += 1
-        entries.append((module, options))
+    """``Module flag k="v" ...;`` -> (module, options): exactly one login module, as a
+    client takes (the grammar is spool.security.client_config's, Kafka's JaasConfig)."""
+    try:
+        entries = client_config.parse_jaas(text)
+    except ClientConfigError as e:
+        raise CommandConfigError(str(e)) from None
     if len(entries) != 1:
         raise CommandConfigError(f"sasl.jaas.config: {len(entries)} login modules; a client "
                                  f"takes exactly 1")
-    return entries[0]
-
-
-def _jaas_tokens(text: str) -> list[tuple[str, str]]:
-    tokens: list[tuple[str, str]] = []
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch.isspace():
-            i += 1
-        elif text.startswith("//", i):
-            end = text.find("\n", i)
-            i = n if end < 0 else end + 1
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            i = n if end < 0 else end + 2
-        elif ch in "\"'":
-            j, buf = i + 1, []
-            while j < n and text[j] != ch:
-                if text[j] == "\\" and j + 1 < n:
-                    j += 1
-                buf.append(text[j])
-                j += 1
-            if j >= n:
-                raise CommandConfigError("sasl.jaas.config: unterminated quoted value")
-            tokens.append(("quoted", "".join(buf)))
-            i = j + 1
-        elif ch in "=;":
-            tokens.append(("punct", ch))
-            i += 1
-        else:
-            j = i
-            while j < n and not text[j].isspace() and text[j] not in "=;\"'":
-                j += 1
-            tokens.append(("word", text[i:j]))
-            i = j
-    return tokens
+    return entries[0].login_module, dict(entries[0].options)
 
 
 def _unsecured(options: dict[str, str]) -> UnsecuredToken:

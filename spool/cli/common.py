@@ -27,8 +27,11 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
+import re
 import sys
+import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from typing import Annotated, Any, NoReturn, TypeVar
@@ -40,6 +43,9 @@ from confluent_kafka.admin import AdminClient, ConfigSource
 from spool.cli import command_config as _cc
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+
+# spool.net logs failed authentications; a command reports them as its one line instead
+logging.getLogger("spool.net").addHandler(logging.NullHandler())
 
 Bootstrap = Annotated[
     str,
@@ -159,6 +165,7 @@ def cli_command(fn: F) -> F:
         global _current_bootstrap, _current_command_config
         _current_bootstrap = kwargs.get("bootstrap")
         _current_command_config = None
+        _auth_failures.clear()
         try:
             if kwargs.get("command_config"):
                 try:
@@ -195,6 +202,7 @@ def client_config(bootstrap: str, **extra: Any) -> dict[str, Any]:
         conf["log_level"] = 0
     if _current_command_config is not None:
         conf.update(_current_command_config.librdkafka())
+    conf["error_cb"] = _on_error
     conf.update(extra)
     return conf
 
@@ -202,11 +210,45 @@ def client_config(bootstrap: str, **extra: Any) -> dict[str, Any]:
 def admin_client(bootstrap: str, timeout: float) -> AdminClient:
     """An AdminClient that has already reached a broker within ``timeout`` seconds."""
     admin = AdminClient(client_config(bootstrap))
-    try:
-        admin.list_topics(timeout=timeout)
-    except KafkaException as e:
-        raise kafka_error(e) from None
+    reach(admin, timeout)
     return admin
+
+
+_AUTH_CODES = {KafkaError._AUTHENTICATION, KafkaError._SSL}
+_auth_failures: list[KafkaError] = []
+
+
+def _on_error(err: KafkaError) -> None:
+    """librdkafka's error callback: keep authentication and TLS failures for :func:`reach`."""
+    if err.code() in _AUTH_CODES or "SSL handshake failed" in err.str():
+        _auth_failures.append(err)
+
+
+def reach(client: Any, timeout: float, topic: str | None = None,
+          subject: str | None = None) -> Any:
+    """``client.list_topics(topic)`` within ``timeout`` seconds, but a failed SASL or TLS
+    authentication ends it at once, as one line naming it (librdkafka would retry it until
+    the timeout and then report only a transport failure)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        step = max(0.05, min(0.5, deadline - time.monotonic()))
+        try:
+            return client.list_topics(topic, timeout=step)
+        except KafkaException as e:
+            client.poll(0)  # serves the error callback
+            if _auth_failures:
+                raise auth_error(_auth_failures[0]) from None
+            if time.monotonic() >= deadline:
+                raise kafka_error(e, subject) from None
+
+
+def auth_error(err: KafkaError) -> CliError:
+    """A failed authentication as one line: the broker's reason and Kafka's error name."""
+    text = re.sub(r"^\w+://\S+?: ", "", err.str())  # librdkafka's "sasl_ssl://host:port/id: "
+    text = re.sub(r" \(after \d+ms in state \w+\)$", "", text)
+    name = "SASL_AUTHENTICATION_FAILED" if "SASL" in text else err.name()
+    return CliError(f"authentication failed at {_current_bootstrap}: {_clean(text)} ({name})", 1,
+                    name)
 
 
 def result(future: Future, subject: str | None = None, timeout: float | None = None) -> Any:

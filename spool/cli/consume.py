@@ -62,6 +62,7 @@ from spool.cli.common import (
     client_config,
     fail,
     kafka_error,
+    reach,
 )
 
 _METADATA_TIMEOUT = 30.0
@@ -202,10 +203,7 @@ def _partitions(
     consumer: Consumer, topic: str, wanted: list[int] | None, timeout: float | None
 ) -> list[int]:
     """The partitions to read (checked against the topic's metadata)."""
-    try:
-        md = consumer.list_topics(topic, timeout=timeout or _METADATA_TIMEOUT)
-    except KafkaException as e:
-        raise kafka_error(e, topic) from None
+    md = reach(consumer, timeout or _METADATA_TIMEOUT, topic, subject=topic)
     t = md.topics.get(topic)
     if t is None:
         fail(f"topic '{topic}' does not exist (UNKNOWN_TOPIC_OR_PART)")

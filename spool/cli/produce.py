@@ -36,8 +36,8 @@ from spool.cli.common import (
     cli_command,
     client_config,
     error_line,
-    kafka_error,
     parse_pairs,
+    reach,
 )
 
 _MAX_REPORTED = 5
@@ -118,10 +118,8 @@ def produce(
             },
         )
     )
-    try:  # reach a broker first: metadata for all topics (asking for one could create it)
-        producer.list_topics(timeout=timeout)
-    except KafkaException as e:
-        raise kafka_error(e, topic) from None
+    # reach a broker first: metadata for all topics (asking for one could create it)
+    reach(producer, timeout, subject=topic)
     tally = _Tally(topic, bootstrap)
     try:
         _send_lines(producer, topic, sys.stdin.buffer, key_separator, header_list, partition, tally)

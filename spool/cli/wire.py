@@ -14,9 +14,8 @@ commands that need them speak the wire API with ``spool.net.client.NodeClient``:
   commands answer what the broker said.
 - ``admin.metadata(topics)``: Metadata v1-12 (``None``: every topic; no auto-creation).
 - ``node_client_options()``: the ``NodeClient`` keyword arguments that carry the
-  running command's ``--command-config`` as the ``ClientSecurity`` of
-  ``spool.security.client_config`` (its own reading of the same properties); empty
-  for PLAINTEXT.
+  running command's ``--command-config`` (``security=``, its ``ClientSecurity``);
+  empty for PLAINTEXT.
 
 Errors inside answers stay data: callers turn error codes into lines with
 ``error_text``.
@@ -25,11 +24,12 @@ Errors inside answers stay data: callers turn error codes into lines with
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from spool.cli.common import CliError, command_config
-from spool.net.client import ClientError, NodeClient
+from spool.net.client import AuthenticationError, ClientError, NodeClient
 from spool.protocol._generated import API_BY_KEY, ApiVersionsRequest, MetadataRequest
 from spool.protocol._generated.metadata_request import MetadataRequestTopic
 from spool.protocol.errors import error_name
@@ -81,16 +81,7 @@ def node_client_options() -> dict[str, Any]:
     cc = command_config()
     if cc is None or cc.security_protocol == "PLAINTEXT":
         return {}
-    try:
-        from spool.security.client_config import ClientConfigError, ClientSecurity
-    except ImportError:
-        raise CliError(f"security.protocol={cc.security_protocol}: this command's client "
-                       f"(spool.net) does not speak it yet", 1) from None
-    props = {k: v for k, v in cc.props.items() if k != "client.id"}
-    try:
-        return {"security": ClientSecurity.from_properties(props)}
-    except ClientConfigError as e:
-        raise CliError(f"command config {cc.path}: {e}", 1) from None
+    return {"security": cc.security}
 
 
 async def _connect(bootstrap: str, timeout: float) -> WireAdmin:
@@ -106,6 +97,15 @@ async def _connect(bootstrap: str, timeout: float) -> WireAdmin:
         try:
             versions = await client.request(ApiVersionsRequest(
                 client_software_name="spool", client_software_version="cli"), 3)
+        except AuthenticationError as e:
+            await client.close()
+            # after "NodeClient(h:p): authentication failed (SASL_SSL/PLAIN as alice): "
+            reason = re.sub(r"^.*?: authentication failed \([^)]*\): ", "", str(e))
+            name = "SASL_AUTHENTICATION_FAILED" if "SASL_AUTHENTICATION_FAILED" in reason \
+                else "_SSL" if "TLS" in reason else "_AUTHENTICATION"
+            reason = reason.removeprefix("SASL_AUTHENTICATION_FAILED: ")
+            raise CliError(f"authentication failed at {item}: {reason} ({name})", 1,
+                           name) from None
         except (ClientError, OSError) as e:
             errors.append(str(e))
             await client.close()

@@ -138,6 +138,11 @@ ssl.keystore.password=kpw
 """))
     assert conf.keystore_type == "PKCS12"  # no type given: Kafka's JKS default is not assumed
     assert conf.ca_pem == pki["ca.pem"].read_text()
+    # spool.net's reading of the same file (wire commands) has the types filled in
+    assert (conf.security.truststore_type, conf.security.keystore_type) == ("PKCS12", "PKCS12")
+    ctx = conf.security.ssl_context()
+    assert ctx is not None
+    assert [c["subject"] for c in ctx.get_ca_certs()] == [((("commonName", "Test CA"),),)]
 
 
 def test_oauthbearer_unsecured_maps_to_librdkafka(tmp_path: Path) -> None:
@@ -170,7 +175,7 @@ sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginMo
      "ScramLoginModule does not log in with sasl.mechanism=PLAIN"),
     ("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config="
      "org.apache.kafka.common.security.plain.PlainLoginModule required username=a password=b\n",
-     "not terminated by semi-colon"),
+     "PlainLoginModule does not end with ';'"),
     ("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config="
      "org.apache.kafka.common.security.plain.PlainLoginModule required username=a;\n",
      "password is not set"),
