@@ -74,6 +74,7 @@ from spool.broker.server import Server
 from spool.broker.telemetry import ClientMetricsManager
 from spool.broker.txn_runtime import TransactionRuntime
 from spool.cluster import features
+from spool.cluster.bootstrap import read_bootstrap
 from spool.protocol.errors import Errors, KafkaError
 from spool.replica.manager import ReplicaManager
 from spool.replica.partition import NotLeader  # noqa: F401 (re-exported: handlers' name)
@@ -223,6 +224,12 @@ class Broker:
             Storage, log_dirs, defaults, self.clock, node_id=self.node_id,
             max_partitions=self.partition_limit().max_partitions, kraft=self.cluster.kraft,
             hw_follows_leo=not self.cluster.kraft)
+        if not self.cluster.kraft and self.storage.metadata.image.last_offset < 0:
+            # a new single node: what `spool storage format --add-scram` left for it
+            boot = await self.run_blocking(read_bootstrap, self.cluster.metadata_log_dir)
+            if boot:
+                await self.run_blocking(self.storage.metadata.append_security,
+                                        [to_json(r) for r in boot])
         if not self.cluster.kraft:  # a new single node finalizes the bootstrap feature levels
             await self.run_blocking(self.storage.metadata.update_features,
                                     features.bootstrap_records)

@@ -3,7 +3,9 @@
 On a broker in a cluster (``broker.view.clustered``), CreateTopics (19),
 DeleteTopics (20), CreatePartitions (37), AlterConfigs (33),
 IncrementalAlterConfigs (44), ElectLeaders (43), AlterPartitionReassignments (45),
-ListPartitionReassignments (46) and UpdateFeatures (57) are the controller's to decide, as in Kafka (its
+ListPartitionReassignments (46), UpdateFeatures (57), CreateAcls (30), DeleteAcls (31),
+AlterUserScramCredentials (51) and AlterClientQuotas (49) are the controller's to
+decide, as in Kafka (its
 ``ForwardingManager``): the handler sends the request, at the client's version,
 over the ``ControllerChannel`` to the active controller's controller listener,
 and answers with the controller's reply unchanged. The controller validates,
@@ -30,23 +32,33 @@ from typing import Any
 
 from spool.broker.controller_channel import ControllerUnavailable
 from spool.protocol._generated import (
+    AlterClientQuotasResponse,
     AlterConfigsResponse,
     AlterPartitionReassignmentsResponse,
+    AlterUserScramCredentialsResponse,
+    CreateAclsResponse,
     CreatePartitionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    DeleteAclsResponse,
     DeleteTopicsResponse,
     ElectLeadersResponse,
     IncrementalAlterConfigsResponse,
     ListPartitionReassignmentsResponse,
     UpdateFeaturesResponse,
 )
+from spool.protocol._generated import alter_client_quotas_response as acq
 from spool.protocol._generated import alter_partition_reassignments_response as aprr
 from spool.protocol._generated import elect_leaders_response as elr
 from spool.protocol._generated.alter_configs_response import AlterConfigsResourceResponse
+from spool.protocol._generated.alter_user_scram_credentials_response import (
+    AlterUserScramCredentialsResult,
+)
+from spool.protocol._generated.create_acls_response import AclCreationResult
 from spool.protocol._generated.create_partitions_response import CreatePartitionsTopicResult
 from spool.protocol._generated.create_topics_request import CreatableTopic, CreatableTopicConfig
 from spool.protocol._generated.create_topics_response import CreatableTopicResult
+from spool.protocol._generated.delete_acls_response import DeleteAclsFilterResult
 from spool.protocol._generated.delete_topics_response import DeletableTopicResult
 from spool.protocol._generated.incremental_alter_configs_response import (
     AlterConfigsResourceResponse as IncrementalResourceResponse,
@@ -59,6 +71,7 @@ CREATE_TOPICS, DELETE_TOPICS, ALTER_CONFIGS, CREATE_PARTITIONS, INCREMENTAL_ALTE
     19, 20, 33, 37, 44)
 ELECT_LEADERS, ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 43, 45, 46
 UPDATE_FEATURES = 57
+CREATE_ACLS, DELETE_ACLS, ALTER_CLIENT_QUOTAS, ALTER_USER_SCRAM_CREDENTIALS = 30, 31, 49, 51
 CREATE_TOPICS_VERSION = 7
 
 
@@ -125,6 +138,23 @@ def _error_response(api_key: int, version: int, req: Any, code: int, message: st
     if api_key == UPDATE_FEATURES:
         return UpdateFeaturesResponse(throttle_time_ms=0, error_code=code,
                                       error_message=message, results=[])
+    if api_key == CREATE_ACLS:
+        return CreateAclsResponse(throttle_time_ms=0, results=[
+            AclCreationResult(error_code=code, error_message=message) for _ in req.creations])
+    if api_key == DELETE_ACLS:
+        return DeleteAclsResponse(throttle_time_ms=0, filter_results=[
+            DeleteAclsFilterResult(error_code=code, error_message=message, matching_acls=[])
+            for _ in req.filters])
+    if api_key == ALTER_USER_SCRAM_CREDENTIALS:
+        users = sorted({d.name for d in req.deletions} | {u.name for u in req.upsertions})
+        return AlterUserScramCredentialsResponse(throttle_time_ms=0, results=[
+            AlterUserScramCredentialsResult(user=u, error_code=code, error_message=message)
+            for u in users])
+    if api_key == ALTER_CLIENT_QUOTAS:
+        return AlterClientQuotasResponse(throttle_time_ms=0, entries=[
+            acq.EntryData(error_code=code, error_message=message, entity=[
+                acq.EntityData(entity_type=e.entity_type, entity_name=e.entity_name)
+                for e in entry.entity]) for entry in req.entries])
     raise ValueError(f"api key {api_key} is not forwarded")
 
 

@@ -23,11 +23,14 @@ import os
 import resource
 import signal
 import sys
+from collections.abc import Sequence
+from typing import Any
 
 import uvloop
 
 from spool.broker.broker import Broker
 from spool.broker.config import BrokerConfig
+from spool.cluster.bootstrap import write_bootstrap
 from spool.storage.logdirs import LogDirError, format_log_dirs
 
 __all__ = ["LogDirError", "format_storage", "node_dirs", "run", "serve"]  # LogDirError: commands report it
@@ -92,11 +95,14 @@ def node_dirs(config: BrokerConfig) -> list[str]:
 
 
 def format_storage(
-    config: BrokerConfig, cluster_id: str | None = None, *, ignore_formatted: bool = False
+    config: BrokerConfig, cluster_id: str | None = None, *, ignore_formatted: bool = False,
+    bootstrap_records: Sequence[Any] = (),
 ) -> list:
     """Format ``config``'s dirs (``node_dirs``) for its node.id with ``cluster_id``
     (default: the configured ``cluster.id``); returns the dirs written. LogDirError on
-    refusal."""
+    refusal. ``bootstrap_records`` (``--add-scram``'s credentials) go into the metadata
+    dir's bootstrap file (``spool.cluster.bootstrap``) when it is formatted now: the
+    first start of the cluster (or single node) writes them into its metadata."""
     configured = config.values.get("cluster.id")
     if cluster_id and configured and cluster_id != configured:
         raise LogDirError(f"--cluster-id {cluster_id} differs from the configured "
@@ -105,5 +111,9 @@ def format_storage(
     if not cid:
         raise LogDirError("You must specify the cluster id (--cluster-id; "
                           "`spool storage random-uuid` prints a new one).")
-    return format_log_dirs(node_dirs(config), config.node_id, cid,
-                           ignore_formatted=ignore_formatted)
+    written = format_log_dirs(node_dirs(config), config.node_id, cid,
+                              ignore_formatted=ignore_formatted)
+    meta = os.path.abspath(config.cluster.metadata_log_dir)
+    if bootstrap_records and meta in {os.path.abspath(d) for d in written}:
+        write_bootstrap(meta, bootstrap_records)
+    return written

@@ -29,6 +29,7 @@ import random
 
 from spool.broker.controller_runtime import ControllerRuntime
 from spool.broker.raft_driver import RaftDriver, RaftListener
+from spool.cluster.bootstrap import read_bootstrap
 from spool.cluster.loader import MetadataLoader
 from spool.cluster.ops import ControllerConfig
 from spool.cluster.raft.config import RaftConfig
@@ -51,6 +52,7 @@ def controller_config(config) -> ControllerConfig:
             "leader.imbalance.check.interval.seconds"),
         unclean_leader_election_interval_ms=config.get_int("unclean.leader.election.interval.ms"),
         static_props=dict(config.values),
+        bootstrap_records=tuple(read_bootstrap(config.cluster.metadata_log_dir)),
     )
 
 

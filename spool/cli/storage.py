@@ -9,6 +9,10 @@
   an empty dir itself on first start and needs no format step. Exits 1 when
   a dir is in use, not empty, or already formatted (``--ignore-formatted``
   skips dirs formatted for this node and cluster), 2 on a bad configuration.
+  ``--add-scram 'SCRAM-SHA-256=[name=admin,password=admin-secret]'`` (repeatable;
+  also ``salt=``, ``iterations=``, ``saltedpassword=`` as kafka-storage takes them)
+  puts SCRAM credentials in the metadata the cluster or single node starts from;
+  a malformed one exits 1 with Kafka's message, formatting nothing.
 """
 
 from __future__ import annotations
@@ -45,15 +49,29 @@ def format_dirs(
         typer.Option("--ignore-formatted", "-g",
                      help="Skip dirs already formatted (for this node and cluster)."),
     ] = False,
+    add_scram: Annotated[
+        list[str] | None,
+        typer.Option("--add-scram", "-S",
+                     help="A SCRAM credential for the new cluster, as kafka-storage takes it: "
+                          "'SCRAM-SHA-256=[name=alice,password=alice-secret]' (also salt=, "
+                          "iterations=, saltedpassword=)."),
+    ] = None,
 ) -> None:
     """Write meta.properties into every log dir and the metadata log dir."""
     from spool.broker.main import LogDirError, format_storage
+    from spool.security.scram_args import AddScramError, parse_add_scram
 
     cfg = load_config(config, override, "storage format")
     for line in cfg.unknown_warnings():
         typer.echo(f"spool storage format: {line}", err=True)
     try:
-        written = format_storage(cfg, cluster_id, ignore_formatted=ignore_formatted)
+        credentials = [parse_add_scram(a) for a in add_scram or ()]
+    except AddScramError as e:
+        typer.echo(f"spool storage format: {e}", err=True)
+        raise typer.Exit(1) from e
+    try:
+        written = format_storage(cfg, cluster_id, ignore_formatted=ignore_formatted,
+                                 bootstrap_records=credentials)
     except (LogDirError, OSError) as e:
         typer.echo(f"spool storage format: {e}", err=True)
         raise typer.Exit(1) from e

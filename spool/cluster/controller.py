@@ -46,6 +46,8 @@ metadata.version on an empty log); then writes, with ``tick(now_ms)`` at
 ``next_deadline_ms()``; ``snapshot_records()`` for Raft snapshots.
 
 Topics, partitions, configs and producer ids: see ``topic_ops`` and ``config_ops``;
+ACLs, SCRAM credentials and client quotas: ``spool.security``'s ``acl_ops``,
+``scram_ops``, ``quota_ops`` over the image's ``security``;
 ISR changes a partition leader asks for (AlterPartition): see ``alter_partition``;
 ElectLeaders and leader balancing: see ``elections``; partition reassignments:
 see ``reassignment``.
@@ -97,6 +99,7 @@ from spool.protocol._generated.register_broker_record import (
 )
 from spool.protocol._generated.unregister_broker_record import UnregisterBrokerRecord
 from spool.protocol.errors import Errors, KafkaError
+from spool.security import acl_ops, quota_ops, scram_ops
 
 FENCE, UNFENCE = 1, -1  # BrokerRegistrationChangeRecord.fenced
 MAX_PRODUCER_ID = (1 << 63) - 1
@@ -173,14 +176,16 @@ class QuorumController:
     def activate(self, now_ms: int) -> ControllerResult[None]:
         """This node became the active controller: every registered broker gets a fresh
         session. On an empty log, returns the bootstrap records (metadata.version, then the
-        other features' bootstrap levels: ``spool.cluster.features``)."""
+        other features' bootstrap levels: ``spool.cluster.features``; then the records
+        ``spool storage format`` left: ``config.bootstrap_records``)."""
         self._sessions = {b: _Session(now_ms) for b in self.image.brokers}
         if METADATA_VERSION_FEATURE in self.image.features:
             return ControllerResult([], None)
         return ControllerResult([FeatureLevelRecord(name=METADATA_VERSION_FEATURE,
                                                     feature_level=self.config.metadata_version)]
                                 + [FeatureLevelRecord(name=n, feature_level=lvl)
-                                   for n, lvl in sorted(features.bootstrap_levels().items())],
+                                   for n, lvl in sorted(features.bootstrap_levels().items())]
+                                + list(self.config.bootstrap_records),
                                 None)
 
     def update_features(self, updates: Sequence[features.FeatureUpdate], *, node_id: int,
@@ -382,6 +387,33 @@ class QuorumController:
         rec = ProducerIdsRecord(broker_id=broker_id, broker_epoch=broker_epoch,
                                 next_producer_id=first + size)
         return ControllerResult([rec], ProducerIdsBlock(broker_id, first, size))
+
+    # -- security ----------------------------------------------------------------------
+
+    def create_acls(self, bindings: Sequence[Any]) -> ControllerResult[list]:
+        """CreateAcls: AccessControlEntryRecords; the reply is one None-or-KafkaError per
+        binding (``acl_ops.create_acls``). Raises POLICY_VIOLATION beyond one op's records."""
+        records, results = acl_ops.create_acls(self.image.security, bindings)
+        return ControllerResult(records, results)
+
+    def delete_acls(self, filters: Sequence[Any]) -> ControllerResult[list]:
+        """DeleteAcls: RemoveAccessControlEntryRecords; the reply per filter is its error or
+        the ACLs it deletes (``acl_ops.delete_acls``)."""
+        records, results = acl_ops.delete_acls(self.image.security, filters)
+        return ControllerResult(records, results)
+
+    def alter_user_scram_credentials(self, deletions: Sequence[Any], upsertions: Sequence[Any]
+                                     ) -> ControllerResult[list]:
+        """AlterUserScramCredentials (``scram_ops.alter_credentials``)."""
+        records, results = scram_ops.alter_credentials(self.image.security, deletions,
+                                                       upsertions)
+        return ControllerResult(records, results)
+
+    def alter_client_quotas(self, alterations: Sequence[Any], *, validate_only: bool = False
+                            ) -> ControllerResult[list]:
+        """AlterClientQuotas (``quota_ops.alter_quotas``); ``validate_only`` writes nothing."""
+        records, results = quota_ops.alter_quotas(self.image.security, alterations)
+        return ControllerResult([] if validate_only else records, results)
 
     # -- helpers -----------------------------------------------------------------------
 

@@ -53,6 +53,8 @@ class ControllerConfig:
     leader_imbalance_check_interval_ms: int = 300_000  # leader.imbalance.check.interval.seconds
     unclean_leader_election_interval_ms: int = 300_000  # unclean.leader.election.interval.ms
     static_props: Mapping[str, Any] = field(default_factory=dict)
+    # records `spool storage format` left (``spool.cluster.bootstrap``): SCRAM credentials
+    bootstrap_records: tuple[Any, ...] = ()
 
     @classmethod
     def from_props(cls, props: Mapping[str, Any]) -> ControllerConfig:

@@ -390,6 +390,32 @@ ERRORS: dict[int, dict[int, int]] = {
         (0, "CLUSTER_AUTHORIZATION_FAILED INVALID_UPDATE_VERSION FEATURE_UPDATE_FAILED "
             "NOT_CONTROLLER REQUEST_TIMED_OUT INVALID_REQUEST"),
     ),
+    29: _codes(  # DescribeAcls: AclApis
+        (1, "CLUSTER_AUTHORIZATION_FAILED SECURITY_DISABLED INVALID_REQUEST"),
+    ),
+    30: _codes(  # CreateAcls: AclApis, AclControlManager, forwarding
+        (1, "CLUSTER_AUTHORIZATION_FAILED SECURITY_DISABLED INVALID_REQUEST POLICY_VIOLATION "
+            "NOT_CONTROLLER REQUEST_TIMED_OUT"),
+    ),
+    31: _codes(  # DeleteAcls: AclApis, AclControlManager, forwarding
+        (1, "CLUSTER_AUTHORIZATION_FAILED SECURITY_DISABLED INVALID_REQUEST POLICY_VIOLATION "
+            "NOT_CONTROLLER REQUEST_TIMED_OUT"),
+    ),
+    48: _codes(  # DescribeClientQuotas: ClientQuotasImage.describe
+        (0, "CLUSTER_AUTHORIZATION_FAILED INVALID_REQUEST UNSUPPORTED_VERSION"),
+    ),
+    49: _codes(  # AlterClientQuotas: ClientQuotaControlManager, forwarding
+        (0, "CLUSTER_AUTHORIZATION_FAILED INVALID_REQUEST POLICY_VIOLATION NOT_CONTROLLER "
+            "REQUEST_TIMED_OUT"),
+    ),
+    50: _codes(  # DescribeUserScramCredentials: ScramImage.describe
+        (0, "CLUSTER_AUTHORIZATION_FAILED RESOURCE_NOT_FOUND DUPLICATE_RESOURCE"),
+    ),
+    51: _codes(  # AlterUserScramCredentials: ScramControlManager, forwarding
+        (0, "CLUSTER_AUTHORIZATION_FAILED DUPLICATE_RESOURCE UNACCEPTABLE_CREDENTIAL "
+            "UNSUPPORTED_SASL_MECHANISM RESOURCE_NOT_FOUND POLICY_VIOLATION NOT_CONTROLLER "
+            "REQUEST_TIMED_OUT"),
+    ),
     71: _codes(  # GetTelemetrySubscriptions: ClientMetricsManager
         (0, "THROTTLING_QUOTA_EXCEEDED INVALID_REQUEST CLUSTER_AUTHORIZATION_FAILED"),
     ),

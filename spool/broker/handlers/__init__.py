@@ -1,8 +1,10 @@
 """Request handlers, one module per API family; importing this registers them all."""
 
 from spool.broker.handlers import (  # noqa: F401
+    acls,
     admin,
     api_versions,
+    client_quotas,
     configs,
     controller,
     coordinator,
@@ -19,6 +21,8 @@ from spool.broker.handlers import (  # noqa: F401
     producer_id,
     producers,
     quorum,
+    scram_users,
+    security_controller,
     telemetry,
     transactions,
     txn_markers,
