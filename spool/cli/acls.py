@@ -100,15 +100,19 @@ def pascal(name: str) -> str:
     return "".join(part.capitalize() for part in name.split("_"))
 
 
+# what an ACL can name here (CreateTokens/DescribeTokens go with delegation-token and user
+# resources, which confluent-kafka's AdminClient cannot send)
+OPERATIONS = [op for op in AclOperation if AclOperation.ALL <= op <= AclOperation.IDEMPOTENT_WRITE]
+
+
 def parse_operation(text: str) -> AclOperation:
-    """``Read``/``READ``/``IdempotentWrite``/``IDEMPOTENT_WRITE`` (Kafka's SecurityUtils)."""
-    for op in AclOperation:
-        if op in (AclOperation.UNKNOWN, AclOperation.ANY):
-            continue
-        if text.strip() in (op.name, pascal(op.name)):
+    """``Read``/``READ``/``IdempotentWrite``/``IDEMPOTENT_WRITE`` as Kafka's SecurityUtils
+    takes them (and any other case: ``read``, ``idempotentwrite``)."""
+    wanted = text.strip().replace("_", "").upper()
+    for op in OPERATIONS:
+        if wanted == op.name.replace("_", ""):
             return op
-    names = ", ".join(pascal(o.name) for o in AclOperation
-                      if o not in (AclOperation.UNKNOWN, AclOperation.ANY))
+    names = ", ".join(pascal(o.name) for o in OPERATIONS)
     fail(f"unknown operation '{text}' (valid: {names})", 2)
 
 
@@ -225,9 +229,11 @@ def _filter(p: Pattern, e: Entry | None) -> AclBindingFilter:
 
 
 def _from_binding(b: CkAclBinding) -> tuple[Pattern, Entry]:
-    return (Pattern(ResourceType(int(b.restype)), b.name, PatternType(int(b.resource_pattern_type))),
-            Entry(b.principal, b.host, AclOperation(int(b.operation)),
-                  AclPermissionType(int(b.permission_type))))
+    """confluent-kafka's binding (its enums are plain Enums over Kafka's codes)."""
+    return (Pattern(ResourceType(b.restype.value), b.name,
+                    PatternType(b.resource_pattern_type.value)),
+            Entry(b.principal, b.host, AclOperation(b.operation.value),
+                  AclPermissionType(b.permission_type.value)))
 
 
 def _block(head: str, acls: Iterable[Entry]) -> str:

@@ -11,8 +11,9 @@ AdminClient: AlterUserScramCredentials, DescribeUserScramCredentials):
   square brackets) takes ``SCRAM-SHA-256`` / ``SCRAM-SHA-512`` =
   ``[iterations=N,]password=P``; iterations default to 4096 (Kafka's default), and
   fewer than the mechanism's minimum (4096) are refused, as any other config name,
-  before anything is sent (exit 2). The salt is random (the client's). Prints
-  ``Completed updating config for user alice.``
+  before anything is sent (exit 2). The salt is random (the client's). Each mechanism
+  goes in its own request (a KRaft controller answers DUPLICATE_RESOURCE to a user
+  altered twice in one). Prints ``Completed updating config for user alice.``
 - ``delete``: ``--delete-config`` names the mechanisms whose credential goes. Prints
   the same line.
 - ``describe``: per user (all users when none is named), Kafka's line
@@ -95,10 +96,14 @@ def parse_mechanisms(specs: list[str] | None) -> list[str]:
 
 
 def _alter(alterations: list, user: str, bootstrap: str, timeout: float) -> None:
+    """One request per mechanism: a KRaft controller refuses a user altered twice in one
+    AlterUserScramCredentials (DUPLICATE_RESOURCE), so kafka-configs' two-mechanism form
+    goes as two requests, in the order given; the first failure stops the rest."""
     admin = admin_client(bootstrap, timeout)
-    for fut in admin.alter_user_scram_credentials(alterations,
-                                                  request_timeout=timeout).values():
-        result(fut, user)
+    for alteration in alterations:
+        for fut in admin.alter_user_scram_credentials([alteration],
+                                                      request_timeout=timeout).values():
+            result(fut, user)
     print(f"Completed updating config for user {user}.")
 
 

@@ -18,8 +18,8 @@ ALLOW, DENY = Perm.ALLOW, Perm.DENY
 
 def test_operation_names_as_kafka_spells_them() -> None:
     assert [acls.parse_operation(n) for n in ("Read", "READ", "IdempotentWrite",
-                                              "DESCRIBE_CONFIGS", "All")] == [
-        Op.READ, Op.READ, Op.IDEMPOTENT_WRITE, Op.DESCRIBE_CONFIGS, Op.ALL]
+                                              "DESCRIBE_CONFIGS", "All", "describe")] == [
+        Op.READ, Op.READ, Op.IDEMPOTENT_WRITE, Op.DESCRIBE_CONFIGS, Op.ALL, Op.DESCRIBE]
     with pytest.raises(CliError, match="unknown operation 'Any'") as info:
         acls.parse_operation("Any")
     assert info.value.code == 2
