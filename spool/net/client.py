@@ -301,7 +301,9 @@ class NodeClient:
                 asyncio.open_connection(self.host, self.port, **tls),
                 self.connect_timeout_ms / 1000)
         except ssl.SSLError as e:
-            raise self._auth_failed(f"TLS handshake failed: {e.reason or e}") from None
+            detail = getattr(e, "verify_message", None)
+            raise self._auth_failed(f"TLS handshake failed: {e.reason or e}"
+                                    + (f" ({detail})" if detail else "")) from None
         except (OSError, TimeoutError) as e:
             self._failed_at = time.monotonic()
             reason = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
@@ -309,6 +311,7 @@ class NodeClient:
         self._writer = writer
         self._reader_task = asyncio.ensure_future(self._read_loop(reader, writer))
         if sec.sasl:
+            self._sasl_versions = None  # asked on every connection (the peer may have changed)
             try:
                 await self._authenticate(reauthenticating=False)
             except BaseException:
@@ -326,7 +329,7 @@ class NodeClient:
         msg = (f"{self}: authentication failed ({self.security.describe()}): {reason}")
         now = time.monotonic()
         if self._logged is None or self._logged[0] != msg or now - self._logged[1] >= _LOG_REPEAT_S:
-            log.error("%s", msg)
+            log.error("%s (client %s)", msg, self.client_id)
             self._logged = (msg, now)
         return AuthenticationError(msg)
 
