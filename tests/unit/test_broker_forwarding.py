@@ -52,6 +52,7 @@ def setup(leader: int = 1):
         ctrl.commit([UnfenceBrokerRecord(id=node, epoch=node)])
     broker = SimpleNamespace(
         view=ClusterView(loader.image, "PLAINTEXT", leader), request_timeout_s=5.0,
+        authorizer=None,  # no authorizer.class.name: every check allows
         controller_channel=ControllerChannel({1: ("127.0.0.1", 1)}, lambda: leader,
                                              lambda host, port: ctrl))
     return loader, broker

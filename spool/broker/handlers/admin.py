@@ -17,10 +17,19 @@ topic's committed offsets go from every group (Kafka's onPartitionsDeleted), bef
 answer; a cluster's brokers drop them when their image loses the topic
 (``spool.broker.metadata_publisher``). DeleteRecords with offset -1 means "up to the high watermark";
 beyond it is OFFSET_OUT_OF_RANGE.
+
+Authorization (``spool.broker.admin_authz``, Kafka's rules): CreateTopics needs CREATE on
+the cluster or the topic (configs in the answer: DESCRIBE_CONFIGS on the topic),
+DeleteTopics DELETE on the cluster or the topic (and DESCRIBE to learn that a topic does
+not exist), CreatePartitions ALTER on the topic, DeleteRecords DELETE on the topic. On a
+cluster the broker checks before it forwards and sends the controller only what is
+allowed: Spool forwards without Kafka's Envelope, so the controller cannot check the
+client's principal and this check is the one that counts.
 """
 
 from __future__ import annotations
 
+from spool.broker import admin_authz
 from spool.broker.broker import INTERNAL_TOPICS
 from spool.broker.forwarding import forward
 from spool.broker.registry import handles
@@ -44,6 +53,7 @@ from spool.protocol._generated.delete_records_response import (
     DeleteRecordsTopicResult,
 )
 from spool.protocol._generated.delete_topics_response import DeletableTopicResult
+from spool.protocol.acl import AclOperation
 from spool.protocol.errors import Errors, KafkaError
 from spool.storage.metadata import EXCESSIVE, MAX_RECORDS_PER_USER_OP
 
@@ -91,13 +101,22 @@ def _new_topic_configs(configs) -> dict[str, str]:
 @handles(19, 2, 7)
 async def create_topics(ctx, req: CreateTopicsRequest) -> CreateTopicsResponse:
     broker = ctx.broker
+    refusals, describable = admin_authz.create_topics_checks(ctx, req)
     if broker.view.clustered:
-        return await forward(ctx, req)
+        reply = await admin_authz.run_allowed(req, "topics", refusals,
+                                              CreateTopicsResponse(throttle_time_ms=0), "topics",
+                                              lambda sub: forward(ctx, sub))
+        admin_authz.hide_configs(reply.topics, describable)
+        return reply
     results = []
     seen: set[str] = set()
     default_n = broker.config.get_int("num.partitions")
-    too_large = _too_large(sum(_topic_records(t, default_n) for t in req.topics))
-    for t in req.topics:
+    too_large = _too_large(sum(_topic_records(t, default_n)
+                               for t, no in zip(req.topics, refusals, strict=True) if no is None))
+    for t, refusal in zip(req.topics, refusals, strict=True):
+        if refusal is not None:
+            results.append(refusal)
+            continue
         r = CreatableTopicResult(name=t.name, error_code=0, error_message=None,
                                  num_partitions=-1, replication_factor=-1, configs=None)
         results.append(r)
@@ -133,20 +152,24 @@ async def create_topics(ctx, req: CreateTopicsRequest) -> CreateTopicsResponse:
         except KafkaError as e:
             r.error_code = e.code
             r.error_message = e.message
+    admin_authz.hide_configs(results, describable)
     return CreateTopicsResponse(throttle_time_ms=0, topics=results)
 
 
 @handles(20, 1, 6)
 async def delete_topics(ctx, req: DeleteTopicsRequest) -> DeleteTopicsResponse:
     broker = ctx.broker
+    field, targets = admin_authz.delete_topics_targets(req, ctx.api_version)
+    refusals = admin_authz.delete_topics_refusals(ctx, targets)
     if broker.view.clustered:
-        return await forward(ctx, req)
-    if ctx.api_version >= 6:
-        targets = [(t.name, t.topic_id) for t in req.topics]
-    else:
-        targets = [(n, None) for n in req.topic_names]
+        return await admin_authz.run_allowed(req, field, refusals,
+                                             DeleteTopicsResponse(throttle_time_ms=0),
+                                             "responses", lambda sub: forward(ctx, sub))
     results = []
-    for name, topic_id in targets:
+    for (name, topic_id), refusal in zip(targets, refusals, strict=True):
+        if refusal is not None:
+            results.append(refusal)
+            continue
         r = DeletableTopicResult(name=name, error_code=0, error_message=None)
         results.append(r)
         try:
@@ -172,12 +195,19 @@ async def delete_topics(ctx, req: DeleteTopicsRequest) -> DeleteTopicsResponse:
 @handles(37, 0, 3)
 async def create_partitions(ctx, req: CreatePartitionsRequest) -> CreatePartitionsResponse:
     broker = ctx.broker
+    refusals = admin_authz.create_partitions_refusals(ctx, req)
     if broker.view.clustered:
-        return await forward(ctx, req)
+        return await admin_authz.run_allowed(req, "topics", refusals,
+                                             CreatePartitionsResponse(throttle_time_ms=0),
+                                             "results", lambda sub: forward(ctx, sub))
     results = []
     too_large = _too_large(sum(max(0, t.count - broker.partition_count(t.name))
-                               for t in req.topics if broker.has_topic(t.name)))
-    for t in req.topics:
+                               for t, no in zip(req.topics, refusals, strict=True)
+                               if no is None and broker.has_topic(t.name)))
+    for t, refusal in zip(req.topics, refusals, strict=True):
+        if refusal is not None:
+            results.append(refusal)
+            continue
         r = CreatePartitionsTopicResult(name=t.name, error_code=0, error_message=None)
         results.append(r)
         try:
@@ -210,12 +240,17 @@ async def create_partitions(ctx, req: CreatePartitionsRequest) -> CreatePartitio
 @handles(21, 0, 2)
 async def delete_records(ctx, req: DeleteRecordsRequest) -> DeleteRecordsResponse:
     broker = ctx.broker
+    deletable = admin_authz.topics_allowed(ctx, AclOperation.DELETE, [t.name for t in req.topics])
     topics = []
     for t in req.topics:
         parts = []
         for p in t.partitions:
             r = DeleteRecordsPartitionResult(partition_index=p.partition_index,
                                              low_watermark=-1, error_code=0)
+            if t.name not in deletable:  # checked first: refusals reveal nothing
+                r.error_code = Errors.TOPIC_AUTHORIZATION_FAILED
+                parts.append(r)
+                continue
             try:
                 plog = broker.replicas.leader_partition(t.name, p.partition_index).log
                 offset = plog.high_watermark if p.offset == -1 else p.offset

@@ -20,10 +20,20 @@ IncrementalAlterConfigs go to the active controller (``spool.broker.forwarding``
 after that check, a BROKER resource's operations resolved to SET/DELETE, and the
 answers are put back in request order; DescribeConfigs answers from the
 broker's view of the metadata.
+
+Authorization (``spool.broker.admin_authz``, Kafka's ConfigHelper and ControllerApis):
+DescribeConfigs needs DESCRIBE_CONFIGS, AlterConfigs and IncrementalAlterConfigs
+ALTER_CONFIGS, on the topic for a TOPIC resource and on the cluster for BROKER,
+BROKER_LOGGER and CLIENT_METRICS ones; a refused resource answers
+TOPIC_AUTHORIZATION_FAILED or CLUSTER_AUTHORIZATION_FAILED (checked first, whether the
+topic exists or not), with no configs, and changes nothing; the others go on. On a
+cluster the broker checks before it forwards: the controller gets only the allowed
+resources (Spool forwards without Kafka's Envelope, so this check is the one that counts).
 """
 
 from __future__ import annotations
 
+from spool.broker.admin_authz import check_config_resource
 from spool.broker.config import known_key
 from spool.broker.config_view import ConfigEntry
 from spool.broker.dynamic_config import check_broker_configs, check_resource_name
@@ -55,6 +65,7 @@ from spool.protocol._generated.incremental_alter_configs_request import (
 from spool.protocol._generated.incremental_alter_configs_response import (
     AlterConfigsResourceResponse as IncrementalResourceResponse,
 )
+from spool.protocol.acl import AclOperation
 from spool.protocol.errors import Errors, KafkaError
 from spool.storage.config import format_value
 
@@ -80,11 +91,14 @@ def _check_broker_name(broker, name: str) -> None:
                          f"{broker.node_id} or empty string, but received {name}")
 
 
-def _describe_resource(broker, res, include_synonyms: bool, include_docs: bool, version: int):
+def _describe_resource(ctx, res, include_synonyms: bool, include_docs: bool, version: int):
+    broker = ctx.broker
     out = DescribeConfigsResult(error_code=0, error_message=None,
                                 resource_type=res.resource_type,
                                 resource_name=res.resource_name, configs=[])
     try:
+        check_config_resource(ctx, AclOperation.DESCRIBE_CONFIGS, res.resource_type,
+                              res.resource_name)
         if res.resource_type == TOPIC:
             if not broker.has_topic(res.resource_name):
                 raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION,
@@ -120,7 +134,7 @@ def _describe_resource(broker, res, include_synonyms: bool, include_docs: bool, 
 @handles(32, 1, 4)
 async def describe_configs(ctx, req: DescribeConfigsRequest) -> DescribeConfigsResponse:
     results = [
-        _describe_resource(ctx.broker, r, req.include_synonyms, req.include_documentation,
+        _describe_resource(ctx, r, req.include_synonyms, req.include_documentation,
                            ctx.api_version)
         for r in req.resources
     ]
@@ -206,6 +220,8 @@ async def _alter(ctx, req, incremental: bool, response_cls, resource_cls):
     forwarded = []
     for i, r in enumerate(req.resources):
         try:
+            check_config_resource(ctx, AclOperation.ALTER_CONFIGS, r.resource_type,
+                                  r.resource_name)
             if not broker.view.clustered:
                 _apply(broker, r, incremental, req.validate_only)
             elif r.resource_type == BROKER:

@@ -14,16 +14,24 @@ and ``validate_only``. The answer is Kafka's: one failing update fails all, with
 top-level INVALID_UPDATE_VERSION and "The update failed for all features since the
 following feature had an error: ..." and no per-feature results; on success v0-1 list
 every feature with error 0, v2 lists none.
+
+Authorization (Kafka's ControllerApis): ALTER on the cluster, else the top-level
+CLUSTER_AUTHORIZATION_FAILED and no per-feature results. A cluster broker checks before it
+forwards: Spool forwards without Kafka's Envelope, so this check is the one that counts;
+the controller's handler checks its caller unless it may CLUSTER_ACTION (a broker that
+forwarded: ``spool.broker.admin_authz``).
 """
 
 from __future__ import annotations
 
+from spool.broker.admin_authz import check_cluster, trusted_forwarder
 from spool.broker.forwarding import forward
 from spool.broker.registry import CONTROLLER_PLANE, handles
 from spool.cluster import features
 from spool.cluster.ops import ControllerResult
 from spool.protocol._generated import UpdateFeaturesRequest, UpdateFeaturesResponse
 from spool.protocol._generated.update_features_response import UpdatableFeatureResult
+from spool.protocol.acl import AclOperation
 from spool.protocol.errors import Errors, KafkaError
 
 FAILED_ALL = "The update failed for all features since the following feature had an error: "
@@ -62,6 +70,10 @@ def _validate_only(req: UpdateFeaturesRequest, version: int) -> bool:
 @handles(57, 0, 2)
 async def update_features(ctx, req: UpdateFeaturesRequest) -> UpdateFeaturesResponse:
     broker, version = ctx.broker, ctx.api_version
+    try:
+        check_cluster(ctx, AclOperation.ALTER)
+    except KafkaError as e:
+        return response(req, version, e)
     if broker.view.clustered:
         return await forward(ctx, req)
     updates = updates_of(req, version)
@@ -81,6 +93,11 @@ async def update_features(ctx, req: UpdateFeaturesRequest) -> UpdateFeaturesResp
 async def update_features_on_controller(ctx, req: UpdateFeaturesRequest
                                         ) -> UpdateFeaturesResponse:
     version = ctx.api_version
+    if not trusted_forwarder(ctx):
+        try:
+            check_cluster(ctx, AclOperation.ALTER)
+        except KafkaError as e:
+            return response(req, version, e)
     quorum = getattr(ctx.broker, "quorum", None)
     runtime = None if quorum is None else quorum.controller
     if runtime is None:

@@ -22,6 +22,10 @@ Served at v1-5 (Kafka 4 dropped v0), as Kafka's ``ReplicaManager.describeLogDirs
 The metadata log (``__cluster_metadata-0``) and the broker's local metadata store are
 not partitions of a topic and are not listed (Kafka's ``allLogs`` excludes the Raft
 log too). Everything comes from memory but one ``statvfs`` per dir.
+
+Authorization (Kafka's): DESCRIBE on the cluster; refused, the answer is
+CLUSTER_AUTHORIZATION_FAILED at the top level (v3+; older versions have no place for it)
+with no results.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 
+from spool.broker.admin_authz import cluster_allowed
 from spool.broker.registry import handles
 from spool.protocol._generated import DescribeLogDirsRequest, DescribeLogDirsResponse
 from spool.protocol._generated.describe_log_dirs_response import (
@@ -36,6 +41,7 @@ from spool.protocol._generated.describe_log_dirs_response import (
     DescribeLogDirsResult,
     DescribeLogDirsTopic,
 )
+from spool.protocol.acl import AclOperation
 from spool.protocol.errors import Errors
 
 
@@ -53,6 +59,9 @@ def offset_lag(plog) -> int:
 @handles(35, 1, 5)
 async def describe_log_dirs(ctx, req: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
     broker = ctx.broker
+    if not cluster_allowed(ctx, AclOperation.DESCRIBE):
+        return DescribeLogDirsResponse(throttle_time_ms=0,
+                                       error_code=Errors.CLUSTER_AUTHORIZATION_FAILED, results=[])
     wanted = None
     if req.topics is not None:
         wanted = {(t.topic, p) for t in req.topics for p in t.partitions}

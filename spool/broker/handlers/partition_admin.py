@@ -12,11 +12,19 @@ UNKNOWN_TOPIC_OR_PARTITION for the rest; with no partitions named, nothing. A
 reassignment can only name this broker: its own replica list succeeds and changes
 nothing, any other broker is INVALID_REPLICA_ASSIGNMENT with the controller's
 message, a cancel is NO_REASSIGNMENT_IN_PROGRESS; nothing is ever being reassigned.
+
+Authorization (Kafka's ControllerApis, ``spool.broker.admin_authz``): ElectLeaders and
+AlterPartitionReassignments need ALTER on the cluster, ListPartitionReassignments
+DESCRIBE; refused, the whole request answers CLUSTER_AUTHORIZATION_FAILED at the top
+level (and for each partition named, where the response lists them). A cluster broker
+checks before it forwards: Spool forwards without Kafka's Envelope, so the controller
+cannot check the client's principal and this check is the one that counts.
 """
 
 from __future__ import annotations
 
-from spool.broker.forwarding import forward
+from spool.broker.admin_authz import MESSAGES, cluster_allowed
+from spool.broker.forwarding import alter_reassignments_error, elect_leaders_error, forward
 from spool.broker.registry import handles
 from spool.protocol._generated import (
     AlterPartitionReassignmentsRequest,
@@ -28,14 +36,36 @@ from spool.protocol._generated import (
 )
 from spool.protocol._generated import alter_partition_reassignments_response as aprr
 from spool.protocol._generated import elect_leaders_response as elr
+from spool.protocol._generated import list_partition_reassignments_response as lprr
+from spool.protocol.acl import AclOperation
 from spool.protocol.errors import Errors
 
 UNCLEAN = 1
+REFUSED = Errors.CLUSTER_AUTHORIZATION_FAILED
+
+
+def elect_leaders_refused(req: ElectLeadersRequest) -> ElectLeadersResponse:
+    """Kafka's ``ElectLeadersRequest.getErrorResponse``: top level and every partition named."""
+    resp = elect_leaders_error(req, REFUSED, MESSAGES[REFUSED])
+    resp.error_code = REFUSED
+    return resp
+
+
+def list_reassignments_refused(req: ListPartitionReassignmentsRequest
+                               ) -> ListPartitionReassignmentsResponse:
+    """Kafka's error response: top level; the topics asked about listed back, bare."""
+    return ListPartitionReassignmentsResponse(
+        throttle_time_ms=0, error_code=REFUSED, error_message=MESSAGES[REFUSED],
+        topics=[lprr.OngoingTopicReassignment(name=t.name, partitions=[
+            lprr.OngoingPartitionReassignment(partition_index=i) for i in t.partition_indexes])
+            for t in req.topics or []])
 
 
 @handles(43, 0, 2)
 async def elect_leaders(ctx, req: ElectLeadersRequest) -> ElectLeadersResponse:
     broker = ctx.broker
+    if not cluster_allowed(ctx, AclOperation.ALTER):
+        return elect_leaders_refused(req)
     if broker.view.clustered:
         return await forward(ctx, req)
     results = []
@@ -84,6 +114,8 @@ def _single_node_reassignment(broker, topic: str, pid: int, replicas) -> tuple[i
 async def alter_partition_reassignments(
         ctx, req: AlterPartitionReassignmentsRequest) -> AlterPartitionReassignmentsResponse:
     broker = ctx.broker
+    if not cluster_allowed(ctx, AclOperation.ALTER):
+        return alter_reassignments_error(req, REFUSED, MESSAGES[REFUSED])
     if broker.view.clustered:
         return await forward(ctx, req)
     responses = []
@@ -103,6 +135,8 @@ async def alter_partition_reassignments(
 @handles(46, 0, 0)
 async def list_partition_reassignments(
         ctx, req: ListPartitionReassignmentsRequest) -> ListPartitionReassignmentsResponse:
+    if not cluster_allowed(ctx, AclOperation.DESCRIBE):
+        return list_reassignments_refused(req)
     if ctx.broker.view.clustered:
         return await forward(ctx, req)
     return ListPartitionReassignmentsResponse(throttle_time_ms=0, error_code=0,

@@ -16,6 +16,12 @@ controller answers NOT_LEADER_OR_FOLLOWER for the partition. On a broker
 listener the request is forwarded to the active controller, as Kafka's
 brokers do, and its answer returned (NOT_LEADER_OR_FOLLOWER while no leader
 is known).
+
+Authorization (Kafka's ControllerApis): Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch and
+FetchSnapshot need CLUSTER_ACTION on the cluster, DescribeQuorum DESCRIBE; refused, the
+response's top-level error_code is CLUSTER_AUTHORIZATION_FAILED. A broker checks
+DescribeQuorum's caller before it forwards it; the controller takes a caller allowed
+CLUSTER_ACTION (a broker forwarding) as checked (``spool.broker.admin_authz``).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from __future__ import annotations
 import logging
 
 import spool.protocol._generated.describe_quorum_response as dq
+from spool.broker.admin_authz import cluster_allowed, trusted_forwarder
 from spool.broker.registry import BROKER_PLANE, CONTROLLER_PLANE, handles
 from spool.cluster.raft import wire
 from spool.net.client import ClientError, NodeClient
@@ -35,6 +42,7 @@ from spool.protocol._generated import (
     FetchSnapshotRequest,
     VoteRequest,
 )
+from spool.protocol.acl import AclOperation
 from spool.protocol.errors import Errors, KafkaError
 
 log = logging.getLogger("spool.raft")
@@ -50,6 +58,8 @@ def _driver(ctx):
 
 
 async def _raft(ctx, api_key: int, req):
+    if not cluster_allowed(ctx, AclOperation.CLUSTER_ACTION):
+        return wire.error_response(api_key, Errors.CLUSTER_AUTHORIZATION_FAILED, ctx.api_version)
     try:
         driver = _driver(ctx)
         src, core_req = wire.from_wire_request(api_key, req, ctx.api_version)
@@ -103,6 +113,10 @@ def _replica(r) -> dq.ReplicaState:
 
 @handles(55, 0, 2, listeners=(BROKER_PLANE, CONTROLLER_PLANE))
 async def describe_quorum(ctx, req: DescribeQuorumRequest) -> DescribeQuorumResponse:
+    if not (cluster_allowed(ctx, AclOperation.DESCRIBE)
+            or (ctx.plane == CONTROLLER_PLANE and trusted_forwarder(ctx))):
+        return DescribeQuorumResponse(error_code=Errors.CLUSTER_AUTHORIZATION_FAILED,
+                                      error_message="Cluster authorization failed.", topics=[])
     try:
         driver = _driver(ctx)
     except KafkaError as e:

@@ -11,10 +11,15 @@ resource types asked for, or all it supports when none is given: TOPIC (2, every
 topic), BROKER (4) and BROKER_LOGGER (8) (the live brokers, by id), CLIENT_METRICS (16)
 and GROUP (32: groups with dynamic configs; Spool keeps none). A type outside those
 fails the request with UNSUPPORTED_VERSION, as Kafka's.
+
+Authorization (Kafka's): ListConfigResources needs DESCRIBE_CONFIGS on the cluster, else
+the top-level CLUSTER_AUTHORIZATION_FAILED and no resources; the telemetry APIs are
+answered to anyone.
 """
 
 from __future__ import annotations
 
+from spool.broker.admin_authz import cluster_allowed
 from spool.broker.registry import handles
 from spool.cluster.client_metrics import CLIENT_METRICS_RESOURCE
 from spool.protocol._generated import (
@@ -26,6 +31,7 @@ from spool.protocol._generated import (
     PushTelemetryResponse,
 )
 from spool.protocol._generated.list_config_resources_response import ConfigResource
+from spool.protocol.acl import AclOperation
 from spool.protocol.errors import Errors
 
 TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
@@ -55,6 +61,10 @@ async def push_telemetry(ctx, req: PushTelemetryRequest) -> PushTelemetryRespons
 @handles(74, 0, 1)
 async def list_config_resources(ctx, req: ListConfigResourcesRequest
                                 ) -> ListConfigResourcesResponse:
+    if not cluster_allowed(ctx, AclOperation.DESCRIBE_CONFIGS):
+        return ListConfigResourcesResponse(throttle_time_ms=0,
+                                           error_code=Errors.CLUSTER_AUTHORIZATION_FAILED,
+                                           config_resources=[])
     supported = (CLIENT_METRICS_RESOURCE,) if ctx.api_version == 0 else LISTED_TYPES
     wanted = set(req.resource_types or ()) if ctx.api_version >= 1 else set()
     wanted = wanted or set(supported)
