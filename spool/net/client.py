@@ -104,7 +104,7 @@ class AuthenticationError(ClientError):
 
 
 class _PlainClient:
-    """PLAIN (RFC 4616) until spool.security.sasl has the client mechanisms."""
+    """PLAIN (RFC 4616), for when spool.security.sasl is not importable."""
 
     def __init__(self, username: str, password: str) -> None:
         self._token = b"\0" + username.encode() + b"\0" + password.encode()
@@ -119,15 +119,32 @@ class _PlainClient:
 
 
 def _sasl_client(sec: ClientSecurity) -> Any:
-    """The sans-I/O client of ``sec.sasl_mechanism`` (spool.security.sasl)."""
+    """A new sans-I/O client exchange of ``sec.sasl_mechanism`` (spool.security.sasl's:
+    ``initial_response()``, ``evaluate(challenge) -> bytes | None``, ``complete``)."""
+    mech = sec.sasl_mechanism
     try:
-        from spool.security.sasl.client import sasl_client  # type: ignore[import-not-found]
+        import spool.security.sasl as sasl_pkg
     except ImportError:
-        if sec.sasl_mechanism != "PLAIN":
-            raise AuthenticationError(f"SASL mechanism {sec.sasl_mechanism}: no client for it "
-                                      f"yet") from None
-        return _PlainClient(sec.username or "", sec.password or "")
-    return sasl_client(sec.sasl_mechanism, sec.username, sec.password, dict(sec.jaas_options))
+        sasl_pkg = None
+    factory = getattr(sasl_pkg, "client_for", None)
+    if factory is not None:
+        return factory(mech, sec.username, sec.password, dict(sec.jaas_options))
+    try:
+        if mech == "PLAIN":
+            from spool.security.sasl.plain import PlainClient
+
+            return PlainClient(sec.username or "", sec.password or "")
+        if mech in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+            from spool.security.sasl.scram import ScramClient
+            from spool.security.scram import ScramMechanism
+
+            scram = (ScramMechanism.SCRAM_SHA_256 if mech == "SCRAM-SHA-256"
+                     else ScramMechanism.SCRAM_SHA_512)
+            return ScramClient(scram, sec.username or "", sec.password or "")
+    except ImportError:
+        if mech == "PLAIN":
+            return _PlainClient(sec.username or "", sec.password or "")
+    raise AuthenticationError(f"SASL mechanism {mech}: no client for it here")
 
 
 @dataclass
@@ -179,6 +196,7 @@ class NodeClient:
         self._reauth: asyncio.Future | None = None
         self._sasl_versions: tuple[int, int] | None = None  # (handshake, authenticate)
         self._logged: tuple[str, float] | None = None
+        self.connects = 0  # connections opened so far (TCP, and TLS where asked)
 
     def __repr__(self) -> str:
         return f"NodeClient({self.host}:{self.port})"
@@ -309,6 +327,7 @@ class NodeClient:
             reason = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
             raise DisconnectedError(f"{self}: cannot connect: {reason}") from None
         self._writer = writer
+        self.connects += 1
         self._reader_task = asyncio.ensure_future(self._read_loop(reader, writer))
         if sec.sasl:
             self._sasl_versions = None  # asked on every connection (the peer may have changed)
