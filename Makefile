@@ -44,6 +44,8 @@ bench: .venv
 	$(BIN)/python -m bench.stall
 	$(BIN)/python -m bench.spark
 	$(BIN)/python -m bench.replication
+	$(BIN)/python -m bench.authz
+	$(BIN)/python -m bench.authz --e2e
 	$(BIN)/python -m bench.compare
 
 # Reliability soak (full counts, ~1 h on 2 cores): rewrites docs/RELIABILITY.md; then the
