@@ -42,6 +42,7 @@ bench: .venv
 	$(BIN)/python -m bench.cleaner
 	$(BIN)/python -m bench.broker
 	$(BIN)/python -m bench.stall
+	$(BIN)/python -m bench.tls
 	$(BIN)/python -m bench.spark
 	$(BIN)/python -m bench.replication
 	$(BIN)/python -m bench.authz

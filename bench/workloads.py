@@ -54,9 +54,11 @@ def produce(bootstrap: str, topic: str, records: int, size: int, acks: str = "1"
     return elapsed
 
 
-def consume(bootstrap: str, topic: str, partitions: int, records: int) -> float:
-    """Seconds for one consumer to read ``records`` records from offset 0."""
-    c = Consumer({"bootstrap.servers": bootstrap, **CONSUMER})
+def consume(bootstrap: str, topic: str, partitions: int, records: int,
+            extra: dict | None = None) -> float:
+    """Seconds for one consumer to read ``records`` records from offset 0 (``extra``:
+    more client configs, e.g. TLS)."""
+    c = Consumer({"bootstrap.servers": bootstrap, **CONSUMER, **(extra or {})})
     c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     got = 0
     t0 = time.perf_counter()

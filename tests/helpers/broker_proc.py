@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-_LISTEN = re.compile(rb"listening on ([0-9.]+):(\d+)")
+_LISTEN = re.compile(rb"listening on ([0-9.]+):(\d+)(?: \((\w+)\))?")
 
 
 class BrokerProcess:
@@ -32,7 +32,8 @@ class BrokerProcess:
         self.preexec_fn = preexec_fn  # runs in the child before exec (e.g. setrlimit)
         # A fault file: run tests.helpers.faulty_broker (coordinator appends fail or kill on cue).
         self.faults: Path | None = None
-        self.port = 0
+        self.port = 0  # the first listener's
+        self.listener_ports: dict[str, int] = {}  # every listener's, by name
         self.proc: subprocess.Popen | None = None
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}-broker.log"
 
@@ -60,17 +61,21 @@ class BrokerProcess:
         )
         log.close()
         found: list[int] = []
+        ports: dict[str, int] = {}
+        wanted = len([x for x in ov["listeners"].split(",") if x.strip()])
 
         def read() -> None:
             assert self.proc and self.proc.stdout
             for line in self.proc.stdout:
                 m = _LISTEN.search(line)
-                if m and not found:
+                if m:
+                    if m.group(3):
+                        ports[m.group(3).decode()] = int(m.group(2))
                     found.append(int(m.group(2)))
 
         threading.Thread(target=read, daemon=True).start()
         deadline = time.monotonic() + timeout
-        while not found:
+        while len(found) < wanted:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"broker exited with {self.proc.returncode}: {self.log_tail()}")
             if time.monotonic() > deadline:
@@ -78,6 +83,7 @@ class BrokerProcess:
                 raise RuntimeError(f"broker did not start: {self.log_tail()}")
             time.sleep(0.02)
         self.port = found[0]
+        self.listener_ports = dict(ports)
         return self
 
     def log_tail(self, n: int = 4000) -> str:
