@@ -71,7 +71,7 @@ class ConfigError(ValueError):
 
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SUPPORTED_PROTOCOLS = ("PLAINTEXT", "SSL")
+SUPPORTED_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT")
 TLS_PROTOCOLS = ("SSL", "SASL_SSL")
 
 LISTENER_PREFIX = re.compile(r"listener\.name\.([^.]+)\.(.+)")
@@ -372,6 +372,31 @@ BROKER_KEYS: dict[str, ConfigKey] = {
         _key("allow.everyone.if.no.acl.found", "boolean", False, None,
              "Whether a resource no ACL applies to is open to everyone (else only to "
              "super.users)."),
+        # SASL, acted on (spool.broker.sasl_listener); each may be listener-prefixed
+        # (listener.name.<l>.[<mechanism>.]<key>, BrokerConfig.listener_value)
+        _key("sasl.server.max.receive.size", "int", 524288, at_least(1),
+             "Largest SASL token (or request) read before authentication completes; a "
+             "larger one fails authentication.", PER_BROKER),
+        _key("connections.max.reauth.ms", "long", 0, at_least(0),
+             "KIP-368: a SASL session's lifetime; the client re-authenticates before it "
+             "ends, or its connection is closed at its next request (0: sessions never end)."),
+        _key("sasl.server.callback.handler.class", "class", None, None,
+             "OAUTHBEARER: org.apache.kafka.common.security.oauthbearer."
+             "OAuthBearerValidatorCallbackHandler validates JWTs against "
+             "sasl.oauthbearer.jwks.endpoint.url; unset: unsecured JWS tokens (development)."),
+        _key("sasl.oauthbearer.jwks.endpoint.url", "string", None, None,
+             "Where the JWKS of the validated OAUTHBEARER tokens is: file:///path (Spool "
+             "reads files only)."),
+        _key("sasl.oauthbearer.expected.audience", "list", (), None,
+             "A validated token's aud must include one of these (empty: not checked)."),
+        _key("sasl.oauthbearer.expected.issuer", "string", None, None,
+             "A validated token's iss must be this (unset: not checked)."),
+        _key("sasl.oauthbearer.sub.claim.name", "string", "sub", None,
+             "The claim naming a validated token's principal."),
+        _key("sasl.oauthbearer.scope.claim.name", "string", "scope", None,
+             "The claim holding a validated token's scopes."),
+        _key("sasl.oauthbearer.clock.skew.seconds", "int", 30, at_least(0),
+             "Allowed clock difference when checking a validated token's exp/iat/nbf."),
         # connections and threads
         _dyn("max.connection.creation.rate", "int", INT32_MAX, CLUSTER_WIDE, at_least(0)),
         _dyn("max.connections.per.ip.overrides", "string", "", CLUSTER_WIDE),
@@ -427,7 +452,7 @@ KAFKA_READ_ONLY_KEYS: frozenset[str] = frozenset("""
 alter.config.policy.class.name alter.log.dirs.replication.quota.window.num
 alter.log.dirs.replication.quota.window.size.seconds
 client.quota.callback.class connection.failed.authentication.delay.ms
-connections.max.reauth.ms controlled.shutdown.enable controlled.shutdown.max.retries
+controlled.shutdown.enable controlled.shutdown.max.retries
 controlled.shutdown.retry.backoff.ms controller.quota.window.num
 controller.quota.window.size.seconds controller.socket.timeout.ms
 create.topic.policy.class.name delegation.token.expiry.check.interval.ms
@@ -470,14 +495,11 @@ replication.quota.window.num replication.quota.window.size.seconds
 sasl.client.callback.handler.class sasl.login.callback.handler.class sasl.login.class
 sasl.login.connect.timeout.ms sasl.login.read.timeout.ms
 sasl.login.retry.backoff.max.ms sasl.login.retry.backoff.ms
-sasl.oauthbearer.clock.skew.seconds
-sasl.oauthbearer.expected.audience sasl.oauthbearer.expected.issuer
 sasl.oauthbearer.jwks.endpoint.refresh.ms
 sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms
-sasl.oauthbearer.jwks.endpoint.retry.backoff.ms sasl.oauthbearer.jwks.endpoint.url
-sasl.oauthbearer.scope.claim.name sasl.oauthbearer.sub.claim.name
-sasl.oauthbearer.token.endpoint.url sasl.server.callback.handler.class
-sasl.server.max.receive.size security.providers
+sasl.oauthbearer.jwks.endpoint.retry.backoff.ms
+sasl.oauthbearer.token.endpoint.url
+security.providers
 server.max.startup.time.ms share.coordinator.append.linger.ms
 share.coordinator.load.buffer.size
 share.coordinator.snapshot.update.records.per.snapshot
@@ -818,11 +840,15 @@ class BrokerConfig:
         for lst in listeners:
             if lst.protocol not in SUPPORTED_PROTOCOLS:
                 raise ConfigError(
-                    f"listener {lst.text} uses security protocol {lst.protocol}: Spool serves "
-                    f"{', '.join(SUPPORTED_PROTOCOLS)} only, and will not serve it as plaintext"
+                    f"listener {lst.text} uses security protocol {lst.protocol}, which Spool "
+                    f"does not serve yet (it serves {', '.join(SUPPORTED_PROTOCOLS)}), and "
+                    f"Spool will not serve it as plaintext"
                 )
             if lst.protocol in TLS_PROTOCOLS:
                 self.server_tls(lst)
+        from spool.broker.sasl_listener import sasl_listeners  # (it imports this module)
+
+        sasl_listeners(self)  # mechanisms, JAAS users: ConfigError before anything listens
         names = {lst.name for lst in listeners}
         for lst in self.advertised_listeners:
             if lst.name not in names:

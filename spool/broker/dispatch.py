@@ -22,7 +22,15 @@ The rules, in order (Kafka's, see PROTOCOL.md):
    only then: until it has caught up, its image would tell clients of no broker
    and no topic. Controller listeners are served at once (the quorum needs them).
 
-Rules 1-3 are applied by ``prepare``, synchronously, as the connection
+6. On a SASL listener (``SASL_PLAINTEXT``, ``SASL_SSL``) the connection's
+   ``SaslAuthenticator`` sees every frame first: until the client has authenticated
+   it answers SaslHandshake / SaslAuthenticate itself and lets only a first
+   ApiVersions through; anything else closes the connection. Once authenticated,
+   ``conn.principal`` is the client's and requests are served as above (an expired
+   KIP-368 session closes the connection at its next request). PLAINTEXT listeners
+   pay one dict lookup per frame for this.
+
+Rules 1-3 and 6 are applied by ``prepare``, synchronously, as the connection
 reads each frame: a frame that breaks them condemns the connection
 (``CloseConnection`` with the reason, which the server logs once) before
 any frame pipelined after it is looked at.
@@ -36,6 +44,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from spool.broker.registry import BROKER_PLANE, CONTROLLER_PLANE, REGISTRIES, advertised
+from spool.broker.sasl_authenticator import PROCEED, SaslAuthenticator
+from spool.broker.sasl_listener import SaslListener, sasl_listeners
 from spool.broker.server import CloseConnection, Connection
 from spool.protocol._generated import ApiVersionsResponse
 from spool.protocol._generated.api_versions_response import ApiVersion
@@ -108,13 +118,40 @@ class Dispatcher:
 
     def __init__(self, broker: Any) -> None:
         self.broker = broker
+        config = getattr(broker, "config", None)
+        self.sasl: dict[str, SaslListener] = (
+            sasl_listeners(config, self._scram_credential) if config is not None else {})
+
+    def _scram_credential(self, user: str, mechanism):
+        """A user's SCRAM credential from the broker's security image (None: unknown)."""
+        image = getattr(self.broker, "security_image", None)
+        return image.scram.get((user, mechanism)) if image is not None else None
+
+    def _authenticator(self, conn: Connection) -> SaslAuthenticator:
+        plane = CONTROLLER_PLANE if conn.controller_listener else BROKER_PLANE
+        registry = REGISTRIES[plane]
+
+        def version_ok(api_key: int, version: int) -> bool:
+            spec = registry.get(api_key)
+            return spec is not None and spec.supports(version)
+
+        conn.sasl = SaslAuthenticator(self.sasl[conn.listener_name], conn, version_ok)
+        return conn.sasl
 
     def prepare(self, conn: Connection, frame: bytearray) -> Awaitable[list | None]:
-        """Check and decode ``frame`` now (rules 1-3); the awaitable runs the handler (rule 4).
+        """Check and decode ``frame`` now (rules 1-3, 6); the awaitable runs the handler
+        (rule 4).
 
         Called by the connection's reader in arrival order, before it looks at
         the next frame: ``CloseConnection`` here means no later frame runs.
         """
+        auth = conn.sasl
+        if auth is None and conn.listener_name in self.sasl:
+            auth = self._authenticator(conn)
+        if auth is not None:
+            answer = auth.gate(frame)  # rule 6
+            if answer is not PROCEED:
+                return _ready(answer)
         try:
             api_key, version, correlation_id = peek_request_header(frame)
         except ProtocolDecodeError as e:

@@ -254,6 +254,7 @@ class Connection:
         self.peer = peer
         self.host = peer[0] if peer else ""
         self.principal: KafkaPrincipal = ANONYMOUS  # set by mTLS or SASL (spool.security)
+        self.sasl = None  # its SaslAuthenticator on a SASL listener (spool.broker.dispatch)
         self.last_active = time.monotonic()
         self.closed = False  # no more requests are read
         self.torn_down = False

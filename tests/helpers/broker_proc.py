@@ -62,7 +62,7 @@ class BrokerProcess:
         log.close()
         found: list[int] = []
         ports: dict[str, int] = {}
-        wanted = len([x for x in ov["listeners"].split(",") if x.strip()])
+        expected = max(1, len([x for x in ov["listeners"].split(",") if x.strip()]))
 
         def read() -> None:
             assert self.proc and self.proc.stdout
@@ -75,7 +75,7 @@ class BrokerProcess:
 
         threading.Thread(target=read, daemon=True).start()
         deadline = time.monotonic() + timeout
-        while len(found) < wanted:
+        while len(found) < expected:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"broker exited with {self.proc.returncode}: {self.log_tail()}")
             if time.monotonic() > deadline:

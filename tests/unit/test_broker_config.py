@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from spool.broker.config import BROKER_KEYS, BrokerConfig, ConfigError, known_key
+from spool.broker.config import (
+    BROKER_KEYS,
+    SUPPORTED_PROTOCOLS,
+    BrokerConfig,
+    ConfigError,
+    known_key,
+)
 
 
 def load(*overrides: str, path=None) -> BrokerConfig:
@@ -35,8 +41,9 @@ def test_listener_names_map_to_protocols():
     ("overrides", "message"),
     [
         (("listeners=SASL_SSL://h:1",),
-         "listener SASL_SSL://h:1 uses security protocol SASL_SSL: Spool serves PLAINTEXT, SSL "
-         "only, and will not serve it as plaintext"),
+         "listener SASL_SSL://h:1 uses security protocol SASL_SSL, which Spool does not serve "
+         f"yet (it serves {', '.join(SUPPORTED_PROTOCOLS)}), and Spool will not serve it as "
+         "plaintext"),
         (("listeners=PLAINTEXT://h:1,PLAINTEXT://h:2",),
          "listeners: listener name PLAINTEXT is used twice; each needs its own"),
         (("listeners=PLAINTEXT://h:1", "advertised.listeners=OTHER://h:1",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spool.broker.config import BrokerConfig, ConfigError
+from spool.broker.config import SUPPORTED_PROTOCOLS, BrokerConfig, ConfigError
 
 COMBINED = (
     "process.roles=broker,controller",
@@ -140,8 +140,9 @@ def test_advertised_listeners_default_to_listeners_and_may_differ():
          "controller listener CONTROLLER uses security protocol SSL, which is not supported "
          "(supported: PLAINTEXT)"),
         (replace(COMBINED, "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"),
-         "listener CONTROLLER://127.0.0.1:9093 uses security protocol SSL: only PLAINTEXT is "
-         "supported yet (no TLS, no SASL), and Spool will not serve it as plaintext"),
+         "listener CONTROLLER://127.0.0.1:9093 uses security protocol SSL, which Spool does "
+         f"not serve yet (it serves {', '.join(SUPPORTED_PROTOCOLS)}), and Spool will not "
+         "serve it as plaintext"),
         ((*COMBINED, "inter.broker.listener.name=CONTROLLER"),
          "inter.broker.listener.name must be a listener name defined in advertised.listeners. "
          "The valid options based on currently configured listeners are PLAINTEXT"),

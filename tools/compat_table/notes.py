@@ -66,6 +66,11 @@ NOTES: dict[int, str] = {
         "(Dead and no error below).",
     16: "v4 states filter; v5 type filter (classic only: Spool has no consumer or share "
         "groups).",
+    17: "On a SASL listener (SASL_PLAINTEXT), before authentication: the mechanism of "
+        "`sasl.enabled.mechanisms` (PLAIN), else UNSUPPORTED_SASL_MECHANISM with the enabled "
+        "list and the connection closed; v0: raw size-prefixed tokens follow, v1: "
+        "SaslAuthenticate. After a SaslAuthenticate v1+, a new handshake starts KIP-368 "
+        "re-authentication. Elsewhere ILLEGAL_SASL_STATE, as Kafka.",
     18: "Derived from the handler registry, per listener plane; an unknown version gets a v0 "
         "body with UNSUPPORTED_VERSION and the full list; v3+ supported and finalized "
         "features.",
@@ -113,6 +118,10 @@ NOTES: dict[int, str] = {
     35: "Log dirs with partition sizes and offset lag; v4+ total and usable bytes "
         "(statvfs); v5 `is_cordoned` false. A Kafka 4.2 broker advertises 1-4 (v5 is 4.3's "
         "schema); Spool advertises v5.",
+    36: "The tokens of the mechanism chosen by SaslHandshake v1; a failure is "
+        "SASL_AUTHENTICATION_FAILED with Kafka's message, then the connection closes. v1+ "
+        "`session_lifetime_ms`: `connections.max.reauth.ms` (KIP-368); an expired session is "
+        "closed at its next request. After authentication: ILLEGAL_SASL_STATE.",
     37: "Adds partitions within the broker's partition limit. In a cluster, forwarded to the "
         "active controller.",
     42: "Empty or dead groups only (NON_EMPTY_GROUP otherwise).",

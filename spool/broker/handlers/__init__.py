@@ -21,6 +21,7 @@ from spool.broker.handlers import (  # noqa: F401
     producer_id,
     producers,
     quorum,
+    sasl,
     scram_users,
     security_controller,
     telemetry,

@@ -1,0 +1,108 @@
+"""What a SASL listener serves: its mechanisms and how each checks a client.
+
+``sasl_listeners(config, scram_credential)`` reads, for every listener whose security
+protocol is ``SASL_PLAINTEXT`` or ``SASL_SSL``, Kafka's keys through
+``BrokerConfig.listener_value`` (``listener.name.<l>.[<mechanism>.]<key>``, then
+``<key>``):
+
+- ``sasl.enabled.mechanisms``: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (Kafka's
+  default, GSSAPI, is refused at startup: Spool has no Kerberos);
+- PLAIN's users: ``listener.name.<l>.plain.sasl.jaas.config``'s PlainLoginModule
+  ``user_<name>="<password>"`` options (required when PLAIN is enabled);
+- SCRAM's credentials: ``scram_credential(user, ScramMechanism)`` (the broker's
+  security image: AlterUserScramCredentials, ``spool storage format --add-scram``);
+- OAUTHBEARER: ``spool.security.sasl.oauthbearer`` (unsecured JWS, or JWTs checked
+  against a JWKS file when ``sasl.server.callback.handler.class`` names Kafka's
+  OAuthBearerValidatorCallbackHandler);
+- ``sasl.server.max.receive.size`` and ``connections.max.reauth.ms`` (per mechanism).
+
+A mistake is a ``ConfigError`` naming the listener and key, raised when the broker's
+configuration is loaded, before anything listens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from spool.broker.config import BrokerConfig, ConfigError
+from spool.security import jaas
+from spool.security.sasl import MECHANISMS, PLAIN, SaslServer
+from spool.security.sasl.plain import PlainServer
+from spool.security.scram import ScramCredential, ScramMechanism
+
+SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
+
+ScramLookup = Callable[[str, ScramMechanism], ScramCredential | None]
+
+
+def _no_scram(user: str, mech: ScramMechanism) -> ScramCredential | None:
+    return None
+
+
+@dataclass
+class SaslListener:
+    name: str
+    mechanisms: tuple[str, ...]
+    max_receive_size: int
+    reauth_ms: dict[str, int]  # mechanism -> connections.max.reauth.ms (0: none)
+    factories: dict[str, Callable[[], SaslServer]] = field(default_factory=dict)
+
+    def server(self, mechanism: str) -> SaslServer:
+        return self.factories[mechanism]()
+
+
+def _jaas(config: BrokerConfig, listener: str, mechanism: str) -> jaas.LoginModule | None:
+    text = config.listener_value(listener, "sasl.jaas.config", mechanism)
+    if not text:
+        return None
+    try:
+        return jaas.parse_jaas_config(text)
+    except jaas.JaasConfigError as e:
+        key = f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
+        raise ConfigError(f"{key}: {e}") from None
+
+
+def _plain(config: BrokerConfig, listener: str) -> Callable[[], SaslServer]:
+    key = f"listener.name.{listener.lower()}.plain.sasl.jaas.config"
+    module = _jaas(config, listener, PLAIN)
+    if module is None or module.simple_name != "PlainLoginModule":
+        raise ConfigError(
+            f"listener {listener} enables SASL mechanism PLAIN but {key} does not name "
+            f"{jaas.PLAIN_LOGIN_MODULE} with its users (user_<name>=\"<password>\")")
+    users = jaas.plain_users(module)
+    return lambda: PlainServer(users)
+
+
+def sasl_listener(config: BrokerConfig, name: str,
+                  scram_credential: ScramLookup = _no_scram) -> SaslListener:
+    mechanisms = tuple(m.strip() for m in
+                       (config.listener_value(name, "sasl.enabled.mechanisms") or "").split(",")
+                       if m.strip())
+    if not mechanisms:
+        raise ConfigError(f"listener {name}: sasl.enabled.mechanisms is empty")
+    for m in mechanisms:
+        if m not in MECHANISMS:
+            raise ConfigError(
+                f"listener {name}: sasl.enabled.mechanisms={','.join(mechanisms)}: {m} is not "
+                f"supported (Spool serves {', '.join(MECHANISMS)}; GSSAPI, Kafka's default, "
+                f"needs Kerberos, which Spool does not have)")
+    out = SaslListener(
+        name, mechanisms,
+        max_receive_size=int(config.listener_value(name, "sasl.server.max.receive.size")
+                             or 524288),
+        reauth_ms={m: int(config.listener_value(name, "connections.max.reauth.ms", m) or 0)
+                   for m in mechanisms})
+    for m in mechanisms:
+        if m == PLAIN:
+            out.factories[m] = _plain(config, name)
+        else:
+            raise ConfigError(f"listener {name}: SASL mechanism {m} is not served yet")
+    return out
+
+
+def sasl_listeners(config: BrokerConfig,
+                   scram_credential: ScramLookup = _no_scram) -> dict[str, SaslListener]:
+    """Every SASL listener's ``SaslListener``, by listener name."""
+    return {lst.name: sasl_listener(config, lst.name, scram_credential)
+            for lst in config.listeners if lst.protocol in SASL_PROTOCOLS}

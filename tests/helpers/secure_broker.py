@@ -1,0 +1,113 @@
+"""A broker process with SASL listeners and users, and client configs to reach it.
+
+    broker = SecureBroker(tmp_path / "data", plain_users={"alice": "alice-secret"})
+    broker.start()                       # (or: with SecureBroker(...) as broker:)
+    broker.bootstrap()                   # "127.0.0.1:PORT" of the SASL_PLAINTEXT listener
+    Producer(broker.confluent("alice"))  # librdkafka config: SASL_PLAINTEXT + PLAIN
+    broker.kafka_python("alice")         # kwargs for kafka-python / aiokafka clients
+    broker.stop()
+
+- ``listeners``: listener names; ``SASL_PLAINTEXT`` (the default), ``PLAINTEXT``,
+  ``SASL_SSL``, ``SSL`` (those two need ``overrides`` with the TLS keys) map to
+  themselves; each binds 127.0.0.1 on a free port.
+- ``plain_users``: name -> password, PLAIN's users on every SASL listener
+  (``listener.name.<l>.plain.sasl.jaas.config``). ``admin``/``admin-secret`` is always
+  one of them: ``super.users`` candidates and setup calls use it.
+- ``scram_users``: name -> password, given SCRAM-SHA-256 and SCRAM-SHA-512 credentials
+  at format time (``spool storage format --add-scram``) once that exists.
+- ``mechanisms``: ``sasl.enabled.mechanisms`` (default: PLAIN and both SCRAMs).
+- ``overrides``: any other broker keys (``authorizer.class.name``, ``super.users``...).
+
+The process is ``tests.helpers.broker_proc.BrokerProcess`` (its log at
+``<data_dir>-broker.log``; ``stop()``, ``kill()``, ``restart()``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.helpers.broker_proc import BrokerProcess
+
+ADMIN = ("admin", "admin-secret")
+PLAIN_LOGIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
+SCRAM_LOGIN = "org.apache.kafka.common.security.scram.ScramLoginModule"
+
+
+def _quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def plain_jaas(users: dict[str, str], username: str = ADMIN[0],
+               password: str = ADMIN[1]) -> str:
+    """PlainLoginModule's server config: its own login and ``user_<name>`` entries."""
+    opts = [f"username={_quote(username)}", f"password={_quote(password)}"]
+    opts += [f"user_{name}={_quote(pw)}" for name, pw in users.items()]
+    return f"{PLAIN_LOGIN} required {' '.join(opts)};"
+
+
+class SecureBroker(BrokerProcess):
+    """A ``spool broker`` with SASL listeners (module doc)."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        listeners: tuple[str, ...] = ("SASL_PLAINTEXT",),
+        plain_users: dict[str, str] | None = None,
+        scram_users: dict[str, str] | None = None,
+        mechanisms: tuple[str, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
+        overrides: dict[str, str] | None = None,
+        log_level: str = "WARNING",
+    ) -> None:
+        self.listener_names = tuple(name.upper() for name in listeners)
+        self.plain_users = {ADMIN[0]: ADMIN[1], **(plain_users or {})}
+        self.scram_users = dict(scram_users or {})
+        self.mechanisms = tuple(mechanisms)
+        ov = {"listeners": ",".join(f"{n}://127.0.0.1:0" for n in self.listener_names),
+              "sasl.enabled.mechanisms": ",".join(self.mechanisms)}
+        jaas = plain_jaas(self.plain_users)
+        for name in self.listener_names:
+            if name.startswith("SASL_"):
+                ov[f"listener.name.{name.lower()}.plain.sasl.jaas.config"] = jaas
+        ov.update(overrides or {})
+        super().__init__(Path(data_dir), ov, log_level=log_level)
+
+    def start(self, timeout: float = 30.0) -> SecureBroker:
+        if self.listener_ports:  # a restart: the same ports
+            self.overrides["listeners"] = ",".join(
+                f"{n}://127.0.0.1:{self.listener_ports[n]}" for n in self.listener_names)
+        super().start(timeout)
+        return self
+
+    def bootstrap(self, listener: str | None = None) -> str:  # type: ignore[override]
+        """``127.0.0.1:PORT`` of ``listener`` (default: the first one)."""
+        name = (listener or self.listener_names[0]).upper()
+        return f"127.0.0.1:{self.listener_ports[name]}"
+
+    def password(self, user: str, mechanism: str = "PLAIN") -> str:
+        users = self.plain_users if mechanism == "PLAIN" else self.scram_users
+        return users[user]
+
+    def confluent(self, user: str | None = ADMIN[0], mechanism: str = "PLAIN",
+                  listener: str | None = None, password: str | None = None,
+                  **extra: object) -> dict:
+        """confluent-kafka (librdkafka) config for ``user`` (None: no SASL settings)."""
+        name = (listener or self.listener_names[0]).upper()
+        conf: dict = {"bootstrap.servers": self.bootstrap(name), "security.protocol": name}
+        if user is not None and name.startswith("SASL_"):
+            conf.update({"sasl.mechanism": mechanism, "sasl.username": user,
+                         "sasl.password": password if password is not None
+                         else self.password(user, mechanism)})
+        conf.update(extra)
+        return conf
+
+    def kafka_python(self, user: str | None = ADMIN[0], mechanism: str = "PLAIN",
+                     listener: str | None = None, password: str | None = None) -> dict:
+        """Keyword arguments for kafka-python's and aiokafka's clients."""
+        name = (listener or self.listener_names[0]).upper()
+        kw: dict = {"bootstrap_servers": self.bootstrap(name), "security_protocol": name}
+        if user is not None and name.startswith("SASL_"):
+            kw.update({"sasl_mechanism": mechanism, "sasl_plain_username": user,
+                       "sasl_plain_password": password if password is not None
+                       else self.password(user, mechanism)})
+        return kw

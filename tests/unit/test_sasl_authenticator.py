@@ -1,0 +1,167 @@
+"""SaslAuthenticator, frame by frame: states, Kafka's messages, KIP-368 sessions."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from spool.broker.sasl_authenticator import PROCEED, SaslAuthenticator
+from spool.broker.sasl_listener import SaslListener
+from spool.broker.server import CloseConnection
+from spool.protocol._generated import (
+    API_BY_KEY,
+    MetadataRequest,
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
+from spool.protocol.errors import Errors
+from spool.protocol.headers import encode_request_header
+from spool.security.principal import ANONYMOUS, user
+from spool.security.sasl.plain import PlainServer
+
+USERS = {"alice": "a-pw", "bob": "b-pw"}
+
+
+class FakeConn:
+    def __init__(self) -> None:
+        self.principal = ANONYMOUS
+        self.condemned: str | None = None
+
+    def _condemn(self, reason: str) -> None:
+        self.condemned = reason
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.ns = 10**12
+
+    def __call__(self) -> int:
+        return self.ns
+
+
+def make(reauth_ms: int = 0, max_receive: int = 524288):
+    listener = SaslListener("SASL_PLAINTEXT", ("PLAIN",), max_receive, {"PLAIN": reauth_ms},
+                            {"PLAIN": lambda: PlainServer(USERS)})
+    conn = FakeConn()
+    clock = Clock()
+    versions = {18: (0, 4), 17: (0, 1), 36: (0, 2), 3: (0, 12)}
+
+    def version_ok(key: int, v: int) -> bool:
+        lo, hi = versions[key]
+        return lo <= v <= hi
+
+    return SaslAuthenticator(listener, conn, version_ok, clock_ns=clock), conn, clock
+
+
+def frame(api_key: int, version: int, request) -> bytearray:
+    flexible = API_BY_KEY[api_key].request.is_flexible(version)
+    return bytearray(encode_request_header(api_key, version, 7, "c", flexible)
+                     + request.to_bytes(version))
+
+
+def answer(chunks: list, response_cls, version: int):
+    data = b"".join(chunks)
+    assert struct.unpack(">i", data[:4])[0] == len(data) - 4
+    pos = 8 + (1 if response_cls.is_flexible(version) else 0)
+    return response_cls.from_bytes(data[pos:], version)
+
+
+def handshake(auth, version: int = 1, mechanism: str = "PLAIN"):
+    return answer(auth.gate(frame(17, version, SaslHandshakeRequest(mechanism=mechanism))),
+                  SaslHandshakeResponse, version)
+
+
+def authenticate(auth, token: bytes, version: int = 2):
+    return answer(auth.gate(frame(36, version, SaslAuthenticateRequest(auth_bytes=token))),
+                  SaslAuthenticateResponse, version)
+
+
+def test_plain_success_sets_the_principal():
+    auth, conn, _ = make()
+    assert handshake(auth).mechanisms == ["PLAIN"]
+    resp = authenticate(auth, b"\0alice\0a-pw")
+    assert (resp.error_code, resp.session_lifetime_ms) == (0, 0)
+    assert auth.authenticated and conn.principal == user("alice")
+    assert auth.gate(frame(3, 12, MetadataRequest(topics=[]))) is PROCEED
+
+
+def test_requests_before_authentication_close_with_kafkas_message():
+    auth, _, _ = make()
+    with pytest.raises(CloseConnection, match=r"^Unexpected Kafka request of type METADATA "
+                                              r"during SASL handshake\.$"):
+        auth.gate(frame(3, 12, MetadataRequest(topics=[])))
+    auth, _, _ = make()
+    handshake(auth)
+    with pytest.raises(CloseConnection, match=r"^Unexpected Kafka request of type METADATA "
+                                              r"during SASL authentication\.$"):
+        auth.gate(frame(3, 12, MetadataRequest(topics=[])))
+
+
+def test_failure_answers_then_condemns_and_refuses_everything_after():
+    auth, conn, _ = make()
+    handshake(auth)
+    resp = authenticate(auth, b"\0alice\0nope")
+    assert resp.error_code == Errors.SASL_AUTHENTICATION_FAILED
+    assert resp.error_message == "Authentication failed: Invalid username or password"
+    assert conn.condemned == ("Failed authentication (Authentication failed: Invalid username "
+                              "or password)")
+    assert conn.principal == ANONYMOUS
+    with pytest.raises(CloseConnection):
+        authenticate(auth, b"\0alice\0a-pw")
+
+
+def test_an_oversized_frame_fails_before_it_is_parsed():
+    auth, _, _ = make(max_receive=100)
+    handshake(auth)
+    big = frame(36, 2, SaslAuthenticateRequest(auth_bytes=b"x" * 200))
+    with pytest.raises(CloseConnection, match=r"^Failing SASL authentication due to invalid "
+                                              r"receive size \(2\d\d > sasl\.server\.max\."
+                                              r"receive\.size=100\)$"):
+        auth.gate(big)
+
+
+def test_api_versions_only_first_and_a_retry_after_an_unsupported_version():
+    auth, _, _ = make()
+    from spool.protocol._generated import ApiVersionsRequest
+    assert auth.gate(frame(18, 0, ApiVersionsRequest())) is PROCEED
+    with pytest.raises(CloseConnection, match="API_VERSIONS during SASL handshake"):
+        auth.gate(frame(18, 0, ApiVersionsRequest()))
+
+
+def test_session_lifetime_and_expiry():
+    auth, conn, clock = make(reauth_ms=60_000)
+    handshake(auth)
+    assert authenticate(auth, b"\0alice\0a-pw").session_lifetime_ms == 60_000
+    md = frame(3, 12, MetadataRequest(topics=[]))
+    clock.ns += 59_999 * 10**6
+    assert auth.gate(md) is PROCEED
+    clock.ns += 2 * 10**6
+    with pytest.raises(CloseConnection, match="SASL session of User:alice expired"):
+        auth.gate(md)
+
+
+def test_reauthentication_renews_the_session_and_keeps_the_principal():
+    auth, conn, clock = make(reauth_ms=1000)
+    handshake(auth)
+    authenticate(auth, b"\0alice\0a-pw")
+    clock.ns += 900 * 10**6
+    assert handshake(auth).error_code == 0  # KIP-368: a handshake after authentication
+    assert authenticate(auth, b"\0alice\0a-pw").session_lifetime_ms == 1000
+    clock.ns += 900 * 10**6
+    assert auth.gate(frame(3, 12, MetadataRequest(topics=[]))) is PROCEED
+    handshake(auth)
+    resp = authenticate(auth, b"\0bob\0b-pw")
+    assert resp.error_code == Errors.SASL_AUTHENTICATION_FAILED
+    assert resp.error_message == ("Cannot change principals during re-authentication from "
+                                  "User.alice: User.bob")
+    assert conn.principal == user("alice")
+
+
+def test_a_v0_client_cannot_reauthenticate():
+    auth, _, _ = make(reauth_ms=1000)
+    handshake(auth)
+    authenticate(auth, b"\0alice\0a-pw", version=0)
+    assert auth.gate(frame(17, 1, SaslHandshakeRequest(mechanism="PLAIN"))) is PROCEED
