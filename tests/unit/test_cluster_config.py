@@ -138,7 +138,7 @@ def test_advertised_listeners_default_to_listeners_and_may_differ():
          "if there are security protocols other than PLAINTEXT in use)"),
         (replace(BROKER_ONLY, "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"),
          "controller listener CONTROLLER uses security protocol SSL, which is not supported "
-         "(supported: PLAINTEXT)"),
+         f"(supported: {', '.join(SUPPORTED_PROTOCOLS)})"),
         (replace(COMBINED, "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"),
          "listener CONTROLLER://127.0.0.1:9093 uses security protocol SSL, which Spool does "
          f"not serve yet (it serves {', '.join(SUPPORTED_PROTOCOLS)}), and Spool will not "
