@@ -51,7 +51,8 @@ connection with a reason logs one line, rate-limited
 Listeners: the server binds one socket per configured listener
 (``NAME://host:port``); a listener given a ``ServerTls`` (SSL, SASL_SSL) serves
 ``spool.broker.tls_connection.TlsConnection``s, the others plain ``Connection``s, whose
-path does not change with TLS (one bound ``recv_into`` either way); each connection knows its ``listener_name`` and
+path does not change with TLS (one bound ``recv_into`` either way); each connection
+knows its ``listener_name`` and
 whether it came in on a controller listener (``controller_listener``, a
 name in ``controller_names``), so the dispatcher serves each plane its own
 APIs. ``bound_listeners`` maps each name to the address it got (port 0

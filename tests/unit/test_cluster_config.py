@@ -136,11 +136,12 @@ def test_advertised_listeners_default_to_listeners_and_may_differ():
          "found in listener.security.protocol.map  (an explicit security mapping for each "
          "controller listener is required if listener.security.protocol.map is non-empty, or "
          "if there are security protocols other than PLAINTEXT in use)"),
-        (replace(BROKER_ONLY, "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"),
-         "controller listener CONTROLLER uses security protocol SSL, which is not supported "
+        (replace(BROKER_ONLY,
+                 "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL"),
+         "controller listener CONTROLLER uses security protocol SASL_SSL, which is not supported "
          f"(supported: {', '.join(SUPPORTED_PROTOCOLS)})"),
-        (replace(COMBINED, "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"),
-         "listener CONTROLLER://127.0.0.1:9093 uses security protocol SSL, which Spool does "
+        (replace(COMBINED, "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL"),
+         "listener CONTROLLER://127.0.0.1:9093 uses security protocol SASL_SSL, which Spool does "
          f"not serve yet (it serves {', '.join(SUPPORTED_PROTOCOLS)}), and Spool will not "
          "serve it as plaintext"),
         ((*COMBINED, "inter.broker.listener.name=CONTROLLER"),
