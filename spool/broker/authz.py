@@ -35,14 +35,16 @@ def allowed(ctx, op: AclOperation, resource_type: ResourceType, name: str) -> bo
 
 
 def allowed_names(ctx, op: AclOperation, resource_type: ResourceType,
-                  names: Iterable[str]) -> set[str]:
-    """The subset of ``names`` the request's principal may ``op``."""
+                  names: Iterable[str], log_denied: bool = True) -> set[str]:
+    """The subset of ``names`` the request's principal may ``op``; ``log_denied=False``
+    for a filter (the names were not asked for one by one: no denial is logged)."""
     authorizer = ctx.broker.authorizer
     if authorizer is None:
         return set(names)
     image, principal, host = _image(ctx.broker), str(ctx.conn.principal), ctx.conn.host
     authorize = authorizer.authorize
-    return {n for n in names if authorize(image, principal, host, op, resource_type, n)}
+    return {n for n in names
+            if authorize(image, principal, host, op, resource_type, n, log_denied)}
 
 
 def allowed_cluster(ctx, op: AclOperation) -> bool:

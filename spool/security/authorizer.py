@@ -34,10 +34,18 @@ per request) is one dict lookup. The memo is
 bounded (``MEMO_LIMIT`` entries, then it starts again). The authorizer is not thread
 safe beyond what the GIL gives: a rebuild replaces the whole index at once, so a reader
 on another thread sees the old index or the new one.
+
+A denial is logged at INFO on ``spool.authorizer`` in the words of Kafka's audit log
+("Principal = User:bob is Denied operation = WRITE from host = 10.0.0.2 on resource =
+Topic:LITERAL:orders"), once per decision: a memoised one is not logged again until the
+ACLs change. Checks that only filter or describe (``log_denied=False``: Metadata for all
+topics, ListGroups, authorized operations, authorize_by_resource_type's probe) log nothing,
+as Kafka logs those at TRACE.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple, Protocol
 
@@ -50,6 +58,11 @@ from spool.security.acls import (
     PatternType,
 )
 from spool.security.principal import KafkaPrincipal
+
+log = logging.getLogger("spool.authorizer")
+_RESOURCE_NAMES = {ResourceType.TOPIC: "Topic", ResourceType.GROUP: "Group",
+                   ResourceType.CLUSTER: "Cluster", ResourceType.TRANSACTIONAL_ID: "TransactionalId",
+                   ResourceType.DELEGATION_TOKEN: "DelegationToken", ResourceType.USER: "User"}
 
 STANDARD_AUTHORIZER_CLASS = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 SPOOL_AUTHORIZER_CLASS = "spool.security.authorizer.StandardAuthorizer"
@@ -182,7 +195,7 @@ class StandardAuthorizer:
         return self._index
 
     def authorize(self, image: AclSource, principal: str, host: str, op: AclOperation,
-                  resource_type: ResourceType, name: str) -> bool:
+                  resource_type: ResourceType, name: str, log_denied: bool = True) -> bool:
         """Whether ``principal`` (``User:alice``) from ``host`` may ``op`` the LITERAL
         resource ``resource_type``/``name``."""
         if principal in self.super_users:
@@ -194,6 +207,10 @@ class StandardAuthorizer:
         if result is None:
             result = _decide(index.applicable(resource_type, name), principal, host, op,
                              self.allow_everyone_if_no_acl_found)
+            if not result and log_denied and log.isEnabledFor(logging.INFO):
+                log.info("Principal = %s is Denied operation = %s from host = %s on resource = "
+                         "%s:LITERAL:%s", principal, AclOperation(op).name, host,
+                         _RESOURCE_NAMES.get(resource_type, str(resource_type)), name)
             if len(memo) >= MEMO_LIMIT:
                 memo.clear()
             memo[key] = result
@@ -202,7 +219,7 @@ class StandardAuthorizer:
     def authorize_by_resource_type(self, image: AclSource, principal: str, host: str,
                                    op: AclOperation, resource_type: ResourceType) -> bool:
         """Whether ``principal`` may ``op`` at least one resource of the type (KIP-679)."""
-        if self.authorize(image, principal, host, op, resource_type, HARDCODE):
+        if self.authorize(image, principal, host, op, resource_type, HARDCODE, False):
             return True
         deny_literal: set[str] = set()
         deny_prefixed: set[str] = set()
@@ -238,7 +255,8 @@ class StandardAuthorizer:
         """The operations the resource type supports that ``principal`` may perform on
         ``name`` (Kafka's ``AuthHelper.authorizedOperations``)."""
         return frozenset(op for op in SUPPORTED_OPERATIONS[resource_type]
-                         if self.authorize(image, principal, host, op, resource_type, name))
+                         if self.authorize(image, principal, host, op, resource_type, name,
+                                           False))
 
 
 class _Config(Protocol):

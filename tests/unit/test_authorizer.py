@@ -247,3 +247,16 @@ def test_agrees_with_the_rules_read_plainly(acls, principal, host, op, rtype, na
     expected = model(acls, principal, host, op, rtype, name, default)
     assert authz.authorize(img, principal, host, op, rtype, name) == expected
     assert authz.authorize(img, principal, host, op, rtype, name) == expected  # memoised
+
+
+def test_a_denial_is_logged_once_as_kafkas_audit_line(caplog):
+    authz = StandardAuthorizer()
+    img = image(acl("foo", principal=BOB))
+    with caplog.at_level("INFO", logger="spool.authorizer"):
+        assert not authz.authorize(img, ALICE, HOST, Op.WRITE, Rt.TOPIC, "foo")
+        assert not authz.authorize(img, ALICE, HOST, Op.WRITE, Rt.TOPIC, "foo")  # memoised
+        assert not authz.authorize(img, ALICE, HOST, Op.READ, Rt.TOPIC, "bar", log_denied=False)
+        assert authz.authorize(img, BOB, HOST, Op.READ, Rt.TOPIC, "foo")
+    assert [r.getMessage() for r in caplog.records] == [
+        "Principal = User:alice is Denied operation = WRITE from host = 10.0.0.1 on resource "
+        "= Topic:LITERAL:foo"]

@@ -216,7 +216,8 @@ async def list_groups_handler(ctx, req: ListGroupsRequest) -> ListGroupsResponse
     topic = ctx.broker.groups.topic  # in a cluster: the groups this broker coordinates
     rows = [r for r in rows if topic.coordinator_error(r[0]) is None]
     if ctx.broker.authorizer is not None and not allowed_cluster(ctx, AclOperation.DESCRIBE):
-        seen = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, [r[0] for r in rows])
+        seen = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.GROUP,
+                             [r[0] for r in rows], log_denied=False)
         rows = [r for r in rows if r[0] in seen]
     return ListGroupsResponse(throttle_time_ms=0, error_code=0, groups=[
         ListedGroup(group_id=g, protocol_type=t, group_state=s, group_type="classic")

@@ -203,7 +203,8 @@ async def metadata(ctx, req: MetadataRequest) -> MetadataResponse:
     if req.topics is None or (version == 0 and not req.topics):
         names = broker.topic_names()
         if checked:  # all topics: those it may not describe are left out
-            names = sorted(allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names))
+            names = sorted(allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names,
+                                         log_denied=False))
         requested = False
     else:
         names = [t.name for t in req.topics]
