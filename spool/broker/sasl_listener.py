@@ -29,6 +29,7 @@ from spool.broker.config import BrokerConfig, ConfigError
 from spool.security import jaas
 from spool.security.sasl import MECHANISMS, PLAIN, SaslServer
 from spool.security.sasl.plain import PlainServer
+from spool.security.sasl.scram import ScramServer
 from spool.security.scram import ScramCredential, ScramMechanism
 
 SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
@@ -74,6 +75,10 @@ def _plain(config: BrokerConfig, listener: str) -> Callable[[], SaslServer]:
     return lambda: PlainServer(users)
 
 
+def _scram_factory(mech: ScramMechanism, lookup: ScramLookup) -> Callable[[], SaslServer]:
+    return lambda: ScramServer(mech, lookup)
+
+
 def sasl_listener(config: BrokerConfig, name: str,
                   scram_credential: ScramLookup = _no_scram) -> SaslListener:
     mechanisms = tuple(m.strip() for m in
@@ -94,8 +99,11 @@ def sasl_listener(config: BrokerConfig, name: str,
         reauth_ms={m: int(config.listener_value(name, "connections.max.reauth.ms", m) or 0)
                    for m in mechanisms})
     for m in mechanisms:
+        scram = ScramMechanism.from_name(m)
         if m == PLAIN:
             out.factories[m] = _plain(config, name)
+        elif scram is not None:
+            out.factories[m] = _scram_factory(scram, scram_credential)
         else:
             raise ConfigError(f"listener {name}: SASL mechanism {m} is not served yet")
     return out

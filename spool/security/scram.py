@@ -107,6 +107,11 @@ def random_salt() -> bytes:
     return _base36(secrets.randbits(130)).encode()
 
 
+def nonce() -> str:
+    """A fresh SCRAM nonce (printable, no comma): Kafka's 130 random bits in base 36."""
+    return _base36(secrets.randbits(130))
+
+
 def credential_from_password(mech: ScramMechanism, password: str, iterations: int = 4096,
                              salt: bytes | None = None) -> ScramCredential:
     """Salt (fresh unless given), salt the password, derive the keys."""

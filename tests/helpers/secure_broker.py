@@ -14,7 +14,7 @@
   (``listener.name.<l>.plain.sasl.jaas.config``). ``admin``/``admin-secret`` is always
   one of them: ``super.users`` candidates and setup calls use it.
 - ``scram_users``: name -> password, given SCRAM-SHA-256 and SCRAM-SHA-512 credentials
-  at format time (``spool storage format --add-scram``) once that exists.
+  at format time (``spool storage format --add-scram``, before the first start).
 - ``mechanisms``: ``sasl.enabled.mechanisms`` (default: PLAIN and both SCRAMs).
 - ``overrides``: any other broker keys (``authorizer.class.name``, ``super.users``...).
 
@@ -24,8 +24,11 @@ The process is ``tests.helpers.broker_proc.BrokerProcess`` (its log at
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
+from spool.util.ids import random_uuid
 from tests.helpers.broker_proc import BrokerProcess
 
 ADMIN = ("admin", "admin-secret")
@@ -76,8 +79,23 @@ class SecureBroker(BrokerProcess):
         if self.listener_ports:  # a restart: the same ports
             self.overrides["listeners"] = ",".join(
                 f"{n}://127.0.0.1:{self.listener_ports[n]}" for n in self.listener_names)
+        elif self.scram_users and not self.data_dir.exists():
+            self.format()
         super().start(timeout)
         return self
+
+    def format(self) -> None:
+        """``spool storage format --add-scram`` for every SCRAM user, both mechanisms."""
+        cmd = [sys.executable, "-m", "spool.cli.main", "storage", "format",
+               "--cluster-id", random_uuid()]
+        for k, v in {"log.dirs": str(self.data_dir), **self.overrides}.items():
+            cmd += ["--override", f"{k}={v}"]
+        for name, password in self.scram_users.items():
+            for mech in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+                cmd += ["--add-scram", f"{mech}=[name={name},password={password}]"]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        if done.returncode != 0:
+            raise RuntimeError(f"spool storage format failed: {done.stderr}")
 
     def bootstrap(self, listener: str | None = None) -> str:  # type: ignore[override]
         """``127.0.0.1:PORT`` of ``listener`` (default: the first one)."""

@@ -1,0 +1,93 @@
+"""The SASL mechanisms' state machines, client against server, and RFC vectors."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from spool.security.sasl import SaslAuthenticationError, SaslError
+from spool.security.sasl.plain import PlainClient, PlainServer
+from spool.security.sasl.scram import ScramClient, ScramServer, sasl_name, username
+from spool.security.scram import ScramMechanism, credential, credential_from_password
+
+SHA256, SHA512 = ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512
+
+
+def run(client, server) -> None:
+    token = client.initial_response()
+    while True:
+        reply = server.evaluate(token)
+        token = client.evaluate(reply)
+        if token is None:
+            break
+    assert client.complete and server.complete
+
+
+def test_plain_round_trip():
+    server = PlainServer({"alice": "pw"})
+    run(PlainClient("alice", "pw"), server)
+    assert server.authorization_id == "alice"
+
+
+@pytest.mark.parametrize("mech", [SHA256, SHA512])
+def test_scram_round_trip_and_odd_names(mech):
+    creds = {("a,b=c", mech): credential_from_password(mech, "p\u00e4ss")}
+    server = ScramServer(mech, lambda u, m: creds.get((u, m)))
+    run(ScramClient(mech, "a,b=c", "p\u00e4ss"), server)
+    assert server.authorization_id == "a,b=c"
+
+
+def test_scram_client_matches_rfc7677():
+    client = ScramClient(SHA256, "user", "pencil", client_nonce="rOprNGfwEbeRWgbNEkqO")
+    assert client.initial_response() == b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO"
+    final = client.evaluate(b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
+                            b"s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096")
+    assert final == (b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
+                     b"p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=")
+    assert client.evaluate(b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=") is None
+    assert client.complete
+
+
+def test_scram_client_refuses_a_forged_server_signature():
+    client = ScramClient(SHA256, "user", "pencil", client_nonce="rOprNGfwEbeRWgbNEkqO")
+    client.initial_response()
+    client.evaluate(b"r=rOprNGfwEbeRWgbNEkqOxyz,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096")
+    with pytest.raises(SaslError, match="Invalid server signature"):
+        client.evaluate(b"v=" + base64.b64encode(b"\0" * 32))
+
+
+@pytest.mark.parametrize("case", ["wrong password", "unknown user", "bad nonce", "garbage",
+                                  "authzid", "few iterations"])
+def test_scram_server_refusals(case):
+    salt = b"salt"
+    cred = credential(SHA256, salt, b"k" * 32, 4096 if case != "few iterations" else 1000)
+    good = credential_from_password(SHA256, "right")
+    creds = {"alice": good if case != "few iterations" else cred}
+    server = ScramServer(SHA256, lambda u, m: creds.get(u))
+    client = ScramClient(SHA256, "bob" if case == "unknown user" else "alice",
+                         "wrong" if case == "wrong password" else "right")
+    first = client.initial_response()
+    if case == "garbage":
+        first = b"hello"
+    if case == "authzid":
+        first = first.replace(b"n,,", b"n,a=mallory,")
+    error = SaslAuthenticationError if case == "authzid" else SaslError
+    if case in ("unknown user", "garbage", "authzid", "few iterations"):
+        with pytest.raises(error):
+            server.evaluate(first)
+        return
+    final = client.evaluate(server.evaluate(first))
+    if case == "bad nonce":
+        final = final.replace(b",r=", b",r=x")
+    with pytest.raises(SaslError) as e:
+        server.evaluate(final)
+    assert not isinstance(e.value, SaslAuthenticationError)  # the client learns nothing more
+    assert not server.complete
+
+
+def test_saslnames():
+    assert sasl_name("a=b,c") == "a=3Db=2Cc"
+    assert username("a=3Db=2Cc") == "a=b,c"
+    with pytest.raises(SaslError):
+        username("a=4")
