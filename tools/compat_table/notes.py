@@ -21,7 +21,10 @@ NOTES: dict[int, str] = {
        "adds the partition to the transaction itself (transaction version 2); v13 topics by id "
        "(UNKNOWN_TOPIC_ID per partition for an unknown id, nothing appended). "
        "acks=0 gets no answer; when it fails the connection is closed, as Kafka tells such a "
-       "producer.",
+       "producer."
+       " With an authorizer: WRITE on each topic (TOPIC_AUTHORIZATION_FAILED per partition, also "
+       "for a topic that does not exist); transactional batches need WRITE on the transactional id"
+       " (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition).",
     1: "Whole batches from segment files with sendfile, long polling, KIP-74 (the first "
        "batch always fits), read_committed up to the LSO with aborted transactions. No fetch "
        "sessions (KIP-227): `session_id` 0 asks for full requests. v13+ topics by id "
@@ -30,42 +33,63 @@ NOTES: dict[int, str] = {
        "epoch unused); v16+ KIP-951 `current_leader` and `node_endpoints` on "
        "NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH; v17 `replica_directory_id` and v18 "
        "`high_watermark` ignored (no JBOD, no KIP-1166). On a controller listener: "
-       "the Raft fetch of `__cluster_metadata` (v12+, diverging epochs, snapshots).",
+       "the Raft fetch of `__cluster_metadata` (v12+, diverging epochs, snapshots)."
+       " With an authorizer: READ on each topic (TOPIC_AUTHORIZATION_FAILED per partition, left "
+       "out of the long poll); a follower's fetch CLUSTER_ACTION.",
     2: "Latest (-1), earliest (-2), max timestamp (-3, v7+), by timestamp through the time "
        "index; earliest local (-4, v8+) is the log start, latest tiered (-5, v9+) and "
        "earliest pending upload (-6, v11+) offset -1 (no tiered storage); a special "
        "timestamp below its version UNSUPPORTED_VERSION; answers past the HW (LSO under "
        "read_committed) hidden; v10 `timeout_ms` unused (no remote reads). v5+: "
-       "OFFSET_NOT_AVAILABLE, LEADER_NOT_AVAILABLE below.",
+       "OFFSET_NOT_AVAILABLE, LEADER_NOT_AVAILABLE below."
+       " With an authorizer: DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED per partition).",
     3: "Brokers, controller id, leaders, epochs, ISR, offline replicas; auto-creation when "
        "allowed (v4+, always below); topic ids (v10+); by topic id from v12 (unknown: "
        "UNKNOWN_TOPIC_ID, null name; v10-11 ids INVALID_REQUEST); v13 top-level `error_code` "
        "always 0 (Kafka's brokers never ask for KIP-1102's rebootstrap); v8+ authorized "
-       "operations without an authorizer: every operation of the resource type.",
+       "operations (without an authorizer: every operation of the resource type)."
+       " With an authorizer: all topics leaves out those the principal may not DESCRIBE; a named "
+       "one is TOPIC_AUTHORIZATION_FAILED without a topic id, existing or not; by id, with the id "
+       "and no name; auto-creation needs CREATE on the cluster or the topic; cluster operations 0 "
+       "without DESCRIBE on the cluster.",
     8: "Classic groups: generation and member checks, static members (v7 group.instance.id); "
        "commits appended to `__consumer_offsets` and replayed before the answer; "
        "`retention_time_ms` (v2-4) ignored as Kafka since 2.1; v9 member id/epoch ignored for "
        "classic groups (as Kafka), a generation to an unknown group GROUP_ID_NOT_FOUND "
-       "(ILLEGAL_GENERATION below v9); v10 topics by id (UNKNOWN_TOPIC_ID).",
+       "(ILLEGAL_GENERATION below v9); v10 topics by id (UNKNOWN_TOPIC_ID)."
+       " With an authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED for every partition) "
+       "and on each topic (TOPIC_AUTHORIZATION_FAILED).",
     9: "Per partition offset, leader epoch (v5+) and metadata; null topics (v2+) list every "
        "committed partition; v7 `require_stable`: UNSTABLE_OFFSET_COMMIT while a transactional "
        "commit waits for its marker; v8 several groups, each with its own error; v10 topics "
-       "by id.",
+       "by id."
+       " With an authorizer: DESCRIBE on each group (the group's error) and on each topic "
+       "(TOPIC_AUTHORIZATION_FAILED, offset -1; left out of an all-topics answer).",
     10: "Group (0) and transaction (1) keys: the leader of the key's internal partition; v4 "
         "batched keys; v5 TRANSACTION_ABORTABLE never answered; share keys (2) INVALID_REQUEST "
-        "(no share coordinator). An empty group id is INVALID_GROUP_ID (Kafka looks it up).",
+        "(no share coordinator). An empty group id is INVALID_GROUP_ID (Kafka looks it up)."
+        " With an authorizer: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or the "
+        "transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).",
     11: "Classic protocol; MEMBER_ID_REQUIRED round trip v4+; static members v5+; v8 "
         "`reason` logged; v9 KIP-814 `skip_assignment` for a static leader rejoining a "
-        "Stable group.",
-    12: "Session expiry, REBALANCE_IN_PROGRESS during a rebalance, static members (v3+).",
-    13: "v3+ batch of members (static and dynamic); v5 `reason` logged.",
+        "Stable group."
+        " With an authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED).",
+    12: "Session expiry, REBALANCE_IN_PROGRESS during a rebalance, static members (v3+)."
+        " With an authorizer: READ on the group.",
+    13: "v3+ batch of members (static and dynamic); v5 `reason` logged."
+        " With an authorizer: READ on the group (the request's error, no members).",
     14: "The leader's assignment bytes are passed through unparsed; v5 checks protocol type "
-        "and name.",
+        "and name."
+        " With an authorizer: READ on the group.",
     15: "State, protocol, members with their metadata and assignment; v3+ authorized "
-        "operations (all, no authorizer); v6 KIP-1043 GROUP_ID_NOT_FOUND for an unknown group "
-        "(Dead and no error below).",
+        "operations (all without an authorizer); v6 KIP-1043 GROUP_ID_NOT_FOUND for an unknown group "
+        "(Dead and no error below)."
+        " With an authorizer: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED for that group); "
+        "authorized operations from the authorizer.",
     16: "v4 states filter; v5 type filter (classic only: Spool has no consumer or share "
-        "groups).",
+        "groups)."
+        " With an authorizer: every group with DESCRIBE on the cluster, else the groups the "
+        "principal may DESCRIBE.",
     17: "On a SASL listener (SASL_PLAINTEXT), before authentication: the mechanism of "
         "`sasl.enabled.mechanisms` (PLAIN), else UNSUPPORTED_SASL_MECHANISM with the enabled "
         "list and the connection closed; v0: raw size-prefixed tokens follow, v1: "
@@ -85,27 +109,41 @@ NOTES: dict[int, str] = {
         "PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v4. v6 (KIP-939): no two-phase "
         "commit, `enable2Pc` TRANSACTIONAL_ID_AUTHORIZATION_FAILED and `keepPreparedTxn` "
         "UNSUPPORTED_VERSION, as Kafka with `transaction.two.phase.commit.enable` off. "
-        "A Kafka 4.2 broker advertises 0-5 (v6 is unstable there); Spool advertises v6.",
-    23: "From the partition's leader epoch cache (truncation detection).",
+        "A Kafka 4.2 broker advertises 0-5 (v6 is unstable there); Spool advertises v6."
+        " With an authorizer: WRITE on the transactional id "
+        "(TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent producer IDEMPOTENT_WRITE on the "
+        "cluster or WRITE on some topic (KIP-679; else CLUSTER_AUTHORIZATION_FAILED).",
+    23: "From the partition's leader epoch cache (truncation detection)."
+        " With an authorizer: CLUSTER_ACTION, or DESCRIBE on each topic "
+        "(TOPIC_AUTHORIZATION_FAILED per partition).",
     24: "v0-3 from producers; v4+ from partition leaders (KIP-890), batched per coordinator: "
         "`verify_only` (is the partition in the ongoing transaction?) or the add of a "
         "transaction version 2 producer's partition. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH "
-        "below v2.",
+        "below v2."
+        " With an authorizer: v0-3 WRITE on the transactional id and on each topic (internal "
+        "topics never; TOPIC_AUTHORIZATION_FAILED and OPERATION_NOT_ATTEMPTED for the rest); v4+ "
+        "CLUSTER_ACTION (top-level CLUSTER_AUTHORIZATION_FAILED).",
     25: "Adds the group's `__consumer_offsets` partition to the transaction. PRODUCER_FENCED "
-        "is INVALID_PRODUCER_EPOCH below v2.",
+        "is INVALID_PRODUCER_EPOCH below v2."
+        " With an authorizer: WRITE on the transactional id, then READ on the group.",
     26: "Commit or abort: markers written to every partition of the transaction, offsets made "
         "visible on commit. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v2. v5 (KIP-890 "
         "transaction version 2): the epoch is bumped at every commit and abort (markers carry "
         "it), the answer names the producer id and epoch to go on with, a retry is told by "
         "its epoch, aborting an empty transaction is allowed, an exhausted epoch moves to a "
-        "new producer id.",
+        "new producer id."
+        " With an authorizer: WRITE on the transactional id.",
     27: "Between brokers: the coordinator's markers for partitions another broker leads; v2 "
         "`transaction_version` 2 (KIP-890): the marker's epoch must be above the producer's "
-        "(INVALID_PRODUCER_EPOCH for a late or repeated one).",
+        "(INVALID_PRODUCER_EPOCH for a late or repeated one)."
+        " With an authorizer: ALTER or CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED"
+        " per partition).",
     28: "Transactional offsets pending until the marker; v3 generation and member checks. A "
         "fenced producer is INVALID_PRODUCER_EPOCH at every version, as Kafka. The offsets "
         "partition is verified with the transaction coordinator (KIP-890), v5 adds it "
-        "(transaction version 2: no AddOffsetsToTxn).",
+        "(transaction version 2: no AddOffsetsToTxn)."
+        " With an authorizer: WRITE on the transactional id, READ on the group (that error for "
+        "every partition), READ on each topic.",
     32: "Topic and broker resources with sources, synonyms (v1+) and documentation (v3+); "
         "a broker id lists every key (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, "
         "STATIC_BROKER_CONFIG, DEFAULT_CONFIG, Kafka's synonyms), the empty name only the "
@@ -124,14 +162,17 @@ NOTES: dict[int, str] = {
         "closed at its next request. After authentication: ILLEGAL_SASL_STATE.",
     37: "Adds partitions within the broker's partition limit. In a cluster, forwarded to the "
         "active controller.",
-    42: "Empty or dead groups only (NON_EMPTY_GROUP otherwise).",
+    42: "Empty or dead groups only (NON_EMPTY_GROUP otherwise)."
+        " With an authorizer: DELETE on each group (GROUP_AUTHORIZATION_FAILED).",
     43: "Preferred and unclean elections by the controller; a single node answers "
         "ELECTION_NOT_NEEDED.",
     44: "SET, DELETE, APPEND, SUBTRACT (a SUBTRACT may empty a list config: "
         "`cleanup.policy` \"\" keeps records forever); broker resources as AlterConfigs.",
     45: "Reassignments by the controller (adding replicas, then the ISR, then removing).",
     46: "The reassignments in progress.",
-    47: "Deletes a group's committed offsets of partitions it does not consume.",
+    47: "Deletes a group's committed offsets of partitions it does not consume."
+        " With an authorizer: DELETE on the group (top-level GROUP_AUTHORIZATION_FAILED) and READ "
+        "on each topic.",
     55: "Leader, epoch, high watermark, voters' and observers' log end offsets; v2 nodes "
         "and directory ids.",
     57: "Finalized feature levels (`spool.cluster.features`: metadata.version 3.6-IV2 only, "
@@ -149,13 +190,19 @@ NOTES: dict[int, str] = {
     60: "Brokers with their endpoints on the listener asked; v1 `endpoint_type`: controllers "
         "asked of a broker listener is MISMATCHED_ENDPOINT_TYPE; v2 fenced brokers "
         "(KIP-1073); authorized operations (all, no authorizer).",
-    61: "Active producers of a partition from its producer state.",
-    65: "A transactional id's state, producer, epoch, timeout and partitions.",
+    61: "Active producers of a partition from its producer state."
+        " With an authorizer: READ on each topic (TOPIC_AUTHORIZATION_FAILED per partition).",
+    65: "A transactional id's state, producer, epoch, timeout and partitions."
+        " With an authorizer: DESCRIBE on each transactional id "
+        "(TRANSACTIONAL_ID_AUTHORIZATION_FAILED); topics it may not DESCRIBE left out.",
     66: "State and producer id filters; v1 duration filter; v2 KIP-1152 transactional id "
         "pattern (the whole id must match; one that does not compile is "
-        "INVALID_REGULAR_EXPRESSION).",
+        "INVALID_REGULAR_EXPRESSION)."
+        " With an authorizer: only the transactional ids the principal may DESCRIBE.",
     75: "Paginated topics and partitions (KIP-966), `response_partition_limit` clamped to "
-        "1-2000; no ELR; authorized operations (all, no authorizer).",
+        "1-2000; no ELR; authorized operations (all, no authorizer)."
+        " With an authorizer: topics the principal may not DESCRIBE left out, the named ones "
+        "TOPIC_AUTHORIZATION_FAILED after the rest.",
     52: "Raft (KIP-595/853): elections of the controller quorum.",
     53: "Raft: a new leader announces its epoch.",
     54: "Raft: a resigning leader hands over.",
