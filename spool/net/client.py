@@ -42,7 +42,8 @@ Security (``security=``, a ``spool.security.client_config.ClientSecurity``):
   has it, else v1/v0) carrying the mechanism's tokens until it completes. A refusal
   (UNSUPPORTED_SASL_MECHANISM, SASL_AUTHENTICATION_FAILED, a server message the mechanism
   rejects) raises ``AuthenticationError`` with the broker's message, closes the connection,
-  is logged (ERROR, repeats at most once a minute) and the next connect waits at least 1 s.
+  is logged (ERROR; the same refusal of the same client id by the same peer at most once a
+  minute, whichever NodeClient meets it) and the next connect waits at least 1 s.
 - Re-authentication (KIP-368): when SaslAuthenticate v1+ gives a ``session_lifetime_ms``,
   the client authenticates again on the same connection at a random point between 85% and
   95% of it (Kafka's window): the first request made after that point waits while
@@ -83,6 +84,9 @@ _SASL_HANDSHAKE_KEY = SaslHandshakeRequest.API_KEY
 _SASL_AUTHENTICATE_KEY = SaslAuthenticateRequest.API_KEY
 _AUTH_FAILURE_BACKOFF_S = 1.0
 _LOG_REPEAT_S = 60.0
+# the last refusal logged per (client id, peer), across NodeClient instances (a replica
+# fetcher makes a new one after a failure): (message, monotonic time)
+_LOGGED: dict[tuple[str | None, str, int], tuple[str, float]] = {}
 PLAINTEXT = ClientSecurity()
 
 
@@ -195,11 +199,14 @@ class NodeClient:
         self._reauth_at: float | None = None  # monotonic; KIP-368
         self._reauth: asyncio.Future | None = None
         self._sasl_versions: tuple[int, int] | None = None  # (handshake, authenticate)
-        self._logged: tuple[str, float] | None = None
         self.connects = 0  # connections opened so far (TCP, and TLS where asked)
 
     def __repr__(self) -> str:
         return f"NodeClient({self.host}:{self.port})"
+
+    @property
+    def _log_key(self) -> tuple[str | None, str, int]:
+        return (self.client_id, self.host, self.port)
 
     @property
     def connected(self) -> bool:
@@ -338,7 +345,7 @@ class NodeClient:
                     self._drop(DisconnectedError(f"{self}: authentication did not complete"))
                 raise
         self._ready = True
-        self._logged = None
+        _LOGGED.pop(self._log_key, None)  # (a later refusal is news again)
 
     def _auth_failed(self, reason: str) -> AuthenticationError:
         """The error for a failed TLS/SASL authentication; logged (repeats once a minute) and
@@ -347,9 +354,12 @@ class NodeClient:
         self._backoff_s = max(self._backoff_s, _AUTH_FAILURE_BACKOFF_S)
         msg = (f"{self}: authentication failed ({self.security.describe()}): {reason}")
         now = time.monotonic()
-        if self._logged is None or self._logged[0] != msg or now - self._logged[1] >= _LOG_REPEAT_S:
+        last = _LOGGED.get(self._log_key)
+        if last is None or last[0] != msg or now - last[1] >= _LOG_REPEAT_S:
             log.error("%s (client %s)", msg, self.client_id)
-            self._logged = (msg, now)
+            if len(_LOGGED) > 1000:
+                _LOGGED.clear()
+            _LOGGED[self._log_key] = (msg, now)
         return AuthenticationError(msg)
 
     async def _authenticate(self, *, reauthenticating: bool) -> None:
