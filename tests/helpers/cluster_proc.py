@@ -248,7 +248,7 @@ class ClusterNode:
     def format(self, cluster_id: str) -> str:
         self.write_config()
         out = subprocess.run([*SPOOL, "storage", "format", "--cluster-id", cluster_id,
-                              "--config", str(self.config_path)],
+                              "--config", str(self.config_path), *self.cluster.format_args],
                              capture_output=True, text=True, timeout=60)
         if out.returncode != 0:
             raise RuntimeError(f"spool storage format (node {self.node_id}) exited "
@@ -357,8 +357,10 @@ class Cluster:
         overrides: dict[str, str] | None = None,
         node_overrides: dict[int, dict[str, str]] | None = None,
         log_level: str = "INFO",
+        format_args: Sequence[str] = (),
     ) -> None:
         self.base_dir = Path(base_dir)
+        self.format_args = list(format_args)  # more `spool storage format` options (--add-scram)
         self.base_dir.mkdir(parents=True, exist_ok=True)
         self.overrides = dict(overrides or {})
         self.node_overrides = dict(node_overrides or {})
