@@ -7,8 +7,9 @@
     spool acls list   [resources] [--resource-pattern-type ...|any|match] [--principal P]
     spool acls remove [resources] [principals, hosts, operations] [--force]
 
-Contract (Kafka's AclCommand, over confluent-kafka's AdminClient: CreateAcls,
-DescribeAcls, DeleteAcls):
+Contract (Kafka's AclCommand, over confluent-kafka's AdminClient: CreateAcls and
+DeleteAcls; DescribeAcls v1-3 over ``spool.cli.wire``, as confluent-kafka 2.16 drops
+its top-level error):
 
 - Resources: ``--topic``, ``--group``, ``--transactional-id`` (repeatable; ``*`` is
   every resource of the type) and ``--cluster``, each under
@@ -47,17 +48,21 @@ import typer
 from confluent_kafka.admin import AclBinding as CkAclBinding
 from confluent_kafka.admin import AclBindingFilter
 
+from spool.cli import wire
 from spool.cli.common import (
     DEFAULT_BOOTSTRAP,
     AdminTimeout,
     Bootstrap,
+    CliError,
     CommandConfigOpt,
     admin_client,
     cli_command,
     fail,
     result,
 )
+from spool.protocol._generated import DescribeAclsRequest
 from spool.protocol.acl import SUPPORTED_OPERATIONS, AclOperation, ResourceType
+from spool.protocol.errors import error_name
 from spool.security.acls import WILDCARD, AclPermissionType, PatternType
 from spool.security.principal import KafkaPrincipal
 
@@ -228,12 +233,25 @@ def _filter(p: Pattern, e: Entry | None) -> AclBindingFilter:
                             e.host, int(e.operation), int(e.permission_type))
 
 
-def _from_binding(b: CkAclBinding) -> tuple[Pattern, Entry]:
-    """confluent-kafka's binding (its enums are plain Enums over Kafka's codes)."""
-    return (Pattern(ResourceType(b.restype.value), b.name,
-                    PatternType(b.resource_pattern_type.value)),
-            Entry(b.principal, b.host, AclOperation(b.operation.value),
-                  AclPermissionType(b.permission_type.value)))
+async def _describe(admin: wire.WireAdmin, filters: list[Pattern]) -> dict[Pattern, set[Entry]]:
+    """DescribeAcls per filter (over the wire: confluent-kafka 2.16 drops DescribeAcls'
+    top-level error, so a refused list would print as an empty one)."""
+    found: dict[Pattern, set[Entry]] = {}
+    for f in filters:
+        resp = await admin.request(DescribeAclsRequest(
+            resource_type_filter=int(f.resource_type), resource_name_filter=f.name,
+            pattern_type_filter=int(f.pattern_type), principal_filter=None, host_filter=None,
+            operation=int(AclOperation.ANY), permission_type=int(AclPermissionType.ANY)), 3)
+        if resp.error_code:
+            name = error_name(resp.error_code)
+            raise CliError(f"{(resp.error_message or name).rstrip('.')} ({name})", 1, name)
+        for r in resp.resources:
+            pattern = Pattern(ResourceType(r.resource_type), r.resource_name,
+                              PatternType(r.pattern_type))
+            found.setdefault(pattern, set()).update(
+                Entry(a.principal, a.host, AclOperation(a.operation),
+                      AclPermissionType(a.permission_type)) for a in r.acls)
+    return found
 
 
 def _block(head: str, acls: Iterable[Entry]) -> str:
@@ -350,15 +368,8 @@ def list_(
     filters = resource_filters(topic or [], group or [], cluster, transactional_id or [], ptype,
                                required=False)
     principals = [parse_principal(p) for p in principal or []]
-    admin = admin_client(bootstrap, timeout)
-    asked = [_filter(f, None) for f in filters] or [
-        AclBindingFilter(int(ResourceType.ANY), None, int(PatternType.ANY), None, None,
-                         int(AclOperation.ANY), int(AclPermissionType.ANY))]
-    found: dict[Pattern, set[Entry]] = {}
-    for flt in asked:
-        for binding in result(admin.describe_acls(flt, request_timeout=timeout), "acls"):
-            pattern, entry = _from_binding(binding)
-            found.setdefault(pattern, set()).add(entry)
+    found = wire.run(bootstrap, timeout, lambda admin: _describe(
+        admin, filters or [Pattern(ResourceType.ANY, None, PatternType.ANY)]))
 
     def show(by_pattern: dict[Pattern, set[Entry]]) -> None:
         for pattern in sorted(by_pattern, key=_pattern_key):

@@ -136,7 +136,7 @@ async def _describe(admin: wire.WireAdmin, components: list[ComponentData],
                                1)
     if resp.error_code:
         name = error_name(resp.error_code)
-        raise CliError(f"describe quotas: {resp.error_message or name} ({name})", 1, name)
+        raise CliError(f"{(resp.error_message or name).rstrip('.')} ({name})", 1, name)
     return {_order(tuple((e.entity_type, e.entity_name) for e in entry.entity)):
             {v.key: v.value for v in entry.values} for entry in resp.entries or []}
 
@@ -187,7 +187,7 @@ def set_(
     for entry in resp.entries:
         if entry.error_code:
             name = error_name(entry.error_code)
-            raise CliError(f"{entry.error_message or name} ({name})", 1, name)
+            raise CliError(f"{(entry.error_message or name).rstrip('.')} ({name})", 1, name)
     kind, name = ent[0]
     plural = {USER: "users", CLIENT_ID: "clients"}[kind]
     if name is None:

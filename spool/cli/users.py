@@ -4,8 +4,10 @@
     spool users scram describe [--user alice ...]
     spool users scram delete   --user alice --delete-config SCRAM-SHA-512
 
-Contract (Kafka's ConfigCommand for ``--entity-type users``, over confluent-kafka's
-AdminClient: AlterUserScramCredentials, DescribeUserScramCredentials):
+Contract (Kafka's ConfigCommand for ``--entity-type users``: AlterUserScramCredentials
+over confluent-kafka's AdminClient; DescribeUserScramCredentials v0 over
+``spool.cli.wire``, as confluent-kafka 2.16 crashes (double free) on its top-level
+error):
 
 - ``set``: ``--add-config`` (repeatable; comma-separated; a value with commas in
   square brackets) takes ``SCRAM-SHA-256`` / ``SCRAM-SHA-512`` =
@@ -29,7 +31,6 @@ import re
 from typing import Annotated
 
 import typer
-from confluent_kafka import KafkaException
 from confluent_kafka.admin import (
     ScramCredentialInfo,
     ScramMechanism,
@@ -37,6 +38,7 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
+from spool.cli import wire
 from spool.cli.common import (
     DEFAULT_BOOTSTRAP,
     AdminTimeout,
@@ -47,12 +49,14 @@ from spool.cli.common import (
     admin_client,
     cli_command,
     fail,
-    kafka_error,
     parse_names,
     parse_pairs,
     print_json,
     result,
 )
+from spool.protocol._generated import DescribeUserScramCredentialsRequest
+from spool.protocol._generated.describe_user_scram_credentials_request import UserName
+from spool.protocol.errors import error_name
 
 app = typer.Typer(help="Users' credentials (kafka-configs --entity-type users).",
                   no_args_is_help=True)
@@ -61,6 +65,7 @@ app.add_typer(scram, name="scram")
 
 MECHANISMS = {"SCRAM-SHA-256": ScramMechanism.SCRAM_SHA_256,
               "SCRAM-SHA-512": ScramMechanism.SCRAM_SHA_512}
+_MECHANISM_NAMES = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}  # the wire's numbers
 MIN_ITERATIONS = 4096
 DEFAULT_ITERATIONS = 4096
 _CREDENTIAL = re.compile(r"(?:iterations=(-?[0-9]*),)?password=(.*)", re.S)
@@ -155,21 +160,26 @@ def describe(
     timeout: AdminTimeout = 30.0,
 ) -> None:
     """Describe users' SCRAM credentials: mechanism and iterations, never secrets."""
-    admin = admin_client(bootstrap, timeout)
     users = list(dict.fromkeys(user or [])) or None
-    answer = admin.describe_user_scram_credentials(users, request_timeout=timeout)
+
+    async def body(admin: wire.WireAdmin):
+        return await admin.request(DescribeUserScramCredentialsRequest(
+            users=None if users is None else [UserName(name=u) for u in users]), 0)
+
+    resp = wire.run(bootstrap, timeout, body)
+    if resp.error_code:  # (e.g. CLUSTER_AUTHORIZATION_FAILED: every user's result has it too)
+        name = error_name(resp.error_code)
+        raise CliError(f"{(resp.error_message or name).rstrip('.')} ({name})", 1, name)
     found: dict[str, list[tuple[str, int]]] = {}
     failed: CliError | None = None
-    if users is None:
-        descriptions = result(answer, "users")
-        for name, d in descriptions.items():
-            found[name] = _infos(d)
-    else:
-        for name, fut in answer.items():
-            try:
-                found[name] = _infos(fut.result(timeout=timeout))
-            except KafkaException as e:  # the first failure is reported after the rest
-                failed = failed or kafka_error(e, name)
+    for r in resp.results:
+        if r.error_code:  # the first failure is reported after the rest are printed
+            name = error_name(r.error_code)
+            text = (r.error_message or name).rstrip(".")
+            failed = failed or CliError(f"'{r.user}': {text} ({name})", 1, name)
+        else:
+            found[r.user] = sorted((_MECHANISM_NAMES.get(c.mechanism, str(c.mechanism)),
+                                    c.iterations) for c in r.credential_infos)
     rows = sorted(found.items())
     if json:
         print_json([{"user": u, "credentials": [{"mechanism": m, "iterations": i}
@@ -180,9 +190,3 @@ def describe(
             print(f"SCRAM credential configs for user-principal '{u}' are {text}")
     if failed is not None:
         raise failed
-
-
-def _infos(description) -> list[tuple[str, int]]:
-    names = {v: k for k, v in MECHANISMS.items()}
-    return sorted((names.get(info.mechanism, str(info.mechanism)), info.iterations)
-                  for info in description.scram_credential_infos)
