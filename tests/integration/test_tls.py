@@ -18,6 +18,7 @@ is allowed no cluster operation (describe_cluster's authorized operations).
 from __future__ import annotations
 
 import asyncio
+import random
 import re
 import signal
 import socket
@@ -41,6 +42,8 @@ CLUSTER_OPS = {AclOperation.CREATE, AclOperation.ALTER, AclOperation.DESCRIBE,
                AclOperation.CLUSTER_ACTION, AclOperation.DESCRIBE_CONFIGS,
                AclOperation.ALTER_CONFIGS, AclOperation.IDEMPOTENT_WRITE}
 RECORDS = [f"{i:05d}".encode() * 200 for i in range(200)]  # 1000 bytes each
+# 6 MiB of random bytes: fetch responses span many TLS records and several 256 KiB chunks
+BIG = [random.Random(i).randbytes(1024) for i in range(6144)]
 
 
 class Broker:
@@ -124,9 +127,9 @@ def rdkafka(broker: Broker, listener: str, **extra) -> dict:
     return conf
 
 
-def produce_and_consume(conf: dict, topic: str) -> list[bytes]:
+def produce_and_consume(conf: dict, topic: str, records: list[bytes] = RECORDS) -> list[bytes]:
     p = Producer(conf)
-    for r in RECORDS:
+    for r in records:
         p.produce(topic, r)
     assert p.flush(30) == 0
     c = Consumer({**conf, "group.id": f"g-{topic}", "auto.offset.reset": "earliest",
@@ -134,7 +137,7 @@ def produce_and_consume(conf: dict, topic: str) -> list[bytes]:
     c.subscribe([topic])
     got: list[bytes] = []
     deadline = time.monotonic() + 60
-    while len(got) < len(RECORDS) and time.monotonic() < deadline:
+    while len(got) < len(records) and time.monotonic() < deadline:
         m = c.poll(0.5)
         if m is not None and m.error() is None:
             got.append(m.value())
@@ -166,7 +169,7 @@ def still_serves(broker: Broker) -> None:
 
 def test_confluent_kafka_verifies_the_broker_and_round_trips_records(broker, topic_name):
     conf = rdkafka(broker, "SSL")
-    assert produce_and_consume(conf, topic_name) == RECORDS
+    assert produce_and_consume(conf, topic_name, BIG) == BIG
     md = AdminClient(conf).list_topics(timeout=10)
     assert [(b.host, b.port) for b in md.brokers.values()] == [("127.0.0.1", broker.ports["SSL"])]
     # a connection without a certificate is User:ANONYMOUS (a super user here)
@@ -184,8 +187,12 @@ def test_kafka_python_verifies_the_broker_and_round_trips_records(broker, topic_
     producer.flush(30)
     producer.close()
     consumer = KafkaConsumer(topic_name, auto_offset_reset="earliest",
-                             consumer_timeout_ms=10000, **tls)
-    got = [m.value for m in consumer][: len(RECORDS)]
+                             consumer_timeout_ms=30000, **tls)
+    got: list[bytes] = []
+    for m in consumer:
+        got.append(m.value)
+        if len(got) == len(RECORDS):
+            break
     consumer.close()
     assert got == RECORDS
 
