@@ -1,7 +1,7 @@
 """The ACL matrix, data half: produce, fetch, offsets, metadata, groups, transactions.
 
 One broker for the module (``tests.helpers.secure_broker``): a SASL_PLAINTEXT listener,
-PLAIN users admin (``super.users``), alice, bob and carol, Kafka's StandardAuthorizer
+PLAIN users admin (``super.users``), alice, bob, carol and dave, Kafka's StandardAuthorizer
 (``authorizer.class.name``), ``allow.everyone.if.no.acl.found`` false. ACLs are created as
 users do, with confluent-kafka's AdminClient as admin; each test names its own topics,
 groups and transactional ids, so the tests share the broker without sharing ACLs.
@@ -19,7 +19,14 @@ import asyncio
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicCollection,
+    TopicPartition,
+)
 from confluent_kafka.admin import (
     AclBinding,
     AclOperation,
@@ -32,6 +39,7 @@ from confluent_kafka.admin import (
 
 from spool.net.client import NodeClient
 from spool.protocol._generated import (
+    DescribeClusterRequest,
     DescribeGroupsRequest,
     DescribeProducersRequest,
     DescribeTopicPartitionsRequest,
@@ -82,7 +90,8 @@ from tests.helpers.secure_broker import PLAIN_LOGIN, SecureBroker
 pytestmark = pytest.mark.timeout(300)
 
 STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-USERS = {"alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret"}
+USERS = {"alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret",
+         "dave": "dave-secret"}  # dave: the only one given ACLs on the cluster
 TOPIC_DENIED = Errors.TOPIC_AUTHORIZATION_FAILED
 GROUP_DENIED = Errors.GROUP_AUTHORIZATION_FAILED
 CLUSTER_DENIED = Errors.CLUSTER_AUTHORIZATION_FAILED
@@ -367,6 +376,38 @@ def test_describe_topic_partitions_and_producers(broker, admin):
                                            for n in (seen, unseen)])
     assert codes(raw(broker, "alice", req, 0), "topics", "partitions") == {
         seen: [0], unseen: [TOPIC_DENIED]}
+
+
+def test_authorized_operations_are_what_the_acls_allow(broker, admin):
+    topic, group = _name("ops"), _name("ops-g")
+    create_topics(admin, topic)
+    assert raw(broker, "admin", commit_request(group, topic, 1), 8).topics[0].partitions[
+        0].error_code == 0
+    grant(admin, topic_acl(topic, W), topic_acl(topic, AclOperation.ALTER_CONFIGS),
+          group_acl(group, R))
+    alice = AdminClient(broker.confluent("alice"))
+    described = alice.describe_topics(TopicCollection([topic]),
+                                      include_authorized_operations=True)[topic].result(15)
+    assert set(described.authorized_operations) == {  # WRITE and ALTER_CONFIGS, and implied
+        AclOperation.WRITE, AclOperation.DESCRIBE, AclOperation.ALTER_CONFIGS,
+        AclOperation.DESCRIBE_CONFIGS}
+    g = alice.describe_consumer_groups([group], include_authorized_operations=True)[
+        group].result(15)
+    assert set(g.authorized_operations) == {AclOperation.READ, AclOperation.DESCRIBE}
+    # without DESCRIBE on the cluster: no cluster operation at all (Kafka answers 0)
+    dave = AdminClient(broker.confluent("dave"))
+    grant(admin, _acl(ResourceType.BROKER, "kafka-cluster", AclOperation.IDEMPOTENT_WRITE,
+                      "dave"))
+    assert not dave.describe_cluster(include_authorized_operations=True).result(
+        15).authorized_operations
+    req = DescribeClusterRequest(include_cluster_authorized_operations=True, endpoint_type=1)
+    assert raw(broker, "dave", req, 1).cluster_authorized_operations == 0
+    grant(admin, _acl(ResourceType.BROKER, "kafka-cluster", AclOperation.DESCRIBE, "dave"))
+    assert set(dave.describe_cluster(include_authorized_operations=True).result(
+        15).authorized_operations) == {AclOperation.DESCRIBE, AclOperation.IDEMPOTENT_WRITE}
+    everything = admin.describe_cluster(
+        include_authorized_operations=True).result(15).authorized_operations
+    assert AclOperation.CLUSTER_ACTION in everything and len(everything) == 7
 
 
 # ---- prefixed ACLs, deny over allow, super users
