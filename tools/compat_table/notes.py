@@ -173,6 +173,38 @@ NOTES: dict[int, str] = {
     47: "Deletes a group's committed offsets of partitions it does not consume."
         " With an authorizer: DELETE on the group (top-level GROUP_AUTHORIZATION_FAILED) and READ "
         "on each topic.",
+    29: "The ACLs of the metadata log (Kafka's AclBindingFilter: resource type ANY, pattern "
+        "type ANY or MATCH, null name, principal or host), grouped by resource; a cluster broker "
+        "answers from its own metadata image. DESCRIBE on the cluster "
+        "(CLUSTER_AUTHORIZATION_FAILED); without an authorizer SECURITY_DISABLED; a filter with "
+        "an UNKNOWN part INVALID_REQUEST. v0 is gone from Kafka 4.",
+    30: "Kafka's AclControlManager rules per ACL (INVALID_REQUEST for a CLUSTER not named "
+        "kafka-cluster, an empty name, UNKNOWN/ANY codes, MATCH/ANY patterns); an ACL that "
+        "exists succeeds and is written once. ALTER on the cluster "
+        "(CLUSTER_AUTHORIZATION_FAILED per ACL); without an authorizer SECURITY_DISABLED. A "
+        "single node writes its metadata log; a cluster broker forwards to the active "
+        "controller, which commits AccessControlEntryRecords through Raft.",
+    31: "Each filter deletes every ACL it matches and lists them (one "
+        "RemoveAccessControlEntryRecord per ACL); an UNKNOWN part is INVALID_REQUEST for that "
+        "filter. ALTER on the cluster; without an authorizer SECURITY_DISABLED. Forwarded to "
+        "the active controller in a cluster.",
+    48: "Quotas of user, client-id and ip entities (a null name is the type's `<default>`) "
+        "from the metadata log; match types exact, default and any-specified, `strict`; "
+        "Kafka's filter errors (INVALID_REQUEST, UNSUPPORTED_VERSION for another entity type). "
+        "DESCRIBE_CONFIGS on the cluster.",
+    49: "Kafka's ClientQuotaControlManager rules (entity types and combinations, keys "
+        "producer_byte_rate, consumer_byte_rate, request_percentage, controller_mutation_rate, "
+        "connection_creation_rate for ip, integral values, > 0); only changes are written; "
+        "`validate_only`. ALTER_CONFIGS on the cluster. Forwarded to the active controller in "
+        "a cluster. The quota manager reads the result (`broker.security_image.quotas`).",
+    50: "Mechanisms and iterations per user (never salts or keys); RESOURCE_NOT_FOUND for a "
+        "user without credentials, DUPLICATE_RESOURCE for a user asked twice; no users: "
+        "every user. DESCRIBE on the cluster.",
+    51: "SCRAM-SHA-256/512 credentials stored salted (salt, StoredKey, ServerKey, iterations "
+        "4096-16384) as UserScramCredentialRecords; Kafka's errors (DUPLICATE_RESOURCE, "
+        "UNACCEPTABLE_CREDENTIAL, UNSUPPORTED_SASL_MECHANISM, RESOURCE_NOT_FOUND). ALTER on "
+        "the cluster. Forwarded to the active controller in a cluster; `spool storage format "
+        "--add-scram` gives a new cluster its first credentials.",
     55: "Leader, epoch, high watermark, voters' and observers' log end offsets; v2 nodes "
         "and directory ids.",
     57: "Finalized feature levels (`spool.cluster.features`: metadata.version 3.6-IV2 only, "
