@@ -173,17 +173,20 @@ def committed(broker, group: str, topic: str) -> int:
         c.close()
 
 
-def raw(broker, user: str, message, version: int):
-    """One request as ``user`` (PLAIN), its decoded response."""
+def _security(user: str) -> ClientSecurity:
     password = USERS.get(user, "admin-secret")
-    sec = ClientSecurity.from_properties({
+    return ClientSecurity.from_properties({
         "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
         "sasl.jaas.config": f'{PLAIN_LOGIN} required username="{user}" '
                             f'password="{password}";'})
+
+
+def raw(broker, user: str, message, version: int):
+    """One request as ``user`` (PLAIN), its decoded response."""
     host, port = broker.bootstrap().split(":")
 
     async def go():
-        c = NodeClient(host, int(port), security=sec, client_id="acl-matrix")
+        c = NodeClient(host, int(port), security=_security(user), client_id="acl-matrix")
         try:
             return await c.request(message, version)
         finally:
@@ -243,6 +246,27 @@ def test_confluent_producer_refused_then_allowed(broker, admin):
     p.flush(15)
     assert reports == [None]
     assert watermarks(broker, topic) == (0, 1)
+
+
+def test_acks_0_produce_refused_closes_the_connection(broker, admin):
+    topic = _name("p-acks0")
+    create_topics(admin, topic)
+    grant(admin, topic_acl(topic, D))
+    req = produce_request(topic)
+    req.acks = 0
+    host, port = broker.bootstrap().split(":")
+
+    async def go():
+        c = NodeClient(host, int(port), security=_security("alice"))
+        try:
+            await c.request(req, 9, expect_response=False)
+            with pytest.raises(ConnectionError):  # no answer: the connection is closed
+                await c.request(MetadataRequest(topics=[], allow_auto_topic_creation=False), 12)
+        finally:
+            await c.close()
+
+    asyncio.run(go())
+    assert watermarks(broker, topic) == (0, 0)
 
 
 def test_transactional_batches_need_write_on_the_transactional_id(broker, admin):
@@ -349,6 +373,28 @@ def test_metadata_hides_topics_it_may_not_describe(broker, admin):
     assert got[seen][0] == 0 and got[seen][1] != ZERO_UUID
     # existing or not, the same answer and no topic id
     assert got[unseen] == got[ghost] == (TOPIC_DENIED, ZERO_UUID)
+
+
+def test_topics_by_id_refused_with_the_id(broker, admin):
+    seen, unseen = _name("id-seen"), _name("id-unseen")
+    create_topics(admin, seen, unseen)
+    produce_as_admin(broker, unseen, b"secret")
+    grant(admin, topic_acl(seen, R))
+    by_name = raw(broker, "admin", MetadataRequest(topics=[
+        MetadataRequestTopic(name=n) for n in (seen, unseen)], allow_auto_topic_creation=False), 12)
+    ids = {t.name: t.topic_id for t in by_name.topics}
+    resp = raw(broker, "alice", MetadataRequest(topics=[
+        MetadataRequestTopic(topic_id=ids[n], name=None) for n in (seen, unseen)],
+        allow_auto_topic_creation=False), 12)
+    got = {t.topic_id: (t.error_code, t.name) for t in resp.topics}
+    assert got == {ids[seen]: (0, seen), ids[unseen]: (TOPIC_DENIED, None)}
+    req = fetch_request(seen, unseen)
+    for t in req.topics:
+        t.topic_id, t.topic = ids[t.topic], ""
+    resp = raw(broker, "alice", req, 13)
+    got = {t.topic_id: [(p.error_code, len(p.records or b"")) for p in t.partitions]
+           for t in resp.responses}
+    assert got == {ids[seen]: [(0, 0)], ids[unseen]: [(TOPIC_DENIED, 0)]}
 
 
 def test_metadata_auto_creation_needs_create(broker, admin):
