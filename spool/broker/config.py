@@ -720,27 +720,36 @@ class BrokerConfig:
             return None
         return format_value(spec, spec.default)
 
-    def listener_value(self, listener_name: str, key: str,
-                       mechanism: str | None = None) -> str | None:
+    def listener_value(self, listener_name: str, key: str, mechanism: str | None = None,
+                       dynamic: Mapping[str, str] | None = None) -> str | None:
         """``key`` as the listener ``listener_name`` sees it, Kafka's lookup order:
         ``listener.name.<listener lowercased>.<mechanism lowercased>.<key>`` (when
         ``mechanism`` is given), then ``listener.name.<listener lowercased>.<key>``, then
-        ``key`` itself (its default when unset)."""
+        ``key`` itself (its default when unset). With ``dynamic`` (the broker's dynamic
+        configs, both layers merged) each of those is read there first."""
         prefix = f"listener.name.{listener_name.lower()}."
+        layers = (self.values,) if not dynamic else (dynamic, self.values)
+        names = [prefix + key]
         if mechanism is not None:
-            v = self.values.get(f"{prefix}{mechanism.lower()}.{key}")
-            if v is not None:
-                return v
-        v = self.values.get(prefix + key)
+            names.insert(0, f"{prefix}{mechanism.lower()}.{key}")
+        for name in names:
+            for layer in layers:
+                v = layer.get(name)
+                if v is not None:
+                    return v
+        v = dynamic.get(key) if dynamic else None
         return v if v is not None else self.get(key)
 
-    def server_tls(self, listener: Listener) -> ServerTls:
-        """The TLS side of an SSL or SASL_SSL listener (``spool.security.tls``); its
-        keystore and truststore are read now. ConfigError naming the listener."""
+    def server_tls(self, listener: Listener,
+                   dynamic: Mapping[str, str] | None = None) -> ServerTls:
+        """The TLS side of an SSL or SASL_SSL listener (``spool.security.tls``), from the
+        static config and ``dynamic`` (``listener_value``); its keystore and truststore
+        are read now. ConfigError naming the listener."""
         from spool.security.tls import TlsConfigError, server_tls
 
-        get = functools.partial(self.listener_value, listener.name)
-        prefixed = self.values.get(f"listener.name.{listener.name.lower()}.ssl.client.auth")
+        get = functools.partial(self.listener_value, listener.name, dynamic=dynamic)
+        own = f"listener.name.{listener.name.lower()}.ssl.client.auth"
+        prefixed = (dynamic or {}).get(own, self.values.get(own))
         try:
             return server_tls(get, listener.protocol, prefixed)
         except TlsConfigError as e:

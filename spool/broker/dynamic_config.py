@@ -28,9 +28,14 @@ A key nobody defines is accepted, as Kafka keeps custom keys for plugins; the
 broker log names it (with a "did you mean" hint). ``apply_changes`` acts on what
 the running broker can take (``max.connections``, ``max.connections.per.ip``; topic
 defaults such as ``log.retention.ms`` and ``message.max.bytes`` reach every log
-through the log manager; the cleaner reads its buffer and backoff keys each time),
-and ``note_changes`` logs each change a broker sees: applied, or stored only
-(Spool does not act on it: TLS, SASL, quotas, thread pools, listeners...).
+through the log manager; the cleaner reads its buffer and backoff keys each time).
+TLS listeners' keys (``listener.name.<l>.ssl.keystore.location``...) are checked by
+building the context (INVALID_REQUEST "Validation of dynamic config update of
+SSLFactory failed: ...") and applied to new connections (``_reload_tls``); Kafka's
+check that a new certificate keeps the old one's subject and names
+(``ssl.allow.dn.changes``) is not made.
+``note_changes`` logs each change a broker sees: applied, or stored only
+(Spool does not act on it: SASL, quotas, thread pools, listeners...).
 Password values never reach the log.
 """
 
@@ -43,11 +48,14 @@ from spool.broker.config import (
     KAFKA_READ_ONLY_KEYS,
     LISTENER_MECHANISM_CONFIGS,
     LISTENER_PREFIX,
+    TLS_PROTOCOLS,
     BrokerConfig,
+    ConfigError,
     all_known_keys,
     known_key,
 )
 from spool.protocol.errors import Errors, KafkaError
+from spool.security.tls import KEYS as TLS_KEYS
 from spool.storage.config import (
     CLUSTER_WIDE,
     DYNAMIC_TOPIC_DEFAULTS,
@@ -100,9 +108,14 @@ def is_known(name: str) -> bool:
         base in LISTENER_MECHANISM_CONFIGS)
 
 
+def _tls_key(name: str) -> bool:
+    """A key a TLS listener's context is built from (listener-prefixed or not)."""
+    return (_base(name) or name) in TLS_KEYS
+
+
 def is_applied(name: str) -> bool:
     """Spool acts on a change of this dynamic key while it runs."""
-    if name in DYNAMIC_TOPIC_DEFAULTS:
+    if name in DYNAMIC_TOPIC_DEFAULTS or _tls_key(name):
         return True
     key = known_key(name)
     return key is not None and key.applied
@@ -161,6 +174,41 @@ def check_broker_configs(config: BrokerConfig, current: Mapping[str, str], name:
     for k in THREAD_POOLS:
         if k in props:
             _check_thread_count(k, int(props[k]), int(current.get(k) or config.get(k) or 1))
+    if any(_tls_key(k) for k in props):
+        _check_tls(config, {**current, **props})
+
+
+def _check_tls(config: BrokerConfig, dynamic: Mapping[str, str]) -> None:
+    """Each TLS listener's context builds with the new values (Kafka validates the new
+    keystore and truststore before accepting them)."""
+    for lst in config.listeners:
+        if lst.protocol in TLS_PROTOCOLS:
+            try:
+                config.server_tls(lst, dynamic)
+            except ConfigError as e:
+                raise KafkaError(Errors.INVALID_REQUEST, f"Validation of dynamic config update "
+                                 f"of SSLFactory failed: {e}") from None
+
+
+def _reload_tls(broker, old: Mapping[str, str], new: Mapping[str, str]) -> None:
+    """Rebuild the TLS listeners' contexts when a key they read changed: new connections
+    get the new keystore, truststore, client auth...; open ones keep theirs (as Kafka).
+    A context that does not build keeps the old one, logged."""
+    server = getattr(broker, "server", None)
+    if server is None or not server.tls:
+        return
+    if not any(_tls_key(k) and old.get(k) != new.get(k) for k in {*old, *new}):
+        return
+    for lst in broker.config.listeners:
+        if lst.name in server.tls:
+            try:
+                server.tls[lst.name] = broker.config.server_tls(lst, new)
+            except ConfigError as e:
+                log.error("broker %d: TLS settings of listener %s not changed: %s",
+                          broker.node_id, lst.name, e)
+            else:
+                log.info("broker %d: listener %s: new TLS settings for new connections",
+                         broker.node_id, lst.name)
 
 
 def _check_thread_count(name: str, new: int, old: int) -> None:
@@ -185,6 +233,7 @@ def apply_changes(broker, old: Mapping[str, str], new: Mapping[str, str]) -> Non
     if server is not None and any(old.get(k) != new.get(k) for k in limits):
         current = [int(new.get(k) or broker.config.get(k)) for k in limits]
         server.set_connection_limits(*current)
+    _reload_tls(broker, old, new)
     note_changes(broker.node_id, old, new)
 
 

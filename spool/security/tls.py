@@ -48,6 +48,13 @@ Get = Callable[[str], "str | None"]
 PROTOCOLS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 CLIENT_AUTH = {"required": ssl.CERT_REQUIRED, "requested": ssl.CERT_OPTIONAL,
                "none": ssl.CERT_NONE}
+# the keys server_tls reads (what a dynamic change of them rebuilds)
+KEYS = frozenset((
+    "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
+    "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.truststore.type",
+    "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.certificates",
+    "ssl.client.auth", "ssl.enabled.protocols", "ssl.cipher.suites",
+    "ssl.principal.mapping.rules"))
 TLS13_SUITES = frozenset(("TLS_AES_256_GCM_SHA384", "TLS_AES_128_GCM_SHA256",
                           "TLS_CHACHA20_POLY1305_SHA256", "TLS_AES_128_CCM_SHA256",
                           "TLS_AES_128_CCM_8_SHA256"))

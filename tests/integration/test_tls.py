@@ -31,7 +31,14 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
-from confluent_kafka.admin import AclOperation, AdminClient
+from confluent_kafka.admin import (
+    AclOperation,
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+)
+from cryptography import x509
 
 from tests.helpers.certs import PASSWORD, Pki
 
@@ -336,3 +343,43 @@ def _client_hello(broker: Broker) -> bytes:
         obj.do_handshake()
     return out.read()
 
+
+
+# ---- certificate rotation
+
+
+def _served_serial(broker: Broker, listener: str) -> int:
+    ctx = ssl.create_default_context(cafile=str(broker.pki.ca_pem))
+    with socket.create_connection(("127.0.0.1", broker.ports[listener]), 5) as raw, \
+            ctx.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+        return x509.load_der_x509_certificate(tls.getpeercert(binary_form=True)).serial_number
+
+
+def _alter(conf: dict, key: str, value: str | None) -> None:
+    op = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
+    res = ConfigResource("broker", "0", incremental_configs=[
+        ConfigEntry(key, value, incremental_operation=op)])
+    admin = AdminClient(conf)
+    admin.incremental_alter_configs([res])[res].result(15)
+
+
+def test_a_listener_keystore_changed_with_alter_configs_serves_new_connections(broker):
+    key = "listener.name.ssl.ssl.keystore.location"
+    plain = {"bootstrap.servers": broker.bootstrap("PLAINTEXT")}
+    before = AdminClient(rdkafka(broker, "SSL"))
+    assert before.list_topics(timeout=10).brokers  # a connection made before the change
+    assert _served_serial(broker, "SSL") == broker.server.cert.serial_number
+    rotated = broker.pki.issue("CN=localhost")
+    _alter(plain, key, str(rotated.keystore_pem))
+    try:
+        assert _served_serial(broker, "SSL") == rotated.cert.serial_number
+        assert _served_serial(broker, "MTLS") == broker.server.cert.serial_number  # its own
+        assert before.list_topics(timeout=10).brokers
+        with pytest.raises(KafkaException, match="Validation of dynamic config update of "
+                           "SSLFactory failed: listener SSL://127.0.0.1:0: ssl.keystore.location="
+                           "/nonexistent: cannot read it"):
+            _alter(plain, key, "/nonexistent")
+        assert _served_serial(broker, "SSL") == rotated.cert.serial_number
+    finally:
+        _alter(plain, key, None)
+    assert _served_serial(broker, "SSL") == broker.server.cert.serial_number
