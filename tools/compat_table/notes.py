@@ -151,8 +151,10 @@ NOTES: dict[int, str] = {
     33: "Replaces a resource's override set. Broker resource: every key Kafka 4.2 updates "
         "dynamically (a broker id, or the empty name for the cluster-wide default; Kafka's "
         "INVALID_REQUEST for keys that need a restart), stored in the metadata log; topic "
-        "defaults (`log.*`, `message.max.bytes`) act at once, the others (TLS, SASL, quotas, "
-        "thread pools...) are stored and reported, and the broker log says so.",
+        "defaults (`log.*`, `message.max.bytes`) act at once, and so do a TLS listener's "
+        "`ssl.*` keys (the new keystore/truststore loaded first, INVALID_REQUEST if it does "
+        "not load; then used for new connections); the others (SASL, quotas, thread "
+        "pools...) are stored and reported, and the broker log says so.",
     35: "Log dirs with partition sizes and offset lag; v4+ total and usable bytes "
         "(statvfs); v5 `is_cordoned` false. A Kafka 4.2 broker advertises 1-4 (v5 is 4.3's "
         "schema); Spool advertises v5.",
