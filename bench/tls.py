@@ -98,6 +98,7 @@ def main() -> None:
         "commit": commit(), "finished_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
         "loadavg_at_end": os.getloadavg()[0], "runs": args.runs, "records": n, "size": SIZE,
         "cores": os.cpu_count(), "openssl": ssl.OPENSSL_VERSION,
+        "tcp_available_ulp": _ulps(),
         "raw_fetch_mb_s": {c: stats(v) for c, v in raw.items()},
         "consumer_records_s": {c: stats(v) for c, v in consumer.items()},
         "broker_cpu_s_per_gb": {c: stats(v) for c, v in cpu.items()},
@@ -108,6 +109,13 @@ def main() -> None:
         (DOCS / "bench-tls.json").write_text(json.dumps(results, indent=1) + "\n")
         write(text, DOCS / "BENCHMARKS.md")
         print("wrote docs/BENCHMARKS.md, docs/bench-tls.json")
+
+
+def _ulps() -> str:
+    try:
+        return Path("/proc/sys/net/ipv4/tcp_available_ulp").read_text().strip()
+    except OSError:
+        return "?"
 
 
 def _cell(s: dict, fmt: str = ",.0f") -> str:
@@ -127,7 +135,9 @@ def section(r: dict) -> str:
         f"finished {r['finished_utc']} UTC, 1-min load average at the end "
         f"{r['loadavg_at_end']:.1f}. Plaintext fetches go out with `sendfile`; TLS fetches "
         f"are read from the segment and encrypted in the broker (Python 3.11's `ssl` has no "
-        f"kernel TLS, `OP_ENABLE_KTLS` came in 3.12), and the bare client decrypts them.",
+        f"kernel TLS, `OP_ENABLE_KTLS` came in 3.12; this machine's kernel offers no `tls` "
+        f"TCP ULP either: /proc/sys/net/ipv4/tcp_available_ulp lists `"
+        f"{r.get('tcp_available_ulp', '?')}`), and the bare client decrypts them.",
         "",
         "| | PLAINTEXT | SSL | SSL / PLAINTEXT |",
         "|---|---|---|---|",
