@@ -41,6 +41,8 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from spool.security.jaas import JaasConfigError, parse_jaas_modules
+
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 STORE_TYPES = ("PEM", "PKCS12")
@@ -69,65 +71,15 @@ class JaasEntry:
 
 
 def parse_jaas(text: str, key: str = "sasl.jaas.config") -> list[JaasEntry]:
-    """Kafka's JaasConfig grammar: ``Module flag name="value" name=value ...;`` entries.
-
-    Quoted values take backslash escapes. ClientConfigError on anything else."""
-    entries: list[JaasEntry] = []
-    toks = _jaas_tokens(text, key)
-    i = 0
-    while i < len(toks):
-        if len(toks) - i < 3 or toks[i][0] != "w" or toks[i + 1][0] != "w":
-            raise ClientConfigError(f"{key}: expected 'LoginModule flag options;' in {text!r}")
-        module, flag = toks[i][1], toks[i + 1][1].lower()
-        if flag not in ("required", "requisite", "sufficient", "optional"):
-            raise ClientConfigError(f"{key}: invalid control flag {toks[i + 1][1]!r}")
-        i += 2
-        opts: dict[str, str] = {}
-        while i < len(toks) and toks[i] != ("p", ";"):
-            if i + 2 >= len(toks) or toks[i][0] != "w" or toks[i + 1] != ("p", "="):
-                raise ClientConfigError(f"{key}: expected name=value after {module}")
-            if toks[i + 2][0] not in ("w", "q"):
-                raise ClientConfigError(f"{key}: no value for {toks[i][1]}")
-            opts[toks[i][1]] = toks[i + 2][1]
-            i += 3
-        if i >= len(toks):
-            raise ClientConfigError(f"{key}: the entry of {module} does not end with ';'")
-        i += 1
-        entries.append(JaasEntry(module, flag, opts))
-    if not entries:
+    """Kafka's JaasConfig grammar (``spool.security.jaas``): ``Module flag name="value" ...;``
+    entries, quoted values with backslash escapes. ClientConfigError naming ``key``."""
+    try:
+        modules = parse_jaas_modules(text)
+    except JaasConfigError as e:
+        raise ClientConfigError(f"{key}: {e}") from None
+    if not modules:
         raise ClientConfigError(f"{key}: no login module in {text!r}")
-    return entries
-
-
-def _jaas_tokens(text: str, key: str) -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c.isspace():
-            i += 1
-        elif c in "=;":
-            out.append(("p", c))
-            i += 1
-        elif c == '"':
-            buf = []
-            i += 1
-            while i < n and text[i] != '"':
-                if text[i] == "\\" and i + 1 < n:
-                    i += 1
-                buf.append(text[i])
-                i += 1
-            if i >= n:
-                raise ClientConfigError(f"{key}: unterminated quoted value")
-            out.append(("q", "".join(buf)))
-            i += 1
-        else:
-            j = i
-            while j < n and not text[j].isspace() and text[j] not in '=;"':
-                j += 1
-            out.append(("w", text[i:j]))
-            i = j
-    return out
+    return [JaasEntry(m.class_name, m.flag, dict(m.options)) for m in modules]
 
 
 @dataclass(frozen=True)
@@ -232,7 +184,11 @@ class ClientSecurity:
             kw["sasl_mechanism"] = mech
         jaas = get("sasl.jaas.config")
         if jaas:
-            entry = parse_jaas(jaas)[0]
+            entries = parse_jaas(jaas)
+            if len(entries) != 1:  # Kafka's rule for the property
+                raise ClientConfigError(f"sasl.jaas.config: JAAS config property contains "
+                                        f"{len(entries)} login modules, should be 1 module")
+            entry = entries[0]
             opts = dict(entry.options)
             kw["username"] = opts.pop("username", None)
             kw["password"] = opts.pop("password", None)

@@ -175,7 +175,7 @@ sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginMo
      "ScramLoginModule does not log in with sasl.mechanism=PLAIN"),
     ("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config="
      "org.apache.kafka.common.security.plain.PlainLoginModule required username=a password=b\n",
-     "PlainLoginModule does not end with ';'"),
+     "PlainLoginModule: missing ';' at the end"),
     ("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config="
      "org.apache.kafka.common.security.plain.PlainLoginModule required username=a;\n",
      "password is not set"),

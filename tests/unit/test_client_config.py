@@ -57,8 +57,12 @@ def test_jaas_options_beyond_the_credentials_reach_the_mechanism():
     ({"ssl.endpoint.identification.algorithm": "ldaps"},
      "ssl.endpoint.identification.algorithm=ldaps"),
     ({"ssl.enabled.protocols": "TLSv1.1"}, "ssl.enabled.protocols=TLSv1.1"),
-    ({"sasl.jaas.config": "PlainLoginModule required username=\"a\""}, "does not end with ';'"),
-    ({"sasl.jaas.config": "PlainLoginModule always username=\"a\";"}, "invalid control flag"),
+    ({"sasl.jaas.config": "PlainLoginModule required username=\"a\""},
+     "sasl.jaas.config: login module PlainLoginModule: missing ';' at the end"),
+    ({"sasl.jaas.config": "PlainLoginModule always username=\"a\";"},
+     "sasl.jaas.config: login module PlainLoginModule: control flag 'always' is not one of"),
+    ({"sasl.jaas.config": "A required; B required;"},
+     "JAAS config property contains 2 login modules, should be 1 module"),
     ({"ssl.keystore.certificate.chain": "-----BEGIN"}, "go together"),
 ])
 def test_bad_properties_name_the_key(props, message):
