@@ -114,13 +114,18 @@ def _load_pkcs12(key: str, data: bytes, passwords: list[bytes | None]):
     raise TlsConfigError(f"{key}: cannot open the PKCS12 store (wrong password?): {last}")
 
 
+def _no_password() -> bytes:
+    # (without a callback OpenSSL would prompt on the terminal for an encrypted key)
+    raise TlsConfigError("the private key is encrypted: set ssl.key.password")
+
+
 def _load_chain_pem(ctx: ssl.SSLContext, pem: bytes, password: bytes | None) -> None:
     with tempfile.TemporaryDirectory(prefix="spool-tls-") as d:
         path = os.path.join(d, "keystore.pem")
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as f:
             f.write(pem)
-        ctx.load_cert_chain(path, password=password)
+        ctx.load_cert_chain(path, password=password if password is not None else _no_password)
 
 
 def load_keystore(ctx: ssl.SSLContext, get: Get, required: bool) -> bool:
@@ -146,7 +151,8 @@ def load_keystore(ctx: ssl.SSLContext, get: Get, required: bool) -> bool:
                             key_password)
         elif kind == "PEM":
             _read("ssl.keystore.location", location or "")
-            ctx.load_cert_chain(location or "", password=key_password)
+            ctx.load_cert_chain(location or "", password=key_password
+                                if key_password is not None else _no_password)
         else:
             data = _read("ssl.keystore.location", location or "")
             key, cert, extra = _load_pkcs12(

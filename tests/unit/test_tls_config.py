@@ -74,6 +74,8 @@ def test_refused_with_the_key_named(pki):
     assert "cannot be used (wrong ssl.key.password" in error(
         {"ssl.keystore.type": "PEM", "ssl.keystore.location": str(pki.locked.keystore_pem),
          "ssl.key.password": "wrong"})
+    assert error({"ssl.keystore.type": "PEM", "ssl.keystore.location": str(
+        pki.locked.keystore_pem)}) == "the private key is encrypted: set ssl.key.password"
     assert "cannot open the PKCS12 store (wrong password?)" in error(
         {"ssl.keystore.type": "PKCS12", "ssl.keystore.location": str(pki.server.p12),
          "ssl.keystore.password": "wrong"})
