@@ -200,6 +200,8 @@ class NodeClient:
         self._reauth: asyncio.Future | None = None
         self._sasl_versions: tuple[int, int] | None = None  # (handshake, authenticate)
         self.connects = 0  # connections opened so far (TCP, and TLS where asked)
+        self._closed_by: Exception | None = None  # why the last connection ended
+        self._answered = False
 
     def __repr__(self) -> str:
         return f"NodeClient({self.host}:{self.port})"
@@ -248,7 +250,10 @@ class NodeClient:
         entry = API_BY_KEY[message.API_KEY]
         writer = self._writer
         if writer is None:
-            raise DisconnectedError(f"{self}: connection closed before {entry.name} was sent")
+            if isinstance(self._closed_by, AuthenticationError):
+                raise self._closed_by
+            raise DisconnectedError(f"{self}: connection closed before {entry.name} was sent"
+                                    + (f" ({self._closed_by})" if self._closed_by else ""))
         self._next_id = (self._next_id + 1) & 0x7FFFFFFF
         cid = self._next_id
         header = encode_request_header(message.API_KEY, version, cid, self.client_id,
@@ -334,6 +339,7 @@ class NodeClient:
             reason = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
             raise DisconnectedError(f"{self}: cannot connect: {reason}") from None
         self._writer = writer
+        self._answered = False  # (no response on this connection yet)
         self.connects += 1
         self._reader_task = asyncio.ensure_future(self._read_loop(reader, writer))
         if sec.sasl:
@@ -441,7 +447,21 @@ class NodeClient:
                 self._complete(frame)
         except asyncio.CancelledError:
             raise
+        except ssl.SSLError as e:  # a TLS alert: the peer refused us (a client certificate...)
+            if writer is self._writer:
+                self._drop(self._auth_failed(f"TLS: the peer ended the session: "
+                                             f"{e.reason or e}"), writer=writer)
         except (OSError, asyncio.IncompleteReadError, ConnectionError) as e:
+            if self._ssl is not None and not self._answered and writer is self._writer:
+                # a TLS peer that hangs up before answering anything: asyncio turns its alert
+                # (certificate required, unknown CA...) into an EOF; Kafka calls it an
+                # SslAuthenticationException
+                hint = "" if self.security.keystore_location or \
+                    self.security.keystore_certificate_chain else \
+                    " (does it require a client certificate? ssl.keystore.* is not set)"
+                self._drop(self._auth_failed(f"TLS: the peer closed the connection before "
+                                             f"answering{hint}"), writer=writer)
+                return
             reason = "closed by the peer" if isinstance(e, asyncio.IncompleteReadError) else str(e)
             self._drop(DisconnectedError(f"{self}: connection {reason}"), writer=writer)
         except ProtocolDecodeError as e:
@@ -453,6 +473,7 @@ class NodeClient:
             expected = self._in_flight[0].correlation_id if self._in_flight else None
             raise ProtocolDecodeError(f"correlation id {cid}, expected {expected}")
         req = self._in_flight.popleft()
+        self._answered = True
         if req.future.done():  # its caller was cancelled: the response is dropped
             return
         entry = API_BY_KEY[req.api_key]
@@ -474,6 +495,7 @@ class NodeClient:
             return
         current, self._writer = self._writer, None
         task, self._reader_task = self._reader_task, None
+        self._closed_by = error
         self._ready = False
         self._reauth_at = None
         self._failed_at = time.monotonic()

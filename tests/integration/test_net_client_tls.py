@@ -119,3 +119,16 @@ def test_the_client_certificate_from_the_keystore(pki, keystore):
     got, peer = tls_exchange(props, server_context(pki.server, pki, require_client_cert=True))
     assert getattr(got, "error_code", got) == 0
     assert peer.client_subjects == [{"commonName": "alice", "organizationName": "Acme"}]
+
+
+def test_a_server_that_requires_a_client_certificate_refuses_one_without(pki):
+    """TLS 1.3 finishes the client's handshake before the server checks for a certificate:
+    the refusal arrives as the connection closing before any answer, reported as an
+    authentication failure that names the missing keystore."""
+    got, peer = tls_exchange({"security.protocol": "SSL", "ssl.truststore.type": "PEM",
+                              "ssl.truststore.location": str(pki.ca_pem)},
+                             server_context(pki.server, pki, require_client_cert=True))
+    assert isinstance(got, AuthenticationError), got
+    assert ("authentication failed (SSL): TLS: the peer closed the connection before answering "
+            "(does it require a client certificate? ssl.keystore.* is not set)") in str(got)
+    assert peer.seen == []
