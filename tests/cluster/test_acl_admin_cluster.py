@@ -34,7 +34,16 @@ from confluent_kafka.admin import (
 )
 
 from spool.net.client import NodeClient
-from spool.protocol._generated import CreateTopicsRequest, DeleteTopicsRequest
+from spool.protocol._generated import (
+    AllocateProducerIdsRequest,
+    BrokerHeartbeatRequest,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    DescribeQuorumRequest,
+    UnregisterBrokerRequest,
+    VoteRequest,
+)
+from spool.protocol._generated import describe_quorum_request as dqr
 from spool.protocol._generated.create_topics_request import CreatableTopic
 from spool.protocol.errors import Errors
 from spool.security.client_config import ClientSecurity
@@ -160,3 +169,24 @@ def test_a_client_on_a_controller_listener_is_checked_there(node):
                                                          timeout_ms=20000), 5)
     assert [(r.name, r.error_code) for r in gone.responses] == [("kept", TAF)]
     assert "alice-direct" not in _topics(node) and "kept" in _topics(node)
+
+
+def test_the_controllers_own_apis_need_acls_on_the_cluster(node):
+    """CLUSTER_ACTION for what brokers and voters send, ALTER for UnregisterBroker, DESCRIBE
+    for DescribeQuorum (on the broker's listener too): refused whole, nothing written."""
+    ctrl, client = node.ports["CTRLSASL"], node.ports["CLIENT"]
+    quorum = DescribeQuorumRequest(topics=[dqr.TopicData(
+        topic_name="__cluster_metadata", partitions=[dqr.PartitionData(partition_index=0)])])
+    answers = {
+        "heartbeat": _wire(ctrl, "alice", BrokerHeartbeatRequest(
+            broker_id=1, broker_epoch=1, want_shut_down=True), 1).error_code,
+        "unregister": _wire(ctrl, "alice", UnregisterBrokerRequest(broker_id=1), 0).error_code,
+        "producer_ids": _wire(ctrl, "alice", AllocateProducerIdsRequest(
+            broker_id=1, broker_epoch=1), 0).error_code,
+        "vote": _wire(ctrl, "alice", VoteRequest(topics=[]), 1).error_code,
+        "quorum_on_controller": _wire(ctrl, "alice", quorum, 1).error_code,
+        "quorum_on_broker": _wire(client, "alice", quorum, 1).error_code,
+    }
+    assert answers == dict.fromkeys(answers, CAF)
+    admin = AdminClient({"bootstrap.servers": node.bootstrap})
+    assert len(admin.describe_cluster().result(15).nodes) == 1  # registered, not shut down
