@@ -2,9 +2,11 @@
 
 One broker for the module: an SSL listener requiring client certificates (mTLS), the
 principal mapped from the certificate's subject (``CN=admin,OU=eng,...`` -> ``admin``),
-the StandardAuthorizer on with ``User:admin`` a super user. Each command runs as a user
-runs it: ``spool ... --command-config FILE`` with Java client properties (PKCS12 and PEM
-stores); what the authorizer refuses shows Kafka's error name in one stderr line.
+and a SASL_PLAINTEXT listener (PLAIN users from the JAAS config, SCRAM users made with
+``spool users scram set``); the StandardAuthorizer on with ``User:admin`` a super user.
+Each command runs as a user runs it: ``spool ... --command-config FILE`` with Java client
+properties (PKCS12 and PEM stores, PLAIN and SCRAM logins); what the authorizer refuses
+shows Kafka's error name in one stderr line.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.broker_proc import BrokerProcess
 from tests.helpers.certs import PASSWORD, Pki
+from tests.helpers.secure_broker import PLAIN_LOGIN, SCRAM_LOGIN, SecureBroker
 
 
 class Secured:
@@ -26,17 +28,19 @@ class Secured:
         self.tmp = tmp
         self.pki = Pki(tmp / "pki")
         server = self.pki.issue("CN=localhost", hosts=("127.0.0.1", "localhost"))
-        self.broker = BrokerProcess(tmp / "data", {
-            "listeners": "SSL://127.0.0.1:0",
-            "ssl.keystore.type": "PEM",
-            "ssl.keystore.location": str(server.keystore_pem),
-            "ssl.truststore.type": "PEM",
-            "ssl.truststore.location": str(self.pki.ca_pem),
-            "ssl.client.auth": "required",
-            "ssl.principal.mapping.rules": "RULE:^CN=([^,]+),OU=eng,.*$/$1/L,DEFAULT",
-            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-            "super.users": "User:admin",
-        })
+        self.broker = SecureBroker(
+            tmp / "data", listeners=("SSL", "SASL_PLAINTEXT"),
+            plain_users={"alice": "alice-secret"}, overrides={
+                "ssl.keystore.type": "PEM",
+                "ssl.keystore.location": str(server.keystore_pem),
+                "ssl.truststore.type": "PEM",
+                "ssl.truststore.location": str(self.pki.ca_pem),
+                "listener.name.ssl.ssl.client.auth": "required",
+                "ssl.principal.mapping.rules": "RULE:^CN=([^,]+),OU=eng,.*$/$1/L,DEFAULT",
+                "authorizer.class.name":
+                    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                "super.users": "User:admin",
+            })
         # admin: PKCS12 stores, types read from the files (Kafka's default type is JKS)
         admin = self.pki.issue("CN=admin,OU=eng,O=Acme")
         self.admin = self.write("admin", f"""security.protocol=SSL
@@ -61,16 +65,25 @@ ssl.keystore.location={admin.p12}
 ssl.keystore.password={PASSWORD}
 """)
 
+        sasl = "security.protocol=SASL_PLAINTEXT\nsasl.mechanism={}\nsasl.jaas.config={} required " \
+            'username="{}" password="{}";\n'
+        self.alice_plain = self.write("alice-plain", sasl.format(
+            "PLAIN", PLAIN_LOGIN, "alice", "alice-secret"))
+        self.carol = self.write("carol", sasl.format(
+            "SCRAM-SHA-256", SCRAM_LOGIN, "carol", "carol-secret"))
+        self.carol_wrong = self.write("carol-wrong", sasl.format(
+            "SCRAM-SHA-256", SCRAM_LOGIN, "carol", "not-her-password"))
+
     def write(self, name: str, text: str) -> str:
         path = self.tmp / f"{name}.properties"
         path.write_text(text)
         return str(path)
 
-    def spool(self, config: str, *args: str, stdin: str | None = None,
-              check: bool = True) -> subprocess.CompletedProcess:
+    def spool(self, config: str, *args: str, stdin: str | None = None, check: bool = True,
+              listener: str = "SSL") -> subprocess.CompletedProcess:
         proc = subprocess.run(
             [sys.executable, "-m", "spool.cli.main", *args, "--bootstrap-server",
-             self.broker.bootstrap, "--command-config", config],
+             self.broker.bootstrap(listener), "--command-config", config],
             capture_output=True, text=True, input=stdin, timeout=120)
         if check:
             assert proc.returncode == 0, proc.stderr
@@ -138,7 +151,8 @@ def test_acls_add_list_remove_and_what_they_allow(sec) -> None:
     left = sec.spool(sec.admin, "acls", "list", "--topic", "orders").stdout
     assert "operation=DESCRIBE" not in left and "operation=READ" in left
     sec.spool(sec.admin, "acls", "remove", "--topic", "orders", "--group", "readers", "--force")
-    assert sec.spool(sec.admin, "acls", "list").stdout == ""
+    assert sec.spool(sec.admin, "acls", "list", "--topic", "orders", "--group",
+                     "readers").stdout == ""
 
 
 def test_security_commands_refused_without_cluster_acls(sec) -> None:
@@ -188,3 +202,20 @@ def test_quotas_set_describe_delete(sec) -> None:
     sec.spool(sec.admin, "quotas", "set", "--user", "alice", "--delete-config",
               "producer_byte_rate,consumer_byte_rate")
     assert sec.spool(sec.admin, "quotas", "describe", "--user", "alice").stdout == ""
+
+
+def test_a_scram_user_made_with_the_cli_logs_in_with_a_command_config(sec) -> None:
+    sec.spool(sec.admin, "users", "scram", "set", "--user", "carol", "--add-config",
+              "SCRAM-SHA-256=[password=carol-secret]")
+    sec.spool(sec.admin, "acls", "add", "--allow-principal", "User:carol", "--operation",
+              "Describe", "--cluster")
+    for args in (["topics", "list"], ["features", "describe"]):  # librdkafka, spool.net
+        sec.spool(sec.carol, *args, listener="SASL_PLAINTEXT")
+        line = one_error(sec.spool(sec.carol_wrong, *args, "--timeout", "10",
+                                   listener="SASL_PLAINTEXT", check=False))
+        assert line.endswith("(SASL_AUTHENTICATION_FAILED)"), line
+    # acls list asks DESCRIBE on the cluster: carol has it, alice (PLAIN) has not
+    sec.spool(sec.carol, "acls", "list", "--cluster", listener="SASL_PLAINTEXT")
+    line = one_error(sec.spool(sec.alice_plain, "acls", "list", listener="SASL_PLAINTEXT",
+                               check=False))
+    assert line.endswith("(CLUSTER_AUTHORIZATION_FAILED)"), line
