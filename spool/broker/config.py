@@ -71,7 +71,7 @@ class ConfigError(ValueError):
 
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SUPPORTED_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT")
+SUPPORTED_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 TLS_PROTOCOLS = ("SSL", "SASL_SSL")
 
 LISTENER_PREFIX = re.compile(r"listener\.name\.([^.]+)\.(.+)")
@@ -377,6 +377,9 @@ BROKER_KEYS: dict[str, ConfigKey] = {
         _key("sasl.server.max.receive.size", "int", 524288, at_least(1),
              "Largest SASL token (or request) read before authentication completes; a "
              "larger one fails authentication.", PER_BROKER),
+        _key("connection.failed.authentication.delay.ms", "int", 100, at_least(0),
+             "KIP-306: how long after a failed authentication its connection is closed (the "
+             "client reads the answer first; a client retrying at once is slowed)."),
         _key("connections.max.reauth.ms", "long", 0, at_least(0),
              "KIP-368: a SASL session's lifetime; the client re-authenticates before it "
              "ends, or its connection is closed at its next request (0: sessions never end)."),
@@ -451,7 +454,7 @@ BROKER_KEYS: dict[str, ConfigKey] = {
 KAFKA_READ_ONLY_KEYS: frozenset[str] = frozenset("""
 alter.config.policy.class.name alter.log.dirs.replication.quota.window.num
 alter.log.dirs.replication.quota.window.size.seconds
-client.quota.callback.class connection.failed.authentication.delay.ms
+client.quota.callback.class
 controlled.shutdown.enable controlled.shutdown.max.retries
 controlled.shutdown.retry.backoff.ms controller.quota.window.num
 controller.quota.window.size.seconds controller.socket.timeout.ms

@@ -20,7 +20,9 @@ request pipelined behind the authentication is judged by its outcome. States::
 - A failed exchange: SaslAuthenticate with SASL_AUTHENTICATION_FAILED and Kafka's
   message (the mechanism's own when it is meant for the client, else "Authentication
   failed during authentication due to invalid credentials with SASL mechanism <M>"),
-  then close; a raw (v0) token that fails closes unanswered, as Kafka does.
+  then the connection closes ``connection.failed.authentication.delay.ms`` later
+  (frames read meanwhile are not served); a raw (v0) token that fails closes
+  unanswered, as Kafka does.
 - A frame over ``sasl.server.max.receive.size`` before COMPLETE fails the
   authentication ("Failing SASL authentication due to invalid receive size").
 - On success ``conn.principal`` becomes ``User:<authorization id>``. SaslAuthenticate
@@ -32,6 +34,7 @@ request pipelined behind the authentication is judged by its outcome. States::
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import struct
 import time
@@ -123,9 +126,15 @@ class SaslAuthenticator:
         return "re-authentication" if self.reauthenticating else "authentication"
 
     def _fail(self, reason: str) -> None:
-        """Condemn the connection: the answers so far go out, then it closes."""
+        """Condemn the connection: the answers so far go out, then it closes, after
+        ``connection.failed.authentication.delay.ms`` (Kafka's KIP-306: a client that
+        reads its answer and the hang-up together may drop the answer)."""
         self.state = FAILED
-        self.conn._condemn(reason)  # noqa: SLF001 (server and dispatcher: one component)
+        delay_ms = self.listener.failed_delay_ms
+        if delay_ms <= 0:
+            self.conn._condemn(reason)  # noqa: SLF001 (server and dispatcher: one component)
+            return
+        asyncio.get_running_loop().call_later(delay_ms / 1000, self.conn.close, reason)
 
     # ---- the gate
 

@@ -14,7 +14,8 @@ protocol is ``SASL_PLAINTEXT`` or ``SASL_SSL``, Kafka's keys through
 - OAUTHBEARER: ``spool.security.sasl.oauthbearer`` (unsecured JWS, or JWTs checked
   against a JWKS file when ``sasl.server.callback.handler.class`` names Kafka's
   OAuthBearerValidatorCallbackHandler);
-- ``sasl.server.max.receive.size`` and ``connections.max.reauth.ms`` (per mechanism).
+- ``sasl.server.max.receive.size``, ``connections.max.reauth.ms`` (per mechanism) and
+  ``connection.failed.authentication.delay.ms``.
 
 A mistake is a ``ConfigError`` naming the listener and key, raised when the broker's
 configuration is loaded, before anything listens.
@@ -48,6 +49,7 @@ class SaslListener:
     max_receive_size: int
     reauth_ms: dict[str, int]  # mechanism -> connections.max.reauth.ms (0: none)
     factories: dict[str, Callable[[], SaslServer]] = field(default_factory=dict)
+    failed_delay_ms: int = 100  # connection.failed.authentication.delay.ms
 
     def server(self, mechanism: str) -> SaslServer:
         return self.factories[mechanism]()
@@ -97,7 +99,8 @@ def sasl_listener(config: BrokerConfig, name: str,
         max_receive_size=int(config.listener_value(name, "sasl.server.max.receive.size")
                              or 524288),
         reauth_ms={m: int(config.listener_value(name, "connections.max.reauth.ms", m) or 0)
-                   for m in mechanisms})
+                   for m in mechanisms},
+        failed_delay_ms=int(config.get("connection.failed.authentication.delay.ms") or 0))
     for m in mechanisms:
         scram = ScramMechanism.from_name(m)
         if m == PLAIN:

@@ -4,12 +4,14 @@
     broker.start()                       # (or: with SecureBroker(...) as broker:)
     broker.bootstrap()                   # "127.0.0.1:PORT" of the SASL_PLAINTEXT listener
     Producer(broker.confluent("alice"))  # librdkafka config: SASL_PLAINTEXT + PLAIN
-    broker.kafka_python("alice")         # kwargs for kafka-python / aiokafka clients
+    broker.kafka_python("alice")         # kwargs for kafka-python's clients
+    broker.aiokafka("alice", "SCRAM-SHA-256")  # ... and aiokafka's
     broker.stop()
 
 - ``listeners``: listener names; ``SASL_PLAINTEXT`` (the default), ``PLAINTEXT``,
-  ``SASL_SSL``, ``SSL`` (those two need ``overrides`` with the TLS keys) map to
-  themselves; each binds 127.0.0.1 on a free port.
+  ``SASL_SSL``, ``SSL`` map to themselves; each binds 127.0.0.1 on a free port. With a
+  TLS one, ``broker.pki`` (``tests.helpers.certs.Pki``) made the server certificate
+  (127.0.0.1, localhost) and the client configs trust its CA.
 - ``plain_users``: name -> password, PLAIN's users on every SASL listener
   (``listener.name.<l>.plain.sasl.jaas.config``). ``admin``/``admin-secret`` is always
   one of them: ``super.users`` candidates and setup calls use it.
@@ -24,14 +26,17 @@ The process is ``tests.helpers.broker_proc.BrokerProcess`` (its log at
 
 from __future__ import annotations
 
+import ssl
 import subprocess
 import sys
 from pathlib import Path
 
 from spool.util.ids import random_uuid
 from tests.helpers.broker_proc import BrokerProcess
+from tests.helpers.certs import Pki
 
 ADMIN = ("admin", "admin-secret")
+TLS_LISTENERS = ("SSL", "SASL_SSL")
 PLAIN_LOGIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM_LOGIN = "org.apache.kafka.common.security.scram.ScramLoginModule"
 
@@ -72,6 +77,12 @@ class SecureBroker(BrokerProcess):
         for name in self.listener_names:
             if name.startswith("SASL_"):
                 ov[f"listener.name.{name.lower()}.plain.sasl.jaas.config"] = jaas
+        self.pki: Pki | None = None
+        if any(n in TLS_LISTENERS for n in self.listener_names):
+            self.pki = Pki(Path(data_dir).parent / f"{Path(data_dir).name}-pki")
+            server = self.pki.issue("CN=localhost", hosts=("127.0.0.1", "localhost"))
+            ov.update({"ssl.keystore.type": "PEM",
+                       "ssl.keystore.location": str(server.keystore_pem)})
         ov.update(overrides or {})
         super().__init__(Path(data_dir), ov, log_level=log_level)
 
@@ -112,6 +123,9 @@ class SecureBroker(BrokerProcess):
         """confluent-kafka (librdkafka) config for ``user`` (None: no SASL settings)."""
         name = (listener or self.listener_names[0]).upper()
         conf: dict = {"bootstrap.servers": self.bootstrap(name), "security.protocol": name}
+        if name in TLS_LISTENERS:
+            assert self.pki is not None
+            conf["ssl.ca.location"] = str(self.pki.ca_pem)
         if user is not None and name.startswith("SASL_"):
             conf.update({"sasl.mechanism": mechanism, "sasl.username": user,
                          "sasl.password": password if password is not None
@@ -121,11 +135,23 @@ class SecureBroker(BrokerProcess):
 
     def kafka_python(self, user: str | None = ADMIN[0], mechanism: str = "PLAIN",
                      listener: str | None = None, password: str | None = None) -> dict:
-        """Keyword arguments for kafka-python's and aiokafka's clients."""
+        """Keyword arguments for kafka-python's clients."""
         name = (listener or self.listener_names[0]).upper()
         kw: dict = {"bootstrap_servers": self.bootstrap(name), "security_protocol": name}
+        if name in TLS_LISTENERS:
+            assert self.pki is not None
+            kw["ssl_cafile"] = str(self.pki.ca_pem)
         if user is not None and name.startswith("SASL_"):
             kw.update({"sasl_mechanism": mechanism, "sasl_plain_username": user,
                        "sasl_plain_password": password if password is not None
                        else self.password(user, mechanism)})
+        return kw
+
+    def aiokafka(self, user: str | None = ADMIN[0], mechanism: str = "PLAIN",
+                 listener: str | None = None, password: str | None = None) -> dict:
+        """Keyword arguments for aiokafka's clients (its TLS is an ``ssl_context``)."""
+        kw = self.kafka_python(user, mechanism, listener, password)
+        cafile = kw.pop("ssl_cafile", None)
+        if cafile is not None:
+            kw["ssl_context"] = ssl.create_default_context(cafile=cafile)
         return kw

@@ -31,7 +31,6 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 
-from spool.broker.config import SECURITY_PROTOCOLS, SUPPORTED_PROTOCOLS
 from spool.protocol._generated import CreateTopicsRequest, ProduceRequest
 from spool.protocol._generated.create_topics_request import (
     CreatableTopic,
@@ -91,17 +90,6 @@ def stop(proc: subprocess.Popen) -> None:
 
 
 # ---- listeners
-
-
-@pytest.mark.parametrize("protocol", sorted(set(SECURITY_PROTOCOLS) - set(SUPPORTED_PROTOCOLS)))
-def test_a_security_listener_is_refused_not_served_as_plaintext(tmp_path, protocol):
-    code, err = refuse(tmp_path, listeners=f"{protocol}://127.0.0.1:0")
-    assert code == 2
-    assert err == (
-        f"spool broker: listener {protocol}://127.0.0.1:0 uses security protocol {protocol}, "
-        f"which Spool does not serve yet (it serves {', '.join(SUPPORTED_PROTOCOLS)}), and "
-        f"Spool will not serve it as plaintext\n"
-    )
 
 
 def test_a_sasl_listener_with_kafkas_default_mechanism_is_refused(tmp_path):

@@ -1,11 +1,12 @@
 """SASL on a real broker: the clients users run, and what a hostile client sees.
 
-One broker for the module (``tests.helpers.secure_broker``): a SASL_PLAINTEXT listener
-and a PLAINTEXT one, users alice (PLAIN).
+One broker for the module (``tests.helpers.secure_broker``): SASL_PLAINTEXT, PLAINTEXT
+and SASL_SSL listeners; alice is a PLAIN user and has SCRAM-SHA-256/512 credentials.
 """
 
 from __future__ import annotations
 
+import asyncio
 import struct
 import uuid
 
@@ -23,13 +24,18 @@ from tests.helpers.raw_client import RawClient
 from tests.helpers.secure_broker import SecureBroker
 
 ALICE = ("alice", "alice-secret")
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+# the issue's client matrix: (listener, mechanism)
+MATRIX = [("SASL_PLAINTEXT", "PLAIN"), ("SASL_PLAINTEXT", "SCRAM-SHA-256"),
+          ("SASL_SSL", "SCRAM-SHA-512")]
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
     b = SecureBroker(tmp_path_factory.mktemp("sasl") / "data",
-                     listeners=("SASL_PLAINTEXT", "PLAINTEXT"),
-                     plain_users=dict([ALICE]), mechanisms=("PLAIN",), log_level="INFO")
+                     listeners=("SASL_PLAINTEXT", "PLAINTEXT", "SASL_SSL"),
+                     plain_users=dict([ALICE]), scram_users=dict([ALICE]),
+                     mechanisms=MECHANISMS, log_level="INFO")
     b.start()
     yield b
     b.stop()
@@ -50,12 +56,14 @@ def _plain_token(user: str, password: str) -> bytes:
 # ---- clients
 
 
-def test_confluent_kafka_plain_produces_and_consumes(broker):
+@pytest.mark.parametrize(("listener", "mechanism"), MATRIX)
+def test_confluent_kafka_produces_and_consumes(broker, listener, mechanism):
     topic = _topic()
-    p = Producer(broker.confluent("alice"))
+    conf = broker.confluent("alice", mechanism, listener)
+    p = Producer(conf)
     p.produce(topic, b"hello")
     assert p.flush(15) == 0
-    c = Consumer(broker.confluent("alice", **{"group.id": "g", "auto.offset.reset": "earliest"}))
+    c = Consumer({**conf, "group.id": "g", "auto.offset.reset": "earliest"})
     c.subscribe([topic])
     try:
         msg = None
@@ -68,16 +76,82 @@ def test_confluent_kafka_plain_produces_and_consumes(broker):
         c.close()
 
 
-@pytest.mark.parametrize(("user", "password"), [("alice", "wrong"), ("mallory", "x")])
-def test_confluent_kafka_bad_credentials_fail_authentication(broker, user, password):
+@pytest.mark.parametrize(("listener", "mechanism"), MATRIX)
+def test_kafka_python_produces_and_consumes(broker, listener, mechanism):
+    import kafka
+
+    topic = _topic()
+    kw = broker.kafka_python("alice", mechanism, listener)
+    producer = kafka.KafkaProducer(**kw)
+    try:
+        producer.send(topic, b"hello").get(timeout=15)
+    finally:
+        producer.close()
+    consumer = kafka.KafkaConsumer(topic, auto_offset_reset="earliest",
+                                   consumer_timeout_ms=15000, **kw)
+    try:
+        assert next(iter(consumer)).value == b"hello"
+    finally:
+        consumer.close()
+
+
+@pytest.mark.parametrize(("listener", "mechanism"), MATRIX)
+def test_aiokafka_produces_and_consumes(broker, listener, mechanism):
+    import aiokafka
+
+    topic = _topic()
+    kw = broker.aiokafka("alice", mechanism, listener)
+
+    async def run() -> bytes:
+        producer = aiokafka.AIOKafkaProducer(**kw)
+        await producer.start()
+        try:
+            await producer.send_and_wait(topic, b"hello")
+        finally:
+            await producer.stop()
+        consumer = aiokafka.AIOKafkaConsumer(topic, auto_offset_reset="earliest", **kw)
+        await consumer.start()
+        try:
+            msg = await asyncio.wait_for(consumer.getone(), 15)
+        finally:
+            await consumer.stop()
+        return msg.value
+
+    assert asyncio.run(run()) == b"hello"
+
+
+BAD = [("PLAIN", "alice", "wrong", "Authentication failed: Invalid username or password"),
+       ("PLAIN", "mallory", "x", "Authentication failed: Invalid username or password"),
+       ("SCRAM-SHA-256", "alice", "wrong", "Authentication failed during authentication due "
+        "to invalid credentials with SASL mechanism SCRAM-SHA-256"),
+       ("SCRAM-SHA-512", "mallory", "x", "Authentication failed during authentication due to "
+        "invalid credentials with SASL mechanism SCRAM-SHA-512")]
+
+
+@pytest.mark.parametrize(("mechanism", "user", "password", "message"), BAD)
+def test_confluent_kafka_bad_credentials_fail_authentication(broker, mechanism, user, password,
+                                                             message):
     errors: list[KafkaError] = []
-    p = Producer(broker.confluent(user, password=password, error_cb=errors.append))
+    p = Producer(broker.confluent(user, mechanism, password=password, error_cb=errors.append))
     for _ in range(100):
         if errors:
             break
         p.poll(0.1)
     assert errors and errors[0].code() == KafkaError._AUTHENTICATION
-    assert "Authentication failed: Invalid username or password" in errors[0].str()
+    assert message in errors[0].str()
+
+
+@pytest.mark.parametrize(("mechanism", "user", "password", "message"), BAD)
+def test_kafka_python_bad_credentials_fail_authentication(broker, caplog, mechanism, user,
+                                                          password, message):
+    import kafka
+    import kafka.errors
+
+    # kafka-python logs the broker's refusal and retries its bootstrap until the timeout
+    with pytest.raises(kafka.errors.KafkaTimeoutError):
+        kafka.KafkaAdminClient(bootstrap_timeout_ms=2000,
+                               **broker.kafka_python(user, mechanism, password=password))
+    assert f"SaslAuthenticationFailedError: {message}" in caplog.text
 
 
 # ---- the wire, byte by byte
@@ -87,7 +161,7 @@ def test_handshake_v1_and_authenticate_set_the_principal(broker):
     c = _raw(broker)
     try:
         hs = c.request(17, 1, SaslHandshakeRequest(mechanism="PLAIN"))
-        assert (hs.error_code, hs.mechanisms) == (Errors.NONE, ["PLAIN"])
+        assert (hs.error_code, hs.mechanisms) == (Errors.NONE, list(MECHANISMS))
         auth = c.request(36, 2, SaslAuthenticateRequest(auth_bytes=_plain_token(*ALICE)))
         assert (auth.error_code, auth.auth_bytes, auth.session_lifetime_ms) == (0, b"", 0)
         md = c.request(3, 12, MetadataRequest(topics=[]))
@@ -144,7 +218,8 @@ def test_an_unknown_mechanism_is_refused_with_the_enabled_list(broker):
     c = _raw(broker)
     try:
         hs = c.request(17, 1, SaslHandshakeRequest(mechanism="GSSAPI"))
-        assert (hs.error_code, hs.mechanisms) == (Errors.UNSUPPORTED_SASL_MECHANISM, ["PLAIN"])
+        assert (hs.error_code, hs.mechanisms) == (Errors.UNSUPPORTED_SASL_MECHANISM,
+                                                  list(MECHANISMS))
         assert c.is_closed_by_peer()
     finally:
         c.close()

@@ -6,7 +6,6 @@ import pytest
 
 from spool.broker.config import (
     BROKER_KEYS,
-    SUPPORTED_PROTOCOLS,
     BrokerConfig,
     ConfigError,
     known_key,
@@ -41,9 +40,8 @@ def test_listener_names_map_to_protocols():
     ("overrides", "message"),
     [
         (("listeners=SASL_SSL://h:1",),
-         "listener SASL_SSL://h:1 uses security protocol SASL_SSL, which Spool does not serve "
-         f"yet (it serves {', '.join(SUPPORTED_PROTOCOLS)}), and Spool will not serve it as "
-         "plaintext"),
+         "listener SASL_SSL://h:1: no keystore: set ssl.keystore.location (PEM or PKCS12), or "
+         "ssl.keystore.certificate.chain and ssl.keystore.key (PEM)"),
         (("listeners=PLAINTEXT://h:1,PLAINTEXT://h:2",),
          "listeners: listener name PLAINTEXT is used twice; each needs its own"),
         (("listeners=PLAINTEXT://h:1", "advertised.listeners=OTHER://h:1",

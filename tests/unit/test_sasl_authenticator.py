@@ -44,7 +44,7 @@ class Clock:
 
 def make(reauth_ms: int = 0, max_receive: int = 524288):
     listener = SaslListener("SASL_PLAINTEXT", ("PLAIN",), max_receive, {"PLAIN": reauth_ms},
-                            {"PLAIN": lambda: PlainServer(USERS)})
+                            {"PLAIN": lambda: PlainServer(USERS)}, failed_delay_ms=0)
     conn = FakeConn()
     clock = Clock()
     versions = {18: (0, 4), 17: (0, 1), 36: (0, 2), 3: (0, 12)}
