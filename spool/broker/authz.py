@@ -25,13 +25,16 @@ def _image(broker):
     return broker.security_image
 
 
-def allowed(ctx, op: AclOperation, resource_type: ResourceType, name: str) -> bool:
-    """Whether the request's principal may ``op`` the LITERAL resource ``name``."""
+def allowed(ctx, op: AclOperation, resource_type: ResourceType, name: str,
+            log_denied: bool = True) -> bool:
+    """Whether the request's principal may ``op`` the LITERAL resource ``name``
+    (``log_denied=False``: a probe whose refusal is no denial, as Kafka's
+    ``logIfDenied = false``: nothing is logged)."""
     authorizer = ctx.broker.authorizer
     if authorizer is None:
         return True
     return authorizer.authorize(_image(ctx.broker), str(ctx.conn.principal), ctx.conn.host,
-                                op, resource_type, name)
+                                op, resource_type, name, log_denied)
 
 
 def allowed_names(ctx, op: AclOperation, resource_type: ResourceType,
@@ -47,9 +50,9 @@ def allowed_names(ctx, op: AclOperation, resource_type: ResourceType,
             if authorize(image, principal, host, op, resource_type, n, log_denied)}
 
 
-def allowed_cluster(ctx, op: AclOperation) -> bool:
+def allowed_cluster(ctx, op: AclOperation, log_denied: bool = True) -> bool:
     """``op`` on the CLUSTER resource (``kafka-cluster``)."""
-    return allowed(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME)
+    return allowed(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME, log_denied)
 
 
 def allowed_by_resource_type(ctx, op: AclOperation, resource_type: ResourceType) -> bool:

@@ -215,7 +215,8 @@ async def list_groups_handler(ctx, req: ListGroupsRequest) -> ListGroupsResponse
                        req.states_filter if v >= 4 else None, req.types_filter if v >= 5 else None)
     topic = ctx.broker.groups.topic  # in a cluster: the groups this broker coordinates
     rows = [r for r in rows if topic.coordinator_error(r[0]) is None]
-    if ctx.broker.authorizer is not None and not allowed_cluster(ctx, AclOperation.DESCRIBE):
+    if ctx.broker.authorizer is not None and not allowed_cluster(ctx, AclOperation.DESCRIBE,
+                                                                 log_denied=False):
         seen = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.GROUP,
                              [r[0] for r in rows], log_denied=False)
         rows = [r for r in rows if r[0] in seen]

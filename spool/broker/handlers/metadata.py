@@ -182,7 +182,7 @@ def _may_not_create(ctx, names: list[str]) -> set[str]:
     broker = ctx.broker
     missing = {n for n in names if n is not None and not broker.has_topic(n)}
     if not missing or not broker.config.get_bool("auto.create.topics.enable") or (
-            allowed_cluster(ctx, AclOperation.CREATE)):
+            allowed_cluster(ctx, AclOperation.CREATE, log_denied=False)):
         return set()
     return missing - allowed_names(ctx, AclOperation.CREATE, ResourceType.TOPIC, missing)
 
@@ -321,7 +321,8 @@ async def offset_for_leader_epoch(ctx, req: OffsetForLeaderEpochRequest) -> Offs
     Kafka answers replicas and consumers alike, from the leader only."""
     broker = ctx.broker
     denied: set[str] = set()
-    if broker.authorizer is not None and not allowed_cluster(ctx, AclOperation.CLUSTER_ACTION):
+    if broker.authorizer is not None and not allowed_cluster(ctx, AclOperation.CLUSTER_ACTION,
+                                                             log_denied=False):
         named = {t.topic for t in req.topics}
         denied = named - allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, named)
     topics = []

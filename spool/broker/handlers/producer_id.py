@@ -61,6 +61,6 @@ def _authorize(ctx, transactional_id: str | None) -> None:
     if transactional_id is not None:
         if not allowed(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
             raise KafkaError(Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    elif not (allowed_cluster(ctx, AclOperation.IDEMPOTENT_WRITE)
+    elif not (allowed_cluster(ctx, AclOperation.IDEMPOTENT_WRITE, log_denied=False)
               or allowed_by_resource_type(ctx, AclOperation.WRITE, ResourceType.TOPIC)):
         raise KafkaError(Errors.CLUSTER_AUTHORIZATION_FAILED)

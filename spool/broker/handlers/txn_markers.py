@@ -83,8 +83,9 @@ async def _write(broker, topic: str, partition: int, marker) -> int:
 async def write_txn_markers(ctx, req: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
     broker = ctx.broker
     todo = [(m, t, p) for m in req.markers for t in m.topics for p in t.partition_indexes]
-    if broker.authorizer is not None and not (allowed_cluster(ctx, AclOperation.ALTER) or
-                                              allowed_cluster(ctx, AclOperation.CLUSTER_ACTION)):
+    if broker.authorizer is not None and not (
+            allowed_cluster(ctx, AclOperation.ALTER, log_denied=False)
+            or allowed_cluster(ctx, AclOperation.CLUSTER_ACTION)):
         codes = iter([Errors.CLUSTER_AUTHORIZATION_FAILED] * len(todo))
     else:
         codes = iter(await asyncio.gather(*(_write(broker, t.name, p, m) for m, t, p in todo)))
