@@ -72,6 +72,7 @@ from spool.broker.producer_ids import ProducerIdManager
 from spool.broker.quorum import QuorumNode
 from spool.broker.server import Server
 from spool.broker.telemetry import ClientMetricsManager
+from spool.broker.throttling import ClientQuotas
 from spool.broker.txn_runtime import TransactionRuntime
 from spool.cluster import features
 from spool.cluster.bootstrap import read_bootstrap
@@ -147,6 +148,11 @@ class Broker:
         # ACLs, SCRAM credentials, quotas (``security_image``): replaced on every change
         self._security_image = SecurityImage()
         self._security_lock = asyncio.Lock()  # a single node's security changes, one by one
+
+    # client quotas (spool.broker.throttling): None while no quota is set anywhere, so that a
+    # broker without quotas pays one attribute test per request; set with security_image
+    client_quotas: ClientQuotas | None = None
+    _client_quotas: ClientQuotas | None = None
 
     # ---- lifecycle
 
@@ -286,6 +292,13 @@ class Broker:
     @security_image.setter
     def security_image(self, image: SecurityImage) -> None:
         self._security_image = image
+        if image.quotas:
+            if self._client_quotas is None:
+                self._client_quotas = ClientQuotas(self.config, self.clock)
+            self._client_quotas.quotas = image.quotas
+            self.client_quotas = self._client_quotas
+        else:
+            self.client_quotas = None
 
     async def change_security(self, plan: Callable[[SecurityImage], tuple[list, T]]) -> T:
         """A single node's security change: ``plan(current image)`` gives (records, reply);

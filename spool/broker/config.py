@@ -134,6 +134,15 @@ BROKER_KEYS: dict[str, ConfigKey] = {
         _key("log.dirs", "list", ("./data",), _paths(), "Directories holding the partition logs."),
         _key("log.dir", "string", "./data", None, "Used when log.dirs is not set."),
         _key("num.partitions", "int", 1, at_least(1), "Partitions of an auto-created topic."),
+        # client quotas (spool.security.quotas, spool.broker.throttling)
+        _key("quota.window.num", "int", 11, at_least(1),
+             "Samples kept for client quota rates (produce, fetch, request)."),
+        _key("quota.window.size.seconds", "int", 1, at_least(1),
+             "The time span of each client quota sample."),
+        _key("controller.quota.window.num", "int", 11, at_least(1),
+             "Samples of the controller mutation quota's token bucket."),
+        _key("controller.quota.window.size.seconds", "int", 1, at_least(1),
+             "The time span of each controller mutation quota sample."),
         _key("max.broker.partitions", "int", 10000, at_least(1),
              "Most partitions this broker holds, all topics (internal ones too); CreateTopics, "
              "CreatePartitions and auto-creation beyond it get POLICY_VIOLATION. Lowered at "
@@ -456,8 +465,8 @@ alter.config.policy.class.name alter.log.dirs.replication.quota.window.num
 alter.log.dirs.replication.quota.window.size.seconds
 client.quota.callback.class
 controlled.shutdown.enable controlled.shutdown.max.retries
-controlled.shutdown.retry.backoff.ms controller.quota.window.num
-controller.quota.window.size.seconds controller.socket.timeout.ms
+controlled.shutdown.retry.backoff.ms
+controller.socket.timeout.ms
 create.topic.policy.class.name delegation.token.expiry.check.interval.ms
 delegation.token.expiry.time.ms delegation.token.max.lifetime.ms
 delegation.token.secret.key delete.records.purgatory.purge.interval.requests
@@ -481,7 +490,7 @@ max.request.partition.size.limit metadata.log.segment.min.bytes
 metadata.log.segment.ms metrics.num.samples metrics.recording.level
 metrics.sample.window.ms num.replica.alter.log.dirs.threads offsets.load.buffer.size
 offsets.topic.compression.codec offsets.topic.segment.bytes
-producer.purgatory.purge.interval.requests quota.window.num quota.window.size.seconds
+producer.purgatory.purge.interval.requests
 remote.log.copy.disable remote.log.delete.on.disable
 remote.log.manager.copy.quota.window.num
 remote.log.manager.copy.quota.window.size.seconds

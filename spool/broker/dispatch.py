@@ -30,6 +30,9 @@ The rules, in order (Kafka's, see PROTOCOL.md):
    KIP-368 session closes the connection at its next request). PLAINTEXT listeners
    pay one dict lookup per frame for this.
 
+7. Client quotas (``spool.broker.throttling``), once any is set: the handler runs under
+   them; a client over its quota gets ``throttle_time_ms`` and its connection muted.
+
 Rules 1-3 and 6 are applied by ``prepare``, synchronously, as the connection
 reads each frame: a frame that breaks them condemns the connection
 (``CloseConnection`` with the reason, which the server logs once) before
@@ -172,15 +175,19 @@ class Dispatcher:
         except ProtocolDecodeError as e:
             raise CloseConnection(f"malformed {spec.name} v{version}: {e}") from e
         ctx = RequestContext(self.broker, conn, header)
-        return self._handle(spec, ctx, request, correlation_id, flexible)
+        return self._handle(spec, ctx, request, correlation_id, flexible, len(frame))
 
     async def _handle(self, spec, ctx: RequestContext, request, correlation_id: int,
-                      flexible: bool) -> list | None:
+                      flexible: bool, size: int = 0) -> list | None:
         ready = self.broker.ready_for_clients
         if (ready is not None and not ready.is_set() and not ctx.conn.controller_listener
                 and spec.api_key not in ALWAYS_SERVED):
             await ready.wait()  # a cluster broker serves clients once unfenced (rule 5)
-        response = await spec.fn(ctx, request)
+        quotas = self.broker.client_quotas  # None unless a client quota is set (rule 7)
+        if quotas is None or ctx.conn.controller_listener:
+            response = await spec.fn(ctx, request)
+        else:
+            response = await quotas.run(spec, ctx, request, size)
         if response is None:
             return None
         if needs_downgrade(spec.api_key, ctx.api_version):

@@ -276,6 +276,7 @@ class Connection:
         # what _done counted per finished task, until the writer has sent it
         self._weights: dict[asyncio.Task, tuple[int, int]] = {}
         self._taken: set[asyncio.Task] = set()
+        self.muted_until = 0.0  # loop time until which no request is read (``throttle``)
 
     # ---- lifecycle
 
@@ -394,6 +395,9 @@ class Connection:
         loop = self._loop
         pool = server.request_bytes
         while not self.closed:
+            if self.muted_until:
+                await self._muted()
+                continue
             dispatched = False
             while self._has_room():
                 try:
@@ -444,6 +448,30 @@ class Connection:
             # loop (and every other connection, and its own queued tasks) waiting
             await asyncio.sleep(0)
         return False
+
+    def throttle(self, ms: int) -> None:
+        """Mute the channel for ``ms`` (client quotas, ``spool.broker.throttling``): no
+        request is read, and none already read is started, until then. Responses of the
+        requests before still go out. A longer throttle extends the mute; a shorter one
+        changes nothing."""
+        if ms <= 0 or self.closed:
+            return
+        until = self._loop.time() + ms / 1000.0
+        if until > self.muted_until:
+            self.muted_until = until
+
+    async def _muted(self) -> None:
+        """Wait out the mute (``wake``, on close, cuts it short)."""
+        loop = self._loop
+        while not self.closed and loop.time() < self.muted_until:
+            fut = self._reader_wake = loop.create_future()
+            timer = loop.call_at(self.muted_until, _wake_future, fut)
+            try:
+                await fut
+            finally:
+                timer.cancel()
+                self._reader_wake = None
+        self.muted_until = 0.0
 
     async def _stalled(self, for_bytes: bool) -> bool:
         """Wait for room (or request bytes); True if the peer hung up meanwhile."""
