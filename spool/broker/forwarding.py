@@ -20,6 +20,14 @@ forwarding answers a timeout. A controller that lost leadership meanwhile
 answers NOT_CONTROLLER itself; that reply goes to the client as it is
 (retriable: the client retries, by then this broker knows the new leader).
 
+Authorization. Kafka's broker wraps what it forwards in an Envelope that carries the
+client's principal, and the controller checks that principal. Spool forwards the request
+itself, over the broker's own connection, so the controller cannot know the client: the
+handler checks the client's ACLs BEFORE forwarding and sends only what is allowed
+(``spool.broker.admin_authz``; the refusals are put back in request order), and that check
+is the one that counts. The controller trusts a caller allowed CLUSTER_ACTION (a broker)
+as Kafka trusts an Envelope's sender, and checks anyone else itself.
+
 ``create_topic_via_controller`` is the same path for topics the broker creates
 on its own: auto-creation (Metadata) and the internal topics of the
 coordinators.

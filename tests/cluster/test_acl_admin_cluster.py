@@ -21,6 +21,7 @@ import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import (
     AclBinding,
+    AclBindingFilter,
     AclOperation,
     AclPermissionType,
     AdminClient,
@@ -37,6 +38,7 @@ from spool.net.client import NodeClient
 from spool.protocol._generated import (
     AllocateProducerIdsRequest,
     BrokerHeartbeatRequest,
+    CreateAclsRequest,
     CreateTopicsRequest,
     DeleteTopicsRequest,
     DescribeQuorumRequest,
@@ -44,6 +46,7 @@ from spool.protocol._generated import (
     VoteRequest,
 )
 from spool.protocol._generated import describe_quorum_request as dqr
+from spool.protocol._generated.create_acls_request import AclCreation
 from spool.protocol._generated.create_topics_request import CreatableTopic
 from spool.protocol.errors import Errors
 from spool.security.client_config import ClientSecurity
@@ -172,8 +175,9 @@ def test_a_client_on_a_controller_listener_is_checked_there(node):
 
 
 def test_the_controllers_own_apis_need_acls_on_the_cluster(node):
-    """CLUSTER_ACTION for what brokers and voters send, ALTER for UnregisterBroker, DESCRIBE
-    for DescribeQuorum (on the broker's listener too): refused whole, nothing written."""
+    """CLUSTER_ACTION for what brokers and voters send, ALTER for UnregisterBroker and
+    CreateAcls, DESCRIBE for DescribeQuorum (on the broker's listener too): refused whole,
+    nothing written."""
     ctrl, client = node.ports["CTRLSASL"], node.ports["CLIENT"]
     quorum = DescribeQuorumRequest(topics=[dqr.TopicData(
         topic_name="__cluster_metadata", partitions=[dqr.PartitionData(partition_index=0)])])
@@ -186,7 +190,14 @@ def test_the_controllers_own_apis_need_acls_on_the_cluster(node):
         "vote": _wire(ctrl, "alice", VoteRequest(topics=[]), 1).error_code,
         "quorum_on_controller": _wire(ctrl, "alice", quorum, 1).error_code,
         "quorum_on_broker": _wire(client, "alice", quorum, 1).error_code,
+        "grant_herself_all": _wire(ctrl, "alice", CreateAclsRequest(creations=[AclCreation(
+            resource_type=4, resource_name="kafka-cluster", resource_pattern_type=3,
+            principal="User:alice", host="*", operation=2, permission_type=3)]),
+            3).results[0].error_code,
     }
     assert answers == dict.fromkeys(answers, CAF)
     admin = AdminClient({"bootstrap.servers": node.bootstrap})
     assert len(admin.describe_cluster().result(15).nodes) == 1  # registered, not shut down
+    assert admin.describe_acls(AclBindingFilter(
+        ResourceType.ANY, None, ResourcePatternType.ANY, "User:alice", None, AclOperation.ANY,
+        AclPermissionType.ANY)).result(15) == []

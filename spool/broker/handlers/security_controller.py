@@ -11,10 +11,18 @@ answers once they are committed: every broker then replays them into its
 (retriable: the forwarding broker tries the next one). A failure of the whole write
 (POLICY_VIOLATION for too many records, NOT_CONTROLLER when leadership is lost) is
 each entry's error.
+
+Authorization (Kafka's ControllerApis): a caller allowed CLUSTER_ACTION (a broker that
+forwarded the request after checking its client: Spool has no Envelope) is trusted;
+anyone else, such as a client on a controller listener, needs ALTER on the cluster
+(CreateAcls, DeleteAcls, AlterUserScramCredentials) or ALTER_CONFIGS (AlterClientQuotas),
+else every entry is CLUSTER_AUTHORIZATION_FAILED and nothing is written
+(``spool.broker.admin_authz``).
 """
 
 from __future__ import annotations
 
+from spool.broker.admin_authz import cluster_allowed, refused, trusted_forwarder
 from spool.broker.handlers import acls, client_quotas, scram_users
 from spool.broker.registry import CONTROLLER_PLANE, handles
 from spool.cluster.ops import ControllerResult
@@ -28,12 +36,16 @@ from spool.protocol._generated import (
     DeleteAclsRequest,
     DeleteAclsResponse,
 )
+from spool.protocol.acl import AclOperation
 from spool.protocol.errors import Errors, KafkaError
 
 
-async def _write(ctx, compute, answer, fail):
+async def _write(ctx, compute, answer, fail, required: AclOperation = AclOperation.ALTER):
     """Commit ``compute(controller)``'s records; ``answer(reply)`` once committed, or
-    ``fail(KafkaError)`` for the whole request."""
+    ``fail(KafkaError)`` for the whole request (a caller neither trusted nor allowed
+    ``required`` on the cluster: module doc)."""
+    if not (trusted_forwarder(ctx) or cluster_allowed(ctx, required)):
+        return fail(refused(Errors.CLUSTER_AUTHORIZATION_FAILED))
     quorum = getattr(ctx.broker, "quorum", None)
     runtime = None if quorum is None else quorum.controller
     if runtime is None:
@@ -80,4 +92,5 @@ async def alter_client_quotas_on_controller(ctx, req: AlterClientQuotasRequest
     alterations = client_quotas.alterations_of(req)
     return await _write(
         ctx, lambda c: c.alter_client_quotas(alterations, validate_only=bool(req.validate_only)),
-        client_quotas.alter_response, lambda e: client_quotas.alter_error(req, e))
+        client_quotas.alter_response, lambda e: client_quotas.alter_error(req, e),
+        AclOperation.ALTER_CONFIGS)
