@@ -229,7 +229,8 @@ class SaslAuthenticator:
             reply = self._evaluate(bytes(request.auth_bytes))
         except SaslError as e:
             message = self._client_message(e)
-            self._fail(f"Failed {self._text()} ({message})")
+            why = getattr(self.server, "reason", None)  # (OAUTHBEARER: why the token was refused)
+            self._fail(f"Failed {self._text()} ({message}{': ' + why if why else ''})")
             body = SaslAuthenticateResponse(error_code=Errors.SASL_AUTHENTICATION_FAILED,
                                             error_message=message, auth_bytes=b"")
             return _encode(body, correlation_id, version, flexible, SASL_AUTHENTICATE_KEY)

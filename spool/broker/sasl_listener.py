@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 
 from spool.broker.config import BrokerConfig, ConfigError
 from spool.security import jaas
-from spool.security.sasl import MECHANISMS, PLAIN, SaslServer
+from spool.security.sasl import MECHANISMS, OAUTHBEARER, PLAIN, SaslServer
+from spool.security.sasl.oauthbearer import JwksValidator, OAuthBearerServer, UnsecuredValidator
 from spool.security.sasl.plain import PlainServer
 from spool.security.sasl.scram import ScramServer
 from spool.security.scram import ScramCredential, ScramMechanism
@@ -77,6 +78,46 @@ def _plain(config: BrokerConfig, listener: str) -> Callable[[], SaslServer]:
     return lambda: PlainServer(users)
 
 
+VALIDATED_HANDLERS = (
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+    "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerValidatorCallbackHandler",
+)
+
+
+def _oauthbearer(config: BrokerConfig, listener: str) -> Callable[[], SaslServer]:
+    """Unsecured JWS tokens, or JWTs against a JWKS file when the listener's
+    ``sasl.server.callback.handler.class`` is Kafka's OAuthBearerValidatorCallbackHandler."""
+    handler = config.listener_value(listener, "sasl.server.callback.handler.class", OAUTHBEARER)
+    module = _jaas(config, listener, OAUTHBEARER)
+    prefix = f"listener {listener} (OAUTHBEARER)"
+    try:
+        if handler in VALIDATED_HANDLERS:
+            url = config.listener_value(listener, "sasl.oauthbearer.jwks.endpoint.url")
+            if not url:
+                raise ConfigError(f"{prefix}: {handler} needs "
+                                  f"sasl.oauthbearer.jwks.endpoint.url (file:///path)")
+            audience = [a.strip() for a in (config.listener_value(
+                listener, "sasl.oauthbearer.expected.audience") or "").split(",") if a.strip()]
+            validator = JwksValidator(
+                url, audience=audience,
+                issuer=config.listener_value(listener, "sasl.oauthbearer.expected.issuer"),
+                sub_claim=config.listener_value(listener, "sasl.oauthbearer.sub.claim.name")
+                or "sub",
+                clock_skew_s=int(config.listener_value(
+                    listener, "sasl.oauthbearer.clock.skew.seconds") or 30))
+        elif handler:
+            raise ConfigError(f"{prefix}: sasl.server.callback.handler.class={handler} is not "
+                              f"one Spool has (unset: unsecured JWS tokens; or "
+                              f"{VALIDATED_HANDLERS[0]})")
+        else:
+            validator = UnsecuredValidator(module.options if module is not None else {})
+    except ValueError as e:
+        if isinstance(e, ConfigError):
+            raise
+        raise ConfigError(f"{prefix}: {e}") from None
+    return lambda: OAuthBearerServer(validator)
+
+
 def _scram_factory(mech: ScramMechanism, lookup: ScramLookup) -> Callable[[], SaslServer]:
     return lambda: ScramServer(mech, lookup)
 
@@ -107,6 +148,8 @@ def sasl_listener(config: BrokerConfig, name: str,
             out.factories[m] = _plain(config, name)
         elif scram is not None:
             out.factories[m] = _scram_factory(scram, scram_credential)
+        elif m == OAUTHBEARER:
+            out.factories[m] = _oauthbearer(config, name)
         else:
             raise ConfigError(f"listener {name}: SASL mechanism {m} is not served yet")
     return out

@@ -17,7 +17,9 @@
   one of them: ``super.users`` candidates and setup calls use it.
 - ``scram_users``: name -> password, given SCRAM-SHA-256 and SCRAM-SHA-512 credentials
   at format time (``spool storage format --add-scram``, before the first start).
-- ``mechanisms``: ``sasl.enabled.mechanisms`` (default: PLAIN and both SCRAMs).
+- ``mechanisms``: ``sasl.enabled.mechanisms`` (default: PLAIN and both SCRAMs; add
+  OAUTHBEARER for unsecured JWS tokens: the client configs then send a token whose
+  ``sub`` is the user).
 - ``overrides``: any other broker keys (``authorizer.class.name``, ``super.users``...).
 
 The process is ``tests.helpers.broker_proc.BrokerProcess`` (its log at
@@ -31,6 +33,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from spool.security.sasl.oauthbearer import unsecured_token
 from spool.util.ids import random_uuid
 from tests.helpers.broker_proc import BrokerProcess
 from tests.helpers.certs import Pki
@@ -126,7 +129,11 @@ class SecureBroker(BrokerProcess):
         if name in TLS_LISTENERS:
             assert self.pki is not None
             conf["ssl.ca.location"] = str(self.pki.ca_pem)
-        if user is not None and name.startswith("SASL_"):
+        if user is not None and name.startswith("SASL_") and mechanism == "OAUTHBEARER":
+            conf.update({"sasl.mechanism": mechanism,  # librdkafka's unsecured JWS, sub=user
+                         "enable.sasl.oauthbearer.unsecure.jwt": True,
+                         "sasl.oauthbearer.config": f"principal={user}"})
+        elif user is not None and name.startswith("SASL_"):
             conf.update({"sasl.mechanism": mechanism, "sasl.username": user,
                          "sasl.password": password if password is not None
                          else self.password(user, mechanism)})
@@ -141,7 +148,15 @@ class SecureBroker(BrokerProcess):
         if name in TLS_LISTENERS:
             assert self.pki is not None
             kw["ssl_cafile"] = str(self.pki.ca_pem)
-        if user is not None and name.startswith("SASL_"):
+        if user is not None and name.startswith("SASL_") and mechanism == "OAUTHBEARER":
+            from kafka.net.sasl.oauth import AbstractTokenProvider
+
+            class Unsecured(AbstractTokenProvider):
+                def token(self) -> str:
+                    return unsecured_token({"unsecuredLoginStringClaim_sub": user})
+
+            kw.update({"sasl_mechanism": mechanism, "sasl_oauth_token_provider": Unsecured()})
+        elif user is not None and name.startswith("SASL_"):
             kw.update({"sasl_mechanism": mechanism, "sasl_plain_username": user,
                        "sasl_plain_password": password if password is not None
                        else self.password(user, mechanism)})
@@ -150,7 +165,16 @@ class SecureBroker(BrokerProcess):
     def aiokafka(self, user: str | None = ADMIN[0], mechanism: str = "PLAIN",
                  listener: str | None = None, password: str | None = None) -> dict:
         """Keyword arguments for aiokafka's clients (its TLS is an ``ssl_context``)."""
-        kw = self.kafka_python(user, mechanism, listener, password)
+        kw = self.kafka_python(None if mechanism == "OAUTHBEARER" else user, mechanism,
+                               listener, password)
+        if user is not None and mechanism == "OAUTHBEARER":
+            from aiokafka.abc import AbstractTokenProvider
+
+            class Unsecured(AbstractTokenProvider):
+                async def token(self) -> str:
+                    return unsecured_token({"unsecuredLoginStringClaim_sub": user})
+
+            kw.update({"sasl_mechanism": mechanism, "sasl_oauth_token_provider": Unsecured()})
         cafile = kw.pop("ssl_cafile", None)
         if cafile is not None:
             kw["ssl_context"] = ssl.create_default_context(cafile=cafile)

@@ -1,7 +1,8 @@
 """SASL on a real broker: the clients users run, and what a hostile client sees.
 
 One broker for the module (``tests.helpers.secure_broker``): SASL_PLAINTEXT, PLAINTEXT
-and SASL_SSL listeners; alice is a PLAIN user and has SCRAM-SHA-256/512 credentials.
+and SASL_SSL listeners; alice is a PLAIN user, has SCRAM-SHA-256/512 credentials, and
+OAUTHBEARER takes unsecured JWS tokens (development mode).
 """
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ from tests.helpers.raw_client import RawClient
 from tests.helpers.secure_broker import SecureBroker
 
 ALICE = ("alice", "alice-secret")
-MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-# the issue's client matrix: (listener, mechanism)
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+# the issue's client matrix: (listener, mechanism); OAUTHBEARER with unsecured JWS tokens
 MATRIX = [("SASL_PLAINTEXT", "PLAIN"), ("SASL_PLAINTEXT", "SCRAM-SHA-256"),
-          ("SASL_SSL", "SCRAM-SHA-512")]
+          ("SASL_SSL", "SCRAM-SHA-512"), ("SASL_PLAINTEXT", "OAUTHBEARER")]
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """SASL mechanisms as sans-I/O state machines, server side and client side.
 
-Server side, one object per authentication exchange (``server_for``)::
+Server side, one object per authentication exchange::
 
     server = PlainServer(users)            # or ScramServer, OAuthBearerServer
     reply = server.evaluate(client_token)  # bytes for the client; raises on failure
@@ -14,7 +14,8 @@ password"), or ``SaslError`` whose message is only logged: the client then gets 
 generic "Authentication failed during authentication due to invalid credentials with
 SASL mechanism <M>" (it must not learn whether the user exists).
 
-Client side, the mirror image (``client_for``; used by ``spool.net`` and tests)::
+Client side, the mirror image (``client_for(mechanism, username, password, jaas_options)``
+builds one from a client's settings; used by ``spool.net`` and tests)::
 
     client = PlainClient("alice", "secret")
     token = client.initial_response()        # the first token to send
@@ -26,6 +27,8 @@ v0's size-prefixed raw frames): ``spool.broker.dispatch`` and ``spool.net`` do.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 
 class SaslError(Exception):
@@ -71,3 +74,30 @@ class SaslClient:
 
     def evaluate(self, challenge: bytes) -> bytes | None:
         raise NotImplementedError
+
+
+def client_for(mechanism: str, username: str | None, password: str | None,
+               jaas_options: Mapping[str, str] | None = None) -> SaslClient:
+    """A new client exchange for ``mechanism`` from a client's settings (its
+    ``sasl.jaas.config`` options: OAUTHBEARER makes an unsecured JWS from
+    ``unsecuredLoginStringClaim_sub`` and friends, as Kafka's unsecured login handler).
+    ValueError for a mechanism Spool has no client for, or settings it lacks."""
+    from spool.security.sasl.oauthbearer import OAuthBearerClient, unsecured_token
+    from spool.security.sasl.plain import PlainClient
+    from spool.security.sasl.scram import ScramClient
+    from spool.security.scram import ScramMechanism
+
+    scram = ScramMechanism.from_name(mechanism)
+    if mechanism == PLAIN or scram is not None:
+        if username is None or password is None:
+            raise ValueError(f"SASL mechanism {mechanism} needs a username and a password")
+        if scram is not None:
+            return ScramClient(scram, username, password)
+        return PlainClient(username, password)
+    if mechanism == OAUTHBEARER:
+        options = dict(jaas_options or {})
+        extensions = {k[len("unsecuredLoginExtension_"):]: v for k, v in options.items()
+                      if k.startswith("unsecuredLoginExtension_")}
+        return OAuthBearerClient(unsecured_token(options), extensions)
+    raise ValueError(f"SASL mechanism {mechanism}: Spool has no client for it "
+                     f"(it has {', '.join(MECHANISMS)})")
