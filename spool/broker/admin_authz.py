@@ -110,9 +110,10 @@ def refused(code: int) -> KafkaError:
     return KafkaError(code, MESSAGES[code])
 
 
-def cluster_allowed(ctx, op: AclOperation) -> bool:
-    """May the request's principal perform ``op`` on the cluster?"""
-    return authz.allowed_cluster(ctx, op)
+def cluster_allowed(ctx, op: AclOperation, log_denied: bool = True) -> bool:
+    """May the request's principal perform ``op`` on the cluster? ``log_denied=False`` for
+    a probe whose refusal is no denial (Kafka's ``logIfDenied = false``)."""
+    return authz.allowed_cluster(ctx, op, log_denied)
 
 
 def check_cluster(ctx, op: AclOperation) -> None:
@@ -133,20 +134,21 @@ def check_config_resource(ctx, op: AclOperation, config_type: int, name: str) ->
         raise refused(code)
 
 
-def topics_allowed(ctx, op: AclOperation, names, cluster_op: AclOperation | None = None
-                   ) -> set[str]:
+def topics_allowed(ctx, op: AclOperation, names, cluster_op: AclOperation | None = None,
+                   log_denied: bool = True) -> set[str]:
     """The names among ``names`` the principal may ``op``; all of them if it may
-    ``cluster_op`` the cluster (CreateTopics' CREATE, DeleteTopics' DELETE)."""
+    ``cluster_op`` the cluster (CreateTopics' CREATE, DeleteTopics' DELETE: a probe, its
+    refusal not logged, as Kafka's)."""
     names = {n for n in names if n is not None}
-    if cluster_op is not None and cluster_allowed(ctx, cluster_op):
+    if cluster_op is not None and cluster_allowed(ctx, cluster_op, log_denied=False):
         return names
-    return authz.allowed_names(ctx, op, ResourceType.TOPIC, names)
+    return authz.allowed_names(ctx, op, ResourceType.TOPIC, names, log_denied)
 
 
 def trusted_forwarder(ctx) -> bool:
     """On the controller plane: a caller allowed CLUSTER_ACTION (a broker forwarding what
     it has checked) is not checked again (module doc)."""
-    return cluster_allowed(ctx, AclOperation.CLUSTER_ACTION)
+    return cluster_allowed(ctx, AclOperation.CLUSTER_ACTION, log_denied=False)
 
 
 # ---- the topic APIs' refusals, shared by the broker (before forwarding) and the controller
@@ -179,7 +181,7 @@ def create_topics_checks(ctx, req) -> tuple[list[CreatableTopicResult | None], s
     refusals = [None if t.name in creatable else CreatableTopicResult(
         name=t.name, error_code=Errors.TOPIC_AUTHORIZATION_FAILED, error_message=CREATE_REFUSED,
         num_partitions=-1, replication_factor=-1, configs=None) for t in req.topics]
-    return refusals, topics_allowed(ctx, AclOperation.DESCRIBE_CONFIGS, names)
+    return refusals, topics_allowed(ctx, AclOperation.DESCRIBE_CONFIGS, names, log_denied=False)
 
 
 def hide_configs(results, describable: set[str]) -> None:
@@ -195,7 +197,7 @@ def hide_configs(results, describable: set[str]) -> None:
 def delete_topics_refusals(ctx, targets) -> list[DeletableTopicResult | None]:
     """DeleteTopics (``ControllerApis.deleteTopics``) for each (name, id) target: its
     refusal, or None when the principal may delete it."""
-    if cluster_allowed(ctx, AclOperation.DELETE):
+    if cluster_allowed(ctx, AclOperation.DELETE, log_denied=False):
         return [None] * len(targets)
     view = getattr(ctx.broker, "view", None)
     names = [(None if view is None else view.topic_name(tid))

@@ -113,8 +113,8 @@ def _replica(r) -> dq.ReplicaState:
 
 @handles(55, 0, 2, listeners=(BROKER_PLANE, CONTROLLER_PLANE))
 async def describe_quorum(ctx, req: DescribeQuorumRequest) -> DescribeQuorumResponse:
-    if not (cluster_allowed(ctx, AclOperation.DESCRIBE)
-            or (ctx.plane == CONTROLLER_PLANE and trusted_forwarder(ctx))):
+    if not ((ctx.plane == CONTROLLER_PLANE and trusted_forwarder(ctx))
+            or cluster_allowed(ctx, AclOperation.DESCRIBE)):
         return DescribeQuorumResponse(error_code=Errors.CLUSTER_AUTHORIZATION_FAILED,
                                       error_message="Cluster authorization failed.", topics=[])
     try:
