@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import struct
+import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from spool.protocol._generated import (
     ApiVersionsRequest,
@@ -21,10 +22,15 @@ from spool.protocol._generated import (
     SaslHandshakeRequest,
 )
 from spool.protocol.errors import Errors
+from spool.security.sasl.scram import ScramClient
+from spool.security.scram import ScramMechanism
 from tests.helpers.raw_client import RawClient
 from tests.helpers.secure_broker import SecureBroker
 
 ALICE = ("alice", "alice-secret")
+# KIP-368 on SCRAM-SHA-512 over SASL_PLAINTEXT only (the other mechanisms' sessions last)
+REAUTH_KEY = "listener.name.sasl_plaintext.scram-sha-512.connections.max.reauth.ms"
+REAUTH_MS = 1000
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 # the issue's client matrix: (listener, mechanism); OAUTHBEARER with unsecured JWS tokens
 MATRIX = [("SASL_PLAINTEXT", "PLAIN"), ("SASL_PLAINTEXT", "SCRAM-SHA-256"),
@@ -36,7 +42,8 @@ def broker(tmp_path_factory):
     b = SecureBroker(tmp_path_factory.mktemp("sasl") / "data",
                      listeners=("SASL_PLAINTEXT", "PLAINTEXT", "SASL_SSL"),
                      plain_users=dict([ALICE]), scram_users=dict([ALICE]),
-                     mechanisms=MECHANISMS, log_level="INFO")
+                     mechanisms=MECHANISMS, log_level="INFO",
+                     overrides={REAUTH_KEY: str(REAUTH_MS)})
     b.start()
     yield b
     b.stop()
@@ -290,3 +297,65 @@ def test_the_plaintext_listener_beside_it_needs_no_authentication(broker):
         assert hs.error_code == Errors.ILLEGAL_SASL_STATE
     finally:
         c.close()
+
+
+# ---- KIP-368 re-authentication
+
+
+def _scram_login(c: RawClient, mechanism: str, version: int = 2):
+    """SCRAM over SaslHandshake v1 + SaslAuthenticate with Spool's sans-I/O client."""
+    client = ScramClient(ScramMechanism.from_name(mechanism), *ALICE)
+    assert c.request(17, 1, SaslHandshakeRequest(mechanism=mechanism)).error_code == 0
+    token = client.initial_response()
+    while True:
+        resp = c.request(36, version, SaslAuthenticateRequest(auth_bytes=token))
+        assert resp.error_code == 0, resp.error_message
+        token = client.evaluate(resp.auth_bytes)
+        if token is None:
+            return resp
+
+
+def test_a_session_past_connections_max_reauth_ms_is_closed_at_its_next_request(broker):
+    c = _raw(broker)
+    try:
+        assert _scram_login(c, "SCRAM-SHA-512").session_lifetime_ms == REAUTH_MS
+        assert c.request(3, 12, MetadataRequest(topics=[])).brokers
+        time.sleep(REAUTH_MS / 1000 + 0.2)  # (the session's end is the event itself)
+        c.send(3, 12, MetadataRequest(topics=[]))
+        assert c.is_closed_by_peer()
+    finally:
+        c.close()
+
+
+def test_reauthentication_on_the_same_connection_renews_the_session(broker):
+    c = _raw(broker)
+    try:
+        _scram_login(c, "SCRAM-SHA-512")
+        time.sleep(REAUTH_MS / 2000)
+        assert _scram_login(c, "SCRAM-SHA-512").session_lifetime_ms == REAUTH_MS
+        time.sleep(REAUTH_MS / 2000 + 0.2)  # past the first session's end, not the second's
+        assert c.request(3, 12, MetadataRequest(topics=[])).brokers
+        # another mechanism, or another principal, is refused
+        resp = c.request(17, 1, SaslHandshakeRequest(mechanism="PLAIN"))
+        assert resp.error_code == Errors.UNSUPPORTED_SASL_MECHANISM
+        assert c.is_closed_by_peer()
+    finally:
+        c.close()
+
+
+def test_librdkafka_reauthenticates_and_keeps_producing(broker):
+    topic = _topic()
+    errors: list[KafkaError] = []
+    p = Producer(broker.confluent("alice", "SCRAM-SHA-512", "SASL_PLAINTEXT",
+                                  error_cb=errors.append))
+    deadline = time.monotonic() + 3.5 * REAUTH_MS / 1000  # three sessions and a half
+    sent = 0
+    while time.monotonic() < deadline:
+        p.produce(topic, b"x")
+        sent += 1
+        p.poll(0.05)
+    assert p.flush(15) == 0
+    assert errors == []  # no disconnection, no authentication failure
+    lo, hi = Consumer(broker.confluent("alice", **{"group.id": "r"})).get_watermark_offsets(
+        TopicPartition(topic, 0), timeout=10)
+    assert hi - lo == sent
