@@ -27,8 +27,9 @@ Contract:
   given, is read from the file (PEM text or PKCS12).
 - :meth:`CommandConfig.librdkafka` maps it onto librdkafka's keys for
   confluent-kafka clients. librdkafka reads only PEM trust stores from files, so a
-  PKCS12 trust store (or inline certificates) is written as PEM (certificates only,
-  nothing secret) to a private temporary directory removed at exit.
+  PKCS12 trust store (or inline certificates) and an inline certificate chain are
+  written as PEM (certificates only, nothing secret: an inline key goes as
+  ``ssl.key.pem``) to a private temporary directory removed at exit.
 - Spool's own client (``spool.net``, the wire commands) takes ``security``: the
   same properties read by ``spool.security.client_config.ClientSecurity`` (store
   types filled in as read from the files), built here so that both clients accept
@@ -41,12 +42,9 @@ Contract:
 from __future__ import annotations
 
 import atexit
-import base64
-import json
 import os
 import shutil
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,7 +66,6 @@ LOGIN_MODULES = {
     "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule": ("OAUTHBEARER",),
 }
 _UNSECURED = "unsecuredLogin"
-_NONE_HEADER = b'{"alg":"none"}'
 
 
 class CommandConfigError(ValueError):
@@ -89,19 +86,13 @@ class UnsecuredToken:
     def principal(self) -> str:
         return str(self.claims[self.principal_claim])
 
-    def token(self, now_s: float | None = None) -> str:
-        """The compact JWS ``header.payload.`` (no signature), issued now."""
-        now = time.time() if now_s is None else now_s
-        claims = {"iat": now, "exp": now + self.lifetime_s, **self.claims}
-        return f"{_b64(_NONE_HEADER)}.{_b64(json.dumps(claims).encode())}."
-
 
 @dataclass(frozen=True)
 class CommandConfig:
     """A parsed and checked command config (module docstring)."""
 
     path: str
-    props: dict[str, str] = field(default_factory=dict)  # as read (for spool.net's parser)
+    props: dict[str, str] = field(default_factory=dict)  # as read
     security_protocol: str = "PLAINTEXT"
     client_id: str | None = None
     ca_pem: str | None = None  # trusted certificates, PEM; None: the system's defaults
@@ -148,12 +139,13 @@ class CommandConfig:
                 conf["ssl.keystore.password"] = self.keystore_password or ""
             elif self.keystore_type == "PEM":
                 if self.keystore_location:
-                    cert = key = self.keystore_location
-                else:
-                    cert = _temp_file("certificate.pem", self.cert_chain_pem or "")
-                    key = _temp_file("key.pem", self.key_pem or "")
-                conf["ssl.certificate.location"] = cert
-                conf["ssl.key.location"] = key
+                    conf["ssl.certificate.location"] = self.keystore_location
+                    conf["ssl.key.location"] = self.keystore_location
+                else:  # the chain (public) as a file: librdkafka's ssl.certificate.pem
+                    # takes one certificate; the key stays in memory
+                    conf["ssl.certificate.location"] = _temp_file(
+                        "certificate.pem", self.cert_chain_pem or "")
+                    conf["ssl.key.pem"] = self.key_pem
                 if self.key_password:
                     conf["ssl.key.password"] = self.key_password
         if self.uses_sasl:
@@ -533,10 +525,6 @@ def _librdkafka_oauth(tok: UnsecuredToken) -> str:
             raise CommandConfigError(f"'{part}': librdkafka's sasl.oauthbearer.config takes no "
                                      f"spaces in values")
     return " ".join(parts)
-
-
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
 # ---- temporary PEM files for librdkafka

@@ -58,6 +58,17 @@ ssl.keystore.type=PEM
 ssl.keystore.location={alice.keystore_pem}
 ssl.key.password=alice-pw
 """)
+        # admin again, with Kafka's inline PEM keys (a value over several lines: \ escapes)
+        def inline(text: str) -> str:
+            return text.strip().replace("\n", "\\n\\\n")
+
+        self.admin_inline = self.write("admin-inline", f"""security.protocol=SSL
+ssl.truststore.type=PEM
+ssl.truststore.certificates={inline(self.pki.ca_text)}
+ssl.keystore.type=PEM
+ssl.keystore.certificate.chain={inline(admin.chain_text)}
+ssl.keystore.key={inline(admin.key_text)}
+""")
         other = Pki(tmp / "other-pki", "CN=Other CA")
         self.wrong_ca = self.write("wrong-ca", f"""security.protocol=SSL
 ssl.truststore.location={other.ca_pem}
@@ -113,10 +124,16 @@ def test_a_broker_certificate_from_another_ca_is_one_line(sec) -> None:
 
 
 def test_wire_commands_take_the_command_config(sec) -> None:
-    out = sec.spool(sec.admin, "features", "describe").stdout
-    assert out.startswith("Feature: metadata.version\t")
-    listed = sec.spool(sec.admin, "transactions", "list")
-    assert listed.stdout.split() == ["TransactionalId", "ProducerId", "State"]
+    for config in (sec.admin, sec.admin_inline):
+        out = sec.spool(config, "features", "describe").stdout
+        assert out.startswith("Feature: metadata.version\t")
+        listed = sec.spool(config, "transactions", "list")
+        assert listed.stdout.split() == ["TransactionalId", "ProducerId", "State"]
+
+
+def test_inline_pem_stores_work_for_librdkafka(sec) -> None:
+    sec.spool(sec.admin_inline, "topics", "create", "inline-made")
+    assert "inline-made" in sec.spool(sec.admin_inline, "topics", "list").stdout.split()
 
 
 def test_acls_add_list_remove_and_what_they_allow(sec) -> None:

@@ -160,8 +160,6 @@ sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginMo
         "sasl.oauthbearer.config": "principalClaimName=sub principal=alice lifeSeconds=600 "
                                    "scopeClaimName=scope scope=read,write extension_traceId=42",
     }
-    header, payload, signature = conf.oauth.token(now_s=1000).split(".")
-    assert (header, signature) == ("eyJhbGciOiJub25lIn0", "")
 
 
 @pytest.mark.parametrize("text, message", [
