@@ -2,18 +2,22 @@
 
 One broker for the module (``tests.helpers.secure_broker``): SASL_PLAINTEXT, PLAINTEXT
 and SASL_SSL listeners; alice is a PLAIN user, has SCRAM-SHA-256/512 credentials, and
-OAUTHBEARER takes unsecured JWS tokens (development mode).
+OAUTHBEARER takes unsecured JWS tokens (development mode) on SASL_PLAINTEXT and JWTs
+signed by a key of a JWKS file on SASL_SSL.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import struct
 import time
 import uuid
 
+import jwt
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from spool.protocol._generated import (
     ApiVersionsRequest,
@@ -22,6 +26,7 @@ from spool.protocol._generated import (
     SaslHandshakeRequest,
 )
 from spool.protocol.errors import Errors
+from spool.security.sasl.oauthbearer import unsecured_token
 from spool.security.sasl.scram import ScramClient
 from spool.security.scram import ScramMechanism
 from tests.helpers.raw_client import RawClient
@@ -38,12 +43,28 @@ MATRIX = [("SASL_PLAINTEXT", "PLAIN"), ("SASL_PLAINTEXT", "SCRAM-SHA-256"),
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory):
+def idp(tmp_path_factory):
+    """An identity provider's signing key and its JWKS file (validated OAUTHBEARER)."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
+    path = tmp_path_factory.mktemp("idp") / "jwks.json"
+    path.write_text(json.dumps({"keys": [{**jwk, "kid": "idp-1", "alg": "RS256"}]}))
+    return key, path
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory, idp):
+    validated = {  # the SASL_SSL listener's OAUTHBEARER takes signed JWTs only
+        "listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class":
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+        "listener.name.sasl_ssl.sasl.oauthbearer.jwks.endpoint.url": f"file://{idp[1]}",
+        "listener.name.sasl_ssl.sasl.oauthbearer.expected.audience": "spool",
+        "listener.name.sasl_ssl.sasl.oauthbearer.expected.issuer": "https://idp.test"}
     b = SecureBroker(tmp_path_factory.mktemp("sasl") / "data",
                      listeners=("SASL_PLAINTEXT", "PLAINTEXT", "SASL_SSL"),
                      plain_users=dict([ALICE]), scram_users=dict([ALICE]),
                      mechanisms=MECHANISMS, log_level="INFO",
-                     overrides={REAUTH_KEY: str(REAUTH_MS)})
+                     overrides={REAUTH_KEY: str(REAUTH_MS), **validated})
     b.start()
     yield b
     b.stop()
@@ -126,6 +147,44 @@ def test_aiokafka_produces_and_consumes(broker, listener, mechanism):
         return msg.value
 
     assert asyncio.run(run()) == b"hello"
+
+
+def _signed(key, sub: str, lifetime_s: int = 60, **claims) -> tuple[str, float]:
+    now = int(time.time())
+    body = {"sub": sub, "aud": "spool", "iss": "https://idp.test", "iat": now,
+            "exp": now + lifetime_s, **claims}
+    return jwt.encode(body, key, algorithm="RS256", headers={"kid": "idp-1"}), now + lifetime_s
+
+
+def _oauth_producer(broker, token_fn, errors: list) -> Producer:
+    conf = broker.confluent(None, listener="SASL_SSL")
+    conf.update({"sasl.mechanism": "OAUTHBEARER", "oauth_cb": lambda _cfg: token_fn(),
+                 "error_cb": errors.append})
+    return Producer(conf)
+
+
+def test_confluent_kafka_with_a_jwt_validated_against_the_jwks_file(broker, idp):
+    errors: list[KafkaError] = []
+    p = _oauth_producer(broker, lambda: _signed(idp[0], "alice"), errors)
+    p.produce(_topic(), b"signed")
+    assert p.flush(15) == 0 and errors == []
+
+
+@pytest.mark.parametrize("case", ["another key", "wrong audience", "unsecured"])
+def test_a_jwt_the_jwks_does_not_vouch_for_is_refused(broker, idp, case):
+    other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    token = {"another key": lambda: _signed(other, "alice"),
+             "wrong audience": lambda: _signed(idp[0], "alice", aud="other"),
+             "unsecured": lambda: (unsecured_token({"unsecuredLoginStringClaim_sub": "alice"}),
+                                   time.time() + 60)}[case]
+    errors: list[KafkaError] = []
+    p = _oauth_producer(broker, token, errors)
+    for _ in range(100):
+        if errors:
+            break
+        p.poll(0.1)
+    assert errors and errors[0].code() == KafkaError._AUTHENTICATION
+    assert '{"status":"invalid_token"}' in errors[0].str()
 
 
 BAD = [("PLAIN", "alice", "wrong", "Authentication failed: Invalid username or password"),
