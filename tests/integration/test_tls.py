@@ -7,7 +7,8 @@ One broker for the module (certificates made with ``cryptography``,
 - SSL: PEM keystore file, no client certificate asked;
 - MTLS (mapped to SSL): PKCS12 keystore and truststore, ``ssl.client.auth=required``,
   ``ssl.principal.mapping.rules`` naming ``CN=<x>,OU=eng,...`` subjects ``<x>`` lowercased;
-- OPT (mapped to SSL): inline PEM keystore and truststore, ``ssl.client.auth=requested``.
+- OPT (mapped to SSL): inline PEM keystore and truststore, ``ssl.client.auth=requested``,
+  its own mapping rules without DEFAULT (a subject no rule maps is refused).
 
 Which principal a connection got shows as a user sees it: the StandardAuthorizer is on,
 with ``super.users`` User:alice (the mapped name of ``CN=Alice,OU=eng,O=Acme``),
@@ -87,6 +88,7 @@ class Broker:
             "listener.name.opt.ssl.truststore.type": "PEM",
             "listener.name.opt.ssl.truststore.certificates": p.ca_text,
             "listener.name.opt.ssl.client.auth": "requested",
+            "listener.name.opt.ssl.principal.mapping.rules": "RULE:^CN=([^,]+),OU=eng,.*$/$1/L",
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "super.users": "User:alice;User:CN=carol,O=Other;User:ANONYMOUS",
             "spool.ssl.handshake.timeout.ms": "1500",
@@ -280,6 +282,9 @@ def test_mtls_requested_names_clients_that_present_a_certificate(broker, topic_n
     assert cluster_ops(bob) == set()
     refused(rdkafka(broker, "OPT", ssl_certificate_location=str(broker.mallory.cert_pem),
                     ssl_key_location=str(broker.mallory.key_pem)))
+    refused(rdkafka(broker, "OPT", ssl_certificate_location=str(broker.carol.cert_pem),
+                    ssl_key_location=str(broker.carol.key_pem)))  # no rule maps CN=carol,O=Other
+    assert "No rules apply to CN=carol,O=Other" in broker.log.read_text()
     assert produce_and_consume(anonymous, topic_name) == RECORDS
 
 
