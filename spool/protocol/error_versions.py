@@ -390,6 +390,12 @@ ERRORS: dict[int, dict[int, int]] = {
         (0, "CLUSTER_AUTHORIZATION_FAILED INVALID_UPDATE_VERSION FEATURE_UPDATE_FAILED "
             "NOT_CONTROLLER REQUEST_TIMED_OUT INVALID_REQUEST"),
     ),
+    17: _codes(  # SaslHandshake: SaslServerAuthenticator (ILLEGAL_SASL_STATE once authenticated)
+        (0, "UNSUPPORTED_SASL_MECHANISM ILLEGAL_SASL_STATE"),
+    ),
+    36: _codes(  # SaslAuthenticate: SaslServerAuthenticator
+        (0, "SASL_AUTHENTICATION_FAILED ILLEGAL_SASL_STATE UNSUPPORTED_SASL_MECHANISM"),
+    ),
     29: _codes(  # DescribeAcls: AclApis
         (1, "CLUSTER_AUTHORIZATION_FAILED SECURITY_DISABLED INVALID_REQUEST"),
     ),
