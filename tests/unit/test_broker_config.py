@@ -68,6 +68,12 @@ def test_listener_names_map_to_protocols():
          "replica.selector.class=com.example.Nearest: expected empty or "
          "org.apache.kafka.common.replica.RackAwareReplicaSelector (the replica selectors "
          "Spool has)"),
+        (("authorizer.class.name=kafka.security.authorizer.AclAuthorizer",),
+         "authorizer.class.name=kafka.security.authorizer.AclAuthorizer: expected empty (no "
+         "authorizer) or org.apache.kafka.metadata.authorizer.StandardAuthorizer or "
+         "spool.security.authorizer.StandardAuthorizer"),
+        (("super.users=alice",),
+         "super.users=alice: expected principals as Type:name separated by ';'"),
         (("oops",), "override 'oops' is not key=value"),
     ],
 )
