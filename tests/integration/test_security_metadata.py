@@ -399,3 +399,49 @@ def test_storage_format_add_scram_gives_a_new_node_its_credentials(tmp_path):
         assert scram_users(b) == {"admin": [(1, 4096), (2, 8192)]}
     finally:
         b.stop()
+
+
+# -- credentials set through the API are the ones SASL/SCRAM checks ----------------------
+
+def scram_login(b, user: str, password: str, mechanism: str) -> str:
+    """'ok' if ``user`` authenticates with SCRAM (a metadata request answered), else the
+    first error librdkafka reports."""
+    errors: list = []
+    conf = b.confluent(user, mechanism, password=password, error_cb=errors.append)
+    client = AdminClient(conf)
+    last = ""
+    for _ in range(20):
+        try:
+            client.list_topics(timeout=0.5)
+            return "ok"
+        except KafkaException as e:
+            last = str(e)
+        client.poll(0.1)  # error_cb runs from poll
+        if errors:
+            return errors[0].str()
+    return last
+
+
+def test_scram_credentials_from_alter_user_scram_credentials_authenticate(tmp_path):
+    from tests.helpers.secure_broker import SecureBroker
+
+    b = SecureBroker(tmp_path / "data", overrides={**AUTHORIZER, "super.users": "User:admin"})
+    b.start()
+    try:
+        admin_client = AdminClient(b.confluent())  # admin over PLAIN
+        for change in (upsert("carol", SHA256, 8192, b"carol-secret"),  # one per request:
+                       upsert("carol", SHA512, 4096, b"carol-512")):  # a user once in each
+            (f,) = admin_client.alter_user_scram_credentials([change]).values()
+            assert f.result(timeout=30) is None
+        assert scram_login(b, "carol", "carol-secret", "SCRAM-SHA-256") == "ok"
+        assert scram_login(b, "carol", "carol-512", "SCRAM-SHA-512") == "ok"
+        refused = ("Authentication failed during authentication due to invalid credentials "
+                   "with SASL mechanism SCRAM-SHA-256")
+        assert refused in scram_login(b, "carol", "carol-512", "SCRAM-SHA-256")
+        (f,) = admin_client.alter_user_scram_credentials(
+            [UserScramCredentialDeletion("carol", SHA256)]).values()
+        assert f.result(timeout=30) is None
+        assert refused in scram_login(b, "carol", "carol-secret", "SCRAM-SHA-256")
+        assert scram_login(b, "carol", "carol-512", "SCRAM-SHA-512") == "ok"
+    finally:
+        b.stop()
