@@ -708,3 +708,41 @@ def test_allow_everyone_if_no_acl_found(tmp_path):
         assert codes(resp, "responses", "partition_responses") == {guarded: [0]}
     finally:
         b.stop()
+
+
+# ---- kafka-python and aiokafka see Kafka's exceptions
+
+
+def test_kafka_python_and_aiokafka_see_kafkas_errors(broker, admin):
+    import aiokafka
+    import aiokafka.errors
+    import kafka
+    import kafka.errors
+
+    topic, group = _name("kp"), _name("kp-g")
+    create_topics(admin, topic)
+    produce_as_admin(broker, topic, b"a")
+    grant(admin, topic_acl(topic, D))
+    # (idempotence off: an idempotent one would need a topic's WRITE for InitProducerId)
+    producer = kafka.KafkaProducer(**broker.kafka_python("alice"), max_block_ms=10000,
+                                   enable_idempotence=False)
+    try:
+        with pytest.raises(kafka.errors.TopicAuthorizationFailedError):
+            producer.send(topic, b"refused").get(timeout=15)
+    finally:
+        producer.close(timeout=5)
+    assert watermarks(broker, topic) == (0, 1)
+
+    grant(admin, topic_acl(topic, R))  # may read the topic, not join the group
+
+    async def consume():
+        c = aiokafka.AIOKafkaConsumer(topic, group_id=group, auto_offset_reset="earliest",
+                                      **broker.kafka_python("alice"))
+        try:
+            with pytest.raises(aiokafka.errors.GroupAuthorizationFailedError):
+                await c.start()  # FindCoordinator: DESCRIBE on the group
+                await asyncio.wait_for(c.getone(), 15)
+        finally:
+            await c.stop()
+
+    asyncio.run(consume())
