@@ -49,6 +49,13 @@ leader's would be; below v11 only the leader serves consumers. With
 ``replica.selector.class`` set (``spool.replica.selector``) the leader answers a consumer
 in another rack with ``preferred_read_replica`` = an in-sync follower of that rack, its
 offsets and no records, at once (no long poll); the consumer then fetches there.
+
+With an authorizer (``spool.broker.authz``; without one the request pays one attribute
+test), as Kafka's ``handleFetchRequest``: a follower's fetch needs CLUSTER_ACTION on the
+cluster (else every partition TOPIC_AUTHORIZATION_FAILED); a consumer's, READ on each
+topic (else TOPIC_AUTHORIZATION_FAILED for its partitions, after an unknown topic ID's
+UNKNOWN_TOPIC_ID). Refused partitions are not read and take no part in the long poll: a
+request with nothing else waits for nothing.
 """
 
 from __future__ import annotations

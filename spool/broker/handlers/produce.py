@@ -51,6 +51,14 @@ does not know is UNKNOWN_TOPIC_ID for each of its partitions, nothing appended, 
 partition whose replica belongs to another topic of the same name (deleted and created again
 while the request waited for its transaction's coordinator), as Kafka's
 getPartitionOrException answers a topic ID that does not match the one on disk.
+
+With an authorizer (``spool.broker.authz``; without one the request pays one attribute
+test), checked first, as Kafka's ``handleProduceRequest``: a request carrying a
+transactional batch needs WRITE on its transactional id (none, or refused: every
+partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED, nothing appended); each topic needs
+WRITE, else TOPIC_AUTHORIZATION_FAILED for its partitions, also for a topic that does not
+exist (its existence is not disclosed), and its batches are neither verified with the
+transaction coordinator nor appended. acks=0 closes the connection on a refusal too.
 """
 
 from __future__ import annotations
