@@ -124,6 +124,8 @@ class Dispatcher:
         config = getattr(broker, "config", None)
         self.sasl: dict[str, SaslListener] = (
             sasl_listeners(config, self._scram_credential) if config is not None else {})
+        # the server reads no larger frame on a SASL listener until authentication completes
+        self.frame_limits = {name: lst.max_receive_size for name, lst in self.sasl.items()}
 
     def _scram_credential(self, user: str, mechanism):
         """A user's SCRAM credential from the broker's security image (None: unknown)."""

@@ -24,7 +24,10 @@ request pipelined behind the authentication is judged by its outcome. States::
   (frames read meanwhile are not served); a raw (v0) token that fails closes
   unanswered, as Kafka does.
 - A frame over ``sasl.server.max.receive.size`` before COMPLETE fails the
-  authentication ("Failing SASL authentication due to invalid receive size").
+  authentication: the server's frame decoder refuses its size prefix before reading it
+  (``Server.frame_limits``; raised to ``socket.request.max.bytes`` on success), and a
+  re-authentication frame over it is refused here ("Failing SASL authentication due
+  to invalid receive size").
 - On success ``conn.principal`` becomes ``User:<authorization id>``. SaslAuthenticate
   v1+ tells the session lifetime: ``connections.max.reauth.ms`` of the mechanism,
   shortened to the credential's expiry (OAUTHBEARER's ``exp``); 0 when sessions do
@@ -275,6 +278,9 @@ class SaslAuthenticator:
         assert self.server is not None and self.principal is not None
         self.conn.principal = self.principal
         self.reauthenticating = False
+        decoder = getattr(self.conn, "decoder", None)
+        if decoder is not None:  # requests may now be as large as socket.request.max.bytes
+            decoder.max_size = self.conn.server.max_request_size
         reauth_ms = self.listener.reauth_ms.get(self.mechanism or "", 0)
         expiry_ms = self.server.credential_expiry_ms
         lifetime: int | None = None

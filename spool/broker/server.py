@@ -256,6 +256,7 @@ class Connection:
         self.host = peer[0] if peer else ""
         self.principal: KafkaPrincipal = ANONYMOUS  # set by mTLS or SASL (spool.security)
         self.sasl = None  # its SaslAuthenticator on a SASL listener (spool.broker.dispatch)
+        self.decoder: FrameDecoder | None = None  # (its limit rises once SASL authenticates)
         self.last_active = time.monotonic()
         self.closed = False  # no more requests are read
         self.torn_down = False
@@ -388,7 +389,8 @@ class Connection:
     async def _read_loop(self) -> bool:
         """Read and dispatch until the connection ends; True if the peer went away."""
         server = self.server
-        decoder = FrameDecoder(server.max_request_size)
+        decoder = self.decoder = FrameDecoder(
+            server.frame_limits.get(self.listener_name, server.max_request_size))
         buf, view = server.recv_buf, server.recv_view
         recv_into = self._recv_into
         prepare = server.dispatcher.prepare
@@ -690,6 +692,8 @@ class Server:
         on a listener in ``controller_names`` are the controller plane's; on a listener in
         ``tls`` they speak TLS (``spool.broker.tls_connection``)."""
         self.dispatcher = dispatcher
+        # listener -> largest frame read before authentication (sasl.server.max.receive.size)
+        self.frame_limits: dict[str, int] = dict(getattr(dispatcher, "frame_limits", {}))
         self.addresses = addresses
         self.names = list(names) if names is not None else ["PLAINTEXT"] * len(addresses)
         if len(self.names) != len(addresses):

@@ -344,8 +344,23 @@ def test_an_oversized_token_fails_authentication(broker):
         assert c.is_closed_by_peer()
     finally:
         c.close()
-    # (the reason, "Failing SASL authentication due to invalid receive size", is in the
-    # broker's log, rate-limited: tests/unit/test_sasl_authenticator.py checks it)
+
+
+
+def test_an_oversized_frame_is_refused_at_its_size_prefix(broker):
+    c = _raw(broker)
+    try:
+        c.send_raw(struct.pack(">i", 600_000) + b"\0" * 100)  # the rest is never sent
+        assert c.is_closed_by_peer()
+    finally:
+        c.close()
+
+
+def test_once_authenticated_requests_may_be_larger(broker):
+    topic = _topic()
+    p = Producer(broker.confluent("alice", **{"message.max.bytes": 2_000_000}))
+    p.produce(topic, b"y" * 700_000)  # over sasl.server.max.receive.size (524288)
+    assert p.flush(15) == 0
 
 
 def test_the_plaintext_listener_beside_it_needs_no_authentication(broker):
