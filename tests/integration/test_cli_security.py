@@ -22,6 +22,8 @@ import pytest
 from tests.helpers.certs import PASSWORD, Pki
 from tests.helpers.secure_broker import PLAIN_LOGIN, SCRAM_LOGIN, SecureBroker
 
+OAUTH_LOGIN = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+
 
 class Secured:
     def __init__(self, tmp: Path) -> None:
@@ -29,8 +31,9 @@ class Secured:
         self.pki = Pki(tmp / "pki")
         server = self.pki.issue("CN=localhost", hosts=("127.0.0.1", "localhost"))
         self.broker = SecureBroker(
-            tmp / "data", listeners=("SSL", "SASL_PLAINTEXT"),
-            plain_users={"alice": "alice-secret"}, overrides={
+            tmp / "data", listeners=("SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+            plain_users={"alice": "alice-secret"},
+            mechanisms=("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"), overrides={
                 "ssl.keystore.type": "PEM",
                 "ssl.keystore.location": str(server.keystore_pem),
                 "ssl.truststore.type": "PEM",
@@ -80,10 +83,19 @@ ssl.keystore.password={PASSWORD}
             'username="{}" password="{}";\n'
         self.alice_plain = self.write("alice-plain", sasl.format(
             "PLAIN", PLAIN_LOGIN, "alice", "alice-secret"))
-        self.carol = self.write("carol", sasl.format(
-            "SCRAM-SHA-256", SCRAM_LOGIN, "carol", "carol-secret"))
-        self.carol_wrong = self.write("carol-wrong", sasl.format(
-            "SCRAM-SHA-256", SCRAM_LOGIN, "carol", "not-her-password"))
+        # carol: SCRAM-SHA-512 over SASL_SSL, the broker checked against a PKCS12 truststore
+        sasl_ssl = (f"security.protocol=SASL_SSL\nssl.truststore.type=PKCS12\n"
+                    f"ssl.truststore.location={self.pki.truststore_p12}\n"
+                    f"ssl.truststore.password={PASSWORD}\n" + sasl.split("\n", 1)[1])
+        self.carol = self.write("carol", sasl_ssl.format(
+            "SCRAM-SHA-512", SCRAM_LOGIN, "carol", "carol-secret"))
+        self.carol_wrong = self.write("carol-wrong", sasl_ssl.format(
+            "SCRAM-SHA-512", SCRAM_LOGIN, "carol", "not-her-password"))
+        self.dave_oauth = self.write("dave-oauth", f"""security.protocol=SASL_PLAINTEXT
+sasl.mechanism=OAUTHBEARER
+sasl.jaas.config={OAUTH_LOGIN} required \\
+  unsecuredLoginStringClaim_sub="dave" unsecuredLoginLifetimeSeconds="600";
+""")
 
     def write(self, name: str, text: str) -> str:
         path = self.tmp / f"{name}.properties"
@@ -221,18 +233,30 @@ def test_quotas_set_describe_delete(sec) -> None:
     assert sec.spool(sec.admin, "quotas", "describe", "--user", "alice").stdout == ""
 
 
-def test_a_scram_user_made_with_the_cli_logs_in_with_a_command_config(sec) -> None:
+def test_a_scram_user_made_with_the_cli_logs_in_over_sasl_ssl(sec) -> None:
     sec.spool(sec.admin, "users", "scram", "set", "--user", "carol", "--add-config",
-              "SCRAM-SHA-256=[password=carol-secret]")
+              "SCRAM-SHA-512=[password=carol-secret]")
     sec.spool(sec.admin, "acls", "add", "--allow-principal", "User:carol", "--operation",
               "Describe", "--cluster")
     for args in (["topics", "list"], ["features", "describe"]):  # librdkafka, spool.net
-        sec.spool(sec.carol, *args, listener="SASL_PLAINTEXT")
+        sec.spool(sec.carol, *args, listener="SASL_SSL")
         line = one_error(sec.spool(sec.carol_wrong, *args, "--timeout", "10",
-                                   listener="SASL_PLAINTEXT", check=False))
+                                   listener="SASL_SSL", check=False))
         assert line.endswith("(SASL_AUTHENTICATION_FAILED)"), line
     # acls list asks DESCRIBE on the cluster: carol has it, alice (PLAIN) has not
-    sec.spool(sec.carol, "acls", "list", "--cluster", listener="SASL_PLAINTEXT")
+    sec.spool(sec.carol, "acls", "list", "--cluster", listener="SASL_SSL")
     line = one_error(sec.spool(sec.alice_plain, "acls", "list", listener="SASL_PLAINTEXT",
                                check=False))
     assert line.endswith("(CLUSTER_AUTHORIZATION_FAILED)"), line
+
+
+def test_an_unsecured_oauthbearer_token_names_its_subject(sec) -> None:
+    sec.spool(sec.admin, "topics", "create", "dave-only")
+    sec.spool(sec.admin, "acls", "add", "--allow-principal", "User:dave", "--operation",
+              "Describe", "--topic", "dave-only")
+    for args in (["topics", "list"], ["acls", "list"]):  # librdkafka, spool.net
+        proc = sec.spool(sec.dave_oauth, *args, listener="SASL_PLAINTEXT", check=False)
+        if args[0] == "topics":
+            assert proc.returncode == 0 and proc.stdout.split() == ["dave-only"], proc.stderr
+        else:  # the token's sub is the principal: User:dave, without cluster ACLs
+            assert one_error(proc).endswith("(CLUSTER_AUTHORIZATION_FAILED)"), proc.stderr
