@@ -722,6 +722,7 @@ class Server:
         if self.tls:
             from spool.broker.tls_connection import TlsConnection  # (it imports this module)
 
+            self.tls_recv_view = memoryview(bytearray(RECV_SIZE))  # encrypted bytes
             self._tls_connection = TlsConnection
 
     def bind(self) -> None:

@@ -35,7 +35,6 @@ from spool.security.ssl_principal import NoMatchingRule, subject_dn
 from spool.security.tls import ServerTls
 
 TLS_CHUNK = 256 * 1024  # plaintext bytes encrypted before they are sent
-RAW_RECV = 256 * 1024
 
 
 class TlsHandshakeError(ConnectionError):
@@ -53,8 +52,8 @@ class TlsConnection(Connection):
         self._outgoing = ssl.MemoryBIO()
         self.ssl_object: ssl.SSLObject = tls.context.wrap_bio(
             self._incoming, self._outgoing, server_side=True)
-        self._raw = bytearray(RAW_RECV)
-        self._raw_view = memoryview(self._raw)
+        # the server's one buffer for encrypted bytes (copied into the BIO at once)
+        self._raw: memoryview = server.tls_recv_view
         self._out = bytearray()  # encrypted bytes not sent yet
         self._sending = False
         self._recv_into = self._tls_recv_into
@@ -105,7 +104,7 @@ class TlsConnection(Connection):
             if n == 0:
                 raise TlsHandshakeError("the client closed the connection during the TLS "
                                         "handshake")
-            self._incoming.write(self._raw_view[:n])
+            self._incoming.write(self._raw[:n])
         await self._flush()
 
     # ---- receiving
@@ -126,7 +125,7 @@ class TlsConnection(Connection):
                     raw = self.sock.recv_into(self._raw)  # BlockingIOError: nothing to read
                     if raw == 0:
                         break
-                    self._incoming.write(self._raw_view[:raw])
+                    self._incoming.write(self._raw[:raw])
                     continue
                 except ssl.SSLZeroReturnError:  # close_notify
                     break
