@@ -41,6 +41,7 @@ any frame pipelined after it is looked at.
 
 from __future__ import annotations
 
+import logging
 import struct
 from collections.abc import Awaitable
 from dataclasses import dataclass
@@ -63,6 +64,7 @@ from spool.protocol.headers import (
 )
 from spool.protocol.primitives import ProtocolDecodeError
 
+log = logging.getLogger("spool.dispatch")
 _SIZE = struct.Struct(">i")
 DESCRIBE_QUORUM_KEY = 55
 ALWAYS_SERVED = frozenset({API_VERSIONS_KEY, DESCRIBE_QUORUM_KEY})  # rule 5
@@ -124,6 +126,12 @@ class Dispatcher:
         config = getattr(broker, "config", None)
         self.sasl: dict[str, SaslListener] = (
             sasl_listeners(config, self._scram_credential) if config is not None else {})
+        for lst in self.sasl.values():
+            if lst.unsecured_oauthbearer:
+                log.warning("listener %s accepts unsecured OAUTHBEARER tokens (anyone may name "
+                            "any principal: development only; set listener.name.%s.oauthbearer."
+                            "sasl.server.callback.handler.class to validate JWTs)",
+                            lst.name, lst.name.lower())
         # the server reads no larger frame on a SASL listener until authentication completes
         self.frame_limits = {name: lst.max_receive_size for name, lst in self.sasl.items()}
 

@@ -51,6 +51,7 @@ class SaslListener:
     reauth_ms: dict[str, int]  # mechanism -> connections.max.reauth.ms (0: none)
     factories: dict[str, Callable[[], SaslServer]] = field(default_factory=dict)
     failed_delay_ms: int = 100  # connection.failed.authentication.delay.ms
+    unsecured_oauthbearer: bool = False  # OAUTHBEARER takes unsigned tokens (development)
 
     def server(self, mechanism: str) -> SaslServer:
         return self.factories[mechanism]()
@@ -150,6 +151,8 @@ def sasl_listener(config: BrokerConfig, name: str,
             out.factories[m] = _scram_factory(scram, scram_credential)
         elif m == OAUTHBEARER:
             out.factories[m] = _oauthbearer(config, name)
+            out.unsecured_oauthbearer = not config.listener_value(
+                name, "sasl.server.callback.handler.class", OAUTHBEARER)
         else:
             raise ConfigError(f"listener {name}: SASL mechanism {m} is not served yet")
     return out

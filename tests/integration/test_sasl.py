@@ -325,9 +325,25 @@ def test_a_bad_raw_token_closes_unanswered(broker):
                                   "id that is different from username"),
 ])
 def test_malformed_plain_tokens_get_a_clear_error(broker, token, message):
+    _malformed(broker, "PLAIN", token, message)
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"])
+def test_malformed_scram_and_oauthbearer_tokens_tell_nothing_more(broker, mechanism):
+    _malformed(broker, mechanism, b"\xff garbage", f"Authentication failed during "
+               f"authentication due to invalid credentials with SASL mechanism {mechanism}")
+
+
+def test_the_unsecured_oauthbearer_listener_is_warned_about(broker):
+    assert ("listener SASL_PLAINTEXT accepts unsecured OAUTHBEARER tokens"
+            in broker.log_tail(10**6))
+    assert "listener SASL_SSL accepts unsecured" not in broker.log_tail(10**6)
+
+
+def _malformed(broker, mechanism: str, token: bytes, message: str) -> None:
     c = _raw(broker)
     try:
-        c.request(17, 1, SaslHandshakeRequest(mechanism="PLAIN"))
+        c.request(17, 1, SaslHandshakeRequest(mechanism=mechanism))
         auth = c.request(36, 1, SaslAuthenticateRequest(auth_bytes=token))
         assert (auth.error_code, auth.error_message) == (Errors.SASL_AUTHENTICATION_FAILED,
                                                          message)
