@@ -1,27 +1,32 @@
-"""A cluster whose own traffic is authenticated (issue 16): brokers replicate over a TLS
+"""A cluster whose own traffic is authenticated (issue 16): brokers replicate over a SASL_SSL
 inter-broker listener and the quorum talks over an SSL controller listener that requires client
 certificates, configured with Kafka's keys only.
 
-Each node (broker and controller) has three listeners: PLAINTEXT for the test's clients,
-INTERNAL (``INTERNAL_PROTOCOL``, ``inter.broker.listener.name``; SSL until SASL_SSL is
-served, then SASL_SSL with PLAIN) and CONTROLLER (SSL, ``ssl.client.auth=required``).
-Certificates come from a test CA; every node's own certificate names 127.0.0.1, so Kafka's
-default ``ssl.endpoint.identification.algorithm=https`` holds. With SASL, the credentials a
-broker presents are the ``username``/``password`` of its INTERNAL listener's JAAS config, as
-Kafka's broker takes them.
+Each node (broker and controller) has three listeners (tests/helpers/secure_cluster.py):
+PLAINTEXT for the test's clients, INTERNAL (SASL_SSL, PLAIN, ``inter.broker.listener.name``)
+and CONTROLLER (SSL, ``ssl.client.auth=required``). Certificates come from a test CA; every
+node's own certificate names 127.0.0.1, so Kafka's default
+``ssl.endpoint.identification.algorithm=https`` holds. The credentials a broker presents are
+the ``username``/``password`` of its INTERNAL listener's JAAS config, as Kafka's broker takes
+them. One cluster for the module.
 
 * The cluster forms (registration, heartbeats and Raft over mTLS), a topic with replication
-  factor 3 gets a full ISR (replica fetches over INTERNAL), and kill -9 of a partition leader
+  factor 3 gets a full ISR (replica fetches over SASL_SSL), and kill -9 of a partition leader
   while an idempotent acks=all producer writes loses no acknowledged record: the history
   checker reads every record through a consumer and from every replica's files
   (bench/reliability/replication.py's round), and the killed broker rejoins the ISR.
+* A broker restarted with a wrong inter-broker password logs the refusal once per peer (which
+  client, which peer, mechanism and user, the broker's message; not the password) and replicates
+  nothing: its replica of a partition broker 1 leads stays empty and leaves the ISR, while the
+  other two hold every record. With the password fixed it catches up and rejoins the ISR.
 """
 
 from __future__ import annotations
 
-import socket
+import uuid
 
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.reliability.replication import (
@@ -34,59 +39,41 @@ from bench.reliability.replication import (
     judge,
     one_round,
 )
-from tests.helpers.certs import Pki
-from tests.helpers.cluster_proc import Cluster, reserve_port
+from tests.helpers.cluster_proc import Cluster, ClusterNode
 from tests.helpers.history import RecordHistory
+from tests.helpers.replica_logs import log_end_offset
+from tests.helpers.secure_cluster import (
+    JAAS_KEY,
+    internal_address,
+    internal_jaas,
+    secure_cluster,
+    wait_formed,
+)
 
-PLAIN_LOGIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
-BROKER_USER, BROKER_PASSWORD = "broker", "broker-secret"
-INTERNAL_PROTOCOL = "SSL"
-
-
-def internal_jaas(password: str = BROKER_PASSWORD) -> str:
-    """The INTERNAL listener's PLAIN config: the users it accepts, and the login it presents."""
-    return (f'{PLAIN_LOGIN} required username="{BROKER_USER}" password="{password}" '
-            f'user_{BROKER_USER}="{BROKER_PASSWORD}";')
-
-
-def secure_cluster(cluster_factory, tmp_path, *, wrong_password_node: int | None = None
-                   ) -> Cluster:
-    pki = Pki(tmp_path / "pki")
-    cluster = cluster_factory(proxied=False, overrides={
-        **OVERRIDES,
-        "listener.security.protocol.map":
-            "PLAINTEXT:PLAINTEXT,INTERNAL:" + INTERNAL_PROTOCOL + ",CONTROLLER:SSL",
-        "inter.broker.listener.name": "INTERNAL",
-        "sasl.mechanism.inter.broker.protocol": "PLAIN",
-        "listener.name.internal.sasl.enabled.mechanisms": "PLAIN",
-        "ssl.truststore.type": "PEM", "ssl.truststore.location": str(pki.ca_pem),
-        "listener.name.controller.ssl.client.auth": "required",
-    })
-    held: list[socket.socket] = []
-    for n in cluster.nodes.values():
-        ident = pki.issue(f"CN=node{n.node_id}", hosts=("127.0.0.1",))
-        s = reserve_port()
-        held.append(s)
-        n._reserved.append(s)  # (released once the node listens, as its other ports)
-        internal = f"127.0.0.1:{s.getsockname()[1]}"
-        cluster.node_overrides[n.node_id] = {
-            "listeners": f"PLAINTEXT://{n.bootstrap},INTERNAL://{internal},"
-                         f"CONTROLLER://{n.controller_address}",
-            "advertised.listeners": f"PLAINTEXT://{n.bootstrap},INTERNAL://{internal}",
-            "ssl.keystore.type": "PEM", "ssl.keystore.location": str(ident.keystore_pem),
-            "listener.name.internal.plain.sasl.jaas.config": internal_jaas(
-                "wrong-secret" if n.node_id == wrong_password_node else BROKER_PASSWORD),
-        }
-    cluster.start()
-    # formed: every broker lists the three (registered over mTLS, image from Raft over mTLS)
-    cluster.wait_until("every broker lists three brokers and a controller", lambda: all(
-        not isinstance(md := cluster.metadata(b.node_id), str) and len(md.brokers) == 3
-        and md.controller_id > 0 for b in cluster.brokers) or "not yet", 90)
-    return cluster
+pytestmark = pytest.mark.timeout(300)
 
 
-def test_replication_over_sasl_ssl_survives_a_leader_kill(cluster_factory, tmp_path):
-    cluster = secure_cluster(cluster_factory, tmp_path)
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = secure_cluster(tmp_path_factory.mktemp("secure-cluster"), overrides=OVERRIDES)
+    try:
+        c.start()
+        wait_formed(c)  # (registered over mTLS, the image from Raft over mTLS)
+        yield c
+    finally:
+        c.stop()
+
+
+def log_since(node: ClusterNode, mark: int) -> str:
+    return node.log_path.read_bytes()[mark:].decode(errors="replace")
+
+
+def log_marks(cluster: Cluster) -> dict[int, int]:
+    return {i: n.log_path.stat().st_size for i, n in cluster.nodes.items()}
+
+
+def test_replication_over_sasl_ssl_survives_a_leader_kill(cluster):
+    marks = log_marks(cluster)
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "logger": QUIET})
     admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3, config={
         "min.insync.replicas": "2"})])[TOPIC].result(timeout=30)
@@ -104,9 +91,50 @@ def test_replication_over_sasl_ssl_survives_a_leader_kill(cluster_factory, tmp_p
     assert sorted(j["records_read"]) == ["consumer", "replica 1", "replica 2", "replica 3"]
     assert j["violations"] == [], "\n".join(j["violations"][:30])
     assert j["diverged"] == [], "\n".join(j["diverged"])
-    for n in cluster.nodes.values():
-        log = n.log_tail(10**9)
-        assert "Traceback" not in log and "authentication failed" not in log, n.node_id
+    for i, n in cluster.nodes.items():
+        log = log_since(n, marks[i])
+        assert "Traceback" not in log and "authentication failed" not in log, (i, log[-3000:])
 
 
-pytestmark = pytest.mark.timeout(300)
+def test_a_wrong_inter_broker_password_is_logged_and_replicates_nothing(cluster):
+    topic = f"led-by-one-{uuid.uuid4().hex[:6]}"
+    n3 = cluster.nodes[3]
+    marks = log_marks(cluster)
+    cluster.node_overrides[3][JAAS_KEY] = internal_jaas("wrong-secret")
+    try:
+        n3.restart()
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "logger": QUIET})
+        admin.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[[1, 2, 3]],
+                                      config={"min.insync.replicas": "2"})]
+                            )[topic].result(timeout=30)
+        p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "logger": QUIET})
+        for i in range(50):
+            p.produce(topic, value=f"record-{i}".encode())
+        assert p.flush(60) == 0
+        s = cluster.wait_until(f"{topic}-0's ISR without broker 3", lambda: (
+            not isinstance(parts := cluster.partitions(1, topic), str)
+            and 3 not in parts[0].isr and parts[0]) or f"{parts}", 60)
+        assert (s.leader, s.replicas, s.isr) == (1, (1, 2, 3), (1, 2))
+        ends = {n: log_end_offset(cluster.nodes[n].data_dir, topic, 0) for n in (1, 2, 3)}
+        assert ends == {1: 50, 2: 50, 3: 0}
+        log3 = log_since(n3, marks[3])
+    finally:
+        cluster.node_overrides[3][JAAS_KEY] = internal_jaas()
+        n3.restart()
+    errors = [line for line in log3.splitlines()
+              if " ERROR " in line and "authentication failed" in line]
+    # once per peer it fetches from (broker 1, and broker 2 for internal topics it leads),
+    # however many times the fetcher retried
+    peers = [line.split("NodeClient(", 1)[1].split(")", 1)[0] for line in errors]
+    assert len(peers) == len(set(peers)), "\n".join(errors)
+    internal_1 = internal_address(cluster.nodes[1])
+    [to_1] = [line for line, peer in zip(errors, peers, strict=True) if peer == internal_1]
+    assert (f"NodeClient({internal_1}): authentication failed (SASL_SSL/PLAIN as broker): "
+            f"SASL_AUTHENTICATION_FAILED: Authentication failed: Invalid username or password "
+            f"(client replica-fetcher-3)" in to_1), to_1
+    assert "wrong-secret" not in log3
+    for n in (1, 2):  # the others authenticate each other and say nothing of the kind
+        assert " ERROR " not in log_since(cluster.nodes[n], marks[n]), n
+    # the password fixed, broker 3 catches up and is back in the ISR
+    cluster.wait_until(f"{topic}-0's ISR full again", full_isr(cluster, topic, 1), 60)
+    assert log_end_offset(n3.data_dir, topic, 0) == 50

@@ -150,15 +150,25 @@ class ClusterNode:
         self.controller_port = self._reserve() if self.is_controller else 0
         # replication_proxied: the port of listener R{k} (for broker k's connections to us)
         self.replication_ports: dict[int, int] = {}
+        # more ports a test gives the node's listeners (``reserve_extra``), held like the others
+        self.extra_ports: list[int] = []
 
     def _reserve(self) -> int:
         s = reserve_port()
         self._reserved.append(s)
         return s.getsockname()[1]
 
+    def reserve_extra(self) -> int:
+        """One more port for a listener the test configures (``node_overrides``); held
+        while the node is down, as its own ports are."""
+        port = self._reserve()
+        self.extra_ports.append(port)
+        return port
+
     def _rereserve(self) -> None:
         """Hold this node's ports again while it is down (until the next launch)."""
-        for port in (self.broker_port, self.controller_port, *self.replication_ports.values()):
+        for port in (self.broker_port, self.controller_port, *self.replication_ports.values(),
+                     *self.extra_ports):
             if port and not any(s.getsockname()[1] == port for s in self._reserved):
                 s = socket.socket()
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
