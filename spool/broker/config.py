@@ -392,11 +392,14 @@ BROKER_KEYS: dict[str, ConfigKey] = {
                    lambda v: not v or v in AUTHORIZER_CLASSES, replaces_type=True),
              "The authorizer: empty for none (every request allowed), or Kafka's "
              "StandardAuthorizer (ACLs from the metadata log)."),
-        _key("super.users", "string", None, _SUPER_USERS,
-             "Principals allowed everything, separated by ';' (User:admin;User:broker)."),
-        _key("allow.everyone.if.no.acl.found", "boolean", False, None,
-             "Whether a resource no ACL applies to is open to everyone (else only to "
-             "super.users)."),
+        # the authorizer's own keys: Kafka hands them to it and does not list them
+        # (they are not KafkaConfig keys), so DescribeConfigs does not either
+        ConfigKey("super.users", "string", None, (), _SUPER_USERS,
+                  "Principals allowed everything, separated by ';' (User:admin;User:broker).",
+                  internal=True),
+        ConfigKey("allow.everyone.if.no.acl.found", "boolean", False, (), None,
+                  "Whether a resource no ACL applies to is open to everyone (else only to "
+                  "super.users).", internal=True),
         # SASL, acted on (spool.broker.sasl_listener); each may be listener-prefixed
         # (listener.name.<l>.[<mechanism>.]<key>, BrokerConfig.listener_value)
         _key("sasl.server.max.receive.size", "int", 524288, at_least(1),
