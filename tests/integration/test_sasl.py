@@ -187,6 +187,36 @@ def test_a_jwt_the_jwks_does_not_vouch_for_is_refused(broker, idp, case):
     assert '{"status":"invalid_token"}' in errors[0].str()
 
 
+def test_a_scram_user_created_at_run_time_logs_in_until_deleted(broker):
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialDeletion,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = AdminClient(broker.confluent("alice"))
+    sha256 = ScramMechanism.SCRAM_SHA_256
+    for f in admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+            "dave", ScramCredentialInfo(sha256, 4096), b"dave-secret")]).values():
+        f.result(15)
+    p = Producer(broker.confluent("dave", "SCRAM-SHA-256", password="dave-secret"))
+    p.produce(_topic(), b"from dave")
+    assert p.flush(15) == 0
+    for f in admin.alter_user_scram_credentials(
+            [UserScramCredentialDeletion("dave", sha256)]).values():
+        f.result(15)
+    errors: list[KafkaError] = []
+    p = Producer(broker.confluent("dave", "SCRAM-SHA-256", password="dave-secret",
+                                  error_cb=errors.append))
+    for _ in range(100):
+        if errors:
+            break
+        p.poll(0.1)
+    assert errors and errors[0].code() == KafkaError._AUTHENTICATION
+
+
 BAD = [("PLAIN", "alice", "wrong", "Authentication failed: Invalid username or password"),
        ("PLAIN", "mallory", "x", "Authentication failed: Invalid username or password"),
        ("SCRAM-SHA-256", "alice", "wrong", "Authentication failed during authentication due "
