@@ -75,6 +75,7 @@ from spool.protocol.errors import error_name
 from spool.protocol.headers import API_VERSIONS_KEY, encode_request_header, skip_tagged_fields
 from spool.protocol.primitives import ProtocolDecodeError
 from spool.security.client_config import ClientConfigError, ClientSecurity
+from spool.security.sasl import client_for
 
 log = logging.getLogger(__name__)
 
@@ -107,48 +108,14 @@ class AuthenticationError(ClientError):
     message carries the peer's reason (Kafka's SaslAuthenticationException, SslAuthenticationException)."""
 
 
-class _PlainClient:
-    """PLAIN (RFC 4616), for when spool.security.sasl is not importable."""
-
-    def __init__(self, username: str, password: str) -> None:
-        self._token = b"\0" + username.encode() + b"\0" + password.encode()
-        self.complete = False
-
-    def initial_response(self) -> bytes:
-        return self._token
-
-    def evaluate(self, challenge: bytes) -> bytes | None:
-        self.complete = True
-        return None
-
-
 def _sasl_client(sec: ClientSecurity) -> Any:
     """A new sans-I/O client exchange of ``sec.sasl_mechanism`` (spool.security.sasl's:
     ``initial_response()``, ``evaluate(challenge) -> bytes | None``, ``complete``)."""
-    mech = sec.sasl_mechanism
     try:
-        import spool.security.sasl as sasl_pkg
-    except ImportError:
-        sasl_pkg = None
-    factory = getattr(sasl_pkg, "client_for", None)
-    if factory is not None:
-        return factory(mech, sec.username, sec.password, dict(sec.jaas_options))
-    try:
-        if mech == "PLAIN":
-            from spool.security.sasl.plain import PlainClient
-
-            return PlainClient(sec.username or "", sec.password or "")
-        if mech in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
-            from spool.security.sasl.scram import ScramClient
-            from spool.security.scram import ScramMechanism
-
-            scram = (ScramMechanism.SCRAM_SHA_256 if mech == "SCRAM-SHA-256"
-                     else ScramMechanism.SCRAM_SHA_512)
-            return ScramClient(scram, sec.username or "", sec.password or "")
-    except ImportError:
-        if mech == "PLAIN":
-            return _PlainClient(sec.username or "", sec.password or "")
-    raise AuthenticationError(f"SASL mechanism {mech}: no client for it here")
+        return client_for(sec.sasl_mechanism, sec.username, sec.password,
+                          dict(sec.jaas_options))
+    except ValueError as e:
+        raise AuthenticationError(f"SASL: {e}") from None
 
 
 @dataclass
@@ -400,8 +367,10 @@ class NodeClient:
             resp = await self._send(SaslAuthenticateRequest(auth_bytes=token), au_version,
                                     deadline, timeout_s)
             if resp.error_code:
+                detail = getattr(mechanism, "error", None)  # (OAUTHBEARER's JSON reason)
                 raise self._auth_failed(f"{error_name(resp.error_code)}: "
-                                        f"{resp.error_message or ''}".rstrip(": "))
+                                        f"{resp.error_message or ''}".rstrip(": ")
+                                        + (f" ({detail})" if detail else ""))
             lifetime_ms = resp.session_lifetime_ms if au_version >= 1 else 0
             try:
                 token = mechanism.evaluate(bytes(resp.auth_bytes))

@@ -206,8 +206,14 @@ class ClientSecurity:
                     f"{', '.join(MECHANISMS)}" + (" (GSSAPI, Kafka's default, is not supported: "
                                                   "set sasl.mechanism)"
                                                   if self.sasl_mechanism == "GSSAPI" else ""))
-            if self.sasl_mechanism != "OAUTHBEARER" and (
-                    self.username is None or self.password is None):
+            if self.sasl_mechanism == "OAUTHBEARER":
+                from spool.security.sasl.oauthbearer import unsecured_token
+
+                try:  # the unsecured JWS a client makes from its options (Kafka's default)
+                    unsecured_token(self.jaas_options)
+                except ValueError as e:
+                    raise ClientConfigError(f"sasl.jaas.config: OAUTHBEARER: {e}") from None
+            elif self.username is None or self.password is None:
                 raise ClientConfigError(
                     f"sasl.jaas.config: {self.sasl_mechanism} needs username=\"...\" and "
                     f"password=\"...\" (e.g. org.apache.kafka.common.security."

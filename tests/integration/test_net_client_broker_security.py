@@ -3,8 +3,9 @@ and the CLI rely on when they talk to a secured listener.
 
 One broker for the module, listeners SASL_PLAINTEXT and SASL_SSL (its certificate from a test
 CA, for 127.0.0.1), PLAIN users and SCRAM credentials (formatted in), and
-``connections.max.reauth.ms`` short enough to live through: PLAIN, SCRAM-SHA-256 and
-SCRAM-SHA-512 authenticate before the first request; a wrong password and an unknown user get
+``connections.max.reauth.ms`` short enough to live through: PLAIN, SCRAM-SHA-256,
+SCRAM-SHA-512 and OAUTHBEARER (an unsecured JWS made from the JAAS options, as Kafka's
+unsecured login handler) authenticate before the first request; a wrong password and an unknown user get
 the broker's SASL_AUTHENTICATION_FAILED as an AuthenticationError and no request of theirs is
 answered; a client that outlives its session re-authenticates on the same connection (KIP-368:
 the broker would close an expired one).
@@ -27,6 +28,7 @@ pytestmark = pytest.mark.timeout(120)
 REAUTH_MS = 1500
 PLAIN_LOGIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM_LOGIN = "org.apache.kafka.common.security.scram.ScramLoginModule"
+OAUTH_LOGIN = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +43,7 @@ def broker(tmp_path_factory, pki):
                      listeners=("SASL_PLAINTEXT", "SASL_SSL"),
                      plain_users={"alice": "alice-secret"},
                      scram_users={"bob": "bob-secret"},
+                     mechanisms=("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"),
                      overrides={"ssl.keystore.type": "PEM",
                                 "ssl.keystore.location": str(server.keystore_pem),
                                 "connections.max.reauth.ms": str(REAUTH_MS)})
@@ -49,11 +52,14 @@ def broker(tmp_path_factory, pki):
     b.stop()
 
 
-def security(broker, pki, listener: str, mechanism: str, user: str, password: str
+def security(broker, pki, listener: str, mechanism: str, user: str, password: str | None
              ) -> ClientSecurity:
     login = PLAIN_LOGIN if mechanism == "PLAIN" else SCRAM_LOGIN
+    jaas = (f'{OAUTH_LOGIN} required unsecuredLoginStringClaim_sub="{user}";'
+            if mechanism == "OAUTHBEARER" else
+            f'{login} required username="{user}" password="{password}";')
     props = {"security.protocol": listener, "sasl.mechanism": mechanism,
-             "sasl.jaas.config": f'{login} required username="{user}" password="{password}";'}
+             "sasl.jaas.config": jaas}
     if listener == "SASL_SSL":
         props |= {"ssl.truststore.type": "PEM", "ssl.truststore.location": str(pki.ca_pem)}
     return ClientSecurity.from_properties(props)
@@ -85,6 +91,7 @@ def metadata(broker, listener: str, sec: ClientSecurity, *, after_s: float = 0.0
     ("SASL_PLAINTEXT", "SCRAM-SHA-256", "bob", "bob-secret"),
     ("SASL_SSL", "SCRAM-SHA-512", "bob", "bob-secret"),
     ("SASL_SSL", "PLAIN", "alice", "alice-secret"),
+    ("SASL_PLAINTEXT", "OAUTHBEARER", "carol", None),  # an unsecured JWS (development)
 ])
 def test_each_mechanism_authenticates_before_the_first_request(broker, pki, listener,
                                                                mechanism, user, password):

@@ -53,6 +53,10 @@ def test_jaas_options_beyond_the_credentials_reach_the_mechanism():
     ({"security.protocol": "SASL_PLAINTEXT"}, "GSSAPI, Kafka's default, is not supported"),
     ({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"},
      'PLAIN needs username="..." and password="..."'),
+    ({"security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER",
+      "sasl.jaas.config": "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule "
+                          "required;"},
+     "sasl.jaas.config: OAUTHBEARER: unsecuredLoginStringClaim_sub is required"),
     ({"ssl.truststore.type": "JKS"}, "ssl.truststore.type=JKS: expected PEM or PKCS12"),
     ({"ssl.endpoint.identification.algorithm": "ldaps"},
      "ssl.endpoint.identification.algorithm=ldaps"),
