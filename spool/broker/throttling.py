@@ -16,8 +16,15 @@ request on a broker listener (controller listeners are not client traffic):
   steps, not the time it waited: a long-polling fetch parked for 500 ms costs what it
   computed) as a percentage of one thread against ``request_percentage``; not for Produce
   with acks=0, as Kafka.
-- CreateTopics, CreatePartitions and DeleteTopics: ``controller_mutation_rate`` in partitions
-  (``spool.broker.mutation_quota``).
+- CreateTopics, CreatePartitions and DeleteTopics: ``controller_mutation_rate``, in
+  partitions created or deleted, counted topic by topic before the handler runs. Strict
+  (CreateTopics v6+, CreatePartitions v3+, DeleteTopics v5+): once the client's bucket is
+  exhausted, the remaining topics are taken out of the request and answered
+  THROTTLING_QUOTA_EXCEEDED ("The throttling quota has been exceeded."); older versions are
+  permissive: everything is done and the client is only throttled. Unlike Kafka, which
+  counts on the controller after each topic's validation, a topic refused later for another
+  reason (authorization, a bad config) has been counted; and on a cluster each broker keeps
+  its own buckets for the requests it receives.
 
 The throttle time is the largest of those; when above 0 it goes into the response's
 ``throttle_time_ms`` (at versions that have it) and the connection is muted for that long
@@ -36,6 +43,10 @@ from typing import Any
 
 from spool.broker.config import BrokerConfig
 from spool.broker.server import FileRegion
+from spool.protocol._generated.create_partitions_response import CreatePartitionsTopicResult
+from spool.protocol._generated.create_topics_response import CreatableTopicResult
+from spool.protocol._generated.delete_topics_response import DeletableTopicResult
+from spool.protocol.errors import Errors
 from spool.security.quotas import (
     CONSUMER_BYTE_RATE,
     PRODUCER_BYTE_RATE,
@@ -43,10 +54,18 @@ from spool.security.quotas import (
     ClientQuotaManager,
     ControllerMutationQuotaManager,
     Quotas,
+    ThrottlingQuotaExceeded,
 )
 
 PRODUCE_KEY = 0
 FETCH_KEY = 1
+CREATE_TOPICS_KEY = 19
+DELETE_TOPICS_KEY = 20
+CREATE_PARTITIONS_KEY = 37
+# controller_mutation_rate: strict (THROTTLING_QUOTA_EXCEEDED) from these versions on,
+# permissive (accepted, only throttled) before, as ControllerMutationQuotaManager.newQuotaFor
+STRICT_SINCE = {CREATE_TOPICS_KEY: 6, DELETE_TOPICS_KEY: 5, CREATE_PARTITIONS_KEY: 3}
+THROTTLED_MESSAGE = "The throttling quota has been exceeded."
 REPLICA_STATE_VERSION = 15  # Fetch v15+ carries the follower's id in replica_state
 # inter-broker APIs on broker listeners (Kafka's sendResponseExemptThrottle)
 EXEMPT_KEYS = frozenset({
@@ -110,6 +129,71 @@ def _empty_fetch(response: Any) -> None:
     response.responses = []
 
 
+def _mutations(api_key: int, ctx: Any, request: Any) -> tuple[str, list, list]:
+    """(request field, its items, partitions each creates or deletes) of a topic mutation.
+
+    Items that will fail anyway (a topic that exists, for CreateTopics; one that does not,
+    for DeleteTopics and CreatePartitions; no increase) count 0: Kafka applies the quota
+    after a topic's validation."""
+    view = ctx.broker.view
+    if api_key == CREATE_TOPICS_KEY:
+        default_n = ctx.broker.config.get_int("num.partitions")
+        counts = [0 if view.topic(t.name) is not None
+                  else t.num_partitions if t.num_partitions > 0
+                  else len(t.assignments) if t.assignments else default_n
+                  for t in request.topics]
+        return "topics", request.topics, counts
+    if api_key == CREATE_PARTITIONS_KEY:
+        counts = [max(0, t.count - view.partition_count(t.name))
+                  if view.topic(t.name) is not None else 0 for t in request.topics]
+        return "topics", request.topics, counts
+    if ctx.api_version >= 6:  # DeleteTopics by name or id
+        names = [t.name if t.name else view.topic_name(t.topic_id) for t in request.topics]
+        field, items = "topics", request.topics
+    else:
+        names = list(request.topic_names)
+        field, items = "topic_names", request.topic_names
+    counts = [view.partition_count(n) if n and view.topic(n) is not None else 0 for n in names]
+    return field, items, counts
+
+
+def _apply_mutation_quota(quota: Any, api_key: int, ctx: Any, request: Any,
+                          now_ms: int) -> list:
+    """Count each topic's partitions; a strict quota refuses those past the limit, which
+    are taken out of the request (the handler never sees them) and returned."""
+    field, items, counts = _mutations(api_key, ctx, request)
+    kept, refused = [], []
+    for item, n in zip(items, counts, strict=True):
+        if n > 0:
+            try:
+                quota.record(n, now_ms)
+            except ThrottlingQuotaExceeded:
+                refused.append(item)
+                continue
+        kept.append(item)
+    if refused:
+        setattr(request, field, kept)
+    return refused
+
+
+def _add_refusals(api_key: int, response: Any, refused: list) -> None:
+    code, message = Errors.THROTTLING_QUOTA_EXCEEDED, THROTTLED_MESSAGE
+    if api_key == CREATE_TOPICS_KEY:
+        response.topics.extend(CreatableTopicResult(
+            name=t.name, error_code=code, error_message=message, num_partitions=-1,
+            replication_factor=-1, configs=None) for t in refused)
+    elif api_key == CREATE_PARTITIONS_KEY:
+        response.results.extend(CreatePartitionsTopicResult(
+            name=t.name, error_code=code, error_message=message) for t in refused)
+    else:
+        response.responses.extend(
+            DeletableTopicResult(name=t, error_code=code, error_message=message)
+            if isinstance(t, str) else
+            DeletableTopicResult(name=t.name, topic_id=t.topic_id, error_code=code,
+                                 error_message=message)
+            for t in refused)
+
+
 async def _unmuted(conn: Any) -> None:
     """Wait while ``conn`` is muted: a request read before the mute (pipelined behind the
     one that was throttled) runs after it, as Kafka reads no request of a muted channel."""
@@ -156,6 +240,13 @@ class ClientQuotas:
         if conn.muted_until:
             await _unmuted(conn)
         throttle = 0
+        mutation = refused = None
+        if api_key in STRICT_SINCE:
+            mutation = self.controller_mutation.quota_for(
+                quotas, user, client_id, strict=version >= STRICT_SINCE[api_key])
+            if mutation is not None:
+                refused = _apply_mutation_quota(mutation, api_key, ctx, request,
+                                                self.now_ms())
         if api_key == PRODUCE_KEY:  # its size is known now: counted before the next request
             throttle = self.produce.record(quotas, user, client_id, size, self.now_ms())
             if throttle > 0:
@@ -183,6 +274,10 @@ class ClientQuotas:
             if throttle > 0:
                 self.fetch.unrecord(quotas, user, client_id, fetched, now)
                 _empty_fetch(response)
+        if mutation is not None:
+            if refused and response is not None:
+                _add_refusals(api_key, response, refused)
+            throttle = max(throttle, mutation.throttle_time_ms(now))
         if throttle > 0:
             if response is not None and hasattr(response, "throttle_time_ms"):
                 response.throttle_time_ms = max(response.throttle_time_ms, throttle)

@@ -20,9 +20,18 @@ import time
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from spool.protocol._generated import AlterClientQuotasRequest
+from spool.protocol._generated import (
+    AlterClientQuotasRequest,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    MetadataRequest,
+)
 from spool.protocol._generated import alter_client_quotas_request as acq
-from tests.helpers.raw_client import request_once
+from spool.protocol._generated.create_topics_request import CreatableTopic
+from spool.protocol._generated.delete_topics_request import DeleteTopicState
+from spool.protocol._generated.metadata_request import MetadataRequestTopic
+from spool.protocol.errors import Errors
+from tests.helpers.raw_client import RawClient, request_once
 from tests.helpers.secure_broker import SecureBroker
 
 QUOTA = 1_000_000  # bytes a second
@@ -30,6 +39,7 @@ WARM_S = 4.0  # the burst the first windows allow, then the rate settles
 MEASURE_S = 20.0
 VALUE = b"v" * 1000
 BULK_BYTES = 40_000_000
+THROTTLING_QUOTA_EXCEEDED = Errors.THROTTLING_QUOTA_EXCEEDED
 
 
 @pytest.fixture(scope="module")
@@ -165,3 +175,112 @@ def test_a_consumer_limited_to_1_mb_s_is_held_there_and_sees_throttle_times(byte
     rate = line.rate(line.times[0] + WARM_S, MEASURE_S)
     assert 0.8 * QUOTA <= rate <= 1.2 * QUOTA, f"{rate:.0f} B/s over {MEASURE_S} s"
     assert any(t > 0 for t in line.throttles)
+
+
+def raw_request(broker, api_key: int, version: int, request, client_id: str):
+    """One request from ``client_id`` on a fresh PLAINTEXT connection: its response."""
+    c = RawClient(broker.bootstrap("PLAINTEXT"))
+    try:
+        cid = c.send(api_key, version, request, client_id=client_id)
+        got, resp = c.recv(api_key, version)
+        assert got == cid
+        return resp
+    finally:
+        c.close()
+
+
+def throttled(conf: dict, client_id: str, topic: str, nbytes: int = 300_000) -> bool:
+    """Whether producing ``nbytes`` (as fast as the client can) gets a throttle time."""
+    seen: list[float] = []
+    p = Producer({**conf, "client.id": client_id, "linger.ms": 5, "batch.size": 65536,
+                  "throttle_cb": lambda ev: seen.append(ev.throttle_time)})
+    for _ in range(nbytes // len(VALUE)):
+        p.produce(topic, VALUE)
+        p.poll(0)
+    deadline = time.monotonic() + 30
+    while p.flush(0.1) > 0 and not any(t > 0 for t in seen):
+        assert time.monotonic() < deadline, "neither delivered nor throttled"
+    p.purge()
+    p.flush(5)
+    return any(t > 0 for t in seen)
+
+
+def test_defaults_and_precedence_as_kafka_documents(broker):
+    slow, fast = 50_000, 1e12
+    quotas = [({"user": None}, slow),  # 6: /config/users/<default>
+              ({"user": "bob"}, fast),  # 3: /config/users/bob
+              ({"user": "alice", "client-id": "vip"}, fast),  # 1
+              ({"user": None, "client-id": "slow"}, slow),  # 4
+              ({"client-id": "anon-vip"}, fast)]  # 7
+    for entity, rate in quotas:
+        alter_quotas(broker, entity, {"producer_byte_rate": rate})
+    try:
+        alice = broker.confluent("alice", listener="SASL_PLAINTEXT")
+        bob = broker.confluent("bob", listener="SASL_PLAINTEXT")
+        anonymous = broker.confluent(None, listener="PLAINTEXT")
+        # the user default applies to every user without a quota of its own...
+        assert throttled(alice, "alice-app", "prec")
+        # ...a user's own quota beats it, and beats a <default>-user + client-id one
+        assert not throttled(bob, "bob-app", "prec")
+        assert not throttled(bob, "slow", "prec")
+        # user + client-id beats the user level
+        assert not throttled(alice, "vip", "prec")
+        # on PLAINTEXT the user is ANONYMOUS: the user default beats a client-id quota
+        assert throttled(anonymous, "anon-vip", "prec")
+    finally:
+        for entity, _ in quotas:
+            alter_quotas(broker, entity, {"producer_byte_rate": None})
+
+
+def test_request_percentage_throttles_the_client_at_most_one_window(broker):
+    alter_quotas(broker, {"client-id": "busy"}, {"request_percentage": 0.0001})
+    try:
+        got = raw_request(broker, 3, 12, MetadataRequest(topics=[]), "busy").throttle_time_ms
+        assert 0 < got <= 1000  # quota.window.size.seconds: ClientRequestQuotaManager's cap
+        assert raw_request(broker, 3, 12, MetadataRequest(topics=[]),
+                           "idle").throttle_time_ms == 0
+    finally:
+        alter_quotas(broker, {"client-id": "busy"}, {"request_percentage": None})
+
+
+def create_topics(broker, version: int, client_id: str, topics: dict[str, int]):
+    req = CreateTopicsRequest(topics=[CreatableTopic(name=n, num_partitions=p,
+                                                     replication_factor=1)
+                                      for n, p in topics.items()])
+    resp = raw_request(broker, 19, version, req, client_id)
+    return resp.throttle_time_ms, {t.name: t.error_code for t in resp.topics}
+
+
+def topic_exists(broker, name: str) -> bool:
+    req = MetadataRequest(topics=[MetadataRequestTopic(name=name)],
+                          allow_auto_topic_creation=False)
+    return raw_request(broker, 3, 12, req, "check").topics[0].error_code == 0
+
+
+def test_controller_mutation_rate_strict_for_new_versions(broker):
+    # 2 partitions a second, a burst of 2 * 11 (controller.quota.window.num) = 22
+    alter_quotas(broker, {"client-id": "mutator"}, {"controller_mutation_rate": 2})
+    try:
+        throttle, errors = create_topics(broker, 7, "mutator", {"m-big": 30, "m-next": 1})
+        # the full bucket lets the first topic overdraw it; the next one is refused
+        assert errors == {"m-big": 0, "m-next": THROTTLING_QUOTA_EXCEEDED}
+        assert throttle > 0
+        assert topic_exists(broker, "m-big") and not topic_exists(broker, "m-next")
+        resp = raw_request(broker, 20, 6, DeleteTopicsRequest(
+            topics=[DeleteTopicState(name="m-big")]), "mutator")
+        assert [(r.name, r.error_code) for r in resp.responses] == [
+            ("m-big", THROTTLING_QUOTA_EXCEEDED)]
+        assert topic_exists(broker, "m-big")
+    finally:
+        alter_quotas(broker, {"client-id": "mutator"}, {"controller_mutation_rate": None})
+
+
+def test_controller_mutation_rate_permissive_for_old_versions(broker):
+    alter_quotas(broker, {"client-id": "old-mutator"}, {"controller_mutation_rate": 2})
+    try:
+        throttle, errors = create_topics(broker, 5, "old-mutator", {"o-big": 30, "o-next": 1})
+        assert errors == {"o-big": 0, "o-next": 0}
+        assert throttle > 0
+        assert topic_exists(broker, "o-next")
+    finally:
+        alter_quotas(broker, {"client-id": "old-mutator"}, {"controller_mutation_rate": None})
