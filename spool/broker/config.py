@@ -404,7 +404,7 @@ BROKER_KEYS: dict[str, ConfigKey] = {
         # (listener.name.<l>.[<mechanism>.]<key>, BrokerConfig.listener_value)
         _key("sasl.server.max.receive.size", "int", 524288, at_least(1),
              "Largest SASL token (or request) read before authentication completes; a "
-             "larger one fails authentication.", PER_BROKER),
+             "larger one fails authentication."),
         _key("connection.failed.authentication.delay.ms", "int", 100, at_least(0),
              "KIP-306: how long after a failed authentication its connection is closed (the "
              "client reads the answer first; a client retrying at once is slowed)."),

@@ -135,6 +135,12 @@ class Dispatcher:
         # the server reads no larger frame on a SASL listener until authentication completes
         self.frame_limits = {name: lst.max_receive_size for name, lst in self.sasl.items()}
 
+    def reload_sasl(self, dynamic) -> None:
+        """The SASL listeners' settings changed (dynamic configs): new connections get the
+        new ones; connections already authenticating or authenticated keep theirs."""
+        self.sasl = sasl_listeners(self.broker.config, self._scram_credential, dynamic)
+        self.frame_limits = {name: lst.max_receive_size for name, lst in self.sasl.items()}
+
     def _scram_credential(self, user: str, mechanism):
         """A user's SCRAM credential from the broker's security image (None: unknown)."""
         image = getattr(self.broker, "security_image", None)

@@ -54,6 +54,7 @@ from spool.broker.config import (
     all_known_keys,
     known_key,
 )
+from spool.broker.sasl_listener import is_sasl_key, sasl_listeners
 from spool.protocol.errors import Errors, KafkaError
 from spool.security.tls import KEYS as TLS_KEYS
 from spool.storage.config import (
@@ -115,7 +116,7 @@ def _tls_key(name: str) -> bool:
 
 def is_applied(name: str) -> bool:
     """Spool acts on a change of this dynamic key while it runs."""
-    if name in DYNAMIC_TOPIC_DEFAULTS or _tls_key(name):
+    if name in DYNAMIC_TOPIC_DEFAULTS or _tls_key(name) or is_sasl_key(name):
         return True
     key = known_key(name)
     return key is not None and key.applied
@@ -176,6 +177,12 @@ def check_broker_configs(config: BrokerConfig, current: Mapping[str, str], name:
             _check_thread_count(k, int(props[k]), int(current.get(k) or config.get(k) or 1))
     if any(_tls_key(k) for k in props):
         _check_tls(config, {**current, **props})
+    if any(is_sasl_key(k) for k in props):
+        try:
+            sasl_listeners(config, dynamic={**current, **props})
+        except ConfigError as e:
+            raise KafkaError(Errors.INVALID_REQUEST, f"Validation of dynamic config update "
+                             f"of SaslChannelBuilder failed: {e}") from None
 
 
 def _check_tls(config: BrokerConfig, dynamic: Mapping[str, str]) -> None:
@@ -211,6 +218,24 @@ def _reload_tls(broker, old: Mapping[str, str], new: Mapping[str, str]) -> None:
                          broker.node_id, lst.name)
 
 
+def _reload_sasl(broker, old: Mapping[str, str], new: Mapping[str, str]) -> None:
+    """Rebuild the SASL listeners' settings when a key they read changed (new connections
+    get them). Settings that do not build keep the old ones, logged."""
+    server = getattr(broker, "server", None)
+    dispatcher = getattr(server, "dispatcher", None)
+    if dispatcher is None or not getattr(dispatcher, "sasl", None):
+        return
+    if not any(is_sasl_key(k) and old.get(k) != new.get(k) for k in {*old, *new}):
+        return
+    try:
+        dispatcher.reload_sasl(new)
+    except ConfigError as e:
+        log.error("broker %d: SASL settings not changed: %s", broker.node_id, e)
+        return
+    server.frame_limits = dict(dispatcher.frame_limits)
+    log.info("broker %d: new SASL settings for new connections", broker.node_id)
+
+
 def _check_thread_count(name: str, new: int, old: int) -> None:
     """Kafka's DynamicThreadPool rule."""
     message = f"Dynamic thread count update validation failed for {name}={new}"
@@ -234,6 +259,7 @@ def apply_changes(broker, old: Mapping[str, str], new: Mapping[str, str]) -> Non
         current = [int(new.get(k) or broker.config.get(k)) for k in limits]
         server.set_connection_limits(*current)
     _reload_tls(broker, old, new)
+    _reload_sasl(broker, old, new)
     note_changes(broker.node_id, old, new)
 
 

@@ -18,13 +18,18 @@ protocol is ``SASL_PLAINTEXT`` or ``SASL_SSL``, Kafka's keys through
   ``connection.failed.authentication.delay.ms``.
 
 A mistake is a ``ConfigError`` naming the listener and key, raised when the broker's
-configuration is loaded, before anything listens.
+configuration is loaded, before anything listens. The per-listener keys Kafka updates
+dynamically (``listener.name.<l>.plain.sasl.jaas.config``, ``sasl.enabled.mechanisms``,
+``listener.name.<l>.<mechanism>.connections.max.reauth.ms``...) are checked the same
+way when AlterConfigs sets them (INVALID_REQUEST) and serve new connections
+(``spool.broker.dynamic_config``; authenticated connections keep their session).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from spool.broker.config import BrokerConfig, ConfigError
 from spool.security import jaas
@@ -35,6 +40,12 @@ from spool.security.sasl.scram import ScramServer
 from spool.security.scram import ScramCredential, ScramMechanism
 
 SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
+SASL_KEYS = frozenset({
+    "sasl.enabled.mechanisms", "sasl.jaas.config", "sasl.server.max.receive.size",
+    "connections.max.reauth.ms", "sasl.server.callback.handler.class",
+    "sasl.oauthbearer.jwks.endpoint.url", "sasl.oauthbearer.expected.audience",
+    "sasl.oauthbearer.expected.issuer", "sasl.oauthbearer.sub.claim.name",
+    "sasl.oauthbearer.clock.skew.seconds"})
 
 ScramLookup = Callable[[str, ScramMechanism], ScramCredential | None]
 
@@ -158,8 +169,32 @@ def sasl_listener(config: BrokerConfig, name: str,
     return out
 
 
-def sasl_listeners(config: BrokerConfig,
-                   scram_credential: ScramLookup = _no_scram) -> dict[str, SaslListener]:
-    """Every SASL listener's ``SaslListener``, by listener name."""
-    return {lst.name: sasl_listener(config, lst.name, scram_credential)
+class _WithDynamic:
+    """A ``BrokerConfig`` as the broker sees it with its dynamic configs over it."""
+
+    def __init__(self, config: BrokerConfig, dynamic: Mapping[str, str]) -> None:
+        self.config, self.dynamic = config, dynamic
+
+    def listener_value(self, listener: str, key: str, mechanism: str | None = None):
+        return self.config.listener_value(listener, key, mechanism, dynamic=self.dynamic)
+
+    def get(self, key: str) -> str | None:
+        value = self.dynamic.get(key)
+        return value if value is not None else self.config.get(key)
+
+
+def sasl_listeners(config: BrokerConfig, scram_credential: ScramLookup = _no_scram,
+                   dynamic: Mapping[str, str] | None = None) -> dict[str, SaslListener]:
+    """Every SASL listener's ``SaslListener``, by listener name; with ``dynamic`` (the
+    broker's dynamic configs, both layers merged) read over the static ones."""
+    view: Any = _WithDynamic(config, dynamic) if dynamic else config
+    return {lst.name: sasl_listener(view, lst.name, scram_credential)
             for lst in config.listeners if lst.protocol in SASL_PROTOCOLS}
+
+
+def is_sasl_key(name: str) -> bool:
+    """A key (listener-prefixed or not) a SASL listener is built from."""
+    if name in SASL_KEYS:
+        return True
+    return name.startswith("listener.name.") and any(name.endswith("." + k)
+                                                     for k in SASL_KEYS)

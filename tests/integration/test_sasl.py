@@ -16,7 +16,7 @@ import uuid
 
 import jwt
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from spool.protocol._generated import (
@@ -215,6 +215,35 @@ def test_a_scram_user_created_at_run_time_logs_in_until_deleted(broker):
             break
         p.poll(0.1)
     assert errors and errors[0].code() == KafkaError._AUTHENTICATION
+
+
+def test_plain_users_change_at_run_time_per_listener(broker):
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    from tests.helpers.secure_broker import plain_jaas
+
+    admin = AdminClient(broker.confluent("alice"))
+    key = "listener.name.sasl_plaintext.plain.sasl.jaas.config"
+
+    def alter(value: str) -> None:
+        res = ConfigResource(ResourceType.BROKER, "0", incremental_configs=[
+            ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([res])[res].result(15)
+
+    with pytest.raises(KafkaException) as e:
+        alter("org.apache.kafka.common.security.plain.PlainLoginModule required user_x=1")
+    assert e.value.args[0].code() == KafkaError.INVALID_REQUEST
+    assert "missing ';' at the end" in e.value.args[0].str()
+    alter(plain_jaas({**broker.plain_users, "erin": "erin-secret"}))
+    p = Producer(broker.confluent("erin", password="erin-secret"))
+    p.produce(_topic(), b"from erin")
+    assert p.flush(15) == 0
 
 
 BAD = [("PLAIN", "alice", "wrong", "Authentication failed: Invalid username or password"),
