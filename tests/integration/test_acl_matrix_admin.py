@@ -35,11 +35,13 @@ from spool.net.client import NodeClient
 from spool.protocol._generated import (
     AlterConfigsRequest,
     AlterPartitionReassignmentsRequest,
+    ApiVersionsRequest,
     CreateTopicsRequest,
     DeleteRecordsRequest,
     DeleteTopicsRequest,
     DescribeClusterRequest,
     DescribeLogDirsRequest,
+    IncrementalAlterConfigsRequest,
     ListConfigResourcesRequest,
     ListPartitionReassignmentsRequest,
     UpdateFeaturesRequest,
@@ -47,6 +49,7 @@ from spool.protocol._generated import (
 from spool.protocol._generated import alter_configs_request as acr
 from spool.protocol._generated import alter_partition_reassignments_request as aprr
 from spool.protocol._generated import delete_records_request as drr
+from spool.protocol._generated import incremental_alter_configs_request as iacr
 from spool.protocol._generated.create_topics_request import CreatableTopic
 from spool.protocol._generated.delete_topics_request import DeleteTopicState
 from spool.protocol._generated.update_features_request import FeatureUpdateKey
@@ -248,6 +251,13 @@ def test_topic_configs_need_describe_configs_and_alter_configs(secured):
     assert _config(secured, ResourceType.TOPIC, name, "retention.ms") == "7200000"
 
 
+def _finalized(broker: SecureBroker) -> dict[str, int]:
+    """The finalized feature levels, as ApiVersions v3 tells them to the super user."""
+    resp = _wire(broker, "admin", ApiVersionsRequest(client_software_name="t",
+                                                     client_software_version="1"), 3)
+    return {f.name: f.max_version_level for f in resp.finalized_features}
+
+
 def test_cluster_operations_need_acls_on_the_cluster(secured):
     name = _topic(secured)
     node = _node(secured)
@@ -256,40 +266,45 @@ def test_cluster_operations_need_acls_on_the_cluster(secured):
         ConfigEntry("log.cleaner.backoff.ms", "12345",
                     incremental_operation=AlterConfigOpType.SET)])
     before = _config(secured, ResourceType.BROKER, node, "log.cleaner.backoff.ms")
+    features = _finalized(secured)
     elect = [TopicPartition(name, 0)]
 
-    def calls(user: str) -> dict[str, int]:
+    def calls(user: str, validate_only: bool) -> dict[str, int]:
         admin = _admin(secured, user)
         moved = _wire(secured, user, AlterPartitionReassignmentsRequest(topics=[
             aprr.ReassignableTopic(name=name, partitions=[
                 aprr.ReassignablePartition(partition_index=0, replicas=None)])]), 0)
-        features = _wire(secured, user, UpdateFeaturesRequest(
+        downgrade = _wire(secured, user, UpdateFeaturesRequest(
             feature_updates=[FeatureUpdateKey(feature="transaction.version",
                                               max_version_level=0, upgrade_type=3)],
-            validate_only=True), 1)
+            validate_only=validate_only), 1)
+        subscription = _wire(secured, user, IncrementalAlterConfigsRequest(resources=[
+            iacr.AlterConfigsResource(resource_type=16, resource_name=f"sub-{user}", configs=[
+                iacr.AlterableConfig(name="interval.ms", config_operation=0, value="60000")])],
+            validate_only=validate_only), 1)
         return {
             "describe_broker": _code(admin.describe_configs([broker_res])[broker_res]),
             "alter_broker": _code(admin.incremental_alter_configs([change])[change]),
+            "client_metrics": subscription.responses[0].error_code,
             "elect": _code(admin.elect_leaders(ElectionType.PREFERRED, elect)),
             "reassign": moved.error_code,
             "list_reassignments": _wire(secured, user, ListPartitionReassignmentsRequest(
                 topics=None), 0).error_code,
             "log_dirs": _wire(secured, user, DescribeLogDirsRequest(topics=None), 4).error_code,
-            "features": features.error_code,
+            "features": downgrade.error_code,
             "config_resources": _wire(secured, user, ListConfigResourcesRequest(
                 resource_types=[]), 1).error_code,
         }
 
-    assert calls("alice") == dict.fromkeys(
-        ["describe_broker", "alter_broker", "elect", "reassign", "list_reassignments",
-         "log_dirs", "features", "config_resources"], CAF)
+    refused = calls("alice", validate_only=False)
+    assert refused == dict.fromkeys(refused, CAF)
     assert _config(secured, ResourceType.BROKER, node, "log.cleaner.backoff.ms") == before
+    assert _finalized(secured) == features
+    listed = _wire(secured, "admin", ListConfigResourcesRequest(resource_types=[16]), 1)
+    assert "sub-alice" not in [r.resource_name for r in listed.config_resources]
     _grant(secured, "operator", ResourceType.BROKER, "kafka-cluster", AclOperation.ALTER,
            AclOperation.ALTER_CONFIGS)
-    assert calls("operator") == {
-        "describe_broker": 0, "alter_broker": 0, "elect": 0,
-        "reassign": 0, "list_reassignments": 0, "log_dirs": 0, "features": 0,
-        "config_resources": 0}
+    assert calls("operator", validate_only=True) == dict.fromkeys(refused, 0)
     assert _config(secured, ResourceType.BROKER, node, "log.cleaner.backoff.ms") == "12345"
 
 
