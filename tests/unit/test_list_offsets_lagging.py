@@ -18,6 +18,7 @@ from tests.unit.test_partition import append, leader, reg
 
 def _ask(part, version: int, timestamp: int, replica_id: int = -1):
     ctx = SimpleNamespace(api_version=version, broker=SimpleNamespace(
+        authorizer=None,  # no authorizer.class.name: every check allows
         replicas=SimpleNamespace(leader_partition=lambda topic, p: part)))
     req = ListOffsetsRequest(replica_id=replica_id, isolation_level=0, topics=[
         ListOffsetsTopic(name="t", partitions=[ListOffsetsPartition(partition_index=0,
