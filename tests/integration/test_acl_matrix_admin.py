@@ -30,6 +30,8 @@ from confluent_kafka.admin import (
     ResourcePatternType,
     ResourceType,
 )
+from kafka import KafkaAdminClient
+from kafka import errors as kerrors
 
 from spool.net.client import NodeClient
 from spool.protocol._generated import (
@@ -179,6 +181,12 @@ def test_delete_topics_needs_delete(secured):
     assert _code(alice.delete_topics([name])[name]) == TAF
     missing = f"gone-{uuid.uuid4().hex[:8]}"
     assert _code(alice.delete_topics([missing])[missing]) == TAF  # not UNKNOWN: reveals nothing
+    kp = KafkaAdminClient(**secured.kafka_python("alice"), request_timeout_ms=15000)
+    try:  # kafka-python raises Kafka's exception too
+        with pytest.raises(kerrors.TopicAuthorizationFailedError):
+            kp.delete_topics([name])
+    finally:
+        kp.close()
     assert _partitions(secured, name) == 1
     _grant(secured, "deleter", ResourceType.TOPIC, name, AclOperation.DELETE)
     assert _code(_admin(secured, "deleter").delete_topics([name])[name]) == 0
