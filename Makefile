@@ -45,6 +45,7 @@ bench: .venv
 	$(BIN)/python -m bench.tls
 	$(BIN)/python -m bench.spark
 	$(BIN)/python -m bench.replication
+	$(BIN)/python -m bench.replication_security
 	$(BIN)/python -m bench.authz
 	$(BIN)/python -m bench.authz --e2e
 	$(BIN)/python -m bench.compare
