@@ -82,6 +82,7 @@ from spool.replica.partition import NotLeader  # noqa: F401 (re-exported: handle
 from spool.security.authorizer import StandardAuthorizer
 from spool.security.authorizer import configured as configured_authorizer
 from spool.security.image import SecurityImage, from_json, to_json
+from spool.security.quotas import has_client_quotas
 from spool.storage.config import validate_topic_overrides
 from spool.storage.engine import Storage
 from spool.storage.log import PartitionLog
@@ -292,7 +293,7 @@ class Broker:
     @security_image.setter
     def security_image(self, image: SecurityImage) -> None:
         self._security_image = image
-        if image.quotas:
+        if has_client_quotas(image.quotas):
             if self._client_quotas is None:
                 self._client_quotas = ClientQuotas(self.config, self.clock)
             self._client_quotas.quotas = image.quotas

@@ -398,7 +398,8 @@ class Connection:
         pool = server.request_bytes
         while not self.closed:
             if self.muted_until:
-                await self._muted()
+                if await self._muted():
+                    return True
                 continue
             dispatched = False
             while self._has_room():
@@ -453,27 +454,28 @@ class Connection:
 
     def throttle(self, ms: int) -> None:
         """Mute the channel for ``ms`` (client quotas, ``spool.broker.throttling``): no
-        request is read, and none already read is started, until then. Responses of the
-        requests before still go out. A longer throttle extends the mute; a shorter one
-        changes nothing."""
+        request is read until then (those read before wait for it there). Responses of
+        the requests before still go out. A longer throttle extends the mute; a shorter
+        one changes nothing."""
         if ms <= 0 or self.closed:
             return
         until = self._loop.time() + ms / 1000.0
         if until > self.muted_until:
             self.muted_until = until
 
-    async def _muted(self) -> None:
-        """Wait out the mute (``wake``, on close, cuts it short)."""
+    async def _muted(self) -> bool:
+        """Wait out the mute (``wake``, on close, cuts it short); True if the peer hung up
+        meanwhile (a byte-rate throttle has no cap: its socket must not linger)."""
         loop = self._loop
         while not self.closed and loop.time() < self.muted_until:
-            fut = self._reader_wake = loop.create_future()
-            timer = loop.call_at(self.muted_until, _wake_future, fut)
+            timer = loop.call_at(self.muted_until, self.wake)
             try:
-                await fut
+                if await self._stalled(False):
+                    return True
             finally:
                 timer.cancel()
-                self._reader_wake = None
         self.muted_until = 0.0
+        return False
 
     async def _stalled(self, for_bytes: bool) -> bool:
         """Wait for room (or request bytes); True if the peer hung up meanwhile."""

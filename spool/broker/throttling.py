@@ -200,9 +200,9 @@ async def _unmuted(conn: Any) -> None:
     loop = asyncio.get_running_loop()
     while True:
         wait = conn.muted_until - loop.time()
-        if wait <= 0 or conn.closed:
+        if wait <= 0 or conn.closed or conn.gone:
             return
-        await asyncio.sleep(wait)
+        await asyncio.sleep(min(wait, 1.0))  # (a hang-up ends the wait within a second)
 
 
 class ClientQuotas:

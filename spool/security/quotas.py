@@ -68,6 +68,12 @@ Quotas = Mapping[Entity, Mapping[str, float]]
 Tags = tuple[str, str]  # (user, client id); "" for "not part of the rate's identity"
 
 
+def has_client_quotas(quotas: Quotas) -> bool:
+    """Whether any entity has one of ``QUOTA_KEYS`` (an ip's ``connection_creation_rate`` is
+    not a client quota)."""
+    return any(k in QUOTA_KEYS for values in quotas.values() for k in values)
+
+
 def quota_metric_tags(quotas: Quotas, key: str, user: str, client_id: str) -> Tags:
     """Kafka's DefaultQuotaCallback.quotaMetricTags: whose rate ``(user, client_id)`` counts in."""
 

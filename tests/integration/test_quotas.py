@@ -25,12 +25,15 @@ from spool.protocol._generated import (
     CreateTopicsRequest,
     DeleteTopicsRequest,
     MetadataRequest,
+    ProduceRequest,
 )
 from spool.protocol._generated import alter_client_quotas_request as acq
 from spool.protocol._generated.create_topics_request import CreatableTopic
 from spool.protocol._generated.delete_topics_request import DeleteTopicState
 from spool.protocol._generated.metadata_request import MetadataRequestTopic
+from spool.protocol._generated.produce_request import PartitionProduceData, TopicProduceData
 from spool.protocol.errors import Errors
+from spool.records.builder import BatchBuilder
 from tests.helpers.raw_client import RawClient, request_once
 from tests.helpers.secure_broker import SecureBroker
 
@@ -284,3 +287,36 @@ def test_controller_mutation_rate_permissive_for_old_versions(broker):
         assert topic_exists(broker, "o-next")
     finally:
         alter_quotas(broker, {"client-id": "old-mutator"}, {"controller_mutation_rate": None})
+
+
+def broker_end_open(broker_port: int, client_port: int) -> bool:
+    """Whether the broker still has its end of the connection from ``client_port``."""
+    for line in open("/proc/net/tcp").read().splitlines()[1:]:
+        local, remote = line.split()[1:3]
+        if (int(local.split(":")[1], 16), int(remote.split(":")[1], 16)) == (
+                broker_port, client_port):
+            return True
+    return False
+
+
+def test_a_muted_connection_whose_client_hangs_up_is_closed(broker):
+    # 100 kB at 1 kB/s: a throttle of more than a minute (byte-rate throttles have no cap)
+    alter_quotas(broker, {"client-id": "hog"}, {"producer_byte_rate": 1000})
+    try:
+        batch = BatchBuilder()
+        batch.append(b"k", b"x" * 100_000, timestamp=1_700_000_000_000)
+        c = RawClient(broker.bootstrap("PLAINTEXT"))
+        ends = (c.sock.getpeername()[1], c.sock.getsockname()[1])
+        c.send(0, 9, ProduceRequest(acks=1, timeout_ms=5000, topic_data=[
+            TopicProduceData(name="hog", partition_data=[
+                PartitionProduceData(index=0, records=batch.build())])]), client_id="hog")
+        _, resp = c.recv(0, 9)
+        assert resp.throttle_time_ms > 60_000
+        assert broker_end_open(*ends)
+        c.close()
+        deadline = time.monotonic() + 15
+        while broker_end_open(*ends):  # the broker closes its end too, not in a minute
+            assert time.monotonic() < deadline, "the muted connection outlived its client"
+            time.sleep(0.05)
+    finally:
+        alter_quotas(broker, {"client-id": "hog"}, {"producer_byte_rate": None})

@@ -12,6 +12,7 @@ from spool.security.quotas import (
     ControllerMutationQuotaManager,
     Rate,
     ThrottlingQuotaExceeded,
+    has_client_quotas,
 )
 
 P = PRODUCER_BYTE_RATE
@@ -161,3 +162,10 @@ def test_permissive_mutation_quota_accepts_and_reports_the_throttle():
     q.record(10, 1_000_000)
     assert not q.is_exceeded
     assert q.throttle_time_ms(1_000_000) == 10_000
+
+
+def test_an_ip_quota_is_not_a_client_quota():
+    assert not has_client_quotas({})
+    assert not has_client_quotas({(("ip", None),): {"connection_creation_rate": 5.0}})
+    assert has_client_quotas({(("ip", None),): {"connection_creation_rate": 5.0},
+                              ent(user=None): {REQUEST_PERCENTAGE: 50.0}})
