@@ -28,6 +28,13 @@ handler checks the client's ACLs BEFORE forwarding and sends only what is allowe
 is the one that counts. The controller trusts a caller allowed CLUSTER_ACTION (a broker)
 as Kafka trusts an Envelope's sender, and checks anyone else itself.
 
+``forward_and_catch_up`` (the security writes: CreateAcls, DeleteAcls,
+AlterUserScramCredentials, AlterClientQuotas) then asks the active controller for its
+high watermark (DescribeQuorum) and waits, up to ``request.timeout.ms``, until this
+broker has applied the metadata up to it: a client that writes through a broker and
+then describes through the same broker reads its own write (Kafka's broker answers
+before its image has the records; the wait costs one round trip per admin write).
+
 ``create_topic_via_controller`` is the same path for topics the broker creates
 on its own: auto-creation (Metadata) and the internal topics of the
 coordinators.
@@ -35,6 +42,7 @@ coordinators.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -50,6 +58,7 @@ from spool.protocol._generated import (
     CreateTopicsResponse,
     DeleteAclsResponse,
     DeleteTopicsResponse,
+    DescribeQuorumRequest,
     ElectLeadersResponse,
     IncrementalAlterConfigsResponse,
     ListPartitionReassignmentsResponse,
@@ -57,6 +66,7 @@ from spool.protocol._generated import (
 )
 from spool.protocol._generated import alter_client_quotas_response as acq
 from spool.protocol._generated import alter_partition_reassignments_response as aprr
+from spool.protocol._generated import describe_quorum_request as dq_req
 from spool.protocol._generated import elect_leaders_response as elr
 from spool.protocol._generated.alter_configs_response import AlterConfigsResourceResponse
 from spool.protocol._generated.alter_user_scram_credentials_response import (
@@ -79,6 +89,8 @@ CREATE_TOPICS, DELETE_TOPICS, ALTER_CONFIGS, CREATE_PARTITIONS, INCREMENTAL_ALTE
     19, 20, 33, 37, 44)
 ELECT_LEADERS, ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 43, 45, 46
 UPDATE_FEATURES = 57
+DESCRIBE_QUORUM = 55
+METADATA_TOPIC = "__cluster_metadata"
 CREATE_ACLS, DELETE_ACLS, ALTER_CLIENT_QUOTAS, ALTER_USER_SCRAM_CREDENTIALS = 30, 31, 49, 51
 CREATE_TOPICS_VERSION = 7
 
@@ -176,6 +188,34 @@ async def forward(ctx: Any, req: Any) -> Any:
     except ControllerUnavailable as e:
         log.info("%s not forwarded: %s", type(req).__name__, e)
         return _error_response(api_key, ctx.api_version, req, Errors.REQUEST_TIMED_OUT, str(e))
+
+
+async def forward_and_catch_up(ctx: Any, req: Any) -> Any:
+    """``forward(ctx, req)``, then this broker's metadata caught up (module doc)."""
+    resp = await forward(ctx, req)
+    await catch_up_with_controller(ctx.broker)
+    return resp
+
+
+async def catch_up_with_controller(broker: Any) -> None:
+    """Until this broker has applied every record the active controller had committed
+    when asked; gives up quietly (logged) after ``request.timeout.ms``."""
+    role = getattr(broker, "role", None)
+    if role is None or broker.controller_channel is None:
+        return
+    timeout = broker.request_timeout_s
+    req = DescribeQuorumRequest(topics=[dq_req.TopicData(
+        topic_name=METADATA_TOPIC, partitions=[dq_req.PartitionData(partition_index=0)])])
+    try:
+        resp = await broker.controller_channel.send_until(DESCRIBE_QUORUM, 0, req, timeout)
+        p = resp.topics[0].partitions[0] if resp.topics and resp.topics[0].partitions else None
+        if resp.error_code or p is None or p.error_code:
+            log.debug("no high watermark from the controller: %s", resp)
+            return
+        async with asyncio.timeout(timeout):
+            await role.publisher.wait_applied(p.high_watermark - 1)
+    except (ControllerUnavailable, TimeoutError) as e:
+        log.info("metadata not caught up with the controller after a write: %s", e)
 
 
 async def create_topic_via_controller(broker: Any, name: str, partitions: int = -1,

@@ -80,19 +80,25 @@ def test_changes_through_any_broker_reach_every_broker(cluster_factory):
                        "*", AclOperation.WRITE, AclPermissionType.DENY)
     for f in clients[b1.node_id].create_acls([read, write]).values():
         assert f.result(timeout=60) is None
+    # the broker that forwarded a write answers it at once (it caught up before replying)
+    acls = [(2, "orders", 3, "User:alice", 3, 3), (2, "orders-", 4, "User:bob", 4, 2)]
+    assert seen_by(b1.bootstrap)[0] == acls
     for f in clients[b2.node_id].alter_user_scram_credentials([
             UserScramCredentialUpsertion("alice", ScramCredentialInfo(
                 ScramMechanism.SCRAM_SHA_256, 8192), b"alice-secret"),
             UserScramCredentialDeletion("admin", ScramMechanism.SCRAM_SHA_512)]).values():
         assert f.result(timeout=60) is None
+    assert seen_by(b2.bootstrap)[1] == [("alice", [(1, 8192)])]
     resp = request_once(b3.bootstrap, 49, 1, AlterClientQuotasRequest(entries=[acq.EntryData(
         entity=[acq.EntityData(entity_type="user", entity_name="alice")],
         ops=[acq.OpData(key="producer_byte_rate", value=1048576.0, remove=False)])],
         validate_only=False))
     assert [(e.error_code, e.error_message) for e in resp.entries] == [(0, None)]
+    assert seen_by(b3.bootstrap)[2] == [((("user", "alice"),),
+                                         [("producer_byte_rate", 1048576.0)])]
 
     expected = (
-        [(2, "orders", 3, "User:alice", 3, 3), (2, "orders-", 4, "User:bob", 4, 2)],
+        acls,
         [("alice", [(1, 8192)])],
         [((("user", "alice"),), [("producer_byte_rate", 1048576.0)])])
     everywhere(expected, "every change on every broker")

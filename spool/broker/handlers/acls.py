@@ -10,14 +10,15 @@ Where the ACLs live decides who writes them (``UpdateFeatures``' pattern): a sin
 node writes its metadata store (``Broker.change_security``); a cluster broker forwards
 CreateAcls and DeleteAcls to the active controller (``spool.broker.forwarding``), which
 commits the records through Raft (``handlers.security_controller``); every broker
-then learns them from the metadata log. DescribeAcls answers from the broker's own
+then learns them from the metadata log, the forwarding one before it answers
+(``forward_and_catch_up``). DescribeAcls answers from the broker's own
 ``security_image``.
 """
 
 from __future__ import annotations
 
 from spool.broker.authz import allowed_cluster
-from spool.broker.forwarding import forward
+from spool.broker.forwarding import forward_and_catch_up
 from spool.broker.registry import handles
 from spool.protocol._generated import (
     CreateAclsRequest,
@@ -128,7 +129,7 @@ async def create_acls(ctx, req: CreateAclsRequest) -> CreateAclsResponse:
         return create_error(req, refused)
     broker = ctx.broker
     if broker.view.clustered:
-        return await forward(ctx, req)
+        return await forward_and_catch_up(ctx, req)
     bindings = bindings_of(req)
     try:
         return await broker.change_security(
@@ -149,7 +150,7 @@ async def delete_acls(ctx, req: DeleteAclsRequest) -> DeleteAclsResponse:
         return delete_error(req, refused)
     broker = ctx.broker
     if broker.view.clustered:
-        return await forward(ctx, req)
+        return await forward_and_catch_up(ctx, req)
     filters = filters_of(req)
     try:
         return await broker.change_security(

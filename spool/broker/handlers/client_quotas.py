@@ -14,7 +14,7 @@ the quota manager (``spool.security.quotas``) reads the same image.
 from __future__ import annotations
 
 from spool.broker.authz import allowed_cluster
-from spool.broker.forwarding import forward
+from spool.broker.forwarding import forward_and_catch_up
 from spool.broker.registry import handles
 from spool.protocol._generated import (
     AlterClientQuotasRequest,
@@ -82,7 +82,7 @@ async def alter_client_quotas(ctx, req: AlterClientQuotasRequest) -> AlterClient
                                            NOT_AUTHORIZED))
     broker = ctx.broker
     if broker.view.clustered:
-        return await forward(ctx, req)
+        return await forward_and_catch_up(ctx, req)
     alterations = alterations_of(req)
 
     def plan(image):

@@ -13,7 +13,7 @@ broker's ``security_image``: mechanisms and iterations, never salts or keys.
 from __future__ import annotations
 
 from spool.broker.authz import allowed_cluster
-from spool.broker.forwarding import forward
+from spool.broker.forwarding import forward_and_catch_up
 from spool.broker.registry import handles
 from spool.protocol._generated import (
     AlterUserScramCredentialsRequest,
@@ -88,7 +88,7 @@ async def alter_user_scram_credentials(ctx, req: AlterUserScramCredentialsReques
                                            NOT_AUTHORIZED))
     broker = ctx.broker
     if broker.view.clustered:
-        return await forward(ctx, req)
+        return await forward_and_catch_up(ctx, req)
     deletions, upsertions = changes_of(req)
 
     def plan(image):
