@@ -15,23 +15,28 @@ from confluent_kafka.admin import (
     AdminClient,
     ResourcePatternType,
     ResourceType,
-    ScramCredentialInfo,
-    ScramMechanism,
-    UserScramCredentialDeletion,
-    UserScramCredentialUpsertion,
 )
 
 from spool.protocol._generated import (
     AlterClientQuotasRequest,
+    AlterUserScramCredentialsRequest,
+    CreateAclsRequest,
     DescribeAclsRequest,
     DescribeClientQuotasRequest,
     DescribeUserScramCredentialsRequest,
 )
 from spool.protocol._generated import alter_client_quotas_request as acq
+from spool.protocol._generated.alter_user_scram_credentials_request import (
+    ScramCredentialDeletion,
+    ScramCredentialUpsertion,
+)
+from spool.protocol._generated.create_acls_request import AclCreation
+from spool.security.scram import ScramMechanism, salted_password
 from tests.helpers.raw_client import request_once
 
 pytestmark = pytest.mark.timeout(300)
 
+SHA256 = ScramMechanism.SCRAM_SHA_256
 ANY_ACL = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
                            AclOperation.ANY, AclPermissionType.ANY)
 
@@ -74,20 +79,27 @@ def test_changes_through_any_broker_reach_every_broker(cluster_factory):
     everywhere(([], [("admin", [(2, 4096)])], []), "the bootstrap credential everywhere")
 
     clients = {n.node_id: AdminClient({"bootstrap.servers": n.bootstrap}) for n in (b1, b2)}
+    # the writes go through the raw codec to the broker named (librdkafka picks a broker
+    # itself: AlterUserScramCredentials goes to the controller broker it knows of)
     read = AclBinding(ResourceType.TOPIC, "orders", ResourcePatternType.LITERAL, "User:alice",
                       "*", AclOperation.READ, AclPermissionType.ALLOW)
     write = AclBinding(ResourceType.TOPIC, "orders-", ResourcePatternType.PREFIXED, "User:bob",
                        "*", AclOperation.WRITE, AclPermissionType.DENY)
-    for f in clients[b1.node_id].create_acls([read, write]).values():
-        assert f.result(timeout=60) is None
+    resp = request_once(b1.bootstrap, 30, 3, CreateAclsRequest(creations=[AclCreation(
+        resource_type=b.restype.value, resource_name=b.name,
+        resource_pattern_type=b.resource_pattern_type.value, principal=b.principal,
+        host=b.host, operation=b.operation.value, permission_type=b.permission_type.value)
+        for b in (read, write)]))
+    assert [(r.error_code, r.error_message) for r in resp.results] == [(0, None), (0, None)]
     # the broker that forwarded a write answers it at once (it caught up before replying)
     acls = [(2, "orders", 3, "User:alice", 3, 3), (2, "orders-", 4, "User:bob", 4, 2)]
     assert seen_by(b1.bootstrap)[0] == acls
-    for f in clients[b2.node_id].alter_user_scram_credentials([
-            UserScramCredentialUpsertion("alice", ScramCredentialInfo(
-                ScramMechanism.SCRAM_SHA_256, 8192), b"alice-secret"),
-            UserScramCredentialDeletion("admin", ScramMechanism.SCRAM_SHA_512)]).values():
-        assert f.result(timeout=60) is None
+    resp = request_once(b2.bootstrap, 51, 0, AlterUserScramCredentialsRequest(
+        deletions=[ScramCredentialDeletion(name="admin", mechanism=2)],
+        upsertions=[ScramCredentialUpsertion(
+            name="alice", mechanism=1, iterations=8192, salt=b"salt",
+            salted_password=salted_password(SHA256, "alice-secret", b"salt", 8192))]))
+    assert sorted((r.user, r.error_code) for r in resp.results) == [("admin", 0), ("alice", 0)]
     assert seen_by(b2.bootstrap)[1] == [("alice", [(1, 8192)])]
     resp = request_once(b3.bootstrap, 49, 1, AlterClientQuotasRequest(entries=[acq.EntryData(
         entity=[acq.EntityData(entity_type="user", entity_name="alice")],
