@@ -65,7 +65,9 @@ that check is the one that counts. On the controller plane a caller allowed
 CLUSTER_ACTION (a broker, a super user) is trusted as Kafka trusts an Envelope's sender:
 its CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs and
 IncrementalAlterConfigs are not checked again; any other caller (an admin client talking
-to a controller listener) is checked there as ControllerApis checks it.
+to a controller listener) is checked there as ControllerApis checks it, and so for
+CreateAcls, DeleteAcls, AlterUserScramCredentials (ALTER on the cluster) and
+AlterClientQuotas (ALTER_CONFIGS) (``spool.broker.handlers.security_controller``).
 
 Responses keep the request's order (Kafka's controller lists refusals after the
 results; clients match results by name).

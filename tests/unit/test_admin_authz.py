@@ -11,9 +11,11 @@ from types import SimpleNamespace
 import pytest
 
 from spool.broker import admin_authz
-from spool.protocol._generated import CreateTopicsRequest, CreateTopicsResponse
+from spool.broker.handlers import controller
+from spool.protocol._generated import CreateTopicsRequest, CreateTopicsResponse, ElectLeadersRequest
 from spool.protocol._generated.create_topics_request import CreatableTopic
 from spool.protocol._generated.create_topics_response import CreatableTopicResult
+from spool.protocol._generated.elect_leaders_request import TopicPartitions
 from spool.protocol.acl import AclOperation as Op
 from spool.protocol.acl import ResourceType as Rt
 from spool.protocol.errors import Errors, KafkaError
@@ -112,3 +114,39 @@ def test_run_allowed_sends_only_the_allowed_items_and_answers_in_request_order()
     assert answer([None] * 4) == ["a", "b", "c", "d"]
     assert sent == [["a", "c"], ["a", "b", "c", "d"]]  # nothing sent when all are refused
     assert [t.name for t in req.topics] == ["a", "b", "c", "d"]  # the request is untouched
+
+
+class _Runtime:
+    """A controller runtime whose writes are only counted."""
+
+    def __init__(self) -> None:
+        self.writes = 0
+
+    async def write(self, op):
+        self.writes += 1
+        return "written"
+
+
+@pytest.mark.parametrize(("principal", "grant", "answered"), [
+    ("User:broker", Op.CLUSTER_ACTION, "written"),  # a forwarding broker: trusted
+    ("User:alice", Op.ALTER, "written"),  # a client allowed ALTER itself
+    ("User:alice", Op.DESCRIBE, Errors.CLUSTER_AUTHORIZATION_FAILED),
+])
+def test_controller_elect_leaders_trusts_a_forwarder_and_checks_anyone_else(
+        principal, grant, answered):
+    image = SecurityImage().replay([acl_record(uuid.uuid4(), AclBinding(
+        Rt.CLUSTER, "kafka-cluster", PatternType.LITERAL, principal, "*", grant,
+        AclPermissionType.ALLOW))])
+    runtime = _Runtime()
+    c = SimpleNamespace(broker=SimpleNamespace(
+        authorizer=StandardAuthorizer(), security_image=image,
+        quorum=SimpleNamespace(controller=runtime)),
+        conn=SimpleNamespace(principal=principal, host="10.0.0.1"))
+    req = ElectLeadersRequest(election_type=0, timeout_ms=1000, topic_partitions=[
+        TopicPartitions(topic="t", partitions=[0])])
+    got = asyncio.run(controller.elect_leaders(c, req))
+    if answered == "written":
+        assert (got, runtime.writes) == ("written", 1)
+    else:
+        assert (got.error_code, got.replica_election_results[0].partition_result[0].error_code,
+                runtime.writes) == (answered, answered, 0)

@@ -18,10 +18,11 @@ Authorization, as Kafka's ControllerApis (``spool.broker.admin_authz``): what br
 CLUSTER_ACTION on the cluster, UnregisterBroker, ElectLeaders and
 AlterPartitionReassignments ALTER, ListPartitionReassignments DESCRIBE; refused, the
 request is answered CLUSTER_AUTHORIZATION_FAILED wherever it has an error code, and
-nothing is written. CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs and
-IncrementalAlterConfigs come from brokers that forward them after checking the client
-(Spool has no Envelope): a caller allowed CLUSTER_ACTION is not checked again; anyone else
-is checked here per topic or resource as the broker checks it.
+nothing is written. ElectLeaders, the reassignments, CreateTopics, DeleteTopics,
+CreatePartitions, AlterConfigs and IncrementalAlterConfigs come from brokers that forward
+them after checking the client (Spool has no Envelope): a caller allowed CLUSTER_ACTION is
+not checked again (a broker need not hold ALTER itself); anyone else is checked here, per
+topic or resource where the broker checks so.
 """
 
 from __future__ import annotations
@@ -63,11 +64,17 @@ _O = AclOperation
 REFUSED = Errors.CLUSTER_AUTHORIZATION_FAILED
 
 
+def _allowed(ctx, op: AclOperation) -> bool:
+    """A trusted forwarder (CLUSTER_ACTION: it checked its client), or a caller allowed
+    ``op`` on the cluster."""
+    return trusted_forwarder(ctx) or cluster_allowed(ctx, op)
+
+
 async def _write(ctx, op, refuse, required: AclOperation | None = None):
     """Run ``op`` as one controller write; ``refuse(code, message)`` builds the answer when
     it cannot run (not the active controller, leadership lost) or the caller may not
-    ``required`` the cluster."""
-    if required is not None and not cluster_allowed(ctx, required):
+    ``required`` the cluster (a trusted forwarder may: module doc)."""
+    if required is not None and not _allowed(ctx, required):
         return refuse(REFUSED, MESSAGES[REFUSED])
     quorum = getattr(ctx.broker, "quorum", None)
     runtime = None if quorum is None else quorum.controller
@@ -209,7 +216,7 @@ async def incremental_alter_configs(ctx, req):
 
 @handles(43, 0, 2, listeners=_CONTROLLER)
 async def elect_leaders(ctx, req):
-    if not cluster_allowed(ctx, _O.ALTER):
+    if not _allowed(ctx, _O.ALTER):
         return elect_leaders_refused(req)
     return await _write(ctx, lambda c, _offset, _now: c.elect_leaders(req),
                         lambda code, msg: elect_leaders_error(req, code, msg))
@@ -223,7 +230,7 @@ async def alter_partition_reassignments(ctx, req):
 
 @handles(46, 0, 0, listeners=_CONTROLLER)
 async def list_partition_reassignments(ctx, req):
-    if not cluster_allowed(ctx, _O.DESCRIBE):
+    if not _allowed(ctx, _O.DESCRIBE):
         return list_reassignments_refused(req)
     return await _write(
         ctx, lambda c, _offset, _now: ControllerResult([], c.list_partition_reassignments(req)),
