@@ -30,7 +30,9 @@ its top-level error):
 
   ``list`` prints ``Current ACLs for resource `...`:`` blocks (every ACL without a
   resource; ``--principal`` keeps that principal's, under ``ACLs for principal
-  `User:alice```). ``remove`` without principals deletes every ACL of each resource
+  `User:alice```); ``--json``: one array of ``{"resource_type", "resource_name",
+  "pattern_type", "principal", "host", "operation", "permission_type"}`` (Kafka's enum
+  names). ``remove`` without principals deletes every ACL of each resource
   filter, with them the entries named; it asks ``(y/n)`` on stdin unless ``--force``.
   Entries and resources are printed sorted.
 - Failures are one ``spool:`` line with Kafka's error name (e.g.
@@ -55,9 +57,11 @@ from spool.cli.common import (
     Bootstrap,
     CliError,
     CommandConfigOpt,
+    JsonFlag,
     admin_client,
     cli_command,
     fail,
+    print_json,
     result,
 )
 from spool.protocol._generated import DescribeAclsRequest
@@ -359,6 +363,7 @@ def list_(
     resource_pattern_type: PatternOpt = "literal",
     principal: Annotated[list[str] | None, typer.Option(
         "--principal", help="Only this principal's ACLs (repeatable).")] = None,
+    json: JsonFlag = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
     command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
@@ -375,6 +380,15 @@ def list_(
         for pattern in sorted(by_pattern, key=_pattern_key):
             print(_block(f"Current ACLs for resource `{pattern}`", by_pattern[pattern]))
 
+    if json:
+        print_json([{"resource_type": p.resource_type.name, "resource_name": p.name,
+                     "pattern_type": p.pattern_type.name, "principal": e.principal,
+                     "host": e.host, "operation": e.operation.name,
+                     "permission_type": e.permission_type.name}
+                    for p in sorted(found, key=_pattern_key)
+                    for e in sorted(found[p], key=_entry_key)
+                    if not principals or e.principal in principals])
+        return
     if not principals:
         show(found)
         return

@@ -166,6 +166,10 @@ def test_acls_add_list_remove_and_what_they_allow(sec) -> None:
                             f"Adding ACLs for resource `{group}`: \n {entries} \n\n")
     listed = sec.spool(sec.admin, "acls", "list", "--topic", "orders")
     assert listed.stdout == f"Current ACLs for resource `{topic}`: \n {entries} \n\n"
+    doc = json.loads(sec.spool(sec.admin, "acls", "list", "--group", "readers", "--json").stdout)
+    assert doc == [{"resource_type": "GROUP", "resource_name": "readers",
+                    "pattern_type": "LITERAL", "principal": "User:alice", "host": "*",
+                    "operation": op, "permission_type": "ALLOW"} for op in ("READ", "DESCRIBE")]
 
     got = sec.spool(sec.alice, "consume", "orders", "--group", "readers", "--from-beginning",
                     "--max-messages", "1", "--timeout", "20")
