@@ -445,3 +445,45 @@ def test_scram_credentials_from_alter_user_scram_credentials_authenticate(tmp_pa
         assert scram_login(b, "carol", "carol-512", "SCRAM-SHA-512") == "ok"
     finally:
         b.stop()
+
+
+def test_kafka_python_admin_client_manages_acls_and_scram_credentials(secured):
+    from kafka.admin import (
+        ACL,
+        ACLFilter,
+        ACLOperation,
+        ACLPermissionType,
+        ACLResourcePatternType,
+        KafkaAdminClient,
+        ResourcePattern,
+        ResourcePatternFilter,
+    )
+    from kafka.admin import ResourceType as KpResourceType
+    from kafka.admin import UserScramCredentialDeletion as KpDeletion
+    from kafka.admin import UserScramCredentialUpsertion as KpUpsertion
+    from kafka.errors import NoError
+
+    client = KafkaAdminClient(bootstrap_servers=secured.bootstrap)
+    try:
+        dave = ACL("User:dave", "*", ACLOperation.WRITE, ACLPermissionType.ALLOW,
+                   ResourcePattern(KpResourceType.TOPIC, "dave-", ACLResourcePatternType.PREFIXED))
+        assert client.create_acls([dave]) == {"succeeded": [dave], "failed": []}
+        by_dave = ACLFilter("User:dave", None, ACLOperation.ANY, ACLPermissionType.ANY,
+                            ResourcePatternFilter(KpResourceType.ANY, None,
+                                                  ACLResourcePatternType.ANY))
+        assert client.describe_acls(by_dave) == ([dave], NoError)
+        assert client.delete_acls([by_dave]) == [(by_dave, [dave], NoError)]
+        assert client.describe_acls(by_dave) == ([], NoError)
+
+        assert client.alter_user_scram_credentials([
+            KpUpsertion("dave", 2, "dave-secret", iterations=8192)]) == {"dave": None}
+        described = client.describe_user_scram_credentials(["dave"])
+        assert described["dave"]["error"] is None
+        assert [(int(c["mechanism"]), c["iterations"])
+                for c in described["dave"]["credential_infos"]] == [(2, 8192)]
+        assert client.alter_user_scram_credentials([KpDeletion("dave", 2)]) == {"dave": None}
+        assert client.describe_user_scram_credentials(["dave"])["dave"] == {
+            "error": "Attempt to describe a user credential that does not exist: dave",
+            "credential_infos": []}
+    finally:
+        client.close()
