@@ -166,7 +166,7 @@ def upgrade(metadata: MetadataOpt = None, feature: FeatureOpt = None, dry_run: D
 @cli_command
 def downgrade(metadata: MetadataOpt = None, feature: FeatureOpt = None, unsafe: Unsafe = False,
               dry_run: DryRun = False, bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
-              timeout: AdminTimeout = 30.0) -> None:
+              timeout: AdminTimeout = 30.0, command_config: CommandConfigOpt = None) -> None:
     """Downgrade one or more feature flags."""
     _update("downgrade", _updates("downgrade", metadata, feature),
             ft.UNSAFE_DOWNGRADE if unsafe else ft.SAFE_DOWNGRADE, dry_run, bootstrap, timeout)

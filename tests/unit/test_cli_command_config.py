@@ -213,3 +213,22 @@ def test_cli_refuses_a_bad_command_config_in_one_line(tmp_path: Path) -> None:
     assert proc.stderr.splitlines() == [
         f"spool: command config {path}: unknown key 'sasl.mechanizm' (understood: "
         + ", ".join(sorted(cc.KNOWN_KEYS)) + ")"]
+
+
+def test_every_command_that_talks_to_a_broker_takes_a_command_config() -> None:
+    import typer.main
+
+    from spool.cli.main import app
+
+    def walk(cmd, path: str):
+        if hasattr(cmd, "commands"):  # a group
+            for name, sub in cmd.commands.items():
+                yield from walk(sub, f"{path} {name}")
+        else:
+            yield path, {p.name for p in cmd.params}
+
+    commands = dict(walk(typer.main.get_command(app), "spool"))
+    talking = {path for path, params in commands.items() if "bootstrap" in params}
+    assert {"spool acls add", "spool users scram set", "spool quotas describe",
+            "spool topics list", "spool produce", "spool cluster status"} <= talking
+    assert sorted(p for p in talking if "command_config" not in commands[p]) == []
