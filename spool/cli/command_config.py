@@ -29,7 +29,9 @@ Contract:
   confluent-kafka clients. librdkafka reads only PEM trust stores from files, so a
   PKCS12 trust store (or inline certificates) and an inline certificate chain are
   written as PEM (certificates only, nothing secret: an inline key goes as
-  ``ssl.key.pem``) to a private temporary directory removed at exit.
+  ``ssl.key.pem``) to a private temporary directory removed at exit. An unsecured
+  OAUTHBEARER login becomes librdkafka's ``sasl.oauthbearer.config``, which carries
+  the principal, scope, lifetime and extensions only: other claims are refused.
 - Spool's own client (``spool.net``, the wire commands) takes ``security``: the
   same properties read by ``spool.security.client_config.ClientSecurity`` (store
   types filled in as read from the files), built here so that both clients accept
@@ -92,7 +94,6 @@ class CommandConfig:
     """A parsed and checked command config (module docstring)."""
 
     path: str
-    props: dict[str, str] = field(default_factory=dict)  # as read
     security_protocol: str = "PLAINTEXT"
     client_id: str | None = None
     ca_pem: str | None = None  # trusted certificates, PEM; None: the system's defaults
@@ -254,7 +255,7 @@ def from_properties(props: dict[str, str], path: str = "<properties>") -> Comman
     if protocol not in PROTOCOLS:
         raise CommandConfigError(f"security.protocol={props['security.protocol']} is not one of "
                                  f"{', '.join(PROTOCOLS)}")
-    fields: dict[str, Any] = {"path": path, "props": dict(props), "security_protocol": protocol,
+    fields: dict[str, Any] = {"path": path, "security_protocol": protocol,
                               "client_id": props.get("client.id")}
     if protocol in ("SSL", "SASL_SSL"):
         fields.update(_tls(props))
