@@ -90,11 +90,12 @@ NOTES: dict[int, str] = {
         "groups)."
         " With an authorizer: every group with DESCRIBE on the cluster, else the groups the "
         "principal may DESCRIBE.",
-    17: "On a SASL listener (SASL_PLAINTEXT), before authentication: the mechanism of "
-        "`sasl.enabled.mechanisms` (PLAIN), else UNSUPPORTED_SASL_MECHANISM with the enabled "
-        "list and the connection closed; v0: raw size-prefixed tokens follow, v1: "
-        "SaslAuthenticate. After a SaslAuthenticate v1+, a new handshake starts KIP-368 "
-        "re-authentication. Elsewhere ILLEGAL_SASL_STATE, as Kafka.",
+    17: "On a SASL listener (SASL_PLAINTEXT, SASL_SSL), before authentication: a mechanism "
+        "of `sasl.enabled.mechanisms` (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER), else "
+        "UNSUPPORTED_SASL_MECHANISM with the enabled list and the connection closed; v0: raw "
+        "size-prefixed tokens follow, v1: SaslAuthenticate. After a SaslAuthenticate v1+, a "
+        "new handshake starts KIP-368 re-authentication (same mechanism and principal). "
+        "Elsewhere ILLEGAL_SASL_STATE, as Kafka.",
     18: "Derived from the handler registry, per listener plane; an unknown version gets a v0 "
         "body with UNSUPPORTED_VERSION and the full list; v3+ supported and finalized "
         "features.",
@@ -159,9 +160,12 @@ NOTES: dict[int, str] = {
         "(statvfs); v5 `is_cordoned` false. A Kafka 4.2 broker advertises 1-4 (v5 is 4.3's "
         "schema); Spool advertises v5.",
     36: "The tokens of the mechanism chosen by SaslHandshake v1; a failure is "
-        "SASL_AUTHENTICATION_FAILED with Kafka's message, then the connection closes. v1+ "
-        "`session_lifetime_ms`: `connections.max.reauth.ms` (KIP-368); an expired session is "
-        "closed at its next request. After authentication: ILLEGAL_SASL_STATE.",
+        "SASL_AUTHENTICATION_FAILED with Kafka's message (SCRAM and OAUTHBEARER: the generic "
+        "one, or RFC 7628's JSON), then the connection closes after "
+        "`connection.failed.authentication.delay.ms`. v1+ `session_lifetime_ms`: "
+        "`connections.max.reauth.ms` (KIP-368), no later than an OAUTHBEARER token's exp; an "
+        "expired session is closed at its next request. After authentication: "
+        "ILLEGAL_SASL_STATE.",
     37: "Adds partitions within the broker's partition limit. In a cluster, forwarded to the "
         "active controller.",
     42: "Empty or dead groups only (NON_EMPTY_GROUP otherwise)."
