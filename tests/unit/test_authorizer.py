@@ -260,3 +260,29 @@ def test_a_denial_is_logged_once_as_kafkas_audit_line(caplog):
     assert [r.getMessage() for r in caplog.records] == [
         "Principal = User:alice is Denied operation = WRITE from host = 10.0.0.1 on resource "
         "= Topic:LITERAL:foo"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps=st.lists(st.one_of(
+    st.tuples(st.just("add"), bindings),
+    st.tuples(st.just("remove"), st.integers(0, 20)),
+    st.tuples(st.just("check"), st.sampled_from([ALICE, BOB]),
+              st.sampled_from([o for o in OPS if o != Op.ALL]))), max_size=30))
+def test_one_authorizer_follows_a_changing_image(steps):
+    """The same authorizer across images (as a broker keeps it): its index and memo never
+    answer for ACLs that are gone or miss ones that came."""
+    authz = StandardAuthorizer()
+    img, live = SecurityImage(), {}
+    for step in steps:
+        if step[0] == "add":
+            acl_id = uuid.uuid4()
+            img, live[acl_id] = img.replay([acl_record(acl_id, step[1])]), step[1]
+        elif step[0] == "remove" and live:
+            acl_id = sorted(live)[step[1] % len(live)]
+            img = img.replay([RemoveAccessControlEntryRecord(id=acl_id)])
+            del live[acl_id]
+        elif step[0] == "check":  # every name, for one principal and operation
+            _, principal, op = step
+            for name in NAMES[1:]:
+                assert authz.authorize(img, principal, HOST, op, Rt.TOPIC, name) == model(
+                    live.values(), principal, HOST, op, Rt.TOPIC, name, False), name
