@@ -165,3 +165,27 @@ def test_a_v0_client_cannot_reauthenticate():
     handshake(auth)
     authenticate(auth, b"\0alice\0a-pw", version=0)
     assert auth.gate(frame(17, 1, SaslHandshakeRequest(mechanism="PLAIN"))) is PROCEED
+
+
+# ---- hostile frames: the gate answers, or closes; it never fails otherwise
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_HEADERS = st.builds(lambda key, ver, rest: struct.pack(">hhi", key, ver, 1) + rest,
+                     st.sampled_from([17, 36, 18, 3, 0, -1, 999]), st.integers(-2, 5),
+                     st.binary(max_size=60))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from([None, 0, 1]), st.lists(st.one_of(st.binary(max_size=80), _HEADERS),
+                                               min_size=1, max_size=4))
+def test_hostile_frames_are_answered_or_close_the_connection(handshake_version, frames):
+    auth, _, _ = make()
+    if handshake_version is not None:  # (v0: the frames are raw tokens)
+        handshake(auth, version=handshake_version)
+    for raw in frames:
+        try:
+            auth.gate(bytearray(raw))
+        except CloseConnection:
+            break

@@ -91,3 +91,39 @@ def test_saslnames():
     assert username("a=3Db=2Cc") == "a=b,c"
     with pytest.raises(SaslError):
         username("a=4")
+
+
+# ---- hostile tokens: a mechanism refuses with SaslError, never anything else
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from spool.security.sasl.oauthbearer import OAuthBearerServer, UnsecuredValidator  # noqa: E402
+
+_TOKENS = st.one_of(
+    st.binary(max_size=200),
+    st.text(max_size=120).map(str.encode),
+    st.builds(lambda a, b: b"n,," + a + b",r=" + b, st.binary(max_size=40),
+              st.binary(max_size=40)),
+    st.builds(lambda a: b"n,,\x01auth=Bearer " + a + b"\x01\x01", st.binary(max_size=80)),
+)
+
+
+def _servers():
+    cred = credential_from_password(SHA256, "pw")
+    return [PlainServer({"alice": "pw"}),
+            ScramServer(SHA256, lambda u, m: cred if u == "alice" else None),
+            OAuthBearerServer(UnsecuredValidator())]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_TOKENS, min_size=1, max_size=3))
+def test_hostile_tokens_only_ever_fail_as_sasl_errors(tokens):
+    for server in _servers():
+        for token in tokens:
+            try:
+                server.evaluate(token)
+            except SaslError:
+                break
+            if server.complete:
+                break
