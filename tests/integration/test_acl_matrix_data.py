@@ -39,28 +39,41 @@ from confluent_kafka.admin import (
 
 from spool.net.client import NodeClient
 from spool.protocol._generated import (
+    AddPartitionsToTxnRequest,
     DescribeClusterRequest,
     DescribeGroupsRequest,
     DescribeProducersRequest,
     DescribeTopicPartitionsRequest,
+    DescribeTransactionsRequest,
+    EndTxnRequest,
     FetchRequest,
     FindCoordinatorRequest,
+    HeartbeatRequest,
     InitProducerIdRequest,
     JoinGroupRequest,
+    LeaveGroupRequest,
     ListGroupsRequest,
     ListOffsetsRequest,
+    ListTransactionsRequest,
     MetadataRequest,
     OffsetCommitRequest,
     OffsetDeleteRequest,
     OffsetFetchRequest,
     OffsetForLeaderEpochRequest,
     ProduceRequest,
+    SyncGroupRequest,
+    TxnOffsetCommitRequest,
     WriteTxnMarkersRequest,
+)
+from spool.protocol._generated.add_partitions_to_txn_request import (
+    AddPartitionsToTxnTopic,
+    AddPartitionsToTxnTransaction,
 )
 from spool.protocol._generated.describe_producers_request import TopicRequest
 from spool.protocol._generated.describe_topic_partitions_request import TopicRequest as DtpTopic
 from spool.protocol._generated.fetch_request import FetchPartition, FetchTopic
 from spool.protocol._generated.join_group_request import JoinGroupRequestProtocol
+from spool.protocol._generated.leave_group_request import MemberIdentity
 from spool.protocol._generated.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
 from spool.protocol._generated.metadata_request import MetadataRequestTopic
 from spool.protocol._generated.offset_commit_request import (
@@ -77,6 +90,10 @@ from spool.protocol._generated.offset_for_leader_epoch_request import (
     OffsetForLeaderTopic,
 )
 from spool.protocol._generated.produce_request import PartitionProduceData, TopicProduceData
+from spool.protocol._generated.txn_offset_commit_request import (
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+)
 from spool.protocol._generated.write_txn_markers_request import (
     WritableTxnMarker,
     WritableTxnMarkerTopic,
@@ -549,6 +566,34 @@ def test_group_membership_needs_read_on_the_group(broker, admin):
     assert committed(broker, group, topic) == 1
 
 
+def test_sync_heartbeat_and_leave_need_read_on_the_group(broker, admin):
+    topic, group = _name("sh-topic"), _name("sh")
+    create_topics(admin, topic)
+    member = Consumer(broker.confluent("admin", **{"group.id": group}))
+    try:
+        member.subscribe([topic])
+        for _ in range(60):
+            member.poll(0.25)
+            if member.assignment():
+                break
+        assert member.assignment()
+        (described,) = admin.describe_consumer_groups([group])[group].result(15).members
+        member_id = described.member_id
+        sync = SyncGroupRequest(group_id=group, generation_id=1, member_id=member_id,
+                                assignments=[])
+        beat = HeartbeatRequest(group_id=group, generation_id=1, member_id=member_id)
+        leave = LeaveGroupRequest(group_id=group, members=[MemberIdentity(member_id=member_id)])
+        assert raw(broker, "alice", sync, 5).error_code == GROUP_DENIED
+        assert raw(broker, "alice", beat, 4).error_code == GROUP_DENIED
+        refused = raw(broker, "alice", leave, 5)
+        assert (refused.error_code, refused.members) == (GROUP_DENIED, [])
+        # the member is still there: nothing alice sent reached the group
+        still = admin.describe_consumer_groups([group])[group].result(15).members
+        assert [m.member_id for m in still] == [member_id]
+    finally:
+        member.close()
+
+
 def test_offset_commit_needs_read_on_group_and_topic(broker, admin):
     topic, other, group = _name("oc-topic"), _name("oc-other"), _name("oc")
     create_topics(admin, topic, other)
@@ -674,6 +719,81 @@ def test_transactions_need_write_on_the_transactional_id_and_read_on_the_group(b
     p.produce(topic, b"committed")
     p.commit_transaction(15)
     assert watermarks(broker, topic)[1] >= 2
+
+
+def test_transaction_apis_on_the_wire(broker, admin):
+    topic, hidden, txn, group = _name("tw"), _name("tw-hidden"), _name("tw-id"), _name("tw-g")
+    create_topics(admin, topic, hidden)
+
+    def add(*topics):
+        return AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id=txn, v3_and_below_producer_id=1,
+            v3_and_below_producer_epoch=0,
+            v3_and_below_topics=[AddPartitionsToTxnTopic(name=t, partitions=[0])
+                                 for t in topics])
+
+    def added(resp) -> dict:
+        return {t.name: [p.partition_error_code for p in t.results_by_partition]
+                for t in resp.results_by_topic_v3_and_below}
+
+    def offsets(*topics):
+        return TxnOffsetCommitRequest(
+            transactional_id=txn, group_id=group, producer_id=1, producer_epoch=0, topics=[
+                TxnOffsetCommitRequestTopic(name=t, partitions=[TxnOffsetCommitRequestPartition(
+                    partition_index=0, committed_offset=1, committed_metadata="")])
+                for t in topics])
+
+    assert added(raw(broker, "alice", add(topic), 3)) == {topic: [TXN_DENIED]}
+    end = EndTxnRequest(transactional_id=txn, producer_id=1, producer_epoch=0, committed=True)
+    assert raw(broker, "alice", end, 3).error_code == TXN_DENIED
+    assert codes(raw(broker, "alice", offsets(topic), 3), "topics", "partitions") == {
+        topic: [TXN_DENIED]}
+    grant(admin, txn_acl(txn, W), topic_acl(topic, W), topic_acl(topic, R))
+    # WRITE on the id: now each topic's WRITE decides; internal topics never (Kafka's rule)
+    assert added(raw(broker, "alice", add(topic, hidden, "__consumer_offsets"), 3)) == {
+        topic: [Errors.OPERATION_NOT_ATTEMPTED], hidden: [TOPIC_DENIED],
+        "__consumer_offsets": [TOPIC_DENIED]}
+    assert codes(raw(broker, "alice", offsets(topic), 3), "topics", "partitions") == {
+        topic: [GROUP_DENIED]}
+    grant(admin, group_acl(group, R))
+    resp = raw(broker, "alice", offsets(topic, hidden), 3)
+    # past the checks, the transaction coordinator answers (producer 1 is not this id's)
+    assert codes(resp, "topics", "partitions") == {
+        topic: [Errors.INVALID_PRODUCER_ID_MAPPING], hidden: [TOPIC_DENIED]}
+    # a broker's batched form (v4+) needs CLUSTER_ACTION
+    batched = AddPartitionsToTxnRequest(transactions=[AddPartitionsToTxnTransaction(
+        transactional_id=txn, producer_id=1, producer_epoch=0, verify_only=True,
+        topics=[AddPartitionsToTxnTopic(name=topic, partitions=[0])])])
+    refused = raw(broker, "alice", batched, 4)
+    assert (refused.error_code, refused.results_by_transaction) == (CLUSTER_DENIED, [])
+
+
+def test_describe_and_list_transactions(broker, admin):
+    topic, txn = _name("dt"), _name("dt-id")
+    create_topics(admin, topic)
+    p = Producer(broker.confluent("admin", **{"transactional.id": txn}))
+    p.init_transactions(15)
+    p.begin_transaction()
+    p.produce(topic, b"open")
+    p.flush(15)
+    try:
+        refused = raw(broker, "bob", DescribeTransactionsRequest(transactional_ids=[txn]), 0)
+        assert [s.error_code for s in refused.transaction_states] == [TXN_DENIED]
+        listing = ListTransactionsRequest(state_filters=[], producer_id_filters=[])
+        assert txn not in {s.transactional_id
+                           for s in raw(broker, "bob", listing, 1).transaction_states}
+        grant(admin, txn_acl(txn, D, "bob"))
+        (state,) = raw(broker, "bob", DescribeTransactionsRequest(transactional_ids=[txn]),
+                       0).transaction_states
+        assert (state.error_code, state.transaction_state, state.topics) == (0, "Ongoing", [])
+        assert txn in {s.transactional_id
+                       for s in raw(broker, "bob", listing, 1).transaction_states}
+        grant(admin, topic_acl(topic, D, "bob"))  # now the partition shows too
+        (state,) = raw(broker, "bob", DescribeTransactionsRequest(transactional_ids=[txn]),
+                       0).transaction_states
+        assert [(t.topic, t.partitions) for t in state.topics] == [(topic, [0])]
+    finally:
+        p.abort_transaction(15)
 
 
 def test_write_txn_markers_need_cluster_action(broker, admin):
