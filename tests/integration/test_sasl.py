@@ -268,6 +268,26 @@ def test_confluent_kafka_bad_credentials_fail_authentication(broker, mechanism, 
 
 
 @pytest.mark.parametrize(("mechanism", "user", "password", "message"), BAD)
+def test_aiokafka_bad_credentials_fail_authentication(broker, caplog, mechanism, user,
+                                                      password, message):
+    import aiokafka
+    import aiokafka.errors
+
+    async def run() -> None:
+        producer = aiokafka.AIOKafkaProducer(
+            **broker.aiokafka(user, mechanism, password=password))
+        try:
+            await producer.start()
+        finally:
+            await producer.stop()
+
+    # aiokafka logs the broker's refusal and fails its bootstrap
+    with pytest.raises(aiokafka.errors.KafkaConnectionError):
+        asyncio.run(run())
+    assert f"[Error 58] SaslAuthenticationFailed: {message}" in caplog.text
+
+
+@pytest.mark.parametrize(("mechanism", "user", "password", "message"), BAD)
 def test_kafka_python_bad_credentials_fail_authentication(broker, caplog, mechanism, user,
                                                           password, message):
     import kafka
