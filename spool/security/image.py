@@ -17,8 +17,8 @@ None meaning the type's default (Kafka's ``<default>``): ``(("client-id", None),
 
 Kafka's replay rules: removing an ACL id or a credential that is not there is a
 corrupt log (``SecurityReplayError``); so is a record with an unknown SCRAM mechanism.
-``generation`` counts the changes (``SecurityDelta.apply`` bumps it once when anything
-changed) and takes no part in equality. ``records()`` writes an image back as records
+``generation`` counts the changes (``SecurityDelta.apply`` bumps it once when any security
+record was replayed since the last apply) and takes no part in equality. ``records()`` writes an image back as records
 (snapshots; replayed on an empty image they give an equal image).
 
 Both brokers use the same class: a single node replays the records its JSON metadata
