@@ -189,3 +189,47 @@ def test_hostile_frames_are_answered_or_close_the_connection(handshake_version, 
             auth.gate(bytearray(raw))
         except CloseConnection:
             break
+
+
+def test_an_unsupported_api_versions_is_answered_and_may_be_retried_once():
+    from spool.protocol._generated import ApiVersionsRequest
+
+    auth, _, _ = make()
+    v0 = frame(18, 0, ApiVersionsRequest())
+    assert auth.gate(v0[:2] + b"\x00\x63" + v0[4:]) is PROCEED  # v99: answered v0
+    assert auth.gate(frame(18, 0, ApiVersionsRequest())) is PROCEED  # the retry
+    assert handshake(auth).error_code == 0
+
+
+def oauth_make(reauth_ms: int, exp_s: int):
+    from spool.security.sasl.oauthbearer import OAuthBearerServer, UnsecuredValidator
+
+    now_ms = 1_800_000_000_000
+    validator = UnsecuredValidator(wall_ms=lambda: now_ms)
+    listener = SaslListener("SASL_PLAINTEXT", ("OAUTHBEARER",), 524288,
+                            {"OAUTHBEARER": reauth_ms},
+                            {"OAUTHBEARER": lambda: OAuthBearerServer(validator)},
+                            failed_delay_ms=0)
+    conn = FakeConn()
+    auth = SaslAuthenticator(listener, conn, lambda k, v: True, clock_ns=Clock(),
+                             wall_ms=lambda: now_ms)
+    claims = {"sub": "tok", "exp": now_ms // 1000 + exp_s}
+    import base64
+    import json
+
+    def b64(o):
+        return base64.urlsafe_b64encode(json.dumps(o).encode()).rstrip(b"=").decode()
+    token = f"{b64({'alg': 'none'})}.{b64(claims)}."
+    handshake(auth, mechanism="OAUTHBEARER")
+    return authenticate(auth, f"n,,\x01auth=Bearer {token}\x01\x01".encode()), conn
+
+
+@pytest.mark.parametrize(("reauth_ms", "exp_s", "lifetime"), [
+    (0, 10, 10_000),        # the token's exp alone
+    (60_000, 10, 10_000),   # the token ends first
+    (1_000, 10, 1_000),     # connections.max.reauth.ms ends first
+])
+def test_an_oauthbearer_session_ends_with_its_token(reauth_ms, exp_s, lifetime):
+    resp, conn = oauth_make(reauth_ms, exp_s)
+    assert (resp.error_code, resp.session_lifetime_ms) == (0, lifetime)
+    assert conn.principal == user("tok")

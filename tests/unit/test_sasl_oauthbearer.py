@@ -133,3 +133,34 @@ def test_jwks_url_must_be_a_file(tmp_path):
         JwksValidator("https://idp/jwks")
     with pytest.raises(ValueError, match="cannot read the JWKS file"):
         JwksValidator(f"file://{tmp_path}/missing.json")
+
+
+def test_an_authorization_id_other_than_the_principal_is_refused():
+    server = OAuthBearerServer(validator())
+    token = jws({"sub": "alice", "exp": NOW_MS // 1000 + 60})
+    with pytest.raises(SaslAuthenticationError, match=r"authorization id \(bob\) that is "
+                                                      r"different from the token's principal"):
+        server.evaluate(f"n,a=bob,\x01auth=Bearer {token}\x01\x01".encode())
+
+
+def test_clock_skew_allows_a_just_expired_token():
+    token = jws({"sub": "a", "exp": NOW_MS // 1000 - 1})
+    assert validator(unsecuredValidatorAllowableClockSkewMs="5000")(token).principal == "a"
+    with pytest.raises(TokenError):
+        validator()(token)
+
+
+def test_a_rotated_jwks_file_is_read_again(tmp_path, rsa_key):
+    import os
+
+    url = jwks_file(tmp_path, rsa_key, kid="old")
+    v = JwksValidator(url)
+    now = int(time.time())
+    claims = {"sub": "x", "exp": now + 60}
+    new_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    with pytest.raises(TokenError):
+        v(signed(new_key, claims, kid="new"))
+    jwks_file(tmp_path, new_key, kid="new")
+    st = os.stat(tmp_path / "jwks.json")
+    os.utime(tmp_path / "jwks.json", ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    assert v(signed(new_key, claims, kid="new")).principal == "x"
