@@ -11,7 +11,10 @@ The exchange, four messages (no channel binding: the gs2 header is ``n,,`` or
 The server holds only ``ScramCredential``s (``spool.security.scram``), looked up by
 ``credential(user, mechanism)``; an unknown user, a wrong proof, a bad nonce or a
 malformed message fail with ``SaslError`` (the client is told Kafka's generic
-message, never which), an authorization id other than the user with Kafka's
+message, never which). Unlike Kafka, an unknown user is not refused at its first
+message: the server answers with a made-up salt (stable per name) and refuses the
+proof, so the exchange does not tell who exists (RFC 5802's advice). An authorization
+id other than the user fails with Kafka's
 "Authentication failed: Client requested an authorization id that is different from
 username". Usernames travel as saslnames (``=`` as ``=3D``, ``,`` as ``=2C``).
 Extensions (Kafka's ``tokenauth`` for delegation tokens) are ignored: Spool has no
@@ -25,6 +28,7 @@ import binascii
 import hashlib
 import hmac
 import re
+import secrets
 from collections.abc import Callable
 
 from spool.security.sasl import SaslAuthenticationError, SaslClient, SaslError, SaslServer
@@ -50,6 +54,17 @@ CLIENT_FINAL = re.compile(rf"(?P<without_proof>c=(?P<channel>{_B64}),r=(?P<nonce
 SERVER_FINAL = re.compile(rf"(?:e=(?P<error>[^,]+)|v=(?P<signature>{_B64})){_EXT}")
 
 CredentialLookup = Callable[[str, ScramMechanism], ScramCredential | None]
+
+
+_DECOY_SECRET = secrets.token_bytes(32)
+
+
+def _decoy(mech: ScramMechanism, user: str) -> ScramCredential:
+    """A credential for a user that does not exist: the same salt for the same name (for
+    this process), so asking twice does not tell it apart from a real one."""
+    salt = hmac.new(_DECOY_SECRET, user.encode(), "sha256").digest()[:16]
+    key = hmac.new(_DECOY_SECRET, b"key" + user.encode(), mech.hash_name).digest()
+    return ScramCredential(salt, key, key, mech.min_iterations)
 
 
 def sasl_name(username: str) -> str:
@@ -84,6 +99,7 @@ class ScramServer(SaslServer):
         self._server_first = ""
         self._nonce = ""
         self._credential: ScramCredential | None = None
+        self._unknown = False
 
     def evaluate(self, token: bytes) -> bytes:
         if self.complete:
@@ -98,8 +114,9 @@ class ScramServer(SaslServer):
             raise SaslError(f"Invalid SCRAM client first message format: {message}")
         user = username(m["saslname"])
         cred = self.lookup(user, self.scram)
-        if cred is None:
-            raise SaslError("Authentication failed: Invalid user credentials")
+        if cred is None:  # go on with a made-up credential: the proof fails at the end
+            self._unknown = True
+            cred = _decoy(self.scram, user)
         authzid = m["authzid"] or ""
         if authzid and authzid != user:
             raise SaslAuthenticationError("Authentication failed: Client requested an "
@@ -123,6 +140,8 @@ class ScramServer(SaslServer):
             raise SaslError("Invalid client nonce in the final client message.")
         cred = self._credential
         assert cred is not None
+        if self._unknown:
+            raise SaslError("Authentication failed: Invalid user credentials")
         auth = f"{self._first_bare},{self._server_first},{m['without_proof']}".encode()
         signature = hmac_digest(self.scram, cred.stored_key, auth)
         proof = base64.b64decode(m["proof"])
