@@ -43,6 +43,7 @@ bench: .venv
 	$(BIN)/python -m bench.broker
 	$(BIN)/python -m bench.stall
 	$(BIN)/python -m bench.tls
+	$(BIN)/python -m bench.sasl
 	$(BIN)/python -m bench.spark
 	$(BIN)/python -m bench.replication
 	$(BIN)/python -m bench.replication_security
