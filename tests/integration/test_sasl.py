@@ -254,11 +254,13 @@ BAD = [("PLAIN", "alice", "wrong", "Authentication failed: Invalid username or p
         "invalid credentials with SASL mechanism SCRAM-SHA-512")]
 
 
+@pytest.mark.parametrize("listener", ["SASL_PLAINTEXT", "SASL_SSL"])
 @pytest.mark.parametrize(("mechanism", "user", "password", "message"), BAD)
-def test_confluent_kafka_bad_credentials_fail_authentication(broker, mechanism, user, password,
-                                                             message):
+def test_confluent_kafka_bad_credentials_fail_authentication(broker, listener, mechanism, user,
+                                                             password, message):
     errors: list[KafkaError] = []
-    p = Producer(broker.confluent(user, mechanism, password=password, error_cb=errors.append))
+    p = Producer(broker.confluent(user, mechanism, listener, password=password,
+                                  error_cb=errors.append))
     for _ in range(100):
         if errors:
             break
