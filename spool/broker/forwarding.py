@@ -191,9 +191,17 @@ async def forward(ctx: Any, req: Any) -> Any:
 
 
 async def forward_and_catch_up(ctx: Any, req: Any) -> Any:
-    """``forward(ctx, req)``, then this broker's metadata caught up (module doc)."""
-    resp = await forward(ctx, req)
-    await catch_up_with_controller(ctx.broker)
+    """``forward(ctx, req)``, then this broker's metadata caught up (module doc); a
+    request no controller answered is REQUEST_TIMED_OUT at once, without the wait."""
+    broker = ctx.broker
+    api_key = ctx.header.api_key
+    try:
+        resp = await broker.controller_channel.send_until(api_key, ctx.api_version, req,
+                                                          broker.request_timeout_s)
+    except ControllerUnavailable as e:
+        log.info("%s not forwarded: %s", type(req).__name__, e)
+        return _error_response(api_key, ctx.api_version, req, Errors.REQUEST_TIMED_OUT, str(e))
+    await catch_up_with_controller(broker)
     return resp
 
 
