@@ -3,7 +3,8 @@ server made (client nonce + server nonce), even when its proof is right for what
 (RFC 5802 section 5.1: "the server MUST verify that the nonce ... is the same as the one it
 sent"). Found by mutation: with the nonce check removed every existing test passed, since the
 "bad nonce" case of test_sasl_mechanisms also breaks the proof. Here the proof is computed,
-as a client holding the password would, over the message with the other nonce."""
+as a client holding the password would, over the message with the other nonce. Also: a
+proof of the wrong length is a failed authentication, not a server error."""
 
 from __future__ import annotations
 
@@ -62,4 +63,21 @@ def test_a_final_message_with_another_nonce_is_refused_even_with_its_proof(mech,
     with pytest.raises(SaslError) as e:
         server.evaluate(final_with_nonce(mech, "secret", first_bare, server_first, wrong))
     assert not isinstance(e.value, SaslAuthenticationError)  # the client learns nothing more
+    assert not server.complete
+
+
+@pytest.mark.parametrize("mech", list(ScramMechanism), ids=lambda m: m.mechanism_name)
+@pytest.mark.parametrize("length", [0, 16, 100])
+def test_a_proof_of_the_wrong_length_is_an_authentication_failure(mech, length):
+    """A proof shorter or longer than the hash is a failed authentication (SaslError: the
+    client gets Kafka's generic message), not an error of the server. Found by mutation:
+    without the length check the XOR raised ValueError and every existing test passed."""
+    creds = {"alice": credential_from_password(mech, "secret")}
+    server = ScramServer(mech, lambda user, m: creds.get(user))
+    server_first = server.evaluate(b"n,,n=alice,r=clientnonce").decode()
+    nonce = server_first.split(",")[0][2:]
+    proof = base64.b64encode(b"\x01" * length).decode()
+    with pytest.raises(SaslError) as e:
+        server.evaluate(f"c=biws,r={nonce},p={proof}".encode())
+    assert not isinstance(e.value, SaslAuthenticationError)
     assert not server.complete
