@@ -1,7 +1,8 @@
 """SaslAuthenticator's KIP-368 session lifetime where a credential expires (OAUTHBEARER's
 token ``exp``) and ``connections.max.reauth.ms`` is set too: the session lasts the shorter
 of the two, is told to the client in SaslAuthenticate v1+ and ends there; a
-re-authentication must keep its mechanism. Found by mutation: with the lifetime no longer
+re-authentication must keep its mechanism; a failed connection gets no second attempt.
+Found by mutation: with the lifetime no longer
 capped at connections.max.reauth.ms when the token outlives it, every existing test passed."""
 
 from __future__ import annotations
@@ -117,3 +118,16 @@ def test_reauthentication_must_keep_the_mechanism():
     assert resp.error_code == Errors.UNSUPPORTED_SASL_MECHANISM
     assert auth.conn.condemned == ("SASL mechanism 'PLAIN' requested by client is not "
                                    "supported for re-authentication of mechanism 'OAUTHBEARER'")
+
+
+def test_no_second_attempt_on_a_connection_whose_authentication_failed():
+    """A failed authentication condemns the connection (closed after
+    connection.failed.authentication.delay.ms); a frame read meanwhile, even a new
+    SaslHandshake with the right password after it, is not served. Found by mutation:
+    without the FAILED state's refusal a client could start over on the same connection."""
+    auth, clock = make(0)
+    resp = login(auth, b"\0alice\0wrong", mechanism="PLAIN")
+    assert resp.error_code == Errors.SASL_AUTHENTICATION_FAILED
+    with pytest.raises(CloseConnection):
+        login(auth, b"\0alice\0pw", mechanism="PLAIN")
+    assert auth.conn.principal == ANONYMOUS
