@@ -8,6 +8,8 @@ principal sees it on the wire, and checks that nothing happened.
   FindCoordinator first, which needs DESCRIBE on the id and refuses with the same error, so
   the matrix's librdkafka producer never reached InitProducerId: here alice may DESCRIBE
   the id (FindCoordinator answers) but not WRITE it.
+- An ACL's host is the client's address as the broker sees it (127.0.0.1 here): the
+  matrix's ACLs all have host ``*``, so a broker asking with any other host passed it.
 """
 
 from __future__ import annotations
@@ -21,12 +23,18 @@ from confluent_kafka.admin import (
     AclOperation,
     AclPermissionType,
     AdminClient,
+    NewTopic,
     ResourcePatternType,
     ResourceType,
 )
 
 from spool.net.client import NodeClient
-from spool.protocol._generated import FindCoordinatorRequest, InitProducerIdRequest
+from spool.protocol._generated import (
+    FindCoordinatorRequest,
+    InitProducerIdRequest,
+    MetadataRequest,
+)
+from spool.protocol._generated.metadata_request import MetadataRequestTopic
 from spool.protocol.errors import Errors
 from spool.security.client_config import ClientSecurity
 from tests.helpers.secure_broker import PLAIN_LOGIN, SecureBroker
@@ -59,9 +67,10 @@ def _name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-def grant(admin: AdminClient, rtype, name: str, op, user: str = "alice") -> None:
-    binding = AclBinding(rtype, name, ResourcePatternType.LITERAL, f"User:{user}", "*", op,
-                         AclPermissionType.ALLOW)
+def grant(admin: AdminClient, rtype, name: str, op, user: str = "alice", *, host: str = "*",
+          deny: bool = False) -> None:
+    binding = AclBinding(rtype, name, ResourcePatternType.LITERAL, f"User:{user}", host, op,
+                         AclPermissionType.DENY if deny else AclPermissionType.ALLOW)
     for f in admin.create_acls([binding], request_timeout=15).values():
         f.result()
 
@@ -98,3 +107,33 @@ def test_init_producer_id_needs_write_on_the_transactional_id(broker, admin):
     grant(admin, ResourceType.TRANSACTIONAL_ID, txn, AclOperation.WRITE)
     resp = raw(broker, "alice", init, 4)
     assert resp.error_code == 0 and resp.producer_id >= 0
+
+
+def test_an_acls_host_is_the_clients_address(broker, admin):
+    """Through both of the handlers' ways to ask: a topic in Metadata (many names at once)
+    and a group in FindCoordinator (one)."""
+    topic, group = _name("hosts"), _name("hosts-group")
+    for f in admin.create_topics([NewTopic(topic, 1, 1)]).values():
+        f.result(15)
+
+    def refused() -> tuple[bool, bool]:
+        req = MetadataRequest(topics=[MetadataRequestTopic(name=topic)],
+                              allow_auto_topic_creation=False)
+        (t,) = raw(broker, "alice", req, 12).topics
+        (c,) = raw(broker, "alice", FindCoordinatorRequest(key_type=0, coordinator_keys=[group]),
+                   4).coordinators
+        return (t.error_code == Errors.TOPIC_AUTHORIZATION_FAILED,
+                c.error_code == Errors.GROUP_AUTHORIZATION_FAILED)
+
+    def grant_both(host: str, deny: bool = False) -> None:
+        grant(admin, ResourceType.TOPIC, topic, AclOperation.DESCRIBE, host=host, deny=deny)
+        grant(admin, ResourceType.GROUP, group, AclOperation.DESCRIBE, host=host, deny=deny)
+
+    grant_both("10.11.12.13")  # another host's ALLOW
+    assert refused() == (True, True)
+    grant_both("127.0.0.1")  # this client's
+    assert refused() == (False, False)
+    grant_both("10.11.12.13", deny=True)  # a DENY for another host does not apply
+    assert refused() == (False, False)
+    grant_both("127.0.0.1", deny=True)
+    assert refused() == (True, True)
