@@ -60,9 +60,14 @@ def up(
     ] = None,
     timeout: Annotated[float, typer.Option(
         "--timeout", min=1, help="Seconds to wait for the cluster to form.")] = 60.0,
+    add_scram: Annotated[list[str] | None, typer.Option(
+        "--add-scram", help="A SCRAM credential for a new cluster, as `spool storage format` "
+                            "takes it: 'SCRAM-SHA-256=[name=alice,password=alice-secret]'.")
+    ] = None,
 ) -> None:
     """Start a local cluster and print its bootstrap string."""
     from spool.cli.local_cluster import ClusterError, LocalCluster
+    from spool.security.scram_args import AddScramError, parse_add_scram
 
     cluster = LocalCluster(dir)
     try:
@@ -71,11 +76,19 @@ def up(
                 raise CliError(f"{dir} holds a {len(cluster.nodes)}-node cluster; use "
                                f"--nodes {len(cluster.nodes)}, or another --dir")
             _say(f"{dir}: cluster {cluster.cluster_id} ({nodes} nodes)")
+            if add_scram:
+                _say("--add-scram ignored: the cluster exists (spool users scram set changes "
+                     "its credentials)")
         else:
             if dir.exists() and any(dir.iterdir()):
                 raise CliError(f"{dir} is not empty and holds no cluster; choose another --dir")
             rack_list = [r.strip() for r in (racks or "").split(",") if r.strip()]
-            cluster = LocalCluster.create(dir, nodes, rack_list, base_port, host, override or [])
+            try:
+                credentials = [parse_add_scram(a) for a in add_scram or ()]
+            except AddScramError as e:
+                raise CliError(str(e)) from None
+            cluster = LocalCluster.create(dir, nodes, rack_list, base_port, host, override or [],
+                                          bootstrap_records=credentials)
             _say(f"{dir}: formatted {nodes} nodes for cluster {cluster.cluster_id}")
         for node, pid in cluster.start():
             _say(f"node {node.node_id}: started (pid {pid}, log {node.log})")

@@ -13,7 +13,9 @@ N combined nodes (``process.roles=broker,controller``, node ids 1..N, all
 voters): node i listens for clients on ``PLAINTEXT://host:base_port+i-1`` and
 for the quorum on ``CONTROLLER://host:base_port+100+i-1``; racks, when given,
 go round-robin (``broker.rack``); ``overrides`` (``key=value``) go into every
-node's file. Every dir is then formatted with one new cluster id.
+node's file. Every dir is then formatted with one new cluster id and the same
+``bootstrap_records`` (``spool cluster up --add-scram``: credentials salted once, so
+whichever controller becomes active first writes the same ones).
 
 ``start()`` launches every node not running as ``spool broker --config FILE
 --strict-config`` in its own session (it outlives the command), ``wait_ready``
@@ -34,8 +36,10 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from spool.net.client import ClientError, NodeClient
 from spool.protocol._generated import MetadataRequest
@@ -121,7 +125,7 @@ class LocalCluster:
 
     @classmethod
     def create(cls, root: Path, nodes: int, racks: list[str], base_port: int, host: str,
-               overrides: list[str]) -> LocalCluster:
+               overrides: list[str], bootstrap_records: Sequence[Any] = ()) -> LocalCluster:
         cluster = cls(root)
         ports = [(base_port + i, base_port + CONTROLLER_PORT_OFFSET + i) for i in range(nodes)]
         for i, (p, c) in enumerate(ports, 1):
@@ -148,11 +152,12 @@ class LocalCluster:
             node.config.write_text(
                 f"# spool cluster up: node {i} of {nodes}\n"
                 + "".join(f"{k}={v}\n" for k, v in props.items()), encoding="utf-8")
-        cluster.format()
+        cluster.format(bootstrap_records)
         return cluster
 
-    def format(self) -> str:
-        """Format every node's dirs with one new cluster id (``cluster.id`` last)."""
+    def format(self, bootstrap_records: Sequence[Any] = ()) -> str:
+        """Format every node's dirs with one new cluster id (``cluster.id`` last) and the
+        same bootstrap records (``--add-scram``'s credentials, salted once for all)."""
         from spool.broker.config import BrokerConfig, ConfigError
         from spool.broker.main import LogDirError, format_storage
         from spool.util.ids import random_uuid
@@ -160,7 +165,8 @@ class LocalCluster:
         cid = random_uuid()
         for node in self.nodes:
             try:
-                format_storage(BrokerConfig.load(node.config), cid)
+                format_storage(BrokerConfig.load(node.config), cid,
+                               bootstrap_records=bootstrap_records)
             except (ConfigError, LogDirError, OSError) as e:
                 raise ClusterError(f"node {node.node_id}: {e}") from e
         (self.root / "cluster.id").write_text(cid + "\n")

@@ -211,3 +211,22 @@ def test_up_forms_a_cluster_clients_see_and_status_shows_a_dead_broker_fenced(tm
     assert down.returncode == 0, down.stderr
     assert [line.split(" (")[0] for line in down.stderr.splitlines()] == [
         "node 1: stopped", "node 2: stopped", "node 3: stopped"]
+
+
+def test_create_with_add_scram_gives_every_node_the_same_bootstrap_credentials(tmp_path):
+    from typer.testing import CliRunner
+
+    from spool.cli.main import app as cli
+    from spool.cluster.bootstrap import read_bootstrap
+    from spool.security.scram_args import parse_add_scram
+
+    creds = [parse_add_scram("SCRAM-SHA-512=[name=admin,password=admin-secret]")]
+    cluster = LocalCluster.create(tmp_path / "c", 3, [], free_base_port(3), "127.0.0.1", [],
+                                  bootstrap_records=creds)
+    for node in cluster.nodes:  # salted once: whichever controller leads first, same keys
+        assert read_bootstrap(node.dir / "data") == creds
+    bad = CliRunner().invoke(cli, ["cluster", "up", "--dir", str(tmp_path / "d"),
+                                   "--add-scram", "SCRAM-SHA-256=[name=x]"])
+    assert bad.exit_code != 0
+    assert "You must supply one of 'password' or 'saltedpassword' to add-scram" in bad.output
+    assert not (tmp_path / "d").exists()
