@@ -387,6 +387,21 @@ def test_handshake_v0_then_raw_tokens(broker):
         c.close()
 
 
+def test_handshake_v0_then_raw_scram_rounds(broker):
+    c = _raw(broker)
+    try:
+        assert c.request(17, 0, SaslHandshakeRequest(mechanism="SCRAM-SHA-256")).error_code == 0
+        client = ScramClient(ScramMechanism.SCRAM_SHA_256, *ALICE)
+        token = client.initial_response()
+        while token is not None:
+            c.send_raw(struct.pack(">i", len(token)) + token)
+            token = client.evaluate(c.recv_frame())
+        assert client.complete  # the server's signature checked out
+        assert c.request(3, 12, MetadataRequest(topics=[])).brokers
+    finally:
+        c.close()
+
+
 def test_a_bad_raw_token_closes_unanswered(broker):
     c = _raw(broker)
     try:
