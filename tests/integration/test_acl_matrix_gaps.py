@@ -8,6 +8,10 @@ principal sees it on the wire, and checks that nothing happened.
   FindCoordinator first, which needs DESCRIBE on the id and refuses with the same error, so
   the matrix's librdkafka producer never reached InitProducerId: here alice may DESCRIBE
   the id (FindCoordinator answers) but not WRITE it.
+- AddOffsetsToTxn needs READ on the group. librdkafka's send_offsets_to_transaction sends
+  TxnOffsetCommit next, which needs the same READ and fails with the same error, so the
+  matrix never saw AddOffsetsToTxn's own refusal; here it is sent alone, and the
+  transaction is seen (DescribeTransactions) not to include the offsets topic.
 - An ACL's host is the client's address as the broker sees it (127.0.0.1 here): the
   matrix's ACLs all have host ``*``, so a broker asking with any other host passed it.
 """
@@ -30,6 +34,8 @@ from confluent_kafka.admin import (
 
 from spool.net.client import NodeClient
 from spool.protocol._generated import (
+    AddOffsetsToTxnRequest,
+    DescribeTransactionsRequest,
     FindCoordinatorRequest,
     InitProducerIdRequest,
     MetadataRequest,
@@ -137,3 +143,25 @@ def test_an_acls_host_is_the_clients_address(broker, admin):
     assert refused() == (False, False)
     grant_both("127.0.0.1", deny=True)
     assert refused() == (True, True)
+
+
+def test_add_offsets_to_txn_needs_read_on_the_group(broker, admin):
+    txn, group = _name("aot"), _name("aot-group")
+    grant(admin, ResourceType.TRANSACTIONAL_ID, txn, AclOperation.WRITE)
+    init = raw(broker, "alice", InitProducerIdRequest(
+        transactional_id=txn, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1), 4)
+    assert init.error_code == 0
+    add = AddOffsetsToTxnRequest(transactional_id=txn, producer_id=init.producer_id,
+                                 producer_epoch=init.producer_epoch, group_id=group)
+
+    def in_transaction() -> list[str]:
+        (state,) = raw(broker, "admin", DescribeTransactionsRequest(transactional_ids=[txn]),
+                       0).transaction_states
+        assert state.error_code == 0
+        return [t.topic for t in state.topics]
+
+    assert raw(broker, "alice", add, 3).error_code == Errors.GROUP_AUTHORIZATION_FAILED
+    assert in_transaction() == []  # the group's offsets were not added
+    grant(admin, ResourceType.GROUP, group, AclOperation.READ)
+    assert raw(broker, "alice", add, 3).error_code == 0
+    assert in_transaction() == ["__consumer_offsets"]
