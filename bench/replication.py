@@ -45,6 +45,7 @@ from bench.brokers import spool_broker
 from bench.compare import pct, stats
 from bench.reliability.common import commit
 from bench.reliability.replication import full_isr
+from bench.report import write_section
 from tests.helpers.cluster_proc import Cluster
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -174,14 +175,7 @@ def section(r: dict) -> str:
 
 
 def write(text: str, page: Path) -> None:
-    body = page.read_text() if page.exists() else "# Benchmarks\n"
-    block = f"{BEGIN}\n{text}{END}"
-    if BEGIN in body and END in body:
-        head, rest = body.split(BEGIN, 1)
-        body = head + block + rest.split(END, 1)[1]
-    else:
-        body = body.rstrip() + "\n\n" + block + "\n"
-    page.write_text(body)
+    write_section(page, BEGIN, END, text)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,10 @@ The comparison lives between ``<!-- compare:begin -->`` and
 ``<!-- compare:end -->`` in BENCHMARKS.md; the rest of the page is left as
 it is. The chart (docs/bench-compare.png) shows produce and consume
 records/s per workload, Spool beside the reference, with min-max bars.
+
+``write_section(page, begin, end, text)`` is how every bench keeps its own
+section of a docs page: ``text`` between its two markers, replaced in place if
+they are there, appended otherwise; the rest of the page is untouched.
 """
 
 from __future__ import annotations
@@ -100,12 +104,16 @@ def chart(r: dict, path: Path) -> None:
 
 def write(r: dict, docs: Path) -> None:
     chart(r, docs / "bench-compare.png")
-    page = docs / "BENCHMARKS.md"
-    text = page.read_text() if page.exists() else "# Benchmarks\n"
-    section = f"{BEGIN}\n{tables(r)}\n{END}"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + section + rest.split(END, 1)[1]
+    write_section(docs / "BENCHMARKS.md", BEGIN, END, tables(r) + "\n")
+
+
+def write_section(page: Path, begin: str, end: str, text: str) -> None:
+    """``text`` between ``begin`` and ``end`` in ``page`` (module docstring)."""
+    body = page.read_text() if page.exists() else "# Benchmarks\n"
+    block = f"{begin}\n{text}{end}"
+    if begin in body and end in body:
+        head, rest = body.split(begin, 1)
+        body = head + block + rest.split(end, 1)[1]
     else:
-        text = text.rstrip() + "\n\n" + section + "\n"
-    page.write_text(text)
+        body = body.rstrip() + "\n\n" + block + "\n"
+    page.write_text(body)

@@ -37,6 +37,7 @@ from bench.brokers import usage
 from bench.compare import stats
 from bench.limits import raw_fetch
 from bench.reliability.common import commit
+from bench.report import write_section
 from tests.helpers.broker_proc import BrokerProcess
 from tests.helpers.certs import Pki
 
@@ -160,14 +161,7 @@ def section(r: dict) -> str:
 
 
 def write(text: str, page: Path) -> None:
-    body = page.read_text() if page.exists() else "# Benchmarks\n"
-    block = f"{BEGIN}\n{text}{END}"
-    if BEGIN in body and END in body:
-        head, rest = body.split(BEGIN, 1)
-        body = head + block + rest.split(END, 1)[1]
-    else:
-        body = body.rstrip() + "\n\n" + block + "\n"
-    page.write_text(body)
+    write_section(page, BEGIN, END, text)
 
 
 if __name__ == "__main__":
