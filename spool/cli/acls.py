@@ -55,7 +55,6 @@ from spool.cli.common import (
     DEFAULT_BOOTSTRAP,
     AdminTimeout,
     Bootstrap,
-    CliError,
     CommandConfigOpt,
     JsonFlag,
     admin_client,
@@ -66,7 +65,6 @@ from spool.cli.common import (
 )
 from spool.protocol._generated import DescribeAclsRequest
 from spool.protocol.acl import SUPPORTED_OPERATIONS, AclOperation, ResourceType
-from spool.protocol.errors import error_name
 from spool.security.acls import WILDCARD, AclPermissionType, PatternType
 from spool.security.principal import KafkaPrincipal
 
@@ -247,8 +245,7 @@ async def _describe(admin: wire.WireAdmin, filters: list[Pattern]) -> dict[Patte
             pattern_type_filter=int(f.pattern_type), principal_filter=None, host_filter=None,
             operation=int(AclOperation.ANY), permission_type=int(AclPermissionType.ANY)), 3)
         if resp.error_code:
-            name = error_name(resp.error_code)
-            raise CliError(f"{(resp.error_message or name).rstrip('.')} ({name})", 1, name)
+            raise wire.refused(resp.error_code, resp.error_message)
         for r in resp.resources:
             pattern = Pattern(ResourceType(r.resource_type), r.resource_name,
                               PatternType(r.pattern_type))

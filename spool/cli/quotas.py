@@ -53,7 +53,6 @@ from spool.cli.common import (
 from spool.protocol._generated import AlterClientQuotasRequest, DescribeClientQuotasRequest
 from spool.protocol._generated.alter_client_quotas_request import EntityData, EntryData, OpData
 from spool.protocol._generated.describe_client_quotas_request import ComponentData
-from spool.protocol.errors import error_name
 
 app = typer.Typer(help="Client quotas per user and client id (kafka-configs).",
                   no_args_is_help=True)
@@ -63,6 +62,13 @@ QUOTA_KEYS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage",
               "controller_mutation_rate")
 MATCH_EXACT, MATCH_DEFAULT = 0, 1  # (2, SPECIFIED: any named entity of the type)
 _LABEL = {USER: "user-principal", CLIENT_ID: "client-id"}
+
+UserOpt = Annotated[str | None, typer.Option("--user", help="A user's quotas.")]
+UserDefaultsOpt = Annotated[bool, typer.Option(
+    "--user-defaults", help="The default user's quotas.")]
+ClientIdOpt = Annotated[str | None, typer.Option("--client-id", help="A client id's quotas.")]
+ClientDefaultsOpt = Annotated[bool, typer.Option(
+    "--client-defaults", help="The default client id's quotas.")]
 
 # an entity: ((entity_type, name or None for the default), ...) in Kafka's order: user first
 Entity = tuple[tuple[str, str | None], ...]
@@ -135,8 +141,7 @@ async def _describe(admin: wire.WireAdmin, components: list[ComponentData],
     resp = await admin.request(DescribeClientQuotasRequest(components=components, strict=strict),
                                1)
     if resp.error_code:
-        name = error_name(resp.error_code)
-        raise CliError(f"{(resp.error_message or name).rstrip('.')} ({name})", 1, name)
+        raise wire.refused(resp.error_code, resp.error_message)
     return {_order(tuple((e.entity_type, e.entity_name) for e in entry.entity)):
             {v.key: v.value for v in entry.values} for entry in resp.entries or []}
 
@@ -144,13 +149,10 @@ async def _describe(admin: wire.WireAdmin, components: list[ComponentData],
 @app.command("set")
 @cli_command
 def set_(
-    user: Annotated[str | None, typer.Option("--user", help="A user's quotas.")] = None,
-    user_defaults: Annotated[bool, typer.Option(
-        "--user-defaults", help="The default user's quotas.")] = False,
-    client_id: Annotated[str | None, typer.Option(
-        "--client-id", help="A client id's quotas.")] = None,
-    client_defaults: Annotated[bool, typer.Option(
-        "--client-defaults", help="The default client id's quotas.")] = False,
+    user: UserOpt = None,
+    user_defaults: UserDefaultsOpt = False,
+    client_id: ClientIdOpt = None,
+    client_defaults: ClientDefaultsOpt = False,
     add_config: Annotated[list[str] | None, typer.Option(
         "--add-config", help="producer_byte_rate=1048576,consumer_byte_rate=... "
         "(repeatable).")] = None,
@@ -186,8 +188,7 @@ def set_(
     resp = wire.run(bootstrap, timeout, body)
     for entry in resp.entries:
         if entry.error_code:
-            name = error_name(entry.error_code)
-            raise CliError(f"{(entry.error_message or name).rstrip('.')} ({name})", 1, name)
+            raise wire.refused(entry.error_code, entry.error_message)
     kind, name = ent[0]
     plural = {USER: "users", CLIENT_ID: "clients"}[kind]
     if name is None:
@@ -199,13 +200,10 @@ def set_(
 @app.command()
 @cli_command
 def describe(
-    user: Annotated[str | None, typer.Option("--user", help="A user's quotas.")] = None,
-    user_defaults: Annotated[bool, typer.Option(
-        "--user-defaults", help="The default user's quotas.")] = False,
-    client_id: Annotated[str | None, typer.Option(
-        "--client-id", help="A client id's quotas.")] = None,
-    client_defaults: Annotated[bool, typer.Option(
-        "--client-defaults", help="The default client id's quotas.")] = False,
+    user: UserOpt = None,
+    user_defaults: UserDefaultsOpt = False,
+    client_id: ClientIdOpt = None,
+    client_defaults: ClientDefaultsOpt = False,
     json: JsonFlag = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
     command_config: CommandConfigOpt = None,

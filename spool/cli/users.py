@@ -56,7 +56,6 @@ from spool.cli.common import (
 )
 from spool.protocol._generated import DescribeUserScramCredentialsRequest
 from spool.protocol._generated.describe_user_scram_credentials_request import UserName
-from spool.protocol.errors import error_name
 
 app = typer.Typer(help="Users' credentials (kafka-configs --entity-type users).",
                   no_args_is_help=True)
@@ -168,15 +167,12 @@ def describe(
 
     resp = wire.run(bootstrap, timeout, body)
     if resp.error_code:  # (e.g. CLUSTER_AUTHORIZATION_FAILED: every user's result has it too)
-        name = error_name(resp.error_code)
-        raise CliError(f"{(resp.error_message or name).rstrip('.')} ({name})", 1, name)
+        raise wire.refused(resp.error_code, resp.error_message)
     found: dict[str, list[tuple[str, int]]] = {}
     failed: CliError | None = None
     for r in resp.results:
         if r.error_code:  # the first failure is reported after the rest are printed
-            name = error_name(r.error_code)
-            text = (r.error_message or name).rstrip(".")
-            failed = failed or CliError(f"'{r.user}': {text} ({name})", 1, name)
+            failed = failed or wire.refused(r.error_code, r.error_message, f"'{r.user}'")
         else:
             found[r.user] = sorted((_MECHANISM_NAMES.get(c.mechanism, str(c.mechanism)),
                                     c.iterations) for c in r.credential_infos)

@@ -18,7 +18,8 @@ commands that need them speak the wire API with ``spool.net.client.NodeClient``:
   empty for PLAINTEXT.
 
 Errors inside answers stay data: callers turn error codes into lines with
-``error_text``.
+``error_text``, or into the command's failure with ``refused(code, message)``:
+``CliError("<broker's message> (NAME)")``, exit 1.
 """
 
 from __future__ import annotations
@@ -40,6 +41,13 @@ T = TypeVar("T")
 def error_text(code: int, message: str | None = None) -> str:
     """``NAME: message`` (or just ``NAME``) for a Kafka error code."""
     return error_name(code) + (f": {message}" if message else "")
+
+
+def refused(code: int, message: str | None = None, subject: str | None = None) -> CliError:
+    """The broker's refusal as the command's failure: ``[subject: ]message (NAME)``."""
+    name = error_name(code)
+    text = (message or name).rstrip(".")
+    return CliError(f"{subject}: {text} ({name})" if subject else f"{text} ({name})", 1, name)
 
 
 class WireAdmin:
