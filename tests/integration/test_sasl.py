@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import struct
+import subprocess
 import time
 import uuid
 
@@ -103,6 +105,25 @@ def test_confluent_kafka_produces_and_consumes(broker, listener, mechanism):
         assert msg is not None and msg.value() == b"hello"
     finally:
         c.close()
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_kcat_produces_and_consumes(broker, mechanism):
+    """Debian's kcat (librdkafka 2.0.2: SaslAuthenticate v0, and SCRAM's final nonce sent as
+    <client nonce><server nonce> as Kafka's endsWith check allows)."""
+    kcat = shutil.which("kcat")
+    assert kcat is not None, "kcat is not installed: apt-get install kcat (.ci/run does)"
+    topic = _topic()
+    auth = ["-b", broker.bootstrap("SASL_PLAINTEXT"), "-X", "security.protocol=SASL_PLAINTEXT",
+            "-X", f"sasl.mechanism={mechanism}", "-X", f"sasl.username={ALICE[0]}",
+            "-X", f"sasl.password={ALICE[1]}"]
+    produced = subprocess.run([kcat, *auth, "-t", topic, "-P"], input="one\ntwo\n",
+                              capture_output=True, text=True, timeout=30, check=False)
+    assert produced.returncode == 0 and "ERROR" not in produced.stderr, produced.stderr
+    consumed = subprocess.run([kcat, *auth, "-t", topic, "-C", "-e", "-q"], capture_output=True,
+                              text=True, timeout=30, check=False)
+    assert consumed.returncode == 0, consumed.stderr
+    assert consumed.stdout.splitlines() == ["one", "two"]
 
 
 @pytest.mark.parametrize(("listener", "mechanism"), MATRIX)
