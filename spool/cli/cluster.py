@@ -62,7 +62,7 @@ def up(
         "--timeout", min=1, help="Seconds to wait for the cluster to form.")] = 60.0,
     add_scram: Annotated[list[str] | None, typer.Option(
         "--add-scram", help="A SCRAM credential for a new cluster, as `spool storage format` "
-                            "takes it: 'SCRAM-SHA-256=[name=alice,password=alice-secret]'.")
+                            "takes it: 'SCRAM-SHA-256=\\[name=alice,password=alice-secret]'.")
     ] = None,
 ) -> None:
     """Start a local cluster and print its bootstrap string."""

@@ -53,7 +53,7 @@ def format_dirs(
         list[str] | None,
         typer.Option("--add-scram", "-S",
                      help="A SCRAM credential for the new cluster, as kafka-storage takes it: "
-                          "'SCRAM-SHA-256=[name=alice,password=alice-secret]' (also salt=, "
+                          "'SCRAM-SHA-256=\\[name=alice,password=alice-secret]' (also salt=, "
                           "iterations=, saltedpassword=)."),
     ] = None,
 ) -> None:

@@ -116,7 +116,7 @@ def _alter(alterations: list, user: str, bootstrap: str, timeout: float) -> None
 def set_(
     user: UserOpt,
     add_config: Annotated[list[str], typer.Option(
-        "--add-config", help="SCRAM-SHA-256=[iterations=8192,password=...] (repeatable).")],
+        "--add-config", help="SCRAM-SHA-256=\\[iterations=8192,password=...] (repeatable).")],
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
     command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,

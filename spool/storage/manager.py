@@ -102,6 +102,8 @@ _OWN_ENTRIES = frozenset({
     "replication-offset-checkpoint", "replication-offset-checkpoint.tmp",
     "recovery-point-offset-checkpoint.tmp", "log-start-offset-checkpoint.tmp",
     "cleaner-offset-checkpoint.tmp", "meta.properties.tmp", "lost+found",
+    # spool.cluster.bootstrap's file (format --add-scram's records) and its temporary
+    "bootstrap.spool.json", "bootstrap.spool.tmp",
 })
 METADATA_LOG_CONFIG = LogConfig(retention_ms=-1, retention_bytes=-1, segment_bytes=64 << 20,
                                 segment_ms=2**63 - 1, segment_index_bytes=1 << 20)
