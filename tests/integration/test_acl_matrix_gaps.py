@@ -12,6 +12,10 @@ principal sees it on the wire, and checks that nothing happened.
   TxnOffsetCommit next, which needs the same READ and fails with the same error, so the
   matrix never saw AddOffsetsToTxn's own refusal; here it is sent alone, and the
   transaction is seen (DescribeTransactions) not to include the offsets topic.
+- The cluster's authorized operations (DescribeCluster, Metadata v8-10) are 0 for a
+  principal that may not DESCRIBE the cluster, even if it may do something else to it
+  (Kafka's rule): the matrix's principals had either nothing or an operation implying
+  DESCRIBE, so answering the list without the DESCRIBE test went unnoticed.
 - An ACL's host is the client's address as the broker sees it (127.0.0.1 here): the
   matrix's ACLs all have host ``*``, so a broker asking with any other host passed it.
 """
@@ -35,12 +39,14 @@ from confluent_kafka.admin import (
 from spool.net.client import NodeClient
 from spool.protocol._generated import (
     AddOffsetsToTxnRequest,
+    DescribeClusterRequest,
     DescribeTransactionsRequest,
     FindCoordinatorRequest,
     InitProducerIdRequest,
     MetadataRequest,
 )
 from spool.protocol._generated.metadata_request import MetadataRequestTopic
+from spool.protocol.acl import AclOperation as Op
 from spool.protocol.errors import Errors
 from spool.security.client_config import ClientSecurity
 from tests.helpers.secure_broker import PLAIN_LOGIN, SecureBroker
@@ -48,7 +54,7 @@ from tests.helpers.secure_broker import PLAIN_LOGIN, SecureBroker
 pytestmark = pytest.mark.timeout(300)
 
 STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-USERS = {"alice": "alice-secret"}
+USERS = {"alice": "alice-secret", "bob": "bob-secret"}
 TXN_DENIED = Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 
 
@@ -165,3 +171,22 @@ def test_add_offsets_to_txn_needs_read_on_the_group(broker, admin):
     grant(admin, ResourceType.GROUP, group, AclOperation.READ)
     assert raw(broker, "alice", add, 3).error_code == 0
     assert in_transaction() == ["__consumer_offsets"]
+
+
+def test_cluster_operations_are_none_without_describe_on_the_cluster(broker, admin):
+    def operations() -> tuple[int, int]:
+        described = raw(broker, "bob", DescribeClusterRequest(
+            include_cluster_authorized_operations=True), 0)
+        assert described.error_code == 0
+        metadata = raw(broker, "bob", MetadataRequest(
+            topics=[], allow_auto_topic_creation=False, include_cluster_authorized_operations=True,
+            include_topic_authorized_operations=False), 10)
+        return described.cluster_authorized_operations, metadata.cluster_authorized_operations
+
+    assert operations() == (0, 0)
+    # IDEMPOTENT_WRITE on the cluster does not imply DESCRIBE: still nothing is listed
+    grant(admin, ResourceType.BROKER, "kafka-cluster", AclOperation.IDEMPOTENT_WRITE, "bob")
+    assert operations() == (0, 0)
+    grant(admin, ResourceType.BROKER, "kafka-cluster", AclOperation.DESCRIBE, "bob")
+    listed = 1 << Op.DESCRIBE | 1 << Op.IDEMPOTENT_WRITE
+    assert operations() == (listed, listed)
