@@ -15,8 +15,6 @@ controller listener with SASL, for a client talking to the controller directly.
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import (
@@ -34,7 +32,6 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from spool.net.client import NodeClient
 from spool.protocol._generated import (
     AllocateProducerIdsRequest,
     BrokerHeartbeatRequest,
@@ -49,13 +46,12 @@ from spool.protocol._generated import describe_quorum_request as dqr
 from spool.protocol._generated.create_acls_request import AclCreation
 from spool.protocol._generated.create_topics_request import CreatableTopic
 from spool.protocol.errors import Errors
-from spool.security.client_config import ClientSecurity
+from tests.helpers.acl import STANDARD_AUTHORIZER, plain_request
 from tests.helpers.cluster_proc import COMBINED, Cluster, reserve_port
 from tests.helpers.secure_broker import plain_jaas
 
 pytestmark = pytest.mark.timeout(240)
 
-AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 USERS = {"alice": "alice-secret", "bob": "bob-secret"}
 TAF, CAF = Errors.TOPIC_AUTHORIZATION_FAILED, Errors.CLUSTER_AUTHORIZATION_FAILED
 
@@ -71,7 +67,7 @@ def node(tmp_path_factory):
                           "sasl.enabled.mechanisms": "PLAIN",
                           "listener.name.client.plain.sasl.jaas.config": jaas,
                           "listener.name.ctrlsasl.plain.sasl.jaas.config": jaas,
-                          "authorizer.class.name": AUTHORIZER,
+                          "authorizer.class.name": STANDARD_AUTHORIZER,
                           "super.users": "User:admin;User:ANONYMOUS"})
     n = cluster.nodes[1]
     ports: dict[str, int] = {}
@@ -101,16 +97,8 @@ def _client(cluster: Cluster, user: str) -> AdminClient:
 
 
 def _wire(port: int, user: str, message, version: int):
-    security = ClientSecurity(protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
-                              username=user, password=USERS[user])
-
-    async def go():
-        client = NodeClient("127.0.0.1", port, request_timeout_ms=20000, security=security)
-        try:
-            return await client.request(message, version)
-        finally:
-            await client.close()
-    return asyncio.run(go())
+    return plain_request("127.0.0.1", port, user, USERS[user], message, version,
+                         request_timeout_ms=20000)
 
 
 def _code(future, timeout: float = 30) -> int:

@@ -10,7 +10,6 @@ Fetch and group handlers decide from its own image.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 
 import pytest
@@ -25,17 +24,15 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from spool.net.client import NodeClient
 from spool.protocol._generated import MetadataRequest
 from spool.protocol._generated.metadata_request import MetadataRequestTopic
 from spool.protocol.errors import Errors
-from spool.security.client_config import ClientSecurity
+from tests.helpers.acl import STANDARD_AUTHORIZER, plain_request
 from tests.helpers.cluster_proc import COMBINED, Cluster, reserve_port
 from tests.helpers.secure_broker import plain_jaas
 
 pytestmark = pytest.mark.timeout(300)
 
-AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 
 
@@ -47,7 +44,7 @@ def cluster(tmp_path_factory):
                     "CONTROLLER:PLAINTEXT,CLIENT:SASL_PLAINTEXT",
                     "sasl.enabled.mechanisms": "PLAIN",
                     "listener.name.client.plain.sasl.jaas.config": plain_jaas(USERS),
-                    "authorizer.class.name": AUTHORIZER,
+                    "authorizer.class.name": STANDARD_AUTHORIZER,
                     "super.users": "User:admin;User:ANONYMOUS"})
     ports: dict[int, int] = {}
     for node_id, n in c.nodes.items():
@@ -76,19 +73,10 @@ def conf(cluster, user: str, node: int, **extra) -> dict:
 
 
 def metadata_code(cluster, node: int, user: str, topic: str) -> int:
-    security = ClientSecurity(protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
-                              username=user, password=USERS[user])
-
-    async def go():
-        c = NodeClient("127.0.0.1", cluster.client_ports[node], security=security)
-        try:
-            resp = await c.request(MetadataRequest(topics=[MetadataRequestTopic(name=topic)],
-                                                   allow_auto_topic_creation=False), 12)
-            return resp.topics[0].error_code
-        finally:
-            await c.close()
-
-    return asyncio.run(go())
+    resp = plain_request("127.0.0.1", cluster.client_ports[node], user, USERS[user],
+                         MetadataRequest(topics=[MetadataRequestTopic(name=topic)],
+                                         allow_auto_topic_creation=False), 12)
+    return resp.topics[0].error_code
 
 
 def produce(cluster, user: str, node: int, topic: str, n: int) -> list:

@@ -9,7 +9,6 @@ PLAIN; each test grants its own user, so the tests do not depend on one another.
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
 import uuid
@@ -33,7 +32,6 @@ from confluent_kafka.admin import (
 from kafka import KafkaAdminClient
 from kafka import errors as kerrors
 
-from spool.net.client import NodeClient
 from spool.protocol._generated import (
     AlterConfigsRequest,
     AlterPartitionReassignmentsRequest,
@@ -56,12 +54,11 @@ from spool.protocol._generated.create_topics_request import CreatableTopic
 from spool.protocol._generated.delete_topics_request import DeleteTopicState
 from spool.protocol._generated.update_features_request import FeatureUpdateKey
 from spool.protocol.errors import Errors
-from spool.security.client_config import ClientSecurity
+from tests.helpers.acl import authorizing_broker, plain_request
 from tests.helpers.secure_broker import PLAIN_LOGIN, SecureBroker
 
 pytestmark = pytest.mark.timeout(180)
 
-AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 CAF, TAF = Errors.CLUSTER_AUTHORIZATION_FAILED, Errors.TOPIC_AUTHORIZATION_FAILED
 USERS = ("alice", "creator", "deleter", "alterer", "trimmer", "configurer", "operator",
          "describer", "viewer")
@@ -70,11 +67,8 @@ SPOOL = [sys.executable, "-m", "spool.cli.main"]
 
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory):
-    broker = SecureBroker(tmp_path_factory.mktemp("acl-admin") / "data",
-                          plain_users={u: f"{u}-secret" for u in USERS}, mechanisms=("PLAIN",),
-                          overrides={"authorizer.class.name": AUTHORIZER,
-                                     "super.users": "User:admin"})
-    broker.start()
+    broker = authorizing_broker(tmp_path_factory.mktemp("acl-admin") / "data",
+                                {u: f"{u}-secret" for u in USERS})
     yield broker
     _ADMINS.clear()
     broker.stop()
@@ -111,17 +105,9 @@ def _grant(broker: SecureBroker, user: str, rtype: ResourceType, name: str,
 
 def _wire(broker: SecureBroker, user: str, message, version: int):
     """``message`` sent as ``user`` (SASL PLAIN) with Spool's own client: the response."""
-    security = ClientSecurity(protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
-                              username=user, password=broker.password(user))
     host, port = broker.bootstrap().rsplit(":", 1)
-
-    async def go():
-        client = NodeClient(host, int(port), request_timeout_ms=15000, security=security)
-        try:
-            return await client.request(message, version)
-        finally:
-            await client.close()
-    return asyncio.run(go())
+    return plain_request(host, int(port), user, broker.password(user), message, version,
+                         request_timeout_ms=15000)
 
 
 def _topic(broker: SecureBroker, partitions: int = 1, records: int = 0,

@@ -30,10 +30,8 @@ from confluent_kafka import (
 from confluent_kafka.admin import (
     AclBinding,
     AclOperation,
-    AclPermissionType,
     AdminClient,
     NewTopic,
-    ResourcePatternType,
     ResourceType,
 )
 
@@ -102,11 +100,11 @@ from spool.protocol.errors import Errors
 from spool.protocol.primitives import ZERO_UUID
 from spool.records.builder import BatchBuilder
 from spool.security.client_config import ClientSecurity
-from tests.helpers.secure_broker import PLAIN_LOGIN, SecureBroker
+from tests.helpers.acl import authorizing_broker, binding, grant, plain_request
+from tests.helpers.secure_broker import PLAIN_LOGIN
 
 pytestmark = pytest.mark.timeout(300)
 
-STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 USERS = {"alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret",
          "dave": "dave-secret"}  # dave: the only one given ACLs on the cluster
 TOPIC_DENIED = Errors.TOPIC_AUTHORIZATION_FAILED
@@ -118,12 +116,7 @@ R, W, D = AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    b = SecureBroker(tmp_path_factory.mktemp("acl-data") / "data", plain_users=USERS,
-                     mechanisms=("PLAIN",),
-                     overrides={"authorizer.class.name": STANDARD, "super.users": "User:admin",
-                                "offsets.topic.num.partitions": "1",
-                                "transaction.state.log.num.partitions": "1"})
-    b.start()
+    b = authorizing_broker(tmp_path_factory.mktemp("acl-data") / "data", USERS)
     yield b
     b.stop()
 
@@ -137,29 +130,16 @@ def _name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-def _acl(rtype, name: str, op, user: str = "alice", *, deny: bool = False,
-         prefixed: bool = False) -> AclBinding:
-    return AclBinding(rtype, name,
-                      ResourcePatternType.PREFIXED if prefixed else ResourcePatternType.LITERAL,
-                      f"User:{user}", "*", op,
-                      AclPermissionType.DENY if deny else AclPermissionType.ALLOW)
-
-
 def topic_acl(name, op, user="alice", **kw) -> AclBinding:
-    return _acl(ResourceType.TOPIC, name, op, user, **kw)
+    return binding(ResourceType.TOPIC, name, op, user, **kw)
 
 
 def group_acl(name, op, user="alice", **kw) -> AclBinding:
-    return _acl(ResourceType.GROUP, name, op, user, **kw)
+    return binding(ResourceType.GROUP, name, op, user, **kw)
 
 
 def txn_acl(name, op, user="alice", **kw) -> AclBinding:
-    return _acl(ResourceType.TRANSACTIONAL_ID, name, op, user, **kw)
-
-
-def grant(admin: AdminClient, *bindings: AclBinding) -> None:
-    for f in admin.create_acls(list(bindings), request_timeout=15).values():
-        f.result()
+    return binding(ResourceType.TRANSACTIONAL_ID, name, op, user, **kw)
 
 
 def create_topics(admin: AdminClient, *names: str, partitions: int = 1) -> None:
@@ -201,15 +181,8 @@ def _security(user: str) -> ClientSecurity:
 def raw(broker, user: str, message, version: int):
     """One request as ``user`` (PLAIN), its decoded response."""
     host, port = broker.bootstrap().split(":")
-
-    async def go():
-        c = NodeClient(host, int(port), security=_security(user), client_id="acl-matrix")
-        try:
-            return await c.request(message, version)
-        finally:
-            await c.close()
-
-    return asyncio.run(go())
+    return plain_request(host, int(port), user, broker.password(user), message, version,
+                         client_id="acl-matrix")
 
 
 def batch(value: bytes = b"v", **kw) -> bytes:
@@ -466,13 +439,13 @@ def test_authorized_operations_are_what_the_acls_allow(broker, admin):
     assert set(g.authorized_operations) == {AclOperation.READ, AclOperation.DESCRIBE}
     # without DESCRIBE on the cluster: no cluster operation at all (Kafka answers 0)
     dave = AdminClient(broker.confluent("dave"))
-    grant(admin, _acl(ResourceType.BROKER, "kafka-cluster", AclOperation.IDEMPOTENT_WRITE,
-                      "dave"))
+    grant(admin, binding(ResourceType.BROKER, "kafka-cluster", AclOperation.IDEMPOTENT_WRITE,
+                         "dave"))
     assert not dave.describe_cluster(include_authorized_operations=True).result(
         15).authorized_operations
     req = DescribeClusterRequest(include_cluster_authorized_operations=True, endpoint_type=1)
     assert raw(broker, "dave", req, 1).cluster_authorized_operations == 0
-    grant(admin, _acl(ResourceType.BROKER, "kafka-cluster", AclOperation.DESCRIBE, "dave"))
+    grant(admin, binding(ResourceType.BROKER, "kafka-cluster", AclOperation.DESCRIBE, "dave"))
     assert set(dave.describe_cluster(include_authorized_operations=True).result(
         15).authorized_operations) == {AclOperation.DESCRIBE, AclOperation.IDEMPOTENT_WRITE}
     everything = admin.describe_cluster(
@@ -812,10 +785,7 @@ def test_write_txn_markers_need_cluster_action(broker, admin):
 
 
 def test_allow_everyone_if_no_acl_found(tmp_path):
-    b = SecureBroker(tmp_path / "data", plain_users=USERS, mechanisms=("PLAIN",),
-                     overrides={"authorizer.class.name": STANDARD, "super.users": "User:admin",
-                                "allow.everyone.if.no.acl.found": "true"})
-    b.start()
+    b = authorizing_broker(tmp_path / "data", USERS, {"allow.everyone.if.no.acl.found": "true"})
     try:
         adm = AdminClient(b.confluent("admin"))
         free, guarded = "free", "guarded"

@@ -22,21 +22,16 @@ principal sees it on the wire, and checks that nothing happened.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 
 import pytest
 from confluent_kafka.admin import (
-    AclBinding,
     AclOperation,
-    AclPermissionType,
     AdminClient,
     NewTopic,
-    ResourcePatternType,
     ResourceType,
 )
 
-from spool.net.client import NodeClient
 from spool.protocol._generated import (
     AddOffsetsToTxnRequest,
     DescribeClusterRequest,
@@ -48,24 +43,18 @@ from spool.protocol._generated import (
 from spool.protocol._generated.metadata_request import MetadataRequestTopic
 from spool.protocol.acl import AclOperation as Op
 from spool.protocol.errors import Errors
-from spool.security.client_config import ClientSecurity
-from tests.helpers.secure_broker import PLAIN_LOGIN, SecureBroker
+from tests.helpers import acl
+from tests.helpers.acl import authorizing_broker
 
 pytestmark = pytest.mark.timeout(300)
 
-STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 USERS = {"alice": "alice-secret", "bob": "bob-secret"}
 TXN_DENIED = Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    b = SecureBroker(tmp_path_factory.mktemp("acl-gaps") / "data", plain_users=USERS,
-                     mechanisms=("PLAIN",),
-                     overrides={"authorizer.class.name": STANDARD, "super.users": "User:admin",
-                                "offsets.topic.num.partitions": "1",
-                                "transaction.state.log.num.partitions": "1"})
-    b.start()
+    b = authorizing_broker(tmp_path_factory.mktemp("acl-gaps") / "data", USERS)
     yield b
     b.stop()
 
@@ -81,28 +70,14 @@ def _name(prefix: str) -> str:
 
 def grant(admin: AdminClient, rtype, name: str, op, user: str = "alice", *, host: str = "*",
           deny: bool = False) -> None:
-    binding = AclBinding(rtype, name, ResourcePatternType.LITERAL, f"User:{user}", host, op,
-                         AclPermissionType.DENY if deny else AclPermissionType.ALLOW)
-    for f in admin.create_acls([binding], request_timeout=15).values():
-        f.result()
+    acl.grant(admin, acl.binding(rtype, name, op, user, host=host, deny=deny))
 
 
 def raw(broker, user: str, message, version: int):
     """One request as ``user`` (PLAIN), its decoded response."""
     host, port = broker.bootstrap().split(":")
-    security = ClientSecurity.from_properties({
-        "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
-        "sasl.jaas.config": f'{PLAIN_LOGIN} required username="{user}" '
-                            f'password="{USERS.get(user, "admin-secret")}";'})
-
-    async def go():
-        c = NodeClient(host, int(port), security=security, client_id="acl-gaps")
-        try:
-            return await c.request(message, version)
-        finally:
-            await c.close()
-
-    return asyncio.run(go())
+    return acl.plain_request(host, int(port), user, broker.password(user), message, version,
+                             client_id="acl-gaps")
 
 
 def test_init_producer_id_needs_write_on_the_transactional_id(broker, admin):
