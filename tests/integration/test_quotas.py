@@ -156,9 +156,10 @@ def byte_rates(broker):
     return lines, unlimited_s
 
 
-def test_a_producer_limited_to_1_mb_s_is_held_there_and_sees_throttle_times(byte_rates):
+@pytest.mark.parametrize("client", ["limited", "consumer"])  # the producer, the consumer
+def test_a_client_limited_to_1_mb_s_is_held_there_and_sees_throttle_times(byte_rates, client):
     lines, _ = byte_rates
-    line = lines["limited"]
+    line = lines[client]
     rate = line.rate(line.times[0] + WARM_S, MEASURE_S)
     assert 0.8 * QUOTA <= rate <= 1.2 * QUOTA, f"{rate:.0f} B/s over {MEASURE_S} s"
     assert any(t > 0 for t in line.throttles)
@@ -171,13 +172,6 @@ def test_an_unlimited_producer_beside_it_is_not_slowed(byte_rates):
     assert not any(t > 0 for t in line.throttles)
     assert BULK_BYTES / seconds > 2 * QUOTA, f"{BULK_BYTES / seconds:.0f} B/s"
 
-
-def test_a_consumer_limited_to_1_mb_s_is_held_there_and_sees_throttle_times(byte_rates):
-    lines, _ = byte_rates
-    line = lines["consumer"]
-    rate = line.rate(line.times[0] + WARM_S, MEASURE_S)
-    assert 0.8 * QUOTA <= rate <= 1.2 * QUOTA, f"{rate:.0f} B/s over {MEASURE_S} s"
-    assert any(t > 0 for t in line.throttles)
 
 
 def raw_request(broker, api_key: int, version: int, request, client_id: str):
