@@ -241,6 +241,7 @@ class ClientQuotas:
             await _unmuted(conn)
         throttle = 0
         mutation = refused = None
+        fetch_quota = False
         if api_key in STRICT_SINCE:
             mutation = self.controller_mutation.quota_for(
                 quotas, user, client_id, strict=version >= STRICT_SINCE[api_key])
@@ -253,7 +254,8 @@ class ClientQuotas:
                 conn.throttle(throttle)
         elif consumer_fetch:
             cap = self.fetch.max_value_in_window(quotas, user, client_id)
-            if cap is not None and cap < request.max_bytes:
+            fetch_quota = cap is not None
+            if fetch_quota and cap < request.max_bytes:
                 request.max_bytes = max(1, int(cap))
         timed = self.request.resolve(quotas, user, client_id) is not None
         if timed:
@@ -268,11 +270,14 @@ class ClientQuotas:
             throttle = max(throttle, self.request.record(
                 quotas, user, client_id, run.ns * NANOS_TO_PERCENTAGE, now))
         if consumer_fetch and response is not None:
-            fetched = _encoded_size(response, version)
-            over = self.fetch.record(quotas, user, client_id, fetched, now)
-            throttle = max(throttle, over)
-            if throttle > 0:
-                self.fetch.unrecord(quotas, user, client_id, fetched, now)
+            # encoded (a second time) only for a client with a consumer_byte_rate
+            fetched = _encoded_size(response, version) if fetch_quota else 0
+            if fetch_quota:
+                throttle = max(throttle, self.fetch.record(quotas, user, client_id, fetched,
+                                                           now))
+            if throttle > 0:  # throttled for any quota: no data (getThrottledResponse)
+                if fetch_quota:
+                    self.fetch.unrecord(quotas, user, client_id, fetched, now)
                 _empty_fetch(response)
         if mutation is not None:
             if refused and response is not None:
