@@ -219,6 +219,19 @@ def test_produce_needs_write_on_each_topic(broker, admin):
     assert missing not in admin.list_topics(timeout=10).topics
 
 
+def test_produce_refusal_comes_before_the_acks_check(broker, admin):
+    """Kafka authorizes first: a refused topic is TOPIC_AUTHORIZATION_FAILED even when the
+    request's acks are invalid, an allowed one INVALID_REQUIRED_ACKS; nothing appended."""
+    ok, denied = _name("pa-ok"), _name("pa-no")
+    create_topics(admin, ok, denied)
+    grant(admin, topic_acl(ok, W))
+    req = produce_request(ok, denied)
+    req.acks = 2
+    assert codes(raw(broker, "alice", req, 9), "responses", "partition_responses") == {
+        ok: [Errors.INVALID_REQUIRED_ACKS], denied: [TOPIC_DENIED]}
+    assert watermarks(broker, ok) == (0, 0)
+
+
 def test_confluent_producer_refused_then_allowed(broker, admin):
     topic = _name("p-client")
     create_topics(admin, topic)

@@ -246,14 +246,18 @@ async def produce(ctx, req: ProduceRequest) -> ProduceResponse | None:
             topics.append(TopicProduceResponse(topic_id=t.topic_id, partition_responses=[
                 _unknown_topic_id(p) for p in t.partition_data]))
             continue
+        if denied and name in denied:  # (refused before anything else is looked at)
+            topics.append(TopicProduceResponse(
+                name=name, topic_id=t.topic_id, partition_responses=[
+                    _refused_partition(p, Errors.TOPIC_AUTHORIZATION_FAILED)
+                    for p in t.partition_data]))
+            continue
         parts = []
         for p in t.partition_data:
             if version < MIN_SERVED_VERSION:
                 parts.append(PartitionProduceResponse(index=p.index, error_code=Errors.UNSUPPORTED_VERSION))
             elif req.acks not in (0, 1, -1):
                 parts.append(PartitionProduceResponse(index=p.index, error_code=Errors.INVALID_REQUIRED_ACKS))
-            elif denied and name in denied:
-                parts.append(_refused_partition(p, Errors.TOPIC_AUTHORIZATION_FAILED))
             elif (name, p.index) in refused:
                 code, message = refused[(name, p.index)]
                 parts.append(PartitionProduceResponse(index=p.index, error_code=code,
