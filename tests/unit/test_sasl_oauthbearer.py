@@ -128,6 +128,32 @@ def test_jwks_validator(tmp_path, rsa_key):
         v(jws(good))  # an unsecured token is not a validated one
 
 
+@pytest.mark.parametrize("jwk_alg", ["RS256", None])
+@pytest.mark.parametrize("alg", ["HS256", "RS512", "none"])
+def test_the_key_not_the_token_header_decides_the_algorithm(tmp_path, rsa_key, alg, jwk_alg):
+    """A JWK naming its "alg" takes only that; one without takes its type's (RSA: RS*/PS*).
+    An HS256 or unsecured header naming an RSA key is a refused token, never tried."""
+    jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(rsa_key.public_key()))
+    path = tmp_path / "jwks.json"
+    path.write_text(json.dumps({"keys": [{**jwk, "kid": "k1"}
+                                         | ({"alg": jwk_alg} if jwk_alg else {})]}))
+    v = JwksValidator(f"file://{path}")
+    now = int(time.time())
+    claims = {"sub": "mallory", "iat": now, "exp": now + 60}
+    if alg == "HS256":
+        token = jwt.encode(claims, "a shared secret of at least 32 bytes", algorithm="HS256",
+                           headers={"kid": "k1"})
+    elif alg == "RS512":
+        token = jwt.encode(claims, rsa_key, algorithm="RS512", headers={"kid": "k1"})
+    else:
+        token = jws(claims, {"alg": "none", "kid": "k1"})
+    if alg == "RS512" and jwk_alg is None:
+        assert v(token).principal == "mallory"
+        return
+    with pytest.raises(TokenError):
+        v(token)
+
+
 def test_jwks_url_must_be_a_file(tmp_path):
     with pytest.raises(ValueError, match="Spool reads a JWKS file"):
         JwksValidator("https://idp/jwks")

@@ -163,6 +163,11 @@ class UnsecuredValidator:
         return Token(principal, round(exp * 1000), claims)
 
 
+# the JWS algorithms of each JWK key type (RFC 7518), for a JWK without "alg"
+_FAMILIES = {"RSA": ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512"),
+             "EC": ("ES256", "ES384", "ES512"), "OKP": ("EdDSA",)}
+
+
 class JwksValidator:
     """Validated JWTs against a JWKS file (module doc)."""
 
@@ -192,11 +197,19 @@ class JwksValidator:
         if mtime == self._mtime:
             return
         try:
-            keyset = jwt.PyJWKSet.from_json(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, jwt.PyJWTError) as e:
+            doc = json.loads(self.path.read_text(encoding="utf-8"))
+            keyset = jwt.PyJWKSet.from_dict(doc)
+        except (OSError, ValueError, TypeError, jwt.PyJWTError) as e:
             raise ValueError(f"the JWKS file {self.path} is not a JSON Web Key Set: {e}") \
                 from e
         self._keys = {k.key_id: k for k in keyset.keys}
+        named = {jwk.get("kid"): jwk.get("alg") for jwk in doc.get("keys", ())
+                 if isinstance(jwk, dict)}
+        # what a token signed by each key may use: the JWK's "alg" when it names one, else
+        # every algorithm of the key's type (never what the token's header alone says)
+        self._algorithms = {kid: ([named[kid]] if named.get(kid)
+                                  else list(_FAMILIES.get(k.key_type, (k.algorithm_name,))))
+                            for kid, k in self._keys.items()}
         self._mtime = mtime
 
     def __call__(self, token: str) -> Token:
@@ -217,7 +230,7 @@ class JwksValidator:
             raise TokenError(f"no key with kid {header.get('kid')!r} in {self.path}")
         options = {"require": ["exp"], "verify_aud": bool(self.audience)}
         try:
-            claims = jwt.decode(token, key.key, algorithms=[header.get("alg", "")],
+            claims = jwt.decode(token, key.key, algorithms=self._algorithms[key.key_id],
                                 audience=self.audience or None, issuer=self.issuer,
                                 leeway=self.clock_skew_s, options=options)
         except jwt.PyJWTError as e:
