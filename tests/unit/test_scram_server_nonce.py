@@ -1,7 +1,7 @@
-"""SCRAM server (spool.security.sasl.scram): a client-final message must carry the nonce the
-server made (client nonce + server nonce), even when its proof is right for what it says
-(RFC 5802 section 5.1: "the server MUST verify that the nonce ... is the same as the one it
-sent"). Found by mutation: with the nonce check removed every existing test passed, since the
+"""SCRAM server (spool.security.sasl.scram): a client-final message's nonce must end with the
+nonce the server made (client nonce + server nonce), even when its proof is right for what it
+says. RFC 5802 section 5.1 says "the same"; Kafka's ScramSaslServer checks endsWith, and
+librdkafka 2.0 (Debian's kcat) relies on it: it sends its client nonce again in front. Found by mutation: with the nonce check removed every existing test passed, since the
 "bad nonce" case of test_sasl_mechanisms also breaks the proof. Here the proof is computed,
 as a client holding the password would, over the message with the other nonce. Also: a
 proof of the wrong length is a failed authentication, not a server error."""
@@ -46,6 +46,19 @@ def test_the_right_nonce_and_proof_complete(mech):
     nonce = server_first.split(",")[0][2:]
     reply = server.evaluate(final_with_nonce(mech, "secret", first_bare, server_first, nonce))
     assert reply.startswith(b"v=") and server.complete
+    assert server.authorization_id == "alice"
+
+
+@pytest.mark.parametrize("mech", list(ScramMechanism), ids=lambda m: m.mechanism_name)
+def test_librdkafka_2_0s_final_nonce_completes(mech):
+    """r=<client nonce><server's whole nonce>, signed as sent (librdkafka 2.0.2)."""
+    creds = {"alice": credential_from_password(mech, "secret")}
+    server = ScramServer(mech, lambda user, m: creds.get(user))
+    first_bare = "n=alice,r=clientnonce"
+    server_first = server.evaluate(f"n,,{first_bare}".encode()).decode()
+    nonce = server_first.split(",")[0][2:]
+    final = final_with_nonce(mech, "secret", first_bare, server_first, "clientnonce" + nonce)
+    assert server.evaluate(final).startswith(b"v=") and server.complete
     assert server.authorization_id == "alice"
 
 
