@@ -45,12 +45,17 @@ class NoMatchingRule(ValueError):
 
 
 def _escape(value: str) -> str:
+    """RFC 2253 escaping as Java's X500Principal prints it (checked against Java 17): every
+    leading and every trailing space, and a ``#`` that starts the value after them."""
     out = "".join("\\" + c if c in _SPECIAL else c for c in value)
-    if out.startswith(("#", " ")):
-        out = "\\" + out
-    if out.endswith(" ") and not out.endswith("\\ "):
-        out = out[:-1] + "\\ "
-    return out
+    body = out.strip(" ")
+    if not body:
+        return "\\ " * len(out)
+    lead = len(out) - len(out.lstrip(" "))
+    trail = len(out) - len(out.rstrip(" "))
+    if body.startswith("#"):
+        body = "\\" + body
+    return "\\ " * lead + body + "\\ " * trail
 
 
 def _der_value(attr: x509.NameAttribute) -> str:
