@@ -105,7 +105,8 @@ class RequestTimeoutError(ClientError, TimeoutError):
 
 class AuthenticationError(ClientError):
     """TLS or SASL authentication with the peer failed (the connection was closed); the
-    message carries the peer's reason (Kafka's SaslAuthenticationException, SslAuthenticationException)."""
+    message carries the peer's reason (Kafka's SaslAuthenticationException,
+    SslAuthenticationException)."""
 
 
 def _sasl_client(sec: ClientSecurity) -> Any:

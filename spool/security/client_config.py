@@ -214,10 +214,11 @@ class ClientSecurity:
                 except ValueError as e:
                     raise ClientConfigError(f"sasl.jaas.config: OAUTHBEARER: {e}") from None
             elif self.username is None or self.password is None:
+                module = ("plain.PlainLoginModule" if self.sasl_mechanism == "PLAIN"
+                          else "scram.ScramLoginModule")
                 raise ClientConfigError(
                     f"sasl.jaas.config: {self.sasl_mechanism} needs username=\"...\" and "
-                    f"password=\"...\" (e.g. org.apache.kafka.common.security."
-                    f"{'plain.PlainLoginModule' if self.sasl_mechanism == 'PLAIN' else 'scram.ScramLoginModule'}"
+                    f"password=\"...\" (e.g. org.apache.kafka.common.security.{module}"
                     f" required username=\"alice\" password=\"...\";)")
 
     # ---- TLS

@@ -19,6 +19,10 @@ them. One cluster for the module.
   client, which peer, mechanism and user, the broker's message; not the password) and replicates
   nothing: its replica of a partition broker 1 leads stays empty and leaves the ISR, while the
   other two hold every record. With the password fixed it catches up and rejoins the ISR.
+* With Kafka's authorizer on and an ACL on the cluster resource, only the nodes' own
+  principals (``super.users``: User:broker from SASL, User:CN=node<i> from the client
+  certificates) may CLUSTER_ACTION: all of the above works through them, and the test's
+  anonymous client fetching as a follower is refused.
 """
 
 from __future__ import annotations
@@ -27,7 +31,15 @@ import uuid
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
 
 from bench.reliability.replication import (
     OVERRIDES,
@@ -39,12 +51,15 @@ from bench.reliability.replication import (
     judge,
     one_round,
 )
+from spool.protocol._generated import FetchRequest
+from spool.protocol._generated.fetch_request import FetchPartition, FetchTopic
+from spool.protocol.errors import error_name
 from tests.helpers.cluster_proc import Cluster, ClusterNode
 from tests.helpers.history import RecordHistory
+from tests.helpers.raw_client import RawClient
 from tests.helpers.replica_logs import log_end_offset
 from tests.helpers.secure_cluster import (
     JAAS_KEY,
-    internal_address,
     internal_jaas,
     secure_cluster,
     wait_formed,
@@ -55,10 +70,18 @@ pytestmark = pytest.mark.timeout(300)
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = secure_cluster(tmp_path_factory.mktemp("secure-cluster"), overrides=OVERRIDES)
+    c = secure_cluster(tmp_path_factory.mktemp("secure-cluster"), overrides=OVERRIDES,
+                       authorizer=True)
     try:
         c.start()
         wait_formed(c)  # (registered over mTLS, the image from Raft over mTLS)
+        # An ACL on the cluster resource: from now on only a super user (a broker's own
+        # principal) may CLUSTER_ACTION (follower fetches, registrations, heartbeats, Raft)
+        admin = AdminClient({"bootstrap.servers": c.bootstrap, "logger": QUIET})
+        for f in admin.create_acls([AclBinding(
+                ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL,
+                "User:admin", "*", AclOperation.ALTER, AclPermissionType.ALLOW)]).values():
+            f.result(timeout=30)
         yield c
     finally:
         c.stop()
@@ -111,6 +134,9 @@ def test_a_wrong_inter_broker_password_is_logged_and_replicates_nothing(cluster)
         for i in range(50):
             p.produce(topic, value=f"record-{i}".encode())
         assert p.flush(60) == 0
+        cluster.wait_until("broker 3 logs a refusal", lambda: [
+            line for line in log_since(n3, marks[3]).splitlines()
+            if " ERROR " in line and "authentication failed" in line] or "none yet", 60)
         s = cluster.wait_until(f"{topic}-0's ISR without broker 3", lambda: (
             not isinstance(parts := cluster.partitions(1, topic), str)
             and 3 not in parts[0].isr and parts[0]) or f"{parts}", 60)
@@ -127,14 +153,58 @@ def test_a_wrong_inter_broker_password_is_logged_and_replicates_nothing(cluster)
     # however many times the fetcher retried
     peers = [line.split("NodeClient(", 1)[1].split(")", 1)[0] for line in errors]
     assert len(peers) == len(set(peers)), "\n".join(errors)
-    internal_1 = internal_address(cluster.nodes[1])
-    [to_1] = [line for line, peer in zip(errors, peers, strict=True) if peer == internal_1]
-    assert (f"NodeClient({internal_1}): authentication failed (SASL_SSL/PLAIN as broker): "
-            f"SASL_AUTHENTICATION_FAILED: Authentication failed: Invalid username or password "
-            f"(client replica-fetcher-3)" in to_1), to_1
+    assert errors, log3[-4000:]
+    for line in errors:  # (a peer: broker 1's INTERNAL, and any other this broker follows)
+        assert ("): authentication failed (SASL_SSL/PLAIN as broker): SASL_AUTHENTICATION_FAILED: "
+                "Authentication failed: Invalid username or password (client replica-fetcher-3)"
+                in line), "\n".join(errors)
     assert "wrong-secret" not in log3
     for n in (1, 2):  # the others authenticate each other and say nothing of the kind
         assert " ERROR " not in log_since(cluster.nodes[n], marks[n]), n
     # the password fixed, broker 3 catches up and is back in the ISR
     cluster.wait_until(f"{topic}-0's ISR full again", full_isr(cluster, topic, 1), 60)
     assert log_end_offset(n3.data_dir, topic, 0) == 50
+
+
+def test_only_the_brokers_own_principals_may_fetch_as_followers(cluster):
+    """The followers copy a record (acks=all, min.insync.replicas=3) although CLUSTER_ACTION
+    is a super user's only: their fetches carry User:broker (SASL on INTERNAL). The test's own
+    client (User:ANONYMOUS) asking the same as a follower is refused; as a consumer it reads."""
+    topic = f"followed-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "logger": QUIET})
+    admin.create_topics([NewTopic(topic, 1, 3, config={"min.insync.replicas": "3"})]
+                        )[topic].result(timeout=30)
+    cluster.wait_until(f"{topic}: ISR full", full_isr(cluster, topic, 1), 60)
+    # acks=all with min.insync.replicas=3: acknowledged once both followers fetched it
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "logger": QUIET,
+                  "message.timeout.ms": 30_000})
+    delivered: list = []
+    p.produce(topic, value=b"copied by both followers",
+              on_delivery=lambda err, msg: delivered.append(err))
+    assert p.flush(60) == 0 and delivered == [None], delivered
+
+    def fetch(as_follower: bool) -> str:
+        """Fetch v12 from the leader (as any broker names it now), as a follower of the
+        partition or as a consumer; the partition's error, or why there is none yet."""
+        parts = cluster.partitions(1, topic)
+        if isinstance(parts, str):
+            return parts
+        s = parts[0]
+        replica_id = next(r for r in s.replicas if r != s.leader) if as_follower else -1
+        c = RawClient(cluster.nodes[s.leader].bootstrap, timeout=10)
+        try:
+            r = c.request(1, 12, FetchRequest(
+                replica_id=replica_id, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
+                isolation_level=0, topics=[FetchTopic(topic=topic, partitions=[
+                    FetchPartition(partition=0, fetch_offset=0,
+                                   partition_max_bytes=1 << 20)])]))
+        finally:
+            c.close()
+        return error_name(r.responses[0].partitions[0].error_code)
+
+    def answer(as_follower: bool):  # (a leadership move meanwhile: ask again)
+        return lambda: ((e := fetch(as_follower)) != "NOT_LEADER_OR_FOLLOWER" and [e]) or e
+
+    assert cluster.wait_until("a follower's fetch answered", answer(True), 30) == [
+        "TOPIC_AUTHORIZATION_FAILED"]
+    assert cluster.wait_until("a consumer's fetch answered", answer(False), 30) == ["NONE"]

@@ -11,7 +11,8 @@ Certificates come from a ``tests.helpers.certs.Pki`` under ``base_dir/pki``; eac
 127.0.0.1 (Kafka's default ``ssl.endpoint.identification.algorithm=https`` holds). A broker logs
 in as ``broker`` with the ``username``/``password`` of its INTERNAL JAAS config (``JAAS_KEY``),
 which also lists the users INTERNAL accepts. ``internal_address(node)`` is a node's INTERNAL
-listener.
+listener. ``authorizer=True`` adds Kafka's authorizer with the nodes' principals as super
+users (``secure_cluster``'s docstring).
 """
 
 from __future__ import annotations
@@ -37,9 +38,19 @@ def internal_address(node: ClusterNode) -> str:
     return f"127.0.0.1:{node.extra_ports[0]}"
 
 
+AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+
+
 def secure_cluster(base_dir: Path, *, overrides: dict[str, str] | None = None,
-                   **cluster_kwargs: Any) -> Cluster:
+                   authorizer: bool = False, **cluster_kwargs: Any) -> Cluster:
+    """``authorizer``: Kafka's StandardAuthorizer with the brokers' own principals as
+    ``super.users`` (``User:broker`` on INTERNAL, ``User:CN=node<i>`` from the client
+    certificates on CONTROLLER) and ``allow.everyone.if.no.acl.found=true`` for the test's
+    PLAINTEXT clients (``User:ANONYMOUS``)."""
     base_dir = Path(base_dir)
+    if authorizer:
+        overrides = {**(overrides or {}), "authorizer.class.name": AUTHORIZER,
+                     "allow.everyone.if.no.acl.found": "true"}
     pki = Pki(base_dir / "pki")
     c = Cluster(base_dir / "cluster", proxied=False, overrides={
         **(overrides or {}),
@@ -51,6 +62,9 @@ def secure_cluster(base_dir: Path, *, overrides: dict[str, str] | None = None,
         "ssl.truststore.type": "PEM", "ssl.truststore.location": str(pki.ca_pem),
         "listener.name.controller.ssl.client.auth": "required",
     }, **cluster_kwargs)
+    if authorizer:
+        c.overrides["super.users"] = ";".join(
+            [f"User:{BROKER_USER}"] + [f"User:CN=node{i}" for i in c.nodes])
     for n in c.nodes.values():
         ident = pki.issue(f"CN=node{n.node_id}", hosts=("127.0.0.1",))
         n.reserve_extra()

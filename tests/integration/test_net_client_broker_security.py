@@ -5,10 +5,10 @@ One broker for the module, listeners SASL_PLAINTEXT and SASL_SSL (its certificat
 CA, for 127.0.0.1), PLAIN users and SCRAM credentials (formatted in), and
 ``connections.max.reauth.ms`` short enough to live through: PLAIN, SCRAM-SHA-256,
 SCRAM-SHA-512 and OAUTHBEARER (an unsecured JWS made from the JAAS options, as Kafka's
-unsecured login handler) authenticate before the first request; a wrong password and an unknown user get
-the broker's SASL_AUTHENTICATION_FAILED as an AuthenticationError and no request of theirs is
-answered; a client that outlives its session re-authenticates on the same connection (KIP-368:
-the broker would close an expired one).
+unsecured login handler) authenticate before the first request; a wrong password and an
+unknown user get the broker's SASL_AUTHENTICATION_FAILED as an AuthenticationError and no
+request of theirs is answered; a client that outlives its session re-authenticates on the same
+connection (KIP-368: the broker would close an expired one).
 """
 
 from __future__ import annotations
