@@ -422,15 +422,16 @@ class NodeClient:
                 self._drop(self._auth_failed(f"TLS: the peer ended the session: "
                                              f"{e.reason or e}"), writer=writer)
         except (OSError, asyncio.IncompleteReadError, ConnectionError) as e:
-            if self._ssl is not None and not self._answered and writer is self._writer:
-                # a TLS peer that hangs up before answering anything: asyncio turns its alert
-                # (certificate required, unknown CA...) into an EOF; Kafka calls it an
-                # SslAuthenticationException
-                hint = "" if self.security.keystore_location or \
-                    self.security.keystore_certificate_chain else \
-                    " (does it require a client certificate? ssl.keystore.* is not set)"
-                self._drop(self._auth_failed(f"TLS: the peer closed the connection before "
-                                             f"answering{hint}"), writer=writer)
+            sec = self.security
+            if (self._ssl is not None and not self._answered and writer is self._writer
+                    and not (sec.keystore_location or sec.keystore_certificate_chain)):
+                # a TLS peer that hangs up before answering anything while we have no client
+                # certificate: asyncio turns its alert (certificate required) into an EOF;
+                # Kafka calls it an SslAuthenticationException. (With a certificate, or an
+                # answer seen, it is an ordinary drop: a peer killed meanwhile looks the same.)
+                self._drop(self._auth_failed(
+                    "TLS: the peer closed the connection before answering (does it require a "
+                    "client certificate? ssl.keystore.* is not set)"), writer=writer)
                 return
             reason = "closed by the peer" if isinstance(e, asyncio.IncompleteReadError) else str(e)
             self._drop(DisconnectedError(f"{self}: connection {reason}"), writer=writer)
