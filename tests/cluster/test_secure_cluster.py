@@ -30,7 +30,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (
     AclBinding,
     AclOperation,
@@ -87,6 +87,25 @@ def cluster(tmp_path_factory):
         c.stop()
 
 
+def create_topic(cluster: Cluster, new: NewTopic) -> None:
+    """CreateTopics through the AdminClient; NOT_CONTROLLER (a controller that has just won
+    an election is not active yet) is asked again."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "logger": QUIET})
+
+    def create():
+        try:
+            admin.create_topics([new])[new.topic].result(timeout=30)
+        except KafkaException as e:
+            if e.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:  # (an earlier try's)
+                return True
+            if e.args[0].code() != KafkaError.NOT_CONTROLLER:
+                raise
+            return f"{e}"
+        return True
+
+    cluster.wait_until(f"{new.topic} created", create, 60)
+
+
 def log_since(node: ClusterNode, mark: int) -> str:
     return node.log_path.read_bytes()[mark:].decode(errors="replace")
 
@@ -97,9 +116,7 @@ def log_marks(cluster: Cluster) -> dict[int, int]:
 
 def test_replication_over_sasl_ssl_survives_a_leader_kill(cluster):
     marks = log_marks(cluster)
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "logger": QUIET})
-    admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3, config={
-        "min.insync.replicas": "2"})])[TOPIC].result(timeout=30)
+    create_topic(cluster, NewTopic(TOPIC, PARTITIONS, 3, config={"min.insync.replicas": "2"}))
     cluster.wait_until("every ISR full", full_isr(cluster, TOPIC, PARTITIONS), 60)
     history = RecordHistory()
     writer = Writer(cluster.bootstrap, history).start()
@@ -126,10 +143,8 @@ def test_a_wrong_inter_broker_password_is_logged_and_replicates_nothing(cluster)
     cluster.node_overrides[3][JAAS_KEY] = internal_jaas("wrong-secret")
     try:
         n3.restart()
-        admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "logger": QUIET})
-        admin.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[[1, 2, 3]],
-                                      config={"min.insync.replicas": "2"})]
-                            )[topic].result(timeout=30)
+        create_topic(cluster, NewTopic(topic, num_partitions=1, replica_assignment=[[1, 2, 3]],
+                                       config={"min.insync.replicas": "2"}))
         p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "logger": QUIET})
         for i in range(50):
             p.produce(topic, value=f"record-{i}".encode())
@@ -171,9 +186,7 @@ def test_only_the_brokers_own_principals_may_fetch_as_followers(cluster):
     is a super user's only: their fetches carry User:broker (SASL on INTERNAL). The test's own
     client (User:ANONYMOUS) asking the same as a follower is refused; as a consumer it reads."""
     topic = f"followed-{uuid.uuid4().hex[:6]}"
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "logger": QUIET})
-    admin.create_topics([NewTopic(topic, 1, 3, config={"min.insync.replicas": "3"})]
-                        )[topic].result(timeout=30)
+    create_topic(cluster, NewTopic(topic, 1, 3, config={"min.insync.replicas": "3"}))
     cluster.wait_until(f"{topic}: ISR full", full_isr(cluster, topic, 1), 60)
     # acks=all with min.insync.replicas=3: acknowledged once both followers fetched it
     p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "logger": QUIET,
