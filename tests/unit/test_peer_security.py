@@ -91,3 +91,20 @@ def test_kafkas_startup_refusals():
     gssapi = config(**{"inter.broker.listener.name": "INTERNAL"})  # Kafka's default mechanism
     with pytest.raises(ClientConfigError, match="GSSAPI, Kafka's default, is not supported"):
         peer_security.check(gssapi)
+
+
+def test_a_broker_only_node_needs_credentials_for_a_sasl_controller_listener():
+    cfg = config(**{"process.roles": "broker", "node.id": "4",
+                    "listeners": "INTERNAL://127.0.0.1:9092",
+                    "listener.security.protocol.map": "INTERNAL:SSL,CONTROLLER:SASL_SSL",
+                    "inter.broker.listener.name": "INTERNAL",
+                    "sasl.mechanism.controller.protocol": "SCRAM-SHA-256"})
+    with pytest.raises(ClientConfigError, match='listener CONTROLLER as a client \\(SASL_SSL\\): '
+                                                'sasl.jaas.config: SCRAM-SHA-256 needs username='):
+        peer_security.check(cfg)
+    cfg.update({"listener.name.controller.scram-sha-256.sasl.jaas.config": SCRAM_ADMIN.replace(
+        "admin-secret", "s")})
+    peer_security.check(cfg)  # (the controllers' sasl.enabled.mechanisms are theirs to check)
+    sec = peer_security.controller_security(cfg)
+    assert (sec.protocol, sec.sasl_mechanism, sec.username, sec.password) == (
+        "SASL_SSL", "SCRAM-SHA-256", "admin", "s")
