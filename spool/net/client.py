@@ -35,7 +35,8 @@ Security (``security=``, a ``spool.security.client_config.ClientSecurity``):
 - TLS (SSL, SASL_SSL): the connection is wrapped in TLS with the properties' SSLContext
   (server certificate verified against the truststore; its name checked against ``host``
   unless ``ssl.endpoint.identification.algorithm`` is empty); a failed handshake is a
-  failed connect (``AuthenticationError``).
+  failed connect (``AuthenticationError``). The store files are read for each connection, so
+  certificates renewed in place are used from the next connection on.
 - SASL (SASL_PLAINTEXT, SASL_SSL), as Kafka's SaslClientAuthenticator: once connected, and
   before any request of the caller is written, ApiVersions (for the SASL versions the peer
   has), SaslHandshake v1 with ``sasl.mechanism``, then SaslAuthenticate (v2 where the peer
@@ -162,7 +163,7 @@ class NodeClient:
         self._failed_at = 0.0  # monotonic time of the last connect failure or drop
         self._backoff_s = reconnect_backoff_ms / 1000
         self.security = security or PLAINTEXT
-        self._ssl: ssl.SSLContext | None = None  # built on the first connect
+        self._ssl: ssl.SSLContext | None = None  # built for each connection (stores re-read)
         self._ready = False  # connected and (with SASL) authenticated
         self._reauth_at: float | None = None  # monotonic; KIP-368
         self._reauth: asyncio.Future | None = None
@@ -285,7 +286,7 @@ class NodeClient:
             await asyncio.sleep(wait)
         self._backoff_s = self.reconnect_backoff_ms / 1000
         sec = self.security
-        if sec.tls and self._ssl is None:
+        if sec.tls:  # the stores are read again: a certificate renewed in place is taken
             try:
                 self._ssl = sec.ssl_context()
             except ClientConfigError as e:

@@ -132,3 +132,34 @@ def test_a_server_that_requires_a_client_certificate_refuses_one_without(pki):
     assert ("authentication failed (SSL): TLS: the peer closed the connection before answering "
             "(does it require a client certificate? ssl.keystore.* is not set)") in str(got)
     assert peer.seen == []
+
+
+def test_stores_renewed_in_place_are_read_again_at_the_next_connection(pki, tmp_path):
+    """The server moves to a certificate of a new CA and the client's truststore file is
+    replaced in place: the same NodeClient's next connection trusts it (Kafka reloads changed
+    store files too)."""
+    trust = tmp_path / "trust.pem"
+    trust.write_bytes(pki.ca_pem.read_bytes())
+    renewed = Pki(tmp_path / "renewed")
+    sec = ClientSecurity.from_properties({"security.protocol": "SSL",
+                                          "ssl.truststore.type": "PEM",
+                                          "ssl.truststore.location": str(trust)})
+
+    async def go():
+        first, second = ScriptedSaslPeer(), ScriptedSaslPeer()
+        port = await first.start(server_context(pki.server, pki))
+        c = NodeClient("127.0.0.1", port, security=sec, reconnect_backoff_ms=0)
+        try:
+            a = await c.request(versions(), 3)
+            await c.close()
+            first.close()
+            c.port = await second.start(server_context(
+                renewed.issue("CN=broker", hosts=("127.0.0.1",)), renewed))
+            trust.write_bytes(renewed.ca_pem.read_bytes())
+            b = await c.request(versions(), 3)
+            return a.error_code, b.error_code, c.connects
+        finally:
+            await c.close()
+            second.close()
+
+    assert asyncio.run(go()) == (0, 0, 2)
