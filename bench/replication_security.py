@@ -32,6 +32,7 @@ from bench import workloads
 from bench.compare import stats
 from bench.reliability.common import commit
 from bench.replication import cluster_topic, warm_up
+from bench.report import write_section
 from tests.helpers.cluster_proc import Cluster
 from tests.helpers.secure_cluster import secure_cluster, wait_formed
 
@@ -83,7 +84,7 @@ def main() -> None:
     if not args.no_write:
         (DOCS / "bench-replication-security.json").write_text(json.dumps(results, indent=1)
                                                               + "\n")
-        write(text, DOCS / "BENCHMARKS.md")
+        write_section(DOCS / "BENCHMARKS.md", BEGIN, END, text)
         print("wrote docs/BENCHMARKS.md, docs/bench-replication-security.json")
 
 
@@ -114,17 +115,6 @@ def section(r: dict) -> str:
             + ". Python 3.11 has no kernel TLS: a leader encrypts each fetch response in the "
             "process (spool.broker.tls_connection) instead of sendfile()."]
     return "\n".join(out) + "\n"
-
-
-def write(text: str, page: Path) -> None:
-    body = page.read_text() if page.exists() else "# Benchmarks\n"
-    block = f"{BEGIN}\n{text}{END}"
-    if BEGIN in body and END in body:
-        head, rest = body.split(BEGIN, 1)
-        body = head + block + rest.split(END, 1)[1]
-    else:
-        body = body.rstrip() + "\n\n" + block + "\n"
-    page.write_text(body)
 
 
 if __name__ == "__main__":
