@@ -47,7 +47,7 @@ import atexit
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +57,7 @@ from cryptography.x509 import load_pem_x509_certificates
 
 from spool.security import client_config
 from spool.security.client_config import ClientConfigError, ClientSecurity
+from spool.security.sasl.oauthbearer import UnsecuredLogin, unsecured_login
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
@@ -67,26 +68,10 @@ LOGIN_MODULES = {
     "org.apache.kafka.common.security.scram.ScramLoginModule": ("SCRAM-SHA-256", "SCRAM-SHA-512"),
     "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule": ("OAUTHBEARER",),
 }
-_UNSECURED = "unsecuredLogin"
 
 
 class CommandConfigError(ValueError):
     """A command config that cannot be used; the message is one line for the user."""
-
-
-@dataclass(frozen=True)
-class UnsecuredToken:
-    """Kafka's OAuthBearerUnsecuredLoginCallbackHandler options: an ``alg: none`` JWS."""
-
-    principal_claim: str = "sub"
-    scope_claim: str = "scope"
-    lifetime_s: int = 3600
-    claims: dict[str, Any] = field(default_factory=dict)  # string, number and list claims
-    extensions: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def principal(self) -> str:
-        return str(self.claims[self.principal_claim])
 
 
 @dataclass(frozen=True)
@@ -110,7 +95,7 @@ class CommandConfig:
     sasl_mechanism: str | None = None
     username: str | None = None
     password: str | None = None
-    oauth: UnsecuredToken | None = None
+    oauth: UnsecuredLogin | None = None
     security: ClientSecurity = ClientSecurity()  # spool.net's reading of the same file
 
     @property
@@ -467,48 +452,19 @@ def parse_jaas(text: str) -> tuple[str, dict[str, str]]:
     return entries[0].login_module, dict(entries[0].options)
 
 
-def _unsecured(options: dict[str, str]) -> UnsecuredToken:
-    claims: dict[str, Any] = {}
-    extensions: dict[str, str] = {}
-    principal_claim, scope_claim, lifetime = "sub", "scope", 3600
-    for key, value in options.items():
-        if not key.startswith(_UNSECURED):
-            raise CommandConfigError(
-                f"sasl.jaas.config: OAuthBearerLoginModule option '{key}' is not supported "
-                f"(only the unsecuredLogin* options of Kafka's unsecured tokens)")
-        name = key[len(_UNSECURED):]
-        if name.startswith("StringClaim_"):
-            claims[name[len("StringClaim_"):]] = value
-        elif name.startswith("NumberClaim_"):
-            try:
-                claims[name[len("NumberClaim_"):]] = int(value) if value.lstrip("-").isdigit() \
-                    else float(value)
-            except ValueError:
-                raise CommandConfigError(f"sasl.jaas.config: {key}={value} is not a number"
-                                         ) from None
-        elif name.startswith("ListClaim_"):  # Kafka's rule: the first character delimits
-            claims[name[len("ListClaim_"):]] = [v for v in value[1:].split(value[:1]) if v] \
-                if value else []
-        elif name.startswith("Extension_"):
-            extensions[name[len("Extension_"):]] = value
-        elif name == "PrincipalClaimName":
-            principal_claim = value
-        elif name == "ScopeClaimName":
-            scope_claim = value
-        elif name == "LifetimeSeconds":
-            if not value.isdigit():
-                raise CommandConfigError(f"sasl.jaas.config: {key}={value} is not a number of "
-                                         f"seconds")
-            lifetime = int(value)
-        else:
-            raise CommandConfigError(f"sasl.jaas.config: unknown option '{key}'")
-    if principal_claim not in claims:
-        raise CommandConfigError(f"sasl.jaas.config: {_UNSECURED}StringClaim_{principal_claim} "
-                                 f"(the principal) is not set")
-    return UnsecuredToken(principal_claim, scope_claim, lifetime, claims, extensions)
+def _unsecured(options: dict[str, str]) -> UnsecuredLogin:
+    other = sorted(k for k in options if not k.startswith("unsecuredLogin"))
+    if other:
+        raise CommandConfigError(
+            f"sasl.jaas.config: OAuthBearerLoginModule option '{other[0]}' is not supported "
+            f"(only the unsecuredLogin* options of Kafka's unsecured tokens)")
+    try:
+        return unsecured_login(options)
+    except ValueError as e:
+        raise CommandConfigError(f"sasl.jaas.config: {e}") from None
 
 
-def _librdkafka_oauth(tok: UnsecuredToken) -> str:
+def _librdkafka_oauth(tok: UnsecuredLogin) -> str:
     """librdkafka's ``sasl.oauthbearer.config`` (its unsecured JWT builder's options)."""
     for name in tok.claims:
         if name not in (tok.principal_claim, tok.scope_claim):

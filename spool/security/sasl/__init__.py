@@ -82,7 +82,7 @@ def client_for(mechanism: str, username: str | None, password: str | None,
     ``sasl.jaas.config`` options: OAUTHBEARER makes an unsecured JWS from
     ``unsecuredLoginStringClaim_sub`` and friends, as Kafka's unsecured login handler).
     ValueError for a mechanism Spool has no client for, or settings it lacks."""
-    from spool.security.sasl.oauthbearer import OAuthBearerClient, unsecured_token
+    from spool.security.sasl.oauthbearer import OAuthBearerClient, unsecured_login
     from spool.security.sasl.plain import PlainClient
     from spool.security.sasl.scram import ScramClient
     from spool.security.scram import ScramMechanism
@@ -95,9 +95,7 @@ def client_for(mechanism: str, username: str | None, password: str | None,
             return ScramClient(scram, username, password)
         return PlainClient(username, password)
     if mechanism == OAUTHBEARER:
-        options = dict(jaas_options or {})
-        extensions = {k[len("unsecuredLoginExtension_"):]: v for k, v in options.items()
-                      if k.startswith("unsecuredLoginExtension_")}
-        return OAuthBearerClient(unsecured_token(options), extensions)
+        login = unsecured_login(jaas_options or {})
+        return OAuthBearerClient(login.token(), login.extensions)
     raise ValueError(f"SASL mechanism {mechanism}: Spool has no client for it "
                      f"(it has {', '.join(MECHANISMS)})")

@@ -318,28 +318,76 @@ def _b64url(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
-def unsecured_token(options: Mapping[str, str], now_s: float | None = None) -> str:
-    """An unsecured JWS from Kafka's OAuthBearerUnsecuredLoginCallbackHandler options:
-    ``unsecuredLoginStringClaim_<name>``, ``unsecuredLoginNumberClaim_<name>``,
-    ``unsecuredLoginListClaim_<name>`` (first character the separator),
-    ``unsecuredLoginLifetimeSeconds`` (3600), ``unsecuredLoginPrincipalClaimName`` (sub)."""
-    now = time.time() if now_s is None else now_s
+_LOGIN = "unsecuredLogin"
+
+
+@dataclass(frozen=True)
+class UnsecuredLogin:
+    """Kafka's OAuthBearerUnsecuredLoginCallbackHandler options, read (``unsecured_login``)."""
+
+    claims: dict[str, Any]  # string, number and list claims
+    principal_claim: str = "sub"
+    scope_claim: str = "scope"
+    lifetime_s: int = 3600
+    extensions: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def principal(self) -> str:
+        return str(self.claims[self.principal_claim])
+
+    def token(self, now_s: float | None = None) -> str:
+        """The unsecured JWS (``alg: none``), ``iat`` now and ``exp`` a lifetime later."""
+        now = int(time.time() if now_s is None else now_s)
+        claims = {**self.claims}
+        claims.setdefault("iat", now)
+        claims.setdefault("exp", now + self.lifetime_s)
+        header = _b64url(json.dumps({"alg": "none"}).encode())
+        return f"{header}.{_b64url(json.dumps(claims).encode())}."
+
+
+def unsecured_login(options: Mapping[str, str]) -> UnsecuredLogin:
+    """The ``unsecuredLogin*`` JAAS options: ``StringClaim_<name>``, ``NumberClaim_<name>``,
+    ``ListClaim_<name>`` (the first character separates), ``Extension_<name>``,
+    ``PrincipalClaimName`` (sub), ``ScopeClaimName`` (scope), ``LifetimeSeconds`` (3600).
+    Options without the prefix are not this handler's and are skipped. ValueError naming the
+    option for an unknown ``unsecuredLogin`` option, a bad number, or no principal claim."""
     claims: dict[str, Any] = {}
+    extensions: dict[str, str] = {}
+    principal_claim, scope_claim, lifetime = "sub", "scope", 3600
     for key, value in options.items():
-        if key.startswith("unsecuredLoginStringClaim_"):
-            claims[key[len("unsecuredLoginStringClaim_"):]] = value
-        elif key.startswith("unsecuredLoginNumberClaim_"):
-            claims[key[len("unsecuredLoginNumberClaim_"):]] = float(value) \
-                if "." in value else int(value)
-        elif key.startswith("unsecuredLoginListClaim_") and value:
-            claims[key[len("unsecuredLoginListClaim_"):]] = [v for v in value[1:].split(value[0])
-                                                             if v]
-    principal_claim = options.get("unsecuredLoginPrincipalClaimName") or "sub"
+        if not key.startswith(_LOGIN):
+            continue
+        name = key[len(_LOGIN):]
+        if name.startswith("StringClaim_"):
+            claims[name[len("StringClaim_"):]] = value
+        elif name.startswith("NumberClaim_"):
+            try:
+                claims[name[len("NumberClaim_"):]] = (int(value) if value.lstrip("-").isdigit()
+                                                      else float(value))
+            except ValueError:
+                raise ValueError(f"{key}={value} is not a number") from None
+        elif name.startswith("ListClaim_"):
+            claims[name[len("ListClaim_"):]] = ([v for v in value[1:].split(value[0]) if v]
+                                                if value else [])
+        elif name.startswith("Extension_"):
+            extensions[name[len("Extension_"):]] = value
+        elif name == "PrincipalClaimName":
+            principal_claim = value
+        elif name == "ScopeClaimName":
+            scope_claim = value
+        elif name == "LifetimeSeconds":
+            if not value.isdigit():
+                raise ValueError(f"{key}={value} is not a number of seconds")
+            lifetime = int(value)
+        else:
+            raise ValueError(f"unknown option '{key}'")
     if not isinstance(claims.get(principal_claim), str):
-        raise ValueError(f"unsecuredLoginStringClaim_{principal_claim} is required (the "
-                         f"token's principal)")
-    lifetime = int(options.get("unsecuredLoginLifetimeSeconds") or 3600)
-    claims.setdefault("iat", int(now))
-    claims.setdefault("exp", int(now) + lifetime)
-    header = _b64url(json.dumps({"alg": "none"}).encode())
-    return f"{header}.{_b64url(json.dumps(claims).encode())}."
+        raise ValueError(f"{_LOGIN}StringClaim_{principal_claim} is required (the token's "
+                         f"principal)")
+    return UnsecuredLogin(claims, principal_claim, scope_claim, lifetime, extensions)
+
+
+def unsecured_token(options: Mapping[str, str], now_s: float | None = None) -> str:
+    """An unsecured JWS from Kafka's OAuthBearerUnsecuredLoginCallbackHandler options
+    (``unsecured_login``)."""
+    return unsecured_login(options).token(now_s)
