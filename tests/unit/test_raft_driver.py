@@ -113,8 +113,11 @@ def test_snapshots_by_bytes_and_a_restart_loads_the_latest(tmp_path):
         await n.write(b"x" * 4)
         assert _snapshots(tmp_path) == []  # 4 bytes: below the 10
         await n.write(b"y" * 8)
-        for _ in range(100):
-            if _snapshots(tmp_path):
+        # the snapshot is written off the loop, then the log below it is cut: wait for both
+        # (up to 10 s: under a loaded full-suite run 1 s was not always enough)
+        for _ in range(1000):
+            if (_snapshots(tmp_path)
+                    and n.driver.log.log_start_offset == n.driver.applied_offset):
                 break
             await asyncio.sleep(0.01)
         end = n.driver.applied_offset
