@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from spool.broker.controller_channel import ControllerUnavailable
@@ -180,29 +181,43 @@ def _error_response(api_key: int, version: int, req: Any, code: int, message: st
 
 async def forward(ctx: Any, req: Any) -> Any:
     """The active controller's reply to ``req`` (module doc), or REQUEST_TIMED_OUT."""
-    broker = ctx.broker
-    api_key = ctx.header.api_key
-    try:
-        return await broker.controller_channel.send_until(api_key, ctx.api_version, req,
-                                                          broker.request_timeout_s)
-    except ControllerUnavailable as e:
-        log.info("%s not forwarded: %s", type(req).__name__, e)
-        return _error_response(api_key, ctx.api_version, req, Errors.REQUEST_TIMED_OUT, str(e))
+    return (await _send(ctx, req))[0]
 
 
 async def forward_and_catch_up(ctx: Any, req: Any) -> Any:
     """``forward(ctx, req)``, then this broker's metadata caught up (module doc); a
     request no controller answered is REQUEST_TIMED_OUT at once, without the wait."""
+    resp, answered = await _send(ctx, req)
+    if answered:
+        await catch_up_with_controller(ctx.broker)
+    return resp
+
+
+async def change_security(ctx: Any, req: Any, plan: Callable[[Any], tuple[list, Any]],
+                          error: Callable[[Any, KafkaError], Any]) -> Any:
+    """A write of ACLs, SCRAM credentials or client quotas: on a cluster forwarded (and
+    caught up with); on a single node ``broker.change_security(plan)``, where ``plan``
+    maps the SecurityImage to (records, response); a KafkaError is ``error(req, e)``."""
+    broker = ctx.broker
+    if broker.view.clustered:
+        return await forward_and_catch_up(ctx, req)
+    try:
+        return await broker.change_security(plan)
+    except KafkaError as e:
+        return error(req, e)
+
+
+async def _send(ctx: Any, req: Any) -> tuple[Any, bool]:
+    """(the controller's reply, True), or (REQUEST_TIMED_OUT for every part, False)."""
     broker = ctx.broker
     api_key = ctx.header.api_key
     try:
-        resp = await broker.controller_channel.send_until(api_key, ctx.api_version, req,
-                                                          broker.request_timeout_s)
+        return await broker.controller_channel.send_until(api_key, ctx.api_version, req,
+                                                          broker.request_timeout_s), True
     except ControllerUnavailable as e:
         log.info("%s not forwarded: %s", type(req).__name__, e)
-        return _error_response(api_key, ctx.api_version, req, Errors.REQUEST_TIMED_OUT, str(e))
-    await catch_up_with_controller(broker)
-    return resp
+        return _error_response(api_key, ctx.api_version, req, Errors.REQUEST_TIMED_OUT,
+                               str(e)), False
 
 
 async def catch_up_with_controller(broker: Any) -> None:

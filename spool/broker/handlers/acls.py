@@ -18,7 +18,7 @@ then learns them from the metadata log, the forwarding one before it answers
 from __future__ import annotations
 
 from spool.broker.authz import allowed_cluster
-from spool.broker.forwarding import forward_and_catch_up
+from spool.broker.forwarding import change_security
 from spool.broker.registry import handles
 from spool.protocol._generated import (
     CreateAclsRequest,
@@ -127,15 +127,9 @@ async def create_acls(ctx, req: CreateAclsRequest) -> CreateAclsResponse:
     refused = _refusal(ctx, AclOperation.ALTER, NO_AUTHORIZER)
     if refused is not None:
         return create_error(req, refused)
-    broker = ctx.broker
-    if broker.view.clustered:
-        return await forward_and_catch_up(ctx, req)
     bindings = bindings_of(req)
-    try:
-        return await broker.change_security(
-            lambda image: _created(acl_ops.create_acls(image, bindings)))
-    except KafkaError as e:
-        return create_error(req, e)
+    return await change_security(
+        ctx, req, lambda image: _created(acl_ops.create_acls(image, bindings)), create_error)
 
 
 def _created(result):
@@ -148,15 +142,9 @@ async def delete_acls(ctx, req: DeleteAclsRequest) -> DeleteAclsResponse:
     refused = _refusal(ctx, AclOperation.ALTER, NO_AUTHORIZER)
     if refused is not None:
         return delete_error(req, refused)
-    broker = ctx.broker
-    if broker.view.clustered:
-        return await forward_and_catch_up(ctx, req)
     filters = filters_of(req)
-    try:
-        return await broker.change_security(
-            lambda image: _deleted(acl_ops.delete_acls(image, filters)))
-    except KafkaError as e:
-        return delete_error(req, e)
+    return await change_security(
+        ctx, req, lambda image: _deleted(acl_ops.delete_acls(image, filters)), delete_error)
 
 
 def _deleted(result):

@@ -14,7 +14,7 @@ the quota manager (``spool.security.quotas``) reads the same image.
 from __future__ import annotations
 
 from spool.broker.authz import allowed_cluster
-from spool.broker.forwarding import forward_and_catch_up
+from spool.broker.forwarding import change_security
 from spool.broker.registry import handles
 from spool.protocol._generated import (
     AlterClientQuotasRequest,
@@ -80,16 +80,10 @@ async def alter_client_quotas(ctx, req: AlterClientQuotasRequest) -> AlterClient
     if not allowed_cluster(ctx, AclOperation.ALTER_CONFIGS):
         return alter_error(req, KafkaError(Errors.CLUSTER_AUTHORIZATION_FAILED,
                                            NOT_AUTHORIZED))
-    broker = ctx.broker
-    if broker.view.clustered:
-        return await forward_and_catch_up(ctx, req)
     alterations = alterations_of(req)
 
     def plan(image):
         records, results = quota_ops.alter_quotas(image, alterations)
         return ([] if req.validate_only else records), alter_response(results)
 
-    try:
-        return await broker.change_security(plan)
-    except KafkaError as e:
-        return alter_error(req, e)
+    return await change_security(ctx, req, plan, alter_error)

@@ -13,7 +13,7 @@ broker's ``security_image``: mechanisms and iterations, never salts or keys.
 from __future__ import annotations
 
 from spool.broker.authz import allowed_cluster
-from spool.broker.forwarding import forward_and_catch_up
+from spool.broker.forwarding import change_security
 from spool.broker.registry import handles
 from spool.protocol._generated import (
     AlterUserScramCredentialsRequest,
@@ -86,16 +86,10 @@ async def alter_user_scram_credentials(ctx, req: AlterUserScramCredentialsReques
     if not allowed_cluster(ctx, AclOperation.ALTER):
         return alter_error(req, KafkaError(Errors.CLUSTER_AUTHORIZATION_FAILED,
                                            NOT_AUTHORIZED))
-    broker = ctx.broker
-    if broker.view.clustered:
-        return await forward_and_catch_up(ctx, req)
     deletions, upsertions = changes_of(req)
 
     def plan(image):
         records, results = scram_ops.alter_credentials(image, deletions, upsertions)
         return records, alter_response(results)
 
-    try:
-        return await broker.change_security(plan)
-    except KafkaError as e:
-        return alter_error(req, e)
+    return await change_security(ctx, req, plan, alter_error)
