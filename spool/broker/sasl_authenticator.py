@@ -11,8 +11,12 @@ request pipelined behind the authentication is judged by its outcome. States::
     any --failure--> FAILED (the answer is sent, then the connection closes)
 
 - Before COMPLETE only ApiVersions (once, first), SaslHandshake and SaslAuthenticate
-  are read; any other request closes the connection unanswered ("Unexpected Kafka
-  request of type <API> during SASL handshake.").
+  are read. Another request before the handshake closes the connection unanswered
+  ("Unexpected Kafka request of type <API> during SASL handshake."); one after it (while
+  the exchange is in progress) is answered with its API's error response carrying
+  ILLEGAL_SASL_STATE ("... during SASL authentication."), then the connection closes, as
+  Kafka's ``getErrorResponse``: the top-level ``error_code`` where the response has one,
+  each topic asked for in Metadata; an API with neither closes unanswered.
 - SaslHandshake v0 means the tokens that follow are raw: a size-prefixed frame with
   no request header, answered by a size-prefixed token (GSSAPI-era framing); v1
   means SaslAuthenticate requests.
@@ -32,7 +36,11 @@ request pipelined behind the authentication is judged by its outcome. States::
   v1+ tells the session lifetime: ``connections.max.reauth.ms`` of the mechanism,
   shortened to the credential's expiry (OAUTHBEARER's ``exp``); 0 when sessions do
   not end. After that instant the next request other than a SaslHandshake closes the
-  connection; re-authentication must keep the mechanism and the principal.
+  connection; re-authentication must keep the mechanism and the principal. A
+  re-authentication handshake naming another enabled mechanism is answered NONE (Kafka's
+  REAUTH_BAD_MECHANISM state), and the next frame fails the re-authentication unanswered
+  ("SASL mechanism '<new>' requested by client is not supported for re-authentication of
+  mechanism '<old>'"); a mechanism not enabled at all is UNSUPPORTED_SASL_MECHANISM.
 """
 
 from __future__ import annotations
@@ -47,11 +55,14 @@ from spool.broker.sasl_listener import SaslListener
 from spool.broker.server import CloseConnection, Connection
 from spool.protocol._generated import (
     API_BY_KEY,
+    MetadataRequest,
+    MetadataResponse,
     SaslAuthenticateRequest,
     SaslAuthenticateResponse,
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
+from spool.protocol._generated import metadata_response as mr
 from spool.protocol.errors import Errors
 from spool.protocol.headers import (
     API_VERSIONS_KEY,
@@ -74,6 +85,7 @@ HANDSHAKE = "HANDSHAKE_REQUEST"
 AUTHENTICATE = "AUTHENTICATE"
 COMPLETE = "COMPLETE"
 FAILED = "FAILED"
+REAUTH_BAD_MECHANISM = "REAUTH_BAD_MECHANISM"
 
 PROCEED = object()
 """``gate``'s answer for a frame the dispatcher serves as usual."""
@@ -91,6 +103,22 @@ def _upper_snake(name: str) -> str:  # SaslHandshake -> SASL_HANDSHAKE, as Kafka
             out.append("_")
         out.append(c.upper())
     return "".join(out)
+
+
+def _illegal_state_response(api_key: int, version: int, request):
+    """Kafka's ``getErrorResponse(ILLEGAL_SASL_STATE)`` for ``request``, or None when its
+    response has no place for the error."""
+    code = Errors.ILLEGAL_SASL_STATE
+    if api_key == MetadataRequest.API_KEY:
+        return MetadataResponse(throttle_time_ms=0, brokers=[], topics=[
+            mr.MetadataResponseTopic(error_code=code, name=t.name or "",
+                                     topic_id=t.topic_id, is_internal=False, partitions=[])
+            for t in request.topics or ()])
+    response = API_BY_KEY[api_key].response()
+    if "error_code" not in type(response).__slots__:
+        return None
+    response.error_code = code
+    return response
 
 
 def _encode(body, correlation_id: int, version: int, flexible: bool, api_key: int) -> list:
@@ -120,6 +148,7 @@ class SaslAuthenticator:
         self.session_expiry_ns: int | None = None
         self.principal: KafkaPrincipal | None = None
         self.reauthenticating = False
+        self.bad_mechanism = ""
 
     @property
     def authenticated(self) -> bool:
@@ -159,11 +188,12 @@ class SaslAuthenticator:
         except ProtocolDecodeError as e:
             self.state = FAILED
             raise CloseConnection(f"bad request header during SASL {self._text()}: {e}") from e
+        if self.state == REAUTH_BAD_MECHANISM:
+            self.state = FAILED
+            raise CloseConnection(self.bad_mechanism)
         if self.state == AUTHENTICATE:
             if api_key != SASL_AUTHENTICATE_KEY:
-                self.state = FAILED
-                raise CloseConnection(f"Unexpected Kafka request of type {_api_name(api_key)} "
-                                      f"during SASL authentication.")
+                return self._illegal_state(frame, api_key, version, correlation_id)
             return self._authenticate(frame, version, correlation_id)
         if api_key == API_VERSIONS_KEY and self.state == HANDSHAKE_OR_VERSIONS:
             if self.version_ok(api_key, version):  # else answered v0 and asked again
@@ -204,6 +234,22 @@ class SaslAuthenticator:
             raise CloseConnection(f"malformed {request_cls.NAME} v{version}: {e}") from e
         return request, flexible
 
+    def _illegal_state(self, frame: bytearray, api_key: int, version: int,
+                       correlation_id: int) -> list:
+        reason = (f"Unexpected Kafka request of type {_api_name(api_key)} during SASL "
+                  f"{self._text()}.")
+        entry = API_BY_KEY.get(api_key)
+        if entry is None or not self.version_ok(api_key, version):
+            self.state = FAILED
+            raise CloseConnection(reason)
+        request, flexible = self._decode(frame, version, entry.request)
+        body = _illegal_state_response(api_key, version, request)
+        if body is None:
+            self.state = FAILED
+            raise CloseConnection(reason)
+        self._fail(reason)
+        return _encode(body, correlation_id, version, flexible, api_key)
+
     def _handshake(self, frame: bytearray, version: int, correlation_id: int) -> list:
         request, flexible = self._decode(frame, version, SaslHandshakeRequest)
         mechanism = request.mechanism
@@ -213,10 +259,12 @@ class SaslAuthenticator:
             body = SaslHandshakeResponse(error_code=Errors.UNSUPPORTED_SASL_MECHANISM,
                                          mechanisms=enabled)
         elif self.reauthenticating and mechanism != self.mechanism:
-            self._fail(f"SASL mechanism '{mechanism}' requested by client is not supported "
-                       f"for re-authentication of mechanism '{self.mechanism}'")
-            body = SaslHandshakeResponse(error_code=Errors.UNSUPPORTED_SASL_MECHANISM,
-                                         mechanisms=enabled)
+            # Kafka answers the handshake and fails at the next frame (REAUTH_BAD_MECHANISM)
+            self.bad_mechanism = (f"SASL mechanism '{mechanism}' requested by client is not "
+                                  f"supported for re-authentication of mechanism "
+                                  f"'{self.mechanism}'")
+            self.state = REAUTH_BAD_MECHANISM
+            body = SaslHandshakeResponse(error_code=Errors.NONE, mechanisms=enabled)
         else:
             self.mechanism = mechanism
             self.server = self.listener.server(mechanism)

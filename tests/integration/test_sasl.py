@@ -27,6 +27,7 @@ from spool.protocol._generated import (
     SaslAuthenticateRequest,
     SaslHandshakeRequest,
 )
+from spool.protocol._generated import metadata_request as mr
 from spool.protocol.errors import Errors
 from spool.security.sasl.oauthbearer import unsecured_token
 from spool.security.sasl.scram import ScramClient
@@ -358,13 +359,35 @@ def test_bad_credentials_answer_sasl_authentication_failed_then_close(broker, us
         c.close()
 
 
-@pytest.mark.parametrize("api", ["metadata", "produce-before-handshake", "after-handshake"])
-def test_a_request_before_authentication_closes_the_connection(broker, api):
+def test_a_request_before_the_handshake_closes_the_connection_unanswered(broker):
     c = _raw(broker)
     try:
-        if api == "after-handshake":
-            c.request(17, 1, SaslHandshakeRequest(mechanism="PLAIN"))
         c.send(3, 12, MetadataRequest(topics=[]))
+        assert c.is_closed_by_peer()
+    finally:
+        c.close()
+
+
+def test_a_request_during_the_exchange_is_answered_illegal_sasl_state_then_closed(broker):
+    """Kafka's SaslServerAuthenticator: the request's own error response, then the close."""
+    c = _raw(broker)
+    try:
+        c.request(17, 1, SaslHandshakeRequest(mechanism="PLAIN"))
+        md = c.request(3, 12, MetadataRequest(topics=[mr.MetadataRequestTopic(name="t1")]))
+        assert [(t.name, t.error_code) for t in md.topics] == [("t1", Errors.ILLEGAL_SASL_STATE)]
+        assert md.brokers == []
+        assert c.is_closed_by_peer()
+    finally:
+        c.close()
+
+
+def test_api_versions_during_the_exchange_gets_illegal_sasl_state(broker):
+    c = _raw(broker)
+    try:
+        c.request(17, 1, SaslHandshakeRequest(mechanism="SCRAM-SHA-256"))
+        av = c.request(18, 3, ApiVersionsRequest(client_software_name="t",
+                                                 client_software_version="1"))
+        assert (av.error_code, av.api_keys) == (Errors.ILLEGAL_SASL_STATE, [])
         assert c.is_closed_by_peer()
     finally:
         c.close()
@@ -542,9 +565,37 @@ def test_reauthentication_on_the_same_connection_renews_the_session(broker):
         assert _scram_login(c, "SCRAM-SHA-512").session_lifetime_ms == REAUTH_MS
         time.sleep(REAUTH_MS / 2000 + 0.2)  # past the first session's end, not the second's
         assert c.request(3, 12, MetadataRequest(topics=[])).brokers
-        # another mechanism, or another principal, is refused
-        resp = c.request(17, 1, SaslHandshakeRequest(mechanism="PLAIN"))
-        assert resp.error_code == Errors.UNSUPPORTED_SASL_MECHANISM
+    finally:
+        c.close()
+
+
+def test_reauthentication_with_another_mechanism_fails_at_the_token(broker):
+    """Kafka's REAUTH_BAD_MECHANISM: the handshake is answered NONE (the mechanism is
+    enabled), the token that follows fails the re-authentication unanswered."""
+    c = _raw(broker)
+    try:
+        _scram_login(c, "SCRAM-SHA-512")
+        hs = c.request(17, 1, SaslHandshakeRequest(mechanism="PLAIN"))
+        assert (hs.error_code, hs.mechanisms) == (Errors.NONE, list(MECHANISMS))
+        c.send(36, 2, SaslAuthenticateRequest(auth_bytes=_plain_token(*ALICE)))
+        assert c.is_closed_by_peer()
+    finally:
+        c.close()
+    reason = ("SASL mechanism 'PLAIN' requested by client is not supported for "
+              "re-authentication of mechanism 'SCRAM-SHA-512'")
+    deadline = time.monotonic() + 10  # the close is logged once the socket is shut
+    while reason not in broker.log_tail(10**6) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert reason in broker.log_tail(10**6)
+
+
+def test_reauthentication_with_a_mechanism_not_enabled_is_unsupported(broker):
+    c = _raw(broker)
+    try:
+        _scram_login(c, "SCRAM-SHA-512")
+        hs = c.request(17, 1, SaslHandshakeRequest(mechanism="GSSAPI"))
+        assert (hs.error_code, hs.mechanisms) == (Errors.UNSUPPORTED_SASL_MECHANISM,
+                                                  list(MECHANISMS))
         assert c.is_closed_by_peer()
     finally:
         c.close()

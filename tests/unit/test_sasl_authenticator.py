@@ -50,7 +50,7 @@ def make(reauth_ms: int = 0, max_receive: int = 524288):
     versions = {18: (0, 4), 17: (0, 1), 36: (0, 2), 3: (0, 12)}
 
     def version_ok(key: int, v: int) -> bool:
-        lo, hi = versions[key]
+        lo, hi = versions.get(key, (0, -1))
         return lo <= v <= hi
 
     return SaslAuthenticator(listener, conn, version_ok, clock_ns=clock), conn, clock
@@ -93,11 +93,36 @@ def test_requests_before_authentication_close_with_kafkas_message():
     with pytest.raises(CloseConnection, match=r"^Unexpected Kafka request of type METADATA "
                                               r"during SASL handshake\.$"):
         auth.gate(frame(3, 12, MetadataRequest(topics=[])))
-    auth, _, _ = make()
+
+
+
+def test_a_request_during_the_exchange_gets_illegal_sasl_state_then_closes():
+    """Kafka: the request's getErrorResponse(IllegalSaslStateException), then the close."""
+    from spool.protocol._generated import (
+        ApiVersionsRequest,
+        ApiVersionsResponse,
+        MetadataResponse,
+    )
+    from spool.protocol._generated import metadata_request as mr
+
+    auth, conn, _ = make()
     handshake(auth)
-    with pytest.raises(CloseConnection, match=r"^Unexpected Kafka request of type METADATA "
+    md = answer(auth.gate(frame(3, 12, MetadataRequest(topics=[mr.MetadataRequestTopic(
+        name="t1")]))), MetadataResponse, 12)
+    assert [(t.name, t.error_code) for t in md.topics] == [("t1", Errors.ILLEGAL_SASL_STATE)]
+    assert conn.condemned == ("Unexpected Kafka request of type METADATA during SASL "
+                              "authentication.")
+    with pytest.raises(CloseConnection):
+        auth.gate(frame(36, 2, SaslAuthenticateRequest(auth_bytes=b"\0alice\0a-pw")))
+    auth, conn, _ = make()
+    handshake(auth)
+    av = answer(auth.gate(frame(18, 0, ApiVersionsRequest())), ApiVersionsResponse, 0)
+    assert av.error_code == Errors.ILLEGAL_SASL_STATE
+    auth, conn, _ = make()
+    handshake(auth)
+    with pytest.raises(CloseConnection, match=r"^Unexpected Kafka request of type PRODUCE "
                                               r"during SASL authentication\.$"):
-        auth.gate(frame(3, 12, MetadataRequest(topics=[])))
+        auth.gate(frame(0, 9, API_BY_KEY[0].request()))  # (a version not served here)
 
 
 def test_failure_answers_then_condemns_and_refuses_everything_after():
