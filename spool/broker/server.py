@@ -81,6 +81,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from spool.protocol.framing import FrameDecoder, FrameError
 from spool.security.principal import ANONYMOUS, KafkaPrincipal
+from spool.util.inet import java_host_address
 
 if TYPE_CHECKING:
     from spool.security.tls import ServerTls
@@ -98,6 +99,12 @@ _NO_DESCRIPTORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.EN
 
 HANGUP_POLL_S = 0.5  # how often a stalled connection with unread requests asks TCP for a FIN
 _TCP_GONE_STATES = frozenset({7, 8, 9})  # Linux TCP_CLOSE, TCP_CLOSE_WAIT, TCP_LAST_ACK
+
+
+def peer_host(peer: tuple | None) -> str:
+    """The client's address as Kafka prints it (``spool.util.inet``): ACLs, per-IP limits
+    and IP quotas all match this one form."""
+    return java_host_address(peer[0]) if peer else ""
 
 
 def _peer_closed(sock: socket.socket) -> bool:
@@ -253,7 +260,7 @@ class Connection:
         self.fd = sock.fileno()
         self._recv_into = sock.recv_into  # TlsConnection's decrypts
         self.peer = peer
-        self.host = peer[0] if peer else ""
+        self.host = peer_host(peer)  # as Kafka prints it (ACL hosts, group client hosts)
         self.principal: KafkaPrincipal = ANONYMOUS  # set by mTLS or SASL (spool.security)
         self.sasl = None  # its SaslAuthenticator on a SASL listener (spool.broker.dispatch)
         self.decoder: FrameDecoder | None = None  # (its limit rises once SASL authenticates)
@@ -791,7 +798,7 @@ class Server:
             self._admit(sock, peer, name)
 
     def _admit(self, sock: socket.socket, peer: tuple, name: str = "PLAINTEXT") -> None:
-        host = peer[0] if peer else ""
+        host = peer_host(peer)
         if self.per_ip.get(host, 0) >= self.max_connections_per_ip:
             conn_log(logging.INFO, "refusing %s: max.connections.per.ip=%d reached",
                      peer, self.max_connections_per_ip)

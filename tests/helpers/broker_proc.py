@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-_LISTEN = re.compile(rb"listening on ([0-9.]+):(\d+)(?: \((\w+)\))?")
+_LISTEN = re.compile(rb"listening on ([0-9a-fA-F.:]+):(\d+)(?: \((\w+)\))?")
 
 
 class BrokerProcess:
