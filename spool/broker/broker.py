@@ -82,7 +82,7 @@ from spool.replica.partition import NotLeader  # noqa: F401 (re-exported: handle
 from spool.security.authorizer import StandardAuthorizer
 from spool.security.authorizer import configured as configured_authorizer
 from spool.security.image import SecurityImage, from_json, to_json
-from spool.security.quotas import has_client_quotas
+from spool.security.quotas import ConnectionQuotas, has_client_quotas
 from spool.storage.config import validate_topic_overrides
 from spool.storage.engine import Storage
 from spool.storage.log import PartitionLog
@@ -154,6 +154,8 @@ class Broker:
     # broker without quotas pays one attribute test per request; set with security_image
     client_quotas: ClientQuotas | None = None
     _client_quotas: ClientQuotas | None = None
+    _connection_quotas: ConnectionQuotas | None = None
+    connection_quotas: ConnectionQuotas | None = None  # None: no ip connection_creation_rate
 
     # ---- lifecycle
 
@@ -179,6 +181,7 @@ class Broker:
                  if lst.protocol in TLS_PROTOCOLS},
             tls_handshake_timeout_ms=self.config.get_int("spool.ssl.handshake.timeout.ms"),
         )
+        self.server.connection_quotas = self.connection_quotas
         self.server.bind()
         try:
             await self._load()
@@ -300,6 +303,21 @@ class Broker:
             self.client_quotas = self._client_quotas
         else:
             self.client_quotas = None
+        self._set_connection_quotas(image)
+
+    def _set_connection_quotas(self, image: SecurityImage) -> None:
+        """The server's IP connection rates (``connection_creation_rate``), or None."""
+        cq = self._connection_quotas
+        if cq is None:
+            cq = ConnectionQuotas(image.quotas, self.config.get_int("quota.window.num"),
+                                  self.config.get_int("quota.window.size.seconds"))
+            if cq.enabled:
+                self._connection_quotas = cq
+        else:
+            cq.update(image.quotas)
+        self.connection_quotas = cq if cq.enabled else None
+        if self.server is not None:
+            self.server.connection_quotas = self.connection_quotas
 
     async def change_security(self, plan: Callable[[SecurityImage], tuple[list, T]]) -> T:
         """A single node's security change: ``plan(current image)`` gives (records, reply);

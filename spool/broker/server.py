@@ -81,6 +81,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from spool.protocol.framing import FrameDecoder, FrameError
 from spool.security.principal import ANONYMOUS, KafkaPrincipal
+from spool.security.quotas import ConnectionQuotas
 from spool.util.inet import java_host_address
 
 if TYPE_CHECKING:
@@ -718,6 +719,9 @@ class Server:
         self.recv_view = memoryview(self.recv_buf)
         self.connections: set[Connection] = set()
         self.per_ip: dict[str, int] = {}
+        # ip connection_creation_rate (spool.security.quotas); None: no such quota
+        self.connection_quotas: ConnectionQuotas | None = None
+        self._throttled: set[socket.socket] = set()  # refused by it, closed when throttled
         self.closing = False
         self._listeners: list[socket.socket] = []
         self._tasks: set[asyncio.Task] = set()
@@ -799,6 +803,8 @@ class Server:
 
     def _admit(self, sock: socket.socket, peer: tuple, name: str = "PLAINTEXT") -> None:
         host = peer_host(peer)
+        if self.connection_quotas is not None and self._rate_refused(sock, host, name):
+            return
         if self.per_ip.get(host, 0) >= self.max_connections_per_ip:
             conn_log(logging.INFO, "refusing %s: max.connections.per.ip=%d reached",
                      peer, self.max_connections_per_ip)
@@ -821,6 +827,26 @@ class Server:
         t.add_done_callback(functools.partial(self._gone, conn))
         if self.on_connection is not None:
             self.on_connection(conn)
+
+    def _rate_refused(self, sock: socket.socket, host: str, name: str) -> bool:
+        """Kafka's ConnectionQuotas: a connection over its IP's ``connection_creation_rate``
+        is not served; its socket is held for the throttle time, then closed."""
+        assert self.connection_quotas is not None
+        if name in self.controller_names:
+            return False  # (Kafka's protected listener: the controller's own)
+        throttle_ms = self.connection_quotas.record(host, int(time.monotonic() * 1000))
+        if not throttle_ms:
+            return False
+        conn_log(logging.INFO, "refusing %s on %s: connection_creation_rate of ip %s "
+                 "exceeded; closing in %d ms", host, name, host, throttle_ms)
+        self._throttled.add(sock)
+
+        def close() -> None:
+            self._throttled.discard(sock)
+            sock.close()
+
+        asyncio.get_running_loop().call_later(throttle_ms / 1000, close)
+        return True
 
     def _gone(self, conn: Connection, _task: asyncio.Task) -> None:
         conn._teardown()  # (if run() itself was cancelled)
@@ -848,6 +874,9 @@ class Server:
             await asyncio.wait(self._service)
         for ls in self._listeners:
             ls.close()
+        for sock in self._throttled:
+            sock.close()
+        self._throttled.clear()
         for conn in list(self.connections):
             conn.closed = True  # stop reading new requests; queued ones still finish
             with contextlib.suppress(OSError):

@@ -52,6 +52,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from spool.util.inet import java_host_address
+
 PRODUCER_BYTE_RATE = "producer_byte_rate"
 CONSUMER_BYTE_RATE = "consumer_byte_rate"
 REQUEST_PERCENTAGE = "request_percentage"
@@ -367,3 +369,77 @@ class ControllerMutationQuotaManager:
                 self.buckets.clear()
             bucket = self.buckets[tags] = TokenBucket(self.samples, self.window_ms)
         return ControllerMutationQuota(bucket, limit, strict)
+
+
+CONNECTION_CREATION_RATE = "connection_creation_rate"
+IP = "ip"
+
+
+def ip_connection_rates(quotas: Quotas) -> tuple[dict[str, float], float | None]:
+    """``connection_creation_rate`` per IP (as ``spool.util.inet.java_host_address`` prints
+    it, the form the server takes the client's address in) and the ``ip=<default>`` one."""
+    per_ip: dict[str, float] = {}
+    default: float | None = None
+    for entity, values in quotas.items():
+        rate = values.get(CONNECTION_CREATION_RATE)
+        if rate is None or len(entity) != 1 or entity[0][0] != IP:
+            continue
+        name = entity[0][1]
+        if name is None:
+            default = float(rate)
+        else:
+            per_ip[java_host_address(name)] = float(rate)
+    return per_ip, default
+
+
+class ConnectionQuotas:
+    """The IP connection creation rates, as Kafka's ``ConnectionQuotas``
+    (``recordIpConnectionMaybeThrottle``).
+
+    A new connection from ``host`` is recorded in that IP's ``Rate`` (``quota.window.num``
+    windows of ``quota.window.size.seconds``; so a fresh IP may open ``quota * (num - 1) *
+    size`` connections at once); when the rate is then over the IP's quota the connection
+    is taken back out of the rate and refused: ``record`` answers the throttle time
+    (``(O - T) / T * window``, at most one window, Kafka's ``maxThrottleTimeMs``), for
+    which Kafka holds the socket before closing it. 0: accepted. An IP without a quota of
+    its own takes the ``ip=<default>`` one; with neither, nothing is recorded. Not
+    thread-safe (the event loop's).
+    """
+
+    def __init__(self, quotas: Quotas, samples: int = 11, window_s: int = 1) -> None:
+        self.samples = max(1, samples)
+        self.window_ms = max(1, window_s) * 1000
+        self.rates: dict[str, Rate] = {}
+        self._last_purge_ms = 0
+        self.per_ip: dict[str, float] = {}
+        self.default: float | None = None
+        self.update(quotas)
+
+    def update(self, quotas: Quotas) -> None:
+        """New quotas from the image; the rates accumulated so far are kept."""
+        self.per_ip, self.default = ip_connection_rates(quotas)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.per_ip) or self.default is not None
+
+    def record(self, host: str, now_ms: int) -> int:
+        """Record a connection from ``host``: 0 if accepted, else the throttle time (ms)."""
+        limit = self.per_ip.get(host, self.default)
+        if limit is None:
+            return 0
+        if now_ms - self._last_purge_ms >= _PURGE_EVERY_MS:
+            self._last_purge_ms = now_ms
+            for idle in [h for h, r in self.rates.items()
+                         if now_ms - r.last_record_ms >= INACTIVE_SENSOR_EXPIRATION_MS]:
+                del self.rates[idle]
+        rate = self.rates.get(host)
+        if rate is None:
+            rate = self.rates[host] = Rate(self.samples, self.window_ms)
+        rate.record(1.0, now_ms)
+        observed = rate.measure(now_ms)
+        if observed <= limit:
+            return 0
+        rate.record(-1.0, now_ms)  # not accepted: not counted
+        throttle = (observed - limit) / limit * rate.window_size_ms(now_ms)
+        return max(1, min(round(throttle), self.window_ms))
