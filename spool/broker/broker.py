@@ -182,6 +182,10 @@ class Broker:
             tls_handshake_timeout_ms=self.config.get_int("spool.ssl.handshake.timeout.ms"),
         )
         self.server.connection_quotas = self.connection_quotas
+        self.server.set_connection_creation_rate(
+            self.config.get_int("max.connection.creation.rate"),
+            self.config.get_int("quota.window.num"),
+            self.config.get_int("quota.window.size.seconds"))
         self.server.bind()
         try:
             await self._load()

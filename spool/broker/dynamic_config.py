@@ -258,6 +258,12 @@ def apply_changes(broker, old: Mapping[str, str], new: Mapping[str, str]) -> Non
     if server is not None and any(old.get(k) != new.get(k) for k in limits):
         current = [int(new.get(k) or broker.config.get(k)) for k in limits]
         server.set_connection_limits(*current)
+    rate = "max.connection.creation.rate"
+    if server is not None and old.get(rate) != new.get(rate):
+        server.set_connection_creation_rate(
+            int(new.get(rate) or broker.config.get(rate)),
+            broker.config.get_int("quota.window.num"),
+            broker.config.get_int("quota.window.size.seconds"))
     _reload_tls(broker, old, new)
     _reload_sasl(broker, old, new)
     note_changes(broker.node_id, old, new)

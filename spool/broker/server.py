@@ -81,7 +81,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from spool.protocol.framing import FrameDecoder, FrameError
 from spool.security.principal import ANONYMOUS, KafkaPrincipal
-from spool.security.quotas import ConnectionQuotas
+from spool.security.quotas import INT32_MAX, BrokerConnectionRate, ConnectionQuotas
 from spool.util.inet import java_host_address
 
 if TYPE_CHECKING:
@@ -722,6 +722,7 @@ class Server:
         # ip connection_creation_rate (spool.security.quotas); None: no such quota
         self.connection_quotas: ConnectionQuotas | None = None
         self._throttled: set[socket.socket] = set()  # refused by it, closed when throttled
+        self.connection_rate: BrokerConnectionRate | None = None  # max.connection.creation.rate
         self.closing = False
         self._listeners: list[socket.socket] = []
         self._tasks: set[asyncio.Task] = set()
@@ -779,6 +780,17 @@ class Server:
         self.max_connections_per_ip = max(0, max_connections_per_ip)
         self._slot_freed.set()  # an accept loop waiting on the old limit looks again
 
+    def set_connection_creation_rate(self, rate: int, samples: int = 11,
+                                     window_s: int = 1) -> None:
+        """``max.connection.creation.rate`` (at start, and when changed while running);
+        its default (2147483647) means none: one attribute test per accept."""
+        if rate >= INT32_MAX:
+            self.connection_rate = None
+        elif self.connection_rate is not None:
+            self.connection_rate.limit = rate  # (the rate so far is kept, as Kafka's sensor)
+        else:
+            self.connection_rate = BrokerConnectionRate(rate, samples, window_s)
+
     async def _accept_loop(self, ls: socket.socket, name: str) -> None:
         loop = asyncio.get_running_loop()
         fd = ls.fileno()
@@ -799,6 +811,13 @@ class Server:
                 await asyncio.sleep(backoff if e.errno in _NO_DESCRIPTORS else 0.01)
                 continue
             backoff = 0.0
+            rate = self.connection_rate
+            if rate is not None and name not in self.controller_names:
+                wait_ms = rate.record(int(time.monotonic() * 1000))
+                if wait_ms:  # Kafka's waitForConnectionSlot: this listener accepts nothing
+                    conn_log(logging.INFO, "max.connection.creation.rate=%d reached: %s "
+                             "waits %d ms", rate.limit, name, wait_ms)
+                    await asyncio.sleep(wait_ms / 1000)
             self._admit(sock, peer, name)
 
     def _admit(self, sock: socket.socket, peer: tuple, name: str = "PLAINTEXT") -> None:
@@ -837,6 +856,8 @@ class Server:
         throttle_ms = self.connection_quotas.record(host, int(time.monotonic() * 1000))
         if not throttle_ms:
             return False
+        if self.connection_rate is not None:  # not accepted: not counted broker-wide either
+            self.connection_rate.unrecord(int(time.monotonic() * 1000))
         conn_log(logging.INFO, "refusing %s on %s: connection_creation_rate of ip %s "
                  "exceeded; closing in %d ms", host, name, host, throttle_ms)
         self._throttled.add(sock)

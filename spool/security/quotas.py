@@ -64,6 +64,7 @@ USER = "user"
 CLIENT_ID = "client-id"
 INACTIVE_SENSOR_EXPIRATION_MS = 3600 * 1000  # Kafka's InactiveSensorExpirationTimeSeconds
 _PURGE_EVERY_MS = 60 * 1000
+INT32_MAX = 2**31 - 1  # max.connection.creation.rate's default: no limit
 
 Entity = tuple[tuple[str, str | None], ...]
 Quotas = Mapping[Entity, Mapping[str, float]]
@@ -443,3 +444,30 @@ class ConnectionQuotas:
         rate.record(-1.0, now_ms)  # not accepted: not counted
         throttle = (observed - limit) / limit * rate.window_size_ms(now_ms)
         return max(1, min(round(throttle), self.window_ms))
+
+
+class BrokerConnectionRate:
+    """``max.connection.creation.rate``: the broker-wide connection creation rate (Kafka's
+    ``brokerConnectionRateSensor``). Unlike an IP's, a connection over it is not refused:
+    it is counted, and the acceptor waits the throttle time (at most one window) before it
+    serves it and accepts the next, as Kafka's ``waitForConnectionSlot``."""
+
+    def __init__(self, limit: float, samples: int = 11, window_s: int = 1) -> None:
+        self.limit = limit
+        self.window_ms = max(1, window_s) * 1000
+        self.rate = Rate(max(1, samples), self.window_ms)
+
+    def record(self, now_ms: int) -> int:
+        """Count a connection: the time (ms) the acceptor waits, 0 within the rate."""
+        self.rate.record(1.0, now_ms)
+        observed = self.rate.measure(now_ms)
+        if observed <= self.limit:
+            return 0
+        if self.limit <= 0:
+            return self.window_ms
+        throttle = (observed - self.limit) / self.limit * self.rate.window_size_ms(now_ms)
+        return max(1, min(round(throttle), self.window_ms))
+
+    def unrecord(self, now_ms: int) -> None:
+        """Take back a connection an IP quota refused (Kafka's ``updateListenerMetrics``)."""
+        self.rate.record(-1.0, now_ms)

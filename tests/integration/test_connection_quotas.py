@@ -16,6 +16,7 @@ import pytest
 from spool.protocol._generated import AlterClientQuotasRequest, ApiVersionsRequest
 from spool.protocol._generated.alter_client_quotas_request import EntityData, EntryData, OpData
 from spool.protocol.errors import Errors
+from tests.helpers.broker_configs import raw_incremental
 from tests.helpers.broker_proc import BrokerProcess
 from tests.helpers.raw_client import RawClient, request_once
 
@@ -108,3 +109,40 @@ def test_an_ipv6_entity_in_any_form_limits_its_client(broker):
         for c in served + ([refused] if refused else []):
             c.close()
         _set_rate(_v4(broker), "::1", None)
+
+
+@pytest.fixture(scope="module")
+def rate_limited(tmp_path_factory):
+    b = BrokerProcess(tmp_path_factory.mktemp("connrate") / "data",
+                      {"max.connection.creation.rate": str(RATE)}, log_level="INFO")
+    b.start()
+    yield b
+    b.stop()
+
+
+def test_max_connection_creation_rate_delays_accepting_and_refuses_nothing(rate_limited):
+    """Kafka's broker-wide rate: over it the acceptor waits (at most one window) before
+    serving the connection; no connection is closed for it."""
+    served, refused = _open_until_refused(rate_limited.bootstrap, BURST + 2)
+    try:
+        assert (len(served), refused) == (BURST + 2, None)
+    finally:
+        for c in served:
+            c.close()
+    assert "max.connection.creation.rate=1 reached: PLAINTEXT waits" in rate_limited.log_tail(
+        10**6)
+
+
+def test_max_connection_creation_rate_set_while_running_takes_effect(broker):
+    assert raw_incremental(_v6(broker), "", ("max.connection.creation.rate", str(RATE), 0)) \
+        == (0, None)
+    try:
+        served, refused = _open_until_refused(_v4(broker), BURST + 2)
+        for c in served:
+            c.close()
+        assert (len(served), refused) == (BURST + 2, None)
+        assert "max.connection.creation.rate=1 reached: PLAINTEXT waits" in broker.log_tail(
+            10**6)
+    finally:
+        assert raw_incremental(_v6(broker), "", ("max.connection.creation.rate", None, 1)) \
+            == (0, None)

@@ -36,3 +36,15 @@ def test_the_throttle_is_at_most_one_window_and_the_default_applies_to_other_ips
     cq = ConnectionQuotas({(("ip", None),): {"connection_creation_rate": 0.5}}, 11, 1)
     assert [cq.record("h", now) for _ in range(5)] == [0] * 5
     assert cq.record("h", now) == 1000  # (0.6 - 0.5) / 0.5 * 10 s = 2 s, capped at 1 window
+
+
+def test_the_broker_wide_rate_counts_every_connection_and_waits_at_most_one_window():
+    from spool.security.quotas import BrokerConnectionRate
+
+    rate = BrokerConnectionRate(2, samples=11, window_s=1)
+    now = 7_000
+    assert [rate.record(now) for _ in range(20)] == [0] * 20
+    assert rate.record(now) == 500  # (2.1 - 2) / 2 * 10 s; counted all the same
+    assert rate.record(now) == 1000  # (2.2 - 2) / 2 * 10 s = 1 s: one window at most
+    rate.unrecord(now)
+    assert rate.record(now) == 1000
