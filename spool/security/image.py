@@ -60,8 +60,10 @@ class SecurityReplayError(ValueError):
 
 
 def quota_entity(pairs: Iterable[tuple[str, str | None]]) -> QuotaEntity:
-    """The image's key of an entity: its (type, name) pairs sorted by type."""
-    return tuple(sorted((t, n) for t, n in pairs))
+    """The image's key of an entity: its (type, name) pairs sorted by type (a type named
+    twice, which alter_quotas refuses, sorts its ``<default>`` first: no str/None compare)."""
+    return tuple(sorted(((t, n) for t, n in pairs),
+                        key=lambda p: (p[0], p[1] is not None, p[1] or "")))
 
 
 @dataclass(frozen=True)

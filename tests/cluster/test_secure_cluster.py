@@ -133,7 +133,14 @@ def test_replication_over_sasl_ssl_survives_a_leader_kill(cluster):
     assert j["diverged"] == [], "\n".join(j["diverged"])
     for i, n in cluster.nodes.items():
         log = log_since(n, marks[i])
-        assert "Traceback" not in log and "authentication failed" not in log, (i, log[-3000:])
+        assert "Traceback" not in log, (i, log[-3000:])
+        # a peer killed between its TLS handshake and its first answer looks, to a client
+        # without a keystore, like a server refusing it for lack of a certificate (an EOF
+        # before any answer; spool.net reports that as an authentication failure): the kill
+        # makes it, CI saw it once. Any other authentication failure is a real one.
+        refused = [line for line in log.splitlines() if "authentication failed" in line
+                   and "the peer closed the connection before answering" not in line]
+        assert refused == [], (i, refused[:5])
 
 
 def test_a_wrong_inter_broker_password_is_logged_and_replicates_nothing(cluster):

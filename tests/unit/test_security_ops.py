@@ -202,6 +202,12 @@ def test_alter_quotas_validates_entities_keys_and_values():
     assert all(r is None or r.code == Errors.INVALID_REQUEST for _, r in results)
     image = image.replay(records)
     # Kafka keeps the first alteration's records of an entity named twice
+    # a type named twice, one of them <default> (Hypothesis found it: the key's sort
+    # compared a name with None and the broker's handler crashed)
+    records2, dup = quota_ops.alter_quotas(image, [
+        alt([("user", "a"), ("user", None)], ("producer_byte_rate", 1.0))])
+    assert records2 == [] and [(r.code, r.message) for _, r in dup] == [
+        (Errors.INVALID_REQUEST, "Invalid client quota entity, duplicate entity entry user")]
     assert dict(image.quotas) == {
         (("user", "alice"),): {"producer_byte_rate": 1024.0, "request_percentage": 12.5},
         (("client-id", None), ("user", None)): {"consumer_byte_rate": 2048.0},
