@@ -94,8 +94,12 @@ NOTES: dict[int, str] = {
         "of `sasl.enabled.mechanisms` (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER), else "
         "UNSUPPORTED_SASL_MECHANISM with the enabled list and the connection closed; v0: raw "
         "size-prefixed tokens follow, v1: SaslAuthenticate. After a SaslAuthenticate v1+, a "
-        "new handshake starts KIP-368 re-authentication (same mechanism and principal). "
-        "Elsewhere ILLEGAL_SASL_STATE, as Kafka.",
+        "new handshake starts KIP-368 re-authentication (same principal; another enabled "
+        "mechanism is answered NONE and the next frame closes the connection, Kafka's "
+        "REAUTH_BAD_MECHANISM). Elsewhere ILLEGAL_SASL_STATE, as Kafka. Any other request "
+        "after the handshake and before authentication completes gets its own API's error "
+        "response with ILLEGAL_SASL_STATE (top-level error code, or each Metadata topic), "
+        "then the close.",
     18: "Derived from the handler registry, per listener plane; an unknown version gets a v0 "
         "body with UNSUPPORTED_VERSION and the full list; v3+ supported and finalized "
         "features.",
