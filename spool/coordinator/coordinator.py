@@ -40,9 +40,11 @@ import logging
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from spool.coordinator.group import ClassicGroup, GroupState, Member, MemberJournal
 from spool.coordinator.offsets import OffsetStore
+from spool.coordinator.records import GROUP_TYPES, decode, record_type
 from spool.coordinator.result import JoinMember, JoinResult, OutRecord, Reply, Result, SyncResult
 from spool.coordinator.schema import (
     GroupKey,
@@ -61,6 +63,19 @@ from spool.protocol.errors import Errors
 
 log = logging.getLogger("spool.coordinator")
 S = GroupState
+
+# Replayers of the KIP-848/KIP-932 record types (``spool.coordinator.records.GROUP_TYPES``):
+# ``fn(coordinator, key_msg, value_msg_or_None, live)``, registered with ``register_replayer``
+# by the modules that own those records. ``live`` is False while loading the log at start.
+Replayer = Callable[["GroupCoordinator", Any, Any, bool], None]
+TYPED_REPLAYERS: dict[int, Replayer] = {}
+
+
+def register_replayer(types: Iterable[int], fn: Replayer) -> None:
+    for t in types:
+        if t in TYPED_REPLAYERS and TYPED_REPLAYERS[t] is not fn:
+            raise ValueError(f"record type {t} already has a replayer")
+        TYPED_REPLAYERS[t] = fn
 
 
 @dataclass(frozen=True)
@@ -199,6 +214,15 @@ class GroupCoordinator:
         if key is None:
             return
         try:
+            t = record_type(key)
+            if t in GROUP_TYPES:  # KIP-848 / KIP-932 records (spool.coordinator.records)
+                replayer = TYPED_REPLAYERS.get(t)
+                if replayer is None:
+                    log.warning("skipping a __consumer_offsets record of type %d: not served", t)
+                    return
+                k_msg, v_msg = decode(key, value, GROUP_TYPES)
+                replayer(self, k_msg, v_msg, live)
+                return
             k = decode_key(key)
             if isinstance(k, OffsetKey):
                 self.offsets.replay(k, None if value is None else decode_offset_value(value))

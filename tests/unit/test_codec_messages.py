@@ -40,6 +40,17 @@ def test_registry_covers_advertised_versions(key: int, lo: int, hi: int) -> None
     assert entry.request.__name__ == entry.name + 'Request'
 
 
+COORDINATOR_RECORDS = (
+    'ConsumerGroupMetadata', 'ConsumerGroupPartitionMetadata', 'ConsumerGroupMemberMetadata',
+    'ConsumerGroupTargetAssignmentMetadata', 'ConsumerGroupTargetAssignmentMember',
+    'ConsumerGroupCurrentMemberAssignment', 'ConsumerGroupRegularExpression',
+    'ShareGroupPartitionMetadata', 'ShareGroupMemberMetadata', 'ShareGroupMetadata',
+    'ShareGroupTargetAssignmentMetadata', 'ShareGroupTargetAssignmentMember',
+    'ShareGroupCurrentMemberAssignment', 'ShareGroupStatePartitionMetadata',
+    'ShareSnapshot', 'ShareUpdate',
+)
+
+
 def test_registry_shape() -> None:
     assert API_BY_KEY[0].name == 'Produce'
     assert API_BY_KEY[0].flexible_versions == (9, 13)
@@ -48,7 +59,7 @@ def test_registry_shape() -> None:
         'ConsumerProtocolAssignment', 'ConsumerProtocolSubscription',
         'LeaderChangeMessage', 'SnapshotHeaderRecord', 'SnapshotFooterRecord',
         'KRaftVersionRecord', 'VotersRecord',
-    }
+    } | {f'{name}{part}' for name in COORDINATOR_RECORDS for part in ('Key', 'Value')}
     assert all(issubclass(cls, Message) for cls in MESSAGES.values())
     assert ProduceRequest.is_flexible(9) and not ProduceRequest.is_flexible(8)
 

@@ -46,7 +46,7 @@ FIXED = {
 }
 NULLABLE_TYPES = frozenset({'string', 'bytes', 'records'})
 VENDORED_DIR = Path(__file__).resolve().parent / 'specs'
-VENDORED_SUBDIRS = ('message', 'metadata')
+VENDORED_SUBDIRS = ('message', 'metadata', 'coordinator')
 # the apache/kafka commit the vendored specs come from (tools/codegen/specs/README.md)
 VENDORED_COMMIT = '1eb7644349cb07139d6a3c1ad1986979647cac99'
 # vendored files copied from kafka-python 3.0.12's wheel instead (Kafka 4.1+ JSON)

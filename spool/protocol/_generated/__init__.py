@@ -61,10 +61,24 @@ from .broker_registration_request import BrokerRegistrationRequest
 from .broker_registration_response import BrokerRegistrationResponse
 from .client_quota_record import ClientQuotaRecord
 from .config_record import ConfigRecord
+from .consumer_group_current_member_assignment_key import ConsumerGroupCurrentMemberAssignmentKey
+from .consumer_group_current_member_assignment_value import ConsumerGroupCurrentMemberAssignmentValue
 from .consumer_group_describe_request import ConsumerGroupDescribeRequest
 from .consumer_group_describe_response import ConsumerGroupDescribeResponse
 from .consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest
 from .consumer_group_heartbeat_response import ConsumerGroupHeartbeatResponse
+from .consumer_group_member_metadata_key import ConsumerGroupMemberMetadataKey
+from .consumer_group_member_metadata_value import ConsumerGroupMemberMetadataValue
+from .consumer_group_metadata_key import ConsumerGroupMetadataKey
+from .consumer_group_metadata_value import ConsumerGroupMetadataValue
+from .consumer_group_partition_metadata_key import ConsumerGroupPartitionMetadataKey
+from .consumer_group_partition_metadata_value import ConsumerGroupPartitionMetadataValue
+from .consumer_group_regular_expression_key import ConsumerGroupRegularExpressionKey
+from .consumer_group_regular_expression_value import ConsumerGroupRegularExpressionValue
+from .consumer_group_target_assignment_member_key import ConsumerGroupTargetAssignmentMemberKey
+from .consumer_group_target_assignment_member_value import ConsumerGroupTargetAssignmentMemberValue
+from .consumer_group_target_assignment_metadata_key import ConsumerGroupTargetAssignmentMetadataKey
+from .consumer_group_target_assignment_metadata_value import ConsumerGroupTargetAssignmentMetadataValue
 from .consumer_protocol_assignment import ConsumerProtocolAssignment
 from .consumer_protocol_subscription import ConsumerProtocolSubscription
 from .controller_registration_request import ControllerRegistrationRequest
@@ -201,10 +215,28 @@ from .share_acknowledge_request import ShareAcknowledgeRequest
 from .share_acknowledge_response import ShareAcknowledgeResponse
 from .share_fetch_request import ShareFetchRequest
 from .share_fetch_response import ShareFetchResponse
+from .share_group_current_member_assignment_key import ShareGroupCurrentMemberAssignmentKey
+from .share_group_current_member_assignment_value import ShareGroupCurrentMemberAssignmentValue
 from .share_group_describe_request import ShareGroupDescribeRequest
 from .share_group_describe_response import ShareGroupDescribeResponse
 from .share_group_heartbeat_request import ShareGroupHeartbeatRequest
 from .share_group_heartbeat_response import ShareGroupHeartbeatResponse
+from .share_group_member_metadata_key import ShareGroupMemberMetadataKey
+from .share_group_member_metadata_value import ShareGroupMemberMetadataValue
+from .share_group_metadata_key import ShareGroupMetadataKey
+from .share_group_metadata_value import ShareGroupMetadataValue
+from .share_group_partition_metadata_key import ShareGroupPartitionMetadataKey
+from .share_group_partition_metadata_value import ShareGroupPartitionMetadataValue
+from .share_group_state_partition_metadata_key import ShareGroupStatePartitionMetadataKey
+from .share_group_state_partition_metadata_value import ShareGroupStatePartitionMetadataValue
+from .share_group_target_assignment_member_key import ShareGroupTargetAssignmentMemberKey
+from .share_group_target_assignment_member_value import ShareGroupTargetAssignmentMemberValue
+from .share_group_target_assignment_metadata_key import ShareGroupTargetAssignmentMetadataKey
+from .share_group_target_assignment_metadata_value import ShareGroupTargetAssignmentMetadataValue
+from .share_snapshot_key import ShareSnapshotKey
+from .share_snapshot_value import ShareSnapshotValue
+from .share_update_key import ShareUpdateKey
+from .share_update_value import ShareUpdateValue
 from .snapshot_footer_record import SnapshotFooterRecord
 from .snapshot_header_record import SnapshotHeaderRecord
 from .streams_group_describe_request import StreamsGroupDescribeRequest
@@ -327,10 +359,42 @@ API_BY_KEY: dict[int, ApiEntry] = {
 }
 
 DATA_SCHEMAS: dict[str, type[Message]] = {
+    'ConsumerGroupCurrentMemberAssignmentKey': ConsumerGroupCurrentMemberAssignmentKey,
+    'ConsumerGroupCurrentMemberAssignmentValue': ConsumerGroupCurrentMemberAssignmentValue,
+    'ConsumerGroupMemberMetadataKey': ConsumerGroupMemberMetadataKey,
+    'ConsumerGroupMemberMetadataValue': ConsumerGroupMemberMetadataValue,
+    'ConsumerGroupMetadataKey': ConsumerGroupMetadataKey,
+    'ConsumerGroupMetadataValue': ConsumerGroupMetadataValue,
+    'ConsumerGroupPartitionMetadataKey': ConsumerGroupPartitionMetadataKey,
+    'ConsumerGroupPartitionMetadataValue': ConsumerGroupPartitionMetadataValue,
+    'ConsumerGroupRegularExpressionKey': ConsumerGroupRegularExpressionKey,
+    'ConsumerGroupRegularExpressionValue': ConsumerGroupRegularExpressionValue,
+    'ConsumerGroupTargetAssignmentMemberKey': ConsumerGroupTargetAssignmentMemberKey,
+    'ConsumerGroupTargetAssignmentMemberValue': ConsumerGroupTargetAssignmentMemberValue,
+    'ConsumerGroupTargetAssignmentMetadataKey': ConsumerGroupTargetAssignmentMetadataKey,
+    'ConsumerGroupTargetAssignmentMetadataValue': ConsumerGroupTargetAssignmentMetadataValue,
     'ConsumerProtocolAssignment': ConsumerProtocolAssignment,
     'ConsumerProtocolSubscription': ConsumerProtocolSubscription,
     'KRaftVersionRecord': KRaftVersionRecord,
     'LeaderChangeMessage': LeaderChangeMessage,
+    'ShareGroupCurrentMemberAssignmentKey': ShareGroupCurrentMemberAssignmentKey,
+    'ShareGroupCurrentMemberAssignmentValue': ShareGroupCurrentMemberAssignmentValue,
+    'ShareGroupMemberMetadataKey': ShareGroupMemberMetadataKey,
+    'ShareGroupMemberMetadataValue': ShareGroupMemberMetadataValue,
+    'ShareGroupMetadataKey': ShareGroupMetadataKey,
+    'ShareGroupMetadataValue': ShareGroupMetadataValue,
+    'ShareGroupPartitionMetadataKey': ShareGroupPartitionMetadataKey,
+    'ShareGroupPartitionMetadataValue': ShareGroupPartitionMetadataValue,
+    'ShareGroupStatePartitionMetadataKey': ShareGroupStatePartitionMetadataKey,
+    'ShareGroupStatePartitionMetadataValue': ShareGroupStatePartitionMetadataValue,
+    'ShareGroupTargetAssignmentMemberKey': ShareGroupTargetAssignmentMemberKey,
+    'ShareGroupTargetAssignmentMemberValue': ShareGroupTargetAssignmentMemberValue,
+    'ShareGroupTargetAssignmentMetadataKey': ShareGroupTargetAssignmentMetadataKey,
+    'ShareGroupTargetAssignmentMetadataValue': ShareGroupTargetAssignmentMetadataValue,
+    'ShareSnapshotKey': ShareSnapshotKey,
+    'ShareSnapshotValue': ShareSnapshotValue,
+    'ShareUpdateKey': ShareUpdateKey,
+    'ShareUpdateValue': ShareUpdateValue,
     'SnapshotFooterRecord': SnapshotFooterRecord,
     'SnapshotHeaderRecord': SnapshotHeaderRecord,
     'VotersRecord': VotersRecord,
@@ -403,10 +467,24 @@ MESSAGES: dict[str, type[Message]] = {
     'BrokerRegistrationResponse': BrokerRegistrationResponse,
     'ClientQuotaRecord': ClientQuotaRecord,
     'ConfigRecord': ConfigRecord,
+    'ConsumerGroupCurrentMemberAssignmentKey': ConsumerGroupCurrentMemberAssignmentKey,
+    'ConsumerGroupCurrentMemberAssignmentValue': ConsumerGroupCurrentMemberAssignmentValue,
     'ConsumerGroupDescribeRequest': ConsumerGroupDescribeRequest,
     'ConsumerGroupDescribeResponse': ConsumerGroupDescribeResponse,
     'ConsumerGroupHeartbeatRequest': ConsumerGroupHeartbeatRequest,
     'ConsumerGroupHeartbeatResponse': ConsumerGroupHeartbeatResponse,
+    'ConsumerGroupMemberMetadataKey': ConsumerGroupMemberMetadataKey,
+    'ConsumerGroupMemberMetadataValue': ConsumerGroupMemberMetadataValue,
+    'ConsumerGroupMetadataKey': ConsumerGroupMetadataKey,
+    'ConsumerGroupMetadataValue': ConsumerGroupMetadataValue,
+    'ConsumerGroupPartitionMetadataKey': ConsumerGroupPartitionMetadataKey,
+    'ConsumerGroupPartitionMetadataValue': ConsumerGroupPartitionMetadataValue,
+    'ConsumerGroupRegularExpressionKey': ConsumerGroupRegularExpressionKey,
+    'ConsumerGroupRegularExpressionValue': ConsumerGroupRegularExpressionValue,
+    'ConsumerGroupTargetAssignmentMemberKey': ConsumerGroupTargetAssignmentMemberKey,
+    'ConsumerGroupTargetAssignmentMemberValue': ConsumerGroupTargetAssignmentMemberValue,
+    'ConsumerGroupTargetAssignmentMetadataKey': ConsumerGroupTargetAssignmentMetadataKey,
+    'ConsumerGroupTargetAssignmentMetadataValue': ConsumerGroupTargetAssignmentMetadataValue,
     'ConsumerProtocolAssignment': ConsumerProtocolAssignment,
     'ConsumerProtocolSubscription': ConsumerProtocolSubscription,
     'ControllerRegistrationRequest': ControllerRegistrationRequest,
@@ -543,10 +621,28 @@ MESSAGES: dict[str, type[Message]] = {
     'ShareAcknowledgeResponse': ShareAcknowledgeResponse,
     'ShareFetchRequest': ShareFetchRequest,
     'ShareFetchResponse': ShareFetchResponse,
+    'ShareGroupCurrentMemberAssignmentKey': ShareGroupCurrentMemberAssignmentKey,
+    'ShareGroupCurrentMemberAssignmentValue': ShareGroupCurrentMemberAssignmentValue,
     'ShareGroupDescribeRequest': ShareGroupDescribeRequest,
     'ShareGroupDescribeResponse': ShareGroupDescribeResponse,
     'ShareGroupHeartbeatRequest': ShareGroupHeartbeatRequest,
     'ShareGroupHeartbeatResponse': ShareGroupHeartbeatResponse,
+    'ShareGroupMemberMetadataKey': ShareGroupMemberMetadataKey,
+    'ShareGroupMemberMetadataValue': ShareGroupMemberMetadataValue,
+    'ShareGroupMetadataKey': ShareGroupMetadataKey,
+    'ShareGroupMetadataValue': ShareGroupMetadataValue,
+    'ShareGroupPartitionMetadataKey': ShareGroupPartitionMetadataKey,
+    'ShareGroupPartitionMetadataValue': ShareGroupPartitionMetadataValue,
+    'ShareGroupStatePartitionMetadataKey': ShareGroupStatePartitionMetadataKey,
+    'ShareGroupStatePartitionMetadataValue': ShareGroupStatePartitionMetadataValue,
+    'ShareGroupTargetAssignmentMemberKey': ShareGroupTargetAssignmentMemberKey,
+    'ShareGroupTargetAssignmentMemberValue': ShareGroupTargetAssignmentMemberValue,
+    'ShareGroupTargetAssignmentMetadataKey': ShareGroupTargetAssignmentMetadataKey,
+    'ShareGroupTargetAssignmentMetadataValue': ShareGroupTargetAssignmentMetadataValue,
+    'ShareSnapshotKey': ShareSnapshotKey,
+    'ShareSnapshotValue': ShareSnapshotValue,
+    'ShareUpdateKey': ShareUpdateKey,
+    'ShareUpdateValue': ShareUpdateValue,
     'SnapshotFooterRecord': SnapshotFooterRecord,
     'SnapshotHeaderRecord': SnapshotHeaderRecord,
     'StreamsGroupDescribeRequest': StreamsGroupDescribeRequest,
@@ -622,10 +718,24 @@ __all__ = [
     'BrokerRegistrationResponse',
     'ClientQuotaRecord',
     'ConfigRecord',
+    'ConsumerGroupCurrentMemberAssignmentKey',
+    'ConsumerGroupCurrentMemberAssignmentValue',
     'ConsumerGroupDescribeRequest',
     'ConsumerGroupDescribeResponse',
     'ConsumerGroupHeartbeatRequest',
     'ConsumerGroupHeartbeatResponse',
+    'ConsumerGroupMemberMetadataKey',
+    'ConsumerGroupMemberMetadataValue',
+    'ConsumerGroupMetadataKey',
+    'ConsumerGroupMetadataValue',
+    'ConsumerGroupPartitionMetadataKey',
+    'ConsumerGroupPartitionMetadataValue',
+    'ConsumerGroupRegularExpressionKey',
+    'ConsumerGroupRegularExpressionValue',
+    'ConsumerGroupTargetAssignmentMemberKey',
+    'ConsumerGroupTargetAssignmentMemberValue',
+    'ConsumerGroupTargetAssignmentMetadataKey',
+    'ConsumerGroupTargetAssignmentMetadataValue',
     'ConsumerProtocolAssignment',
     'ConsumerProtocolSubscription',
     'ControllerRegistrationRequest',
@@ -762,10 +872,28 @@ __all__ = [
     'ShareAcknowledgeResponse',
     'ShareFetchRequest',
     'ShareFetchResponse',
+    'ShareGroupCurrentMemberAssignmentKey',
+    'ShareGroupCurrentMemberAssignmentValue',
     'ShareGroupDescribeRequest',
     'ShareGroupDescribeResponse',
     'ShareGroupHeartbeatRequest',
     'ShareGroupHeartbeatResponse',
+    'ShareGroupMemberMetadataKey',
+    'ShareGroupMemberMetadataValue',
+    'ShareGroupMetadataKey',
+    'ShareGroupMetadataValue',
+    'ShareGroupPartitionMetadataKey',
+    'ShareGroupPartitionMetadataValue',
+    'ShareGroupStatePartitionMetadataKey',
+    'ShareGroupStatePartitionMetadataValue',
+    'ShareGroupTargetAssignmentMemberKey',
+    'ShareGroupTargetAssignmentMemberValue',
+    'ShareGroupTargetAssignmentMetadataKey',
+    'ShareGroupTargetAssignmentMetadataValue',
+    'ShareSnapshotKey',
+    'ShareSnapshotValue',
+    'ShareUpdateKey',
+    'ShareUpdateValue',
     'SnapshotFooterRecord',
     'SnapshotHeaderRecord',
     'StreamsGroupDescribeRequest',
