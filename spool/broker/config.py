@@ -58,6 +58,8 @@ from spool.storage.config import (
     between,
     did_you_mean,
     format_value,
+    list_of,
+    one_of,
     parse_value,
 )
 
@@ -203,6 +205,72 @@ BROKER_KEYS: dict[str, ConfigKey] = {
              "Longest session timeout a member may ask for."),
         _key("group.max.size", "int", 1000, at_least(1),
              "Most members in one consumer group (Kafka: 2147483647, unbounded)."),
+        # KIP-848 consumer groups (group.protocol=consumer), Kafka 4.2's defaults
+        _key("group.coordinator.rebalance.protocols", "list", ("classic", "consumer", "share"),
+             list_of("classic", "consumer", "share", "streams"),
+             "The group protocols the coordinator serves."),
+        _key("group.consumer.heartbeat.interval.ms", "int", 5000, at_least(1),
+             "Heartbeat interval given to consumer-protocol members."),
+        _key("group.consumer.min.heartbeat.interval.ms", "int", 5000, at_least(1),
+             "Lowest consumer.heartbeat.interval.ms a group config may set."),
+        _key("group.consumer.max.heartbeat.interval.ms", "int", 15000, at_least(1),
+             "Highest consumer.heartbeat.interval.ms a group config may set."),
+        _key("group.consumer.session.timeout.ms", "int", 45000, at_least(1),
+             "Session timeout of consumer-protocol members."),
+        _key("group.consumer.min.session.timeout.ms", "int", 45000, at_least(1),
+             "Lowest consumer.session.timeout.ms a group config may set."),
+        _key("group.consumer.max.session.timeout.ms", "int", 60000, at_least(1),
+             "Highest consumer.session.timeout.ms a group config may set."),
+        _key("group.consumer.assignors", "list", ("uniform", "range"), None,
+             "Server-side assignors, the first the default (names or Kafka's class names)."),
+        _key("group.consumer.max.size", "int", 2147483647, at_least(1),
+             "Most members in one consumer-protocol group."),
+        _key("group.consumer.migration.policy", "string", "bidirectional",
+             one_of("disabled", "upgrade", "downgrade", "bidirectional"),
+             "Classic <-> consumer group conversion when a member of the other protocol joins."),
+        # KIP-932 share groups
+        _key("group.share.enable", "boolean", True, None, "Serve share groups (KIP-932)."),
+        _key("group.share.heartbeat.interval.ms", "int", 5000, at_least(1),
+             "Heartbeat interval given to share-group members."),
+        _key("group.share.min.heartbeat.interval.ms", "int", 5000, at_least(1),
+             "Lowest share.heartbeat.interval.ms a group config may set."),
+        _key("group.share.max.heartbeat.interval.ms", "int", 15000, at_least(1),
+             "Highest share.heartbeat.interval.ms a group config may set."),
+        _key("group.share.session.timeout.ms", "int", 45000, at_least(1),
+             "Session timeout of share-group members."),
+        _key("group.share.min.session.timeout.ms", "int", 45000, at_least(1),
+             "Lowest share.session.timeout.ms a group config may set."),
+        _key("group.share.max.session.timeout.ms", "int", 60000, at_least(1),
+             "Highest share.session.timeout.ms a group config may set."),
+        _key("group.share.record.lock.duration.ms", "int", 30000, at_least(1000),
+             "How long a share consumer holds an acquired record before it is released."),
+        _key("group.share.min.record.lock.duration.ms", "int", 15000, at_least(1000),
+             "Lowest share.record.lock.duration.ms a group config may set."),
+        _key("group.share.max.record.lock.duration.ms", "int", 60000, at_least(1000),
+             "Highest share.record.lock.duration.ms a group config may set."),
+        _key("group.share.delivery.count.limit", "int", 5, between(2, 10),
+             "Deliveries of a record after which it is archived."),
+        _key("group.share.partition.max.record.locks", "int", 2000, between(100, 10000),
+             "Most records in flight (acquired or available below the end) per share-partition."),
+        _key("group.share.max.groups", "int", 10, between(1, 100),
+             "Most share groups per coordinator."),
+        _key("group.share.max.size", "int", 200, between(10, 1000),
+             "Most members in one share group."),
+        # the share coordinator (__share_group_state)
+        _key("share.coordinator.state.topic.num.partitions", "int", 50, at_least(1),
+             "Partitions of __share_group_state."),
+        _key("share.coordinator.state.topic.replication.factor", "short", 3, at_least(1),
+             "Replication factor of __share_group_state (capped at the brokers present)."),
+        _key("share.coordinator.state.topic.min.isr", "short", 2, at_least(1),
+             "min.insync.replicas of __share_group_state."),
+        _key("share.coordinator.state.topic.segment.bytes", "int", 104857600, at_least(1),
+             "segment.bytes of __share_group_state."),
+        _key("share.coordinator.snapshot.update.records.per.snapshot", "int", 500,
+             between(0, 500), "ShareUpdate records written before a new ShareSnapshot."),
+        _key("share.coordinator.write.timeout.ms", "int", 5000, at_least(1),
+             "How long the share coordinator waits for its appends to be replicated."),
+        _key("share.fetch.max.fetch.records", "int", 2147483647, at_least(1),
+             "Most records one ShareFetch acquires per share-partition."),
         _key("offsets.retention.minutes", "int", 10080, at_least(1),
              "How long an empty group keeps its offsets."),
         _key("offsets.retention.check.interval.ms", "long", 600000, at_least(1),
@@ -481,68 +549,49 @@ BROKER_KEYS: dict[str, ConfigKey] = {
 # since 4.1) left out.
 KAFKA_READ_ONLY_KEYS: frozenset[str] = frozenset("""
 alter.config.policy.class.name alter.log.dirs.replication.quota.window.num
-alter.log.dirs.replication.quota.window.size.seconds
-client.quota.callback.class
+alter.log.dirs.replication.quota.window.size.seconds client.quota.callback.class
 controlled.shutdown.enable controlled.shutdown.max.retries
-controlled.shutdown.retry.backoff.ms
-controller.socket.timeout.ms
+controlled.shutdown.retry.backoff.ms controller.socket.timeout.ms
 create.topic.policy.class.name delegation.token.expiry.check.interval.ms
 delegation.token.expiry.time.ms delegation.token.max.lifetime.ms
 delegation.token.secret.key delete.records.purgatory.purge.interval.requests
 early.start.listeners eligible.leader.replicas.enable
-fetch.purgatory.purge.interval.requests group.consumer.assignors
-group.consumer.heartbeat.interval.ms group.consumer.max.heartbeat.interval.ms
-group.consumer.max.session.timeout.ms group.consumer.max.size
-group.consumer.migration.policy group.consumer.min.heartbeat.interval.ms
-group.consumer.min.session.timeout.ms group.consumer.session.timeout.ms
-group.coordinator.append.linger.ms group.coordinator.rebalance.protocols
-group.coordinator.threads group.share.delivery.count.limit group.share.enable
-group.share.heartbeat.interval.ms group.share.max.groups
-group.share.max.heartbeat.interval.ms group.share.max.record.lock.duration.ms
-group.share.max.session.timeout.ms group.share.max.size
-group.share.min.heartbeat.interval.ms group.share.min.record.lock.duration.ms
-group.share.min.session.timeout.ms group.share.partition.max.record.locks
-group.share.record.lock.duration.ms group.share.session.timeout.ms
-kafka.metrics.polling.interval.secs kafka.metrics.reporters log.dir.failure.timeout.ms
-log.initial.task.delay.ms max.incremental.fetch.session.cache.slots
-max.request.partition.size.limit metadata.log.segment.min.bytes
-metadata.log.segment.ms metrics.num.samples metrics.recording.level
-metrics.sample.window.ms num.replica.alter.log.dirs.threads offsets.load.buffer.size
+fetch.purgatory.purge.interval.requests group.coordinator.append.linger.ms
+group.coordinator.threads kafka.metrics.polling.interval.secs
+kafka.metrics.reporters log.dir.failure.timeout.ms log.initial.task.delay.ms
+max.incremental.fetch.session.cache.slots max.request.partition.size.limit
+metadata.log.segment.min.bytes metadata.log.segment.ms metrics.num.samples
+metrics.recording.level metrics.sample.window.ms
+num.replica.alter.log.dirs.threads offsets.load.buffer.size
 offsets.topic.compression.codec offsets.topic.segment.bytes
-producer.purgatory.purge.interval.requests
-remote.log.copy.disable remote.log.delete.on.disable
-remote.log.manager.copy.quota.window.num
+producer.purgatory.purge.interval.requests remote.log.copy.disable
+remote.log.delete.on.disable remote.log.manager.copy.quota.window.num
 remote.log.manager.copy.quota.window.size.seconds
 remote.log.manager.fetch.quota.window.num
-remote.log.manager.fetch.quota.window.size.seconds remote.log.manager.task.interval.ms
-remote.log.manager.task.retry.backoff.max.ms remote.log.manager.task.retry.backoff.ms
-remote.log.manager.task.retry.jitter remote.log.metadata.custom.metadata.max.bytes
+remote.log.manager.fetch.quota.window.size.seconds
+remote.log.manager.task.interval.ms remote.log.manager.task.retry.backoff.max.ms
+remote.log.manager.task.retry.backoff.ms remote.log.manager.task.retry.jitter
+remote.log.metadata.custom.metadata.max.bytes
 remote.log.metadata.manager.class.name remote.log.metadata.manager.class.path
-remote.log.metadata.manager.impl.prefix remote.log.metadata.manager.listener.name
-remote.log.reader.max.pending.tasks remote.log.storage.manager.class.name
-remote.log.storage.manager.class.path remote.log.storage.manager.impl.prefix
-remote.log.storage.system.enable replica.socket.receive.buffer.bytes
-replication.quota.window.num replication.quota.window.size.seconds
-sasl.client.callback.handler.class sasl.login.callback.handler.class sasl.login.class
-sasl.login.connect.timeout.ms sasl.login.read.timeout.ms
-sasl.login.retry.backoff.max.ms sasl.login.retry.backoff.ms
-sasl.oauthbearer.jwks.endpoint.refresh.ms
+remote.log.metadata.manager.impl.prefix
+remote.log.metadata.manager.listener.name remote.log.reader.max.pending.tasks
+remote.log.storage.manager.class.name remote.log.storage.manager.class.path
+remote.log.storage.manager.impl.prefix remote.log.storage.system.enable
+replica.socket.receive.buffer.bytes replication.quota.window.num
+replication.quota.window.size.seconds sasl.client.callback.handler.class
+sasl.login.callback.handler.class sasl.login.class sasl.login.connect.timeout.ms
+sasl.login.read.timeout.ms sasl.login.retry.backoff.max.ms
+sasl.login.retry.backoff.ms sasl.oauthbearer.jwks.endpoint.refresh.ms
 sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms
 sasl.oauthbearer.jwks.endpoint.retry.backoff.ms
-sasl.oauthbearer.token.endpoint.url
-security.providers
+sasl.oauthbearer.token.endpoint.url security.providers
 server.max.startup.time.ms share.coordinator.append.linger.ms
 share.coordinator.load.buffer.size
-share.coordinator.snapshot.update.records.per.snapshot
-share.coordinator.state.topic.compression.codec share.coordinator.state.topic.min.isr
-share.coordinator.state.topic.num.partitions
-share.coordinator.state.topic.replication.factor
-share.coordinator.state.topic.segment.bytes share.coordinator.threads
-share.coordinator.write.timeout.ms share.fetch.max.fetch.records
-share.fetch.purgatory.purge.interval.requests socket.connection.setup.timeout.max.ms
-socket.connection.setup.timeout.ms socket.listen.backlog.size
-socket.receive.buffer.bytes socket.send.buffer.bytes ssl.allow.dn.changes
-ssl.allow.san.changes
+share.coordinator.state.topic.compression.codec share.coordinator.threads
+share.fetch.purgatory.purge.interval.requests
+socket.connection.setup.timeout.max.ms socket.connection.setup.timeout.ms
+socket.listen.backlog.size socket.receive.buffer.bytes socket.send.buffer.bytes
+ssl.allow.dn.changes ssl.allow.san.changes
 transaction.state.log.load.buffer.size transaction.state.log.segment.bytes
 unstable.api.versions.enable unstable.feature.versions.enable
 """.split())
