@@ -41,8 +41,12 @@ def produce_batched(bootstrap: str, topic: str,
                     records: list[tuple[bytes | None, bytes, int | None]]
                     ) -> dict[bytes, KafkaError | None]:
     """Send every (key, value, timestamp) at once (linger.ms gathers them in one batch);
-    the delivery result of each, by value."""
+    the delivery result of each, by value. The producer learns the topic's metadata
+    first: records produced before it arrives wait in librdkafka's unassigned queue and
+    can land in a second batch (CI saw 14-19 of 20 split off, with a single culprit, so
+    the whole batch failed with the partition's error)."""
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1000, "acks": "all"})
+    p.list_topics(topic, timeout=10)
     results: dict[bytes, KafkaError | None] = {}
     for key, value, ts in records:
         kwargs = {} if ts is None else {"timestamp": ts}
