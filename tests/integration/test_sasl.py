@@ -328,8 +328,7 @@ def test_kafka_python_bad_credentials_fail_authentication(broker, caplog, mechan
 
 
 def test_handshake_v1_and_authenticate_set_the_principal(broker):
-    c = _raw(broker)
-    try:
+    with _raw(broker) as c:
         hs = c.request(17, 1, SaslHandshakeRequest(mechanism="PLAIN"))
         assert (hs.error_code, hs.mechanisms) == (Errors.NONE, list(MECHANISMS))
         auth = c.request(36, 2, SaslAuthenticateRequest(auth_bytes=_plain_token(*ALICE)))
@@ -338,14 +337,11 @@ def test_handshake_v1_and_authenticate_set_the_principal(broker):
         assert md.brokers  # served once authenticated
         again = c.request(36, 2, SaslAuthenticateRequest(auth_bytes=_plain_token(*ALICE)))
         assert again.error_code == Errors.ILLEGAL_SASL_STATE
-    finally:
-        c.close()
 
 
 @pytest.mark.parametrize(("user", "password"), [("alice", "wrong"), ("mallory", "x")])
 def test_bad_credentials_answer_sasl_authentication_failed_then_close(broker, user, password):
-    c = _raw(broker)
-    try:
+    with _raw(broker) as c:
         c.request(17, 1, SaslHandshakeRequest(mechanism="PLAIN"))
         # a metadata request pipelined behind the failing authentication is never served
         cid = c.send(36, 1, SaslAuthenticateRequest(auth_bytes=_plain_token(user, password)))
@@ -355,71 +351,53 @@ def test_bad_credentials_answer_sasl_authentication_failed_then_close(broker, us
         assert auth.error_code == Errors.SASL_AUTHENTICATION_FAILED
         assert auth.error_message == "Authentication failed: Invalid username or password"
         assert c.is_closed_by_peer()
-    finally:
-        c.close()
 
 
 def test_a_request_before_the_handshake_closes_the_connection_unanswered(broker):
-    c = _raw(broker)
-    try:
+    with _raw(broker) as c:
         c.send(3, 12, MetadataRequest(topics=[]))
         assert c.is_closed_by_peer()
-    finally:
-        c.close()
 
 
 def test_a_request_during_the_exchange_is_answered_illegal_sasl_state_then_closed(broker):
     """Kafka's SaslServerAuthenticator: the request's own error response, then the close."""
-    c = _raw(broker)
-    try:
+    with _raw(broker) as c:
         c.request(17, 1, SaslHandshakeRequest(mechanism="PLAIN"))
         md = c.request(3, 12, MetadataRequest(topics=[mr.MetadataRequestTopic(name="t1")]))
         assert [(t.name, t.error_code) for t in md.topics] == [("t1", Errors.ILLEGAL_SASL_STATE)]
         assert md.brokers == []
         assert c.is_closed_by_peer()
-    finally:
-        c.close()
 
 
 def test_api_versions_during_the_exchange_gets_illegal_sasl_state(broker):
-    c = _raw(broker)
-    try:
+    with _raw(broker) as c:
         c.request(17, 1, SaslHandshakeRequest(mechanism="SCRAM-SHA-256"))
         av = c.request(18, 3, ApiVersionsRequest(client_software_name="t",
                                                  client_software_version="1"))
         assert (av.error_code, av.api_keys) == (Errors.ILLEGAL_SASL_STATE, [])
         assert c.is_closed_by_peer()
-    finally:
-        c.close()
 
 
 def test_api_versions_then_handshake_is_how_clients_start(broker):
-    c = _raw(broker)
-    try:
+    with _raw(broker) as c:
         av = c.request(18, 3, ApiVersionsRequest(client_software_name="t",
                                                  client_software_version="1"))
         keys = {k.api_key: (k.min_version, k.max_version) for k in av.api_keys}
         assert keys[17] == (0, 1) and keys[36] == (0, 2)
         hs = c.request(17, 1, SaslHandshakeRequest(mechanism="PLAIN"))
         assert hs.error_code == 0
-    finally:
-        c.close()
 
 
 def test_an_unknown_mechanism_is_refused_with_the_enabled_list(broker):
-    c = _raw(broker)
-    try:
+    with _raw(broker) as c:
         hs = c.request(17, 1, SaslHandshakeRequest(mechanism="GSSAPI"))
         assert (hs.error_code, hs.mechanisms) == (Errors.UNSUPPORTED_SASL_MECHANISM,
                                                   list(MECHANISMS))
         assert c.is_closed_by_peer()
-    finally:
-        c.close()
 
 
 def test_handshake_v0_then_raw_tokens(broker):
-    c = _raw(broker)
-    try:
+    with _raw(broker) as c:
         hs = c.request(17, 0, SaslHandshakeRequest(mechanism="PLAIN"))
         assert hs.error_code == 0
         token = _plain_token(*ALICE)
@@ -427,13 +405,10 @@ def test_handshake_v0_then_raw_tokens(broker):
         assert c.recv_frame() == b""  # PLAIN's empty answer, size-prefixed
         md = c.request(3, 12, MetadataRequest(topics=[]))
         assert md.brokers
-    finally:
-        c.close()
 
 
 def test_handshake_v0_then_raw_scram_rounds(broker):
-    c = _raw(broker)
-    try:
+    with _raw(broker) as c:
         assert c.request(17, 0, SaslHandshakeRequest(mechanism="SCRAM-SHA-256")).error_code == 0
         client = ScramClient(ScramMechanism.SCRAM_SHA_256, *ALICE)
         token = client.initial_response()
@@ -442,19 +417,14 @@ def test_handshake_v0_then_raw_scram_rounds(broker):
             token = client.evaluate(c.recv_frame())
         assert client.complete  # the server's signature checked out
         assert c.request(3, 12, MetadataRequest(topics=[])).brokers
-    finally:
-        c.close()
 
 
 def test_a_bad_raw_token_closes_unanswered(broker):
-    c = _raw(broker)
-    try:
+    with _raw(broker) as c:
         c.request(17, 0, SaslHandshakeRequest(mechanism="PLAIN"))
         token = _plain_token("alice", "nope")
         c.send_raw(struct.pack(">i", len(token)) + token)
         assert c.is_closed_by_peer()
-    finally:
-        c.close()
 
 
 @pytest.mark.parametrize(("token", "message"), [
@@ -481,35 +451,26 @@ def test_the_unsecured_oauthbearer_listener_is_warned_about(broker):
 
 
 def _malformed(broker, mechanism: str, token: bytes, message: str) -> None:
-    c = _raw(broker)
-    try:
+    with _raw(broker) as c:
         c.request(17, 1, SaslHandshakeRequest(mechanism=mechanism))
         auth = c.request(36, 1, SaslAuthenticateRequest(auth_bytes=token))
         assert (auth.error_code, auth.error_message) == (Errors.SASL_AUTHENTICATION_FAILED,
                                                          message)
         assert c.is_closed_by_peer()
-    finally:
-        c.close()
 
 
 def test_an_oversized_token_fails_authentication(broker):
-    c = _raw(broker)
-    try:
+    with _raw(broker) as c:
         c.request(17, 1, SaslHandshakeRequest(mechanism="PLAIN"))
         c.send(36, 1, SaslAuthenticateRequest(auth_bytes=b"\0alice\0" + b"x" * 600_000))
         assert c.is_closed_by_peer()
-    finally:
-        c.close()
 
 
 
 def test_an_oversized_frame_is_refused_at_its_size_prefix(broker):
-    c = _raw(broker)
-    try:
+    with _raw(broker) as c:
         c.send_raw(struct.pack(">i", 600_000) + b"\0" * 100)  # the rest is never sent
         assert c.is_closed_by_peer()
-    finally:
-        c.close()
 
 
 def test_once_authenticated_requests_may_be_larger(broker):
@@ -546,41 +507,32 @@ def _scram_login(c: RawClient, mechanism: str, version: int = 2):
 
 
 def test_a_session_past_connections_max_reauth_ms_is_closed_at_its_next_request(broker):
-    c = _raw(broker)
-    try:
+    with _raw(broker) as c:
         assert _scram_login(c, "SCRAM-SHA-512").session_lifetime_ms == REAUTH_MS
         assert c.request(3, 12, MetadataRequest(topics=[])).brokers
         time.sleep(REAUTH_MS / 1000 + 0.2)  # (the session's end is the event itself)
         c.send(3, 12, MetadataRequest(topics=[]))
         assert c.is_closed_by_peer()
-    finally:
-        c.close()
 
 
 def test_reauthentication_on_the_same_connection_renews_the_session(broker):
-    c = _raw(broker)
-    try:
+    with _raw(broker) as c:
         _scram_login(c, "SCRAM-SHA-512")
         time.sleep(REAUTH_MS / 2000)
         assert _scram_login(c, "SCRAM-SHA-512").session_lifetime_ms == REAUTH_MS
         time.sleep(REAUTH_MS / 2000 + 0.2)  # past the first session's end, not the second's
         assert c.request(3, 12, MetadataRequest(topics=[])).brokers
-    finally:
-        c.close()
 
 
 def test_reauthentication_with_another_mechanism_fails_at_the_token(broker):
     """Kafka's REAUTH_BAD_MECHANISM: the handshake is answered NONE (the mechanism is
     enabled), the token that follows fails the re-authentication unanswered."""
-    c = _raw(broker)
-    try:
+    with _raw(broker) as c:
         _scram_login(c, "SCRAM-SHA-512")
         hs = c.request(17, 1, SaslHandshakeRequest(mechanism="PLAIN"))
         assert (hs.error_code, hs.mechanisms) == (Errors.NONE, list(MECHANISMS))
         c.send(36, 2, SaslAuthenticateRequest(auth_bytes=_plain_token(*ALICE)))
         assert c.is_closed_by_peer()
-    finally:
-        c.close()
     reason = ("SASL mechanism 'PLAIN' requested by client is not supported for "
               "re-authentication of mechanism 'SCRAM-SHA-512'")
     deadline = time.monotonic() + 10  # the close is logged once the socket is shut
@@ -590,15 +542,12 @@ def test_reauthentication_with_another_mechanism_fails_at_the_token(broker):
 
 
 def test_reauthentication_with_a_mechanism_not_enabled_is_unsupported(broker):
-    c = _raw(broker)
-    try:
+    with _raw(broker) as c:
         _scram_login(c, "SCRAM-SHA-512")
         hs = c.request(17, 1, SaslHandshakeRequest(mechanism="GSSAPI"))
         assert (hs.error_code, hs.mechanisms) == (Errors.UNSUPPORTED_SASL_MECHANISM,
                                                   list(MECHANISMS))
         assert c.is_closed_by_peer()
-    finally:
-        c.close()
 
 
 def test_librdkafka_reauthenticates_and_keeps_producing(broker):
