@@ -83,6 +83,7 @@ from spool.security.authorizer import StandardAuthorizer
 from spool.security.authorizer import configured as configured_authorizer
 from spool.security.image import SecurityImage, from_json, to_json
 from spool.security.quotas import ConnectionQuotas, has_client_quotas
+from spool.share.persister import MemoryPersister, Persister
 from spool.storage.config import validate_topic_overrides
 from spool.storage.engine import Storage
 from spool.storage.log import PartitionLog
@@ -131,6 +132,8 @@ class Broker:
         self.server: Server | None = None
         self.groups: GroupRuntime | None = None
         self.transactions: TransactionRuntime | None = None
+        # share-partition state (KIP-932): spool.share.persister's contract
+        self.share_persister: Persister = MemoryPersister()
         self.quorum: QuorumNode | None = None  # KRaft (process.roles set): spool.broker.quorum
         self.role: BrokerRole | None = None  # process.roles has broker: spool.broker.broker_role
         # None: clients are served at once; else once set (a cluster broker: once unfenced)
