@@ -28,3 +28,13 @@ def free_base_port(nodes: int) -> int:
             for s in socks:
                 s.close()
     raise RuntimeError("no free port range")
+
+
+def ipv6_loopback() -> bool:
+    """Whether this machine can bind ::1 (the IPv6 tests skip, saying so, where it cannot)."""
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False

@@ -9,7 +9,6 @@ create topics and ACLs; a topic with an ACL is then closed to every other host.
 
 from __future__ import annotations
 
-import socket
 import uuid
 
 import pytest
@@ -22,19 +21,10 @@ from spool.protocol.acl import AclOperation, ResourceType
 from spool.protocol.errors import Errors
 from spool.security.acls import AclPermissionType, PatternType
 from tests.helpers.broker_proc import BrokerProcess
+from tests.helpers.ports import ipv6_loopback
 from tests.helpers.raw_client import request_once
 
-
-def _ipv6_loopback() -> bool:
-    try:
-        with socket.socket(socket.AF_INET6) as s:
-            s.bind(("::1", 0))
-        return True
-    except OSError:
-        return False
-
-
-pytestmark = pytest.mark.skipif(not _ipv6_loopback(), reason="no IPv6 loopback on this machine")
+pytestmark = pytest.mark.skipif(not ipv6_loopback(), reason="no IPv6 loopback on this machine")
 
 
 @pytest.fixture(scope="module")

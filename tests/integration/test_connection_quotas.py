@@ -9,8 +9,6 @@ fresh IP open 10 connections at once (``quota * (num - 1) * size``); the 11th is
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
 from spool.protocol._generated import AlterClientQuotasRequest, ApiVersionsRequest
@@ -18,22 +16,14 @@ from spool.protocol._generated.alter_client_quotas_request import EntityData, En
 from spool.protocol.errors import Errors
 from tests.helpers.broker_configs import raw_incremental
 from tests.helpers.broker_proc import BrokerProcess
+from tests.helpers.ports import ipv6_loopback
 from tests.helpers.raw_client import RawClient, request_once
 
 RATE = 1
 BURST = RATE * (11 - 1)  # quota * (quota.window.num - 1) * quota.window.size.seconds
 
 
-def _ipv6_loopback() -> bool:
-    try:
-        with socket.socket(socket.AF_INET6) as s:
-            s.bind(("::1", 0))
-        return True
-    except OSError:
-        return False
-
-
-pytestmark = pytest.mark.skipif(not _ipv6_loopback(), reason="no IPv6 loopback on this machine")
+pytestmark = pytest.mark.skipif(not ipv6_loopback(), reason="no IPv6 loopback on this machine")
 
 
 @pytest.fixture(scope="module")
