@@ -66,6 +66,7 @@ from spool.broker.controller_channel import ControllerChannel
 from spool.broker.coordinator_log import CoordinatorLogWriter, PartitionLogWriter
 from spool.broker.dispatch import Dispatcher
 from spool.broker.dynamic_config import apply_changes
+from spool.broker.group_configs import GroupConfigs
 from spool.broker.group_runtime import GroupRuntime
 from spool.broker.metadata_view import MetadataView, SingleNodeView
 from spool.broker.producer_ids import ProducerIdManager
@@ -124,6 +125,8 @@ class Broker:
         self.inter_broker_security = peer_security.inter_broker_security(config)
         self.controller_security = peer_security.controller_security(config)
         self.cluster_id = config.get("cluster.id") or "spool"
+        # per-group KIP-848/KIP-932 settings (GROUP config resources, spool.broker.group_configs)
+        self.group_configs = GroupConfigs(self)
         self.executor = ThreadPoolExecutor(
             max_workers=max(2, config.get_int("num.io.threads")), thread_name_prefix="spool-io"
         )

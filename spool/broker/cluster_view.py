@@ -154,6 +154,9 @@ class ClusterView:
         return {r.name: dict(v) for r, v in self.image.configs.items()
                 if r.type == resource_type}
 
+    def resource_config(self, resource_type: int, name: str) -> dict[str, str]:
+        return dict(self.image.config(resource_type, name))
+
     def finalized_features(self) -> dict[str, int]:
         return dict(self.image.features)
 

@@ -116,6 +116,10 @@ class MetadataView(Protocol):
         """Every config resource of a type other than topic and broker (CLIENT_METRICS,
         16...): name -> its stored values."""
 
+    def resource_config(self, resource_type: int, name: str) -> dict[str, str]:
+        """One config resource of a type other than topic and broker (a GROUP, 32...): its
+        stored values ({} if none)."""
+
     def finalized_features(self) -> dict[str, int]:
         """Finalized feature levels by name (FeatureLevelRecords; absent = level 0).
         ``spool.cluster.features.finalized_level`` is the way to read one."""
@@ -206,6 +210,9 @@ class SingleNodeView:
 
     def resource_configs(self, resource_type: int) -> dict[str, dict[str, str]]:
         return self._metadata.resource_configs(resource_type)
+
+    def resource_config(self, resource_type: int, name: str) -> dict[str, str]:
+        return self._metadata.resource_config(resource_type, name)
 
     def finalized_features(self) -> dict[str, int]:
         return self._metadata.finalized_features()[0]

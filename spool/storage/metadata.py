@@ -320,6 +320,11 @@ class MetadataStore:
             return {n: dict(v) for (t, n), v in self.image.resource_configs.items()
                     if t == resource_type}
 
+    def resource_config(self, resource_type: int, name: str) -> dict[str, str]:
+        """One resource of a type other than topic and broker: its values ({} if none)."""
+        with self._image_lock:
+            return dict(self.image.resource_configs.get((resource_type, name), {}))
+
     def security_records(self) -> list[dict[str, Any]]:
         """The security records in force, in order (``MetadataImage.security``)."""
         with self._image_lock:
