@@ -41,6 +41,13 @@ def test_delivery_after_a_confirmed_accept_or_reject_is_reported():
     assert any(v.startswith("offset 1 delivered to a") and "ACCEPT by a" in v for v in out), out
 
 
+def test_an_older_acquisition_returned_late_is_not_a_redelivery():
+    log = _log([("d", "a", 0, 1), ("d", "b", 0, 2), ("a", "b", 0, "ACCEPT", None, 2),
+                ("d", "a", 0, 1), ("d", "c", 0, 2)])
+    out = check_exactly_once(log, 1)
+    assert out == [out[0]] and out[0].startswith("offset 0 delivered to c (delivery count 2)"), out
+
+
 def test_a_failed_accept_counts_only_when_its_outcome_is_unknown():
     log = _log([("d", "a", 0, 1), ("a", "a", 0, "ACCEPT", "KafkaError: broker gone")])
     assert check_exactly_once(log, 1, unknown_ok=True) == []
