@@ -2,8 +2,10 @@
 
 Resources: TOPIC (2, the topic must exist: UNKNOWN_TOPIC_OR_PARTITION), BROKER (4,
 named by a broker id, or "" for the cluster-wide default; another name is
-INVALID_REQUEST) and CLIENT_METRICS (16, any non-empty name; its whole new set checked
-by ``spool.cluster.client_metrics.validate``). Values are checked by ``spool.storage.config``'s validators
+INVALID_REQUEST), CLIENT_METRICS (16, any non-empty name; its whole new set checked
+by ``spool.cluster.client_metrics.validate``) and GROUP (32, any non-empty group id,
+existing or not; names and values checked by ``spool.cluster.group_config.validate``,
+the broker's min/max bounds by the broker that forwarded the request). Values are checked by ``spool.storage.config``'s validators
 (``validate_topic_overrides``, ``validate_broker_overrides``): INVALID_CONFIG naming
 the key, the value and what is allowed. Each resource gets its own error; a resource
 named twice in one request is INVALID_REQUEST, as is a key named twice.
@@ -21,8 +23,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from spool.cluster import client_metrics
+from spool.cluster import client_metrics, group_config
 from spool.cluster.client_metrics import CLIENT_METRICS_RESOURCE
+from spool.cluster.group_config import GROUP_RESOURCE
 from spool.cluster.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
 from spool.cluster.ops import ControllerResult
 from spool.protocol._generated.alter_configs_response import (
@@ -58,7 +61,7 @@ def _check_resource(img: MetadataImage, rtype: int, name: str) -> None:
         if name and not name.isdigit():
             raise KafkaError(Errors.INVALID_REQUEST,
                              f"Illegal non-integral BROKER resource type name: {name}")
-    elif rtype != CLIENT_METRICS_RESOURCE:  # its name is checked with its values
+    elif rtype not in (CLIENT_METRICS_RESOURCE, GROUP_RESOURCE):  # names checked with values
         raise KafkaError(Errors.INVALID_REQUEST, f"Unsupported resource type {rtype}")
 
 
@@ -72,6 +75,10 @@ def _validate(img: MetadataImage, rtype: int, name: str,
     if rtype == CLIENT_METRICS_RESOURCE:
         merged = {**img.config(rtype, name), **changes}
         client_metrics.validate(name, {k: v for k, v in merged.items() if v is not None})
+        return dict(changes)
+    if rtype == GROUP_RESOURCE:  # the broker that forwarded it checked the broker bounds
+        merged = {**img.config(rtype, name), **changes}
+        group_config.validate(name, {k: v for k, v in merged.items() if v is not None}, None)
         return dict(changes)
     # As Kafka's controller: a broker resource's keys were checked by the broker that
     # forwarded the request (its table of dynamic keys); values this layer knows are
@@ -188,7 +195,7 @@ def incremental_changes(rtype: int, current: Mapping[str, str], configs: Any,
                 default = key_default(c.name) or default
             if ktype != "list":
                 verb = "APPEND" if op == APPEND else "SUBTRACT"
-                if rtype == TOPIC_RESOURCE:
+                if rtype in (TOPIC_RESOURCE, GROUP_RESOURCE):  # the controller's words
                     message = f"Can't {verb} to key {c.name} because its type is not LIST."
                 else:
                     message = (f"Config value {verb.lower()} is not allowed for config key: "
@@ -209,7 +216,8 @@ def incremental_changes(rtype: int, current: Mapping[str, str], configs: Any,
 
 def _incremental(img: MetadataImage, r: Any) -> dict[str, str | None]:
     refuse_null_values(r.configs, incremental=True)
-    key_type = client_metrics.TYPES.get if r.resource_type == CLIENT_METRICS_RESOURCE else None
+    key_type = (client_metrics.TYPES.get if r.resource_type == CLIENT_METRICS_RESOURCE
+                else group_config.key_type if r.resource_type == GROUP_RESOURCE else None)
     return incremental_changes(r.resource_type, img.config(r.resource_type, r.resource_name),
                                r.configs, key_type)
 

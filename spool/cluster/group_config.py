@@ -134,6 +134,12 @@ SESSION_OVER_HEARTBEAT = ((CONSUMER_SESSION_TIMEOUT_MS, CONSUMER_HEARTBEAT_INTER
                           (SHARE_SESSION_TIMEOUT_MS, SHARE_HEARTBEAT_INTERVAL_MS))
 
 
+def key_type(name: str) -> str | None:
+    """A group key's type (int, string), None for a name that is not one."""
+    g = KEYS.get(name)
+    return None if g is None else g.key.type
+
+
 def broker_value(name: str, broker: BrokerGetter | None) -> int | str:
     """The value a group that does not set ``name`` has: the broker key's, else the
     default."""

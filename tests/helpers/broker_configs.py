@@ -1,6 +1,6 @@
-"""BROKER-resource config requests over a raw connection (confluent-kafka cannot name the
-cluster-wide default, the empty name): IncrementalAlterConfigs v1, AlterConfigs v2,
-DescribeConfigs v4 with synonyms."""
+"""Config requests over a raw connection (confluent-kafka cannot name the cluster-wide
+default, the empty name): IncrementalAlterConfigs v1, AlterConfigs v2, DescribeConfigs v4
+with synonyms; BROKER resources unless ``rtype`` says another (GROUP, 32)."""
 
 from __future__ import annotations
 
@@ -17,12 +17,12 @@ from tests.helpers.raw_client import RawClient
 BROKER = 4
 
 
-def raw_incremental(bootstrap: str, name: str, *ops: tuple[str, str | None, int]
-                    ) -> tuple[int, str | None]:
+def raw_incremental(bootstrap: str, name: str, *ops: tuple[str, str | None, int],
+                    rtype: int = BROKER) -> tuple[int, str | None]:
     c = RawClient(bootstrap)
     try:
         resp = c.request(44, 1, IncrementalAlterConfigsRequest(validate_only=False, resources=[
-            iac.AlterConfigsResource(resource_type=BROKER, resource_name=name, configs=[
+            iac.AlterConfigsResource(resource_type=rtype, resource_name=name, configs=[
                 iac.AlterableConfig(name=k, config_operation=op, value=v)
                 for k, v, op in ops])]))
     finally:
@@ -30,25 +30,26 @@ def raw_incremental(bootstrap: str, name: str, *ops: tuple[str, str | None, int]
     return resp.responses[0].error_code, resp.responses[0].error_message
 
 
-def raw_alter(bootstrap: str, name: str, configs: dict[str, str]) -> tuple[int, str | None]:
+def raw_alter(bootstrap: str, name: str, configs: dict[str, str], rtype: int = BROKER
+              ) -> tuple[int, str | None]:
     c = RawClient(bootstrap)
     try:
         resp = c.request(33, 2, AlterConfigsRequest(validate_only=False, resources=[
-            ac.AlterConfigsResource(resource_type=BROKER, resource_name=name, configs=[
+            ac.AlterConfigsResource(resource_type=rtype, resource_name=name, configs=[
                 ac.AlterableConfig(name=k, value=v) for k, v in configs.items()])]))
     finally:
         c.close()
     return resp.responses[0].error_code, resp.responses[0].error_message
 
 
-def raw_describe(bootstrap: str, name: str) -> dict:
+def raw_describe(bootstrap: str, name: str, rtype: int = BROKER) -> dict:
     """{key: (value, source, read_only, sensitive, [(synonym, value, source)])}"""
     c = RawClient(bootstrap)
     try:
         resp = c.request(32, 4, DescribeConfigsRequest(include_synonyms=True,
                                                        include_documentation=False,
                                                        resources=[DescribeConfigsResource(
-                                                           resource_type=BROKER,
+                                                           resource_type=rtype,
                                                            resource_name=name,
                                                            configuration_keys=None)]))
     finally:

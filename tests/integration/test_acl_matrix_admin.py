@@ -61,7 +61,7 @@ pytestmark = pytest.mark.timeout(180)
 
 CAF, TAF = Errors.CLUSTER_AUTHORIZATION_FAILED, Errors.TOPIC_AUTHORIZATION_FAILED
 USERS = ("alice", "creator", "deleter", "alterer", "trimmer", "configurer", "operator",
-         "describer", "viewer")
+         "describer", "viewer", "grouper")
 SPOOL = [sys.executable, "-m", "spool.cli.main"]
 
 
@@ -243,6 +243,30 @@ def test_topic_configs_need_describe_configs_and_alter_configs(secured):
     assert configurer.describe_configs([res])[res].result(15)["retention.ms"].value == "3600000"
     assert _code(configurer.incremental_alter_configs([change])[change]) == 0
     assert _config(secured, ResourceType.TOPIC, name, "retention.ms") == "7200000"
+
+
+def test_group_configs_need_describe_configs_and_alter_configs_on_the_group(secured):
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    res = ConfigResource(ResourceType.GROUP, group)
+    change = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry("share.isolation.level", "read_committed",
+                    incremental_operation=AlterConfigOpType.SET)])
+    alice = _admin(secured, "alice")
+    assert _code(alice.describe_configs([res])[res]) == Errors.GROUP_AUTHORIZATION_FAILED
+    assert _code(alice.incremental_alter_configs([change])[change]) == (
+        Errors.GROUP_AUTHORIZATION_FAILED)
+    assert _config(secured, ResourceType.GROUP, group, "share.isolation.level") == (
+        "read_uncommitted")
+    _grant(secured, "grouper", ResourceType.GROUP, group, AclOperation.DESCRIBE_CONFIGS)
+    grouper = _admin(secured, "grouper")
+    assert grouper.describe_configs([res])[res].result(15)["share.isolation.level"].value == (
+        "read_uncommitted")
+    assert _code(grouper.incremental_alter_configs([change])[change]) == (
+        Errors.GROUP_AUTHORIZATION_FAILED)
+    _grant(secured, "grouper", ResourceType.GROUP, group, AclOperation.ALTER_CONFIGS)
+    assert _code(grouper.incremental_alter_configs([change])[change]) == 0
+    assert _config(secured, ResourceType.GROUP, group, "share.isolation.level") == (
+        "read_committed")
 
 
 def _finalized(broker: SecureBroker) -> dict[str, int]:

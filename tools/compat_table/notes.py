@@ -152,14 +152,19 @@ NOTES: dict[int, str] = {
     32: "Topic and broker resources with sources, synonyms (v1+) and documentation (v3+); "
         "a broker id lists every key (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, "
         "STATIC_BROKER_CONFIG, DEFAULT_CONFIG, Kafka's synonyms), the empty name only the "
-        "cluster-wide dynamic values; passwords and unknown keys hidden (`is_sensitive`).",
+        "cluster-wide dynamic values; passwords and unknown keys hidden (`is_sensitive`). "
+        "Group resources (32): every group config key, GROUP_CONFIG (8) when the group sets it, "
+        "else DEFAULT_CONFIG with the broker key's value (`group.consumer.session.timeout.ms` "
+        "...); the synonym is the key itself, as Kafka 4.2. With an authorizer: "
+        "DESCRIBE_CONFIGS on the group (GROUP_AUTHORIZATION_FAILED).",
     33: "Replaces a resource's override set. Broker resource: every key Kafka 4.2 updates "
         "dynamically (a broker id, or the empty name for the cluster-wide default; Kafka's "
         "INVALID_REQUEST for keys that need a restart), stored in the metadata log; topic "
         "defaults (`log.*`, `message.max.bytes`) act at once, and so do a TLS listener's "
         "`ssl.*` keys (the new keystore/truststore loaded first, INVALID_REQUEST if it does "
         "not load; then used for new connections); the others (SASL, quotas, thread "
-        "pools...) are stored and reported, and the broker log says so.",
+        "pools...) are stored and reported, and the broker log says so. Group resources "
+        "(32): as IncrementalAlterConfigs.",
     35: "Log dirs with partition sizes and offset lag; v4+ total and usable bytes "
         "(statvfs); v5 `is_cordoned` false. A Kafka 4.2 broker advertises 1-4 (v5 is 4.3's "
         "schema); Spool advertises v5.",
@@ -177,7 +182,13 @@ NOTES: dict[int, str] = {
     43: "Preferred and unclean elections by the controller; a single node answers "
         "ELECTION_NOT_NEEDED.",
     44: "SET, DELETE, APPEND, SUBTRACT (a SUBTRACT may empty a list config: "
-        "`cleanup.policy` \"\" keeps records forever); broker resources as AlterConfigs.",
+        "`cleanup.policy` \"\" keeps records forever); broker resources as AlterConfigs. "
+        "Group resources (32, KIP-848/932): Kafka 4.2's GroupConfig keys (`consumer.*`, "
+        "`share.*`; KIP-1240's `share.delivery.count.limit` and "
+        "`share.partition.max.record.locks`; no `streams.*`), each bounded by the broker's "
+        "`group.consumer.min/max.*` and `group.share.min/max.*` keys, unknown keys "
+        "INVALID_CONFIG \"Unknown group config name\", stored in the metadata log; ALTER_CONFIGS "
+        "on the group.",
     45: "Reassignments by the controller (adding replicas, then the ISR, then removing).",
     46: "The reassignments in progress.",
     47: "Deletes a group's committed offsets of partitions it does not consume."
@@ -228,7 +239,7 @@ NOTES: dict[int, str] = {
         "(`spool.telemetry.retention.ms`), read at the admin endpoint or `spool telemetry "
         "show`; Kafka's errors (UNKNOWN_SUBSCRIPTION_ID, TELEMETRY_TOO_LARGE...).",
     74: "v0 client metrics resources; v1 (KIP-1142) topics, brokers, broker loggers, client "
-        "metrics and groups (Spool keeps no group configs) by type.",
+        "metrics and groups (those with group configs) by type.",
     60: "Brokers with their endpoints on the listener asked; v1 `endpoint_type`: controllers "
         "asked of a broker listener is MISMATCHED_ENDPOINT_TYPE; v2 fenced brokers "
         "(KIP-1073); authorized operations (all, no authorizer).",

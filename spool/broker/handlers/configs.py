@@ -1,8 +1,12 @@
 """DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44).
 
 Resources: TOPIC (2), BROKER (4, name = node id, or "" for the cluster
-default) and CLIENT_METRICS (16, telemetry subscriptions: ``spool.cluster.client_metrics``;
-described with their stored values only, source CLIENT_METRICS_CONFIG, as Kafka). Topic describe lists every topic key with its effective value,
+default), CLIENT_METRICS (16, telemetry subscriptions: ``spool.cluster.client_metrics``;
+described with their stored values only, source CLIENT_METRICS_CONFIG, as Kafka) and GROUP
+(32, a group id: ``spool.cluster.group_config``; every group key described, GROUP_CONFIG
+when the group sets it, else DEFAULT_CONFIG with the broker key's value, its synonym
+itself as Kafka 4.2; an alter is checked by this broker against its min/max bounds, then
+applied or forwarded to the controller resolved to SET/DELETE). Topic describe lists every topic key with its effective value,
 source (TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
 STATIC_BROKER_CONFIG, DEFAULT_CONFIG) and, on request, synonyms and documentation. AlterConfigs
 replaces a resource's whole override set; IncrementalAlterConfigs SETs,
@@ -23,9 +27,9 @@ broker's view of the metadata.
 
 Authorization (``spool.broker.admin_authz``, Kafka's ConfigHelper and ControllerApis):
 DescribeConfigs needs DESCRIBE_CONFIGS, AlterConfigs and IncrementalAlterConfigs
-ALTER_CONFIGS, on the topic for a TOPIC resource and on the cluster for BROKER,
-BROKER_LOGGER and CLIENT_METRICS ones; a refused resource answers
-TOPIC_AUTHORIZATION_FAILED or CLUSTER_AUTHORIZATION_FAILED (checked first, whether the
+ALTER_CONFIGS, on the topic for a TOPIC resource, on the group for a GROUP one and on the
+cluster for BROKER, BROKER_LOGGER and CLIENT_METRICS ones; a refused resource answers
+TOPIC_, GROUP_ or CLUSTER_AUTHORIZATION_FAILED (checked first, whether the
 topic exists or not), with no configs, and changes nothing; the others go on. On a
 cluster the broker checks before it forwards: the controller gets only the allowed
 resources (Spool forwards without Kafka's Envelope, so this check is the one that counts).
@@ -39,9 +43,10 @@ from spool.broker.config_view import ConfigEntry
 from spool.broker.dynamic_config import check_broker_configs, check_resource_name
 from spool.broker.forwarding import forward
 from spool.broker.registry import handles
-from spool.cluster import client_metrics
+from spool.cluster import client_metrics, group_config
 from spool.cluster.client_metrics import CLIENT_METRICS_RESOURCE
 from spool.cluster.config_ops import DELETE, SET, incremental_changes, refuse_null_values
+from spool.cluster.group_config import GROUP_RESOURCE
 from spool.protocol._generated import (
     AlterConfigsRequest,
     AlterConfigsResponse,
@@ -73,6 +78,8 @@ TOPIC = 2
 BROKER = 4
 BROKER_LOGGER = 8
 CLIENT_METRICS_CONFIG = 7  # DescribeConfigs' source of a CLIENT_METRICS value
+GROUP_CONFIG = 8  # ... of a value set on a GROUP (the admin client's DYNAMIC_GROUP_CONFIG)
+DEFAULT_CONFIG = 5
 CONFIG_TYPES = {"boolean": 1, "bool": 1, "string": 2, "int": 3, "short": 4, "long": 5,
                 "double": 6, "list": 7, "class": 8, "password": 9, "unknown": 0}
 
@@ -109,6 +116,8 @@ def _describe_resource(ctx, res, include_synonyms: bool, include_docs: bool, ver
             entries = broker.describe_broker_configs(res.resource_name)
         elif res.resource_type == CLIENT_METRICS_RESOURCE:
             entries = _client_metrics_entries(broker, res.resource_name)
+        elif res.resource_type == GROUP_RESOURCE:
+            entries = _group_entries(broker, res.resource_name)
         else:
             raise KafkaError(Errors.INVALID_REQUEST,
                              f"resource type {res.resource_type} is not supported")
@@ -149,6 +158,39 @@ def _client_metrics_entries(broker, name: str) -> list[ConfigEntry]:
     values = broker.view.resource_configs(CLIENT_METRICS_RESOURCE).get(name, {})
     return [ConfigEntry(k, v, CLIENT_METRICS_CONFIG, client_metrics.TYPES.get(k, "string"),
                         doc=client_metrics.DOCS.get(k, "")) for k, v in sorted(values.items())]
+
+
+def _group_entries(broker, name: str) -> list[ConfigEntry]:
+    """Every group config key with the group's value: GROUP_CONFIG when the group sets it,
+    else DEFAULT_CONFIG (the broker key's value, else Kafka's default); its one synonym is
+    itself, as Kafka 4.2's ConfigHelper.createGroupConfigEntry."""
+    if not name:
+        raise KafkaError(Errors.INVALID_REQUEST, "Group name must not be empty")
+    own = broker.group_configs.stored(name)
+    out = []
+    for key in sorted(group_config.KEYS):
+        spec = group_config.KEYS[key].key
+        value = format_value(spec, broker.group_configs.get(name, key))
+        source = GROUP_CONFIG if key in own else DEFAULT_CONFIG
+        out.append(ConfigEntry(key, value, source, spec.type, doc=spec.doc,
+                               synonyms=((key, value, source),)))
+    return out
+
+
+def _group_changes(broker, r, incremental: bool) -> dict[str, str | None]:
+    """A GROUP resource's changes (None: delete), its whole new set checked against this
+    broker's bounds (``spool.cluster.group_config.validate``); on a cluster the
+    controller checks names and values again against its image."""
+    _check_config_names(r)
+    refuse_null_values(r.configs, incremental)
+    own = broker.group_configs.stored(r.resource_name)
+    if incremental:
+        changes = incremental_changes(GROUP_RESOURCE, own, r.configs, group_config.key_type)
+    else:
+        changes = {**dict.fromkeys(own), **{c.name: c.value for c in r.configs}}
+    after = {k: v for k, v in {**own, **changes}.items() if v is not None}
+    group_config.validate(r.resource_name, after, broker.config.get)
+    return {k: v for k, v in changes.items() if own.get(k) != v}
 
 
 def _alter_client_metrics(broker, name: str, changes: dict[str, str | None], replace: bool,
@@ -193,6 +235,14 @@ def _apply(broker, r, incremental: bool, validate_only: bool) -> None:
         if not validate_only:
             broker.alter_broker_configs(r.resource_name, changes)
         return
+    if r.resource_type == GROUP_RESOURCE:
+        changes = _group_changes(broker, r, incremental)
+        name = r.resource_name
+        broker.metadata.alter_resource_config(
+            GROUP_RESOURCE, name, changes,
+            lambda new: group_config.validate(name, new, broker.config.get),
+            validate_only=validate_only)
+        return
     if incremental:
         changes, replace = _incremental_changes(broker, r), False
     else:
@@ -224,8 +274,9 @@ async def _alter(ctx, req, incremental: bool, response_cls, resource_cls):
                                   r.resource_name)
             if not broker.view.clustered:
                 _apply(broker, r, incremental, req.validate_only)
-            elif r.resource_type == BROKER:
-                changes = _broker_changes(broker, r, incremental)
+            elif r.resource_type in (BROKER, GROUP_RESOURCE):
+                changes = (_broker_changes(broker, r, incremental) if r.resource_type == BROKER
+                           else _group_changes(broker, r, incremental))
                 forwarded.append((i, _resolved(r, changes) if incremental else r))
             else:
                 forwarded.append((i, r))

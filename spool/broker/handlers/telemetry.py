@@ -9,7 +9,7 @@ ListConfigResources (Kafka's ``handleListConfigResources``, KIP-1142): v0 lists 
 CLIENT_METRICS resources only (it was ListClientMetricsResources); v1 lists the
 resource types asked for, or all it supports when none is given: TOPIC (2, every
 topic), BROKER (4) and BROKER_LOGGER (8) (the live brokers, by id), CLIENT_METRICS (16)
-and GROUP (32: groups with dynamic configs; Spool keeps none). A type outside those
+and GROUP (32: the groups with configs set). A type outside those
 fails the request with UNSUPPORTED_VERSION, as Kafka's.
 
 Authorization (Kafka's): ListConfigResources needs DESCRIBE_CONFIGS on the cluster, else
