@@ -256,6 +256,8 @@ BROKER_KEYS: dict[str, ConfigKey] = {
              "Most share groups per coordinator."),
         _key("group.share.max.size", "int", 200, between(10, 1000),
              "Most members in one share group."),
+        _key("group.share.max.share.sessions", "int", 2000, at_least(1),
+             "Most share sessions (KIP-932) per broker."),
         # the share coordinator (__share_group_state)
         _key("share.coordinator.state.topic.num.partitions", "int", 50, at_least(1),
              "Partitions of __share_group_state."),
