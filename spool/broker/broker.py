@@ -137,6 +137,7 @@ class Broker:
         self.transactions: TransactionRuntime | None = None
         # share-partition state (KIP-932): spool.share.persister's contract
         self.share_persister: Persister = MemoryPersister()
+        self.share_manager = None  # share-partition leader, sessions: spool.broker.share_manager
         self.quorum: QuorumNode | None = None  # KRaft (process.roles set): spool.broker.quorum
         self.role: BrokerRole | None = None  # process.roles has broker: spool.broker.broker_role
         # None: clients are served at once; else once set (a cluster broker: once unfenced)
@@ -357,6 +358,8 @@ class Broker:
             await self.admin_http.close()
         if self.server is not None:
             await self.server.close()
+        if self.share_manager is not None:  # lock timers, pending state writes
+            await self.share_manager.close()
         if self.storage is not None:
             await self.run_blocking(self.storage.shutdown)
         self.executor.shutdown(wait=True)

@@ -265,4 +265,15 @@ NOTES: dict[int, str] = {
     63: "Liveness and fencing of brokers; controlled shutdown.",
     64: "Removes a broker's registration.",
     67: "Blocks of producer ids for the brokers' InitProducerId.",
+    78: "KIP-932 share fetch on the partition leader: share sessions (epochs, "
+        "`group.share.max.share.sessions`, ended with their connection), records acquired per "
+        "member with delivery counts and a lock of `share.record.lock.duration.ms`, whole "
+        "batches with sendfile, long polling on appends and released records, `max_records`, "
+        "piggy-backed acknowledgements; v2's `batch_size` and `share_acquire_mode` unused "
+        "(batch-optimized acquisition) and RENEW acknowledgements INVALID_REQUEST."
+        " With an authorizer: READ on the group, READ on each topic.",
+    79: "Acknowledgements (ACCEPT, RELEASE, REJECT, GAP) in a share session, written through "
+        "the share-group state persister before the answer; -1 closes the session and releases "
+        "the member's records; v2 RENEW unsupported (INVALID_REQUEST)."
+        " With an authorizer: READ on the group, READ on each topic.",
 }

@@ -24,6 +24,7 @@ from spool.broker.handlers import (  # noqa: F401
     sasl,
     scram_users,
     security_controller,
+    share,
     telemetry,
     transactions,
     txn_markers,
