@@ -46,7 +46,13 @@ from typing import Any, TypeVar
 
 from spool.broker.coordinator_log import CoordinatorLog, CoordinatorLogWriter, PartitionLogWriter
 from spool.broker.internal_topic import InternalTopic
-from spool.coordinator import CoordinatorConfig, GroupCoordinator, Result, partition_for
+from spool.coordinator import (
+    ClassicGroup,
+    CoordinatorConfig,
+    GroupCoordinator,
+    Result,
+    partition_for,
+)
 from spool.coordinator.admin import delete_topic_offsets
 from spool.coordinator.txn_offsets import PendingTxnOffsets
 from spool.protocol.errors import Errors, KafkaError
@@ -71,6 +77,7 @@ def coordinator_config(config) -> CoordinatorConfig:
         offsets_retention_ms=config.get_int("offsets.retention.minutes") * 60_000,
         retention_check_interval_ms=config.get_int("offsets.retention.check.interval.ms"),
         max_metadata_bytes=config.get_int("offset.metadata.max.bytes"),
+        share_session_timeout_ms=config.get_int("group.share.session.timeout.ms"),
     )
 
 
@@ -178,7 +185,7 @@ class GroupRuntime:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         for group in self.coordinator.groups.values():
-            for m in group.members.values():
+            for m in group.members.values() if isinstance(group, ClassicGroup) else ():
                 for fn in (m.join_reply, m.sync_reply):
                     if fn is not None:
                         fn(UNAVAILABLE)

@@ -7,6 +7,7 @@ after the append (``spool.broker.coordinator_log``). ``coordinator`` holds membe
 Heartbeat, LeaveGroup, timeouts), ``admin`` offsets and administration.
 """
 
+from spool.coordinator import share_group  # noqa: F401 (registers the replayers of types 9-15)
 from spool.coordinator.coordinator import CoordinatorConfig, GroupCoordinator, JoinRequest
 from spool.coordinator.group import ClassicGroup, GroupState, IllegalStateTransition, Member
 from spool.coordinator.result import JoinResult, OutRecord, Result, SyncResult

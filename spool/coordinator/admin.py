@@ -25,6 +25,7 @@ from spool.coordinator.group import ClassicGroup, GroupState
 from spool.coordinator.offsets import CommittedOffset, OffsetStore
 from spool.coordinator.result import GroupSummary, MemberSummary, Result
 from spool.coordinator.schema import subscribed_topics
+from spool.coordinator.share_ops import delete_share_group
 from spool.protocol.errors import Errors
 
 S = GroupState
@@ -86,6 +87,8 @@ def _check_commit(coord: GroupCoordinator, group_id: str, generation: int, membe
     group = coord.groups.get(group_id)
     if group is None:
         return 0 if generation < 0 else missing_group
+    if not isinstance(group, ClassicGroup):  # a share group commits no offsets
+        return Errors.GROUP_ID_NOT_FOUND
     if group.is_(S.DEAD):
         return Errors.COORDINATOR_NOT_AVAILABLE
     if generation < 0 and group.is_(S.EMPTY):
@@ -118,7 +121,7 @@ def delete_offsets(
     """OffsetDelete: (result, group error, per-partition errors)."""
     out = Result()
     group = coord.groups.get(group_id)
-    if group is None or group.is_(S.DEAD):
+    if not isinstance(group, ClassicGroup) or group.is_(S.DEAD):
         return out, Errors.GROUP_ID_NOT_FOUND, []
     subscribed: set[str] = set()
     if not group.is_(S.EMPTY):
@@ -146,7 +149,7 @@ def _tombstone(coord: GroupCoordinator, out: Result, group_id: str, topic: str, 
 def describe_group(coord: GroupCoordinator, group_id: str) -> GroupSummary:
     """DescribeGroups: unknown groups describe as Dead; metadata and assignments only when Stable."""
     group = coord.groups.get(group_id)
-    if group is None:
+    if not isinstance(group, ClassicGroup):  # share groups: ShareGroupDescribe
         return GroupSummary(group_id, S.DEAD.value, "", "", ())
     stable = group.is_(S.STABLE)
     members = tuple(
@@ -161,22 +164,29 @@ def describe_group(coord: GroupCoordinator, group_id: str) -> GroupSummary:
 
 
 def list_groups(coord: GroupCoordinator, states: list[str] | None = None,
-                types: list[str] | None = None) -> list[tuple[str, str, str]]:
-    """ListGroups: (group_id, protocol_type, state); filters match case-insensitively."""
+                types: list[str] | None = None) -> list[tuple[str, str, str, str]]:
+    """ListGroups: (group_id, protocol_type, state, group type); filters match
+    case-insensitively. A share group's protocol type and group type are ``share``."""
     wanted = {s.lower() for s in states or []}
     kinds = {t.lower() for t in types or []}
     rows = []
     for g in coord.groups.values():
-        if g.is_(S.DEAD) or (wanted and g.state.value.lower() not in wanted):
+        if isinstance(g, ClassicGroup):
+            if g.is_(S.DEAD):
+                continue
+            row = (g.group_id, g.protocol_type or "", g.state.value, "classic")
+        else:
+            row = (g.group_id, g.type, g.state, g.type)
+        if (wanted and row[2].lower() not in wanted) or (kinds and row[3] not in kinds):
             continue
-        if kinds and "classic" not in kinds:
-            continue
-        rows.append((g.group_id, g.protocol_type or "", g.state.value))
+        rows.append(row)
     return sorted(rows)
 
 
 def delete_groups(coord: GroupCoordinator, group_ids: list[str]) -> tuple[Result, list[int]]:
-    """DeleteGroups: only Empty groups; their offsets and metadata get tombstones."""
+    """DeleteGroups: only Empty groups; their offsets and metadata get tombstones. A share
+    group's records are applied at once (``spool.coordinator.share_group``): checkpoint
+    ``group_ids`` before; its share-partition state is deleted first (the handler)."""
     out = Result()
     codes = []
     deleted: set[str] = set()
@@ -184,7 +194,13 @@ def delete_groups(coord: GroupCoordinator, group_ids: list[str]) -> tuple[Result
         group = coord.groups.get(gid)
         if not gid:
             codes.append(Errors.INVALID_GROUP_ID)
-        elif group is None or group.is_(S.DEAD) or gid in deleted:
+        elif group is None or gid in deleted:
+            codes.append(Errors.GROUP_ID_NOT_FOUND)
+        elif not isinstance(group, ClassicGroup):  # share_ops.delete_group: its own records
+            codes.append(delete_share_group(coord, group, out))
+            if not codes[-1]:
+                deleted.add(gid)
+        elif group.is_(S.DEAD):
             codes.append(Errors.GROUP_ID_NOT_FOUND)
         elif not group.is_(S.EMPTY):
             codes.append(Errors.NON_EMPTY_GROUP)
@@ -210,7 +226,7 @@ def expire_offsets(coord: GroupCoordinator, out: Result) -> None:
     now = coord.now()
     retention = coord.config.offsets_retention_ms
     for group in list(coord.groups.values()):
-        if not group.is_(S.EMPTY) or group.pending_members:
+        if not isinstance(group, ClassicGroup) or not group.is_(S.EMPTY) or group.pending_members:
             continue
         committed = coord.offsets.get(group.group_id)
         if group.protocol_type:

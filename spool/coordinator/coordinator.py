@@ -89,6 +89,7 @@ class CoordinatorConfig:
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000  # offsets.retention.minutes
     retention_check_interval_ms: int = 600000  # offsets.retention.check.interval.ms
     max_metadata_bytes: int = 4096  # offset.metadata.max.bytes
+    share_session_timeout_ms: int = 45000  # group.share.session.timeout.ms (after a load)
 
 
 @dataclass(frozen=True)
@@ -175,6 +176,8 @@ class GroupCoordinator:
                 self.groups[gid] = live = saved
             else:
                 live.restore(saved)
+            if not isinstance(live, ClassicGroup):
+                continue
             for m in live.members.values():
                 if id(m.join_reply) in done:
                     m.join_reply = None
@@ -242,6 +245,9 @@ class GroupCoordinator:
         ``group_ids``, the groups of one partition just loaded; default every group)."""
         for gid in list(self.groups) if group_ids is None else group_ids:
             group = self.groups.get(gid)
+            if group is not None and not isinstance(group, ClassicGroup):
+                group.on_loaded(self)  # KIP-848/932 groups start their own sessions
+                continue
             for member in group.members.values() if group is not None else ():
                 self._heartbeat(group, member)
 
@@ -255,7 +261,7 @@ class GroupCoordinator:
         for gid in drop:
             group = self.groups.pop(gid, None)
             self.offsets.drop(gid)
-            for m in group.members.values() if group is not None else ():
+            for m in group.members.values() if isinstance(group, ClassicGroup) else ():
                 for fn in (m.join_reply, m.sync_reply):
                     if fn is not None:
                         fn(error)
@@ -283,6 +289,10 @@ class GroupCoordinator:
             out.reply(reply, JoinResult(code, member_id=req.member_id))
             return out
         group = self.groups.get(req.group_id)
+        if group is not None and not isinstance(group, ClassicGroup):  # Kafka: a share group's
+            out.reply(reply, JoinResult(Errors.INCONSISTENT_GROUP_PROTOCOL,  # id
+                                        member_id=req.member_id))
+            return out
         created = group is None
         if group is None:
             if req.member_id:
@@ -566,8 +576,8 @@ class GroupCoordinator:
 
     def _check_generation(self, group: ClassicGroup | None, member_id: str, instance: str | None,
                           generation: int) -> int:
-        if group is None or group.is_(S.EMPTY):
-            return Errors.UNKNOWN_MEMBER_ID
+        if not isinstance(group, ClassicGroup) or group.is_(S.EMPTY):
+            return Errors.UNKNOWN_MEMBER_ID  # no such classic group (or one of another type)
         if group.is_(S.DEAD):
             return Errors.COORDINATOR_NOT_AVAILABLE
         code = self._check_member(group, member_id, instance)
@@ -595,7 +605,7 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         codes = []
         for member_id, instance in members:
-            if group is None or group.is_(S.DEAD):
+            if not isinstance(group, ClassicGroup) or group.is_(S.DEAD):
                 codes.append(Errors.UNKNOWN_MEMBER_ID)
                 continue
             if instance is not None and instance in group.static_members:

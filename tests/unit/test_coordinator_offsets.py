@@ -126,8 +126,9 @@ def test_list_and_delete_groups():
     h = Harness()
     leader, follower, gen = h.stable_pair()
     commit(h, group="simple")
-    assert list_groups(h.coord) == [("g", "consumer", "Stable"), ("simple", "", "Empty")]
-    assert list_groups(h.coord, states=["empty"]) == [("simple", "", "Empty")]
+    assert list_groups(h.coord) == [("g", "consumer", "Stable", "classic"),
+                                    ("simple", "", "Empty", "classic")]
+    assert list_groups(h.coord, states=["empty"]) == [("simple", "", "Empty", "classic")]
     assert list_groups(h.coord, types=["consumer"]) == []
     result, codes = delete_groups(h.coord, ["g", "simple", "nope", ""])
     h._run(result)

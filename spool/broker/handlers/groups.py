@@ -221,8 +221,8 @@ async def list_groups_handler(ctx, req: ListGroupsRequest) -> ListGroupsResponse
                              [r[0] for r in rows], log_denied=False)
         rows = [r for r in rows if r[0] in seen]
     return ListGroupsResponse(throttle_time_ms=0, error_code=0, groups=[
-        ListedGroup(group_id=g, protocol_type=t, group_state=s, group_type="classic")
-        for g, t, s in rows
+        ListedGroup(group_id=g, protocol_type=t, group_state=s, group_type=kind)
+        for g, t, s, kind in rows
     ])
 
 

@@ -6,7 +6,7 @@ See ``spool.protocol.message`` for the API every class here shares.
 
 from __future__ import annotations
 
-from struct import pack, unpack_from
+from struct import Struct, pack, unpack_from
 from uuid import UUID
 
 from spool.protocol.message import UNSET, Message
@@ -20,6 +20,8 @@ from spool.protocol.primitives import (
     write_uvarint,
 )
 
+_S_q = Struct('>q')
+
 
 class TopicPartitionsInfo(Message):
     """TopicPartitionsInfo: a struct of ShareGroupStatePartitionMetadataValue.
@@ -30,9 +32,11 @@ class TopicPartitionsInfo(Message):
         The topic name.
     partitions: []int32, v0
         The partitions.
+    create_timestamp: int64, v0
+        Timestamp at which topic added to init state.
     """
 
-    __slots__ = ('topic_id', 'topic_name', 'partitions')
+    __slots__ = ('topic_id', 'topic_name', 'partitions', 'create_timestamp')
     NAME = 'TopicPartitionsInfo'
     VALID_VERSIONS = (0, 0)
     FLEXIBLE_VERSIONS = (0, 0)
@@ -42,10 +46,12 @@ class TopicPartitionsInfo(Message):
         topic_id: UUID = ZERO_UUID,
         topic_name: str = '',
         partitions: list[int] = UNSET,
+        create_timestamp: int = 0,
     ) -> None:
         self.topic_id = topic_id
         self.topic_name = topic_name
         self.partitions = [] if partitions is UNSET else partitions
+        self.create_timestamp = create_timestamp
 
 
 class TopicInfo(Message):
@@ -74,13 +80,15 @@ class TopicInfo(Message):
 class ShareGroupStatePartitionMetadataValue(Message):
     """ShareGroupStatePartitionMetadataValue (data): versions 0, flexible 0.
 
+    initializing_topics: []TopicPartitionsInfo, v0
+        The topic-partitions whose share-group state is being initialized.
     initialized_topics: []TopicPartitionsInfo, v0
         The topics with initialized share-group state.
     deleting_topics: []TopicInfo, v0
         The topics whose share-group state is being deleted.
     """
 
-    __slots__ = ('initialized_topics', 'deleting_topics')
+    __slots__ = ('initializing_topics', 'initialized_topics', 'deleting_topics')
     NAME = 'ShareGroupStatePartitionMetadataValue'
     VALID_VERSIONS = (0, 0)
     FLEXIBLE_VERSIONS = (0, 0)
@@ -89,9 +97,11 @@ class ShareGroupStatePartitionMetadataValue(Message):
 
     def __init__(
         self,
+        initializing_topics: list[TopicPartitionsInfo] = UNSET,
         initialized_topics: list[TopicPartitionsInfo] = UNSET,
         deleting_topics: list[TopicInfo] = UNSET,
     ) -> None:
+        self.initializing_topics = [] if initializing_topics is UNSET else initializing_topics
         self.initialized_topics = [] if initialized_topics is UNSET else initialized_topics
         self.deleting_topics = [] if deleting_topics is UNSET else deleting_topics
 
@@ -102,11 +112,13 @@ def _d_TopicPartitionsInfo_v0(buf, pos):
     n, pos = read_compact_array_len(buf, pos)
     f_partitions = list(unpack_from(f'>{n}i', buf, pos))
     pos += 4 * n
+    f_create_timestamp, = _S_q.unpack_from(buf, pos)
+    pos += 8
     if buf[pos]:
         pos = skip_tagged_fields(buf, pos)
     else:
         pos += 1
-    return TopicPartitionsInfo(f_topic_id, f_topic_name, f_partitions), pos
+    return TopicPartitionsInfo(f_topic_id, f_topic_name, f_partitions, f_create_timestamp), pos
 
 
 def _e_TopicPartitionsInfo_v0(self, out):
@@ -116,6 +128,7 @@ def _e_TopicPartitionsInfo_v0(self, out):
     v = self.partitions
     ap(write_uvarint(len(v) + 1))
     ap(pack(f'>{len(v)}i', *v))
+    ap(_S_q.pack(self.create_timestamp))
     ap(b'\x00')
 
 
@@ -138,6 +151,11 @@ def _e_TopicInfo_v0(self, out):
 
 def _d_ShareGroupStatePartitionMetadataValue_v0(buf, pos):
     n, pos = read_compact_array_len(buf, pos)
+    f_initializing_topics = []
+    for _ in range(n):
+        e, pos = _d_TopicPartitionsInfo_v0(buf, pos)
+        f_initializing_topics.append(e)
+    n, pos = read_compact_array_len(buf, pos)
     f_initialized_topics = []
     for _ in range(n):
         e, pos = _d_TopicPartitionsInfo_v0(buf, pos)
@@ -151,11 +169,15 @@ def _d_ShareGroupStatePartitionMetadataValue_v0(buf, pos):
         pos = skip_tagged_fields(buf, pos)
     else:
         pos += 1
-    return ShareGroupStatePartitionMetadataValue(f_initialized_topics, f_deleting_topics), pos
+    return ShareGroupStatePartitionMetadataValue(f_initializing_topics, f_initialized_topics, f_deleting_topics), pos
 
 
 def _e_ShareGroupStatePartitionMetadataValue_v0(self, out):
     ap = out.append
+    v = self.initializing_topics
+    ap(write_uvarint(len(v) + 1))
+    for e in v:
+        _e_TopicPartitionsInfo_v0(e, out)
     v = self.initialized_topics
     ap(write_uvarint(len(v) + 1))
     for e in v:
