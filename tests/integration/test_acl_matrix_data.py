@@ -59,9 +59,12 @@ from spool.protocol._generated import (
     OffsetFetchRequest,
     OffsetForLeaderEpochRequest,
     ProduceRequest,
+    ShareAcknowledgeRequest,
+    ShareFetchRequest,
     SyncGroupRequest,
     TxnOffsetCommitRequest,
     WriteTxnMarkersRequest,
+    share_fetch_request,
 )
 from spool.protocol._generated.add_partitions_to_txn_request import (
     AddPartitionsToTxnTopic,
@@ -849,3 +852,34 @@ def test_kafka_python_and_aiokafka_see_kafkas_errors(broker, admin):
             await c.stop()
 
     asyncio.run(consume())
+
+
+# ---- ShareFetch, ShareAcknowledge (KIP-932)
+
+
+def test_share_fetch_needs_read_on_the_group_then_each_topic(broker, admin):
+    ok, described, group = _name("sf-ok"), _name("sf-desc"), _name("sg")
+    create_topics(admin, ok, described)
+    md = raw(broker, "admin", MetadataRequest(topics=[
+        MetadataRequestTopic(name=n) for n in (ok, described)], allow_auto_topic_creation=False),
+        12)
+    ids = {t.name: t.topic_id for t in md.topics}
+    req = ShareFetchRequest(
+        group_id=group, member_id=uuid.uuid4().hex, share_session_epoch=0, max_wait_ms=0,
+        min_bytes=1, max_bytes=1 << 20, max_records=100, batch_size=100, topics=[
+            share_fetch_request.FetchTopic(topic_id=ids[n], partitions=[
+                share_fetch_request.FetchPartition(partition_index=0)]) for n in (ok, described)])
+    grant(admin, topic_acl(ok, R), topic_acl(described, D))
+    resp = raw(broker, "alice", req, 1)
+    assert (resp.error_code, resp.responses) == (GROUP_DENIED, [])
+    grant(admin, group_acl(group, R))
+    resp = raw(broker, "alice", req, 1)
+    assert resp.error_code == 0
+    got = {t.topic_id: [p.error_code for p in t.partitions] for t in resp.responses}
+    assert got == {ids[ok]: [0], ids[described]: [TOPIC_DENIED]}
+    # ShareAcknowledge: READ on the group before anything else (even the session check)
+    ack = ShareAcknowledgeRequest(group_id=_name("sg-other"), member_id=uuid.uuid4().hex,
+                                  share_session_epoch=1, topics=[])
+    assert raw(broker, "alice", ack, 1).error_code == GROUP_DENIED
+    ack.group_id = group
+    assert raw(broker, "alice", ack, 1).error_code == Errors.SHARE_SESSION_NOT_FOUND
