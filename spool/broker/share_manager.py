@@ -350,7 +350,11 @@ class ShareManager:
         sl = plog.read(offset, max(max_bytes, 0), max_offset=limit, min_one_batch=first)
         if sl is None or sl.length == 0:
             return PartitionFetch(entry.topic)
-        headers = list(sl.segment.batches(sl.position, sl.position + sl.length))
+        headers = []  # enough batches for max_records from the fetch offset, no more
+        for pos, h in sl.segment.batches(sl.position, sl.position + sl.length):
+            headers.append((pos, h))
+            if h.last_offset - offset + 1 >= max_records:
+                break
         batches = [(h.base_offset, h.last_offset) for _, h in headers if not h.is_control]
         aborted = _aborted_ranges(headers, plog.aborted_transactions(sl.first_offset, limit)) \
             if read_committed else []

@@ -13,7 +13,14 @@ import uuid
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    ResourceType,
+)
 
 from spool.protocol._generated import (
     MetadataRequest,
@@ -262,3 +269,25 @@ def test_forgotten_partition_is_no_longer_fetched(broker):
         produce(broker.bootstrap, name, [b"x"])
         resp = fetch(rc, "g-forget", "m", 2, max_wait_ms=300)
         assert resp.error_code == 0 and resp.responses == []
+
+
+def test_read_committed_acquires_committed_records_only(broker):
+    name, tid = make_topic(broker.bootstrap, 0, "g-rc")
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    res = ConfigResource(ResourceType.GROUP, "g-rc", incremental_configs=[ConfigEntry(
+        "share.isolation.level", "read_committed",
+        incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([res])[res].result(15)
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"t-{tid}"})
+    p.init_transactions(15)
+    for commit, batch in ((False, [b"a0", b"a1"]), (True, [b"c0", b"c1"])):
+        p.begin_transaction()
+        for v in batch:
+            p.produce(name, v, partition=0)
+        assert p.flush(15) == 0  # (an abort drops what is not sent yet)
+        (p.commit_transaction if commit else p.abort_transaction)(15)
+    # offsets: 0-1 aborted, 2 abort marker, 3-4 committed, 5 commit marker
+    with RawClient(broker.bootstrap) as rc:
+        pr = part(fetch(rc, "g-rc", "m", 0, tid, max_wait_ms=2000))
+        assert values(pr) == {3: b"c0", 4: b"c1"}
+        assert [(a.first_offset, a.last_offset) for a in pr.acquired_records] == [(3, 4)]
