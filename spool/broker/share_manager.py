@@ -36,6 +36,11 @@ expiries, start offset moves) is written through ``broker.share_persister.write`
 the acknowledgement is answered, one write at a time per share-partition (in order). A
 failed write is the acknowledgement's error. Acquisition itself is not written (Kafka's
 choice: a record in flight at a crash comes back AVAILABLE with its last written count).
+A write refused as fenced (FENCED_STATE_EPOCH: the group's offsets were reset;
+FENCED_LEADER_EPOCH: another leader) drops the share-partition here, as Kafka's
+fencedSharePartitionHandler: the next fetch reads the state again. ``forget_group`` does
+the same for a group whose state the coordinator reset or deleted; ``describe`` shows a
+group's loaded share-partitions (start and end offsets, in-flight ranges).
 Everything runs on the event loop; the share-partition is never touched from a thread.
 """
 
@@ -54,11 +59,15 @@ from spool.broker.server import FileRegion
 from spool.broker.share_sessions import ShareSession, ShareSessionCache
 from spool.protocol.errors import Errors, KafkaError
 from spool.replica.partition import NotLeader
-from spool.share.partition import SharePartition
+from spool.share.partition import SharePartition, SharePartitionSummary
 
 log = logging.getLogger("spool.share")
 
 READ_COMMITTED = "read_committed"
+# a write refused for these: this state is not the one to serve (Kafka's
+# fencedSharePartitionHandler drops the share-partition from its cache)
+_FENCED = (Errors.FENCED_STATE_EPOCH, Errors.FENCED_LEADER_EPOCH, Errors.NOT_LEADER_OR_FOLLOWER,
+           Errors.GROUP_ID_NOT_FOUND, Errors.UNKNOWN_TOPIC_OR_PARTITION)
 
 
 @dataclass(frozen=True)
@@ -226,16 +235,35 @@ class ShareManager:
                 entry.loading = asyncio.ensure_future(self._load(entry, part))
             try:
                 await asyncio.shield(entry.loading)
-            except KafkaError:
+            except Exception as e:
                 if self.entries.get(key) is entry:
                     del self.entries[key]
-                raise
+                if isinstance(e, KafkaError):
+                    raise
+                log.exception("share-partition %s %s-%d: state not loaded", group_id, topic,
+                              partition)
+                raise KafkaError(Errors.UNKNOWN_SERVER_ERROR, str(e)) from e
         return entry
 
     def _drop(self, entry: _Entry) -> None:
         if entry.timer is not None:
             entry.timer.cancel()
-        self.entries.pop((entry.group_id, entry.topic_id, entry.partition), None)
+        key = (entry.group_id, entry.topic_id, entry.partition)
+        if self.entries.get(key) is entry:
+            del self.entries[key]
+        self.broker.notify_key(share_key(entry.group_id, entry.topic, entry.partition))
+
+    def forget_group(self, group_id: str) -> None:
+        """Drop the share-partitions of ``group_id`` held here (its state was reset or
+        deleted through the persister): the next fetch reads the state again."""
+        for entry in [e for e in self.entries.values() if e.group_id == group_id]:
+            self._drop(entry)
+
+    def describe(self, group_id: str) -> dict[tuple[str, int], SharePartitionSummary]:
+        """The share-partitions of ``group_id`` this broker leads and has loaded:
+        (topic, partition) -> start offset, end offset and in-flight ranges."""
+        return {(e.topic, e.partition): e.sp.describe() for e in self.entries.values()
+                if e.group_id == group_id and e.sp is not None}
 
     async def _load(self, entry: _Entry, part) -> None:
         state = await self.broker.share_persister.read(
@@ -415,6 +443,8 @@ class ShareManager:
             if err is not None:
                 log.warning("share-partition %s %s-%d: state not written: %s",
                             entry.group_id, entry.topic, entry.partition, err)
+                if err.code in _FENCED:  # another leader, or the state was reset: read again
+                    self._drop(entry)
             return err
 
     def _changed(self, entry: _Entry) -> None:
