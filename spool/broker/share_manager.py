@@ -25,7 +25,9 @@ give the offsets, the share-partition acquires what it may for the member (at mo
 region trimmed to the batches holding acquired offsets (sendfile, zero copy) and the
 acquired ranges. A fetch that acquires nothing waits (long poll) for an append to the
 partition or for records released here (acknowledged RELEASE, a lock expired, a session
-closed): ``broker.notify_key(share_key(...))``.
+closed): ``broker.notify_key(share_key(...))``. A partition in error (unknown, not led
+here, refused) does not end the wait: it is answered with the others, at once only when
+every partition is in error (Kafka's DelayedShareFetch).
 
 Locks expire on the event loop: one timer per share-partition at its earliest lock
 deadline; expired records become AVAILABLE again (or ARCHIVED at
@@ -320,13 +322,12 @@ class ShareManager:
                 out[key] = PartitionFetch(name, Errors.UNKNOWN_TOPIC_OR_PARTITION)
             else:
                 todo.append((key, name))
-        if not todo:
+        if not todo:  # every partition in error: answered at once
             return out
         records_left = min(max_records if max_records > 0 else 2**31 - 1,
                            broker.config.get_int("share.fetch.max.fetch.records"))
         bytes_left = max_bytes if max_bytes > 0 else 2**31 - 1
         total = 0
-        errors = bool(out)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(max_wait_ms, 0) / 1000.0
         conn = ctx.conn
@@ -342,14 +343,14 @@ class ShareManager:
                                        first=(total == 0))
                 except KafkaError as e:
                     out[key] = PartitionFetch.error(name, e)
-                    errors = True
                     continue
                 if pf.acquired:
                     out[key] = pf
                     total += pf.size
                     bytes_left -= pf.size
                     records_left -= sum(last - first + 1 for first, last, _ in pf.acquired)
-            if conn.gone or errors or total >= max(min_bytes, 1) or records_left <= 0:
+            if (conn.gone or total >= max(min_bytes, 1) or records_left <= 0
+                    or all(key in out for key, _ in todo)):
                 break
             remaining = deadline - loop.time()
             if remaining <= 0:
