@@ -72,6 +72,8 @@ from spool.broker.metadata_view import MetadataView, SingleNodeView
 from spool.broker.producer_ids import ProducerIdManager
 from spool.broker.quorum import QuorumNode
 from spool.broker.server import Server
+from spool.broker.share_persister import CoordinatorPersister
+from spool.broker.share_runtime import ShareStateRuntime
 from spool.broker.telemetry import ClientMetricsManager
 from spool.broker.throttling import ClientQuotas
 from spool.broker.txn_runtime import TransactionRuntime
@@ -84,7 +86,7 @@ from spool.security.authorizer import StandardAuthorizer
 from spool.security.authorizer import configured as configured_authorizer
 from spool.security.image import SecurityImage, from_json, to_json
 from spool.security.quotas import ConnectionQuotas, has_client_quotas
-from spool.share.persister import MemoryPersister, Persister
+from spool.share.persister import Persister
 from spool.storage.config import validate_topic_overrides
 from spool.storage.engine import Storage
 from spool.storage.log import PartitionLog
@@ -96,10 +98,11 @@ from spool.util.clock import SystemClock
 log = logging.getLogger("spool.broker")
 T = TypeVar("T")
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 INTERNAL_PARTITIONS_KEY = {
     "__consumer_offsets": "offsets.topic.num.partitions",
     "__transaction_state": "transaction.state.log.num.partitions",
+    "__share_group_state": "share.coordinator.state.topic.num.partitions",
 }
 DESCRIPTORS_PER_PARTITION = 2  # its active .log + a fetch's dup of it (module doc: why not 1)
 DESCRIPTOR_RESERVE = 1024  # the inactive-segment LRU (256), connections, rolls, the broker's files
@@ -135,9 +138,11 @@ class Broker:
         self.server: Server | None = None
         self.groups: GroupRuntime | None = None
         self.transactions: TransactionRuntime | None = None
-        # share-partition state (KIP-932): spool.share.persister's contract
-        self.share_persister: Persister = MemoryPersister()
         self.share_manager = None  # share-partition leader, sessions: spool.broker.share_manager
+        # the share coordinator (KIP-932, __share_group_state) and the persister over it
+        # (spool.share.persister's contract: here, or an RPC to the key's coordinator)
+        self.share_state: ShareStateRuntime | None = None
+        self.share_persister: Persister = CoordinatorPersister(self)
         self.quorum: QuorumNode | None = None  # KRaft (process.roles set): spool.broker.quorum
         self.role: BrokerRole | None = None  # process.roles has broker: spool.broker.broker_role
         # None: clients are served at once; else once set (a cluster broker: once unfenced)
@@ -269,12 +274,16 @@ class Broker:
         writer = self._coordinator_writer(self)
         self.groups = GroupRuntime(self, writer)
         self.transactions = TransactionRuntime(self, writer)
+        self.share_state = ShareStateRuntime(self, writer)
         if self.cluster.kraft:
             return  # coordinator partitions load as this broker becomes their leader
         loaded = await self.run_blocking(self.groups.load)
         if loaded:
             log.info("group coordinator replayed %d __consumer_offsets records", loaded)
         await self.run_blocking(self.transactions.load)
+        loaded = await self.run_blocking(self.share_state.load)
+        if loaded:
+            log.info("share coordinator replayed %d __share_group_state records", loaded)
         self.transactions.recover()  # PREPARE_* transactions a crash interrupted
 
     def leadership_changed(self, topic: str, partition: int, is_leader: bool,
@@ -286,6 +295,8 @@ class Broker:
             self.groups.on_leadership(partition, is_leader, leader_epoch)
         elif topic == "__transaction_state" and self.transactions is not None:
             self.transactions.on_leadership(partition, is_leader, leader_epoch)
+        elif topic == "__share_group_state" and self.share_state is not None:
+            self.share_state.on_leadership(partition, is_leader, leader_epoch)
 
     @property
     def logs(self):
@@ -354,6 +365,9 @@ class Broker:
             await self.groups.stop()
         if self.transactions is not None:
             await self.transactions.stop()
+        if self.share_state is not None:
+            await self.share_state.stop()
+        await self.share_persister.close()
         if self.admin_http is not None:
             await self.admin_http.close()
         if self.server is not None:

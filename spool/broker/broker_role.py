@@ -100,7 +100,7 @@ class BrokerRole:
                    rack=cc.rack, heartbeat_interval_ms=cc.broker_heartbeat_interval_ms,
                    request_timeout_ms=cc.request_timeout_ms)
         broker.view = ClusterView(MetadataImage(cluster_id=broker.cluster_id), listeners[0][0])
-        for runtime in (broker.groups, broker.transactions):
+        for runtime in (broker.groups, broker.transactions, broker.share_state):
             runtime.topic.hold()  # coordinator partitions load once caught up
         broker.ready_for_clients = asyncio.Event()  # set once unfenced (dispatch: rule 5)
         broker.controller_channel = channel
@@ -120,6 +120,7 @@ class BrokerRole:
         b = self.broker
         b.groups.topic.release()
         b.transactions.topic.release()
+        b.share_state.topic.release()
         b.groups.start()
         b.transactions.start()
         b.producer_ids.prefetch()  # registered: the first InitProducerId need not wait

@@ -1,7 +1,8 @@
 """A coordinator's internal topic, created on first use, never on the event loop.
 
-``InternalTopic(broker, name, partitions)`` stands for ``__consumer_offsets``
-or ``__transaction_state``. Creating one is file work for every partition
+``InternalTopic(broker, name, partitions)`` stands for ``__consumer_offsets``,
+``__transaction_state`` or ``__share_group_state`` (keys placed by ``partition_of``).
+Creating one is file work for every partition
 (50 by default, ``offsets.topic.num.partitions`` allows thousands), so it
 always runs in the broker's executor, one creation at a time per topic:
 
@@ -25,12 +26,13 @@ In a cluster, ``coordinator_error(key)`` is NOT_COORDINATOR when another
 broker leads the key's partition (handlers answer it before touching the
 coordinator), and the topic is created by the active controller
 (``spool.broker.forwarding.create_topic_via_controller``) with
-``offsets.topic.replication.factor`` / ``transaction.state.log.replication.factor``
-replicas (default 3, Kafka's), capped by the brokers registered at that moment
+``offsets.topic.replication.factor`` / ``transaction.state.log.replication.factor`` /
+``share.coordinator.state.topic.replication.factor`` replicas (default 3, Kafka's), capped by the brokers registered at that moment
 (fenced ones included: the controller places followers on them), so a
 smaller cluster still gets its coordinators; ``__transaction_state`` gets
 ``min.insync.replicas`` = ``transaction.state.log.min.isr`` (default 2), capped by
-that replication factor. A creation the controller refuses (say every broker is
+that replication factor, and ``__share_group_state``
+``share.coordinator.state.topic.min.isr`` likewise (``topic_configs``: its cleanup policy). A creation the controller refuses (say every broker is
 fenced) is logged and tried again at the next ``ensure``; clients meanwhile get
 COORDINATOR_NOT_AVAILABLE. Ready there means
 the topic is in the broker's view: the logs of the partitions this broker leads
@@ -80,8 +82,24 @@ log = logging.getLogger("spool.broker.internal_topic")
 REPLICATION_FACTOR_KEY = {
     "__consumer_offsets": "offsets.topic.replication.factor",
     "__transaction_state": "transaction.state.log.replication.factor",
+    "__share_group_state": "share.coordinator.state.topic.replication.factor",
 }
-MIN_ISR_KEY = {"__transaction_state": "transaction.state.log.min.isr"}
+MIN_ISR_KEY = {
+    "__transaction_state": "transaction.state.log.min.isr",
+    "__share_group_state": "share.coordinator.state.topic.min.isr",
+}
+
+
+def topic_configs(name: str, config: Any) -> dict[str, str]:
+    """The topic configs an internal topic is created with: compacted, except
+    ``__share_group_state``, whose ShareUpdate records all count until the next
+    ShareSnapshot (compaction would keep only the last one): Kafka (KIP-932) gives it
+    ``cleanup.policy=delete``; Spool keeps every record (``retention.ms=-1``: Kafka prunes
+    below the oldest snapshot still needed, which Spool does not do yet)."""
+    if name == "__share_group_state":
+        return {"cleanup.policy": "delete", "retention.ms": "-1",
+                "segment.bytes": str(config.get_int("share.coordinator.state.topic.segment.bytes"))}
+    return {"cleanup.policy": "compact"}
 
 
 def cluster_topic_settings(name: str, config: Any, registered_brokers: int
@@ -89,7 +107,7 @@ def cluster_topic_settings(name: str, config: Any, registered_brokers: int
     """(replication factor, topic configs) for creating internal topic ``name`` in a
     cluster of ``registered_brokers`` (module doc)."""
     rf = max(1, min(config.get_int(REPLICATION_FACTOR_KEY[name]), registered_brokers))
-    configs = {"cleanup.policy": "compact"}
+    configs = topic_configs(name, config)
     if name in MIN_ISR_KEY:
         configs["min.insync.replicas"] = str(min(config.get_int(MIN_ISR_KEY[name]), rf))
     return rf, configs
@@ -110,9 +128,11 @@ class PartitionOwner(Protocol):
 
 class InternalTopic:
     def __init__(self, broker: Any, name: str, partitions: Callable[[], int],
-                 owner: PartitionOwner | None = None) -> None:
+                 owner: PartitionOwner | None = None,
+                 partition_of: Callable[[str, int], int] = partition_for) -> None:
         self.broker = broker
         self.name = name
+        self.partition_of = partition_of  # (key, partitions) -> partition
         self.partitions = partitions  # how many to create (the runtime's current count)
         self.owner = owner
         self.loaded: dict[int, int] = {}  # partition -> leader epoch it is loaded in
@@ -124,7 +144,7 @@ class InternalTopic:
 
     def partition_for(self, key: str) -> int:
         """The partition holding ``key``'s records (a group id, a transactional id)."""
-        return partition_for(key, self.partitions())
+        return self.partition_of(key, self.partitions())
 
     def coordinator_error(self, key: str) -> KafkaError | None:
         """Whether this broker coordinates ``key`` now (module doc): None if so (always on a
@@ -281,7 +301,8 @@ class InternalTopic:
             return  # created meanwhile (or being created by a restart's recovery)
         n = self.partitions()
         try:
-            self.broker.create_topic(self.name, n, configs={"cleanup.policy": "compact"},
+            self.broker.create_topic(self.name, n, configs=topic_configs(self.name,
+                                                                        self.broker.config),
                                      internal_ok=True)
         except KafkaError as e:
             if e.code != Errors.TOPIC_ALREADY_EXISTS:

@@ -30,19 +30,19 @@ Retriable errors (COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS,
 NOT_COORDINATOR) are retried inside the persister until its timeout, as Kafka's
 ``PersisterStateManager`` does; what comes out is the final answer.
 
-``MemoryPersister`` is the same contract in memory (no durability): the broker's
-persister until the coordinator runtime serves it, and a stand-in for unit tests of its
-users.
+``MemoryPersister`` is the same contract in memory (no durability): the share
+coordinator's state machine without a log, a stand-in for unit tests of its users. The
+broker's is ``spool.broker.share_persister.CoordinatorPersister``.
 """
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
-from spool.protocol.errors import Errors, KafkaError
-from spool.share.batches import StateBatch, combine
+from spool.protocol.errors import KafkaError
+from spool.share.batches import StateBatch
 
 __all__ = ["MemoryPersister", "Persister", "ShareState", "StateBatch"]
 
@@ -73,67 +73,49 @@ class Persister(Protocol):
     async def read_summary(self, group_id: str, topic_id: uuid.UUID, partition: int,
                            leader_epoch: int) -> tuple[int, int] | KafkaError: ...
 
-
-def not_found(group_id: str, topic_id: uuid.UUID, partition: int) -> KafkaError:
-    return KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION,
-                      f"no share-partition state for group {group_id!r}, topic {topic_id}, "
-                      f"partition {partition}")
+    async def close(self) -> None:
+        """Release connections (the broker's shutdown)."""
 
 
 class MemoryPersister:
-    """The persister's contract in memory (module doc): nothing survives the process."""
+    """The persister's contract in memory (module doc): the share coordinator's state
+    machine with its records applied at once; nothing survives the process."""
 
-    def __init__(self) -> None:
-        self.states: dict[tuple[str, uuid.UUID, int], ShareState] = {}
+    def __init__(self, snapshot_every: int = 500) -> None:
+        from spool.share.coordinator import ShareCoordinator  # (it imports ShareState)
+
+        self.coordinator = ShareCoordinator(snapshot_every)
+
+    def _apply(self, op: tuple[list, Any]) -> Any:
+        records, answer = op
+        for rec in records:
+            self.coordinator.replay(rec)
+        return answer
 
     async def initialize(self, group_id: str, topic_id: uuid.UUID, partition: int,
                          state_epoch: int, start_offset: int) -> KafkaError | None:
-        key = (group_id, topic_id, partition)
-        old = self.states.get(key)
-        if old is not None and old.state_epoch > state_epoch:
-            return KafkaError(Errors.FENCED_STATE_EPOCH, "state epoch below the stored one")
-        self.states[key] = ShareState(state_epoch, start_offset, -1, ())
-        return None
+        return self._apply(self.coordinator.initialize((group_id, topic_id, partition),
+                                                       state_epoch, start_offset))
 
     async def read(self, group_id: str, topic_id: uuid.UUID, partition: int,
                    leader_epoch: int) -> ShareState | KafkaError:
-        key = (group_id, topic_id, partition)
-        state = self.states.get(key)
-        if state is None:
-            return not_found(group_id, topic_id, partition)
-        if state.leader_epoch > leader_epoch:
-            return KafkaError(Errors.FENCED_LEADER_EPOCH, "leader epoch below the stored one")
-        state = ShareState(state.state_epoch, state.start_offset, leader_epoch, state.batches)
-        self.states[key] = state
-        return state
+        return self._apply(self.coordinator.read((group_id, topic_id, partition),
+                                                 leader_epoch))
 
     async def write(self, group_id: str, topic_id: uuid.UUID, partition: int,
                     state_epoch: int, leader_epoch: int, start_offset: int,
                     batches: tuple[StateBatch, ...] | list[StateBatch]) -> KafkaError | None:
-        key = (group_id, topic_id, partition)
-        old = self.states.get(key)
-        if old is None:
-            self.states[key] = ShareState(state_epoch, start_offset, leader_epoch,
-                                          combine((), batches, start_offset))
-            return None
-        if old.leader_epoch > leader_epoch:
-            return KafkaError(Errors.FENCED_LEADER_EPOCH, "leader epoch below the stored one")
-        if old.state_epoch > state_epoch:
-            return KafkaError(Errors.FENCED_STATE_EPOCH, "state epoch below the stored one")
-        start = old.start_offset if start_offset == -1 else start_offset
-        self.states[key] = ShareState(old.state_epoch, start,
-                                      old.leader_epoch if leader_epoch == -1 else leader_epoch,
-                                      combine(old.batches, batches, start))
-        return None
+        return self._apply(self.coordinator.write((group_id, topic_id, partition), state_epoch,
+                                                  leader_epoch, start_offset, tuple(batches)))
 
     async def delete(self, group_id: str, topic_id: uuid.UUID,
                      partition: int) -> KafkaError | None:
-        self.states.pop((group_id, topic_id, partition), None)
-        return None
+        return self._apply(self.coordinator.delete((group_id, topic_id, partition)))
 
     async def read_summary(self, group_id: str, topic_id: uuid.UUID, partition: int,
                            leader_epoch: int) -> tuple[int, int] | KafkaError:
-        state = self.states.get((group_id, topic_id, partition))
-        if state is None:
-            return not_found(group_id, topic_id, partition)
-        return state.state_epoch, state.start_offset
+        got = self.coordinator.read_summary((group_id, topic_id, partition), leader_epoch)
+        return got if isinstance(got, KafkaError) else (got.state_epoch, got.start_offset)
+
+    async def close(self) -> None:
+        return None

@@ -130,11 +130,12 @@ def test_create_topics_of_a_million_partitions_is_refused(fresh_broker):
 
 
 def test_a_client_creating_topics_until_refused(fresh_broker):
-    fresh_broker.overrides["max.broker.partitions"] = "300"
+    fresh_broker.overrides["max.broker.partitions"] = "350"
     broker = fresh_broker.start()
     admin = admin_of(broker)
 
-    # 100 of the 300 stay free for __consumer_offsets and __transaction_state (50 each)
+    # 150 of the 350 stay free for __consumer_offsets, __transaction_state and
+    # __share_group_state (50 each)
     created, refusal = [], None
     for i in range(30):
         refusal = create_error(admin, f"filler-{i}", 20)
@@ -143,7 +144,7 @@ def test_a_client_creating_topics_until_refused(fresh_broker):
         created.append(f"filler-{i}")
     assert len(created) == 10
     assert refusal is not None and refusal.args[0].code() == Errors.POLICY_VIOLATION
-    assert "max.broker.partitions=300" in refusal.args[0].str()
+    assert "max.broker.partitions=350" in refusal.args[0].str()
 
     # auto-creation and CreatePartitions obey the same limit
     assert metadata(broker.bootstrap, "auto-one", create=True)["auto-one"].error_code == (

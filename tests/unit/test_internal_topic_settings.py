@@ -25,3 +25,12 @@ def test_configured_factors_and_min_isr():
     assert cluster_topic_settings("__consumer_offsets", config, 5)[0] == 2
     assert cluster_topic_settings("__transaction_state", config, 5) == (
         4, {"cleanup.policy": "compact", "min.insync.replicas": "3"})
+
+
+@pytest.mark.parametrize("brokers, rf", [(1, 1), (2, 2), (5, 3)])
+def test_share_group_state_keeps_every_record(brokers, rf):
+    # ShareUpdates count until the next ShareSnapshot: never compacted (Kafka: delete)
+    config = BrokerConfig.load(None, [])
+    assert cluster_topic_settings("__share_group_state", config, brokers) == (
+        rf, {"cleanup.policy": "delete", "retention.ms": "-1", "segment.bytes": "104857600",
+             "min.insync.replicas": str(min(2, rf))})

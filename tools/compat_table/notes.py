@@ -66,10 +66,12 @@ NOTES: dict[int, str] = {
        " With an authorizer: DESCRIBE on each group (the group's error) and on each topic "
        "(TOPIC_AUTHORIZATION_FAILED, offset -1; left out of an all-topics answer).",
     10: "Group (0) and transaction (1) keys: the leader of the key's internal partition; v4 "
-        "batched keys; v5 TRANSACTION_ABORTABLE never answered; share keys (2) INVALID_REQUEST "
-        "(no share coordinator). An empty group id is INVALID_GROUP_ID (Kafka looks it up)."
+        "batched keys; v5 TRANSACTION_ABORTABLE never answered; v6 share keys (2, "
+        "`group:topicId:partition`): the leader of its `__share_group_state` partition (below "
+        "v6 INVALID_REQUEST). An empty group id is INVALID_GROUP_ID (Kafka looks it up)."
         " With an authorizer: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or the "
-        "transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).",
+        "transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); CLUSTER_ACTION for a share "
+        "key (CLUSTER_AUTHORIZATION_FAILED).",
     11: "Classic protocol; MEMBER_ID_REQUIRED round trip v4+; static members v5+; v8 "
         "`reason` logged; v9 KIP-814 `skip_assignment` for a static leader rejoining a "
         "Stable group."
@@ -276,4 +278,18 @@ NOTES: dict[int, str] = {
         "the share-group state persister before the answer; -1 closes the session and releases "
         "the member's records; v2 RENEW unsupported (INVALID_REQUEST)."
         " With an authorizer: READ on the group, READ on each topic.",
+    83: "Share coordinator (KIP-932), broker to broker: a ShareSnapshot with the new state "
+        "epoch and start offset; FENCED_STATE_EPOCH below the stored one. NOT_COORDINATOR "
+        "unless this broker leads the key's `__share_group_state` partition. With an "
+        "authorizer: CLUSTER_ACTION (CLUSTER_AUTHORIZATION_FAILED).",
+    84: "Share coordinator: the state (epochs, start offset, state batches); a newer leader "
+        "epoch is recorded, an older one FENCED_LEADER_EPOCH; never written: "
+        "UNKNOWN_TOPIC_OR_PARTITION. With an authorizer: CLUSTER_ACTION.",
+    85: "Share coordinator: the batches merged into the state as Kafka's "
+        "PersisterStateBatchCombiner (ShareUpdate records, a ShareSnapshot every "
+        "`share.coordinator.snapshot.update.records.per.snapshot`); fencing on state and leader "
+        "epochs; v1 `delivery_complete_count` ignored. With an authorizer: CLUSTER_ACTION.",
+    86: "Share coordinator: tombstones for the key. With an authorizer: CLUSTER_ACTION.",
+    87: "Share coordinator: state epoch, leader epoch and start offset; v1 "
+        "`delivery_complete_count` is -1 (not tracked). With an authorizer: CLUSTER_ACTION.",
 }

@@ -25,6 +25,7 @@ from spool.broker.handlers import (  # noqa: F401
     scram_users,
     security_controller,
     share,
+    share_state,
     telemetry,
     transactions,
     txn_markers,

@@ -7,9 +7,11 @@ The leader and its endpoint (on the listener the request came in on) come
 from the broker's ``MetadataView``; on a single node that is this node. A
 partition with no live leader is COORDINATOR_NOT_AVAILABLE (retriable). v4 batches keys
 (``coordinator_keys``); v5 (KIP-890) only lets clients accept TRANSACTION_ABORTABLE, which
-this lookup never answers. key_type 2 (share, KIP-932) exists from v6: below it is
-INVALID_REQUEST, and at v6 too, as Kafka answers when it runs no share coordinator (Spool
-has no share groups). Any other key type: INVALID_REQUEST.
+this lookup never answers. key_type 2 (share, KIP-932) exists from v6 (below it:
+INVALID_REQUEST): the key is ``groupId:topicId:partition`` and its coordinator the leader of
+its ``__share_group_state`` partition (``spool.share.coordinator.partition_for``); brokers
+ask it (CLUSTER_ACTION on the cluster with an authorizer, else
+CLUSTER_AUTHORIZATION_FAILED). Any other key type: INVALID_REQUEST.
 
 With an authorizer (``spool.broker.authz``) a group key needs DESCRIBE on the group
 (else GROUP_AUTHORIZATION_FAILED), a transactional id DESCRIBE on it (else
@@ -26,7 +28,7 @@ when the broker advertises FindCoordinator.
 
 from __future__ import annotations
 
-from spool.broker.authz import allowed
+from spool.broker.authz import allowed, allowed_cluster
 from spool.broker.registry import handles
 from spool.protocol._generated import FindCoordinatorRequest, FindCoordinatorResponse
 from spool.protocol._generated.find_coordinator_response import Coordinator
@@ -53,7 +55,14 @@ async def _lookup(ctx, key: str, key_type: int, listener: str | None
             return Errors.INVALID_GROUP_ID, "empty group id", -1, "", -1
         topic = broker.groups.topic
     elif key_type == SHARE:
-        return Errors.INVALID_REQUEST, "share groups are not enabled", -1, "", -1
+        if ctx.api_version < 6:
+            return Errors.INVALID_REQUEST, "key type 2 (share) needs v6", -1, "", -1
+        if broker.authorizer is not None and not allowed_cluster(ctx,
+                                                                 AclOperation.CLUSTER_ACTION):
+            return Errors.CLUSTER_AUTHORIZATION_FAILED, CLUSTER_DENIED, -1, "", -1
+        if not key:
+            return Errors.INVALID_REQUEST, "empty share-partition key", -1, "", -1
+        topic = broker.share_state.topic
     else:
         return Errors.INVALID_REQUEST, f"unknown key type {key_type}", -1, "", -1
     if not await topic.ensure():
@@ -69,6 +78,7 @@ async def _lookup(ctx, key: str, key_type: int, listener: str | None
 SHARE = 2  # key_type of a share-group state key (KIP-932)
 GROUP_DENIED = "Group authorization failed."  # Kafka's messages of the errors
 TXN_DENIED = "Transactional Id authorization failed."
+CLUSTER_DENIED = "Cluster authorization failed."
 
 
 @handles(10, 0, 6)
