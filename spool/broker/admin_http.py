@@ -1,10 +1,21 @@
 """The read-only admin endpoint (``spool.admin.http.listener=host:port``; off when unset).
 
-A minimal HTTP/1.0 server on the broker's event loop; one route today::
+A minimal HTTP/1.0 server on the broker's event loop; its routes::
 
     GET /telemetry[?client_instance_id=<uuid>]   200, application/json: the pushed client
                                                  metrics the broker keeps
                                                  (``spool.broker.telemetry.Push.as_json``)
+    GET /share-partitions?group=<group id>       200, application/json: the share-partitions
+                                                 of that share group this broker leads and
+                                                 has loaded (KIP-932 in-flight records;
+                                                 ``spool groups describe --admin-endpoint``):
+        [{"topic", "partition", "start_offset", "end_offset",
+          "in_flight": [{"first_offset", "last_offset", "state", "delivery_count",
+                         "member_id", "lock_deadline_ms"}]}]
+      state: AVAILABLE, ACQUIRED, ACKNOWLEDGED or ARCHIVED; member_id and lock_deadline_ms
+      (epoch ms) only for ACQUIRED; [] when the broker holds none (or serves no share
+      groups). Read from ``broker.share_manager.entries`` ((group, topic id, partition) ->
+      entry with ``topic`` and ``sp``, a ``spool.share.partition.SharePartition``).
 
 Anything else is 404 (an unknown path) or 405 (not GET). Each answer closes the
 connection. The broker logs ``admin endpoint listening on host:port`` (port 0 picks
@@ -30,7 +41,30 @@ def _telemetry(broker: Any, query: dict[str, list[str]]) -> Any:
     return [p.as_json() for p in broker.client_metrics.store.pushes(wanted)]
 
 
-ROUTES: dict[str, Callable[[Any, dict[str, list[str]]], Any]] = {"/telemetry": _telemetry}
+_STATES = {0: "AVAILABLE", 1: "ACQUIRED", 2: "ACKNOWLEDGED", 4: "ARCHIVED"}
+
+
+def _share_partitions(broker: Any, query: dict[str, list[str]]) -> Any:
+    group = (query.get("group") or [""])[0]
+    manager = getattr(broker, "share_manager", None)
+    out = []
+    for key, entry in sorted(getattr(manager, "entries", {}).items(), key=lambda kv: (
+            kv[1].topic, kv[0][2])):
+        if key[0] != group or getattr(entry, "sp", None) is None:
+            continue
+        summary = entry.sp.describe()
+        out.append({"topic": entry.topic, "partition": key[2],
+                    "start_offset": summary.start_offset, "end_offset": summary.end_offset,
+                    "in_flight": [{"first_offset": r.first_offset, "last_offset": r.last_offset,
+                                   "state": _STATES.get(r.state, str(r.state)),
+                                   "delivery_count": r.delivery_count, "member_id": r.member_id,
+                                   "lock_deadline_ms": r.deadline_ms}
+                                  for r in summary.in_flight]})
+    return out
+
+
+ROUTES: dict[str, Callable[[Any, dict[str, list[str]]], Any]] = {
+    "/telemetry": _telemetry, "/share-partitions": _share_partitions}
 
 
 class AdminHttp:

@@ -1,15 +1,19 @@
-"""``spool configs describe|alter``: topic and broker configuration.
+"""``spool configs describe|alter``: topic, broker and group configuration.
 
 Contract (Kafka's kafka-configs semantics, over confluent-kafka's AdminClient):
 
-- The resource is chosen with exactly one of ``--topic NAME`` or
-  ``--broker ID`` (an id the cluster's metadata lists). Kafka's cluster-wide
-  broker defaults (the empty broker name) are not offered: confluent-kafka
-  refuses a ConfigResource with an empty name.
+- The resource is chosen with exactly one of ``--topic NAME``,
+  ``--broker ID`` (an id the cluster's metadata lists) or ``--group ID`` (a
+  KIP-848/KIP-932 group config resource: ``consumer.session.timeout.ms``,
+  ``share.auto.offset.reset``...; the group need not exist), or with Kafka's
+  spelling ``--entity-type topics|brokers|groups --entity-name NAME``. Kafka's
+  cluster-wide broker defaults (the empty broker name) are not offered:
+  confluent-kafka refuses a ConfigResource with an empty name.
 - ``describe [--all] [--json]``: DescribeConfigs. By default only the
   entries that are not defaults (source other than DEFAULT_CONFIG, i.e.
   overrides: DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, STATIC_BROKER_CONFIG,
-  ...); ``--all`` lists every entry. Each entry shows name, value, source
+  GROUP_CONFIG (Kafka's admin client calls it DYNAMIC_GROUP_CONFIG), ...); ``--all``
+  lists every entry. Each entry shows name, value, source
   (the enum name Kafka uses, e.g. ``DYNAMIC_TOPIC_CONFIG``), read-only and
   sensitive flags. ``--json`` prints an array of ``{"name", "value",
   "source", "read_only", "sensitive", "default"}``.
@@ -49,17 +53,40 @@ from spool.cli.common import (
     result,
 )
 
-app = typer.Typer(help="Describe and alter topic and broker configs.", no_args_is_help=True)
+app = typer.Typer(help="Describe and alter topic, broker and group configs.",
+                  no_args_is_help=True)
 
 TopicOpt = Annotated[str | None, typer.Option("--topic", help="A topic's configs.")]
 BrokerOpt = Annotated[str | None, typer.Option("--broker", help="A broker's configs (its id).")]
+GroupOpt = Annotated[str | None, typer.Option(
+    "--group", help="A group's configs (KIP-848/KIP-932 group configs).")]
+EntityTypeOpt = Annotated[str | None, typer.Option(
+    "--entity-type", help="Kafka's spelling: topics, brokers or groups (with --entity-name).")]
+EntityNameOpt = Annotated[str | None, typer.Option("--entity-name", help="With --entity-type.")]
+_ENTITY_TYPES = {"topics": "topic", "brokers": "broker", "groups": "group"}
 
 
-def _resource(topic: str | None, broker: str | None) -> ConfigResource:
-    if (topic is None) == (broker is None):
-        fail("name exactly one of --topic NAME or --broker ID", 2)
+def _resource(topic: str | None, broker: str | None, group: str | None = None,
+              entity_type: str | None = None, entity_name: str | None = None
+              ) -> ConfigResource:
+    if (entity_type is None) != (entity_name is None):
+        fail("--entity-type and --entity-name go together", 2)
+    if entity_type is not None:
+        if entity_type not in _ENTITY_TYPES:
+            fail(f"bad --entity-type '{entity_type}': expected topics, brokers or groups", 2)
+        given = {"topic": topic, "broker": broker, "group": group}
+        if any(v is not None for v in given.values()):
+            fail("give --entity-type/--entity-name or --topic/--broker/--group, not both", 2)
+        given[_ENTITY_TYPES[entity_type]] = entity_name
+        topic, broker, group = given["topic"], given["broker"], given["group"]
+    if sum(v is not None for v in (topic, broker, group)) != 1:
+        fail("name exactly one of --topic NAME, --broker ID or --group ID", 2)
     if topic is not None:
         return ConfigResource(ResourceType.TOPIC, topic)
+    if group is not None:
+        if not group:
+            fail("bad --group '': a group id is not empty", 2)
+        return ConfigResource(ResourceType.GROUP, group)
     if not str(broker).isdigit():
         fail(f"bad --broker '{broker}': expected a broker id (a number)", 2)
     return ConfigResource(ResourceType.BROKER, str(broker))
@@ -76,7 +103,7 @@ def _admin(res: ConfigResource, bootstrap: str, timeout: float) -> AdminClient:
 
 
 def _label(res: ConfigResource) -> str:
-    kind = "topic" if res.restype == ResourceType.TOPIC else "broker"
+    kind = {ResourceType.TOPIC: "topic", ResourceType.GROUP: "group"}.get(res.restype, "broker")
     return f"{kind} '{res.name}'"
 
 
@@ -85,14 +112,17 @@ def _label(res: ConfigResource) -> str:
 def describe(
     topic: TopicOpt = None,
     broker: BrokerOpt = None,
+    group: GroupOpt = None,
+    entity_type: EntityTypeOpt = None,
+    entity_name: EntityNameOpt = None,
     all_: Annotated[bool, typer.Option("--all", help="Include default values too.")] = False,
     json: JsonFlag = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
     command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
 ) -> None:
-    """Show a topic's or broker's configuration."""
-    res = _resource(topic, broker)
+    """Show a topic's, broker's or group's configuration."""
+    res = _resource(topic, broker, group, entity_type, entity_name)
     admin = _admin(res, bootstrap, timeout)
     entries = result(admin.describe_configs([res], request_timeout=timeout)[res], res.name)
     rows = [_entry_doc(e) for e in sorted(entries.values(), key=lambda e: e.name)]
@@ -122,6 +152,9 @@ def describe(
 def alter(
     topic: TopicOpt = None,
     broker: BrokerOpt = None,
+    group: GroupOpt = None,
+    entity_type: EntityTypeOpt = None,
+    entity_name: EntityNameOpt = None,
     add_config: Annotated[
         list[str] | None,
         typer.Option("--add-config", help="k=v,k2=v2 to set (repeatable)."),
@@ -135,7 +168,7 @@ def alter(
     timeout: AdminTimeout = 30.0,
 ) -> None:
     """Set or delete configuration entries (IncrementalAlterConfigs)."""
-    res = _resource(topic, broker)
+    res = _resource(topic, broker, group, entity_type, entity_name)
     sets = parse_pairs(add_config)
     deletes = parse_names(delete_config)
     if not sets and not deletes:

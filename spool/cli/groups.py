@@ -1,12 +1,29 @@
-"""``spool groups``: the Kafka consumer-groups tool's abilities.
+"""``spool groups``: the Kafka consumer-groups (and groups) tool's abilities.
 
-- ``list [--state S]... [--json]``: group ids (a table with state and type on
-  a terminal; ``--json``: ``[{"group", "state", "type"}]``).
-- ``describe GROUP [--json]``: state, assignor, members (member id, client
-  id, host, instance id, assignment) and, per partition with a committed
-  offset or an owner, the committed offset, log end offset and lag
-  (``log_end_offset - committed``; unknown without a commit). ``--json``:
-  ``{"group", "state", "assignor", "members": [...], "offsets": [...]}``.
+- ``list [--type classic|consumer|share]... [--state S]... [--json]``: group ids
+  (ListGroups v5 to every broker: a table with type, protocol and state on a terminal;
+  ``--json``: ``[{"group", "type", "protocol", "state"}]``, type classic, consumer
+  (KIP-848) or share (KIP-932)).
+- ``describe GROUP [--json] [--admin-endpoint H:P]...``: what the group's type shows
+  (the coordinator is asked ConsumerGroupDescribe, then ShareGroupDescribe, then the
+  classic DescribeGroups):
+  classic: state, assignor, members (member id, client id, host, instance id,
+  assignment) and, per partition with a committed offset or an owner, the committed
+  offset, log end offset and lag (``log_end_offset - committed``; unknown without a
+  commit). ``--json``: ``{"group", "type": "classic", "state", "assignor",
+  "members": [...], "offsets": [...]}``.
+  consumer (KIP-848): state, group and assignment epochs, assignor, and per member its
+  epoch, subscription and both its current assignment and its target assignment (they
+  differ while it reconciles), then the offsets as for classic. ``--json`` members carry
+  ``member_epoch``, ``subscribed_topics``, ``subscribed_regex``, ``assignment`` and
+  ``target_assignment``.
+  share (KIP-932): state, epochs, members (epoch, client, host, subscription, assigned
+  partitions), the share-partition start offsets and lag (DescribeShareGroupOffsets) and,
+  with ``--admin-endpoint`` (the ``spool.admin.http.listener`` of the partitions'
+  leaders; repeatable), the in-flight records: ranges of offsets with their state
+  (AVAILABLE, ACQUIRED by a member until a lock deadline, ACKNOWLEDGED, ARCHIVED) and
+  delivery count. No Kafka API lists in-flight records; without an endpoint
+  ``in_flight`` is null.
 - ``reset-offsets GROUP --topic T (--to-earliest | --to-latest |
   --to-datetime T | --to-offset N | --shift-by N) [--execute]``: prints the
   plan (topic, partition, new offset); only ``--execute`` commits it. Like
@@ -25,6 +42,7 @@ import typer
 from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from spool.cli import group_describe, group_wire, wire
 from spool.cli.common import (
     DEFAULT_BOOTSTRAP,
     AdminTimeout,
@@ -42,7 +60,6 @@ from spool.cli.common import (
 
 app = typer.Typer(help="List, describe, reset and delete consumer groups.", no_args_is_help=True)
 
-_STATES = {s.name.lower().replace("_", ""): s for s in ConsumerGroupState}
 _STATE_NAMES = {
     ConsumerGroupState.PREPARING_REBALANCING: "PreparingRebalance",
     ConsumerGroupState.COMPLETING_REBALANCING: "CompletingRebalance",
@@ -57,43 +74,58 @@ def _state_name(state: Any) -> str:
     return _STATE_NAMES.get(state, str(state))
 
 
-def _state_filter(names: list[str] | None) -> set[ConsumerGroupState]:
-    out = set()
+# Kafka's group states: classic, consumer (KIP-848) and share groups (KIP-932)
+_ALL_STATES = {s.lower(): s for s in ("PreparingRebalance", "CompletingRebalance", "Stable",
+                                      "Empty", "Dead", "Assigning", "Reconciling")}
+
+
+def _state_filter(names: list[str] | None) -> list[str]:
+    out = []
     for n in names or []:
-        key = n.lower().replace("_", "").replace("rebalance", "rebalancing")
-        if key not in _STATES:
-            raise CliError(f"unknown group state '{n}'", 2)
-        out.add(_STATES[key])
+        key = n.lower().replace("_", "").replace("rebalancing", "rebalance")
+        if key not in _ALL_STATES:
+            raise CliError(f"unknown group state '{n}' (expected one of "
+                           f"{', '.join(_ALL_STATES.values())})", 2)
+        out.append(_ALL_STATES[key])
     return out
+
+
+def _type_filter(names: list[str] | None) -> list[str]:
+    for n in names or []:
+        if n not in group_wire.GROUP_TYPES:
+            raise CliError(f"unknown group type '{n}' (expected classic, consumer or share)", 2)
+    return sorted(set(names or []))
 
 
 @app.command("list")
 @cli_command
 def list_(
+    type_: Annotated[list[str] | None, typer.Option(
+        "--type", help="Only groups of this type: classic, consumer or share (repeatable).")
+    ] = None,
     state: Annotated[list[str] | None, typer.Option("--state", help="Only groups in this state.")] = None,
     json: JsonFlag = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
     command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
 ) -> None:
-    """List consumer groups."""
-    admin = admin_client(bootstrap, timeout)
-    states = _state_filter(state)
-    listed = result(admin.list_consumer_groups(states=states, request_timeout=timeout),
-                    "groups", timeout)
-    rows = sorted(({"group": g.group_id, "state": _state_name(g.state),
-                    "type": "consumer" if g.is_simple_consumer_group is False else "simple"}
-                   for g in listed.valid), key=lambda r: r["group"])
+    """List groups (classic, consumer-protocol and share groups)."""
+    types, states = _type_filter(type_), _state_filter(state)
+    listed = wire.run(bootstrap, timeout,
+                      lambda admin: group_wire.list_groups(admin, types, states, timeout))
+    rows = [{"group": g.group_id, "type": g.group_type or "classic",
+             "protocol": g.protocol_type, "state": g.group_state} for g in listed]
     if json:
         print_json(rows)
     elif is_tty():
-        print_table(["Group", "State", "Type"], [[r["group"], r["state"], r["type"]] for r in rows])
+        print_table(["Group", "Type", "Protocol", "State"],
+                    [[r["group"], r["type"], r["protocol"] or "-", r["state"]] for r in rows])
     else:
         for r in rows:
             print(r["group"])
 
 
-def _end_offsets(admin: AdminClient, parts: list[tuple[str, int]], spec: OffsetSpec,
+def log_offsets(admin: AdminClient, parts: list[tuple[str, int]], spec: OffsetSpec,
                  timeout: float) -> dict[tuple[str, int], int]:
     if not parts:
         return {}
@@ -121,21 +153,27 @@ def _describe(admin: AdminClient, group: str, timeout: float) -> dict:
         members.append({"member_id": m.member_id, "client_id": m.client_id, "host": m.host,
                         "instance_id": m.group_instance_id,
                         "assignment": [{"topic": t, "partition": p} for t, p in assigned]})
+    offsets = _offsets(admin, group, owner, timeout)
+    return {"group": group, "type": "classic", "state": _state_name(d.state),
+            "assignor": d.partition_assignor or "", "members": members, "offsets": offsets}
+
+
+def _offsets(admin: AdminClient, group: str, owner: dict[tuple[str, int], str],
+             timeout: float) -> list[dict]:
     committed = _committed(admin, group, timeout)
     parts = sorted(set(committed) | set(owner))
-    ends = _end_offsets(admin, parts, OffsetSpec.latest(), timeout)
-    offsets = []
+    ends = log_offsets(admin, parts, OffsetSpec.latest(), timeout)
+    out = []
     for tp in parts:
         c = committed.get(tp)
         end = ends.get(tp, -1)
-        offsets.append({
+        out.append({
             "topic": tp[0], "partition": tp[1], "committed": c.offset if c else None,
             "metadata": (c.metadata or "") if c else None, "log_end_offset": end,
             "lag": max(end - c.offset, 0) if c and end >= 0 else None,
             "member_id": owner.get(tp),
         })
-    return {"group": group, "state": _state_name(d.state), "assignor": d.partition_assignor or "",
-            "members": members, "offsets": offsets}
+    return out
 
 
 @app.command()
@@ -143,11 +181,27 @@ def _describe(admin: AdminClient, group: str, timeout: float) -> dict:
 def describe(
     group: Annotated[str, typer.Argument(help="The group id.")],
     json: JsonFlag = False,
+    admin_endpoint: Annotated[list[str] | None, typer.Option(
+        "--admin-endpoint", help="host:port of a broker's spool.admin.http.listener, to show "
+        "a share group's in-flight records (repeatable: the partition leaders').")] = None,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
     command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
 ) -> None:
-    """Show a group's state, members, committed offsets and lag."""
+    """Show a group's state, members, assignments, committed offsets and lag."""
+    kind, described = wire.run(bootstrap, timeout, lambda a: group_describe.probe(
+        a, group, timeout))
+    if kind == "consumer":
+        doc = group_describe.consumer_doc(described)
+        doc["offsets"] = _offsets(admin_client(bootstrap, timeout), group, {
+            (a["topic"], a["partition"]): m["member_id"]
+            for m in doc["members"] for a in m["assignment"]}, timeout)
+        return group_describe.show_consumer(doc, json)
+    if kind == "share":
+        doc = group_describe.share_doc(*described)
+        if admin_endpoint:
+            doc["in_flight"] = group_describe.in_flight(admin_endpoint, group, timeout)
+        return group_describe.show_share(doc, json)
     doc = _describe(admin_client(bootstrap, timeout), group, timeout)
     if json:
         print_json(doc)
@@ -212,14 +266,14 @@ def reset_offsets(
     if md is None or md.error is not None:
         raise CliError(f"topic '{topic}' does not exist (UNKNOWN_TOPIC_OR_PARTITION)", 1)
     parts = [(topic, p) for p in sorted(md.partitions)]
-    start = _end_offsets(admin, parts, OffsetSpec.earliest(), timeout)
-    end = _end_offsets(admin, parts, OffsetSpec.latest(), timeout)
+    start = log_offsets(admin, parts, OffsetSpec.earliest(), timeout)
+    end = log_offsets(admin, parts, OffsetSpec.latest(), timeout)
     if to_earliest:
         target = dict(start)
     elif to_latest:
         target = dict(end)
     elif to_datetime is not None:
-        found = _end_offsets(admin, parts, OffsetSpec.for_timestamp(_parse_time(to_datetime)), timeout)
+        found = log_offsets(admin, parts, OffsetSpec.for_timestamp(_parse_time(to_datetime)), timeout)
         target = {tp: (o if o >= 0 else end[tp]) for tp, o in found.items()}
     elif to_offset is not None:
         target = {tp: to_offset for tp in parts}

@@ -19,6 +19,7 @@ from spool.cli import (
     produce,
     quotas,
     reassign,
+    share_groups,
     storage,
     telemetry,
     topics,
@@ -95,6 +96,7 @@ def version() -> None:
 app.add_typer(topics.app, name="topics")
 app.add_typer(configs.app, name="configs")
 app.add_typer(groups.app, name="groups")
+app.add_typer(share_groups.app, name="share-groups")
 app.add_typer(transactions.app, name="transactions")
 app.add_typer(storage.app, name="storage")
 app.add_typer(cluster.app, name="cluster")

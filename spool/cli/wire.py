@@ -4,6 +4,8 @@ confluent-kafka has no call for offline replicas, DescribeLogDirs, partition
 reassignments (AlterPartitionReassignments / ListPartitionReassignments); the
 commands that need them speak the wire API with ``spool.net.client.NodeClient``:
 
+- ``await connect(address, timeout)``: a ``WireAdmin`` on one more node (the caller
+  closes its ``client``), for commands that talk to several brokers.
 - ``run(bootstrap, timeout, body)`` runs ``await body(admin)`` with a ``WireAdmin``
   connected to the first node of ``bootstrap`` (``host:port,...``) that answers
   ApiVersions, and closes it; any failure to reach one is a ``CliError``
@@ -122,6 +124,12 @@ async def _connect(bootstrap: str, timeout: float) -> WireAdmin:
         return WireAdmin(client, item, served)
     raise CliError(f"cannot reach a broker at {bootstrap}: " + "; ".join(errors)
                    + " (_TRANSPORT)", 1, "_TRANSPORT")
+
+
+async def connect(address: str, timeout: float) -> WireAdmin:
+    """A ``WireAdmin`` on the node at ``address`` (``host:port``, or a bootstrap list: the
+    first that answers); the caller closes ``.client``."""
+    return await _connect(address, timeout)
 
 
 def run(bootstrap: str, timeout: float, body: Callable[[WireAdmin], Awaitable[T]]) -> T:

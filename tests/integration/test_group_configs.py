@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import uuid
 
 import pytest
@@ -141,3 +144,31 @@ def test_legacy_alter_configs_replaces_the_whole_set(broker):
                      rtype=GROUP) == (0, None)
     assert {k: v for k, v in _described(admin, group).items() if v[1] == GROUP_CONFIG} == {
         "share.auto.offset.reset": ("earliest", GROUP_CONFIG)}
+
+
+def test_spool_configs_for_groups(broker):
+    group = f"g-{uuid.uuid4().hex[:8]}"
+
+    def spool(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "spool.cli.main", "configs", *args,
+                               "-b", broker.bootstrap], capture_output=True, text=True,
+                              timeout=60)
+
+    done = spool("alter", "--group", group, "--add-config",
+                 "share.auto.offset.reset=earliest,share.delivery.count.limit=3")
+    assert done.returncode == 0, done.stderr
+    listed = json.loads(spool("describe", "--entity-type", "groups", "--entity-name", group,
+                              "--json").stdout)
+    assert [(r["name"], r["value"], r["source"]) for r in listed] == [
+        ("share.auto.offset.reset", "earliest", "GROUP_CONFIG"),
+        ("share.delivery.count.limit", "3", "GROUP_CONFIG")]
+    everything = json.loads(spool("describe", "--group", group, "--all", "--json").stdout)
+    assert [r["name"] for r in everything] == KEYS
+    refused = spool("alter", "--group", group, "--add-config", "share.delivery.count.limit=11")
+    assert refused.returncode == 1
+    assert refused.stderr.splitlines() == [
+        f"spool: '{group}': share.delivery.count.limit must be between 2 and 10 (inclusive) "
+        "(INVALID_CONFIG)"]
+    unknown = spool("alter", "--group", group, "--add-config", "nope=1")
+    assert (unknown.returncode, unknown.stderr.splitlines()) == (
+        1, [f"spool: '{group}': Unknown group config name: nope (INVALID_CONFIG)"])

@@ -55,7 +55,12 @@ def test_groups_list_describe_reset_delete(broker, topic_name):
     try:
         assert group in spool(broker, "groups", "list").stdout.split()
         listed = json.loads(spool(broker, "groups", "list", "--json", "--state", "Stable").stdout)
-        assert {"group": group, "state": "Stable", "type": "consumer"} in listed
+        assert {"group": group, "type": "classic", "protocol": "consumer",
+                "state": "Stable"} in listed
+        assert group in {g["group"] for g in json.loads(
+            spool(broker, "groups", "list", "--json", "--type", "classic").stdout)}
+        assert group not in {g["group"] for g in json.loads(
+            spool(broker, "groups", "list", "--json", "--type", "share").stdout)}
         doc = json.loads(spool(broker, "groups", "describe", group, "--json").stdout)
         assert (doc["state"], doc["assignor"]) == ("Stable", "range")
         assert [m["client_id"] for m in doc["members"]] == ["cli-test"]
