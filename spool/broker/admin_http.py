@@ -14,8 +14,8 @@ A minimal HTTP/1.0 server on the broker's event loop; its routes::
                          "member_id", "lock_deadline_ms"}]}]
       state: AVAILABLE, ACQUIRED, ACKNOWLEDGED or ARCHIVED; member_id and lock_deadline_ms
       (epoch ms) only for ACQUIRED; [] when the broker holds none (or serves no share
-      groups). Read from ``broker.share_manager.entries`` ((group, topic id, partition) ->
-      entry with ``topic`` and ``sp``, a ``spool.share.partition.SharePartition``).
+      groups). Read from ``broker.share_manager.describe(group)`` ((topic, partition) ->
+      ``spool.share.partition.SharePartitionSummary``).
 
 Anything else is 404 (an unknown path) or 405 (not GET). Each answer closes the
 connection. The broker logs ``admin endpoint listening on host:port`` (port 0 picks
@@ -47,13 +47,10 @@ _STATES = {0: "AVAILABLE", 1: "ACQUIRED", 2: "ACKNOWLEDGED", 4: "ARCHIVED"}
 def _share_partitions(broker: Any, query: dict[str, list[str]]) -> Any:
     group = (query.get("group") or [""])[0]
     manager = getattr(broker, "share_manager", None)
+    described = {} if manager is None else manager.describe(group)
     out = []
-    for key, entry in sorted(getattr(manager, "entries", {}).items(), key=lambda kv: (
-            kv[1].topic, kv[0][2])):
-        if key[0] != group or getattr(entry, "sp", None) is None:
-            continue
-        summary = entry.sp.describe()
-        out.append({"topic": entry.topic, "partition": key[2],
+    for (topic, partition), summary in sorted(described.items()):
+        out.append({"topic": topic, "partition": partition,
                     "start_offset": summary.start_offset, "end_offset": summary.end_offset,
                     "in_flight": [{"first_offset": r.first_offset, "last_offset": r.last_offset,
                                    "state": _STATES.get(r.state, str(r.state)),
