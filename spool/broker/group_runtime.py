@@ -54,6 +54,7 @@ from spool.coordinator import (
     partition_for,
 )
 from spool.coordinator.admin import delete_topic_offsets
+from spool.coordinator.share_ops import ToInitialize, initialized
 from spool.coordinator.txn_offsets import PendingTxnOffsets
 from spool.protocol.errors import Errors, KafkaError
 from spool.records.batch import BatchHeader
@@ -97,6 +98,7 @@ class GroupRuntime:
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._stopping = False
+        self._share_inits: set[asyncio.Task] = set()  # initialize_share_state calls
 
     # ---- lifecycle
 
@@ -190,6 +192,8 @@ class GroupRuntime:
                     if fn is not None:
                         fn(UNAVAILABLE)
                 m.join_reply = m.sync_reply = None
+        for task in list(self._share_inits):
+            task.cancel()
         await self.log.stop()
         await self.topic.stop()
 
@@ -244,6 +248,41 @@ class GroupRuntime:
         if isinstance(done, KafkaError):
             log.warning("committed offsets of deleted topics %s not removed: %s",
                         sorted(topics), done)
+
+    def initialize_share_state(self, group_id: str, state_epoch: int,
+                               partitions: tuple[ToInitialize, ...]) -> None:
+        """Initialize the share-partition state of ``partitions`` (a ShareGroupHeartbeat's
+        answer, recorded as initializing) through ``broker.share_persister`` in a task of
+        its own (the heartbeat is answered without waiting, as Kafka's), then record the
+        outcome (``spool.coordinator.share_ops.initialized``): a partition the persister
+        refused is tried again by a later heartbeat."""
+        if partitions:
+            task = asyncio.get_running_loop().create_task(
+                self._initialize_share_state(group_id, state_epoch, partitions))
+            self._share_inits.add(task)
+            task.add_done_callback(self._share_inits.discard)
+
+    async def _initialize_share_state(self, group_id: str, state_epoch: int,
+                                      partitions: tuple[ToInitialize, ...]) -> None:
+        persister = self.broker.share_persister
+        try:
+            errors = await asyncio.gather(*(
+                persister.initialize(group_id, t.topic_id, t.partition, state_epoch,
+                                     t.start_offset) for t in partitions))
+        except Exception:
+            log.exception("group %s: share-partition state initialization failed", group_id)
+            errors = [UNAVAILABLE] * len(partitions)
+        for t, err in zip(partitions, errors, strict=True):
+            if err is not None:
+                log.warning("group %s: share state of %s-%d not initialized: %s", group_id,
+                            t.topic_id, t.partition, err)
+        outcomes = [(t.topic_id, t.partition, err is None)
+                    for t, err in zip(partitions, errors, strict=True)]
+        coord = self.coordinator
+        done = await self.call([group_id], lambda: initialized(coord, group_id, outcomes))
+        if isinstance(done, KafkaError):
+            log.warning("group %s: share-partition initialization not recorded: %s",
+                        group_id, done)
 
     async def _timer_loop(self) -> None:
         clock = self.broker.clock

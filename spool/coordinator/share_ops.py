@@ -375,3 +375,40 @@ def delete_share_group(coord: GroupCoordinator, g: ShareGroup, out: Result) -> i
     emit(coord, out, partition_metadata_record(gid, None))
     emit(coord, out, metadata_record(gid, None))
     return 0
+
+
+def offsets_reset(coord: GroupCoordinator, group_id: str,
+                  done: list[tuple[uuid.UUID, str, int]], state_epoch: int
+                  ) -> tuple[Result, None]:
+    """AlterShareGroupOffsets: the persister started the state of ``done`` (topic id, name,
+    partition) again at ``state_epoch`` (the group epoch + 1): record them initialized and
+    the group at that epoch."""
+    out = Result()
+    g = coord.groups.get(group_id)
+    if not isinstance(g, ShareGroup):
+        return out, None
+    initializing, inited = g.init_tables()
+    for tid, name, p in done:
+        inited.setdefault(tid, InitTopic(name, set(), -1)).partitions.add(p)
+        if tid in initializing:
+            initializing[tid].partitions.discard(p)
+    emit(coord, out, state_partition_record(group_id, initializing, inited, g.deleting))
+    if state_epoch > g.group_epoch:
+        emit(coord, out, metadata_record(group_id, state_epoch))
+    return out, None
+
+
+def forget_topics(coord: GroupCoordinator, group_id: str,
+                  topic_ids: list[uuid.UUID]) -> tuple[Result, None]:
+    """DeleteShareGroupOffsets: the persister deleted these topics' state; the group
+    forgets them (a later subscription initializes them again)."""
+    out = Result()
+    g = coord.groups.get(group_id)
+    if not isinstance(g, ShareGroup):
+        return out, None
+    initializing, inited = g.init_tables()
+    for tid in topic_ids:
+        initializing.pop(tid, None)
+        inited.pop(tid, None)
+    emit(coord, out, state_partition_record(group_id, initializing, inited, g.deleting))
+    return out, None

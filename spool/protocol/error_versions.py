@@ -551,6 +551,29 @@ ERRORS: dict[int, dict[int, int]] = {
     79: _codes(  # ShareAcknowledge
         (1, _SHARE),
     ),
+    76: _codes(  # ShareGroupHeartbeat (GroupMetadataManager.shareGroupHeartbeat)
+        (1, f"{_COORD} UNSUPPORTED_VERSION INVALID_REQUEST GROUP_AUTHORIZATION_FAILED "
+            "TOPIC_AUTHORIZATION_FAILED GROUP_ID_NOT_FOUND GROUP_MAX_SIZE_REACHED "
+            "UNKNOWN_MEMBER_ID FENCED_MEMBER_EPOCH REQUEST_TIMED_OUT NOT_ENOUGH_REPLICAS"),
+    ),
+    77: _codes(  # ShareGroupDescribe
+        (1, f"{_COORD} UNSUPPORTED_VERSION GROUP_AUTHORIZATION_FAILED GROUP_ID_NOT_FOUND"),
+    ),
+    90: _codes(  # DescribeShareGroupOffsets (the persister's read_summary answers)
+        (0, f"{_COORD} UNSUPPORTED_VERSION GROUP_AUTHORIZATION_FAILED GROUP_ID_NOT_FOUND "
+            "TOPIC_AUTHORIZATION_FAILED UNKNOWN_TOPIC_OR_PARTITION FENCED_LEADER_EPOCH "
+            "FENCED_STATE_EPOCH INVALID_REQUEST"),
+    ),
+    91: _codes(  # AlterShareGroupOffsets (the persister's initialize answers)
+        (0, f"{_COORD} UNSUPPORTED_VERSION GROUP_AUTHORIZATION_FAILED GROUP_ID_NOT_FOUND "
+            "NON_EMPTY_GROUP TOPIC_AUTHORIZATION_FAILED UNKNOWN_TOPIC_OR_PARTITION "
+            "INVALID_REQUEST FENCED_STATE_EPOCH REQUEST_TIMED_OUT NOT_ENOUGH_REPLICAS"),
+    ),
+    92: _codes(  # DeleteShareGroupOffsets (the persister's delete answers)
+        (0, f"{_COORD} UNSUPPORTED_VERSION GROUP_AUTHORIZATION_FAILED GROUP_ID_NOT_FOUND "
+            "NON_EMPTY_GROUP TOPIC_AUTHORIZATION_FAILED UNKNOWN_TOPIC_OR_PARTITION "
+            "INVALID_REQUEST REQUEST_TIMED_OUT NOT_ENOUGH_REPLICAS"),
+    ),
 }
 
 # The same key on a controller listener, where its handler is another one.

@@ -292,4 +292,20 @@ NOTES: dict[int, str] = {
     86: "Share coordinator: tombstones for the key. With an authorizer: CLUSTER_ACTION.",
     87: "Share coordinator: state epoch, leader epoch and start offset; v1 "
         "`delivery_complete_count` is -1 (not tracked). With an authorizer: CLUSTER_ACTION.",
+    76: "KIP-932 share group membership: join at epoch 0 with a client-made member id, leave "
+        "at -1, epochs (FENCED_MEMBER_EPOCH, the previous epoch accepted), "
+        "`share.session.timeout.ms`/`share.heartbeat.interval.ms` (group configs), "
+        "`group.share.max.size`/`max.groups`; Kafka 4.2's simple assignor (partitions shared "
+        "by ceil(members/partitions) members, balanced, sticky) over the partitions whose "
+        "share state is initialized (through the share coordinator, after the first "
+        "heartbeat). With an authorizer: READ on the group, DESCRIBE on the subscribed topics.",
+    77: "Members, epochs, subscriptions and assignments of share groups (assignor `simple`)."
+        " With an authorizer: DESCRIBE on each group.",
+    90: "Share-partition start offsets from the share coordinator (-1: no state yet); `lag` "
+        "-1. With an authorizer: DESCRIBE on the group and on each topic.",
+    91: "An Empty share group's start offsets set again (share state restarted at a new "
+        "state epoch); NON_EMPTY_GROUP otherwise. With an authorizer: READ on the group and "
+        "on each topic.",
+    92: "An Empty share group's share state of whole topics deleted. With an authorizer: "
+        "DELETE on the group, READ on each topic.",
 }

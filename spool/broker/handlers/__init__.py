@@ -25,6 +25,7 @@ from spool.broker.handlers import (  # noqa: F401
     scram_users,
     security_controller,
     share,
+    share_groups,
     share_state,
     telemetry,
     transactions,

@@ -12,6 +12,7 @@ node (or a cluster node before its first image) from its controller's image.
 
 from __future__ import annotations
 
+from spool.broker.handlers.share_groups import SHARE_APIS, enabled
 from spool.broker.registry import BROKER_PLANE, CONTROLLER_PLANE, advertised, handles
 from spool.cluster import features
 from spool.protocol._generated import ApiVersionsRequest, ApiVersionsResponse
@@ -40,7 +41,8 @@ async def api_versions(ctx, req: ApiVersionsRequest) -> ApiVersionsResponse:
     resp = ApiVersionsResponse(
         error_code=0,
         api_keys=[ApiVersion(api_key=k, min_version=lo, max_version=hi)
-                  for k, lo, hi in advertised(ctx.plane)],
+                  for k, lo, hi in advertised(ctx.plane)
+                  if k not in SHARE_APIS or enabled(ctx.broker)],
         throttle_time_ms=0,
     )
     if ctx.api_version >= 3:  # the client's software, for telemetry subscriptions' match

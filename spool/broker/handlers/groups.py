@@ -34,6 +34,7 @@ import asyncio
 
 from spool.broker.authz import allowed, allowed_cluster, allowed_names, authorized_operations
 from spool.broker.group_runtime import UNAVAILABLE
+from spool.broker.handlers.share_groups import delete_share_states
 from spool.broker.registry import handles
 from spool.coordinator import JoinRequest, JoinResult, SyncResult
 from spool.coordinator.admin import delete_groups, describe_group, list_groups
@@ -235,11 +236,13 @@ async def delete_groups_handler(ctx, req: DeleteGroupsRequest) -> DeleteGroupsRe
               if g not in permitted}
     result.update({g: err.code for g in req.groups_names
                    if g not in result and (err := topic.coordinator_error(g)) is not None})
+    result.update(await delete_share_states(ctx, [g for g in req.groups_names
+                                                  if g not in result]))
     names = [g for g in req.groups_names if g not in result]
     if names:
-        # delete_groups changes no group (its tombstones do, once replayed): no checkpoint
+        # a share group's records apply at once (spool.coordinator.share_group): checkpoint
         codes = await ctx.broker.groups.call(
-            [], lambda: delete_groups(ctx.broker.groups.coordinator, names))
+            names, lambda: delete_groups(ctx.broker.groups.coordinator, names))
         if isinstance(codes, KafkaError):
             codes = [codes.code] * len(names)
         result.update(zip(names, codes, strict=True))

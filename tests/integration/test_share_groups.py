@@ -1,0 +1,190 @@
+"""Share group membership and offsets admin against a real broker, from a raw client:
+ShareGroupHeartbeat (join, share-state initialization then assignment, sharing, leave),
+ShareGroupDescribe, ListGroups type "share", DeleteGroups, Describe/Alter/DeleteShareGroupOffsets,
+a classic JoinGroup on a share group's id, the group surviving kill -9, and
+group.share.enable=false. One broker for the module; each test has its own group and topic.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from spool.protocol._generated import (
+    AlterShareGroupOffsetsRequest,
+    ApiVersionsRequest,
+    DeleteGroupsRequest,
+    DeleteShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsRequest,
+    JoinGroupRequest,
+    ListGroupsRequest,
+    ShareGroupDescribeRequest,
+    ShareGroupHeartbeatRequest,
+)
+from spool.protocol._generated import alter_share_group_offsets_request as alterreq
+from spool.protocol._generated import delete_share_group_offsets_request as delreq
+from spool.protocol._generated import describe_share_group_offsets_request as descreq
+from spool.protocol._generated.join_group_request import JoinGroupRequestProtocol
+from spool.protocol.errors import Errors
+from tests.helpers.broker_proc import BrokerProcess
+from tests.helpers.raw_client import RawClient
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    d = tmp_path_factory.mktemp("share-groups")
+    with BrokerProcess(d / "data", {"num.partitions": "1"}) as b:
+        yield b
+
+
+def make_topic(bootstrap: str, partitions: int) -> str:
+    name = f"sg-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(15)
+    return name
+
+
+def hb(rc, group, member, epoch, topics=None):
+    return rc.request(76, 1, ShareGroupHeartbeatRequest(
+        group_id=group, member_id=member, member_epoch=epoch, subscribed_topic_names=topics))
+
+
+def assigned(resp) -> dict:
+    if resp.assignment is None:
+        return {}
+    return {t.topic_id: sorted(t.partitions) for t in resp.assignment.topic_partitions}
+
+
+def until_assigned(rc, group, member, epoch, timeout=10.0):
+    """Heartbeat until the member's share partitions are initialized and assigned."""
+    deadline = time.monotonic() + timeout
+    while True:
+        r = hb(rc, group, member, epoch)
+        assert r.error_code == 0, r
+        epoch = r.member_epoch
+        if r.assignment is not None and r.assignment.topic_partitions:
+            return r
+        assert time.monotonic() < deadline, "no assignment"
+        time.sleep(0.05)
+
+
+def describe(rc, group):
+    return rc.request(77, 1, ShareGroupDescribeRequest(group_ids=[group])).groups[0]
+
+
+def offsets(rc, group, topic=None, partitions=(0,)):
+    topics = None if topic is None else [descreq.DescribeShareGroupOffsetsRequestTopic(
+        topic_name=topic, partitions=list(partitions))]
+    resp = rc.request(90, 1, DescribeShareGroupOffsetsRequest(groups=[
+        descreq.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=topics)]))
+    return resp.groups[0]
+
+
+def test_join_initialize_assign_share_and_leave(broker):
+    topic = make_topic(broker.bootstrap, 2)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    with RawClient(broker.bootstrap) as rc:
+        first = hb(rc, group, "m1", 0, [topic])
+        assert (first.error_code, first.member_id, first.member_epoch) == (0, "m1", 1)
+        assert first.heartbeat_interval_ms == 5000
+        a = until_assigned(rc, group, "m1", 1)
+        tid = a.assignment.topic_partitions[0].topic_id
+        assert assigned(a) == {tid: [0, 1]}
+        b = hb(rc, group, "m2", 0, [topic])
+        assert assigned(b) == {tid: [1]} or assigned(b) == {tid: [0]}
+        a2 = hb(rc, group, "m1", a.member_epoch)
+        assert a2.member_epoch == b.member_epoch
+        assert sorted(assigned(a2)[tid] + assigned(b)[tid]) == [0, 1]
+        # three members on two partitions: every member has one, one partition is shared
+        c = hb(rc, group, "m3", 0, [topic])
+        assert len(assigned(c)[tid]) == 1
+        d = describe(rc, group)
+        assert (d.error_code, d.group_state, d.assignor_name) == (0, "Stable", "simple")
+        assert sorted(m.member_id for m in d.members) == ["m1", "m2", "m3"]
+        assert all(m.subscribed_topic_names == [topic] for m in d.members)
+        named = {p.topic_name for m in d.members for p in m.assignment.topic_partitions}
+        assert named <= {topic}
+        assert hb(rc, group, "m1", 999).error_code == Errors.FENCED_MEMBER_EPOCH
+        assert hb(rc, group, "ghost", 1).error_code == Errors.UNKNOWN_MEMBER_ID
+        # a classic JoinGroup on a share group's id
+        join = rc.request(11, 9, JoinGroupRequest(
+            group_id=group, session_timeout_ms=10000, rebalance_timeout_ms=10000, member_id="",
+            protocol_type="consumer", protocols=[JoinGroupRequestProtocol(name="range",
+                                                                          metadata=b"")]))
+        assert join.error_code == Errors.INCONSISTENT_GROUP_PROTOCOL
+        listed = rc.request(16, 5, ListGroupsRequest(states_filter=[], types_filter=["share"]))
+        assert [(g.group_id, g.protocol_type, g.group_state, g.group_type)
+                for g in listed.groups if g.group_id == group] == [
+            (group, "share", "Stable", "share")]
+        deleted = rc.request(42, 2, DeleteGroupsRequest(groups_names=[group]))
+        assert deleted.results[0].error_code == Errors.NON_EMPTY_GROUP
+        for m in ("m1", "m2", "m3"):
+            left = hb(rc, group, m, -1)
+            assert (left.error_code, left.member_epoch) == (0, -1)
+        assert describe(rc, group).group_state == "Empty"
+        deleted = rc.request(42, 2, DeleteGroupsRequest(groups_names=[group]))
+        assert deleted.results[0].error_code == 0
+        gone = describe(rc, group)
+        assert (gone.error_code, gone.error_message) == (Errors.GROUP_ID_NOT_FOUND,
+                                                         f"Group {group} not found.")
+
+
+def test_offsets_admin(broker):
+    topic = make_topic(broker.bootstrap, 1)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    with RawClient(broker.bootstrap) as rc:
+        hb(rc, group, "m1", 0, [topic])
+        until_assigned(rc, group, "m1", 1)
+        o = offsets(rc, group)
+        assert o.error_code == 0 and [t.topic_name for t in o.topics] == [topic]
+        assert [(p.partition_index, p.start_offset, p.error_code)
+                for p in o.topics[0].partitions] == [(0, -1, 0)]
+        alter = AlterShareGroupOffsetsRequest(group_id=group, topics=[
+            alterreq.AlterShareGroupOffsetsRequestTopic(topic_name=topic, partitions=[
+                alterreq.AlterShareGroupOffsetsRequestPartition(partition_index=0,
+                                                                start_offset=7)])])
+        assert rc.request(91, 0, alter).error_code == Errors.NON_EMPTY_GROUP
+        hb(rc, group, "m1", -1)
+        altered = rc.request(91, 0, alter)
+        assert altered.error_code == 0
+        assert [p.error_code for p in altered.responses[0].partitions] == [0]
+        assert offsets(rc, group, topic).topics[0].partitions[0].start_offset == 7
+        missing = offsets(rc, group, "no-such-topic")
+        assert missing.topics[0].partitions[0].error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION
+        dropped = rc.request(92, 0, DeleteShareGroupOffsetsRequest(group_id=group, topics=[
+            delreq.DeleteShareGroupOffsetsRequestTopic(topic_name=topic)]))
+        assert dropped.error_code == 0 and dropped.responses[0].error_code == 0
+        assert offsets(rc, group).topics == []
+        assert offsets(rc, group, topic).topics[0].partitions[0].start_offset == -1
+        other = offsets(rc, "never-was")
+        assert other.error_code == Errors.GROUP_ID_NOT_FOUND
+
+
+def test_group_survives_kill_9(broker):
+    topic = make_topic(broker.bootstrap, 1)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    with RawClient(broker.bootstrap) as rc:
+        hb(rc, group, "m1", 0, [topic])
+        a = until_assigned(rc, group, "m1", 1)
+        before = describe(rc, group)
+    broker.kill()
+    broker.start()
+    with RawClient(broker.bootstrap) as rc:
+        after = describe(rc, group)
+        assert (after.group_epoch, after.assignment_epoch) == (before.group_epoch,
+                                                              before.assignment_epoch)
+        assert [(m.member_id, m.member_epoch) for m in after.members] == [("m1", a.member_epoch)]
+        again = hb(rc, group, "m1", a.member_epoch)
+        assert (again.error_code, again.member_epoch) == (0, a.member_epoch)
+
+
+def test_share_groups_disabled(tmp_path):
+    with BrokerProcess(tmp_path / "data", {"group.share.enable": "false"}) as b:
+        with RawClient(b.bootstrap) as rc:
+            keys = {k.api_key for k in rc.request(18, 3, ApiVersionsRequest(
+                client_software_name="t", client_software_version="1")).api_keys}
+            assert not keys & {76, 77, 78, 79, 90, 91, 92} and 11 in keys
+            assert hb(rc, "g", "m1", 0, ["t"]).error_code == Errors.UNSUPPORTED_VERSION
