@@ -1,8 +1,8 @@
 """Share group membership and offsets admin against a real broker, from a raw client:
 ShareGroupHeartbeat (join, share-state initialization then assignment, sharing, leave),
 ShareGroupDescribe, ListGroups type "share", DeleteGroups, Describe/Alter/DeleteShareGroupOffsets,
-a classic JoinGroup on a share group's id, the group surviving kill -9, and
-group.share.enable=false. One broker for the module; each test has its own group and topic.
+a classic JoinGroup on a share group's id, the group surviving kill -9,
+group.share.enable=false, and two confluent-kafka ShareConsumers sharing a partition. One broker for the module; each test has its own group and topic.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import time
 import uuid
 
 import pytest
+from confluent_kafka import ShareConsumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from spool.protocol._generated import (
@@ -31,12 +32,13 @@ from spool.protocol._generated.join_group_request import JoinGroupRequestProtoco
 from spool.protocol.errors import Errors
 from tests.helpers.broker_proc import BrokerProcess
 from tests.helpers.raw_client import RawClient
+from tests.helpers.share import OVERRIDES, produce, set_group_config, wait_members
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
     d = tmp_path_factory.mktemp("share-groups")
-    with BrokerProcess(d / "data", {"num.partitions": "1"}) as b:
+    with BrokerProcess(d / "data", {"num.partitions": "1", **OVERRIDES}) as b:
         yield b
 
 
@@ -89,7 +91,7 @@ def test_join_initialize_assign_share_and_leave(broker):
     with RawClient(broker.bootstrap) as rc:
         first = hb(rc, group, "m1", 0, [topic])
         assert (first.error_code, first.member_id, first.member_epoch) == (0, "m1", 1)
-        assert first.heartbeat_interval_ms == 5000
+        assert first.heartbeat_interval_ms == 500  # group.share.heartbeat.interval.ms
         a = until_assigned(rc, group, "m1", 1)
         tid = a.assignment.topic_partitions[0].topic_id
         assert assigned(a) == {tid: [0, 1]}
@@ -188,3 +190,33 @@ def test_share_groups_disabled(tmp_path):
                 client_software_name="t", client_software_version="1")).api_keys}
             assert not keys & {76, 77, 78, 79, 90, 91, 92} and 11 in keys
             assert hb(rc, "g", "m1", 0, ["t"]).error_code == Errors.UNSUPPORTED_VERSION
+
+
+def test_share_consumers_join_and_share_a_partition(broker):
+    topic = make_topic(broker.bootstrap, 1)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    set_group_config(broker.bootstrap, group, {"share.auto.offset.reset": "earliest"})
+    produce(broker.bootstrap, topic, 0, 50)
+    consumers = [ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+                 for _ in range(2)]
+    try:
+        for c in consumers:
+            c.subscribe([topic])
+        got: set[int] = set()
+        deadline = time.monotonic() + 30
+        while len(got) < 50 and time.monotonic() < deadline:
+            for c in consumers:
+                got |= {m.offset() for m in c.poll(0.2) or [] if m.error() is None}
+        assert got == set(range(50))
+        wait_members(broker.bootstrap, group, 2)  # each member's next heartbeat takes it
+        with RawClient(broker.bootstrap) as rc:
+            d = describe(rc, group)
+        assert (d.error_code, d.group_state, len(d.members)) == (0, "Stable", 2)
+        # one partition, two members: both are assigned it
+        assert [[(p.topic_name, p.partitions) for p in m.assignment.topic_partitions]
+                for m in d.members] == [[(topic, [0])]] * 2
+    finally:
+        for c in consumers:
+            c.close()
+    with RawClient(broker.bootstrap) as rc:
+        assert describe(rc, group).group_state == "Empty"  # close left the group
