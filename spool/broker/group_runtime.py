@@ -54,7 +54,8 @@ from spool.coordinator import (
     partition_for,
 )
 from spool.coordinator.admin import delete_topic_offsets
-from spool.coordinator.share_ops import ToInitialize, initialized
+from spool.coordinator.share_group import ShareGroup
+from spool.coordinator.share_ops import ToInitialize, forget_topics, initialized, share_partitions
 from spool.coordinator.txn_offsets import PendingTxnOffsets
 from spool.protocol.errors import Errors, KafkaError
 from spool.records.batch import BatchHeader
@@ -235,19 +236,47 @@ class GroupRuntime:
 
     async def delete_topic_offsets(self, topics: set[str]) -> None:
         """Drop the committed offsets of deleted ``topics`` from the groups loaded here
-        (``spool.coordinator.admin.delete_topic_offsets``); a failed append is logged (the
-        offsets stay, as after a crash before Kafka's cleanup)."""
+        (``spool.coordinator.admin.delete_topic_offsets``) and the share groups' share state
+        of them (``_delete_share_state``); a failed append is logged (the offsets stay, as
+        after a crash before Kafka's cleanup)."""
         coord = self.coordinator
 
         def op() -> tuple[Result, None]:
             return delete_topic_offsets(coord, topics)[0], None
 
-        if not delete_topic_offsets(coord, topics)[1]:
-            return
-        done = await self.call([], op)
-        if isinstance(done, KafkaError):
-            log.warning("committed offsets of deleted topics %s not removed: %s",
-                        sorted(topics), done)
+        if delete_topic_offsets(coord, topics)[1]:
+            done = await self.call([], op)
+            if isinstance(done, KafkaError):
+                log.warning("committed offsets of deleted topics %s not removed: %s",
+                            sorted(topics), done)
+        await self._delete_share_state(topics)
+
+    async def _delete_share_state(self, topics: set[str]) -> None:
+        """Kafka's maybeCleanupShareGroupState: a share group's state of a deleted topic
+        (named in ``topics``, its id gone from the metadata view) is deleted through the
+        persister, then the group forgets the topic (``share_ops.forget_topics``); a
+        partition the persister could not delete keeps the topic for the next deletion."""
+        coord, view = self.coordinator, self.broker.view
+        for g in [g for g in coord.groups.values() if isinstance(g, ShareGroup)]:
+            gone = {t for table in (g.initialized, g.initializing) for t, i in table.items()
+                    if i.name in topics and view.topic_name(t) is None}
+            parts = [(t, p) for t, p in share_partitions(g) if t in gone]
+            if not parts:
+                continue
+            errors = await asyncio.gather(*(self.broker.share_persister.delete(g.group_id, t, p)
+                                            for t, p in parts))
+            failed = {t for (t, _), e in zip(parts, errors, strict=True) if e is not None}
+            if failed:
+                log.warning("group %s: share state of deleted topics %s not deleted: %s",
+                            g.group_id, sorted(map(str, failed)),
+                            [e for e in errors if e is not None][0])
+            forget = sorted(gone - failed)
+            if forget:
+                gid = g.group_id
+                done = await self.call([gid], lambda gid=gid, forget=forget:
+                                       forget_topics(coord, gid, forget))
+                if isinstance(done, KafkaError):
+                    log.warning("group %s: deleted topics not forgotten: %s", gid, done)
 
     def initialize_share_state(self, group_id: str, state_epoch: int,
                                partitions: tuple[ToInitialize, ...]) -> None:

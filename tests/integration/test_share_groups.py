@@ -165,6 +165,26 @@ def test_offsets_admin(broker):
         assert other.error_code == Errors.GROUP_ID_NOT_FOUND
 
 
+def test_deleted_topic_loses_its_share_state(broker):
+    topic = make_topic(broker.bootstrap, 2)
+    keep = make_topic(broker.bootstrap, 1)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    with RawClient(broker.bootstrap) as rc:
+        hb(rc, group, "m1", 0, [topic, keep])
+        a = until_assigned(rc, group, "m1", 1)
+        assert sorted(t.topic_name for t in offsets(rc, group).topics) == sorted([topic, keep])
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.delete_topics([topic])[topic].result(15)
+        deadline = time.monotonic() + 10
+        while [t.topic_name for t in offsets(rc, group).topics] != [keep]:
+            assert time.monotonic() < deadline, offsets(rc, group)
+            time.sleep(0.05)
+        b = hb(rc, group, "m1", a.member_epoch)
+        assert b.error_code == 0
+        assert [t.topic_id for t in b.assignment.topic_partitions] == [
+            t.topic_id for t in offsets(rc, group).topics]
+
+
 def test_group_survives_kill_9(broker):
     topic = make_topic(broker.bootstrap, 1)
     group = f"g-{uuid.uuid4().hex[:6]}"
