@@ -7,8 +7,8 @@ reverts through the runtime's checkpoint of the group).
 
 ``heartbeat(coord, req, limits, topics)`` is Kafka's ``shareGroupHeartbeat``:
 
-- validation (INVALID_REQUEST): a group id and a member id (v1: the client makes its
-  member id), a non-empty rack id if any; epoch 0 must carry the subscribed topics;
+- validation (INVALID_REQUEST, ``validate``): a member id (v1: the client makes it) and
+  a group id, a non-empty rack id if any; epoch 0 must carry the subscribed topics;
   epochs below -1 are invalid. A group id held by a group of another type is
   GROUP_ID_NOT_FOUND ("Group g is not a share group."); creating a share group beyond
   ``group.share.max.groups``, or a member beyond ``group.share.max.size``, is
@@ -114,11 +114,12 @@ def _error(code: int, message: str, member_id: str | None = None) -> HeartbeatAn
     return HeartbeatAnswer(code, message, member_id=member_id)
 
 
-def _validate(req: ShareHeartbeat) -> str | None:
-    if not req.group_id:
-        return "GroupId can't be empty."
+def validate(req: ShareHeartbeat) -> str | None:
+    """Why the request is INVALID_REQUEST (Kafka's checks, in Kafka's order), else None."""
     if not req.member_id:
         return "MemberId can't be empty."
+    if not req.group_id:
+        return "GroupId can't be empty."
     if req.rack_id is not None and not req.rack_id:
         return "RackId can't be empty."
     if req.member_epoch == 0 and not req.subscribed_topic_names:
@@ -141,7 +142,7 @@ def share_group(coord: GroupCoordinator, group_id: str) -> ShareGroup | Heartbea
 def heartbeat(coord: GroupCoordinator, req: ShareHeartbeat, limits: ShareLimits,
               topics: Mapping[str, TopicMeta]) -> tuple[Result, HeartbeatAnswer]:
     out = Result()
-    problem = _validate(req)
+    problem = validate(req)
     if problem is not None:
         return out, _error(Errors.INVALID_REQUEST, problem, req.member_id)
     if req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH:

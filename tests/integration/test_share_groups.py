@@ -103,6 +103,12 @@ def test_join_initialize_assign_share_and_leave(broker):
         # three members on two partitions: every member has one, one partition is shared
         c = hb(rc, group, "m3", 0, [topic])
         assert len(assigned(c)[tid]) == 1
+        # the group's own share.heartbeat.interval.ms (a GROUP config) wins over the broker's
+        set_group_config(broker.bootstrap, group, {"share.heartbeat.interval.ms": "700"})
+        assert hb(rc, group, "m3", c.member_epoch).heartbeat_interval_ms == 700
+        empty = hb(rc, group, "", 1)
+        assert (empty.error_code, empty.error_message) == (Errors.INVALID_REQUEST,
+                                                           "MemberId can't be empty.")
         d = describe(rc, group)
         assert (d.error_code, d.group_state, d.assignor_name) == (0, "Stable", "simple")
         assert sorted(m.member_id for m in d.members) == ["m1", "m2", "m3"]

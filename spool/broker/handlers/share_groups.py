@@ -42,6 +42,7 @@ from spool.coordinator.share_ops import (
     offsets_reset,
     share_group,
     share_partitions,
+    validate,
 )
 from spool.protocol._generated import (
     AlterShareGroupOffsetsRequest,
@@ -108,6 +109,11 @@ async def share_group_heartbeat(ctx, req: ShareGroupHeartbeatRequest
     if names and len(allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC,
                                    set(names))) < len(set(names)):
         return error(Errors.TOPIC_AUTHORIZATION_FAILED)
+    hb = ShareHeartbeat(req.group_id, req.member_id, req.member_epoch, req.rack_id,
+                        req.subscribed_topic_names, ctx.client_id or "", f"/{ctx.conn.host}")
+    problem = validate(hb)  # before the coordinator's routing, as Kafka's service does
+    if problem is not None:
+        return error(Errors.INVALID_REQUEST, problem)
     groups = broker.groups
     await groups.topic.ensure()
     err = groups.topic.coordinator_error(req.group_id)
@@ -117,8 +123,6 @@ async def share_group_heartbeat(ctx, req: ShareGroupHeartbeatRequest
     existing = coord.groups.get(req.group_id)
     wanted = set(names) | (existing.subscribed_topic_names()
                            if isinstance(existing, ShareGroup) else set())
-    hb = ShareHeartbeat(req.group_id, req.member_id, req.member_epoch, req.rack_id,
-                        req.subscribed_topic_names, ctx.client_id or "", f"/{ctx.conn.host}")
     limits = _limits(broker, req.group_id)
     topics = _topics(broker, wanted)
     answer = await groups.call([req.group_id], lambda: heartbeat(coord, hb, limits, topics))
