@@ -54,6 +54,7 @@ from spool.coordinator import (
     partition_for,
 )
 from spool.coordinator.admin import delete_topic_offsets
+from spool.coordinator.consumer_group import TopicMetadata
 from spool.coordinator.share_group import ShareGroup
 from spool.coordinator.share_ops import ToInitialize, forget_topics, initialized, share_partitions
 from spool.coordinator.txn_offsets import PendingTxnOffsets
@@ -80,7 +81,45 @@ def coordinator_config(config) -> CoordinatorConfig:
         retention_check_interval_ms=config.get_int("offsets.retention.check.interval.ms"),
         max_metadata_bytes=config.get_int("offset.metadata.max.bytes"),
         share_session_timeout_ms=config.get_int("group.share.session.timeout.ms"),
+        consumer_session_timeout_ms=config.get_int("group.consumer.session.timeout.ms"),
+        consumer_heartbeat_interval_ms=config.get_int("group.consumer.heartbeat.interval.ms"),
+        consumer_max_size=config.get_int("group.consumer.max.size"),
+        consumer_assignors=assignor_names(config.get("group.consumer.assignors")),
+        consumer_migration_policy=str(config.get("group.consumer.migration.policy")),
     )
+
+
+def assignor_names(value) -> tuple[str, ...]:
+    """``group.consumer.assignors`` as the names clients ask for: Kafka's class names
+    (``org.apache.kafka.coordinator.group.assignor.UniformAssignor``) become theirs
+    (``uniform``)."""
+    items = value.split(",") if isinstance(value, str) else list(value)
+    out = []
+    for item in (i.strip() for i in items):
+        if "." in item:
+            item = item.rsplit(".", 1)[1].removesuffix("Assignor").lower()
+        if item and item not in out:
+            out.append(item)
+    return tuple(out)
+
+
+class BrokerTopics:
+    """The broker's topics as KIP-848 groups see them (``spool.coordinator.consumer_group``):
+    read from the current metadata view at each call."""
+
+    def __init__(self, broker: Any) -> None:
+        self.broker = broker
+
+    def names(self) -> list[str]:
+        view = self.broker.view
+        return [] if view is None else view.topic_names()
+
+    def lookup(self, name: str) -> TopicMetadata | None:
+        view = self.broker.view
+        if view is None:
+            return None
+        topic_id, n = view.topic_id(name), view.partition_count(name)
+        return None if topic_id is None or n <= 0 else TopicMetadata(topic_id, name, n)
 
 
 class GroupRuntime:
@@ -88,6 +127,10 @@ class GroupRuntime:
                  new_id: Callable[[], str] | None = None) -> None:
         self.broker = broker
         self.coordinator = GroupCoordinator(broker.clock, coordinator_config(broker.config), new_id)
+        self.coordinator.topics = BrokerTopics(broker)
+        group_configs = getattr(broker, "group_configs", None)
+        if group_configs is not None:
+            self.coordinator.group_config = group_configs.get
         self.num_partitions = broker.config.get_int("offsets.topic.num.partitions")
         self.topic = InternalTopic(broker, TOPIC, lambda: self.num_partitions, owner=self)
         self.log = CoordinatorLog(

@@ -7,7 +7,8 @@ after the append (``spool.broker.coordinator_log``). ``coordinator`` holds membe
 Heartbeat, LeaveGroup, timeouts), ``admin`` offsets and administration.
 """
 
-from spool.coordinator import share_group  # noqa: F401 (registers the replayers of types 9-15)
+# importing them registers the replayers of record types 3-8, 16 and 9-15
+from spool.coordinator import consumer_ops, share_group  # noqa: F401
 from spool.coordinator.coordinator import CoordinatorConfig, GroupCoordinator, JoinRequest
 from spool.coordinator.group import ClassicGroup, GroupState, IllegalStateTransition, Member
 from spool.coordinator.result import JoinResult, OutRecord, Result, SyncResult

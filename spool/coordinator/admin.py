@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from spool.coordinator import consumer_ops
+from spool.coordinator.consumer_group import ConsumerGroup
 from spool.coordinator.coordinator import GroupCoordinator, _record
 from spool.coordinator.group import ClassicGroup, GroupState
 from spool.coordinator.offsets import CommittedOffset, OffsetStore
@@ -43,16 +45,17 @@ class OffsetToCommit:
 def commit_offsets(
     coord: GroupCoordinator, group_id: str, generation: int, member_id: str,
     instance: str | None, offsets: list[OffsetToCommit],
-    missing_group: int = Errors.ILLEGAL_GENERATION,
+    missing_group: int = Errors.ILLEGAL_GENERATION, version: int = 9,
 ) -> tuple[Result, list[int]]:
     """OffsetCommit: one error code per offset (the same for all when the group refuses,
-    ``_check_commit``)."""
+    ``_check_commit``; ``version``: the request's)."""
     out = Result()
-    code = _check_commit(coord, group_id, generation, member_id, instance, missing_group)
+    code = _check_commit(coord, group_id, generation, member_id, instance, missing_group,
+                         version=version)
     if code:
         return out, [code] * len(offsets)
     group = coord.groups.get(group_id)  # None: a group that only stores offsets, made by replay
-    if group is not None and member_id in group.members:
+    if isinstance(group, ClassicGroup) and member_id in group.members:
         coord._heartbeat(group, group.members[member_id])
     codes = []
     now = coord.now()
@@ -70,7 +73,7 @@ def commit_offsets(
 
 def _check_commit(coord: GroupCoordinator, group_id: str, generation: int, member_id: str,
                   instance: str | None, missing_group: int = Errors.ILLEGAL_GENERATION,
-                  transactional: bool = False) -> int:
+                  transactional: bool = False, version: int = 9) -> int:
     """Kafka's ``validateOffsetCommit`` for a classic group (``generation`` is the
     request's generation_id_or_member_epoch). A group that does not exist takes commits
     without a generation (-1: the admin client or a consumer outside group management;
@@ -81,12 +84,15 @@ def _check_commit(coord: GroupCoordinator, group_id: str, generation: int, membe
     generation, and one naming none is UNKNOWN_MEMBER_ID; a group whose rebalance is
     completing is REBALANCE_IN_PROGRESS. A ``transactional`` commit (TxnOffsetCommit) is
     spared those two: older clients send no member, and the group's state is not enforced
-    for transactional offsets (Kafka's ``isTransactional``)."""
+    for transactional offsets (Kafka's ``isTransactional``). A KIP-848 consumer group:
+    ``_check_consumer_commit``."""
     if not group_id:
         return Errors.INVALID_GROUP_ID
     group = coord.groups.get(group_id)
     if group is None:
         return 0 if generation < 0 else missing_group
+    if isinstance(group, ConsumerGroup):
+        return _check_consumer_commit(group, member_id, generation, transactional, version)
     if not isinstance(group, ClassicGroup):  # a share group commits no offsets
         return Errors.GROUP_ID_NOT_FOUND
     if group.is_(S.DEAD):
@@ -105,6 +111,39 @@ def _check_commit(coord: GroupCoordinator, group_id: str, generation: int, membe
     return 0  # Stable, or PreparingRebalance (eager members commit before rejoining)
 
 
+def _check_consumer_commit(group: ConsumerGroup, member_id: str, epoch: int,
+                           transactional: bool, version: int) -> int:
+    """Kafka's ConsumerGroup.validateOffsetCommit: without a member epoch (-1: the admin
+    client, a consumer outside the group) only while the group has no member; else the member
+    must exist (UNKNOWN_MEMBER_ID), use OffsetCommit v9+ (UNSUPPORTED_VERSION) and name its
+    current epoch (STALE_MEMBER_EPOCH; ILLEGAL_GENERATION for TxnOffsetCommit, whose schema
+    lacks it)."""
+    if epoch < 0 and group.is_empty():
+        return 0
+    member = group.members.get(member_id)
+    if member is None:
+        return Errors.UNKNOWN_MEMBER_ID
+    if not transactional and version < 9:
+        return Errors.UNSUPPORTED_VERSION
+    if epoch != member.member_epoch:
+        return Errors.ILLEGAL_GENERATION if transactional else Errors.STALE_MEMBER_EPOCH
+    return 0
+
+
+def check_offset_fetch(coord: GroupCoordinator, group_id: str, member_id: str | None,
+                       epoch: int) -> int:
+    """OffsetFetch v9+ of a KIP-848 consumer group (Kafka's validateOffsetFetch): a request
+    naming no member and epoch -1 reads freely; else the member must exist and name its
+    current epoch. Classic groups' offsets are readable by anyone."""
+    group = coord.groups.get(group_id)
+    if not isinstance(group, ConsumerGroup) or (member_id is None and epoch < 0):
+        return 0
+    member = group.members.get(member_id or "")
+    if member is None:
+        return Errors.UNKNOWN_MEMBER_ID
+    return Errors.STALE_MEMBER_EPOCH if epoch != member.member_epoch else 0
+
+
 def fetch_offsets(
     coord: GroupCoordinator, group_id: str, partitions: list[tuple[str, int]] | None,
 ) -> dict[tuple[str, int], CommittedOffset | None]:
@@ -121,10 +160,13 @@ def delete_offsets(
     """OffsetDelete: (result, group error, per-partition errors)."""
     out = Result()
     group = coord.groups.get(group_id)
-    if not isinstance(group, ClassicGroup) or group.is_(S.DEAD):
+    if isinstance(group, ConsumerGroup):
+        subscribed = group.subscribed_names(group.members.values())
+    elif not isinstance(group, ClassicGroup) or group.is_(S.DEAD):
         return out, Errors.GROUP_ID_NOT_FOUND, []
-    subscribed: set[str] = set()
-    if not group.is_(S.EMPTY):
+    else:
+        subscribed = set()
+    if isinstance(group, ClassicGroup) and not group.is_(S.EMPTY):
         if group.protocol_type != "consumer":
             return out, Errors.NON_EMPTY_GROUP, []
         for m in group.members.values():
@@ -165,8 +207,8 @@ def describe_group(coord: GroupCoordinator, group_id: str) -> GroupSummary:
 
 def list_groups(coord: GroupCoordinator, states: list[str] | None = None,
                 types: list[str] | None = None) -> list[tuple[str, str, str, str]]:
-    """ListGroups: (group_id, protocol_type, state, group type); filters match
-    case-insensitively. A share group's protocol type and group type are ``share``."""
+    """ListGroups: (group_id, protocol_type, state, group type: ``classic``, ``consumer``...);
+    filters match case-insensitively."""
     wanted = {s.lower() for s in states or []}
     kinds = {t.lower() for t in types or []}
     rows = []
@@ -175,6 +217,8 @@ def list_groups(coord: GroupCoordinator, states: list[str] | None = None,
             if g.is_(S.DEAD):
                 continue
             row = (g.group_id, g.protocol_type or "", g.state.value, "classic")
+        elif isinstance(g, ConsumerGroup):
+            row = (g.group_id, g.protocol_type, g.state.value, g.type)
         else:
             row = (g.group_id, g.type, g.state, g.type)
         if (wanted and row[2].lower() not in wanted) or (kinds and row[3] not in kinds):
@@ -184,8 +228,8 @@ def list_groups(coord: GroupCoordinator, states: list[str] | None = None,
 
 
 def delete_groups(coord: GroupCoordinator, group_ids: list[str]) -> tuple[Result, list[int]]:
-    """DeleteGroups: only Empty groups; their offsets and metadata get tombstones. A share
-    group's records are applied at once (``spool.coordinator.share_group``): checkpoint
+    """DeleteGroups: only Empty groups; their offsets and metadata get tombstones. A consumer
+    or share group's records are applied at once (``spool.coordinator.share_group``): checkpoint
     ``group_ids`` before; its share-partition state is deleted first (the handler)."""
     out = Result()
     codes = []
@@ -196,6 +240,13 @@ def delete_groups(coord: GroupCoordinator, group_ids: list[str]) -> tuple[Result
             codes.append(Errors.INVALID_GROUP_ID)
         elif group is None or gid in deleted:
             codes.append(Errors.GROUP_ID_NOT_FOUND)
+        elif isinstance(group, ConsumerGroup):
+            if not group.is_empty():
+                codes.append(Errors.NON_EMPTY_GROUP)
+                continue
+            _delete_consumer_group(coord, group, out)
+            deleted.add(gid)
+            codes.append(0)
         elif not isinstance(group, ClassicGroup):  # share_ops.delete_group: its own records
             codes.append(delete_share_group(coord, group, out))
             if not codes[-1]:
@@ -221,11 +272,31 @@ def _delete_group(coord: GroupCoordinator, group: ClassicGroup, out: Result,
     out.records.append(_record(group.group_id, None))
 
 
+def _delete_consumer_group(coord: GroupCoordinator, group: ConsumerGroup, out: Result,
+                           already: frozenset[tuple[str, int]] = frozenset()) -> None:
+    """Tombstones for the group's offsets (replayed once appended) and for every record of the
+    group (applied at once: ``spool.coordinator.consumer_group``)."""
+    for topic, partition in list(coord.offsets.get(group.group_id)):
+        if (topic, partition) not in already:
+            _tombstone(coord, out, group.group_id, topic, partition)
+    consumer_ops.delete_group(coord, group, out)
+
+
 def expire_offsets(coord: GroupCoordinator, out: Result) -> None:
     """One retention pass (see the module docstring)."""
     now = coord.now()
     retention = coord.config.offsets_retention_ms
     for group in list(coord.groups.values()):
+        if isinstance(group, ConsumerGroup):
+            if group.is_empty():  # each offset ages from its commit, as Kafka's
+                committed = coord.offsets.get(group.group_id)
+                expired = [tp for tp, c in committed.items()
+                           if now - c.commit_timestamp >= retention]
+                for topic, partition in expired:
+                    _tombstone(coord, out, group.group_id, topic, partition)
+                if len(expired) == len(committed):
+                    _delete_consumer_group(coord, group, out, frozenset(expired))
+            continue
         if not isinstance(group, ClassicGroup) or not group.is_(S.EMPTY) or group.pending_members:
             continue
         committed = coord.offsets.get(group.group_id)

@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from spool.coordinator.consumer_group import ConsumerGroup, StaticTopics, TopicsView
 from spool.coordinator.group import ClassicGroup, GroupState, Member, MemberJournal
 from spool.coordinator.offsets import OffsetStore
 from spool.coordinator.records import GROUP_TYPES, decode, record_type
@@ -90,6 +91,13 @@ class CoordinatorConfig:
     retention_check_interval_ms: int = 600000  # offsets.retention.check.interval.ms
     max_metadata_bytes: int = 4096  # offset.metadata.max.bytes
     share_session_timeout_ms: int = 45000  # group.share.session.timeout.ms (after a load)
+    # KIP-848 consumer groups (spool.coordinator.consumer_ops); the session timeout and the
+    # heartbeat interval are per group: GroupCoordinator.group_config
+    consumer_session_timeout_ms: int = 45000  # group.consumer.session.timeout.ms
+    consumer_heartbeat_interval_ms: int = 5000  # group.consumer.heartbeat.interval.ms
+    consumer_max_size: int = 2147483647  # group.consumer.max.size
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")  # group.consumer.assignors
+    consumer_migration_policy: str = "bidirectional"  # group.consumer.migration.policy
 
 
 @dataclass(frozen=True)
@@ -113,7 +121,7 @@ class Checkpoint:
     """The groups an operation may change, as they were before it (the timers and the
     members keep their own journals: ``Timers.begin``, ``MemberJournal``)."""
 
-    groups: dict[str, ClassicGroup | None]
+    groups: dict[str, ClassicGroup | ConsumerGroup | None]
 
 
 class GroupCoordinator:
@@ -122,10 +130,19 @@ class GroupCoordinator:
         self.clock = clock
         self.config = config or CoordinatorConfig()
         self.new_id = new_id or (lambda: str(uuid.uuid4()))
-        self.groups: dict[str, ClassicGroup] = {}
+        self.groups: dict[str, Any] = {}  # ClassicGroup | ConsumerGroup | ...: one namespace
         self.offsets = OffsetStore()
         self.timers = Timers()
+        # the topics KIP-848 groups subscribe to (the runtime sets the broker's metadata)
+        self.topics: TopicsView = StaticTopics()
+        # a group's KIP-848 setting (consumer.session.timeout.ms...): broker.group_configs.get
+        self.group_config: Callable[[str, str], Any] = self._default_group_config
         self._schedule_retention()
+
+    def _default_group_config(self, group_id: str, name: str) -> Any:
+        return {"consumer.session.timeout.ms": self.config.consumer_session_timeout_ms,
+                "consumer.heartbeat.interval.ms": self.config.consumer_heartbeat_interval_ms,
+                }[name]
 
     # ---- time
 
@@ -172,7 +189,7 @@ class GroupCoordinator:
             if saved is None:
                 self.groups.pop(gid, None)
                 continue
-            if live is None:
+            if live is None or type(live) is not type(saved):
                 self.groups[gid] = live = saved
             else:
                 live.restore(saved)
@@ -289,10 +306,15 @@ class GroupCoordinator:
             out.reply(reply, JoinResult(code, member_id=req.member_id))
             return out
         group = self.groups.get(req.group_id)
-        if group is not None and not isinstance(group, ClassicGroup):  # Kafka: a share group's
-            out.reply(reply, JoinResult(Errors.INCONSISTENT_GROUP_PROTOCOL,  # id
-                                        member_id=req.member_id))
-            return out
+        if group is not None and not isinstance(group, ClassicGroup):
+            from spool.coordinator import consumer_ops
+
+            if not isinstance(group, ConsumerGroup) or not group.is_empty():
+                out.reply(reply, JoinResult(Errors.INCONSISTENT_GROUP_PROTOCOL,
+                                            member_id=req.member_id))
+                return out
+            consumer_ops.delete_group(self, group, out)  # an empty consumer group: replaced
+            group = None
         created = group is None
         if group is None:
             if req.member_id:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 
 class GroupState(enum.Enum):
@@ -109,6 +109,7 @@ class Member:
 
 @dataclass
 class ClassicGroup:
+    type: ClassVar[str] = "classic"  # Kafka's group type (ListGroups, DescribeGroups)
     group_id: str
     state: GroupState = GroupState.EMPTY
     state_timestamp: int = -1

@@ -235,6 +235,15 @@ NOTES: dict[int, str] = {
         "Kafka's checks; a cluster broker forwards it to the active controller. v0 "
         "`allow_downgrade`, v1+ `upgrade_type` and `validate_only`, v2 no per-feature "
         "results.",
+    68: "KIP-848 consumer groups (`group.protocol=consumer`): member and group epochs, server "
+        "assignors (`group.consumer.assignors`, `uniform`/`range`), revocation before "
+        "assignment, static members (epoch -2 leave, UNRELEASED_INSTANCE_ID), session and "
+        "rebalance timeouts, topic metadata changes; v1: client member ids (KIP-1082) and "
+        "regex subscriptions resolved by the broker (Python `re` full match, internal topics "
+        "excluded). With an authorizer: READ on the group, DESCRIBE on the subscribed topics.",
+    69: "State, group and assignment epochs, assignor, members with their current and "
+        "target assignments; v1 member type. With an authorizer: DESCRIBE on the group and "
+        "on its topics; authorized operations.",
     71: "KIP-714: subscriptions from the CLIENT_METRICS resources (metrics, interval.ms, "
         "match on client id, software, address, port), Kafka's throttling.",
     72: "KIP-714: pushed OTLP metrics (any compression) decoded and kept in memory "

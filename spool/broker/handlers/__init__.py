@@ -6,6 +6,7 @@ from spool.broker.handlers import (  # noqa: F401
     api_versions,
     client_quotas,
     configs,
+    consumer_groups,
     controller,
     coordinator,
     describe_topic_partitions,

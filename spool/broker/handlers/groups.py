@@ -187,7 +187,10 @@ async def describe_groups(ctx, req: DescribeGroupsRequest) -> DescribeGroupsResp
             continue
         d = describe_group(coord, gid)
         if v >= 6 and d.state == "Dead":  # KIP-1043: an unknown group is an error from v6
-            groups.append(_group_error(gid, Errors.GROUP_ID_NOT_FOUND, f"Group {gid} not found."))
+            other = coord.groups.get(gid)  # a group of another type is not described here
+            message = (f"Group {gid} is not a classic group." if other is not None
+                       and other.type != "classic" else f"Group {gid} not found.")
+            groups.append(_group_error(gid, Errors.GROUP_ID_NOT_FOUND, message))
             continue
         groups.append(DescribedGroup(
             error_code=0, group_id=gid, group_state=d.state, protocol_type=d.protocol_type,
@@ -240,7 +243,7 @@ async def delete_groups_handler(ctx, req: DeleteGroupsRequest) -> DeleteGroupsRe
                                                   if g not in result]))
     names = [g for g in req.groups_names if g not in result]
     if names:
-        # a share group's records apply at once (spool.coordinator.share_group): checkpoint
+        # consumer and share groups' records apply at once: checkpoint the groups
         codes = await ctx.broker.groups.call(
             names, lambda: delete_groups(ctx.broker.groups.coordinator, names))
         if isinstance(codes, KafkaError):

@@ -6,10 +6,10 @@ are appended to ``__consumer_offsets`` and replayed before the response
 leaves (``__consumer_offsets`` is created first if need be, in the
 executor: ``spool.broker.internal_topic``). If that append fails every partition gets COORDINATOR_NOT_AVAILABLE
 (retriable) and nothing changes: OffsetFetch still returns the previous
-commit. Who may commit is Kafka's rule for classic groups
-(``spool.coordinator.admin._check_commit``): ``generation_id_or_member_epoch`` is the
-group's generation (member epochs belong to KIP-848 consumer groups, which Spool does not
-have yet); a commit with a generation to a group that does not exist is GROUP_ID_NOT_FOUND
+commit. Who may commit is Kafka's rule (``spool.coordinator.admin._check_commit``):
+``generation_id_or_member_epoch`` is a classic group's generation, or a KIP-848 consumer
+group member's epoch (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID; -1 only while the group has no
+member; a member must use v9+, else UNSUPPORTED_VERSION); a commit with a generation to a group that does not exist is GROUP_ID_NOT_FOUND
 from v9 (the dispatcher answers ILLEGAL_GENERATION below it, ``error_versions``).
 v10 names topics by ID (KIP-848): an ID no topic has is UNKNOWN_TOPIC_ID for its
 partitions, and the answer names the topic by ID.
@@ -39,7 +39,13 @@ from uuid import UUID
 
 from spool.broker.authz import allowed, allowed_names
 from spool.broker.registry import handles
-from spool.coordinator.admin import OffsetToCommit, commit_offsets, delete_offsets, fetch_offsets
+from spool.coordinator.admin import (
+    OffsetToCommit,
+    check_offset_fetch,
+    commit_offsets,
+    delete_offsets,
+    fetch_offsets,
+)
 from spool.protocol._generated import (
     OffsetCommitRequest,
     OffsetCommitResponse,
@@ -119,7 +125,7 @@ async def offset_commit(ctx, req: OffsetCommitRequest) -> OffsetCommitResponse:
             [], lambda: commit_offsets(
             broker.groups.coordinator, req.group_id, req.generation_id_or_member_epoch,
             req.member_id, req.group_instance_id if v >= 7 else None, todo,
-            missing_group=Errors.GROUP_ID_NOT_FOUND))
+            missing_group=Errors.GROUP_ID_NOT_FOUND, version=v))
         if isinstance(got, KafkaError):
             got = [got.code] * len(todo)
         codes.update({(o.topic, o.partition): c for o, c in zip(todo, got, strict=True)})
@@ -139,12 +145,17 @@ _Parts = list[tuple[int, int, int, str | None, int]]
 _Answer = tuple[int, list[tuple[str | None, UUID | None, _Parts]]]
 
 
-def _fetch_group(ctx, group_id: str, topics, require_stable: bool, by_id: bool) -> _Answer:
-    """OffsetFetch for one group; ``topics`` are the request's (None: every committed one)."""
+def _fetch_group(ctx, group_id: str, topics, require_stable: bool, by_id: bool,
+                 member: tuple[str | None, int] | None = None) -> _Answer:
+    """OffsetFetch for one group; ``topics`` are the request's (None: every committed one);
+    ``member``: v9+'s (member id, member epoch)."""
     broker = ctx.broker
     err = broker.groups.topic.coordinator_error(group_id)
     if not _group_allowed(ctx, AclOperation.DESCRIBE, group_id):
         err = KafkaError(Errors.GROUP_AUTHORIZATION_FAILED)
+    if err is None and member is not None:
+        code = check_offset_fetch(broker.groups.coordinator, group_id, *member)
+        err = KafkaError(code) if code else None
     if err is not None:
         return err.code, [(t.name, getattr(t, "topic_id", None),
                            [(p, -1, -1, "", err.code) for p in t.partition_indexes])
@@ -196,7 +207,9 @@ async def offset_fetch(ctx, req: OffsetFetchRequest) -> OffsetFetchResponse:
     if v >= 8:
         by_id = v >= TOPIC_IDS_VERSION
         return OffsetFetchResponse(throttle_time_ms=0, groups=[
-            _group_response(g.group_id, _fetch_group(ctx, g.group_id, g.topics, stable, by_id))
+            _group_response(g.group_id, _fetch_group(
+                ctx, g.group_id, g.topics, stable, by_id,
+                (g.member_id, g.member_epoch) if v >= 9 else None))
             for g in req.groups])
     code, topics = _fetch_group(ctx, req.group_id, req.topics, stable, False)
     if code and v >= 2:  # v2+: the top-level error; v1 has only the partitions' codes

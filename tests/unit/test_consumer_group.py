@@ -1,0 +1,343 @@
+"""KIP-848 consumer groups in the coordinator: the heartbeat state machine with a fake clock.
+
+The target assignment comes from a tiny local range assignor (a test double of
+``spool.coordinator.assignors.assign``: members sorted by id take contiguous ranges of each
+topic), so these tests check the coordinator's part: epochs, revocation before assignment,
+static members, timeouts, metadata changes, and that replaying the records rebuilds the state.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+import uuid
+from dataclasses import dataclass
+
+import pytest
+
+from spool.coordinator import CoordinatorConfig, GroupCoordinator, consumer_ops
+from spool.coordinator.consumer_group import (
+    ConsumerGroup,
+    ConsumerGroupState,
+    MemberState,
+    StaticTopics,
+)
+from spool.coordinator.consumer_ops import HeartbeatRequest
+from spool.protocol.errors import Errors
+from spool.util.clock import FakeClock
+
+T1 = uuid.UUID(int=1)
+T2 = uuid.UUID(int=2)
+SESSION = 45_000
+REBALANCE = 30_000
+
+
+def range_double(name, members, topics):
+    out = {mid: {} for mid in members}
+    for tid, spec in topics.items():
+        subs = sorted(mid for mid, m in members.items() if tid in m.subscribed)
+        if not subs:
+            continue
+        n, k = divmod(spec.partitions, len(subs))
+        start = 0
+        for i, mid in enumerate(subs):
+            size = n + (1 if i < k else 0)
+            if size:
+                out[mid][tid] = frozenset(range(start, start + size))
+            start += size
+    return out
+
+
+class Harness:
+    def __init__(self, topics=None, **cfg) -> None:
+        self.clock = FakeClock()
+        self.coord = GroupCoordinator(self.clock, CoordinatorConfig(**cfg))
+        self.coord.topics = StaticTopics(topics if topics is not None else {"t": (T1, 6)})
+        self.records: list = []
+
+    def run(self, result):
+        self.records += result.records
+        for rec in result.records:
+            self.coord.replay(rec)
+        for fn, value in result.replies:
+            fn(value)
+
+    def hb(self, member_id, epoch, owned=(), group="g", topics=("t",), instance=None,
+           regex=None, full=False, assignor=None):
+        join = epoch == 0
+        req = HeartbeatRequest(
+            group, member_id, epoch, instance_id=instance,
+            rebalance_timeout_ms=REBALANCE if join or full else -1,
+            subscribed_topic_names=tuple(topics) if (join or full) and topics is not None
+            else None,
+            subscribed_topic_regex=regex, server_assignor=assignor,
+            owned=None if owned is None else tuple((t, tuple(sorted(ps))) for t, ps in owned),
+            client_id="c", client_host="/127.0.0.1")
+        result, answer = consumer_ops.heartbeat(self.coord, req)
+        self.run(result)
+        return answer
+
+    def group(self, gid="g") -> ConsumerGroup:
+        return self.coord.groups[gid]
+
+    def tick(self, ms):
+        self.clock.advance(ms)
+        self.run(self.coord.tick())
+
+
+@dataclass(frozen=True)
+class _MemberSpec:  # ISSUE17's interface, used until spool.coordinator.assignors lands
+    member_id: str
+    instance_id: str | None
+    rack: str | None
+    subscribed: frozenset
+    current: dict
+
+
+@dataclass(frozen=True)
+class _TopicSpec:
+    topic_id: uuid.UUID
+    name: str
+    partitions: int
+    partition_racks: dict
+
+
+@pytest.fixture(autouse=True)
+def _double(monkeypatch):
+    try:
+        from spool.coordinator import assignors
+    except ImportError:
+        assignors = types.ModuleType("spool.coordinator.assignors")
+        assignors.MemberSpec, assignors.TopicSpec = _MemberSpec, _TopicSpec
+        monkeypatch.setitem(sys.modules, "spool.coordinator.assignors", assignors)
+        monkeypatch.setattr("spool.coordinator.assignors", assignors, raising=False)
+    monkeypatch.setattr(assignors, "assign", range_double, raising=False)
+
+
+def owned_of(answer_or_parts):
+    return [(t, ps) for t, ps in answer_or_parts.items()]
+
+
+def no_partition_twice(group: ConsumerGroup) -> None:
+    seen: dict = {}
+    for m in group.members.values():
+        for parts in (m.assigned, m.pending_revocation):
+            for t, ps in parts.items():
+                for p in ps:
+                    assert (t, p) not in seen, f"{(t, p)} held by {seen[(t, p)]} and {m.member_id}"
+                    seen[(t, p)] = m.member_id
+
+
+def test_first_member_gets_everything_at_epoch_1():
+    h = Harness()
+    a = h.hb("m1", 0)
+    assert (a.error, a.member_id, a.member_epoch) == (0, "m1", 1)
+    assert a.assignment == {T1: frozenset(range(6))}
+    assert a.heartbeat_interval_ms == 5000
+    g = h.group()
+    assert (g.group_epoch, g.assignment_epoch, g.state) == (1, 1, ConsumerGroupState.STABLE)
+    # a heartbeat with nothing changed: same epoch, no assignment sent
+    a = h.hb("m1", 1, owned=[(T1, range(6))])
+    assert (a.error, a.member_epoch, a.assignment) == (0, 1, None)
+
+
+def test_revocation_before_assignment():
+    h = Harness()
+    h.hb("m1", 0)
+    a2 = h.hb("m2", 0)
+    g = h.group()
+    assert g.group_epoch == 2
+    # m2's target partitions are still m1's: it is at epoch 2 but gets nothing yet
+    assert (a2.member_epoch, a2.assignment) == (2, {})
+    assert g.members["m2"].state == MemberState.UNRELEASED_PARTITIONS
+    no_partition_twice(g)
+    # m1 learns it must revoke 3-5: it keeps 0-2, its epoch stays 1
+    a1 = h.hb("m1", 1, owned=[(T1, range(6))])
+    assert (a1.member_epoch, a1.assignment) == (1, {T1: frozenset(range(3))})
+    assert g.members["m1"].state == MemberState.UNREVOKED_PARTITIONS
+    assert g.state == ConsumerGroupState.RECONCILING
+    # m2 still gets nothing: m1 has not acknowledged the revocation
+    a2 = h.hb("m2", 2, owned=[])
+    assert a2.assignment is None and g.members["m2"].assigned == {}
+    no_partition_twice(g)
+    # m1 acknowledges (owns 0-2 only): epoch 2, stable
+    a1 = h.hb("m1", 1, owned=[(T1, range(3))])
+    assert (a1.member_epoch, a1.assignment) == (2, None)
+    assert g.members["m1"].state == MemberState.STABLE
+    a2 = h.hb("m2", 2, owned=[])
+    assert (a2.member_epoch, a2.assignment) == (2, {T1: frozenset(range(3, 6))})
+    assert g.state == ConsumerGroupState.STABLE
+    no_partition_twice(g)
+
+
+def test_fenced_and_unknown_members():
+    h = Harness()
+    h.hb("m1", 0)
+    assert h.hb("m1", 5, owned=[]).error == Errors.FENCED_MEMBER_EPOCH
+    assert h.hb("nobody", 1, owned=[]).error == Errors.UNKNOWN_MEMBER_ID
+    assert h.hb("m1", 1, group="other", owned=[]).error == Errors.GROUP_ID_NOT_FOUND
+    h.hb("m2", 0)
+    h.hb("m1", 1, owned=[(T1, range(6))])
+    h.hb("m1", 1, owned=[(T1, range(3))])  # epoch 2 now, previous 1
+    # the previous epoch is accepted while it owns no more than its assignment (lost reply)
+    assert h.hb("m1", 1, owned=[(T1, range(3))]).error == 0
+    assert h.hb("m1", 1, owned=[(T1, range(6))]).error == Errors.FENCED_MEMBER_EPOCH
+    assert h.hb("m1", 0, owned=None).error == Errors.INVALID_REQUEST
+
+
+def test_invalid_requests():
+    h = Harness()
+    req = HeartbeatRequest("g", "m", 0, rebalance_timeout_ms=-1, subscribed_topic_names=("t",),
+                           owned=())
+    _, a = consumer_ops.heartbeat(h.coord, req)
+    assert (a.error, a.message) == (Errors.INVALID_REQUEST,
+                                    "RebalanceTimeoutMs must be provided in first request.")
+    _, a = consumer_ops.heartbeat(h.coord, HeartbeatRequest("g", "", 0, rebalance_timeout_ms=1,
+                                                            subscribed_topic_names=("t",),
+                                                            owned=()))
+    assert (a.error, a.message) == (Errors.INVALID_REQUEST, "MemberId can't be empty.")
+    assert h.hb("m", 0, assignor="nope").error == Errors.UNSUPPORTED_ASSIGNOR
+    assert h.hb("m", 0, topics=None, regex="(").error == Errors.INVALID_REGULAR_EXPRESSION
+    assert "g" not in h.coord.groups
+
+
+def test_leave_bumps_the_epoch_and_frees_partitions():
+    h = Harness()
+    h.hb("m1", 0)
+    h.hb("m2", 0)
+    a = h.hb("m2", -1, owned=None)
+    assert (a.error, a.member_epoch) == (0, -1)
+    g = h.group()
+    assert set(g.members) == {"m1"} and g.group_epoch == 3
+    a = h.hb("m1", 1, owned=[(T1, range(6))])
+    assert (a.member_epoch, a.assignment) == (3, None)  # keeps all 6: nothing moved
+    assert h.hb("m1", -1, owned=None).error == 0
+    assert g.state == ConsumerGroupState.EMPTY
+
+
+def test_session_timeout_fences_and_reassigns():
+    h = Harness()
+    h.hb("m1", 0)
+    h.hb("m2", 0)
+    h.hb("m1", 1, owned=[(T1, range(6))])
+    h.hb("m1", 1, owned=[(T1, range(3))])
+    h.hb("m2", 2, owned=[])
+    for _ in range(4):  # m1 keeps heartbeating, m2 goes silent
+        h.clock.advance(10_000)
+        h.run(h.coord.tick())
+        h.hb("m1", 2, owned=[(T1, range(3))])
+    h.tick(10_000)
+    g = h.group()
+    assert set(g.members) == {"m1"}
+    a = h.hb("m1", 2, owned=[(T1, range(3))])
+    assert (a.member_epoch, a.assignment) == (3, {T1: frozenset(range(6))})
+
+
+def test_rebalance_timeout_fences_a_member_that_does_not_revoke():
+    h = Harness()
+    h.hb("m1", 0)
+    h.hb("m2", 0)
+    h.hb("m1", 1, owned=[(T1, range(6))])  # must revoke 3-5 within REBALANCE
+    h.clock.advance(REBALANCE - 1)
+    h.hb("m1", 1, owned=[(T1, range(6))])  # still owns them (heartbeats, does not revoke)
+    h.hb("m2", 2, owned=[])
+    h.tick(1)
+    assert set(h.group().members) == {"m2"}
+    a = h.hb("m2", 2, owned=[])
+    assert a.assignment == {T1: frozenset(range(6))}
+
+
+def test_static_member_rejoins_with_its_assignment():
+    h = Harness()
+    h.hb("a1", 0, instance="i1")
+    h.hb("b", 0)
+    h.hb("a1", 1, owned=[(T1, range(6))], instance="i1")
+    h.hb("a1", 1, owned=[(T1, range(3))], instance="i1")
+    h.hb("b", 2, owned=[])
+    g = h.group()
+    epoch = g.group_epoch
+    # another process with the same instance id while a1 is alive
+    assert h.hb("a2", 0, instance="i1").error == Errors.UNRELEASED_INSTANCE_ID
+    a = h.hb("a1", -2, owned=None, instance="i1")
+    assert (a.error, a.member_epoch) == (0, -2)
+    assert g.group_epoch == epoch  # a static leave is no rebalance
+    a = h.hb("a2", 0, instance="i1")
+    assert (a.error, a.assignment) == (0, {T1: frozenset(range(3))})
+    assert set(g.members) == {"a2", "b"} and g.group_epoch == epoch
+    assert h.hb("a1", 2, owned=[], instance="i1").error == Errors.FENCED_INSTANCE_ID
+    no_partition_twice(g)
+
+
+def test_static_member_session_expires_after_leave():
+    h = Harness()
+    h.hb("a1", 0, instance="i1")
+    h.hb("a1", -2, owned=None, instance="i1")
+    h.tick(SESSION)
+    assert h.group().members == {}
+
+
+def test_metadata_changes_bump_the_epoch_on_the_next_heartbeat():
+    h = Harness()
+    h.hb("m1", 0, topics=("t", "u"))
+    g = h.group()
+    assert g.group_epoch == 1 and set(g.subscription_metadata) == {"t"}
+    h.coord.topics.topics["u"] = (T2, 2)  # created
+    a = h.hb("m1", 1, owned=[(T1, range(6))])
+    assert (a.member_epoch, a.assignment) == (2, {T1: frozenset(range(6)), T2: frozenset({0, 1})})
+    h.coord.topics.topics["t"] = (T1, 8)  # partitions added
+    a = h.hb("m1", 2, owned=[(T1, range(6)), (T2, range(2))])
+    assert a.member_epoch == 3 and a.assignment[T1] == frozenset(range(8))
+    del h.coord.topics.topics["t"]  # deleted: its partitions must be revoked first
+    a = h.hb("m1", 3, owned=[(T1, range(8)), (T2, range(2))])
+    assert a.member_epoch == 3 and g.members["m1"].state == MemberState.UNREVOKED_PARTITIONS
+    a = h.hb("m1", 3, owned=[(T2, range(2))])
+    assert (a.member_epoch, a.assignment) == (4, None)
+
+
+def test_regex_subscription_resolved_by_the_broker():
+    h = Harness(topics={"orders-1": (T1, 2), "orders-2": (T2, 2),
+                        "__consumer_offsets": (uuid.UUID(int=9), 50)})
+    a = h.hb("m1", 0, topics=None, regex="orders-.*|__consumer_offsets")
+    assert a.assignment == {T1: frozenset({0, 1}), T2: frozenset({0, 1})}
+    g = h.group()
+    assert g.regexes["orders-.*|__consumer_offsets"].topics == {"orders-1", "orders-2"}
+    h.coord.topics.topics["orders-3"] = (uuid.UUID(int=3), 1)
+    a = h.hb("m1", 1, owned=[(T1, range(2)), (T2, range(2))])
+    assert a.member_epoch == 2 and uuid.UUID(int=3) in a.assignment
+
+
+def test_max_size_and_other_group_types():
+    h = Harness(consumer_max_size=1)
+    h.hb("m1", 0)
+    assert h.hb("m2", 0).error == Errors.GROUP_MAX_SIZE_REACHED
+
+
+def test_replaying_the_records_gives_the_same_state():
+    h = Harness()
+    h.hb("m1", 0, instance="i1")
+    h.hb("m2", 0, topics=None, regex="t")
+    h.hb("m1", 1, owned=[(T1, range(6))], instance="i1")
+    h.hb("m1", -2, owned=None, instance="i1")
+    h.hb("m3", 0, instance="i1")
+    h.hb("m2", 2, owned=[])
+    h.hb("m4", 0)
+    h.hb("m4", -1, owned=None)
+    h.tick(SESSION)  # everyone expires
+    h.hb("m5", 0)
+    fresh = GroupCoordinator(FakeClock(), CoordinatorConfig())
+    for rec in h.records:
+        fresh.load(rec.key, rec.value)
+    assert fresh.groups["g"].snapshot() == h.group().snapshot()
+
+
+def test_failed_append_reverts_the_group():
+    h = Harness()
+    h.hb("m1", 0)
+    before = h.group().snapshot()
+    cp = h.coord.checkpoint(["g"])
+    result, answer = consumer_ops.heartbeat(h.coord, HeartbeatRequest(
+        "g", "m2", 0, rebalance_timeout_ms=1, subscribed_topic_names=("t",), owned=()))
+    assert answer.error == 0 and "m2" in h.group().members
+    h.coord.revert(cp, [])
+    assert h.group().snapshot() == before
+    assert ("cg-session", "g", "m2") not in h.coord.timers
