@@ -17,8 +17,9 @@ clock). One heartbeat:
    naming an instance must name its current member (FENCED_INSTANCE_ID, UNKNOWN_MEMBER_ID).
 3. bumps the group epoch when the member is new or changed its subscribed names or regex,
    or the subscribed topics' metadata changed (topic created, deleted, partitions added:
-   seen by the next heartbeat). Regular expressions are resolved by the broker against the
-   topic names (internal topics excluded), each result kept as a record (type 16).
+   seen by the next heartbeat). Regular expressions (RE2/J syntax: ``spool.coordinator.regex``)
+   are resolved by the broker against all the topic names, as Kafka, at each heartbeat of
+   the group; each result is kept as a record (type 16) and a change bumps the epoch.
 4. when the group epoch is ahead of the assignment epoch, computes the target assignment
    with the server assignor (``spool.coordinator.assignors``: the member's
    ``server_assignor``, the most asked for in the group, else the first of
@@ -43,12 +44,12 @@ Every change is a record applied at once through ``spool.coordinator.consumer_gr
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from spool.coordinator import regex
 from spool.coordinator.consumer_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -81,7 +82,6 @@ log = logging.getLogger("spool.coordinator")
 
 register_replayer(TYPES, replay)
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 SESSION_KEY = "cg-session"
 REBALANCE_KEY = "cg-rebalance"
 
@@ -143,20 +143,6 @@ def _commit(coord: GroupCoordinator, out: Result, group_id: str, recs: list) -> 
         apply(coord, key, value)
 
 
-# ---- regular expressions
-
-def compile_regex(regex: str) -> re.Pattern:
-    """Kafka's RE2/J patterns as Python ones (``spool.coordinator.regex`` once it lands);
-    ``re.error`` for an invalid one."""
-    return re.compile(regex)
-
-
-def resolve_regex(regex: str, names: Iterable[str]) -> frozenset[str]:
-    """The topic names ``regex`` matches entirely, internal topics excluded."""
-    pattern = compile_regex(regex)
-    return frozenset(n for n in names if n not in INTERNAL_TOPICS and pattern.fullmatch(n))
-
-
 # ---- the heartbeat
 
 def heartbeat(coord: GroupCoordinator, req: HeartbeatRequest) -> tuple[Result, HeartbeatAnswer]:
@@ -205,12 +191,9 @@ def _validate(coord: GroupCoordinator, req: HeartbeatRequest) -> None:
                          f"ServerAssignor {req.server_assignor} is not supported. Supported "
                          f"assignors: {', '.join(names)}.")
     if req.subscribed_topic_regex:
-        try:
-            compile_regex(req.subscribed_topic_regex)
-        except re.error as e:
-            raise GroupError(Errors.INVALID_REGULAR_EXPRESSION,
-                             f"SubscribedTopicRegex `{req.subscribed_topic_regex}` is not a "
-                             f"valid regular expression: {e}.") from None
+        message = regex.validate(req.subscribed_topic_regex)
+        if message is not None:
+            raise GroupError(Errors.INVALID_REGULAR_EXPRESSION, message)
 
 
 def consumer_group(coord: GroupCoordinator, group_id: str) -> ConsumerGroup:
@@ -306,9 +289,9 @@ def _heartbeat(coord: GroupCoordinator, req: HeartbeatRequest, out: Result) -> H
 
     old_assigned = dict(member.assigned)  # ``member`` itself changes as the records apply
     # 1. the member's subscription
-    regex = member.subscribed_topic_regex
+    pattern = member.subscribed_topic_regex
     if req.subscribed_topic_regex is not None:
-        regex = req.subscribed_topic_regex or None
+        pattern = req.subscribed_topic_regex or None
     updated = replace(
         member,
         instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
@@ -320,7 +303,7 @@ def _heartbeat(coord: GroupCoordinator, req: HeartbeatRequest, out: Result) -> H
         subscribed_topic_names=(tuple(req.subscribed_topic_names)
                                 if req.subscribed_topic_names is not None
                                 else member.subscribed_topic_names),
-        subscribed_topic_regex=regex,
+        subscribed_topic_regex=pattern,
         client_id=req.client_id, client_host=req.client_host)
     if replaced is not None:
         recs += _remove_member_records(group_id, replaced.member_id)
@@ -403,16 +386,16 @@ def _resolve_regexes(coord: GroupCoordinator, group: ConsumerGroup,
     out: dict[str, ResolvedRegex] = {}
     if used:
         names = list(coord.topics.names())
-        for regex in sorted(used):
-            topics = resolve_regex(regex, names)
-            old = group.regexes.get(regex)
+        for pattern in sorted(used):
+            topics = frozenset(regex.resolve(pattern, names))
+            old = group.regexes.get(pattern)
             if old is not None and old.topics == topics:
-                out[regex] = old
+                out[pattern] = old
                 continue
-            out[regex] = ResolvedRegex(topics, (old.version + 1) if old else 0, coord.now())
-            recs.append(regex_record(group.group_id, regex, out[regex]))
-    for regex in sorted(set(group.regexes) - used):
-        recs.append(regex_record(group.group_id, regex, None))
+            out[pattern] = ResolvedRegex(topics, (old.version + 1) if old else 0, coord.now())
+            recs.append(regex_record(group.group_id, pattern, out[pattern]))
+    for pattern in sorted(set(group.regexes) - used):
+        recs.append(regex_record(group.group_id, pattern, None))
     return out, recs
 
 

@@ -28,6 +28,7 @@ from spool.util.clock import FakeClock
 
 T1 = uuid.UUID(int=1)
 T2 = uuid.UUID(int=2)
+T3 = uuid.UUID(int=3)
 SESSION = 45_000
 REBALANCE = 30_000
 
@@ -197,7 +198,10 @@ def test_invalid_requests():
                                                             owned=()))
     assert (a.error, a.message) == (Errors.INVALID_REQUEST, "MemberId can't be empty.")
     assert h.hb("m", 0, assignor="nope").error == Errors.UNSUPPORTED_ASSIGNOR
-    assert h.hb("m", 0, topics=None, regex="(").error == Errors.INVALID_REGULAR_EXPRESSION
+    a = h.hb("m", 0, topics=None, regex="(a")
+    assert (a.error, a.message) == (Errors.INVALID_REGULAR_EXPRESSION,
+                                    "SubscribedTopicRegex `(a` is not a valid regular expression: "
+                                    "missing closing ).")
     assert "g" not in h.coord.groups
 
 
@@ -295,15 +299,14 @@ def test_metadata_changes_bump_the_epoch_on_the_next_heartbeat():
 
 
 def test_regex_subscription_resolved_by_the_broker():
-    h = Harness(topics={"orders-1": (T1, 2), "orders-2": (T2, 2),
-                        "__consumer_offsets": (uuid.UUID(int=9), 50)})
-    a = h.hb("m1", 0, topics=None, regex="orders-.*|__consumer_offsets")
+    h = Harness(topics={"orders-1": (T1, 2), "orders-2": (T2, 2), "x-orders-3": (T3, 1)})
+    a = h.hb("m1", 0, topics=None, regex="orders-.*")  # a full match: not x-orders-3
     assert a.assignment == {T1: frozenset({0, 1}), T2: frozenset({0, 1})}
     g = h.group()
-    assert g.regexes["orders-.*|__consumer_offsets"].topics == {"orders-1", "orders-2"}
-    h.coord.topics.topics["orders-3"] = (uuid.UUID(int=3), 1)
+    assert g.regexes["orders-.*"].topics == {"orders-1", "orders-2"}
+    h.coord.topics.topics["orders-4"] = (uuid.UUID(int=4), 1)  # created: the regex gets it
     a = h.hb("m1", 1, owned=[(T1, range(2)), (T2, range(2))])
-    assert a.member_epoch == 2 and uuid.UUID(int=3) in a.assignment
+    assert a.member_epoch == 2 and uuid.UUID(int=4) in a.assignment
 
 
 def test_max_size_and_other_group_types():
@@ -341,3 +344,73 @@ def test_failed_append_reverts_the_group():
     h.coord.revert(cp, [])
     assert h.group().snapshot() == before
     assert ("cg-session", "g", "m2") not in h.coord.timers
+
+
+def test_offset_commits_and_fetches_check_member_epochs():
+    from spool.coordinator.admin import (
+        OffsetToCommit,
+        _check_commit,
+        check_offset_fetch,
+        commit_offsets,
+    )
+
+    h = Harness()
+    o = [OffsetToCommit("t", 0, 5)]
+    # no member yet: the admin client's commit (-1) is fine, and makes no classic group
+    h.hb("m1", 0)
+    assert commit_offsets(h.coord, "g", 1, "m1", None, o, version=9)[1] == [0]
+    assert commit_offsets(h.coord, "g", 0, "m1", None, o, version=9)[1] == \
+        [Errors.STALE_MEMBER_EPOCH]
+    assert commit_offsets(h.coord, "g", 1, "nobody", None, o, version=9)[1] == \
+        [Errors.UNKNOWN_MEMBER_ID]
+    assert commit_offsets(h.coord, "g", -1, "", None, o, version=9)[1] == \
+        [Errors.UNKNOWN_MEMBER_ID]  # an admin commit while the group has members
+    assert commit_offsets(h.coord, "g", 1, "m1", None, o, version=8)[1] == \
+        [Errors.UNSUPPORTED_VERSION]
+    assert _check_commit(h.coord, "g", 0, "m1", None, transactional=True) == \
+        Errors.ILLEGAL_GENERATION
+    assert _check_commit(h.coord, "g", 1, "m1", None, transactional=True) == 0
+    assert check_offset_fetch(h.coord, "g", None, -1) == 0
+    assert check_offset_fetch(h.coord, "g", "m1", 1) == 0
+    assert check_offset_fetch(h.coord, "g", "m1", 0) == Errors.STALE_MEMBER_EPOCH
+    assert check_offset_fetch(h.coord, "g", "m2", 1) == Errors.UNKNOWN_MEMBER_ID
+    h.hb("m1", -1, owned=None)
+    assert commit_offsets(h.coord, "g", -1, "", None, o, version=9)[1] == [0]
+
+
+def test_admin_apis_on_a_consumer_group():
+    from spool.coordinator import JoinRequest
+    from spool.coordinator.admin import delete_groups, describe_group, list_groups
+
+    h = Harness()
+    h.hb("m1", 0)
+    assert list_groups(h.coord) == [("g", "consumer", "Stable", "consumer")]
+    assert list_groups(h.coord, types=["classic"]) == []
+    assert list_groups(h.coord, states=["stable"], types=["Consumer"]) == \
+        [("g", "consumer", "Stable", "consumer")]
+    assert describe_group(h.coord, "g").state == "Dead"  # DescribeGroups is for classic groups
+    # classic requests on a consumer group
+    box: list = []
+    req = JoinRequest("g", "", None, "consumer", [("range", b"")], 10_000, 10_000)
+    h.run(h.coord.join_group(req, box.append))
+    assert box[0].error == Errors.INCONSISTENT_GROUP_PROTOCOL
+    assert h.coord.heartbeat("g", 1, "m1")[1] == Errors.UNKNOWN_MEMBER_ID
+    assert h.coord.leave_group("g", [("m1", None)])[1] == [Errors.UNKNOWN_MEMBER_ID]
+    # DeleteGroups: refused while it has members, then every record is tombstoned
+    result, codes = delete_groups(h.coord, ["g"])
+    assert codes == [Errors.NON_EMPTY_GROUP] and not result.records
+    h.hb("m1", -1, owned=None)
+    result, codes = delete_groups(h.coord, ["g"])
+    assert codes == [0] and "g" not in h.coord.groups
+    h.run(result)
+    fresh = GroupCoordinator(FakeClock(), CoordinatorConfig())
+    for rec in h.records:
+        fresh.load(rec.key, rec.value)
+    assert "g" not in fresh.groups
+    # an empty consumer group is replaced by a classic group that joins
+    h.hb("m2", 0)
+    h.hb("m2", -1, owned=None)
+    box.clear()
+    h.run(h.coord.join_group(req, box.append))
+    assert box[0].error == Errors.MEMBER_ID_REQUIRED
+    assert h.coord.groups["g"].type == "classic"

@@ -239,8 +239,7 @@ NOTES: dict[int, str] = {
         "assignors (`group.consumer.assignors`, `uniform`/`range`), revocation before "
         "assignment, static members (epoch -2 leave, UNRELEASED_INSTANCE_ID), session and "
         "rebalance timeouts, topic metadata changes; v1: client member ids (KIP-1082) and "
-        "regex subscriptions resolved by the broker (Python `re` full match, internal topics "
-        "excluded). With an authorizer: READ on the group, DESCRIBE on the subscribed topics.",
+        "regex subscriptions (RE2/J syntax, full match) resolved by the broker. With an authorizer: READ on the group, DESCRIBE on the subscribed topics.",
     69: "State, group and assignment epochs, assignor, members with their current and "
         "target assignments; v1 member type. With an authorizer: DESCRIBE on the group and "
         "on its topics; authorized operations.",
