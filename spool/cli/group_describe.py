@@ -69,7 +69,7 @@ def share_doc(g: Any, offsets: list[tuple[str, int, int, int]]) -> dict:
     return {"group": g.group_id, "type": "share", "state": g.group_state,
             "group_epoch": g.group_epoch, "assignment_epoch": g.assignment_epoch,
             "assignor": g.assignor_name, "members": members,
-            "start_offsets": [{"topic": t, "partition": p, "start_offset": o,
+            "start_offsets": [{"topic": t, "partition": p, "start_offset": None if o < 0 else o,
                                "lag": None if lag < 0 else lag} for t, p, o, lag in offsets],
             "in_flight": None}
 
@@ -127,7 +127,7 @@ def show_share(doc: dict, json: bool) -> None:
                   ",".join(m["subscribed_topics"]) or "-", _short(m["assignment"])]
                  for m in doc["members"]])
     print_table(["Topic", "Partition", "Start offset", "Lag"],
-                [[o["topic"], o["partition"], o["start_offset"], _dash(o["lag"])]
+                [[o["topic"], o["partition"], _dash(o["start_offset"]), _dash(o["lag"])]
                  for o in doc["start_offsets"]])
     if doc["in_flight"] is None:
         print("in-flight records: give --admin-endpoint host:port (the partition leaders' "

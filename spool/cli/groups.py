@@ -18,7 +18,8 @@
   ``member_epoch``, ``subscribed_topics``, ``subscribed_regex``, ``assignment`` and
   ``target_assignment``.
   share (KIP-932): state, epochs, members (epoch, client, host, subscription, assigned
-  partitions), the share-partition start offsets and lag (DescribeShareGroupOffsets) and,
+  partitions), the share-partition start offsets (null until the partition's leader first
+  writes the state) and lag (DescribeShareGroupOffsets) and,
   with ``--admin-endpoint`` (the ``spool.admin.http.listener`` of the partitions'
   leaders; repeatable), the in-flight records: ranges of offsets with their state
   (AVAILABLE, ACQUIRED by a member until a lock deadline, ACKNOWLEDGED, ARCHIVED) and
