@@ -95,6 +95,9 @@ class ShareStateRuntime:
                 for r in iter_records(batch)]
 
     def apply_partition(self, partition: int, data: list) -> None:
+        """Replay a partition read by ``read_partition`` (on the loop) onto no state of it:
+        what a replication finishing after an unload replayed here is dropped first."""
+        self.coordinator.unload(self._keys_of(partition))
         for key, value in data:
             try:
                 self.coordinator.load(key, value)
@@ -102,9 +105,12 @@ class ShareStateRuntime:
                 log.error("%s-%d: skipping a record: %s", TOPIC, partition, e)
         log.info("%s-%d: %d records replayed", TOPIC, partition, len(data))
 
-    def unload_partition(self, partition: int) -> None:
-        keys = [k for k in self.coordinator.states
+    def _keys_of(self, partition: int) -> list[ShareKey]:
+        return [k for k in self.coordinator.states
                 if partition_for(coordinator_key(k), self.num_partitions) == partition]
+
+    def unload_partition(self, partition: int) -> None:
+        keys = self._keys_of(partition)
         self.coordinator.unload(keys)
         log.info("%s-%d: %d share-partition states unloaded", TOPIC, partition, len(keys))
 

@@ -16,6 +16,8 @@ principal sees it on the wire, and checks that nothing happened.
   principal that may not DESCRIBE the cluster, even if it may do something else to it
   (Kafka's rule): the matrix's principals had either nothing or an operation implying
   DESCRIBE, so answering the list without the DESCRIBE test went unnoticed.
+- The share coordinator's APIs (83-87) and FindCoordinator's share keys are for brokers:
+  CLUSTER_ACTION on the cluster; no client of the matrix sends them.
 - An ACL's host is the client's address as the broker sees it (127.0.0.1 here): the
   matrix's ACLs all have host ``*``, so a broker asking with any other host passed it.
 """
@@ -39,7 +41,9 @@ from spool.protocol._generated import (
     FindCoordinatorRequest,
     InitProducerIdRequest,
     MetadataRequest,
+    WriteShareGroupStateRequest,
 )
+from spool.protocol._generated import write_share_group_state_request as wreq
 from spool.protocol._generated.metadata_request import MetadataRequestTopic
 from spool.protocol.acl import AclOperation as Op
 from spool.protocol.errors import Errors
@@ -48,7 +52,7 @@ from tests.helpers.acl import authorizing_broker
 
 pytestmark = pytest.mark.timeout(300)
 
-USERS = {"alice": "alice-secret", "bob": "bob-secret"}
+USERS = {"alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret"}
 TXN_DENIED = Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 
 
@@ -165,3 +169,22 @@ def test_cluster_operations_are_none_without_describe_on_the_cluster(broker, adm
     grant(admin, ResourceType.BROKER, "kafka-cluster", AclOperation.DESCRIBE, "bob")
     listed = 1 << Op.DESCRIBE | 1 << Op.IDEMPOTENT_WRITE
     assert operations() == (listed, listed)
+
+
+def test_share_state_apis_need_cluster_action(broker, admin):
+    def write_and_find() -> tuple[int, int]:
+        w = raw(broker, "carol", WriteShareGroupStateRequest(group_id="g", topics=[
+            wreq.WriteStateData(topic_id=uuid.uuid4(), partitions=[wreq.PartitionData(
+                partition=0, state_epoch=0, leader_epoch=0, start_offset=0,
+                state_batches=[])])]), 0)
+        f = raw(broker, "carol", FindCoordinatorRequest(key_type=2,
+                                                        coordinator_keys=["g:x:0"]), 6)
+        return w.results[0].partitions[0].error_code, f.coordinators[0].error_code
+
+    denied = Errors.CLUSTER_AUTHORIZATION_FAILED
+    assert write_and_find() == (denied, denied)
+    grant(admin, ResourceType.BROKER, "kafka-cluster", AclOperation.DESCRIBE, "carol")
+    assert write_and_find() == (denied, denied)
+    grant(admin, ResourceType.BROKER, "kafka-cluster", AclOperation.CLUSTER_ACTION, "carol")
+    # allowed: the unknown topic id is the state machine's answer now
+    assert write_and_find() == (Errors.UNKNOWN_TOPIC_OR_PARTITION, 0)
