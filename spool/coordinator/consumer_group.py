@@ -25,19 +25,19 @@ with one record's generated key and value (None: a tombstone). It is what the
 replayer registered for types 3-8 and 16 runs at load (``live=False``); an
 operation (``spool.coordinator.consumer_ops``) builds its records and applies
 them at once through the same function, so the live replay of those records
-once they are in the log does nothing. Replaying a log therefore rebuilds
+once they are in the log does nothing. ``apply`` replaces values (members are never changed
+in place), which keeps ``copy`` cheap. Replaying a log therefore rebuilds
 exactly the state the operations left. ``copy``/``restore`` serve the
 coordinator's checkpoint: a failed append reverts the group.
 """
 
 from __future__ import annotations
 
-import copy
 import enum
 import logging
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from spool.protocol._generated import DATA_SCHEMAS
@@ -143,11 +143,17 @@ class ConsumerGroup:
     # ---- checkpoints
 
     def copy(self) -> ConsumerGroup:
-        return copy.deepcopy(self)
+        """A checkpoint: the maps are copied, their values are shared (``apply`` replaces a
+        member, an assignment or a metadata entry, it never changes one in place), so a
+        checkpoint costs O(members), not a deep copy of every assignment."""
+        saved = ConsumerGroup(self.group_id)
+        saved.__dict__.update({k: (dict(v) if isinstance(v, dict) else v)
+                               for k, v in self.__dict__.items()})
+        return saved
 
     def restore(self, saved: ConsumerGroup) -> None:
         self.__dict__.clear()
-        self.__dict__.update(copy.deepcopy(saved).__dict__)
+        self.__dict__.update(saved.copy().__dict__)
 
     def snapshot(self) -> dict[str, Any]:
         """Everything the records determine (tests compare a replayed group with a live one)."""
@@ -366,15 +372,14 @@ def apply(coord: GroupCoordinator, key: Any, value: Any | None) -> None:
         if value is None:
             group.members.pop(key.member_id, None)
             return
-        m = group.members.setdefault(key.member_id, ConsumerGroupMember(key.member_id))
-        m.instance_id = value.instance_id
-        m.rack_id = value.rack_id
-        m.client_id = value.client_id
-        m.client_host = value.client_host
-        m.subscribed_topic_names = tuple(value.subscribed_topic_names)
-        m.subscribed_topic_regex = value.subscribed_topic_regex
-        m.rebalance_timeout_ms = value.rebalance_timeout_ms
-        m.server_assignor = value.server_assignor
+        m = group.members.get(key.member_id) or ConsumerGroupMember(key.member_id)
+        group.members[key.member_id] = replace(
+            m, instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
+            client_host=value.client_host,
+            subscribed_topic_names=tuple(value.subscribed_topic_names),
+            subscribed_topic_regex=value.subscribed_topic_regex,
+            rebalance_timeout_ms=value.rebalance_timeout_ms,
+            server_assignor=value.server_assignor)
     elif t == TYPE_TARGET_METADATA:
         group.assignment_epoch = -1 if value is None else value.assignment_epoch
     elif t == TYPE_TARGET_MEMBER:
@@ -386,16 +391,18 @@ def apply(coord: GroupCoordinator, key: Any, value: Any | None) -> None:
         if value is None:
             m = group.members.get(key.member_id)
             if m is not None:
-                m.member_epoch = m.previous_member_epoch = LEAVE_GROUP_MEMBER_EPOCH
-                m.assigned, m.pending_revocation = {}, {}
+                group.members[key.member_id] = replace(
+                    m, member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                    previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH, assigned={},
+                    pending_revocation={})
             return
-        m = group.members.setdefault(key.member_id, ConsumerGroupMember(key.member_id))
-        m.member_epoch = value.member_epoch
-        m.previous_member_epoch = value.previous_member_epoch
-        m.state = MemberState(value.state) if value.state in MemberState._value2member_map_ \
-            else MemberState.UNKNOWN
-        m.assigned = _parts(value.assigned_partitions)
-        m.pending_revocation = _parts(value.partitions_pending_revocation)
+        m = group.members.get(key.member_id) or ConsumerGroupMember(key.member_id)
+        group.members[key.member_id] = replace(
+            m, member_epoch=value.member_epoch, previous_member_epoch=value.previous_member_epoch,
+            state=(MemberState(value.state) if value.state in MemberState._value2member_map_
+                   else MemberState.UNKNOWN),
+            assigned=_parts(value.assigned_partitions),
+            pending_revocation=_parts(value.partitions_pending_revocation))
     elif t == TYPE_REGEX:
         if value is None:
             group.regexes.pop(key.regular_expression, None)
