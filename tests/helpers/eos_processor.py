@@ -1,8 +1,9 @@
 """A consume-transform-produce processor (exactly-once): run as a subprocess, kill -9 it.
 
-``python -m tests.helpers.eos_processor BOOTSTRAP INPUT OUTPUT GROUP TXN_ID`` reads
+``python -m tests.helpers.eos_processor BOOTSTRAP INPUT OUTPUT GROUP TXN_ID [PROTOCOL]`` reads
 ``INPUT`` with read_committed in group GROUP (static member: a restarted
-instance takes the old one's place at once), and for each poll writes
+instance takes the old one's place at once; with PROTOCOL ``consumer`` a dynamic
+member of a KIP-848 group, whose offsets commit with its member epoch), and for each poll writes
 ``b"T:" + value`` to ``OUTPUT`` and commits the input offsets in the same
 transaction (``send_offsets_to_transaction``). Runs until killed (exits 1 if a transaction
 fails or the consumer hits a fatal error); prints
@@ -16,12 +17,17 @@ import sys
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 
 
-def main(bootstrap: str, source: str, sink: str, group: str, txn_id: str) -> None:
-    consumer = Consumer({
-        "bootstrap.servers": bootstrap, "group.id": group, "group.instance.id": f"{group}-1",
-        "isolation.level": "read_committed", "enable.auto.commit": False,
-        "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
-    })
+def main(bootstrap: str, source: str, sink: str, group: str, txn_id: str,
+         protocol: str = "classic") -> None:
+    conf = {
+        "bootstrap.servers": bootstrap, "group.id": group, "isolation.level": "read_committed",
+        "enable.auto.commit": False, "auto.offset.reset": "earliest",
+    }
+    if protocol == "consumer":
+        conf["group.protocol"] = "consumer"
+    else:
+        conf.update({"group.instance.id": f"{group}-1", "session.timeout.ms": 6000})
+    consumer = Consumer(conf)
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id,
                          "linger.ms": 5})
     producer.init_transactions(30)
@@ -52,4 +58,4 @@ def main(bootstrap: str, source: str, sink: str, group: str, txn_id: str) -> Non
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:6])
+    main(*sys.argv[1:7])
