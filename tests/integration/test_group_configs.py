@@ -15,13 +15,19 @@ from confluent_kafka.admin import (
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
+    NewTopic,
     ResourceType,
 )
 
-from spool.protocol._generated import DescribeConfigsRequest, ListConfigResourcesRequest
+from spool.protocol._generated import (
+    ConsumerGroupHeartbeatRequest,
+    DescribeConfigsRequest,
+    ListConfigResourcesRequest,
+    ShareGroupHeartbeatRequest,
+)
 from spool.protocol._generated.describe_configs_request import DescribeConfigsResource
 from tests.helpers.broker_configs import raw_alter, raw_describe, raw_incremental
-from tests.helpers.raw_client import RawClient
+from tests.helpers.raw_client import RawClient, request_once
 
 pytestmark = pytest.mark.timeout(120)
 GROUP, GROUP_CONFIG, DEFAULT_CONFIG = 32, 8, 5
@@ -172,3 +178,34 @@ def test_spool_configs_for_groups(broker):
     unknown = spool("alter", "--group", group, "--add-config", "nope=1")
     assert (unknown.returncode, unknown.stderr.splitlines()) == (
         1, [f"spool: '{group}': Unknown group config name: nope (INVALID_CONFIG)"])
+
+
+def test_heartbeats_carry_the_groups_own_intervals(broker, topic_name):
+    """The coordinators read a group's values (broker.group_configs): a member joining a
+    group with its own heartbeat interval is told that interval, another group the
+    broker's."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(10)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    assert _set(admin, group, consumer__heartbeat__interval__ms="6000",
+                share__heartbeat__interval__ms="7000") == 0
+
+    def consumer_interval(g: str) -> int:
+        resp = request_once(broker.bootstrap, 68, 1, ConsumerGroupHeartbeatRequest(
+            group_id=g, member_id=uuid.uuid4().hex, member_epoch=0, rebalance_timeout_ms=30000,
+            subscribed_topic_names=[topic_name], topic_partitions=[]))
+        assert resp.error_code == 0, resp.error_message
+        return resp.heartbeat_interval_ms
+
+    def share_interval(g: str) -> int:
+        resp = request_once(broker.bootstrap, 76, 1, ShareGroupHeartbeatRequest(
+            group_id=g, member_id=uuid.uuid4().hex, member_epoch=0,
+            subscribed_topic_names=[topic_name]))
+        assert resp.error_code == 0, resp.error_message
+        return resp.heartbeat_interval_ms
+
+    assert consumer_interval(group) == 6000
+    assert consumer_interval(f"{group}-other") == 5000
+    assert share_interval(f"{group}-share") == 5000
+    assert _set(admin, f"{group}-share", share__heartbeat__interval__ms="7000") == 0
+    assert share_interval(f"{group}-share") == 7000
