@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -86,6 +86,9 @@ SESSION_KEY = "cg-session"
 REBALANCE_KEY = "cg-rebalance"
 
 
+Describable = Callable[[list[str]], Iterable[str]]
+
+
 @dataclass(frozen=True)
 class HeartbeatRequest:
     group_id: str
@@ -101,6 +104,8 @@ class HeartbeatRequest:
     client_id: str = ""
     client_host: str = ""
     version: int = 1
+    # the topic names (of those given) the principal may DESCRIBE; None: no authorizer
+    describable: Describable | None = None
 
 
 @dataclass(frozen=True)
@@ -322,7 +327,8 @@ def _heartbeat(coord: GroupCoordinator, req: HeartbeatRequest, out: Result) -> H
     members = {mid: m for mid, m in group.members.items()
                if replaced is None or mid != replaced.member_id}
     members[member_id] = updated
-    regexes, regex_recs = _resolve_regexes(coord, group, members.values())
+    regexes, regex_recs = _resolve_regexes(coord, group, members.values(),
+                                           describable=req.describable)
     recs += regex_recs
     metadata = _subscription_metadata(coord, group, members.values(), regexes)
     if metadata != group.subscription_metadata:
@@ -377,18 +383,26 @@ def _heartbeat(coord: GroupCoordinator, req: HeartbeatRequest, out: Result) -> H
 
 
 def _resolve_regexes(coord: GroupCoordinator, group: ConsumerGroup,
-                     members: Iterable[ConsumerGroupMember]) -> tuple[dict[str, ResolvedRegex],
-                                                                       list]:
-    """The group's regexes resolved against the current topic names; records for the
-    results that changed, tombstones for the regexes no member uses any more."""
+                     members: Iterable[ConsumerGroupMember], refresh: bool = True,
+                     describable: Describable | None = None
+                     ) -> tuple[dict[str, ResolvedRegex], list]:
+    """The group's regexes resolved against the current topic names (``refresh``; else as
+    they were), only the topics ``describable`` keeps (the heartbeating principal's DESCRIBE,
+    as Kafka's filterTopicDescribeAuthorizedTopics); records for the results that changed,
+    tombstones for the regexes no member uses any more."""
     used = {m.subscribed_topic_regex for m in members if m.subscribed_topic_regex}
     recs: list = []
     out: dict[str, ResolvedRegex] = {}
     if used:
-        names = list(coord.topics.names())
+        names = list(coord.topics.names()) if refresh else []
         for pattern in sorted(used):
-            topics = frozenset(regex.resolve(pattern, names))
             old = group.regexes.get(pattern)
+            if not refresh and old is not None:
+                out[pattern] = old
+                continue
+            topics = frozenset(regex.resolve(pattern, names))
+            if describable is not None and topics:
+                topics = frozenset(describable(sorted(topics)))
             if old is not None and old.topics == topics:
                 out[pattern] = old
                 continue
@@ -559,7 +573,7 @@ def fence_member(coord: GroupCoordinator, group: ConsumerGroup, member: Consumer
     gid = group.group_id
     recs = _remove_member_records(gid, member.member_id)
     rest = [m for mid, m in group.members.items() if mid != member.member_id]
-    regexes, regex_recs = _resolve_regexes(coord, group, rest)
+    regexes, regex_recs = _resolve_regexes(coord, group, rest, refresh=False)
     recs += regex_recs
     metadata = _subscription_metadata(coord, group, rest, regexes)
     if metadata != group.subscription_metadata:

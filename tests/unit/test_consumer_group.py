@@ -414,3 +414,14 @@ def test_admin_apis_on_a_consumer_group():
     h.run(h.coord.join_group(req, box.append))
     assert box[0].error == Errors.MEMBER_ID_REQUIRED
     assert h.coord.groups["g"].type == "classic"
+
+
+def test_regex_gets_only_the_topics_the_member_may_describe():
+    h = Harness(topics={"orders-1": (T1, 2), "orders-2": (T2, 2)})
+    req = HeartbeatRequest("g", "m1", 0, rebalance_timeout_ms=REBALANCE,
+                           subscribed_topic_regex="orders-.*", owned=(),
+                           describable=lambda names: [n for n in names if n != "orders-2"])
+    result, a = consumer_ops.heartbeat(h.coord, req)
+    h.run(result)
+    assert a.assignment == {T1: frozenset({0, 1})}
+    assert h.group().regexes["orders-.*"].topics == {"orders-1"}

@@ -17,7 +17,8 @@ not a consumer group is GROUP_ID_NOT_FOUND with Kafka's message. v1 adds ``membe
 
 With an authorizer (``spool.broker.authz``), as Kafka's ``KafkaApis``: the heartbeat needs
 READ on the group (else GROUP_AUTHORIZATION_FAILED, nothing done) and DESCRIBE on each
-subscribed topic name (else TOPIC_AUTHORIZATION_FAILED naming them); Describe needs DESCRIBE
+subscribed topic name (else TOPIC_AUTHORIZATION_FAILED naming them); a regex subscription
+gets only the matching topics the principal may DESCRIBE; Describe needs DESCRIBE
 on each group (GROUP_AUTHORIZATION_FAILED for that group) and DESCRIBE on the topics its
 members subscribe to or are assigned (TOPIC_AUTHORIZATION_FAILED for that group);
 ``include_authorized_operations`` adds the group's operations.
@@ -88,7 +89,10 @@ async def consumer_group_heartbeat(ctx, req: ConsumerGroupHeartbeatRequest
         server_assignor=req.server_assignor,
         owned=(None if req.topic_partitions is None else
                tuple((tp.topic_id, tuple(tp.partitions)) for tp in req.topic_partitions)),
-        client_id=ctx.client_id or "", client_host=f"/{ctx.conn.host}", version=ctx.api_version)
+        client_id=ctx.client_id or "", client_host=f"/{ctx.conn.host}", version=ctx.api_version,
+        describable=None if broker.authorizer is None else (
+            lambda names: allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names,
+                                        log_denied=False)))
     groups = broker.groups
     await groups.topic.ensure()  # created in the executor, never on the loop
     coord = groups.coordinator
