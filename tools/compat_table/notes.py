@@ -88,8 +88,9 @@ NOTES: dict[int, str] = {
         "(Dead and no error below)."
         " With an authorizer: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED for that group); "
         "authorized operations from the authorizer.",
-    16: "v4 states filter; v5 type filter (classic only: Spool has no consumer or share "
-        "groups)."
+    16: "v4 states filter (case-insensitive: Kafka's classic, consumer and share group "
+        "states); v5 `group_type` and type filter (`classic`, `consumer`, `share`). Each broker "
+        "answers for the groups it coordinates (`spool groups list` asks every broker)."
         " With an authorizer: every group with DESCRIBE on the cluster, else the groups the "
         "principal may DESCRIBE.",
     17: "On a SASL listener (SASL_PLAINTEXT, SASL_SSL), before authentication: a mechanism "
