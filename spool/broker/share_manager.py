@@ -52,13 +52,13 @@ import asyncio
 import contextlib
 import logging
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
 from spool.broker.server import FileRegion
 from spool.broker.share_sessions import ShareSession, ShareSessionCache
+from spool.cluster.group_config import parse_by_duration
 from spool.protocol.errors import Errors, KafkaError
 from spool.replica.partition import NotLeader
 from spool.share.partition import SharePartition, SharePartitionSummary
@@ -120,18 +120,6 @@ def share_manager(broker) -> ShareManager:
     if manager is None:
         manager = broker.share_manager = ShareManager(broker)
     return manager
-
-
-_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
-
-
-def _duration_ms(text: str) -> int:
-    """An ISO-8601 duration (PnDTnHnMnS) in ms; ValueError otherwise."""
-    m = _DURATION.match(text.strip().upper())
-    if not m or not any(m.groups()):
-        raise ValueError(f"not an ISO-8601 duration: {text}")
-    d, h, mi, s = (float(x) if x else 0.0 for x in m.groups())
-    return int((((d * 24 + h) * 60 + mi) * 60 + s) * 1000)
 
 
 class ShareManager:
@@ -292,9 +280,8 @@ class ShareManager:
 
     def _offset_by_duration(self, duration: str, plog) -> int:
         """by_duration:<ISO-8601>: the first record at/after now - duration."""
-        try:
-            ms = _duration_ms(duration)
-        except ValueError:
+        ms = parse_by_duration(f"by_duration:{duration}")
+        if ms is None:
             return plog.high_watermark
         found = plog.offset_for_timestamp(self.broker.clock.now_ms() - ms,
                                           max_offset=plog.high_watermark)

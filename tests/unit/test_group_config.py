@@ -85,5 +85,6 @@ def test_bad_values_name_the_key(key: str, value: str) -> None:
 def test_by_duration() -> None:
     assert group_config.parse_by_duration("by_duration:PT1H") == 3_600_000
     assert group_config.parse_by_duration("by_duration:P1DT0.5S") == 86_400_500
+    assert group_config.parse_by_duration("by_duration:pt1.5s") == 1500
     assert group_config.parse_by_duration("by_duration:PT") is None
     group_config.validate("g", {"share.auto.offset.reset": "by_duration:PT10M"}, None)
