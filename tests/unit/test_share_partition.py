@@ -231,3 +231,15 @@ def test_log_start_moving_past_in_flight_records() -> None:
     assert sp.start_offset == 10
     sp.update_log_start_offset(20)
     assert (sp.start_offset, sp.end_offset) == (20, 20)
+
+
+def test_lock_expiry_at_the_limit_is_a_change_to_persist() -> None:
+    sp = SharePartition(0, max_delivery_count=2, record_lock_duration_ms=100)
+    sp.acquire(M1, [(0, 4), (5, 9)], 500, 0)
+    sp.acknowledge(M1, [ack(5, 9, RELEASE)])
+    sp.acquire(M2, [(5, 9)], 500, 0)
+    assert sp.take_changes() == (0, (StateBatch(0, 4, AVAILABLE, 1),
+                                     StateBatch(5, 9, AVAILABLE, 2)))
+    assert sp.expire(100) == 10
+    assert sp.take_changes() == (0, (StateBatch(0, 4, AVAILABLE, 1),
+                                     StateBatch(5, 9, ARCHIVED, 2)))
