@@ -5,7 +5,9 @@ keeps:
 
 - the share sessions (``spool.broker.share_sessions.ShareSessionCache``, at most
   ``group.share.max.share.sessions``); a session that ends (FINAL epoch, its connection
-  gone) releases its member's acquired records;
+  gone) releases its member's acquired records, and the group's last session here to end
+  drops the group's share-partitions (Kafka's onGroupEmpty: an empty group's offsets may be
+  reset or deleted through the coordinator; the next fetch reads the state again);
 - a ``SharePartition`` (``spool.share.partition``: the pure state machine) per (group,
   topic id, partition) this broker leads, made on first use: its state is read from
   ``broker.share_persister`` at the partition's leader epoch; a start offset of -1 (never
@@ -174,13 +176,21 @@ class ShareManager:
         conn.hangup_future().add_done_callback(gone)
 
     def _session_closed(self, session: ShareSession) -> None:
-        self._spawn(self.release_member(session.group_id, session.member_id))
+        self._spawn(self._member_gone(session.group_id, session.member_id))
 
     async def close_session(self, group_id: str, member_id: str) -> None:
         """FINAL epoch: end the session and release the member's records."""
         session = self.sessions.remove(group_id, member_id, notify=False)
         if session is not None:
-            await self.release_member(group_id, member_id)
+            await self._member_gone(group_id, member_id)
+
+    async def _member_gone(self, group_id: str, member_id: str) -> None:
+        """A session ended: its member's records are released; when it was the group's last
+        session here, the group's share-partitions are dropped (Kafka's onGroupEmpty): the
+        next fetch reads their state again, as an offsets reset or delete left it."""
+        await self.release_member(group_id, member_id)
+        if not self.sessions.members(group_id):
+            self.forget_group(group_id)
 
     def _spawn(self, coro) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -267,16 +277,18 @@ class ShareManager:
         plog = part.log
         g = entry.group_id
         reset = str(self._group(g, "share.auto.offset.reset")).strip().lower()
-        if start < 0 and reset.startswith("by_duration:"):
-            start = self._offset_by_duration(reset.split(":", 1)[1], plog)
+        latest = plog.high_watermark
+        if start < 0 and reset.startswith("by_duration:"):  # chosen here, set as "latest"
+            latest, reset = self._offset_by_duration(reset.split(":", 1)[1], plog), "latest"
         entry.state_epoch = state_epoch
         entry.sp = SharePartition.from_state(
-            start, batches, log_start_offset=plog.log_start_offset,
-            log_end_offset=plog.high_watermark,
+            start, batches, log_start_offset=plog.log_start_offset, log_end_offset=latest,
             auto_offset_reset="earliest" if reset == "earliest" else "latest",
             max_delivery_count=int(self._group(g, "share.delivery.count.limit")),
             max_in_flight=int(self._group(g, "share.partition.max.record.locks")),
             record_lock_duration_ms=self.lock_duration_ms(g))
+        if start < 0:  # the offset share.auto.offset.reset chose is written now: a later
+            await self._persist(entry)  # reload must not pick "latest" again
 
     def _offset_by_duration(self, duration: str, plog) -> int:
         """by_duration:<ISO-8601>: the first record at/after now - duration."""

@@ -9,6 +9,7 @@ module; each test has its own topic and group.
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
@@ -23,10 +24,13 @@ from confluent_kafka.admin import (
 )
 
 from spool.protocol._generated import (
+    AlterShareGroupOffsetsRequest,
     MetadataRequest,
     ShareAcknowledgeRequest,
     ShareFetchRequest,
+    ShareGroupHeartbeatRequest,
 )
+from spool.protocol._generated import alter_share_group_offsets_request as alterreq
 from spool.protocol._generated import share_acknowledge_request as ackreq
 from spool.protocol._generated import share_fetch_request as freq
 from spool.protocol._generated.metadata_request import MetadataRequestTopic
@@ -148,9 +152,10 @@ def test_members_split_records_and_release_redelivers(broker):
         # ma cannot acknowledge for mb and vice versa
         r = acknowledge(b, "g-split", "mb", 1, tid, [(0, 2, ACCEPT)])
         assert part(r).error_code == Errors.INVALID_RECORD_STATE
-        r = acknowledge(a, "g-split", "ma", 1, tid, [(0, 2, ACCEPT), (3, 5, RELEASE)])
-        assert part(r).error_code == 0
-        pb = part(fetch(b, "g-split", "mb", 2, max_wait_ms=5000))
+        r = acknowledge(a, "g-split", "ma", 1, tid, [(0, 2, ACCEPT), (3, 5, RELEASE)],
+                        version=2)
+        assert part(r).error_code == 0 and r.acquisition_lock_timeout_ms == LOCK_MS
+        pb = part(fetch(b, "g-split", "mb", 2, max_wait_ms=5000, version=2))
         assert values(pb) == {3: b"v3", 4: b"v4", 5: b"v5"}
         assert counts(pb) == {3: 2, 4: 2, 5: 2}
         # a new record goes to whoever asks first
@@ -291,3 +296,50 @@ def test_read_committed_acquires_committed_records_only(broker):
         pr = part(fetch(rc, "g-rc", "m", 0, tid, max_wait_ms=2000))
         assert values(pr) == {3: b"c0", 4: b"c1"}
         assert [(a.first_offset, a.last_offset) for a in pr.acquired_records] == [(3, 4)]
+
+
+def test_offsets_reset_of_an_empty_group_is_served(broker):
+    """The group's last session ending drops its share-partitions here: an offsets reset
+    made while the group is empty is what the next member gets (Kafka's onGroupEmpty)."""
+    name = f"sf-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(name, 1, 1)])[name].result(15)
+    res = ConfigResource(ResourceType.GROUP, "g-reset", incremental_configs=[ConfigEntry(
+        "share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([res])[res].result(15)
+    produce(broker.bootstrap, name, [f"v{i}".encode() for i in range(10)])
+    with RawClient(broker.bootstrap) as rc:
+        md = rc.request(3, 12, MetadataRequest(topics=[MetadataRequestTopic(name=name)],
+                                               allow_auto_topic_creation=False))
+        tid = md.topics[0].topic_id
+
+        def join(member):
+            deadline = time.monotonic() + 15
+            epoch = 0
+            while True:  # until the share-partition state is initialized and assigned
+                r = rc.request(76, 1, ShareGroupHeartbeatRequest(
+                    group_id="g-reset", member_id=member, member_epoch=epoch,
+                    subscribed_topic_names=[name] if epoch == 0 else None))
+                assert r.error_code == 0, r
+                epoch = r.member_epoch
+                if r.assignment is not None and r.assignment.topic_partitions:
+                    return epoch
+                assert time.monotonic() < deadline, "never assigned"
+                time.sleep(0.05)
+
+        join("m1")
+        p = part(fetch(rc, "g-reset", "m1", 0, tid))
+        assert counts(p) == {o: 1 for o in range(10)}
+        r = acknowledge(rc, "g-reset", "m1", -1, tid, [(0, 4, ACCEPT)])  # and closes
+        assert part(r).error_code == 0
+        r = rc.request(76, 1, ShareGroupHeartbeatRequest(
+            group_id="g-reset", member_id="m1", member_epoch=-1))
+        assert r.error_code == 0
+        alter = rc.request(91, 0, AlterShareGroupOffsetsRequest(group_id="g-reset", topics=[
+            alterreq.AlterShareGroupOffsetsRequestTopic(topic_name=name, partitions=[
+                alterreq.AlterShareGroupOffsetsRequestPartition(partition_index=0,
+                                                                start_offset=8)])]))
+        assert [p.error_code for t in alter.responses for p in t.partitions] == [0], alter
+        join("m2")
+        p = part(fetch(rc, "g-reset", "m2", 0, tid))
+        assert counts(p) == {8: 1, 9: 1}
