@@ -338,6 +338,8 @@ class ShareManager:
                     continue
                 try:
                     entry = await self._entry(group_id, name, key[0], key[1])
+                    if conn.gone:  # went while the state loaded: acquire nothing for it
+                        break
                     pf = self._acquire(entry, member_id, bytes_left, records_left, batch_size,
                                        first=(total == 0))
                 except KafkaError as e:
@@ -355,6 +357,8 @@ class ShareManager:
             if remaining <= 0:
                 break
             await broker.wait_for_append(keys, remaining, interrupt=conn.hangup_future())
+            if conn.gone:  # acquire nothing more: its session's records are being released
+                break
         for key, name in todo:
             out.setdefault(key, PartitionFetch(name))
         return out
