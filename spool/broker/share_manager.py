@@ -38,8 +38,10 @@ deadline; expired records become AVAILABLE again (or ARCHIVED at
 Durability: every change that must survive a restart (acknowledgements, releases, lock
 expiries, start offset moves) is written through ``broker.share_persister.write`` before
 the acknowledgement is answered, one write at a time per share-partition (in order). A
-failed write is the acknowledgement's error. Acquisition itself is not written (Kafka's
-choice: a record in flight at a crash comes back AVAILABLE with its last written count).
+failed write is the acknowledgement's error. An acquisition is not written by itself
+(Kafka's choice): it rides along the share-partition's next write (delivery counted), and
+a record acquired after the last write comes back from a crash AVAILABLE with its last
+written count. The start offset ``share.auto.offset.reset`` chose is written at load.
 A write refused as fenced (FENCED_STATE_EPOCH: the group's offsets were reset;
 FENCED_LEADER_EPOCH: another leader) drops the share-partition here, as Kafka's
 fencedSharePartitionHandler: the next fetch reads the state again. ``forget_group`` does
