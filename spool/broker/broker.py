@@ -224,6 +224,7 @@ class Broker:
         else:
             self.groups.start()
             self.transactions.start()
+            self.share_state.start()
         # retention, flush.ms, rolled-segment fsyncs, checkpoints, removal of deleted
         # partitions: one thread, off the event loop (LogManager.run_background_once)
         tick_ms = min(self.config.get_int("log.flush.scheduler.interval.ms"), 1000)

@@ -123,6 +123,7 @@ class BrokerRole:
         b.share_state.topic.release()
         b.groups.start()
         b.transactions.start()
+        b.share_state.start()
         b.producer_ids.prefetch()  # registered: the first InitProducerId need not wait
 
     async def start(self, on_caught_up=None) -> None:

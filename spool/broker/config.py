@@ -271,6 +271,9 @@ BROKER_KEYS: dict[str, ConfigKey] = {
              between(0, 500), "ShareUpdate records written before a new ShareSnapshot."),
         _key("share.coordinator.write.timeout.ms", "int", 5000, at_least(1),
              "How long the share coordinator waits for its appends to be replicated."),
+        _key("share.coordinator.state.topic.prune.interval.ms", "int", 300000, at_least(1),
+             "How often the share coordinator deletes the __share_group_state records below "
+             "the oldest ShareSnapshot still needed."),
         _key("share.fetch.max.fetch.records", "int", 2147483647, at_least(1),
              "Most records one ShareFetch acquires per share-partition."),
         _key("offsets.retention.minutes", "int", 10080, at_least(1),

@@ -94,8 +94,8 @@ def topic_configs(name: str, config: Any) -> dict[str, str]:
     """The topic configs an internal topic is created with: compacted, except
     ``__share_group_state``, whose ShareUpdate records all count until the next
     ShareSnapshot (compaction would keep only the last one): Kafka (KIP-932) gives it
-    ``cleanup.policy=delete``; Spool keeps every record (``retention.ms=-1``: Kafka prunes
-    below the oldest snapshot still needed, which Spool does not do yet)."""
+    ``cleanup.policy=delete``, never by time (``retention.ms=-1``): the share coordinator
+    deletes what snapshots superseded (``spool.broker.share_runtime``: pruning)."""
     if name == "__share_group_state":
         return {"cleanup.policy": "delete", "retention.ms": "-1",
                 "segment.bytes": str(config.get_int("share.coordinator.state.topic.segment.bytes"))}

@@ -24,6 +24,12 @@ group coordinator's:
 - Startup: ``load()`` (a single node, in the executor before the listeners open) replays
   every partition; in a cluster partitions load and unload as this broker becomes or
   stops being their leader (``on_leadership``).
+- Pruning (Kafka's ShareCoordinatorOffsetsManager and ``deleteRecords``): the topic is not
+  compacted, so the runtime remembers the offset of each key's latest ShareSnapshot
+  (``snapshot_offsets``: from the load, and from each append it replayed), and every
+  ``share.coordinator.state.topic.prune.interval.ms`` moves the log start offset of each
+  partition it leads up to the smallest of them: everything below is superseded by a
+  snapshot (or belongs to deleted keys). A partition without keys is left alone.
 """
 
 from __future__ import annotations
@@ -41,7 +47,14 @@ from spool.coordinator.schema import SchemaError
 from spool.protocol.errors import Errors, KafkaError
 from spool.records.record import iter_records
 from spool.share.batches import StateBatch
-from spool.share.coordinator import ShareCoordinator, ShareKey, coordinator_key, partition_for
+from spool.share.coordinator import (
+    SNAPSHOT,
+    ShareCoordinator,
+    ShareKey,
+    coordinator_key,
+    partition_for,
+    record_key,
+)
 from spool.share.persister import ShareState
 
 log = logging.getLogger("spool.share.coordinator")
@@ -50,6 +63,26 @@ TOPIC = "__share_group_state"
 UNAVAILABLE = KafkaError(Errors.COORDINATOR_NOT_AVAILABLE,
                          "the share-group state topic refused the append")
 T = TypeVar("T")
+
+
+class _OffsetTap:
+    """The coordinator log's writer, remembering the last offset appended per partition."""
+
+    def __init__(self, writer: CoordinatorLogWriter) -> None:
+        self.writer = writer
+        self.last: dict[int, int | None] = {}
+
+    def append(self, topic: str, partition: int, batch: bytearray) -> int | None:
+        self.last[partition] = None
+        self.last[partition] = last = self.writer.append(topic, partition, batch)
+        return last
+
+    def replicated(self, topic: str, partition: int, offset: int) -> bool:
+        return self.writer.replicated(topic, partition, offset)
+
+    async def wait_replicated(self, topic: str, partition: int, offset: int,
+                              timeout_ms: int) -> None:
+        await self.writer.wait_replicated(topic, partition, offset, timeout_ms)
 
 
 class ShareStateRuntime:
@@ -61,8 +94,11 @@ class ShareStateRuntime:
         self.num_partitions = config.get_int("share.coordinator.state.topic.num.partitions")
         self.topic = InternalTopic(broker, TOPIC, lambda: self.num_partitions, owner=self,
                                    partition_of=partition_for)
+        self._tap = _OffsetTap(writer or PartitionLogWriter(broker))
+        self.snapshot_offsets: dict[ShareKey, int] = {}  # key -> its latest ShareSnapshot's
+        self._pruner: asyncio.Task | None = None
         self.log = CoordinatorLog(
-            TOPIC, writer or PartitionLogWriter(broker), broker.clock,
+            TOPIC, self._tap, broker.clock,
             lambda key: partition_for(key, self.num_partitions), self.coordinator.replay,
             UNAVAILABLE, prepare=self.topic.prepare,
             timeout_ms=lambda: config.get_int("share.coordinator.write.timeout.ms"))
@@ -87,20 +123,21 @@ class ShareStateRuntime:
             self.num_partitions = n
         self.topic.on_leadership(partition, is_leader, leader_epoch)
 
-    def read_partition(self, partition: int) -> list[tuple[bytes | None, bytes | None]]:
-        """The partition's records (blocking: the executor)."""
+    def read_partition(self, partition: int) -> list[tuple[bytes | None, bytes | None, int]]:
+        """The partition's records with their offsets (blocking: the executor)."""
         plog = self.broker.replica_log(TOPIC, partition)
-        return [(_b(r.key), _b(r.value))
+        return [(_b(r.key), _b(r.value), r.offset)
                 for batch in (plog.iter_batches() if plog is not None else ())
                 for r in iter_records(batch)]
 
     def apply_partition(self, partition: int, data: list) -> None:
         """Replay a partition read by ``read_partition`` (on the loop) onto no state of it:
         what a replication finishing after an unload replayed here is dropped first."""
-        self.coordinator.unload(self._keys_of(partition))
-        for key, value in data:
+        self._forget(self._keys_of(partition))
+        for key, value, offset in data:
             try:
                 self.coordinator.load(key, value)
+                self._track(key, value, offset)
             except SchemaError as e:
                 log.error("%s-%d: skipping a record: %s", TOPIC, partition, e)
         log.info("%s-%d: %d records replayed", TOPIC, partition, len(data))
@@ -111,10 +148,67 @@ class ShareStateRuntime:
 
     def unload_partition(self, partition: int) -> None:
         keys = self._keys_of(partition)
-        self.coordinator.unload(keys)
+        self._forget(keys)
         log.info("%s-%d: %d share-partition states unloaded", TOPIC, partition, len(keys))
 
+    def _forget(self, keys: list[ShareKey]) -> None:
+        self.coordinator.unload(keys)
+        for k in keys:
+            self.snapshot_offsets.pop(k, None)
+
+    def _track(self, key: bytes | None, value: bytes | None, offset: int) -> None:
+        """Remember where a key's latest ShareSnapshot is (a tombstone forgets the key)."""
+        if key is None:
+            return
+        rtype, share_key = record_key(key)
+        if value is None:
+            self.snapshot_offsets.pop(share_key, None)
+        elif rtype == SNAPSHOT:
+            self.snapshot_offsets[share_key] = offset
+
+    def redundant_offset(self, partition: int) -> int | None:
+        """The offset below which the partition's records are superseded (module doc)."""
+        offsets = [o for k, o in self.snapshot_offsets.items()
+                   if partition_for(coordinator_key(k), self.num_partitions) == partition]
+        return min(offsets) if offsets else None
+
+    def start(self) -> None:
+        self._pruner = asyncio.get_running_loop().create_task(self._prune_loop())
+
+    async def _prune_loop(self) -> None:
+        config = self.broker.config
+        while True:
+            await asyncio.sleep(config.get_int("share.coordinator.state.topic.prune.interval.ms")
+                                / 1000)
+            for p in sorted(self.topic.loaded) if self.broker.view.clustered else range(
+                    self.num_partitions if self.topic.ready() else 0):
+                try:
+                    await self.prune(p)
+                except KafkaError as e:  # e.g. no longer its leader: the next one prunes
+                    log.info("%s-%d not pruned: %s", TOPIC, p, e)
+                except Exception:  # logged; tried again at the next interval
+                    log.exception("pruning %s-%d failed", TOPIC, p)
+
+    async def prune(self, partition: int) -> int | None:
+        """Move the partition's log start offset up to ``redundant_offset`` (as leader);
+        the new log start offset, or None when there is nothing to prune."""
+        offset = self.redundant_offset(partition)
+        if offset is None:
+            return None
+        plog = self.broker.replicas.leader_partition(TOPIC, partition).log
+        offset = min(offset, plog.high_watermark)
+        if offset <= plog.log_start_offset:
+            return None
+        start = await self.broker.run_blocking(plog.delete_records_before, offset)
+        log.info("%s-%d: records below %d deleted (superseded by snapshots)", TOPIC,
+                 partition, start)
+        return start
+
     async def stop(self) -> None:
+        if self._pruner is not None:
+            self._pruner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._pruner
         await self.log.stop()
         await self.topic.stop()
 
@@ -174,8 +268,15 @@ class ShareStateRuntime:
                 fut = asyncio.get_running_loop().create_future()
                 result = Result(records)
                 result.reply(lambda v: fut.done() or fut.set_result(v), answer)
+                p = partition_for(coordinator_key(key), self.num_partitions)
+                self._tap.last.pop(p, None)
                 self.log.commit(result)
-                return await fut
+                last = self._tap.last.get(p)
+                got = await fut
+                if last is not None and got is answer:  # appended, replicated, replayed
+                    for i, rec in enumerate(records):
+                        self._track(rec.key, rec.value, last - len(records) + 1 + i)
+                return got
 
     @contextlib.contextmanager
     def _lock(self, key: ShareKey) -> Iterator[asyncio.Lock]:

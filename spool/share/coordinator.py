@@ -63,6 +63,13 @@ def coordinator_key(key: ShareKey) -> str:
     return f"{group_id}:{uuid_text(topic_id)}:{partition}"
 
 
+def record_key(key: bytes) -> tuple[int, ShareKey]:
+    """(record type, share key) of a record of the topic (raises ``SchemaError``)."""
+    key_msg, _ = decode(key, None, SHARE_STATE_TYPES)
+    return type(key_msg).VALID_VERSIONS[0], (key_msg.group_id, key_msg.topic_id,
+                                             key_msg.partition)
+
+
 def partition_for(coordinator_key: str, num_partitions: int) -> int:
     """The ``__share_group_state`` partition of a key: Java ``Utils.abs(key.hashCode())``
     mod n (ShareCoordinatorService.partitionFor; abs, not & 0x7fffffff)."""

@@ -2,10 +2,13 @@
 key type 2: state written through WriteShareGroupState is read back merged, fenced by
 its epochs, survives kill -9 and a restart (replayed from ``__share_group_state``), and
 a ShareSnapshot replaces the ShareUpdates every
-``share.coordinator.snapshot.update.records.per.snapshot`` writes."""
+``share.coordinator.snapshot.update.records.per.snapshot`` writes, and the records below the
+oldest snapshot still needed are deleted (``share.coordinator.state.topic.prune.interval.ms``)
+without losing any state."""
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
@@ -14,23 +17,27 @@ from spool.protocol._generated import (
     DeleteShareGroupStateRequest,
     FindCoordinatorRequest,
     InitializeShareGroupStateRequest,
+    ListOffsetsRequest,
     ReadShareGroupStateRequest,
     ReadShareGroupStateSummaryRequest,
     WriteShareGroupStateRequest,
 )
 from spool.protocol._generated import delete_share_group_state_request as dreq
 from spool.protocol._generated import initialize_share_group_state_request as ireq
+from spool.protocol._generated import list_offsets_request as loreq
 from spool.protocol._generated import read_share_group_state_request as rreq
 from spool.protocol._generated import read_share_group_state_summary_request as sreq
 from spool.protocol._generated import write_share_group_state_request as wreq
 from spool.protocol.errors import Errors
+from spool.share.coordinator import coordinator_key, partition_for
 from tests.helpers.broker_proc import BrokerProcess
 from tests.helpers.raw_client import RawClient
 from tests.integration.test_topic_ids import create, topic_id
 
 PARTITIONS = 3
 OVERRIDES = {"share.coordinator.state.topic.num.partitions": str(PARTITIONS),
-             "share.coordinator.snapshot.update.records.per.snapshot": "2"}
+             "share.coordinator.snapshot.update.records.per.snapshot": "2",
+             "share.coordinator.state.topic.prune.interval.ms": "200"}
 
 
 @pytest.fixture(scope="module")
@@ -134,3 +141,35 @@ def test_find_coordinator_share_key(share_broker, topic_name):
         got = rc.request(10, 6, FindCoordinatorRequest(key_type=2, coordinator_keys=[key, ""]))
         assert [(c.key, c.error_code, c.node_id, c.port) for c in got.coordinators] == [
             (key, 0, 0, share_broker.port), ("", Errors.INVALID_REQUEST, -1, -1)]
+
+
+def earliest(rc, partition: int) -> int:
+    r = rc.request(2, 7, ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[
+        loreq.ListOffsetsTopic(name="__share_group_state", partitions=[
+            loreq.ListOffsetsPartition(partition_index=partition, timestamp=-2)])]))
+    p = r.topics[0].partitions[0]
+    assert p.error_code == 0, p
+    return p.offset
+
+
+def test_records_below_the_oldest_needed_snapshot_are_pruned(fresh_broker, topic_name):
+    # a broker of its own: another test's key in the same partition would hold the start
+    fresh_broker.overrides.update(OVERRIDES)
+    share_broker = fresh_broker.start()
+    create(share_broker.bootstrap, topic_name, 1)
+    tid = topic_id(share_broker.bootstrap, topic_name)
+    g = "prune-" + topic_name
+    p = partition_for(coordinator_key((g, tid, 0)), PARTITIONS)
+    with RawClient(share_broker.bootstrap) as rc:
+        for i in range(12):  # a snapshot, then 2 updates and a snapshot, four times
+            assert write(rc, g, tid, 0, 0, 0, -1, [(i, i, 2, 1)]) == 0
+        deadline = time.monotonic() + 30
+        while earliest(rc, p) == 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert earliest(rc, p) == 9  # the last snapshot: records 0-8 are superseded
+        assert read(rc, g, tid, 0, 0) == (0, 0, -1, [(0, 11, 2, 1)])
+    share_broker.kill()
+    share_broker.restart()
+    with RawClient(share_broker.bootstrap) as rc:
+        assert read(rc, g, tid, 0, 0) == (0, 0, -1, [(0, 11, 2, 1)])
+
