@@ -49,14 +49,18 @@ bench: .venv
 	$(BIN)/python -m bench.replication_security
 	$(BIN)/python -m bench.authz
 	$(BIN)/python -m bench.authz --e2e
+	$(BIN)/python -m bench.share_groups
 	$(BIN)/python -m bench.compare
 
 # Reliability soak (full counts, ~1 h on 2 cores): rewrites docs/RELIABILITY.md; then the
-# API round trip (tests/integration/test_api_roundtrip.py) at 200 requests per API version.
+# API round trip (tests/integration/test_api_roundtrip.py) at 200 requests per API version,
+# and 4 ShareConsumers on 100,000 records (SPOOL_SHARE_RECORDS; CI reads 20,000).
 soak: .venv
 	$(BIN)/python -m bench.reliability
 	SPOOL_ROUNDTRIP_EXAMPLES=$${SPOOL_ROUNDTRIP_EXAMPLES:-200} \
 		$(BIN)/python -m pytest tests/integration/test_api_roundtrip.py -q -p no:randomly
+	SPOOL_SHARE_RECORDS=$${SPOOL_SHARE_RECORDS:-100000} \
+		$(BIN)/python -m pytest tests/integration/test_share_groups_consumers.py -q -p no:randomly
 
 # The simulators (tests/sim) at soak size: SPOOL_SIM_SEEDS Raft seeds,
 # SPOOL_SIM_CONTROLLER_SEEDS with the controller and SPOOL_REPL_SIM_SEEDS of partition

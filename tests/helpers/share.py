@@ -232,6 +232,7 @@ class ShareWorker(threading.Thread):
                 c.subscribe([self.topic])
                 while not self.stop.is_set():
                     self._poll_once(c)
+                self._commit(c)  # librdkafka's close leaves implicit acceptances unsent
             finally:
                 c.close()
         except BaseException as e:  # noqa: BLE001 - the test reports it
@@ -255,10 +256,13 @@ class ShareWorker(threading.Thread):
             if self.decide is not None:
                 c.acknowledge(m, ack)
         if got and self.commit and self.decide is not None:
-            try:
-                c.commit_sync(30)
-            except KafkaException as e:
-                self.log.errors.append(f"{self.name} commit_sync: {e}")
+            self._commit(c)
+
+    def _commit(self, c: ShareConsumer) -> None:
+        try:
+            c.commit_sync(30)
+        except KafkaException as e:
+            self.log.errors.append(f"{self.name} commit_sync: {e}")
 
 
 def wait_until(cond: Callable[[], bool], timeout: float,

@@ -1,0 +1,135 @@
+"""Share-group acknowledgements with ShareConsumers (explicit mode): RELEASE redelivers with
+the delivery count + 1, REJECT archives, a record released ``group.share.delivery.count.limit``
+times is archived; a consumer killed with -9 while holding acquired records: they are
+delivered again to the other consumers with delivery count 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+import pytest
+from confluent_kafka import AcknowledgeType, ShareConsumer
+
+from tests.helpers.broker_proc import BrokerProcess
+from tests.helpers.share import (
+    NAMES,
+    OVERRIDES,
+    ShareLog,
+    ShareWorker,
+    check_exactly_once,
+    consumer_config,
+    create_topic,
+    finish,
+    produce,
+    set_group_config,
+    wait_until,
+)
+
+LIMIT = 3
+
+
+@pytest.fixture(scope="module")
+def share_broker(tmp_path_factory):
+    overrides = {**OVERRIDES, "group.share.delivery.count.limit": str(LIMIT)}
+    b = BrokerProcess(tmp_path_factory.mktemp("share-acks") / "data", overrides).start()
+    yield b
+    b.stop()
+
+
+def _setup(broker: BrokerProcess, topic: str, records: int) -> str:
+    group = f"g-{topic}"
+    create_topic(broker.bootstrap, topic)
+    set_group_config(broker.bootstrap, group, {"share.auto.offset.reset": "earliest"})
+    produce(broker.bootstrap, topic, 0, records)
+    return group
+
+
+@pytest.mark.timeout(180)
+def test_release_redelivers_reject_archives_and_the_delivery_limit_archives(share_broker,
+                                                                           topic_name):
+    """Records 0-2 are released each time (delivered 1, 2, 3 times: then archived), 3-5
+    rejected, 6-9 accepted; a record produced after (10) is the only one delivered next."""
+    group = _setup(share_broker, topic_name, 10)
+    log = ShareLog()
+    pending: dict[int, str] = {}
+
+    def on_commit(offsets, exc):
+        for offs in offsets.values():
+            for off in offs:
+                log.acked("c", off, pending.pop(off, "?"), None if exc is None else str(exc))
+
+    def decide(off: int) -> int:
+        if off < 3:
+            return AcknowledgeType.RELEASE
+        return AcknowledgeType.REJECT if off < 6 else AcknowledgeType.ACCEPT
+
+    c = ShareConsumer(consumer_config(share_broker.bootstrap, group, explicit=True))
+    c.set_acknowledgement_commit_callback(on_commit)
+    c.subscribe([topic_name])
+    sentinel_sent = False
+    try:
+        def step() -> bool:
+            nonlocal sentinel_sent
+            for m in c.poll(0.3):
+                assert m.error() is None, m.error()
+                log.delivered("c", m.offset(), m.delivery_count())
+                pending[m.offset()] = NAMES[decide(m.offset())]
+                c.acknowledge(m, decide(m.offset()))
+            c.commit_sync(30)
+            released = [a for a in log.acks if a.ok and a.ack_type == "RELEASE"]
+            if not sentinel_sent and len(released) == 3 * LIMIT:
+                produce(share_broker.bootstrap, topic_name, 10, 1)
+                sentinel_sent = True
+            return 10 in log.accepted
+
+        assert wait_until(step, 90), (log.deliveries, log.acks)
+    finally:
+        c.close()
+    counts = {off: [d.delivery_count for d in log.deliveries_of(off)] for off in range(11)}
+    assert counts == {0: [1, 2, 3], 1: [1, 2, 3], 2: [1, 2, 3], 3: [1], 4: [1], 5: [1],
+                      6: [1], 7: [1], 8: [1], 9: [1], 10: [1]}
+    assert [a for a in log.acks if not a.ok] == []
+    assert sorted(log.accepted) == [6, 7, 8, 9, 10]
+
+
+@pytest.mark.timeout(180)
+def test_consumer_killed_holding_records_they_go_to_the_others_with_count_2(share_broker,
+                                                                           topic_name):
+    n = 1000
+    group = _setup(share_broker, topic_name, n)
+    holder = subprocess.Popen(
+        [sys.executable, "-m", "tests.helpers.share_holder", share_broker.bootstrap, group,
+         topic_name], stdout=subprocess.PIPE, env={**os.environ})
+    try:
+        line: list[bytes] = []
+        reader = threading.Thread(target=lambda: line.append(holder.stdout.readline()),
+                                  daemon=True)
+        reader.start()
+        reader.join(60)
+        assert line and line[0], "the holder received no records"
+        held = json.loads(line[0])
+        assert held["offsets"] and set(held["delivery_counts"]) == {1}, held
+        log = ShareLog()
+        workers = [ShareWorker(f"w{i}", share_broker.bootstrap, group, topic_name, log)
+                   for i in range(2)]
+        for w in workers:
+            w.start()
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait()
+        try:
+            wait_until(lambda: log.covers(n), 60, workers)
+        finally:
+            finish(workers)
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+    redelivered = {off: [(d.consumer, d.delivery_count) for d in log.deliveries_of(off)]
+                   for off in held["offsets"]}
+    assert all(len(r) == 1 and r[0][1] == 2 for r in redelivered.values()), redelivered
+    assert check_exactly_once(log, n) == [], log.errors[:10]
