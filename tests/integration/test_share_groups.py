@@ -246,3 +246,29 @@ def test_share_consumers_join_and_share_a_partition(broker):
             c.close()
     with RawClient(broker.bootstrap) as rc:
         assert describe(rc, group).group_state == "Empty"  # close left the group
+
+
+def test_acknowledgements_sent_while_closing_count(broker):
+    """A closing ShareConsumer leaves the group (ShareGroupHeartbeat -1) while it sends its
+    last acknowledgements (FINAL epoch): they are accepted, not UNKNOWN_MEMBER_ID."""
+    topic = make_topic(broker.bootstrap, 1)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    set_group_config(broker.bootstrap, group, {"share.auto.offset.reset": "earliest"})
+    produce(broker.bootstrap, topic, 0, 10)
+    outcomes: list = []
+    c = ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": group,
+                       "share.acknowledgement.mode": "explicit"})
+    c.set_acknowledgement_commit_callback(lambda offsets, exc: outcomes.append(exc))
+    c.subscribe([topic])
+    got: list[int] = []
+    try:
+        deadline = time.monotonic() + 30
+        while len(got) < 10 and time.monotonic() < deadline:
+            for m in c.poll(0.2) or []:
+                if m.error() is None:
+                    got.append(m.offset())
+                    c.acknowledge(m)
+    finally:
+        c.close()
+    assert sorted(got) == list(range(10))
+    assert outcomes and [e for e in outcomes if e is not None] == []

@@ -9,7 +9,9 @@ As Kafka 4.2's ``KafkaApis.handleShareFetchRequest`` / ``handleShareAcknowledgeR
    INVALID_SHARE_SESSION_EPOCH, SHARE_SESSION_LIMIT_REACHED, INVALID_REQUEST for
    acknowledgements in an initial fetch) answer the whole request.
 3. The member must be one of the share group's (``ShareManager.check_member``): else
-   UNKNOWN_MEMBER_ID / GROUP_ID_NOT_FOUND for the whole request.
+   UNKNOWN_MEMBER_ID / GROUP_ID_NOT_FOUND for the whole request; but a FINAL epoch (-1)
+   is not checked: a closing ShareConsumer leaves the group (ShareGroupHeartbeat -1) and
+   sends its last acknowledgements at the same time, and those must still count.
 4. Acknowledgements (ShareAcknowledge, or piggy-backed on ShareFetch) per partition: a
    topic ID nobody knows is UNKNOWN_TOPIC_ID, a topic not READ-able
    TOPIC_AUTHORIZATION_FAILED, a partition that does not exist UNKNOWN_TOPIC_OR_PARTITION,
@@ -185,7 +187,8 @@ async def share_fetch(ctx, req: ShareFetchRequest) -> ShareFetchResponse:
     asked = [(t.topic_id, p.partition_index) for t in req.topics for p in t.partitions]
     forgotten = [(t.topic_id, p) for t in req.forgotten_topics_data for p in t.partitions]
     try:
-        manager.check_member(group_id, member_id)
+        if epoch != FINAL_EPOCH:
+            manager.check_member(group_id, member_id)
         session, full = manager.sessions.fetch_context(group_id, member_id, epoch, asked,
                                                        forgotten, acking, ctx.conn)
     except KafkaError as e:
@@ -269,7 +272,8 @@ async def share_acknowledge(ctx, req: ShareAcknowledgeRequest) -> ShareAcknowled
     manager = share_manager(broker)
     group_id, member_id, epoch = req.group_id, req.member_id, req.share_session_epoch
     try:
-        manager.check_member(group_id, member_id)
+        if epoch != FINAL_EPOCH:
+            manager.check_member(group_id, member_id)
         manager.sessions.acknowledge_context(group_id, member_id, epoch)
     except KafkaError as e:
         return _ack_error(e.code, e.message)
