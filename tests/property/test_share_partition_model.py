@@ -1,7 +1,7 @@
 """SharePartition (spool.share.partition) against a one-entry-per-offset model (Hypothesis).
 
 A log grows in batches (some offsets missing: compaction, transaction markers; some
-batches aborted); members fetch from ``next_fetch_offset()`` with any max records,
+batches aborted) and loses its head (retention); members fetch (read_committed or not) from ``next_fetch_offset()`` with any max records,
 acknowledge any part of what they hold with any types (and bad requests), let locks
 expire, leave; the broker persists ``take_changes()`` through the share coordinator's
 combine and restarts from what was persisted. After every step the ranges equal the
@@ -53,6 +53,7 @@ class SharePartitionMachine(RuleBasedStateMachine):
         self.now = 0
         self.log: list[tuple[int, int, bool]] = []  # (base, last, aborted)
         self.log_end = 0
+        self.log_start = 0
         self.sp = SharePartition(0, max_delivery_count=LIMIT, max_in_flight=MAX_IN_FLIGHT,
                                  record_lock_duration_ms=LOCK_MS)
         self.model: dict[int, Rec] = {}
@@ -132,19 +133,24 @@ class SharePartitionMachine(RuleBasedStateMachine):
             self.log_end = base + size
 
     @rule(member=st.sampled_from(MEMBERS), max_records=st.integers(1, 15),
-          max_batches=st.integers(1, 5))
-    def acquire(self, member: str, max_records: int, max_batches: int) -> None:
+          max_batches=st.integers(1, 5), data=st.data())
+    def acquire(self, member: str, max_records: int, max_batches: int,
+                data: st.DataObject) -> None:
         fetch_offset = self.sp.next_fetch_offset()
         read = [b for b in self.log if b[1] >= fetch_offset][:max_batches]
         batches = [(b, last) for b, last, _ in read]
         aborted = [(b, last) for b, last, a in read if a]
+        # read_committed: the LSO at a batch's base (an open transaction) or none; the
+        # batches read may go past it
+        lso = data.draw(st.sampled_from([None] + [b for b, _, _ in read]))
         got = self.sp.acquire(member, batches, max_records, self.now, aborted=aborted,
-                              fetch_offset=fetch_offset)
+                              fetch_offset=fetch_offset, last_stable_offset=lso)
         if not read:
             assert got == []
             return
-        spans = [(b, last) for b, last, a in read if not a]
-        expect = self._model_acquire(member, spans, read[-1][1], fetch_offset, max_records)
+        fetched_last = read[-1][1] if lso is None else min(read[-1][1], lso - 1)
+        spans = [(b, last) for b, last, a in read if not a and (lso is None or b < lso)]
+        expect = self._model_acquire(member, spans, fetched_last, fetch_offset, max_records)
         offsets = {o: a.delivery_count for a in got
                    for o in range(a.first_offset, a.last_offset + 1)}
         assert offsets == expect
@@ -225,6 +231,20 @@ class SharePartitionMachine(RuleBasedStateMachine):
         assert self.sp.release_member(member) == expect
         self._advance()
 
+    @rule(data=st.data())
+    def log_start_moves(self, data: st.DataObject) -> None:
+        # retention or DeleteRecords past the SPSO
+        new_start = data.draw(st.integers(self.log_start, self.log_end))
+        self.log_start = max(self.log_start, new_start)
+        self.sp.update_log_start_offset(new_start)
+        if new_start <= self.start:
+            return
+        for o in range(self.start, min(new_start, self.end)):
+            del self.model[o]
+        self.start = new_start
+        self.end = max(self.end, new_start)
+        self._advance()
+
     @rule()
     def persist(self) -> None:
         changes = self.sp.take_changes()
@@ -241,7 +261,7 @@ class SharePartitionMachine(RuleBasedStateMachine):
     def broker_restarts(self) -> None:
         self.persist()
         self.sp = SharePartition.from_state(
-            self.persisted_start, self.persisted, log_start_offset=0,
+            self.persisted_start, self.persisted, log_start_offset=self.log_start,
             log_end_offset=self.log_end, max_delivery_count=LIMIT,
             max_in_flight=MAX_IN_FLIGHT, record_lock_duration_ms=LOCK_MS)
         for r in self.model.values():
