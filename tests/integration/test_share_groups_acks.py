@@ -133,3 +133,46 @@ def test_consumer_killed_holding_records_they_go_to_the_others_with_count_2(shar
                    for off in held["offsets"]}
     assert all(len(r) == 1 and r[0][1] == 2 for r in redelivered.values()), redelivered
     assert check_exactly_once(log, n) == [], log.errors[:10]
+
+
+@pytest.mark.timeout(120)
+def test_close_commits_the_pending_acknowledgements(share_broker, topic_name):
+    """``close()`` commits the acknowledgements still pending (explicit mode: records
+    acknowledged and not committed yet) and leaves the group: none of those records is
+    delivered again (a record produced after is the next one delivered). (librdkafka 2.16
+    does not send an implicit-mode consumer's last acceptances on close: it leaves them to
+    the lock; ``commit_sync`` before ``close`` does.)"""
+    group = _setup(share_broker, topic_name, 10)
+    outcomes: list[tuple[set[int], object]] = []
+    c = ShareConsumer(consumer_config(share_broker.bootstrap, group, explicit=True))
+    c.set_acknowledgement_commit_callback(
+        lambda offsets, exc: outcomes.append((set().union(*offsets.values()), exc)))
+    c.subscribe([topic_name])
+    got: list[int] = []
+    try:
+        def step() -> bool:
+            for m in c.poll(0.3):
+                assert m.error() is None, m.error()
+                got.append(m.offset())
+                c.acknowledge(m)
+            return len(got) >= 10
+
+        assert wait_until(step, 60), got
+    finally:
+        c.close()
+    assert sorted(got) == list(range(10))
+    assert [exc for _, exc in outcomes if exc is not None] == []
+    produce(share_broker.bootstrap, topic_name, 10, 1)
+    after: list[tuple[int, int]] = []
+    c2 = ShareConsumer(consumer_config(share_broker.bootstrap, group, explicit=False))
+    c2.subscribe([topic_name])
+
+    def poll_after() -> bool:
+        after.extend((m.offset(), m.delivery_count()) for m in c2.poll(0.3) if m.error() is None)
+        return any(off == 10 for off, _ in after)
+
+    try:
+        assert wait_until(poll_after, 60), after
+    finally:
+        c2.close()
+    assert after == [(10, 1)]
