@@ -10,9 +10,9 @@ In-flight records, between the share-partition start offset (SPSO, ``start_offse
 ``end_offset`` (exclusive: one past the last offset ever acquired, Kafka's SPEO + 1), are
 kept as contiguous, sorted ranges of equal state (``describe()`` shows them)::
 
-    start_offset                                                   end_offset
-    | ACKED? no: SPSO stops at the first offset that is not done |
-    [ ACQUIRED m1 dc=1 dl=t1 | AVAILABLE dc=1 | ACKNOWLEDGED | ACQUIRED m2 dc=2 ... ]
+    start_offset (never ACKNOWLEDGED/ARCHIVED: the SPSO moves past those)    end_offset
+    v                                                                          v
+    [ 40-49 ACQUIRED m1 dc=1 dl=t1 | 50 AVAILABLE dc=1 | 51-99 ACKNOWLEDGED dc=1 ]
 
 Every offset in [start_offset, end_offset) is in exactly one range with one state
 (``spool.share.batches``: AVAILABLE 0, ACQUIRED 1, ACKNOWLEDGED 2, ARCHIVED 4) and a
