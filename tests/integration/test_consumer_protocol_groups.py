@@ -16,7 +16,9 @@ heartbeats and session timeouts:
 - static members (``group.instance.id``, range assignor): one restarted within
   the session timeout gets its partitions back and the others see nothing;
 - a regex subscription (``^orders-.*``) picks up a topic created later, and not
-  one that does not match.
+  one that does not match;
+- the broker killed with -9 and restarted: the group, loaded from its records, goes on
+  with the same assignment and no rebalance.
 """
 
 from __future__ import annotations
@@ -306,3 +308,28 @@ def test_regex_subscription_picks_up_a_topic_created_later(broker, history):
     assigned = {tp for e in history.of("r1", "assign") for tp in e.parts}
     assert assigned == {(first, 0), (first, 1), (later, 0)}
     assert not any(e.parts & {(other, 0)} for e in history.of("r1", "msg"))
+
+
+def test_broker_killed_and_restarted_the_group_goes_on_unchanged(broker, history):
+    # The group's state is records in __consumer_offsets: a coordinator restarted from its
+    # log knows the members, epochs and assignments, so nobody rebalances.
+    topic, group = f"cp-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    create(broker.bootstrap, (topic, 4))
+    feeder = Feeder(broker.bootstrap, topic, 4)
+    try:
+        names = ["k1", "k2"]
+        for n in names:
+            history.start(n, broker.bootstrap, group, topic)
+        wait_for(lambda: settled(history, names, topic, 4), "2 members with 2 partitions each")
+        before = history.owned()
+        killed_at = time.monotonic()
+        broker.restart()  # kill -9, then the same port and data
+        back_at = time.monotonic()
+        wait_for(lambda: all(history.of(n, "msg", since=back_at) for n in names),
+                 "both members to consume from the restarted broker")
+        for n in names:
+            assert history.of(n, "assign", "revoke", "lost", since=killed_at) == [], (
+                f"{n} rebalanced across the coordinator's restart")
+        assert history.owned() == before
+    finally:
+        feeder.stop()
