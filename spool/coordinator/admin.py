@@ -115,18 +115,19 @@ def _check_consumer_commit(group: ConsumerGroup, member_id: str, epoch: int,
                            transactional: bool, version: int) -> int:
     """Kafka's ConsumerGroup.validateOffsetCommit: without a member epoch (-1: the admin
     client, a consumer outside the group) only while the group has no member; else the member
-    must exist (UNKNOWN_MEMBER_ID), use OffsetCommit v9+ (UNSUPPORTED_VERSION) and name its
-    current epoch (STALE_MEMBER_EPOCH; ILLEGAL_GENERATION for TxnOffsetCommit, whose schema
-    lacks it)."""
+    must exist (UNKNOWN_MEMBER_ID), use OffsetCommit v9+ (UNSUPPORTED_VERSION) unless it uses
+    the classic protocol, and name its current epoch (STALE_MEMBER_EPOCH; ILLEGAL_GENERATION
+    for a classic member and for TxnOffsetCommit, whose schema lacks it)."""
     if epoch < 0 and group.is_empty():
         return 0
     member = group.members.get(member_id)
     if member is None:
         return Errors.UNKNOWN_MEMBER_ID
-    if not transactional and version < 9:
+    if not transactional and member.classic is None and version < 9:
         return Errors.UNSUPPORTED_VERSION
-    if epoch != member.member_epoch:
-        return Errors.ILLEGAL_GENERATION if transactional else Errors.STALE_MEMBER_EPOCH
+    if epoch != member.member_epoch:  # a classic member's generation is its epoch
+        return (Errors.ILLEGAL_GENERATION if transactional or member.classic is not None
+                else Errors.STALE_MEMBER_EPOCH)
     return 0
 
 
@@ -141,7 +142,9 @@ def check_offset_fetch(coord: GroupCoordinator, group_id: str, member_id: str | 
     member = group.members.get(member_id or "")
     if member is None:
         return Errors.UNKNOWN_MEMBER_ID
-    return Errors.STALE_MEMBER_EPOCH if epoch != member.member_epoch else 0
+    if epoch == member.member_epoch:
+        return 0
+    return Errors.ILLEGAL_GENERATION if member.classic is not None else Errors.STALE_MEMBER_EPOCH
 
 
 def fetch_offsets(

@@ -95,6 +95,12 @@ class ResolvedRegex:
     timestamp: int
 
 
+@dataclass(frozen=True)
+class ClassicMetadata:
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+
 @dataclass
 class ConsumerGroupMember:
     member_id: str
@@ -111,6 +117,9 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned: Partitions = field(default_factory=dict)
     pending_revocation: Partitions = field(default_factory=dict)
+    # a member using the classic protocol (JoinGroup/SyncGroup, KIP-848's migration): its
+    # session timeout and its JoinGroup protocols (name, metadata); None: the consumer protocol
+    classic: ClassicMetadata | None = None
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state == MemberState.STABLE and self.member_epoch == epoch
@@ -119,7 +128,7 @@ class ConsumerGroupMember:
         """The fields of the member metadata record (type 5)."""
         return (self.instance_id, self.rack_id, self.client_id, self.client_host,
                 self.subscribed_topic_names, self.subscribed_topic_regex,
-                self.rebalance_timeout_ms, self.server_assignor)
+                self.rebalance_timeout_ms, self.server_assignor, self.classic)
 
     def current(self) -> tuple:
         """The fields of the current assignment record (type 8)."""
@@ -214,6 +223,23 @@ class ConsumerGroup:
                     names |= resolved.topics
         return names
 
+    def all_classic_except(self, member_id: str) -> bool:
+        """Every member but ``member_id`` uses the classic protocol, and it does not."""
+        m = self.members.get(member_id)
+        return m is not None and m.classic is None and all(
+            o.classic is not None for mid, o in self.members.items() if mid != member_id)
+
+    def supports_classic(self, protocol_type: str, names: Iterable[str]) -> bool:
+        """A classic member may join: protocol type ``consumer`` and, once the group has
+        members, a protocol every classic member supports (Kafka's supportsClassicProtocols)."""
+        if protocol_type != "consumer":
+            return False
+        names = list(names)
+        if not self.members:
+            return bool(names)
+        classic = [m.classic for m in self.members.values() if m.classic is not None]
+        return any(all(n in {p for p, _ in c.protocols} for c in classic) for n in names)
+
     def preferred_assignor(self, members: Iterable[ConsumerGroupMember]) -> str | None:
         """The server assignor most members ask for (Kafka's computePreferredServerAssignor)."""
         counts: dict[str, int] = {}
@@ -300,7 +326,13 @@ def member_record(group_id: str, member_id: str,
                      subscribed_topic_names=list(m.subscribed_topic_names),
                      subscribed_topic_regex=m.subscribed_topic_regex,
                      rebalance_timeout_ms=m.rebalance_timeout_ms,
-                     server_assignor=m.server_assignor, classic_member_metadata=None)
+                     server_assignor=m.server_assignor,
+                     classic_member_metadata=None if m.classic is None else _struct(
+                         "consumer_group_member_metadata_value.ClassicMemberMetadata")(
+                         session_timeout_ms=m.classic.session_timeout_ms,
+                         supported_protocols=[
+                             _struct("consumer_group_member_metadata_value.ClassicProtocol")(
+                                 name=n, metadata=md) for n, md in m.classic.protocols]))
 
 
 def target_epoch_record(group_id: str, epoch: int | None) -> tuple[Any, Any]:
@@ -379,7 +411,11 @@ def apply(coord: GroupCoordinator, key: Any, value: Any | None) -> None:
             subscribed_topic_names=tuple(value.subscribed_topic_names),
             subscribed_topic_regex=value.subscribed_topic_regex,
             rebalance_timeout_ms=value.rebalance_timeout_ms,
-            server_assignor=value.server_assignor)
+            server_assignor=value.server_assignor,
+            classic=None if value.classic_member_metadata is None else ClassicMetadata(
+                value.classic_member_metadata.session_timeout_ms,
+                tuple((p.name, bytes(p.metadata))
+                      for p in value.classic_member_metadata.supported_protocols)))
     elif t == TYPE_TARGET_METADATA:
         group.assignment_epoch = -1 if value is None else value.assignment_epoch
     elif t == TYPE_TARGET_MEMBER:

@@ -158,8 +158,9 @@ def heartbeat(coord: GroupCoordinator, req: HeartbeatRequest) -> tuple[Result, H
             return out, _leave(coord, req, out)
         return out, _heartbeat(coord, req, out)
     except GroupError as e:
-        return Result(), HeartbeatAnswer(e.code, e.message, req.member_id or None,
-                                         req.member_epoch)
+        # ``out`` holds records only when a classic group was upgraded before the error: the
+        # conversion stands (its records are applied), the member's request fails
+        return out, HeartbeatAnswer(e.code, e.message, req.member_id or None, req.member_epoch)
 
 
 def _blank(value: str | None) -> bool:
@@ -210,7 +211,9 @@ def consumer_group(coord: GroupCoordinator, group_id: str) -> ConsumerGroup:
     return group
 
 
-def _group_for_join(coord: GroupCoordinator, group_id: str) -> ConsumerGroup:
+def _group_for_join(coord: GroupCoordinator, group_id: str, out: Result) -> ConsumerGroup:
+    from spool.coordinator import consumer_classic
+
     group = coord.groups.get(group_id)
     if group is None:
         return ConsumerGroup(group_id)  # registered when its first record is applied
@@ -219,6 +222,8 @@ def _group_for_join(coord: GroupCoordinator, group_id: str) -> ConsumerGroup:
     if group.type == "classic" and not group.members and not getattr(group, "pending_members",
                                                                      None):
         return ConsumerGroup(group_id)  # an empty classic group (offsets only) is replaced
+    if group.type == "classic" and consumer_classic.can_upgrade(coord, group):
+        return consumer_classic.upgrade(coord, group, out)
     raise GroupError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group")
 
 
@@ -245,55 +250,12 @@ def _check_epoch(member: ConsumerGroupMember, epoch: int, owned) -> None:
 def _heartbeat(coord: GroupCoordinator, req: HeartbeatRequest, out: Result) -> HeartbeatAnswer:
     group_id = req.group_id
     joining = req.member_epoch == 0
-    group = _group_for_join(coord, group_id) if joining else consumer_group(coord, group_id)
-    if (len(group.members) >= coord.config.consumer_max_size
-            and (not req.member_id or req.member_id not in group.members)):
-        raise GroupError(Errors.GROUP_MAX_SIZE_REACHED,
-                         "The consumer group has reached its maximum capacity of "
-                         f"{coord.config.consumer_max_size} members.")
+    group = (_group_for_join(coord, group_id, out) if joining
+             else consumer_group(coord, group_id))
+    check_size(coord, group, req.member_id)
     member_id = req.member_id or coord.new_id()
-    recs: list = []
-    replaced: ConsumerGroupMember | None = None
-    if req.instance_id is None:
-        member = group.members.get(member_id)
-        if member is None:
-            if not joining:
-                raise GroupError(Errors.UNKNOWN_MEMBER_ID,
-                                 f"Member {member_id} is not a member of group {group_id}.")
-            member = ConsumerGroupMember(member_id)
-            log.info("group %s: member %s joins the consumer group", group_id, member_id)
-        else:
-            _check_epoch(member, req.member_epoch, req.owned)
-    else:
-        existing = group.static_member(req.instance_id)
-        if joining and existing is None:
-            member = group.members.get(member_id) or ConsumerGroupMember(member_id)
-            log.info("group %s: static member %s (instance %s) joins", group_id, member_id,
-                     req.instance_id)
-        elif joining:
-            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                raise GroupError(Errors.UNRELEASED_INSTANCE_ID,
-                                 f"Static member {member_id} with instance id {req.instance_id} "
-                                 "cannot join the group because the instance id is owned by "
-                                 f"{existing.member_id} member.")
-            replaced = existing
-            member = replace(existing, member_id=member_id, member_epoch=0,
-                             previous_member_epoch=0)
-            log.info("group %s: static member with instance id %s rejoins as %s, replacing %s",
-                     group_id, req.instance_id, member_id, existing.member_id)
-        else:
-            if existing is None:
-                raise GroupError(Errors.UNKNOWN_MEMBER_ID,
-                                 f"Instance id {req.instance_id} is unknown.")
-            if existing.member_id != member_id:
-                raise GroupError(Errors.FENCED_INSTANCE_ID,
-                                 f"Static member {member_id} with instance id {req.instance_id} "
-                                 f"was fenced by member {existing.member_id}.")
-            _check_epoch(existing, req.member_epoch, req.owned)
-            member = existing
-
-    old_assigned = dict(member.assigned)  # ``member`` itself changes as the records apply
-    # 1. the member's subscription
+    member, replaced = find_member(group, member_id, req.instance_id, joining,
+                                   req.member_epoch, req.owned)
     pattern = member.subscribed_topic_regex
     if req.subscribed_topic_regex is not None:
         pattern = req.subscribed_topic_regex or None
@@ -309,7 +271,78 @@ def _heartbeat(coord: GroupCoordinator, req: HeartbeatRequest, out: Result) -> H
                                 if req.subscribed_topic_names is not None
                                 else member.subscribed_topic_names),
         subscribed_topic_regex=pattern,
-        client_id=req.client_id, client_host=req.client_host)
+        client_id=req.client_id, client_host=req.client_host, classic=None)
+    reconciled = update_member(coord, group, member, updated, replaced, req.owned, out,
+                               req.describable)
+    schedule_session_timeout(coord, group_id, member_id)
+    full = joining or (req.rebalance_timeout_ms != -1 and req.owned is not None and (
+        req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None))
+    changed = reconciled.assigned != member.assigned
+    return HeartbeatAnswer(0, None, member_id, reconciled.member_epoch,
+                           heartbeat_interval_ms(coord, group_id),
+                           dict(reconciled.assigned) if full or changed else None)
+
+
+def check_size(coord: GroupCoordinator, group: ConsumerGroup, member_id: str) -> None:
+    if (len(group.members) >= coord.config.consumer_max_size
+            and (not member_id or member_id not in group.members)):
+        raise GroupError(Errors.GROUP_MAX_SIZE_REACHED,
+                         "The consumer group has reached its maximum capacity of "
+                         f"{coord.config.consumer_max_size} members.")
+
+
+def find_member(group: ConsumerGroup, member_id: str, instance_id: str | None, joining: bool,
+                epoch: int | None, owned) -> tuple[ConsumerGroupMember,
+                                                   ConsumerGroupMember | None]:
+    """The member a request names, or a new one when it joins; and the static member it
+    replaces, if any. ``epoch`` None: a classic-protocol member (no epoch check, and it may
+    replace a static member that did not leave)."""
+    group_id = group.group_id
+    if instance_id is None:
+        member = group.members.get(member_id)
+        if member is None:
+            if not joining:
+                raise GroupError(Errors.UNKNOWN_MEMBER_ID,
+                                 f"Member {member_id} is not a member of group {group_id}.")
+            log.info("group %s: member %s joins the consumer group", group_id, member_id)
+            return ConsumerGroupMember(member_id), None
+        if epoch is not None:
+            _check_epoch(member, epoch, owned)
+        return member, None
+    existing = group.static_member(instance_id)
+    if joining and existing is None:
+        log.info("group %s: static member %s (instance %s) joins", group_id, member_id,
+                 instance_id)
+        return group.members.get(member_id) or ConsumerGroupMember(member_id), None
+    if joining:
+        if (epoch is not None and existing.classic is None
+                and existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+            raise GroupError(Errors.UNRELEASED_INSTANCE_ID,
+                             f"Static member {member_id} with instance id {instance_id} "
+                             "cannot join the group because the instance id is owned by "
+                             f"{existing.member_id} member.")
+        log.info("group %s: static member with instance id %s rejoins as %s, replacing %s",
+                 group_id, instance_id, member_id, existing.member_id)
+        return replace(existing, member_id=member_id, member_epoch=0,
+                       previous_member_epoch=0), existing
+    if existing is None:
+        raise GroupError(Errors.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+    if existing.member_id != member_id:
+        raise GroupError(Errors.FENCED_INSTANCE_ID,
+                         f"Static member {member_id} with instance id {instance_id} "
+                         f"was fenced by member {existing.member_id}.")
+    if epoch is not None:
+        _check_epoch(existing, epoch, owned)
+    return existing, None
+
+
+def update_member(coord: GroupCoordinator, group: ConsumerGroup, member: ConsumerGroupMember,
+                  updated: ConsumerGroupMember, replaced: ConsumerGroupMember | None, owned,
+                  out: Result, describable: Describable | None = None) -> ConsumerGroupMember:
+    """Steps 1-3 of the module doc for ``member`` becoming ``updated`` (replacing the static
+    member ``replaced``): its records are applied; returns the reconciled member."""
+    group_id, member_id = group.group_id, updated.member_id
+    recs: list = []
     if replaced is not None:
         recs += _remove_member_records(group_id, replaced.member_id)
         recs.append(member_record(group_id, member_id, updated))
@@ -328,7 +361,7 @@ def _heartbeat(coord: GroupCoordinator, req: HeartbeatRequest, out: Result) -> H
                if replaced is None or mid != replaced.member_id}
     members[member_id] = updated
     regexes, regex_recs = _resolve_regexes(coord, group, members.values(),
-                                           describable=req.describable)
+                                           describable=describable)
     recs += regex_recs
     metadata = _subscription_metadata(coord, group, members.values(), regexes)
     if metadata != group.subscription_metadata:
@@ -358,28 +391,21 @@ def _heartbeat(coord: GroupCoordinator, req: HeartbeatRequest, out: Result) -> H
     reconciled = updated
     if not updated.is_reconciled_to(target_epoch):
         epochs = group.partition_epochs()
-        reconciled = reconcile(updated, target_epoch, target, epochs, req.owned)
+        reconciled = reconcile(updated, target_epoch, target, epochs, owned)
         if reconciled.current() != updated.current() or new_member:
             recs.append(current_record(group_id, member_id, reconciled))
     elif new_member:
         recs.append(current_record(group_id, member_id, reconciled))
 
     _commit(coord, out, group_id, recs)
-    if reconciled.current() != updated.current():
+    if reconciled.current() != updated.current() and reconciled.classic is None:
         if reconciled.state == MemberState.UNREVOKED_PARTITIONS:
             _schedule_rebalance_timeout(coord, group_id, reconciled)
         else:
             coord.timers.cancel((REBALANCE_KEY, group_id, member_id))
     if replaced is not None and replaced.member_id != member_id:
         _cancel_timers(coord, group_id, replaced.member_id)
-    schedule_session_timeout(coord, group_id, member_id)
-
-    full = joining or (req.rebalance_timeout_ms != -1 and req.owned is not None and (
-        req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None))
-    changed = reconciled.assigned != old_assigned
-    return HeartbeatAnswer(0, None, member_id, reconciled.member_epoch,
-                           heartbeat_interval_ms(coord, group_id),
-                           dict(reconciled.assigned) if full or changed else None)
+    return reconciled
 
 
 def _resolve_regexes(coord: GroupCoordinator, group: ConsumerGroup,
@@ -569,8 +595,15 @@ def _leave(coord: GroupCoordinator, req: HeartbeatRequest, out: Result) -> Heart
 
 def fence_member(coord: GroupCoordinator, group: ConsumerGroup, member: ConsumerGroupMember,
                  out: Result) -> None:
-    """Remove ``member`` (tombstones), update the subscription metadata, bump the epoch."""
+    """Remove ``member`` (tombstones), update the subscription metadata, bump the epoch; or,
+    when only classic-protocol members would be left, downgrade the group
+    (``spool.coordinator.consumer_classic``)."""
+    from spool.coordinator import consumer_classic
+
     gid = group.group_id
+    if consumer_classic.can_downgrade(coord, group, member.member_id):
+        consumer_classic.downgrade(coord, group, member.member_id, out)
+        return
     recs = _remove_member_records(gid, member.member_id)
     rest = [m for mid, m in group.members.items() if mid != member.member_id]
     regexes, regex_recs = _resolve_regexes(coord, group, rest, refresh=False)
@@ -588,15 +621,18 @@ def _cancel_timers(coord: GroupCoordinator, group_id: str, member_id: str) -> No
     coord.timers.cancel((REBALANCE_KEY, group_id, member_id))
 
 
-def schedule_session_timeout(coord: GroupCoordinator, group_id: str, member_id: str) -> None:
+def schedule_session_timeout(coord: GroupCoordinator, group_id: str, member_id: str,
+                             timeout_ms: int | None = None) -> None:
+    """The member's session timer: ``timeout_ms`` (a classic member's own), else the
+    group's ``consumer.session.timeout.ms``."""
     def expire(out: Result) -> None:
         group = coord.groups.get(group_id)
         if isinstance(group, ConsumerGroup) and member_id in group.members:
             log.info("group %s: member %s fenced: its session expired", group_id, member_id)
             fence_member(coord, group, group.members[member_id], out)
 
-    coord.timers.schedule((SESSION_KEY, group_id, member_id),
-                          coord.now() + session_timeout_ms(coord, group_id), expire)
+    timeout = session_timeout_ms(coord, group_id) if timeout_ms is None else timeout_ms
+    coord.timers.schedule((SESSION_KEY, group_id, member_id), coord.now() + timeout, expire)
 
 
 def _schedule_rebalance_timeout(coord: GroupCoordinator, group_id: str,
@@ -619,8 +655,9 @@ def loaded(coord: GroupCoordinator, group: ConsumerGroup) -> None:
     """After a load: every member's session timer, and the rebalance timer of those that
     must still revoke partitions."""
     for m in group.members.values():
-        schedule_session_timeout(coord, group.group_id, m.member_id)
-        if m.state == MemberState.UNREVOKED_PARTITIONS:
+        schedule_session_timeout(coord, group.group_id, m.member_id,
+                                 None if m.classic is None else m.classic.session_timeout_ms)
+        if m.state == MemberState.UNREVOKED_PARTITIONS and m.classic is None:
             _schedule_rebalance_timeout(coord, group.group_id, m)
 
 

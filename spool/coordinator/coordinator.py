@@ -249,6 +249,8 @@ class GroupCoordinator:
                 if value is not None and k.group not in self.groups:
                     self.groups[k.group] = ClassicGroup(k.group, state_timestamp=self.now())
             elif value is None:
+                if live and not isinstance(self.groups.get(k.group), ClassicGroup):
+                    return  # written by the upgrade that made this group a consumer group
                 group = self.groups.pop(k.group, None)
                 if group is not None and live:
                     group.transition(S.DEAD, self.now())
@@ -309,9 +311,14 @@ class GroupCoordinator:
         if group is not None and not isinstance(group, ClassicGroup):
             from spool.coordinator import consumer_ops
 
-            if not isinstance(group, ConsumerGroup) or not group.is_empty():
+            if not isinstance(group, ConsumerGroup):
                 out.reply(reply, JoinResult(Errors.INCONSISTENT_GROUP_PROTOCOL,
                                             member_id=req.member_id))
+                return out
+            if not group.is_empty():  # a classic member joins the consumer group
+                from spool.coordinator import consumer_classic
+
+                consumer_classic.join(self, group, req, reply, out)
                 return out
             consumer_ops.delete_group(self, group, out)  # an empty consumer group: replaced
             group = None
@@ -570,6 +577,12 @@ class GroupCoordinator:
                    assignments: dict[str, bytes], reply: Reply) -> Result:
         out = Result()
         group = self.groups.get(group_id)
+        if isinstance(group, ConsumerGroup):  # a classic member of a consumer group
+            from spool.coordinator import consumer_classic
+
+            consumer_classic.sync(self, group, generation, member_id, instance, protocol_type,
+                                  protocol_name, reply, out)
+            return out
         code = self._check_generation(group, member_id, instance, generation)
         if not code and ((protocol_type and protocol_type != group.protocol_type)
                          or (protocol_name and protocol_name != group.protocol_name)):
@@ -612,6 +625,11 @@ class GroupCoordinator:
     def heartbeat(self, group_id: str, generation: int, member_id: str,
                   instance: str | None = None) -> tuple[Result, int]:
         group = self.groups.get(group_id)
+        if isinstance(group, ConsumerGroup):  # a classic member of a consumer group
+            from spool.coordinator import consumer_classic
+
+            return Result(), consumer_classic.heartbeat(self, group, generation, member_id,
+                                                        instance)
         code = self._check_generation(group, member_id, instance, generation)
         if code:
             return Result(), code
@@ -625,6 +643,10 @@ class GroupCoordinator:
         """Remove each (member_id, group_instance_id); one error code per member."""
         out = Result()
         group = self.groups.get(group_id)
+        if isinstance(group, ConsumerGroup):  # classic members of a consumer group
+            from spool.coordinator import consumer_classic
+
+            return out, consumer_classic.leave(self, group, members, out)
         codes = []
         for member_id, instance in members:
             if not isinstance(group, ClassicGroup) or group.is_(S.DEAD):

@@ -127,3 +127,32 @@ def test_the_group_survives_a_broker_kill(tmp_path):
         # the member was restored from the log, not replaced by a new one
         assert [m.member_id for m in after] == [m.member_id for m in before]
         c.close()
+
+
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+def test_a_classic_group_is_upgraded_and_downgraded_online(broker, strategy):
+    """group.consumer.migration.policy=bidirectional (Kafka's default): a consumer-protocol
+    member joins a classic group, the classic member keeps working inside the consumer group
+    (JoinGroup/SyncGroup/Heartbeat), and when the consumer-protocol member leaves the group is
+    classic again and the classic member gets everything back."""
+    topic = topic_with_records(broker.bootstrap, 4, 0)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    old = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group,
+                    "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
+                    "heartbeat.interval.ms": 300, "partition.assignment.strategy": strategy})
+    old.subscribe([topic])
+    poll_until([old], lambda: len(parts(old)) == 4)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+
+    def group_type():
+        return {g.group_id: g.type for g in admin.list_consumer_groups().result().valid}[group]
+
+    assert group_type() == ConsumerGroupType.CLASSIC
+    new = consumer(broker.bootstrap, group, topic)
+    poll_until([old, new], lambda: parts(old) and parts(new)
+               and len(parts(old) | parts(new)) == 4 and not parts(old) & parts(new))
+    assert group_type() == ConsumerGroupType.CONSUMER
+    new.close()
+    poll_until([old], lambda: len(parts(old)) == 4)
+    assert group_type() == ConsumerGroupType.CLASSIC
+    old.close()

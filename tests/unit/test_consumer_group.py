@@ -393,8 +393,13 @@ def test_admin_apis_on_a_consumer_group():
     box: list = []
     req = JoinRequest("g", "", None, "consumer", [("range", b"")], 10_000, 10_000)
     h.run(h.coord.join_group(req, box.append))
+    assert box[0].error == Errors.MEMBER_ID_REQUIRED  # it may join as a classic member
+    box.clear()
+    bad = JoinRequest("g", "", None, "consumer", [("range", b"")], 10_000, 10_000,
+                      require_known_member_id=False)  # no consumer protocol subscription
+    h.run(h.coord.join_group(bad, box.append))
     assert box[0].error == Errors.INCONSISTENT_GROUP_PROTOCOL
-    assert h.coord.heartbeat("g", 1, "m1")[1] == Errors.UNKNOWN_MEMBER_ID
+    assert h.coord.heartbeat("g", 1, "m1")[1] == Errors.UNKNOWN_MEMBER_ID  # not classic
     assert h.coord.leave_group("g", [("m1", None)])[1] == [Errors.UNKNOWN_MEMBER_ID]
     # DeleteGroups: refused while it has members, then every record is tombstoned
     result, codes = delete_groups(h.coord, ["g"])
@@ -425,3 +430,90 @@ def test_regex_gets_only_the_topics_the_member_may_describe():
     h.run(result)
     assert a.assignment == {T1: frozenset({0, 1})}
     assert h.group().regexes["orders-.*"].topics == {"orders-1"}
+
+
+def subscription(topics, owned=()) -> bytes:
+    from spool.protocol._generated import DATA_SCHEMAS
+    from spool.protocol._generated.consumer_protocol_subscription import TopicPartition
+
+    msg = DATA_SCHEMAS["ConsumerProtocolSubscription"](
+        topics=list(topics), user_data=None,
+        owned_partitions=[TopicPartition(topic=t, partitions=list(ps)) for t, ps in owned])
+    return (1).to_bytes(2, "big") + msg.to_bytes(1)
+
+
+def classic_join(h, member_id, owned=(), generation_wait=True):
+    from spool.coordinator import JoinRequest
+
+    box: list = []
+    req = JoinRequest("g", member_id, None, "consumer",
+                      [("range", subscription(["t"], owned))], 10_000, 10_000, "c",
+                      "/127.0.0.1", require_known_member_id=False)
+    h.run(h.coord.join_group(req, box.append))
+    return box
+
+
+def test_online_upgrade_and_downgrade():
+    from spool.coordinator import ClassicGroup
+    from spool.coordinator.consumer_classic import decode_assignment
+
+    h = Harness(initial_rebalance_delay_ms=0)
+    # a classic group of two members, stable, leader assigns 0-2 and 3-5
+    a, b = classic_join(h, ""), []
+    h.clock.advance(1)
+    b = classic_join(h, "")
+    a = classic_join(h, a[0].member_id)
+    leader = a[-1].leader
+    ids = sorted([a[-1].member_id, b[-1].member_id])
+    from spool.coordinator.consumer_classic import encode_assignment
+    assignments = {ids[0]: encode_assignment({T1: frozenset({0, 1, 2})}, {T1: "t"}, 1),
+                   ids[1]: encode_assignment({T1: frozenset({3, 4, 5})}, {T1: "t"}, 1)}
+    box: list = []
+    gen = a[-1].generation
+    for mid in ids:
+        h.run(h.coord.sync_group("g", gen, mid, None, None, None,
+                                 assignments if mid == leader else {}, box.append))
+    assert isinstance(h.coord.groups["g"], ClassicGroup)
+    # a consumer-protocol member joins: the group is upgraded, classic members keep 0-5
+    c = h.hb("c1", 0)
+    g = h.group()
+    assert c.error == 0 and c.assignment == {}  # its share is still held by classic members
+    assert {mid for mid, m in g.members.items() if m.classic is not None} == set(ids)
+    no_partition_twice(g)
+    # classic members learn of the rebalance by heartbeat, rejoin with what they own
+    assert h.coord.heartbeat("g", gen, ids[0])[1] == Errors.REBALANCE_IN_PROGRESS
+    for mid, owned in ((ids[0], range(3)), (ids[1], range(3, 6))):
+        j = classic_join(h, mid, owned=[("t", owned)])[-1]
+        assert j.error == 0 and j.generation == g.members[mid].member_epoch
+    for mid in ids:  # each revoked what it must give up: rejoin again owning the rest
+        m = g.members[mid]
+        if m.state == MemberState.UNREVOKED_PARTITIONS:
+            keep = sorted(m.assigned.get(T1, ()))
+            classic_join(h, mid, owned=[("t", keep)])
+    for mid in ids:
+        m = g.members[mid]
+        box.clear()
+        h.run(h.coord.sync_group("g", m.member_epoch, mid, None, "consumer", "range",
+                                 {}, box.append))
+        assert box[0].error == 0
+        assert dict(decode_assignment(box[0].assignment)) == {
+            "t": sorted(m.assigned[T1])} if m.assigned else True
+    c = h.hb("c1", g.group_epoch, owned=[])
+    no_partition_twice(g)
+    assert sum(len(m.assigned.get(T1, ())) for m in g.members.values()) == 6
+    # the consumer member leaves: only classic members are left, the group goes back
+    h.hb("c1", -1, owned=None)
+    classic = h.coord.groups["g"]
+    assert isinstance(classic, ClassicGroup) and set(classic.members) == set(ids)
+    assert classic.state.value == "PreparingRebalance"
+    fresh = GroupCoordinator(FakeClock(), CoordinatorConfig())
+    for rec in h.records:
+        fresh.load(rec.key, rec.value)
+    assert isinstance(fresh.groups["g"], ClassicGroup)
+    assert set(fresh.groups["g"].members) == set(ids)
+
+
+def test_migration_policy_disabled():
+    h = Harness(initial_rebalance_delay_ms=0, consumer_migration_policy="disabled")
+    classic_join(h, "")
+    assert h.hb("c1", 0).error == Errors.GROUP_ID_NOT_FOUND

@@ -240,7 +240,8 @@ NOTES: dict[int, str] = {
         "assignors (`group.consumer.assignors`, `uniform`/`range`), revocation before "
         "assignment, static members (epoch -2 leave, UNRELEASED_INSTANCE_ID), session and "
         "rebalance timeouts, topic metadata changes; v1: client member ids (KIP-1082) and "
-        "regex subscriptions (RE2/J syntax, full match) resolved by the broker. With an authorizer: READ on the group, DESCRIBE on the subscribed topics.",
+        "regex subscriptions (RE2/J syntax, full match) resolved by the broker; online upgrade "
+        "and downgrade with classic members (`group.consumer.migration.policy`). With an authorizer: READ on the group, DESCRIBE on the subscribed topics.",
     69: "State, group and assignment epochs, assignor, members with their current and "
         "target assignments; v1 member type. With an authorizer: DESCRIBE on the group and "
         "on its topics; authorized operations.",

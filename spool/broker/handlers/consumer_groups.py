@@ -13,7 +13,7 @@ ConsumerGroupDescribe answers, per group: its state (Empty, Assigning, Reconcili
 Stable), group epoch, assignment epoch, assignor, and per member its epoch, subscription,
 current assignment and target assignment (topics named); a group that does not exist or is
 not a consumer group is GROUP_ID_NOT_FOUND with Kafka's message. v1 adds ``member_type``
-(1: consumer protocol).
+(1: consumer protocol, 0: a classic member of the group, ``spool.coordinator.consumer_classic``).
 
 With an authorizer (``spool.broker.authz``), as Kafka's ``KafkaApis``: the heartbeat needs
 READ on the group (else GROUP_AUTHORIZATION_FAILED, nothing done) and DESCRIBE on each
@@ -44,7 +44,7 @@ from spool.protocol._generated import consumer_group_heartbeat_response as h
 from spool.protocol.acl import OMITTED, AclOperation, ResourceType
 from spool.protocol.errors import Errors, KafkaError
 
-MEMBER_TYPE_CONSUMER = 1  # ConsumerGroupDescribe v1: Kafka's MemberType for the consumer protocol
+MEMBER_TYPE_CLASSIC, MEMBER_TYPE_CONSUMER = 0, 1  # ConsumerGroupDescribe v1: Kafka's MemberType
 
 
 def _enabled(broker) -> bool:
@@ -140,7 +140,8 @@ def describe(coord, group_id: str, topic_name) -> d.DescribedGroup:
         subscribed_topic_regex=m.subscribed_topic_regex,
         assignment=assignment(m.assigned), target_assignment=assignment(
             group.target.get(m.member_id, {})),
-        member_type=MEMBER_TYPE_CONSUMER) for _, m in sorted(group.members.items())]
+        member_type=MEMBER_TYPE_CONSUMER if m.classic is None else MEMBER_TYPE_CLASSIC)
+        for _, m in sorted(group.members.items())]
     assignor = (group.preferred_assignor(group.members.values())
                 or consumer_ops.assignors(coord)[0])
     return d.DescribedGroup(error_code=0, error_message=None, group_id=group_id,
