@@ -9,7 +9,8 @@ heartbeats and session timeouts:
 
 - 3 members on 6 partitions: each partition owned by exactly one member; one
   killed with -9 is removed after the session timeout and its partitions move
-  to the others, never owned twice;
+  to the others, never owned twice, and they go on from its committed offsets (no
+  record of any partition left unconsumed);
 - a 4th member joining takes exactly its share (one partition) from one member;
   the others keep their partitions (never revoked) and keep consuming: no
   member pauses longer than one heartbeat interval during the join;
@@ -33,7 +34,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.helpers.assignment_history import Event, check, longest_pause, owned_by
@@ -180,6 +181,19 @@ def wait_for(cond, what: str, timeout: float = SETTLE_S) -> None:
         time.sleep(0.05)
 
 
+def high_watermarks(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "watermarks"})
+    try:
+        return {p: c.get_watermark_offsets(TopicPartition(topic, p), 10)[1]
+                for p in range(partitions)}
+    finally:
+        c.close()
+
+
+def consumed_offsets(history: History, tp) -> set[int]:
+    return {e.offset for e in history.snapshot() if e.kind == "msg" and tp in e.parts}
+
+
 def settled(history: History, names: list[str], topic: str, partitions: int) -> bool:
     """Every partition owned by exactly one of ``names``, counts differing by at most 1."""
     owned = history.owned()
@@ -218,6 +232,14 @@ def test_three_members_then_one_killed_its_partitions_move(broker, history):
                           and e.member in survivors and e.t > killed_at for tp in e.parts}
                  >= victims, "records of the moved partitions")
         print(f"partitions moved {moved_after:.1f} s after kill -9 (session {SESSION_MS} ms)")
+        # nothing lost: the new owners went on from the victim's committed offsets (OffsetCommit
+        # with member epochs); what it consumed after its last commit comes again
+        feeder.stop()
+        ends = high_watermarks(broker.bootstrap, topic, 6)
+        wait_for(lambda: all(consumed_offsets(history, (topic, p)) >= set(range(end))
+                             for p, end in ends.items()), "every record consumed")
+        for p, end in ends.items():
+            assert consumed_offsets(history, (topic, p)) == set(range(end))
     finally:
         feeder.stop()
 
