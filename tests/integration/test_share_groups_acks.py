@@ -131,7 +131,9 @@ def test_consumer_killed_holding_records_they_go_to_the_others_with_count_2(shar
             holder.wait()
     redelivered = {off: [(d.consumer, d.delivery_count) for d in log.deliveries_of(off)]
                    for off in held["offsets"]}
-    assert all(len(r) == 1 and r[0][1] == 2 for r in redelivered.values()), redelivered
+    # the first delivery after the holder's is the redelivery (a later one would follow a
+    # worker's own lock expiring under load, with count 3: the checker below covers it)
+    assert all(r and r[0][1] == 2 for r in redelivered.values()), redelivered
     assert check_exactly_once(log, n) == [], log.errors[:10]
 
 
