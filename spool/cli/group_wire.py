@@ -22,6 +22,8 @@ member epochs of ConsumerGroupDescribe; the group commands use these instead:
   unknown: v0, or a partition not initialized).
 - ``await alter_share_group_offsets(coord, group, topic, offsets)``: AlterShareGroupOffsets
   (91); the top-level error (NON_EMPTY_GROUP...) or the first partition's fails the command.
+- ``await delete_share_group_offsets(coord, group, topics)``: DeleteShareGroupOffsets (92):
+  the group's share state of whole topics; errors as for the alter.
 """
 
 from __future__ import annotations
@@ -35,12 +37,14 @@ from spool.cli.wire import WireAdmin, connect, refused
 from spool.protocol._generated import (
     AlterShareGroupOffsetsRequest,
     ConsumerGroupDescribeRequest,
+    DeleteShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsRequest,
     FindCoordinatorRequest,
     ListGroupsRequest,
     ShareGroupDescribeRequest,
 )
 from spool.protocol._generated import alter_share_group_offsets_request as asgo
+from spool.protocol._generated import delete_share_group_offsets_request as dsgd
 from spool.protocol._generated import describe_share_group_offsets_request as dsgo
 from spool.protocol.errors import Errors
 
@@ -146,3 +150,14 @@ async def alter_share_group_offsets(coord: WireAdmin, group: str, topic: str,
         for p in t.partitions:
             if p.error_code:
                 raise refused(p.error_code, p.error_message, f"{t.topic_name}-{p.partition_index}")
+
+
+async def delete_share_group_offsets(coord: WireAdmin, group: str, topics: list[str]) -> None:
+    """Delete the group's share state of ``topics`` (module doc)."""
+    resp = await coord.request(DeleteShareGroupOffsetsRequest(group_id=group, topics=[
+        dsgd.DeleteShareGroupOffsetsRequestTopic(topic_name=t) for t in topics]), 0)
+    if resp.error_code:
+        raise refused(resp.error_code, resp.error_message, f"group '{group}'")
+    for t in resp.responses:
+        if t.error_code:
+            raise refused(t.error_code, t.error_message, t.topic_name)

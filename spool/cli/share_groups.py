@@ -9,6 +9,9 @@
   sent, a group whose ShareGroupDescribe state is not Empty ("share group 'G' is not
   empty: it is Stable (NON_EMPTY_GROUP)"), exit 1. Any other refusal of the coordinator
   (a group of another type...) is the command's error, named as Kafka names it.
+- ``delete-offsets --group G --topic T...``: forget the group's share state of whole
+  topics (DeleteShareGroupOffsets; Kafka's ``--delete-offsets``): the next consumption
+  starts at ``share.auto.offset.reset`` again. Refused for a group with members, as above.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from spool.cli.common import (
 )
 from spool.cli.groups import log_offsets
 
-app = typer.Typer(help="Share groups (KIP-932): reset their start offsets.",
+app = typer.Typer(help="Share groups (KIP-932): reset or delete their start offsets.",
                   no_args_is_help=True)
 
 
@@ -49,11 +52,10 @@ async def _check_empty(admin: wire.WireAdmin, group: str, timeout: float) -> Non
                        "(NON_EMPTY_GROUP)", 1, "NON_EMPTY_GROUP")
 
 
-async def _alter(admin: wire.WireAdmin, group: str, topic: str, offsets: dict[int, int],
-                 timeout: float) -> None:
+async def _at_coordinator(admin: wire.WireAdmin, group: str, timeout: float, op) -> None:
     coord = await group_wire.coordinator(admin, group, timeout)
     try:
-        await group_wire.alter_share_group_offsets(coord, group, topic, offsets)
+        await op(coord)
     finally:
         await coord.client.close()
 
@@ -87,7 +89,9 @@ def reset_offsets(
     target = start if to_earliest else end if to_latest else dict.fromkeys(parts, to_offset)
     plan = {p: min(max(target[(t, p)], start[(t, p)]), end[(t, p)]) for t, p in parts}
     if execute:
-        wire.run(bootstrap, timeout, lambda a: _alter(a, group, topic, plan, timeout))
+        wire.run(bootstrap, timeout, lambda a: _at_coordinator(
+            a, group, timeout,
+            lambda coord: group_wire.alter_share_group_offsets(coord, group, topic, plan)))
     rows = [{"topic": topic, "partition": p, "start_offset": o} for p, o in plan.items()]
     if json:
         print_json(rows)
@@ -96,3 +100,20 @@ def reset_offsets(
                     [[r["topic"], r["partition"], r["start_offset"]] for r in rows])
     typer.echo(f"start offsets of share group '{group}' " + (
         "set" if execute else "not changed: dry run, add --execute"), err=True)
+
+
+@app.command("delete-offsets")
+@cli_command
+def delete_offsets(
+    group: Annotated[str, typer.Option("--group", help="The share group id.")],
+    topic: Annotated[list[str], typer.Option("--topic", help="A topic (repeatable).")],
+    bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
+    timeout: AdminTimeout = 30.0,
+) -> None:
+    """Delete a share group's start offsets and state of whole topics."""
+    wire.run(bootstrap, timeout, lambda a: _check_empty(a, group, timeout))
+    wire.run(bootstrap, timeout, lambda a: _at_coordinator(
+        a, group, timeout,
+        lambda coord: group_wire.delete_share_group_offsets(coord, group, list(topic))))
+    typer.echo(f"share state of group '{group}' deleted for {', '.join(topic)}", err=True)

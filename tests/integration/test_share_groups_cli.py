@@ -2,7 +2,7 @@
 a ShareConsumer holding acquired records (then killed with -9), a real broker with its
 admin endpoint: list --type share, describe (members, start offsets, in-flight records
 with their holder and delivery count), reset-offsets refused while the group has a
-member and applied once it is empty."""
+member and applied once it is empty, then the topic's share state deleted."""
 
 from __future__ import annotations
 
@@ -109,3 +109,6 @@ def test_share_group_list_describe_reset(share_broker):
                  "--to-latest", "--execute")
     assert done.returncode == 0, done.stderr
     assert _describe(b, group)["start_offsets"][0]["start_offset"] == 20
+    deleted = spool(b, "share-groups", "delete-offsets", "--group", group, "--topic", topic)
+    assert deleted.returncode == 0, deleted.stderr
+    assert _describe(b, group)["start_offsets"] == []
