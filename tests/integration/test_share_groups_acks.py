@@ -1,7 +1,8 @@
 """Share-group acknowledgements with ShareConsumers (explicit mode): RELEASE redelivers with
 the delivery count + 1, REJECT archives, a record released ``group.share.delivery.count.limit``
-times is archived; a consumer killed with -9 while holding acquired records: they are
-delivered again to the other consumers with delivery count 2."""
+times is archived; a consumer killed with -9 (or frozen) while holding acquired records:
+they are delivered again to the other consumers with delivery count 2; ``close()`` commits
+the pending acknowledgements."""
 
 from __future__ import annotations
 
@@ -98,8 +99,12 @@ def test_release_redelivers_reject_archives_and_the_delivery_limit_archives(shar
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.parametrize("fault", ["kill -9", "frozen"])
 def test_consumer_killed_holding_records_they_go_to_the_others_with_count_2(share_broker,
-                                                                           topic_name):
+                                                                           topic_name, fault):
+    """kill -9: its connection closes (the broker may release its records at once); frozen
+    (SIGSTOP, its connection left open, no more heartbeats): only the acquisition lock's
+    expiry (``group.share.record.lock.duration.ms``) gives its records back."""
     n = 1000
     group = _setup(share_broker, topic_name, n)
     holder = subprocess.Popen(
@@ -119,15 +124,18 @@ def test_consumer_killed_holding_records_they_go_to_the_others_with_count_2(shar
                    for i in range(2)]
         for w in workers:
             w.start()
-        os.kill(holder.pid, signal.SIGKILL)
-        holder.wait()
+        if fault == "kill -9":
+            os.kill(holder.pid, signal.SIGKILL)
+            holder.wait()
+        else:
+            os.kill(holder.pid, signal.SIGSTOP)
         try:
             wait_until(lambda: log.covers(n), 60, workers)
         finally:
             finish(workers)
     finally:
         if holder.poll() is None:
-            holder.kill()
+            holder.kill()  # SIGKILL ends a stopped process too
             holder.wait()
     redelivered = {off: [(d.consumer, d.delivery_count) for d in log.deliveries_of(off)]
                    for off in held["offsets"]}
