@@ -12,10 +12,11 @@ ack is one the broker confirmed.
 ``check_exactly_once(log, n, unknown_ok=...)`` returns the violations (an
 empty list means the history holds):
 
-* an offset accepted (``ok``) twice, or one outside [0, n);
-* an offset of [0, n) never accepted (with ``unknown_ok``, an ack that
-  failed may have taken effect, as when the broker was killed before it
-  answered: such an offset counts as possibly accepted);
+* an offset finished (an ``ok`` ACCEPT or REJECT) twice, or one outside
+  [0, n);
+* an offset of [0, n) never finished (with ``unknown_ok``, an ACCEPT or
+  REJECT that failed may have taken effect, as when the broker was killed
+  before it answered: such an offset counts as possibly finished);
 * a record delivered again after an ACCEPT or REJECT of it was confirmed:
   an accepted or rejected record is never delivered again. (A poll may
   return a record late, after its lock expired in the client's hands and
@@ -105,7 +106,8 @@ class ShareLog:
         self.acks: list[Ack] = []
         self.errors: list[str] = []  # error messages polls returned
         self.accepted: set[int] = set()  # offsets with an ok ACCEPT
-        self.maybe: set[int] = set()  # offsets with a failed ACCEPT
+        self.finished: set[int] = set()  # offsets with an ok ACCEPT or REJECT
+        self.maybe: set[int] = set()  # offsets with a failed ACCEPT or REJECT
 
     def delivered(self, consumer: str, offset: int, count: int | None) -> None:
         with self.lock:
@@ -116,12 +118,14 @@ class ShareLog:
         with self.lock:
             self.acks.append(Ack(consumer, offset, ack_type, error is None, time.monotonic(),
                                  error, delivery_count))
-            if ack_type == "ACCEPT":
-                (self.accepted if error is None else self.maybe).add(offset)
+            if ack_type in ("ACCEPT", "REJECT"):
+                (self.finished if error is None else self.maybe).add(offset)
+            if ack_type == "ACCEPT" and error is None:
+                self.accepted.add(offset)
 
     def covers(self, n: int, *, unknown_ok: bool = False) -> bool:
         with self.lock:
-            done = self.accepted | self.maybe if unknown_ok else self.accepted
+            done = self.finished | self.maybe if unknown_ok else self.finished
             return all(o in done for o in range(n))
 
     def by_consumer(self) -> dict[str, int]:
@@ -134,28 +138,28 @@ class ShareLog:
 
 
 def check_exactly_once(log: ShareLog, n: int, *, unknown_ok: bool = False) -> list[str]:
-    """Violations of 'every offset of [0, n) accepted exactly once' (module docstring)."""
+    """Violations of 'every offset of [0, n) accepted or rejected exactly once' (module
+    docstring)."""
     out: list[str] = []
     with log.lock:
         acks = list(log.acks)
         deliveries = list(log.deliveries)
-    accepted: dict[int, list[Ack]] = collections.defaultdict(list)
-    final: dict[int, Ack] = {}
+    finished: dict[int, list[Ack]] = collections.defaultdict(list)
     for a in acks:
-        if a.ok and a.ack_type == "ACCEPT":
-            accepted[a.offset].append(a)
-        if a.ok and a.ack_type in ("ACCEPT", "REJECT") and a.offset not in final:
-            final[a.offset] = a
-    for off, ok in sorted(accepted.items()):
+        if a.ok and a.ack_type in ("ACCEPT", "REJECT"):
+            finished[a.offset].append(a)
+    final = {off: ok[0] for off, ok in finished.items()}
+    for off, ok in sorted(finished.items()):
         if len(ok) > 1:
-            out.append(f"offset {off} accepted {len(ok)} times: "
-                       + ", ".join(f"by {a.consumer}" for a in ok))
+            out.append(f"offset {off} finished {len(ok)} times: "
+                       + ", ".join(f"{a.ack_type} by {a.consumer}" for a in ok))
         if not 0 <= off < n:
-            out.append(f"offset {off} accepted, outside [0, {n})")
-    maybe = {a.offset for a in acks if a.ack_type == "ACCEPT" and not a.ok} if unknown_ok else set()
-    missing = [o for o in range(n) if o not in accepted and o not in maybe]
+            out.append(f"offset {off} finished, outside [0, {n})")
+    maybe = ({a.offset for a in acks if a.ack_type in ("ACCEPT", "REJECT") and not a.ok}
+             if unknown_ok else set())
+    missing = [o for o in range(n) if o not in finished and o not in maybe]
     if missing:
-        out.append(f"{len(missing)} offsets never accepted, e.g. {missing[:10]}")
+        out.append(f"{len(missing)} offsets never accepted or rejected, e.g. {missing[:10]}")
     for d in deliveries:
         f = final.get(d.offset)
         if f is not None and d.at > f.at and not _older(d, f):

@@ -1,13 +1,15 @@
 """A share group's acknowledgements survive kill -9 of the broker: with two ShareConsumers
-accepting records (explicit mode, ``commit_sync``), the broker is killed and restarted
-mid-way; no record whose acceptance the broker confirmed is delivered again (only records
-in flight at the kill may be), and every record ends accepted exactly once."""
+acknowledging records (explicit mode, ``commit_sync``; every tenth rejected, the others
+accepted), the broker is killed and restarted mid-way; no record whose acceptance or
+rejection the broker confirmed is delivered again (only records in flight at the kill may
+be), and every record ends accepted or rejected exactly once."""
 
 from __future__ import annotations
 
 import time
 
 import pytest
+from confluent_kafka import AcknowledgeType
 
 from tests.helpers.broker_proc import BrokerProcess
 from tests.helpers.share import (
@@ -25,6 +27,10 @@ from tests.helpers.share import (
 N = 12_000
 
 
+def _decide(msg) -> int:
+    return AcknowledgeType.REJECT if msg.offset() % 10 == 3 else AcknowledgeType.ACCEPT
+
+
 @pytest.mark.timeout(300)
 def test_broker_kill_9_loses_no_acknowledged_state(tmp_path, topic_name):
     broker = BrokerProcess(tmp_path / "data", OVERRIDES).start()
@@ -34,12 +40,12 @@ def test_broker_kill_9_loses_no_acknowledged_state(tmp_path, topic_name):
         set_group_config(bootstrap, group, {"share.auto.offset.reset": "earliest"})
         produce(bootstrap, topic_name, 0, N)
         log = ShareLog()
-        workers = [ShareWorker(f"w{i}", bootstrap, group, topic_name, log,
+        workers = [ShareWorker(f"w{i}", bootstrap, group, topic_name, log, decide=_decide,
                                config={"max.poll.records": 100}) for i in range(2)]
         for w in workers:
             w.start()
         try:
-            assert wait_until(lambda: len(log.accepted) >= N // 3, 60, workers), log.errors[:5]
+            assert wait_until(lambda: len(log.finished) >= N // 3, 60, workers), log.errors[:5]
             broker.kill()
             killed_at = time.monotonic()
             broker.start()
@@ -52,6 +58,6 @@ def test_broker_kill_9_loses_no_acknowledged_state(tmp_path, topic_name):
             finish(workers)
     finally:
         broker.stop()
-    confirmed_before = [a for a in log.acks if a.ok and a.at < killed_at]
-    assert confirmed_before, "no acknowledgement was confirmed before the kill"
+    confirmed_before = {a.ack_type for a in log.acks if a.ok and a.at < killed_at}
+    assert confirmed_before == {"ACCEPT", "REJECT"}, confirmed_before
     assert check_exactly_once(log, N + 1, unknown_ok=True) == [], log.errors[:10]

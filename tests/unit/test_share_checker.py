@@ -28,9 +28,14 @@ def test_twice_accepted_missing_and_outside_are_reported():
     log = _log([("d", "a", 0, 1), ("a", "a", 0, "ACCEPT", None), ("d", "b", 0, 1),
                 ("a", "b", 0, "ACCEPT", None), ("d", "b", 5, 1), ("a", "b", 5, "ACCEPT", None)])
     out = check_exactly_once(log, 3)
-    assert any("offset 0 accepted 2 times" in v for v in out), out
-    assert any("offset 5 accepted, outside [0, 3)" in v for v in out), out
-    assert any("2 offsets never accepted, e.g. [1, 2]" in v for v in out), out
+    assert any("offset 0 finished 2 times: ACCEPT by a, ACCEPT by b" in v for v in out), out
+    assert any("offset 5 finished, outside [0, 3)" in v for v in out), out
+    assert any("2 offsets never accepted or rejected, e.g. [1, 2]" in v for v in out), out
+
+
+def test_an_offset_both_accepted_and_rejected_is_finished_twice():
+    log = _log([("d", "a", 0, 1), ("a", "a", 0, "REJECT", None), ("a", "b", 0, "ACCEPT", None)])
+    assert check_exactly_once(log, 1) == ["offset 0 finished 2 times: REJECT by a, ACCEPT by b"]
 
 
 def test_delivery_after_a_confirmed_accept_or_reject_is_reported():
@@ -51,7 +56,7 @@ def test_an_older_acquisition_returned_late_is_not_a_redelivery():
 def test_a_failed_accept_counts_only_when_its_outcome_is_unknown():
     log = _log([("d", "a", 0, 1), ("a", "a", 0, "ACCEPT", "KafkaError: broker gone")])
     assert check_exactly_once(log, 1, unknown_ok=True) == []
-    assert check_exactly_once(log, 1) == ["1 offsets never accepted, e.g. [0]"]
+    assert check_exactly_once(log, 1) == ["1 offsets never accepted or rejected, e.g. [0]"]
 
 
 def test_delivery_counts_must_start_at_1_and_increase():
