@@ -54,6 +54,7 @@ other raises ``AssignorError``.
 
 from __future__ import annotations
 
+import heapq
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -217,37 +218,69 @@ def _uniform_heterogeneous(
         for t, p in kept[m]:
             owned[m].setdefault(t, []).append(p)
             assigned.add((t, p))
-    # Unassigned partitions, the most constrained first, to their least loaded subscriber.
+    # Unassigned partitions, the most constrained first, to their least loaded subscriber
+    # (while one topic is handed out only its subscribers' counts change: one heap each).
     free_topics = sorted(subscribers, key=lambda t: (len(subscribers[t]), topics[t].name, t))
     for t in free_topics:
+        heap = [(count[m], m) for m in subscribers[t]]
+        heapq.heapify(heap)
         for p in range(topics[t].partitions):
             if (t, p) in assigned:
                 continue
-            m = min(subscribers[t], key=lambda m: (count[m], m))
+            _, m = heapq.heappop(heap)
             owned[m].setdefault(t, []).append(p)
             count[m] += 1
-    # Move single partitions from a member to a subscriber holding 2 or more fewer.
-    # Each move lowers the sum of squared counts, so this ends.
+            heapq.heappush(heap, (count[m], m))
+    _balance(subs, subscribers, owned, count, topics)
+    return {m: [(t, p) for t, ps in owned[m].items() for p in ps] for m in order}
+
+
+def _balance(
+    subs: Mapping[str, frozenset[uuid.UUID]],
+    subscribers: Mapping[uuid.UUID, list[str]],
+    owned: dict[str, dict[uuid.UUID, list[int]]],
+    count: dict[str, int],
+    topics: Mapping[uuid.UUID, TopicSpec],
+) -> None:
+    """Move single partitions from a member to a subscriber of their topic holding 2 or more
+    fewer, the most loaded members first, until none can. Each move lowers the sum of squared
+    counts, so this ends. The least loaded subscriber of a topic comes from a heap per topic
+    whose entries are stale when the member's count has changed since (a new one was pushed).
+    """
+    least: dict[uuid.UUID, list[tuple[int, str]]] = {
+        t: [(count[m], m) for m in ms] for t, ms in subscribers.items()
+    }
+    for heap in least.values():
+        heapq.heapify(heap)
+
+    def lightest(t: uuid.UUID) -> str:
+        heap = least[t]
+        while heap[0][0] != count[heap[0][1]]:
+            heapq.heappop(heap)
+        return heap[0][1]
+
+    def recount(m: str, delta: int) -> None:
+        count[m] += delta
+        for t in subs[m]:
+            heapq.heappush(least[t], (count[m], m))
+
     moved = True
     while moved:
         moved = False
-        for m in sorted(order, key=lambda m: (-count[m], m)):
+        for m in sorted(count, key=lambda m: (-count[m], m)):
             for t in sorted(owned[m], key=lambda t: (topics[t].name, t)):
-                target = min(subscribers[t], key=lambda x: (count[x], x))
-                if count[m] - count[target] < 2:
-                    continue
-                parts = owned[m][t]
-                p = parts.pop()
-                if not parts:
-                    del owned[m][t]
-                owned[target].setdefault(t, []).append(p)
-                count[m] -= 1
-                count[target] += 1
-                moved = True
-                break
-            if moved:
-                break
-    return {m: [(t, p) for t, ps in owned[m].items() for p in ps] for m in order}
+                while t in owned[m]:
+                    target = lightest(t)
+                    if count[m] - count[target] < 2:
+                        break
+                    parts = owned[m][t]
+                    p = parts.pop()  # the last handed out first: what it held stays longest
+                    if not parts:
+                        del owned[m][t]
+                    owned[target].setdefault(t, []).append(p)
+                    recount(m, -1)
+                    recount(target, +1)
+                    moved = True
 
 
 def _range_order(members: Mapping[str, MemberSpec]) -> list[str]:
