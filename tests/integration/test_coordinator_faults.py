@@ -169,3 +169,63 @@ def test_a_leader_sync_whose_group_record_fails_leaves_the_group_unsettled(fault
         assert state() == "Stable"
     finally:
         rc.close()
+
+
+def cg_heartbeat(rc: RawClient, member: str, epoch: int, owned=None, topic=None):
+    from spool.protocol._generated import ConsumerGroupHeartbeatRequest
+    from spool.protocol._generated.consumer_group_heartbeat_request import TopicPartitions
+
+    join = epoch == 0
+    return rc.request(68, 1, ConsumerGroupHeartbeatRequest(
+        group_id="cg", member_id=member, member_epoch=epoch,
+        rebalance_timeout_ms=30000 if join else -1,
+        subscribed_topic_names=[topic] if join else None,
+        topic_partitions=[] if join else (None if owned is None else [
+            TopicPartitions(topic_id=t, partitions=ps) for t, ps in owned])))
+
+
+def cg_members(bootstrap: str) -> dict | int:
+    from spool.protocol._generated import ConsumerGroupDescribeRequest
+
+    rc = RawClient(bootstrap)
+    try:
+        g = rc.request(69, 1, ConsumerGroupDescribeRequest(group_ids=["cg"])).groups[0]
+    finally:
+        rc.close()
+    if g.error_code:
+        return g.error_code
+    return {m.member_id: (m.member_epoch, sorted(p for tp in m.assignment.topic_partitions
+                                                 for p in tp.partitions)) for m in g.members}
+
+
+@pytest.mark.timeout(120)
+def test_a_consumer_group_heartbeat_whose_records_fail_leaves_no_trace(faulty, topic_name):
+    """KIP-848: the heartbeat's records are applied as they are made; a failed append reverts
+    the group (the join never happened, the revocation was never started), also after a
+    restart."""
+    faulty.start()
+    create(faulty.bootstrap, topic_name, 2)
+    rc = RawClient(faulty.bootstrap)
+    try:
+        faults(faulty.faults, {"match": "offsets", "action": "fail"})
+        assert cg_heartbeat(rc, "m1", 0, topic=topic_name).error_code == \
+            Errors.COORDINATOR_NOT_AVAILABLE
+        assert cg_members(faulty.bootstrap) == Errors.GROUP_ID_NOT_FOUND
+        faults(faulty.faults)
+        r = cg_heartbeat(rc, "m1", 0, topic=topic_name)
+        assert (r.error_code, r.member_epoch) == (0, 1)
+        tid = r.assignment.topic_partitions[0].topic_id
+        owned = [(tid, [0, 1])]
+        assert cg_heartbeat(rc, "m2", 0, topic=topic_name).member_epoch == 2
+        before = cg_members(faulty.bootstrap)
+        assert before == {"m1": (1, [0, 1]), "m2": (2, [])}
+        faults(faulty.faults, {"match": "offsets", "action": "fail"})
+        # m1 would start revoking a partition: the record fails, nothing changes
+        assert cg_heartbeat(rc, "m1", 1, owned).error_code == Errors.COORDINATOR_NOT_AVAILABLE
+        assert cg_members(faulty.bootstrap) == before
+        faults(faulty.faults)
+    finally:
+        rc.close()
+    faulty.faults = None
+    faulty.restart()  # kill -9: what the log holds is what memory held
+    assert cg_members(faulty.bootstrap) == before
