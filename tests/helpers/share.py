@@ -204,7 +204,10 @@ class ShareWorker(threading.Thread):
     ``decide(msg)`` gives each record's AcknowledgeType in explicit mode (None:
     implicit mode, every record accepted on the next poll); ``commit``: call
     ``commit_sync`` after each poll that returned records (explicit mode),
-    else the acknowledgements ride on the next poll's ShareFetch.
+    else the acknowledgements ride on the next poll's ShareFetch. A test may
+    also drive one from its own thread, without starting it: ``open()``,
+    ``step()`` (one poll and its acknowledgements) as often as it likes,
+    ``consumer.close()``.
     """
 
     def __init__(self, name: str, bootstrap: str, group: str, topic: str, log: ShareLog, *,
@@ -218,6 +221,7 @@ class ShareWorker(threading.Thread):
         # offset -> (ack type, delivery count) sent, awaiting the broker's answer
         self.pending: dict[int, tuple[str, int | None]] = {}
         self.failure: BaseException | None = None
+        self.consumer: ShareConsumer | None = None
 
     def _on_commit(self, offsets, exc) -> None:
         err = None if exc is None else str(exc)
@@ -228,21 +232,27 @@ class ShareWorker(threading.Thread):
                 ack_type, count = self.pending.pop(off, ("ACCEPT", None))
                 self.log.acked(self.name, off, ack_type, err, count)
 
+    def open(self) -> ShareConsumer:
+        c = self.consumer = ShareConsumer(self.conf)
+        c.set_acknowledgement_commit_callback(self._on_commit)
+        c.subscribe([self.topic])
+        return c
+
     def run(self) -> None:
         try:
-            c = ShareConsumer(self.conf)
+            c = self.open()
             try:
-                c.set_acknowledgement_commit_callback(self._on_commit)
-                c.subscribe([self.topic])
                 while not self.stop.is_set():
-                    self._poll_once(c)
+                    self.step()
                 self._commit(c)  # librdkafka's close leaves implicit acceptances unsent
             finally:
                 c.close()
         except BaseException as e:  # noqa: BLE001 - the test reports it
             self.failure = e
 
-    def _poll_once(self, c: ShareConsumer) -> None:
+    def step(self) -> None:
+        c = self.consumer
+        assert c is not None, "open() first"
         try:
             msgs = c.poll(0.3)
         except KafkaException as e:
