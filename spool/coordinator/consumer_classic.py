@@ -174,6 +174,7 @@ def upgrade(coord: GroupCoordinator, classic: ClassicGroup, out: Result) -> Cons
         coord.timers.cancel(("pending", gid, mid))
     coord.timers.cancel(("join", gid))
     out.records.append(_record(gid, None))  # the classic group ends (guarded live replay)
+    coord.touch(gid)  # saved before it goes, should the append fail
     del coord.groups[gid]
     epoch = classic.generation
     members = []

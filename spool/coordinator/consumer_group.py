@@ -388,6 +388,7 @@ def _group(coord: GroupCoordinator, group_id: str, create: bool) -> ConsumerGrou
 def apply(coord: GroupCoordinator, key: Any, value: Any | None) -> None:
     """Apply one consumer group record (type 3-8 or 16) to ``coord`` (module doc)."""
     t = type(key).VALID_VERSIONS[0]
+    coord.touch(key.group_id)  # saved in the operation's checkpoint before it changes
     group = _group(coord, key.group_id, value is not None)
     if group is None:
         return  # a tombstone for a group that is gone

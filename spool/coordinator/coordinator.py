@@ -133,6 +133,7 @@ class GroupCoordinator:
         self.groups: dict[str, Any] = {}  # ClassicGroup | ConsumerGroup | ...: one namespace
         self.offsets = OffsetStore()
         self.timers = Timers()
+        self._checkpoint: Checkpoint | None = None  # open while an operation runs
         # the topics KIP-848 groups subscribe to (the runtime sets the broker's metadata)
         self.topics: TopicsView = StaticTopics()
         # a group's KIP-848 setting (consumer.session.timeout.ms...): broker.group_configs.get
@@ -167,20 +168,33 @@ class GroupCoordinator:
     # ---- checkpoints (a failed append leaves no trace)
 
     def checkpoint(self, group_ids: list[str]) -> Checkpoint:
-        """Remember ``group_ids`` and start journaling timers, before an operation on them."""
+        """Remember ``group_ids`` and start journaling timers, before an operation on them.
+        A group the operation changes through records applied at once (KIP-848) is saved
+        the first time it is touched, named here or not (``touch``)."""
         self.timers.begin()
         MemberJournal.open()
-        return Checkpoint({g: (self.groups[g].copy() if g in self.groups else None)
-                           for g in group_ids})
+        self._checkpoint = Checkpoint({g: (self.groups[g].copy() if g in self.groups else None)
+                                       for g in group_ids})
+        return self._checkpoint
+
+    def touch(self, group_id: str) -> None:
+        """A group is about to change during an operation: save it in the open checkpoint
+        if it is not there yet (Kafka's snapshot registry, per group)."""
+        cp = self._checkpoint
+        if cp is not None and group_id not in cp.groups:
+            group = self.groups.get(group_id)
+            cp.groups[group_id] = None if group is None else group.copy()
 
     def accept(self, cp: Checkpoint) -> None:
         """The operation's records are in the log: keep its changes."""
+        self._checkpoint = None
         self.timers.commit()
         MemberJournal.close()
 
     def revert(self, cp: Checkpoint, answered: list[Reply]) -> None:
         """The append failed: restore the groups, members and timers of ``cp``. Parked
         requests in ``answered`` got the error already, so the restored members forget them."""
+        self._checkpoint = None
         self.timers.rollback()
         MemberJournal.undo()
         done = {id(fn) for fn in answered}

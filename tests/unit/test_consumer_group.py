@@ -517,3 +517,18 @@ def test_migration_policy_disabled():
     h = Harness(initial_rebalance_delay_ms=0, consumer_migration_policy="disabled")
     classic_join(h, "")
     assert h.hb("c1", 0).error == Errors.GROUP_ID_NOT_FOUND
+
+
+def test_a_retention_pass_that_fails_to_append_keeps_the_empty_group():
+    """The retention timer names no group; the consumer group it deletes is saved in the
+    checkpoint when first touched, so a failed append brings it back."""
+    h = Harness(offsets_retention_ms=1000, retention_check_interval_ms=1000)
+    h.hb("m1", 0)
+    h.hb("m1", -1, owned=None)
+    before = h.group().snapshot()
+    cp = h.coord.checkpoint([])
+    h.clock.advance(1000)
+    result = h.coord.tick()
+    assert "g" not in h.coord.groups and result.records  # deleted: tombstones written
+    h.coord.revert(cp, [])
+    assert h.coord.groups["g"].snapshot() == before
