@@ -80,7 +80,7 @@ def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
 
 def fetch(rc: RawClient, group: str, member: str, epoch: int, tid: uuid.UUID | None = None,
           *, acks=(), max_wait_ms: int = 100, forget: uuid.UUID | None = None,
-          version: int = 1):
+          version: int = 1, renew: bool = False):
     topics = []
     if tid is not None:
         topics = [freq.FetchTopic(topic_id=tid, partitions=[freq.FetchPartition(
@@ -89,7 +89,7 @@ def fetch(rc: RawClient, group: str, member: str, epoch: int, tid: uuid.UUID | N
     return rc.request(78, version, ShareFetchRequest(
         group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=max_wait_ms,
         min_bytes=1, max_bytes=1 << 20, max_records=500, batch_size=500, topics=topics,
-        forgotten_topics_data=[freq.ForgottenTopic(topic_id=forget, partitions=[0])]
+        is_renew_ack=renew, forgotten_topics_data=[freq.ForgottenTopic(topic_id=forget, partitions=[0])]
         if forget else []))
 
 
@@ -158,9 +158,11 @@ def test_members_split_records_and_release_redelivers(broker):
         pb = part(fetch(b, "g-split", "mb", 2, max_wait_ms=5000, version=2))
         assert values(pb) == {3: b"v3", 4: b"v4", 5: b"v5"}
         assert counts(pb) == {3: 2, 4: 2, 5: 2}
-        # a new record goes to whoever asks first
+        # a new record goes to whoever asks first; a v2 renew-only request fetches nothing
         produce(broker.bootstrap, name, [b"v6"])
-        pa = part(fetch(a, "g-split", "ma", 2, max_wait_ms=5000))
+        resp = fetch(a, "g-split", "ma", 2, version=2, renew=True)
+        assert resp.error_code == 0 and resp.responses == []
+        pa = part(fetch(a, "g-split", "ma", 3, max_wait_ms=5000))
         assert values(pa) == {6: b"v6"}
 
 

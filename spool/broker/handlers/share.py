@@ -30,6 +30,7 @@ As Kafka 4.2's ``KafkaApis.handleShareFetchRequest`` / ``handleShareAcknowledgeR
    always gets one whole batch. The records go back as the log's record batches (zero
    copy); ``acquired_records`` say which offsets are this member's, with their delivery
    counts; ``acquisition_lock_timeout_ms`` is the group's record lock duration.
+   A v2 request with ``is_renew_ack`` only acknowledges (nothing is fetched).
 6. FINAL epoch (-1): acknowledgements only, then the session ends and the member's
    remaining acquired records are released.
 
@@ -208,7 +209,8 @@ async def share_fetch(ctx, req: ShareFetchRequest) -> ShareFetchResponse:
                                    if any(p.acknowledgement_batches for p in t.partitions)],
                                   names, denied)
     results: dict[tuple, PartitionFetch] = {}
-    if wanted and req.max_records != 0 and req.max_bytes != 0:
+    renew_only = ctx.api_version >= 2 and req.is_renew_ack  # v2: acknowledge, fetch nothing
+    if wanted and req.max_records != 0 and req.max_bytes != 0 and not renew_only:
         results = await manager.fetch(
             ctx, group_id, member_id, [(tid, p, names.get(tid)) for tid, p in wanted],
             denied, max_wait_ms=req.max_wait_ms, min_bytes=req.min_bytes,
