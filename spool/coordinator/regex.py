@@ -1,4 +1,4 @@
-"""KIP-848 regular-expression subscriptions: Kafka's RE2/J syntax, matched with Python's ``re``.
+"""KIP-848 regular-expression subscriptions: Kafka's RE2/J syntax, matched in linear time.
 
 A consumer-protocol member may subscribe with ``SubscribedTopicRegex``; the
 coordinator resolves it against the topic names, as Kafka's
@@ -10,41 +10,52 @@ possessive quantifiers, conditionals).
 
 - ``validate(pattern)`` -> ``None`` or Kafka's message:
   "SubscribedTopicRegex `<re>` is not a valid regular expression: <description>."
-- ``compile(pattern)`` -> a Python ``re.Pattern`` with RE2's meaning (cached);
-  raises ``InvalidRegex`` (``.description``: RE2/J's error text).
+- ``compile(pattern)`` -> a ``Regex`` (cached) whose ``fullmatch(text)`` says
+  whether RE2 would match all of ``text``; raises ``InvalidRegex``
+  (``.description``: RE2/J's error text).
 - ``resolve(pattern, topic_names)`` -> the names the pattern fully matches
   (an invalid pattern matches nothing, as Kafka ignores it). Like Kafka, it
   does not skip internal topics (``__consumer_offsets`` matches ``.*``;
   only DESCRIBE ACLs filter there, which is the caller's business);
   ``exclude_internal=True`` leaves out ``INTERNAL_TOPICS``.
 
-The translation parses the whole RE2 syntax: literals, ``.``, ``^``/``$``
-(text anchors unless ``m``), ``\\A`` ``\\z``, ``\\b`` ``\\B``, classes with
-ranges, negation, ``[:alpha:]``-style POSIX classes, ``\\d \\s \\w`` (ASCII, as
-RE2) and ``\\pX``/``\\p{Name}``, escapes (``\\x41 \\x{263a} \\101 \\Q..\\E``),
-groups ``(..)``, ``(?:..)``, ``(?P<n>..)``, ``(?<n>..)``, flags ``i m s U``
-(``(?i)`` to the end of the group, ``(?i:..)``), repetitions ``* + ? {n}
-{n,} {n,m}`` (at most 1000) with ``?`` for non-greedy. Each atom is emitted
-self-contained (its flags inlined), so the output needs no global flags.
+Why not Python's ``re``: it backtracks, so a member's ``(a*)*b`` against a
+topic named ``aaa...a`` (24 a's: 2.4 s, each more doubles it) would stall the
+coordinator's event loop; RE2 is linear, and so is this module. The parser
+reads the whole RE2 syntax into a tree: literals, ``.``, ``^``/``$`` (text
+anchors unless ``m``), ``\\A`` ``\\z``, ``\\b`` ``\\B``, classes with ranges,
+negation, ``[:alpha:]``-style POSIX classes, ``\\d \\s \\w`` (ASCII, as RE2) and
+``\\pX``/``\\p{Name}``, escapes (``\\x41 \\x{263a} \\101 \\Q..\\E``), groups
+``(..)``, ``(?:..)``, ``(?P<n>..)``, ``(?<n>..)``, flags ``i m s U`` (``(?i)`` to
+the end of the group, ``(?i:..)``), repetitions ``* + ? {n} {n,} {n,m}`` (at
+most 1000, nested ones multiplied too) with ``?`` for non-greedy (which a
+yes/no match does not need). The tree becomes a Thompson NFA simulated as a
+set of states (Pike's way, without captures): O(len(text) x states), with the
+steps already taken memoized per pattern, so scanning many topic names costs
+about one dictionary lookup per character.
 
-Limits: ``\\p`` classes and POSIX classes are exact for ASCII text only (topic
-names are ``[a-zA-Z0-9._-]``); ``\\p{Script}`` knows Latin, Common and the
-scripts without ASCII letters listed in ``_SCRIPTS``; another name is refused.
+Limits: case folding (``i``) and the ``\\p`` and POSIX classes are exact for
+ASCII text (topic names are ``[a-zA-Z0-9._-]``); ``\\p{Script}`` knows Latin,
+Common and the scripts without ASCII letters listed in ``_SCRIPTS``; another
+name is refused.
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 import unicodedata
 from collections.abc import Iterable
+from typing import Any
 
-__all__ = ["INTERNAL_TOPICS", "InvalidRegex", "compile", "resolve", "translate", "validate"]
+__all__ = ["INTERNAL_TOPICS", "InvalidRegex", "Regex", "compile", "resolve", "validate"]
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 MAX_REPEAT = 1000
 MAX_RUNE = 0x10FFFF
+MAX_STATES = 20000  # RE2's memory budget stands in as a bound on the program
 
 Ranges = list[tuple[int, int]]
 
@@ -84,13 +95,9 @@ def resolve(
 
 
 @functools.lru_cache(maxsize=256)
-def compile(pattern: str) -> re.Pattern[str]:  # noqa: A001 - the module's verb
-    """``pattern`` (RE2 syntax) as a Python pattern with the same matches."""
-    source = translate(pattern)
-    try:
-        return re.compile(source)
-    except re.error as e:  # a translation gap, never RE2's verdict: refuse, don't crash
-        raise InvalidRegex("invalid or unsupported Perl syntax", pattern) from e
+def compile(pattern: str) -> Regex:  # noqa: A001 - the module's verb
+    """``pattern`` (RE2 syntax) ready to match; raises ``InvalidRegex``."""
+    return Regex(_Parser(pattern).parse())
 
 
 # ---- character sets as code point ranges --------------------------------------------------
@@ -168,17 +175,23 @@ def _unicode_class(name: str) -> Ranges | None:
     return None
 
 
-def _emit_class(ranges: Ranges) -> str:
-    ranges = _norm(ranges)
-    if not ranges:
-        return r"[^\x00-\U0010ffff]"
+def _fold(ranges: Ranges) -> Ranges:
+    """``ranges`` with the other case of their letters (ASCII, and single characters)."""
+    out = list(ranges)
+    for lo, hi in ranges:
+        for a, b, shift in ((65, 90, 32), (97, 122, -32)):
+            if lo <= b and hi >= a:
+                out.append((max(lo, a) + shift, min(hi, b) + shift))
+        if lo == hi and lo >= 128:
+            for other in (chr(lo).lower(), chr(lo).upper()):
+                if len(other) == 1:
+                    out.append((ord(other), ord(other)))
+    return _norm(out)
 
-    def ch(c: int) -> str:
-        return chr(c) if chr(c).isalnum() and c < 128 else f"\\U{c:08x}"
 
-    parts = [ch(lo) if lo == hi else f"{ch(lo)}-{ch(hi)}" for lo, hi in ranges]
-    return "[" + "".join(parts) + "]"
-
+ANY: Ranges = [(0, MAX_RUNE)]
+NOT_NEWLINE: Ranges = [(0, 9), (11, MAX_RUNE)]
+BAR = "|"
 
 # ---- the parser ----------------------------------------------------------------------------
 
@@ -192,7 +205,7 @@ class _Frame:
     def __init__(self, opener: str, flags: frozenset[str]) -> None:
         self.opener = opener
         self.flags = flags
-        self.items: list[str] = []
+        self.items: list[Any] = []  # nodes and BAR
         self.last = "start"  # start | bar | atom | assert | repeat
 
 
@@ -209,7 +222,7 @@ class _Parser:
         j = self.i + k
         return self.p[j] if j < len(self.p) else ""
 
-    def parse(self) -> str:
+    def parse(self) -> tuple:
         stack = [_Frame("", frozenset())]
         while self.i < len(self.p):
             c = self.p[self.i]
@@ -221,43 +234,54 @@ class _Parser:
                     raise self.error("unexpected )", self.p)
                 self.i += 1
                 done = stack.pop()
-                self.add(stack[-1], done.opener + "".join(done.items) + ")", "atom")
+                self.add(stack[-1], self.build(done.items), "atom")
             elif c == "|":
                 self.i += 1
-                top.items.append("|")
+                top.items.append(BAR)
                 top.last = "bar"
             elif c in "*+?{":
                 if not self.repeat(top):
                     self.i += 1
-                    self.add(top, re.escape(c), "atom")
+                    self.add(top, self.literal(ord(c), top.flags), "atom")
             elif c == "[":
-                self.add(top, self.char_class(top.flags), "atom")
+                self.add(top, ("set", self.char_class(top.flags)), "atom")
             elif c == "\\":
                 self.escape(top)
             elif c == ".":
                 self.i += 1
-                self.add(top, "(?s:.)" if "s" in top.flags else ".", "atom")
+                self.add(top, ("set", ANY if "s" in top.flags else NOT_NEWLINE), "atom")
             elif c == "^":
                 self.i += 1
-                self.add(top, "(?m:^)" if "m" in top.flags else r"\A", "assert")
+                self.add(top, ("assert", "^m" if "m" in top.flags else "A"), "assert")
             elif c == "$":
                 self.i += 1
-                self.add(top, "(?m:$)" if "m" in top.flags else r"\Z", "assert")
+                self.add(top, ("assert", "$m" if "m" in top.flags else "z"), "assert")
             else:
                 self.i += 1
                 self.add(top, self.literal(ord(c), top.flags), "atom")
         if len(stack) > 1:
             raise self.error("missing closing )", self.p)
-        return "".join(stack[0].items)
+        return self.build(stack[0].items)
 
-    def add(self, frame: _Frame, item: str, kind: str) -> None:
+    @staticmethod
+    def build(items: list) -> tuple:
+        alts: list[list] = [[]]
+        for item in items:
+            if item is BAR:
+                alts.append([])
+            else:
+                alts[-1].append(item)
+        cats = [("cat", a) for a in alts]
+        return cats[0] if len(cats) == 1 else ("alt", cats)
+
+    def add(self, frame: _Frame, item: tuple, kind: str) -> None:
         frame.items.append(item)
         frame.last = kind
 
     @staticmethod
-    def literal(code: int, flags: frozenset[str]) -> str:
-        text = re.escape(chr(code))
-        return f"(?i:{text})" if "i" in flags else text
+    def literal(code: int, flags: frozenset[str]) -> tuple:
+        ranges = [(code, code)]
+        return ("set", _fold(ranges) if "i" in flags else ranges)
 
     # -- groups and flags
 
@@ -321,24 +345,21 @@ class _Parser:
             hi = lo if m.group(2) is None else (int(m.group(3)) if m.group(3) else None)
             if lo > MAX_REPEAT or (hi is not None and (hi > MAX_REPEAT or hi < lo)):
                 raise self.error("invalid repeat count", m.group(0))
-            op = m.group(0)
             self.i = m.end()
         else:
-            op = c
+            lo, hi = {"*": (0, None), "+": (1, None), "?": (0, 1)}[c]
             self.i += 1
-        lazy = self.peek() == "?"
-        if lazy:
+        if self.peek() == "?":
             self.i += 1
         if top.last in ("start", "bar"):
             raise self.error("missing argument to repetition operator", self.p[start : self.i])
         if top.last == "repeat":
             raise self.error("invalid nested repetition operator", self.p[start - 1 : self.i])
-        if "U" in top.flags:
-            lazy = not lazy
         operand = top.items.pop()
-        if top.last == "assert":
-            operand = f"(?:{operand})"
-        top.items.append(operand + op + ("?" if lazy else ""))
+        node = ("rep", operand, lo, hi)  # greedy or lazy: the same yes/no answer
+        if _repeat_size(node) > MAX_REPEAT:
+            raise self.error("invalid repeat count", self.p[start : self.i])
+        top.items.append(node)
         top.last = "repeat"
         return True
 
@@ -352,12 +373,11 @@ class _Parser:
         c = self.p[self.i]
         if c in "AzbB":
             self.i += 1
-            item = {"A": r"\A", "z": r"\Z", "b": r"(?a:\b)", "B": r"(?a:\B)"}[c]
-            self.add(top, item, "assert")
+            self.add(top, ("assert", c), "assert")
             return
         if c == "C":  # any byte: any character here
             self.i += 1
-            self.add(top, "(?s:.)", "atom")
+            self.add(top, ("set", ANY), "atom")
             return
         if c == "Q":
             end = self.p.find("\\E", self.i + 1)
@@ -369,13 +389,9 @@ class _Parser:
         self.i = start
         ranges = self.class_escape()
         if ranges is not None:
-            self.add(top, self.flagged(_emit_class(ranges), top.flags), "atom")
+            self.add(top, ("set", _fold(ranges) if "i" in top.flags else ranges), "atom")
             return
         self.add(top, self.literal(self.char_escape(), top.flags), "atom")
-
-    @staticmethod
-    def flagged(text: str, flags: frozenset[str]) -> str:
-        return f"(?i:{text})" if "i" in flags else text
 
     def class_escape(self) -> Ranges | None:
         """``\\d \\D \\s \\S \\w \\W \\pX \\p{..} \\PX \\P{..}`` at ``self.i``, else None."""
@@ -434,7 +450,7 @@ class _Parser:
 
     # -- bracket classes
 
-    def char_class(self, flags: frozenset[str]) -> str:
+    def char_class(self, flags: frozenset[str]) -> Ranges:
         start = self.i
         self.i += 1
         negate = self.peek() == "^"
@@ -476,9 +492,9 @@ class _Parser:
                 ranges.append((lo, hi))
             else:
                 ranges.append((lo, lo))
-        if negate:
-            ranges = _negate(ranges)
-        return self.flagged(_emit_class(ranges), flags)
+        if "i" in flags:
+            ranges = _fold(ranges)  # before negating, as RE2: (?i)[^a] refuses A too
+        return _negate(ranges) if negate else _norm(ranges)
 
     def class_char(self) -> int:
         c = self.p[self.i]
@@ -495,6 +511,131 @@ class _Parser:
         return self.peek(1).lower() in _PERL or self.peek(1) in ("p", "P")
 
 
-def translate(pattern: str) -> str:
-    """Python ``re`` source with RE2's meaning of ``pattern``; raises ``InvalidRegex``."""
-    return _Parser(pattern).parse()
+def _repeat_size(node: tuple) -> int:
+    """The product of nested repetition counts (RE2 refuses more than 1000)."""
+    kind = node[0]
+    if kind == "rep":
+        _, child, lo, hi = node
+        return max(1, lo, hi or 0) * _repeat_size(child)
+    if kind in ("cat", "alt"):
+        return max((_repeat_size(c) for c in node[1]), default=1)
+    return 1
+
+
+# ---- the matcher: a Thompson NFA simulated as a set of states ------------------------------
+
+_CHAR, _SPLIT, _ASSERT, _MATCH = range(4)
+
+
+def _is_word(c: str | None) -> bool:
+    return c is not None and c < "\x80" and (c.isalnum() or c == "_")
+
+
+def _holds(kind: str, prev: str | None, cur: str | None) -> bool:
+    if kind == "A":
+        return prev is None
+    if kind == "z":
+        return cur is None
+    if kind == "^m":
+        return prev is None or prev == "\n"
+    if kind == "$m":
+        return cur is None or cur == "\n"
+    boundary = _is_word(prev) != _is_word(cur)
+    return boundary if kind == "b" else not boundary
+
+
+class Regex:
+    """A parsed pattern as a program of states; ``fullmatch`` runs it over a text."""
+
+    def __init__(self, tree: tuple) -> None:
+        self.ops: list[int] = []
+        self.args: list[Any] = []  # CHAR: (starts, ranges); ASSERT: kind
+        self.outs: list[list[int]] = []
+        match = self._state(_MATCH, None)
+        self.start = self._compile(tree, match)
+        self._steps: dict[tuple, frozenset[int]] = {}
+        self._ends: dict[tuple, bool] = {}
+
+    def _state(self, op: int, arg: Any, *outs: int) -> int:
+        if len(self.ops) >= MAX_STATES:
+            raise InvalidRegex("expression too large", "")
+        self.ops.append(op)
+        self.args.append(arg)
+        self.outs.append(list(outs))
+        return len(self.ops) - 1
+
+    def _compile(self, node: tuple, nxt: int) -> int:
+        """The state that matches ``node`` then continues at ``nxt`` (built backwards)."""
+        kind = node[0]
+        if kind == "set":
+            ranges = node[1]
+            return self._state(_CHAR, ([lo for lo, _ in ranges], ranges), nxt)
+        if kind == "assert":
+            return self._state(_ASSERT, node[1], nxt)
+        if kind == "cat":
+            for child in reversed(node[1]):
+                nxt = self._compile(child, nxt)
+            return nxt
+        if kind == "alt":
+            return self._state(_SPLIT, None, *(self._compile(c, nxt) for c in node[1]))
+        _, child, lo, hi = node
+        if hi is None:
+            loop = self._state(_SPLIT, None)
+            self.outs[loop] = [self._compile(child, loop), nxt]
+            nxt = loop
+        else:
+            for _ in range(hi - lo):
+                nxt = self._state(_SPLIT, None, self._compile(child, nxt), nxt)
+        for _ in range(lo):
+            nxt = self._compile(child, nxt)
+        return nxt
+
+    def _closure(self, states: frozenset[int], prev: str | None, cur: str | None) -> set[int]:
+        seen: set[int] = set()
+        stack = list(states)
+        while stack:
+            s = stack.pop()
+            if s in seen:
+                continue
+            seen.add(s)
+            op = self.ops[s]
+            if op == _SPLIT:
+                stack.extend(self.outs[s])
+            elif op == _ASSERT and _holds(self.args[s], prev, cur):
+                stack.append(self.outs[s][0])
+        return seen
+
+    def fullmatch(self, text: str) -> bool:
+        """Whether the pattern matches all of ``text`` (RE2's ``matches()``)."""
+        states = frozenset({self.start})
+        prev: str | None = None
+        for cur in text:
+            key = (states, prev, cur)
+            nxt = self._steps.get(key)
+            if nxt is None:
+                code = ord(cur)
+                nxt = frozenset(
+                    self.outs[s][0]
+                    for s in self._closure(states, prev, cur)
+                    if self.ops[s] == _CHAR and _contains(self.args[s], code)
+                )
+                if len(self._steps) > 100_000:
+                    self._steps.clear()
+                self._steps[key] = nxt
+            if not nxt:
+                return False
+            states, prev = nxt, cur
+        key = (states, prev)
+        done = self._ends.get(key)
+        if done is None:
+            done = any(self.ops[s] == _MATCH for s in self._closure(states, prev, None))
+            if len(self._ends) > 100_000:
+                self._ends.clear()
+            self._ends[key] = done
+        return done
+
+
+def _contains(arg: tuple[list[int], Ranges], code: int) -> bool:
+    starts, ranges = arg
+    i = bisect.bisect_right(starts, code) - 1
+    return i >= 0 and code <= ranges[i][1]
