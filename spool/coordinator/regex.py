@@ -94,7 +94,7 @@ def resolve(
     }
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=128)
 def compile(pattern: str) -> Regex:  # noqa: A001 - the module's verb
     """``pattern`` (RE2 syntax) ready to match; raises ``InvalidRegex``."""
     return Regex(_Parser(pattern).parse())
@@ -619,7 +619,7 @@ class Regex:
                     for s in self._closure(states, prev, cur)
                     if self.ops[s] == _CHAR and _contains(self.args[s], code)
                 )
-                if len(self._steps) > 100_000:
+                if len(self._steps) > 10_000:
                     self._steps.clear()
                 self._steps[key] = nxt
             if not nxt:
@@ -629,7 +629,7 @@ class Regex:
         done = self._ends.get(key)
         if done is None:
             done = any(self.ops[s] == _MATCH for s in self._closure(states, prev, None))
-            if len(self._ends) > 100_000:
+            if len(self._ends) > 10_000:
                 self._ends.clear()
             self._ends[key] = done
         return done
