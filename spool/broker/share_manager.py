@@ -306,7 +306,7 @@ class ShareManager:
     async def fetch(self, ctx, group_id: str, member_id: str,
                     parts: list[tuple[UUID, int, str | None]], denied: set[str], *,
                     max_wait_ms: int, min_bytes: int, max_bytes: int, max_records: int,
-                    batch_size: int) -> dict[tuple[UUID, int], PartitionFetch]:
+                    record_limit: bool = False) -> dict[tuple[UUID, int], PartitionFetch]:
         """Acquire records of ``parts`` for the member, waiting up to ``max_wait_ms`` for
         ``min_bytes`` (module doc)."""
         broker = self.broker
@@ -342,7 +342,7 @@ class ShareManager:
                     entry = await self._entry(group_id, name, key[0], key[1])
                     if conn.gone:  # went while the state loaded: acquire nothing for it
                         break
-                    pf = self._acquire(entry, member_id, bytes_left, records_left, batch_size,
+                    pf = self._acquire(entry, member_id, bytes_left, records_left, record_limit,
                                        first=(total == 0))
                 except KafkaError as e:
                     out[key] = PartitionFetch.error(name, e)
@@ -366,7 +366,7 @@ class ShareManager:
         return out
 
     def _acquire(self, entry: _Entry, member_id: str, max_bytes: int, max_records: int,
-                 batch_size: int, first: bool) -> PartitionFetch:
+                 record_limit: bool, first: bool) -> PartitionFetch:
         part = self._leader(entry.topic, entry.topic_id, entry.partition)
         if part.leader_epoch != entry.leader_epoch:
             raise NotLeader(entry.topic, entry.partition, part.leader_id, part.leader_epoch)
@@ -390,6 +390,8 @@ class ShareManager:
             if h.last_offset - offset + 1 >= max_records:
                 break
         batches = [(h.base_offset, h.last_offset) for _, h in headers if not h.is_control]
+        if record_limit:  # v2 RECORD_LIMIT: not one record past max_records (a batch is cut)
+            batches = _cut(batches, offset, max_records)
         aborted = _aborted_ranges(headers, plog.aborted_transactions(sl.first_offset, limit)) \
             if read_committed else []
         try:
@@ -513,4 +515,16 @@ def _aborted_ranges(headers, aborted: list[tuple[int, int]]) -> list[tuple[int, 
             active.discard(h.producer_id)
         elif h.is_transactional:
             out.append((h.base_offset, h.last_offset))
+    return out
+
+
+def _cut(batches: list[tuple[int, int]], offset: int, n: int) -> list[tuple[int, int]]:
+    """``batches`` (base, last) up to the ``n``-th offset from ``offset``: the last one cut."""
+    out = []
+    for base, last in batches:
+        top = max(base, offset) + n - 1
+        out.append((base, min(last, top)))
+        if last >= top:
+            break
+        n -= last - max(base, offset) + 1
     return out

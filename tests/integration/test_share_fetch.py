@@ -80,7 +80,7 @@ def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
 
 def fetch(rc: RawClient, group: str, member: str, epoch: int, tid: uuid.UUID | None = None,
           *, acks=(), max_wait_ms: int = 100, forget: uuid.UUID | None = None,
-          version: int = 1, renew: bool = False):
+          version: int = 1, renew: bool = False, max_records: int = 500, mode: int = 0):
     topics = []
     if tid is not None:
         topics = [freq.FetchTopic(topic_id=tid, partitions=[freq.FetchPartition(
@@ -88,8 +88,8 @@ def fetch(rc: RawClient, group: str, member: str, epoch: int, tid: uuid.UUID | N
                 freq.AcknowledgementBatch(f, la, [t]) for f, la, t in acks])])]
     return rc.request(78, version, ShareFetchRequest(
         group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=max_wait_ms,
-        min_bytes=1, max_bytes=1 << 20, max_records=500, batch_size=500, topics=topics,
-        is_renew_ack=renew, forgotten_topics_data=[freq.ForgottenTopic(topic_id=forget, partitions=[0])]
+        min_bytes=1, max_bytes=1 << 20, max_records=max_records, batch_size=max_records,
+        share_acquire_mode=mode, topics=topics, is_renew_ack=renew, forgotten_topics_data=[freq.ForgottenTopic(topic_id=forget, partitions=[0])]
         if forget else []))
 
 
@@ -345,3 +345,16 @@ def test_offsets_reset_of_an_empty_group_is_served(broker):
         join("m2")
         p = part(fetch(rc, "g-reset", "m2", 0, tid))
         assert counts(p) == {8: 1, 9: 1}
+
+
+def test_record_limit_mode_cuts_batches(broker):
+    """v2 share_acquire_mode 1 (record_limit): never more than max_records, even inside one
+    batch; mode 0 takes whole batches (the 10 records are one batch)."""
+    _, tid = make_topic(broker.bootstrap, 10, "g-limit")
+    with RawClient(broker.bootstrap) as rc:
+        p = part(fetch(rc, "g-limit", "m", 0, tid, version=2, max_records=3, mode=1))
+        assert counts(p) == {0: 1, 1: 1, 2: 1}
+        p = part(fetch(rc, "g-limit", "m", 1, tid, version=2, max_records=4, mode=1))
+        assert counts(p) == {3: 1, 4: 1, 5: 1, 6: 1}
+        p = part(fetch(rc, "g-limit", "m", 2, tid, version=2, max_records=1, mode=0))
+        assert counts(p) == {7: 1, 8: 1, 9: 1}

@@ -281,8 +281,9 @@ NOTES: dict[int, str] = {
         "`group.share.max.share.sessions`, ended with their connection), records acquired per "
         "member with delivery counts and a lock of `share.record.lock.duration.ms`, whole "
         "batches with sendfile, long polling on appends and released records, `max_records`, "
-        "piggy-backed acknowledgements; v2's `batch_size` and `share_acquire_mode` unused "
-        "(batch-optimized acquisition) and RENEW acknowledgements INVALID_REQUEST."
+        "piggy-backed acknowledgements; v2: `share_acquire_mode` record_limit cuts a batch at "
+        "`max_records`, `is_renew_ack` fetches nothing, `batch_size` unused, RENEW "
+        "acknowledgements INVALID_REQUEST."
         " With an authorizer: READ on the group, READ on each topic.",
     79: "Acknowledgements (ACCEPT, RELEASE, REJECT, GAP) in a share session, written through "
         "the share-group state persister before the answer; -1 closes the session and releases "

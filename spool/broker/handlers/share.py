@@ -30,7 +30,9 @@ As Kafka 4.2's ``KafkaApis.handleShareFetchRequest`` / ``handleShareAcknowledgeR
    always gets one whole batch. The records go back as the log's record batches (zero
    copy); ``acquired_records`` say which offsets are this member's, with their delivery
    counts; ``acquisition_lock_timeout_ms`` is the group's record lock duration.
-   A v2 request with ``is_renew_ack`` only acknowledges (nothing is fetched).
+   A v2 request with ``is_renew_ack`` only acknowledges (nothing is fetched); v2's
+   ``share_acquire_mode`` 1 (record_limit) acquires no more than ``max_records``, cutting
+   a batch (0, batch_optimized, takes whole batches); ``batch_size`` is not used.
 6. FINAL epoch (-1): acknowledgements only, then the session ends and the member's
    remaining acquired records are released.
 
@@ -65,6 +67,7 @@ from spool.protocol.errors import Errors, KafkaError
 
 log = logging.getLogger("spool.share")
 
+RECORD_LIMIT = 1  # v2 share_acquire_mode: at most max_records, batches cut (0: whole batches)
 _HINTED = (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH)
 
 
@@ -214,7 +217,8 @@ async def share_fetch(ctx, req: ShareFetchRequest) -> ShareFetchResponse:
         results = await manager.fetch(
             ctx, group_id, member_id, [(tid, p, names.get(tid)) for tid, p in wanted],
             denied, max_wait_ms=req.max_wait_ms, min_bytes=req.min_bytes,
-            max_bytes=req.max_bytes, max_records=req.max_records, batch_size=req.batch_size)
+            max_bytes=req.max_bytes, max_records=req.max_records,
+            record_limit=ctx.api_version >= 2 and req.share_acquire_mode == RECORD_LIMIT)
     if ctx.conn.gone:
         _release(results)
         return _fetch_error(0)
