@@ -419,8 +419,13 @@ class ShareManager:
 
     async def acknowledge(self, group_id: str, member_id: str, topic: str, topic_id: UUID,
                           partition: int, batches: list[AckBatch]) -> KafkaError | None:
-        """Settle the member's records (ACCEPT, RELEASE, REJECT, GAP; RENEW extends the
-        lock); persisted before it returns None."""
+        """Settle the member's records (ACCEPT, RELEASE, REJECT, GAP); persisted before it
+        returns None. A share-partition not held here (never fetched from this broker, or
+        dropped: leadership moved, the group emptied) is UNKNOWN_TOPIC_OR_PARTITION, as
+        Kafka's SharePartitionManager.acknowledge answers: nothing of it is acquired here."""
+        if (group_id, topic_id, partition) not in self.entries:
+            return KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                              "no share-partition of this group is held here")
         try:
             entry = await self._entry(group_id, topic, topic_id, partition)
             sp = entry.sp

@@ -265,6 +265,10 @@ def test_partition_errors(broker):
         assert part(r).error_code == Errors.INVALID_REQUEST
         # missing member id: the whole request
         assert fetch(rc, "g-err3", "", 0, tid).error_code == Errors.INVALID_REQUEST
+        # a share-partition this group never fetched here holds nothing to acknowledge
+        assert fetch(rc, "g-err4", "m", 0).error_code == 0
+        r = acknowledge(rc, "g-err4", "m", 1, tid, [(0, 0, ACCEPT)])
+        assert part(r).error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION
 
 
 def test_forgotten_partition_is_no_longer_fetched(broker):
