@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from spool.coordinator.assignors import ASSIGNORS
 from spool.protocol.errors import Errors, KafkaError
 from spool.replica.selector import RACK_AWARE, SELECTORS
 from spool.security.authorizer import AUTHORIZER_CLASSES, parse_super_users
@@ -86,6 +87,11 @@ LISTENER_MECHANISM_CONFIGS = ("sasl.jaas.config", "sasl.login.callback.handler.c
 def _paths() -> Check:  # Kafka's ValidList.anyNonDuplicateValues(false, ...)
     return Check("a non-empty comma-separated list of paths without duplicates",
                  lambda v: bool(v) and len(set(v)) == len(v), replaces_type=True)
+
+
+def _assignors() -> Check:  # Kafka: each class must load, the list must not be empty
+    return Check("a non-empty list of uniform, range (or Kafka's class names of them)",
+                 lambda v: bool(v) and all(a in ASSIGNORS for a in v), replaces_type=True)
 
 
 def _roles() -> Check:  # Kafka's ValidList.in("broker", "controller"); empty is allowed
@@ -221,7 +227,7 @@ BROKER_KEYS: dict[str, ConfigKey] = {
              "Lowest consumer.session.timeout.ms a group config may set."),
         _key("group.consumer.max.session.timeout.ms", "int", 60000, at_least(1),
              "Highest consumer.session.timeout.ms a group config may set."),
-        _key("group.consumer.assignors", "list", ("uniform", "range"), None,
+        _key("group.consumer.assignors", "list", ("uniform", "range"), _assignors(),
              "Server-side assignors, the first the default (names or Kafka's class names)."),
         _key("group.consumer.max.size", "int", 2147483647, at_least(1),
              "Most members in one consumer-protocol group."),

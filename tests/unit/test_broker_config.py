@@ -64,6 +64,12 @@ def test_listener_names_map_to_protocols():
          "offsets.topic.replication.factor=40000: expected an integer >= 1 and at most 32767"),
         (("log.cleaner.min.cleanable.ratio=2",),
          "log.cleaner.min.cleanable.ratio=2: expected a number between 0 and 1"),
+        (("group.consumer.assignors=uniform,sticky",),
+         "group.consumer.assignors=uniform,sticky: expected a non-empty list of uniform, range "
+         "(or Kafka's class names of them)"),
+        (("group.consumer.assignors=",),
+         "group.consumer.assignors=: expected a non-empty list of uniform, range "
+         "(or Kafka's class names of them)"),
         (("replica.selector.class=com.example.Nearest",),
          "replica.selector.class=com.example.Nearest: expected empty or "
          "org.apache.kafka.common.replica.RackAwareReplicaSelector (the replica selectors "
@@ -79,6 +85,14 @@ def test_listener_names_map_to_protocols():
 )
 def test_refused(overrides, message):
     assert error(*overrides) == message
+
+
+def test_consumer_assignors_by_name_or_kafkas_class_name():
+    uniform = "org.apache.kafka.coordinator.group.assignor.UniformAssignor"
+    from spool.broker.group_runtime import assignor_names
+
+    value = load(f"group.consumer.assignors=range,{uniform}").get("group.consumer.assignors")
+    assert assignor_names(value) == ("range", "uniform")
 
 
 def test_the_replica_selector_is_kafkas_rack_aware_one_or_none():
