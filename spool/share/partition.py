@@ -56,7 +56,9 @@ request on the first bad batch): the answer is one ``AckResult`` (error code, me
 the partition. INVALID_REQUEST for malformed batches (first > last, unsorted or
 overlapping, a type list of the wrong length, an unknown type) or offsets at or past
 ``end_offset``; INVALID_RECORD_STATE for an offset not ACQUIRED, or acquired by another
-member. Offsets below ``start_offset`` are skipped (already done).
+member, or for a batch wholly below ``start_offset`` (no longer in flight: Kafka's "Batch
+record not found", so a consumer whose lock expired cannot accept what another has since
+accepted); of a batch spanning ``start_offset``, the offsets below it are skipped.
 
 Lock expiry: ``next_deadline()`` is the earliest deadline of an ACQUIRED range (None if
 none); ``expire(now_ms)`` releases the ranges whose deadline is <= now_ms.
@@ -340,8 +342,10 @@ class SharePartition:
                                  "The acknowledge types do not match the batch's offsets.")
             if any(t not in _ACK_STATE for t in types):
                 return AckResult(Errors.INVALID_REQUEST, f"Invalid acknowledge type: {list(types)}")
-            if last < self._start:
-                continue
+            if last < self._start:  # no longer in flight (Kafka: not in its cache)
+                return AckResult(Errors.INVALID_RECORD_STATE,
+                                 "Batch record not found. The request batch offsets are not "
+                                 "found in the cache.")
             if last >= self._end:
                 return AckResult(Errors.INVALID_REQUEST,
                                  "Batch record not found. The last offset in request is past "

@@ -201,7 +201,7 @@ class SharePartitionMachine(RuleBasedStateMachine):
     def _model_ack_error(self, member: str, reqs: list[AckBatch]) -> int:
         for req in reqs:
             if req.last_offset < self.start:
-                continue
+                return Errors.INVALID_RECORD_STATE
             if req.last_offset >= self.end:
                 return Errors.INVALID_REQUEST
             for o in range(max(req.first_offset, self.start), req.last_offset + 1):

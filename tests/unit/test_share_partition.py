@@ -108,11 +108,14 @@ def test_malformed_acknowledgements_are_invalid_requests(batches: list[AckBatch]
     assert states(sp) == [(0, 4, "ACQUIRED", 1, M1)]
 
 
-def test_ack_below_the_start_offset_is_skipped() -> None:
+def test_ack_below_the_start_offset_is_invalid_record_state() -> None:
+    # Kafka: a batch wholly below the start offset is not in flight ("Batch record not
+    # found"); of one spanning it, the in-flight part is acknowledged
     sp = SharePartition(0)
     sp.acquire(M1, [(0, 9)], 500, 0)
     sp.acknowledge(M1, [ack(0, 4, ACCEPT)])
-    assert sp.acknowledge(M1, [ack(0, 4, ACCEPT)]).error_code == Errors.NONE
+    assert sp.acknowledge(M1, [ack(0, 4, ACCEPT)]).error_code == Errors.INVALID_RECORD_STATE
+    assert sp.start_offset == 5
     assert sp.acknowledge(M1, [ack(3, 9, ACCEPT)]).error_code == Errors.NONE
     assert sp.start_offset == 10
 
