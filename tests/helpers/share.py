@@ -224,10 +224,11 @@ class ShareWorker(threading.Thread):
         self.consumer: ShareConsumer | None = None
 
     def _on_commit(self, offsets, exc) -> None:
-        err = None if exc is None else str(exc)
         for tp, offs in offsets.items():
             if tp.topic != self.topic:
                 continue
+            # the request's error, else this partition's (INVALID_RECORD_STATE...)
+            err = str(exc) if exc is not None else None if tp.error is None else str(tp.error)
             for off in offs:
                 ack_type, count = self.pending.pop(off, ("ACCEPT", None))
                 self.log.acked(self.name, off, ack_type, err, count)

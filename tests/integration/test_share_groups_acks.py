@@ -14,7 +14,7 @@ import sys
 import threading
 
 import pytest
-from confluent_kafka import AcknowledgeType, ShareConsumer
+from confluent_kafka import AcknowledgeType, KafkaError, KafkaException, ShareConsumer
 
 from tests.helpers.broker_proc import BrokerProcess
 from tests.helpers.share import (
@@ -186,3 +186,34 @@ def test_close_commits_the_pending_acknowledgements(share_broker, topic_name):
     finally:
         c2.close()
     assert after == [(10, 1)]
+
+
+@pytest.mark.timeout(120)
+def test_an_acknowledgement_after_the_lock_expired_fails(share_broker, topic_name):
+    """A consumer holds records past the lock; another gets them (delivery count 2) and
+    accepts them; the first one's ACCEPT then fails with INVALID_RECORD_STATE (Kafka's
+    "Batch record not found": they are no longer in flight), so no record is accepted
+    twice."""
+    group = _setup(share_broker, topic_name, 5)
+    slow = ShareConsumer(consumer_config(share_broker.bootstrap, group, explicit=True))
+    fast = ShareConsumer(consumer_config(share_broker.bootstrap, group, explicit=True))
+    try:
+        slow.subscribe([topic_name])
+        held: list = []
+        assert wait_until(lambda: bool(held.extend(slow.poll(0.3))) or bool(held), 60)
+        assert [(m.offset(), m.delivery_count()) for m in held] == [(o, 1) for o in range(5)]
+        fast.subscribe([topic_name])
+        got: list = []
+        assert wait_until(lambda: bool(got.extend(fast.poll(0.3))) or bool(got), 60)
+        assert [(m.offset(), m.delivery_count()) for m in got] == [(o, 2) for o in range(5)]
+        for m in got:
+            fast.acknowledge(m)
+        assert list(fast.commit_sync(30).values()) == [None]
+        for m in held:
+            slow.acknowledge(m)
+        (result,) = slow.commit_sync(30).values()
+        assert isinstance(result, KafkaException), result
+        assert result.args[0].code() == KafkaError.INVALID_RECORD_STATE, result
+    finally:
+        slow.close()
+        fast.close()
