@@ -21,7 +21,8 @@ appends the record to the operation's ``Result`` *and* applies it at once throug
 ``apply``, the same function that replays the log at load. The replayer registered for
 types 9-15 applies records only while loading (``live`` False): a live replay is of a
 record its operation already applied. A failed append reverts through the coordinator's
-checkpoint (``copy``/``restore``). ``state`` is ``Empty`` without members, else
+checkpoint (``copy``/``restore``; ``emit`` saves the group in it first: ``touch``).
+``state`` is ``Empty`` without members, else
 ``Stable`` (Kafka's ShareGroupState; ``Dead`` once deleted).
 """
 
@@ -210,6 +211,7 @@ def emit(coord: GroupCoordinator, out: Result, rec: tuple[Any, Any]) -> None:
     key_msg, value_msg = rec
     key, value = encode(key_msg, value_msg)
     out.records.append(OutRecord(key_msg.group_id, key, value))
+    coord.touch(key_msg.group_id)  # saved in the operation's checkpoint before it changes
     apply(coord, key_msg, value_msg)
 
 

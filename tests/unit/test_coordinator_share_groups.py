@@ -259,3 +259,18 @@ def test_a_failed_append_reverts_the_heartbeat():
     heartbeat(h.coord, ShareHeartbeat("new", "m", 0, None, ["orders"]), LIMITS, h.topics)
     h.coord.revert(cp, [])
     assert "new" not in h.coord.groups
+
+
+def test_a_failed_append_of_an_operation_naming_no_group_reverts_it_too():
+    """A timer's operation may name no group (the runtime's checkpoint is then empty): the
+    group an emitted record changes is saved first (``touch``) and comes back."""
+    h = Harness()
+    h.init_all(h.join("m1"))
+    before = snapshot(h.coord)
+    cp = h.coord.checkpoint([])
+    h.clock.advance(LIMITS.session_timeout_ms)
+    result = h.coord.tick()
+    assert result.records and h.group().members == {}
+    h.coord.revert(cp, [])
+    assert snapshot(h.coord) == before
+    assert ("share-session", "g", "m1") in h.coord.timers
