@@ -13,7 +13,7 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -304,6 +304,46 @@ def test_read_committed_acquires_committed_records_only(broker):
         assert [(a.first_offset, a.last_offset) for a in pr.acquired_records] == [(3, 4)]
 
 
+def join(rc: RawClient, group: str, member: str, topic: str) -> int:
+    """ShareGroupHeartbeat until the member is assigned (its share-partition state is
+    initialized); its member epoch."""
+    deadline = time.monotonic() + 15
+    epoch = 0
+    while True:
+        r = rc.request(76, 1, ShareGroupHeartbeatRequest(
+            group_id=group, member_id=member, member_epoch=epoch,
+            subscribed_topic_names=[topic] if epoch == 0 else None))
+        assert r.error_code == 0, r
+        epoch = r.member_epoch
+        if r.assignment is not None and r.assignment.topic_partitions:
+            return epoch
+        assert time.monotonic() < deadline, "never assigned"
+        time.sleep(0.05)
+
+
+def test_members_of_a_share_group_only(broker):
+    """A group coordinated here: only its members fetch; another kind of group's id is
+    GROUP_ID_NOT_FOUND. (A group this broker does not know is not checked: in a cluster
+    its coordinator may be elsewhere.)"""
+    name, tid = make_topic(broker.bootstrap, 1, "g-members")
+    with RawClient(broker.bootstrap) as rc:
+        join(rc, "g-members", "m1", name)
+        assert fetch(rc, "g-members", "m1", 0, tid).error_code == 0
+        assert fetch(rc, "g-members", "stranger", 0, tid).error_code == Errors.UNKNOWN_MEMBER_ID
+        assert acknowledge(rc, "g-members", "stranger", 1, tid, [(0, 0, ACCEPT)]).error_code \
+            == Errors.UNKNOWN_MEMBER_ID
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "g-classic",
+                  "auto.offset.reset": "earliest"})
+    try:
+        c.subscribe([name])
+        while not c.assignment():
+            c.poll(0.2)
+    finally:
+        c.close()
+    with RawClient(broker.bootstrap) as rc:
+        assert fetch(rc, "g-classic", "m1", 0, tid).error_code == Errors.GROUP_ID_NOT_FOUND
+
+
 def test_offsets_reset_of_an_empty_group_is_served(broker):
     """The group's last session ending drops its share-partitions here: an offsets reset
     made while the group is empty is what the next member gets (Kafka's onGroupEmpty)."""
@@ -319,21 +359,7 @@ def test_offsets_reset_of_an_empty_group_is_served(broker):
                                                allow_auto_topic_creation=False))
         tid = md.topics[0].topic_id
 
-        def join(member):
-            deadline = time.monotonic() + 15
-            epoch = 0
-            while True:  # until the share-partition state is initialized and assigned
-                r = rc.request(76, 1, ShareGroupHeartbeatRequest(
-                    group_id="g-reset", member_id=member, member_epoch=epoch,
-                    subscribed_topic_names=[name] if epoch == 0 else None))
-                assert r.error_code == 0, r
-                epoch = r.member_epoch
-                if r.assignment is not None and r.assignment.topic_partitions:
-                    return epoch
-                assert time.monotonic() < deadline, "never assigned"
-                time.sleep(0.05)
-
-        join("m1")
+        join(rc, "g-reset", "m1", name)
         p = part(fetch(rc, "g-reset", "m1", 0, tid))
         assert counts(p) == {o: 1 for o in range(10)}
         r = acknowledge(rc, "g-reset", "m1", -1, tid, [(0, 4, ACCEPT)])  # and closes
@@ -346,7 +372,7 @@ def test_offsets_reset_of_an_empty_group_is_served(broker):
                 alterreq.AlterShareGroupOffsetsRequestPartition(partition_index=0,
                                                                 start_offset=8)])]))
         assert [p.error_code for t in alter.responses for p in t.partitions] == [0], alter
-        join("m2")
+        join(rc, "g-reset", "m2", name)
         p = part(fetch(rc, "g-reset", "m2", 0, tid))
         assert counts(p) == {8: 1, 9: 1}
 
