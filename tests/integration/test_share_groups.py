@@ -1,8 +1,10 @@
 """Share group membership and offsets admin against a real broker, from a raw client:
 ShareGroupHeartbeat (join, share-state initialization then assignment, sharing, leave),
-ShareGroupDescribe, ListGroups type "share", DeleteGroups, Describe/Alter/DeleteShareGroupOffsets,
-a classic JoinGroup on a share group's id, the group surviving kill -9,
-group.share.enable=false, and two confluent-kafka ShareConsumers sharing a partition. One broker for the module; each test has its own group and topic.
+ShareGroupDescribe, ListGroups type "share", DeleteGroups,
+Describe/Alter/DeleteShareGroupOffsets, a deleted topic's share state, a classic JoinGroup
+on a share group's id, the group surviving kill -9, group.share.enable=false; and
+confluent-kafka ShareConsumers sharing a partition and acknowledging while they close.
+One broker for the module; each test has its own group and topic.
 """
 
 from __future__ import annotations
@@ -169,6 +171,8 @@ def test_offsets_admin(broker):
         assert offsets(rc, group, topic).topics[0].partitions[0].start_offset == -1
         other = offsets(rc, "never-was")
         assert other.error_code == Errors.GROUP_ID_NOT_FOUND
+        nameless = rc.request(92, 0, DeleteShareGroupOffsetsRequest(group_id="", topics=[]))
+        assert nameless.error_code == Errors.INVALID_GROUP_ID
 
 
 def test_deleted_topic_loses_its_share_state(broker):

@@ -267,6 +267,8 @@ async def _empty_share_group(ctx, gid: str, operation: AclOperation
         return DISABLED
     if not allowed(ctx, operation, ResourceType.GROUP, gid):
         return KafkaError(Errors.GROUP_AUTHORIZATION_FAILED)
+    if not gid:  # Kafka's GroupCoordinatorService, before the coordinator's operation
+        return KafkaError(Errors.INVALID_GROUP_ID)
     await broker.groups.topic.ensure()
     err = broker.groups.topic.coordinator_error(gid)
     if err is not None:
