@@ -13,7 +13,9 @@ group types (``group.consumer.migration.policy``), as Kafka's GroupMetadataManag
   member epoch), SyncGroup returns the member's assigned partitions in the consumer protocol,
   Heartbeat answers REBALANCE_IN_PROGRESS while the member must rejoin (its epoch is behind
   the group's, it must revoke, or partitions it waits for were released), LeaveGroup removes
-  it (the group epoch bumps). Their session timeout is their own (JoinGroup's).
+  it (the group epoch bumps). Their session timeout is their own (JoinGroup's); one told to
+  rejoin must do it, and one that joined must sync, within its rebalance timeout, else it
+  is fenced.
 - Downgrade (policy ``downgrade`` or ``bidirectional``): when the last consumer-protocol
   member leaves or is fenced and the other members (at least one) all use the classic
   protocol, the group becomes a classic group again: tombstones for every consumer group
@@ -303,7 +305,11 @@ def join(coord: GroupCoordinator, group: ConsumerGroup, req: JoinRequest, reply:
     except ops.GroupError as e:
         out.reply(reply, JoinResult(e.code, member_id=req.member_id))
         return
-    ops.schedule_session_timeout(coord, group.group_id, member_id, req.session_timeout_ms)
+    gid = group.group_id
+    ops.schedule_session_timeout(coord, gid, member_id, req.session_timeout_ms)
+    coord.timers.cancel((ops.JOIN_KEY, gid, member_id))
+    ops.schedule_fence(coord, ops.SYNC_KEY, gid, member_id, req.rebalance_timeout_ms,
+                       "it did not send SyncGroup within its rebalance timeout")
     out.reply(reply, JoinResult(0, member_id, reconciled.member_epoch, "consumer",
                                 req.protocols[0][0], "", ()))
 
@@ -318,11 +324,13 @@ def sync(coord: GroupCoordinator, group: ConsumerGroup, generation: int, member_
                                                                and protocol_name != name):
             raise ops.GroupError(Errors.INCONSISTENT_GROUP_PROTOCOL)
         if group.group_epoch > m.member_epoch and m.state != MemberState.UNREVOKED_PARTITIONS:
+            _must_rejoin(coord, group, m)
             raise ops.GroupError(Errors.REBALANCE_IN_PROGRESS)
     except ops.GroupError as e:
         out.reply(reply, SyncResult(e.code))
         return
     ops.schedule_session_timeout(coord, group.group_id, m.member_id, m.classic.session_timeout_ms)
+    coord.timers.cancel((ops.SYNC_KEY, group.group_id, m.member_id))
     out.reply(reply, SyncResult(0, "consumer", name,
                                 encode_assignment(m.assigned, _names(coord, group), _version(m))))
 
@@ -346,8 +354,17 @@ def heartbeat(coord: GroupCoordinator, group: ConsumerGroup, generation: int, me
     if (m.member_epoch < group.group_epoch or m.state == MemberState.UNREVOKED_PARTITIONS
             or (m.state == MemberState.UNRELEASED_PARTITIONS
                 and not _waiting_on_unreleased(group, m))):
+        _must_rejoin(coord, group, m)
         return Errors.REBALANCE_IN_PROGRESS
     return 0
+
+
+def _must_rejoin(coord: GroupCoordinator, group: ConsumerGroup, m: ConsumerGroupMember) -> None:
+    """A classic member told REBALANCE_IN_PROGRESS has its rebalance timeout to rejoin."""
+    if (ops.JOIN_KEY, group.group_id, m.member_id) not in coord.timers:
+        ops.schedule_fence(coord, ops.JOIN_KEY, group.group_id, m.member_id,
+                           m.rebalance_timeout_ms, "it did not rejoin within its rebalance "
+                           "timeout")
 
 
 def leave(coord: GroupCoordinator, group: ConsumerGroup,

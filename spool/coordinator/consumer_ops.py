@@ -84,6 +84,8 @@ register_replayer(TYPES, replay)
 
 SESSION_KEY = "cg-session"
 REBALANCE_KEY = "cg-rebalance"
+JOIN_KEY = "cg-join"  # a classic member told to rejoin (consumer_classic)
+SYNC_KEY = "cg-sync"  # a classic member that joined and must sync
 
 
 Describable = Callable[[list[str]], Iterable[str]]
@@ -617,8 +619,21 @@ def fence_member(coord: GroupCoordinator, group: ConsumerGroup, member: Consumer
 
 
 def _cancel_timers(coord: GroupCoordinator, group_id: str, member_id: str) -> None:
-    coord.timers.cancel((SESSION_KEY, group_id, member_id))
-    coord.timers.cancel((REBALANCE_KEY, group_id, member_id))
+    for key in (SESSION_KEY, REBALANCE_KEY, JOIN_KEY, SYNC_KEY):
+        coord.timers.cancel((key, group_id, member_id))
+
+
+def schedule_fence(coord: GroupCoordinator, kind: str, group_id: str, member_id: str,
+                   timeout_ms: int, why: str) -> None:
+    """Fence the member ``timeout_ms`` from now unless the timer ``kind`` is cancelled first
+    (a classic member's join and sync deadlines: its rebalance timeout)."""
+    def expire(out: Result) -> None:
+        group = coord.groups.get(group_id)
+        if isinstance(group, ConsumerGroup) and member_id in group.members:
+            log.info("group %s: member %s fenced: %s", group_id, member_id, why)
+            fence_member(coord, group, group.members[member_id], out)
+
+    coord.timers.schedule((kind, group_id, member_id), coord.now() + max(timeout_ms, 0), expire)
 
 
 def schedule_session_timeout(coord: GroupCoordinator, group_id: str, member_id: str,

@@ -532,3 +532,20 @@ def test_a_retention_pass_that_fails_to_append_keeps_the_empty_group():
     assert "g" not in h.coord.groups and result.records  # deleted: tombstones written
     h.coord.revert(cp, [])
     assert h.coord.groups["g"].snapshot() == before
+
+
+def test_a_classic_member_that_does_not_rejoin_is_fenced():
+    h = Harness(initial_rebalance_delay_ms=0)
+    a = classic_join(h, "")
+    mid = a[-1].member_id
+    box: list = []
+    h.run(h.coord.sync_group("g", a[-1].generation, mid, None, None, None, {}, box.append))
+    h.hb("c1", 0)  # upgrade
+    gen = h.group().members[mid].member_epoch
+    assert h.coord.heartbeat("g", gen, mid)[1] == Errors.REBALANCE_IN_PROGRESS
+    h.clock.advance(9_999)  # its rebalance timeout is 10 s; it heartbeats but never rejoins
+    assert h.coord.heartbeat("g", gen, mid)[1] == Errors.REBALANCE_IN_PROGRESS
+    h.run(h.coord.tick())
+    assert mid in h.group().members
+    h.tick(1)
+    assert set(h.group().members) == {"c1"}
