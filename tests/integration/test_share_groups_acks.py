@@ -18,7 +18,6 @@ from confluent_kafka import AcknowledgeType, KafkaError, KafkaException, ShareCo
 
 from tests.helpers.broker_proc import BrokerProcess
 from tests.helpers.share import (
-    NAMES,
     OVERRIDES,
     ShareLog,
     ShareWorker,
@@ -57,44 +56,32 @@ def test_release_redelivers_reject_archives_and_the_delivery_limit_archives(shar
     rejected, 6-9 accepted; a record produced after (10) is the only one delivered next."""
     group = _setup(share_broker, topic_name, 10)
     log = ShareLog()
-    pending: dict[int, str] = {}
 
-    def on_commit(offsets, exc):
-        for offs in offsets.values():
-            for off in offs:
-                log.acked("c", off, pending.pop(off, "?"), None if exc is None else str(exc))
-
-    def decide(off: int) -> int:
-        if off < 3:
+    def decide(msg) -> int:
+        if msg.offset() < 3:
             return AcknowledgeType.RELEASE
-        return AcknowledgeType.REJECT if off < 6 else AcknowledgeType.ACCEPT
+        return AcknowledgeType.REJECT if msg.offset() < 6 else AcknowledgeType.ACCEPT
 
-    c = ShareConsumer(consumer_config(share_broker.bootstrap, group, explicit=True))
-    c.set_acknowledgement_commit_callback(on_commit)
-    c.subscribe([topic_name])
+    c = ShareWorker("c", share_broker.bootstrap, group, topic_name, log, decide=decide)
+    c.open()
     sentinel_sent = False
     try:
-        def step() -> bool:
+        def step() -> bool:  # one poll, its acknowledgements, commit_sync
             nonlocal sentinel_sent
-            for m in c.poll(0.3):
-                assert m.error() is None, m.error()
-                log.delivered("c", m.offset(), m.delivery_count())
-                pending[m.offset()] = NAMES[decide(m.offset())]
-                c.acknowledge(m, decide(m.offset()))
-            c.commit_sync(30)
+            c.step()
             released = [a for a in log.acks if a.ok and a.ack_type == "RELEASE"]
             if not sentinel_sent and len(released) == 3 * LIMIT:
                 produce(share_broker.bootstrap, topic_name, 10, 1)
                 sentinel_sent = True
             return 10 in log.accepted
 
-        assert wait_until(step, 90), (log.deliveries, log.acks)
+        assert wait_until(step, 90), (log.deliveries, log.acks, log.errors)
     finally:
-        c.close()
+        c.consumer.close()
     counts = {off: [d.delivery_count for d in log.deliveries_of(off)] for off in range(11)}
     assert counts == {0: [1, 2, 3], 1: [1, 2, 3], 2: [1, 2, 3], 3: [1], 4: [1], 5: [1],
                       6: [1], 7: [1], 8: [1], 9: [1], 10: [1]}
-    assert [a for a in log.acks if not a.ok] == []
+    assert [a for a in log.acks if not a.ok] == [] and log.errors == []
     assert sorted(log.accepted) == [6, 7, 8, 9, 10]
 
 
@@ -155,8 +142,12 @@ def test_close_commits_the_pending_acknowledgements(share_broker, topic_name):
     group = _setup(share_broker, topic_name, 10)
     outcomes: list[tuple[set[int], object]] = []
     c = ShareConsumer(consumer_config(share_broker.bootstrap, group, explicit=True))
-    c.set_acknowledgement_commit_callback(
-        lambda offsets, exc: outcomes.append((set().union(*offsets.values()), exc)))
+
+    def on_commit(offsets, exc) -> None:  # the request's error, else each partition's
+        for tp, offs in offsets.items():
+            outcomes.append((offs, exc if exc is not None else tp.error))
+
+    c.set_acknowledgement_commit_callback(on_commit)
     c.subscribe([topic_name])
     got: list[int] = []
     try:
