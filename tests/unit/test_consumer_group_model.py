@@ -4,7 +4,8 @@ Clients join, heartbeat (reporting what they own), go silent, leave; topics grow
 passes. A client owns what its last answer assigned it, gives up partitions as soon as an
 answer takes them away (its next heartbeat reports that), and drops everything when it has
 had no successful heartbeat for the session timeout (as librdkafka does: its partitions are
-lost) or when it is fenced. The invariant: no partition is owned by two clients at any
+lost) or when it is fenced; a static client (``group.instance.id``) restarts: it leaves with
+epoch -2 and a new process with the same instance id takes over its assignment. The invariant: no partition is owned by two clients at any
 moment; the coordinator never holds a partition in two members either; and replaying the
 records written gives the same group.
 """
@@ -13,9 +14,9 @@ from __future__ import annotations
 
 import uuid
 
-from hypothesis import settings
+from hypothesis import event, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from spool.coordinator import CoordinatorConfig, GroupCoordinator, consumer_ops
 from spool.coordinator.consumer_group import StaticTopics
@@ -26,6 +27,7 @@ from spool.util.clock import FakeClock
 T = 10_000  # session timeout = rebalance timeout
 TOPIC = uuid.UUID(int=7)
 NAMES = ("a", "b", "c", "d")
+STATIC = ("c", "d")  # their group.instance.id is their name
 
 
 class Client:
@@ -35,6 +37,7 @@ class Client:
         self.owned: frozenset[int] = frozenset()
         self.joined = False
         self.last_ok = 0
+        self.instance = name if name in STATIC else None
 
 
 class Reconciliation(RuleBasedStateMachine):
@@ -57,7 +60,7 @@ class Reconciliation(RuleBasedStateMachine):
     def send(self, c: Client, epoch: int, full: bool = False):
         owned = None if epoch < 0 else ((TOPIC, tuple(sorted(c.owned))),) if c.owned else ()
         req = HeartbeatRequest(
-            "g", c.member_id, epoch, rebalance_timeout_ms=T if epoch == 0 or full else -1,
+            "g", c.member_id, epoch, instance_id=c.instance, rebalance_timeout_ms=T if epoch == 0 or full else -1,
             subscribed_topic_names=("t",) if epoch == 0 or full else None, owned=owned)
         result, answer = consumer_ops.heartbeat(self.coord, req)
         self.run(result)
@@ -67,15 +70,17 @@ class Reconciliation(RuleBasedStateMachine):
     def heartbeat(self, name: str) -> None:
         c = self.clients.setdefault(name, Client(name))
         a = self.send(c, c.epoch if c.joined else 0)
-        if a.error in (Errors.FENCED_MEMBER_EPOCH, Errors.UNKNOWN_MEMBER_ID):
+        if a.error in (Errors.FENCED_MEMBER_EPOCH, Errors.UNKNOWN_MEMBER_ID,
+                       Errors.FENCED_INSTANCE_ID):
             c.owned, c.joined, c.epoch = frozenset(), False, 0  # lost: rejoin next time
             return
         assert a.error == 0, a
+        if c.instance is not None and not c.joined and a.assignment:
+            event("a static member took over an assignment")
         c.joined, c.epoch, c.last_ok = True, a.member_epoch, self.clock.now_ms()
         if a.assignment is not None:
             c.owned = a.assignment.get(TOPIC, frozenset())
 
-    @precondition(lambda self: any(c.joined for c in self.clients.values()))
     @rule(name=st.sampled_from(NAMES))
     def leave(self, name: str) -> None:
         c = self.clients.get(name)
@@ -84,6 +89,19 @@ class Reconciliation(RuleBasedStateMachine):
         c.owned = frozenset()  # revoked before leaving
         self.send(c, -1)
         c.joined, c.epoch = False, 0
+
+    @rule(name=st.sampled_from(STATIC))
+    def static_restart(self, name: str) -> None:
+        """A static member's process closes (epoch -2: it keeps its place) and a new process
+        with the same instance id and a new member id takes over."""
+        c = self.clients.get(name)
+        if c is None or not c.joined:
+            return
+        c.owned = frozenset()
+        a = self.send(c, -2)
+        assert a.error in (0, Errors.UNKNOWN_MEMBER_ID, Errors.FENCED_MEMBER_EPOCH), a
+        event(f"static leave: {Errors.name(a.error) if a.error else 'ok'}")
+        self.clients[name] = Client(name)
 
     @rule(ms=st.integers(0, T))
     def time_passes(self, ms: int) -> None:
