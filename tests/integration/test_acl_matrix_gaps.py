@@ -188,3 +188,44 @@ def test_share_state_apis_need_cluster_action(broker, admin):
     grant(admin, ResourceType.BROKER, "kafka-cluster", AclOperation.CLUSTER_ACTION, "carol")
     # allowed: the unknown topic id is the state machine's answer now
     assert write_and_find() == (Errors.UNKNOWN_TOPIC_OR_PARTITION, 0)
+
+
+def test_consumer_group_heartbeat_and_describe_need_their_acls(broker, admin):
+    """KIP-848, as KafkaApis: ConsumerGroupHeartbeat needs READ on the group and DESCRIBE on
+    each subscribed topic; a regex subscription gets only the matching topics the member may
+    DESCRIBE; ConsumerGroupDescribe needs DESCRIBE on the group."""
+    from spool.protocol._generated import (
+        ConsumerGroupDescribeRequest,
+        ConsumerGroupHeartbeatRequest,
+    )
+
+    prefix = _name("cgacl")
+    topic, hidden, group = f"{prefix}-seen", f"{prefix}-hidden", _name("cgacl-group")
+    for f in admin.create_topics([NewTopic(topic, 2, 1), NewTopic(hidden, 2, 1)]).values():
+        f.result(15)
+
+    def join(member: str, names=None, regex=None):
+        return raw(broker, "alice", ConsumerGroupHeartbeatRequest(
+            group_id=group, member_id=member, member_epoch=0, rebalance_timeout_ms=30000,
+            subscribed_topic_names=names, subscribed_topic_regex=regex, topic_partitions=[]), 1)
+
+    def describe(user: str):
+        return raw(broker, user, ConsumerGroupDescribeRequest(group_ids=[group]), 1).groups[0]
+
+    assert join("m1", [topic]).error_code == Errors.GROUP_AUTHORIZATION_FAILED
+    assert describe("alice").error_code == Errors.GROUP_AUTHORIZATION_FAILED
+    grant(admin, ResourceType.GROUP, group, AclOperation.READ)  # READ implies DESCRIBE
+    r = join("m1", [topic])
+    assert (r.error_code, r.error_message) == (
+        Errors.TOPIC_AUTHORIZATION_FAILED, f"The following topics are not authorized: {topic}.")
+    assert describe("admin").error_code == Errors.GROUP_ID_NOT_FOUND  # nothing was done
+    grant(admin, ResourceType.TOPIC, topic, AclOperation.DESCRIBE)
+    r = join("m1", [topic])
+    assert (r.error_code, r.member_epoch) == (0, 1)
+    seen_id = r.assignment.topic_partitions[0].topic_id
+    r = join("m2", regex=f"{prefix}-.*")  # matches both topics, may describe one
+    assert r.error_code == 0
+    d = describe("alice")
+    assert d.error_code == 0
+    targets = {tp.topic_id for m in d.members for tp in m.target_assignment.topic_partitions}
+    assert targets == {seen_id}
