@@ -181,8 +181,9 @@ def upgrade(coord: GroupCoordinator, classic: ClassicGroup, out: Result) -> Cons
     epoch = classic.generation
     members = []
     for m in classic.members.values():
-        sub = decode_subscription(m.metadata(classic.protocol_name)) or Subscription(
-            0, (), (), None)
+        # the chosen protocol's subscription (mid-rebalance, none is chosen yet: its first)
+        meta = m.metadata(classic.protocol_name) or (m.protocols[0][1] if m.protocols else b"")
+        sub = decode_subscription(meta) or Subscription(0, (), (), None)
         assigned = _ids(coord, decode_assignment(m.assignment))
         members.append(ConsumerGroupMember(
             m.member_id, instance_id=m.group_instance_id, rack_id=sub.rack_id,

@@ -549,3 +549,14 @@ def test_a_classic_member_that_does_not_rejoin_is_fenced():
     assert mid in h.group().members
     h.tick(1)
     assert set(h.group().members) == {"c1"}
+
+
+def test_upgrade_during_a_classic_rebalance_answers_the_parked_join():
+    h = Harness(initial_rebalance_delay_ms=3000)
+    box = classic_join(h, "")  # parked: the initial rebalance delay
+    assert box == []
+    mid = next(iter(h.coord.groups["g"].members))
+    assert h.hb("c1", 0).error == 0
+    assert box[0].error == Errors.REBALANCE_IN_PROGRESS
+    m = h.group().members[mid]
+    assert m.classic is not None and m.subscribed_topic_names == ("t",)
