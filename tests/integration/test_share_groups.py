@@ -19,6 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from spool.protocol._generated import (
     AlterShareGroupOffsetsRequest,
     ApiVersionsRequest,
+    ConsumerGroupHeartbeatRequest,
     DeleteGroupsRequest,
     DeleteShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsRequest,
@@ -220,6 +221,22 @@ def test_share_groups_disabled(tmp_path):
                 client_software_name="t", client_software_version="1")).api_keys}
             assert not keys & {76, 77, 78, 79, 90, 91, 92} and 11 in keys
             assert hb(rc, "g", "m1", 0, ["t"]).error_code == Errors.UNSUPPORTED_VERSION
+
+
+def test_only_classic_groups_served(tmp_path):
+    """group.coordinator.rebalance.protocols=classic: ApiVersions advertises neither KIP-848's
+    nor KIP-932's APIs (group.share.enable is still true) and both heartbeats answer
+    UNSUPPORTED_VERSION."""
+    with BrokerProcess(tmp_path / "data", {"group.coordinator.rebalance.protocols": "classic"}
+                       ) as b, RawClient(b.bootstrap) as rc:
+        keys = {k.api_key for k in rc.request(18, 3, ApiVersionsRequest(
+            client_software_name="t", client_software_version="1")).api_keys}
+        assert not keys & {68, 69, 76, 77, 78, 79, 90, 91, 92} and 11 in keys
+        assert hb(rc, "g", "m1", 0, ["t"]).error_code == Errors.UNSUPPORTED_VERSION
+        assert rc.request(68, 0, ConsumerGroupHeartbeatRequest(
+            group_id="g", member_id="", member_epoch=0, rebalance_timeout_ms=30000,
+            subscribed_topic_names=["t"], server_assignor=None, topic_partitions=[]),
+        ).error_code == Errors.UNSUPPORTED_VERSION
 
 
 def test_share_consumers_join_and_share_a_partition(broker):

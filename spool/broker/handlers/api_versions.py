@@ -2,6 +2,9 @@
 
 On a controller listener it lists the controller plane's APIs, elsewhere the broker's.
 
+APIs of a group protocol the broker does not serve are left out
+(``spool.broker.group_protocols``: KIP-848's 68/69, KIP-932's share APIs).
+
 v3+ also carries the feature flags (``spool.cluster.features``), as Kafka's
 ``ApiVersionManager``: ``supported_features`` (this node's ranges; below v4, features
 whose minimum is 0 are left out, KAFKA-17492), ``finalized_features`` (the cluster's
@@ -12,7 +15,7 @@ node (or a cluster node before its first image) from its controller's image.
 
 from __future__ import annotations
 
-from spool.broker.handlers.share_groups import SHARE_APIS, enabled
+from spool.broker.group_protocols import hidden_apis
 from spool.broker.registry import BROKER_PLANE, CONTROLLER_PLANE, advertised, handles
 from spool.cluster import features
 from spool.protocol._generated import ApiVersionsRequest, ApiVersionsResponse
@@ -38,11 +41,11 @@ def finalized(broker) -> tuple[dict[str, int], int]:
 
 @handles(18, 0, 4, listeners=(BROKER_PLANE, CONTROLLER_PLANE))
 async def api_versions(ctx, req: ApiVersionsRequest) -> ApiVersionsResponse:
+    hidden = hidden_apis(ctx.broker)
     resp = ApiVersionsResponse(
         error_code=0,
         api_keys=[ApiVersion(api_key=k, min_version=lo, max_version=hi)
-                  for k, lo, hi in advertised(ctx.plane)
-                  if k not in SHARE_APIS or enabled(ctx.broker)],
+                  for k, lo, hi in advertised(ctx.plane) if k not in hidden],
         throttle_time_ms=0,
     )
     if ctx.api_version >= 3:  # the client's software, for telemetry subscriptions' match

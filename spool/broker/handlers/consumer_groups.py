@@ -6,8 +6,8 @@ ConsumerGroupHeartbeat runs ``spool.coordinator.consumer_ops.heartbeat`` through
 reverts the group and answers COORDINATOR_NOT_AVAILABLE, a lost leadership NOT_COORDINATOR).
 v0 lets the coordinator pick the member id of a joining member; from v1 (KIP-1082) the client
 names it. ``subscribed_topic_regex`` is read from v1 and resolved by the broker.
-When ``group.coordinator.rebalance.protocols`` lacks ``consumer`` the API answers
-UNSUPPORTED_VERSION, as Kafka.
+When ``group.coordinator.rebalance.protocols`` lacks ``consumer`` both answer
+UNSUPPORTED_VERSION, as Kafka, and ApiVersions leaves them out.
 
 ConsumerGroupDescribe answers, per group: its state (Empty, Assigning, Reconciling,
 Stable), group epoch, assignment epoch, assignor, and per member its epoch, subscription,
@@ -29,6 +29,7 @@ from __future__ import annotations
 import uuid
 
 from spool.broker.authz import allowed, allowed_names, authorized_operations
+from spool.broker.group_protocols import consumer_enabled
 from spool.broker.registry import handles
 from spool.coordinator import consumer_ops
 from spool.coordinator.consumer_group import ConsumerGroup, Partitions
@@ -47,13 +48,6 @@ from spool.protocol.errors import Errors, KafkaError
 MEMBER_TYPE_CLASSIC, MEMBER_TYPE_CONSUMER = 0, 1  # ConsumerGroupDescribe v1: Kafka's MemberType
 
 
-def _enabled(broker) -> bool:
-    protocols = broker.config.get("group.coordinator.rebalance.protocols")
-    if isinstance(protocols, str):
-        protocols = protocols.split(",")
-    return "consumer" in {p.strip() for p in protocols}
-
-
 def _error(code: int, message: str | None = None) -> ConsumerGroupHeartbeatResponse:
     return ConsumerGroupHeartbeatResponse(throttle_time_ms=0, error_code=code,
                                           error_message=message, member_id=None, member_epoch=0,
@@ -68,7 +62,7 @@ def _sorted(parts: Partitions) -> list[tuple[uuid.UUID, list[int]]]:
 async def consumer_group_heartbeat(ctx, req: ConsumerGroupHeartbeatRequest
                                    ) -> ConsumerGroupHeartbeatResponse:
     broker = ctx.broker
-    if not _enabled(broker):
+    if not consumer_enabled(broker):
         return _error(Errors.UNSUPPORTED_VERSION)
     if not allowed(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
         return _error(Errors.GROUP_AUTHORIZATION_FAILED)
@@ -163,7 +157,7 @@ def _topics_of(entry: d.DescribedGroup) -> set[str]:
 async def consumer_group_describe(ctx, req: ConsumerGroupDescribeRequest
                                   ) -> ConsumerGroupDescribeResponse:
     broker = ctx.broker
-    if not _enabled(broker):
+    if not consumer_enabled(broker):
         return ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=[
             _described_error(g, Errors.UNSUPPORTED_VERSION) for g in req.group_ids])
     coord = broker.groups.coordinator

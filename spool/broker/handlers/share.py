@@ -2,7 +2,7 @@
 
 As Kafka 4.2's ``KafkaApis.handleShareFetchRequest`` / ``handleShareAcknowledgeRequest``:
 
-1. ``group.share.enable=false``: UNSUPPORTED_VERSION. A missing group id or member id:
+1. Share groups not served (``spool.broker.group_protocols``): UNSUPPORTED_VERSION. A missing group id or member id:
    INVALID_REQUEST. With an authorizer, READ on the group (else
    GROUP_AUTHORIZATION_FAILED, nothing done).
 2. The share session (``spool.broker.share_sessions``): its errors (SHARE_SESSION_NOT_FOUND,
@@ -46,6 +46,7 @@ import asyncio
 import logging
 
 from spool.broker.authz import allowed, allowed_names
+from spool.broker.group_protocols import share_enabled
 from spool.broker.registry import handles
 from spool.broker.server import FileRegion
 from spool.broker.share_manager import (
@@ -74,7 +75,7 @@ _HINTED = (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH)
 def _request_error(ctx, req) -> KafkaError | None:
     """The request-wide checks of steps 1 and 3 (None: go on)."""
     broker = ctx.broker
-    if not broker.config.get_bool("group.share.enable"):
+    if not share_enabled(broker):
         return KafkaError(Errors.UNSUPPORTED_VERSION, "share groups are not enabled")
     if not req.group_id:
         return KafkaError(Errors.INVALID_REQUEST, "the group id is missing")

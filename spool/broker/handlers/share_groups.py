@@ -18,7 +18,8 @@ initialized; DeleteShareGroupOffsets (Empty only) deletes the state of whole top
 forgets them. ``delete_share_states`` serves DeleteGroups (``handlers.groups``): the share
 state of an Empty share group goes before its records.
 
-``group.share.enable=false``: every API here answers UNSUPPORTED_VERSION (and ApiVersions
+``group.share.enable=false`` or ``group.coordinator.rebalance.protocols`` without ``share``
+(``spool.broker.group_protocols``): every API here answers UNSUPPORTED_VERSION (and ApiVersions
 does not advertise them). Authorization as Kafka's ``KafkaApis``: heartbeat READ group
 (+ DESCRIBE on the subscribed topics: TOPIC_AUTHORIZATION_FAILED), describe DESCRIBE
 group, DescribeShareGroupOffsets DESCRIBE group and topics, AlterShareGroupOffsets READ
@@ -31,6 +32,7 @@ import asyncio
 import uuid
 
 from spool.broker.authz import allowed, allowed_names, authorized_operations
+from spool.broker.group_protocols import share_enabled
 from spool.broker.registry import handles
 from spool.coordinator.share_assignor import NAME as ASSIGNOR
 from spool.coordinator.share_group import ShareGroup, TopicMeta
@@ -64,12 +66,7 @@ from spool.protocol._generated import share_group_heartbeat_response as hb_rsp
 from spool.protocol.acl import OMITTED, AclOperation, ResourceType
 from spool.protocol.errors import Errors, KafkaError
 
-SHARE_APIS = frozenset({76, 77, 78, 79, 90, 91, 92})
 DISABLED = KafkaError(Errors.UNSUPPORTED_VERSION, "share groups are not enabled")
-
-
-def enabled(broker) -> bool:
-    return broker.config.get_bool("group.share.enable")
 
 
 def _limits(broker, group_id: str) -> ShareLimits:
@@ -101,7 +98,7 @@ async def share_group_heartbeat(ctx, req: ShareGroupHeartbeatRequest
                                            error_message=message, member_epoch=0,
                                            heartbeat_interval_ms=0)
 
-    if not enabled(broker):
+    if not share_enabled(broker):
         return error(DISABLED.code, DISABLED.message)
     if not allowed(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
         return error(Errors.GROUP_AUTHORIZATION_FAILED)
@@ -154,7 +151,7 @@ def _described_error(group_id: str, code: int, message: str | None = None
 async def share_group_describe(ctx, req: ShareGroupDescribeRequest
                                ) -> ShareGroupDescribeResponse:
     broker = ctx.broker
-    if not enabled(broker):
+    if not share_enabled(broker):
         return ShareGroupDescribeResponse(throttle_time_ms=0, groups=[
             _described_error(g, DISABLED.code, DISABLED.message) for g in req.group_ids])
     out = []
@@ -205,7 +202,7 @@ async def describe_share_group_offsets(ctx, req: DescribeShareGroupOffsetsReques
             return offsets_rsp.DescribeShareGroupOffsetsResponseGroup(
                 group_id=gid, topics=[], error_code=code, error_message=message)
 
-        if not enabled(broker):
+        if not share_enabled(broker):
             out.append(group_error(DISABLED.code, DISABLED.message))
             continue
         if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, gid):
@@ -263,7 +260,7 @@ async def _describe_topics(ctx, g: ShareGroup, asked) -> list:
 async def _empty_share_group(ctx, gid: str, operation: AclOperation
                              ) -> ShareGroup | KafkaError:
     broker = ctx.broker
-    if not enabled(broker):
+    if not share_enabled(broker):
         return DISABLED
     if not allowed(ctx, operation, ResourceType.GROUP, gid):
         return KafkaError(Errors.GROUP_AUTHORIZATION_FAILED)
