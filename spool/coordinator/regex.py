@@ -14,10 +14,10 @@ possessive quantifiers, conditionals).
   whether RE2 would match all of ``text``; raises ``InvalidRegex``
   (``.description``: RE2/J's error text).
 - ``resolve(pattern, topic_names)`` -> the names the pattern fully matches
-  (an invalid pattern matches nothing, as Kafka ignores it). Like Kafka, it
-  does not skip internal topics (``__consumer_offsets`` matches ``.*``;
-  only DESCRIBE ACLs filter there, which is the caller's business);
-  ``exclude_internal=True`` leaves out ``INTERNAL_TOPICS``.
+  (an invalid pattern matches nothing, as Kafka ignores it). Like Kafka's
+  resolver, it does not skip internal topics (``__consumer_offsets`` matches
+  ``.*``); only DESCRIBE ACLs filter the result, which is the caller's business
+  (``spool.broker.handlers.consumer_groups``).
 
 Why not Python's ``re``: it backtracks, so a member's ``(a*)*b`` against a
 topic named ``aaa...a`` (24 a's: 2.4 s, each more doubles it) would stall the
@@ -49,9 +49,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["INTERNAL_TOPICS", "InvalidRegex", "Regex", "compile", "resolve", "validate"]
-
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+__all__ = ["InvalidRegex", "Regex", "compile", "resolve", "validate"]
 
 MAX_REPEAT = 1000
 MAX_RUNE = 0x10FFFF
@@ -79,19 +77,13 @@ def validate(pattern: str) -> str | None:
     return None
 
 
-def resolve(
-    pattern: str, topic_names: Iterable[str], *, exclude_internal: bool = False
-) -> set[str]:
+def resolve(pattern: str, topic_names: Iterable[str]) -> set[str]:
     """The topic names ``pattern`` fully matches (none when it is invalid)."""
     try:
         rx = compile(pattern)
     except InvalidRegex:
         return set()
-    return {
-        n
-        for n in topic_names
-        if rx.fullmatch(n) and not (exclude_internal and n in INTERNAL_TOPICS)
-    }
+    return {n for n in topic_names if rx.fullmatch(n)}
 
 
 @functools.lru_cache(maxsize=128)

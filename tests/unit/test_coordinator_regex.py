@@ -30,7 +30,7 @@ def test_resolve_is_a_full_match():
     assert regex.resolve("pay", TOPICS) == set()
 
 
-def test_internal_topics_match_as_in_kafka_unless_excluded():
+def test_internal_topics_match_as_in_kafka():
     # Kafka's TopicRegexResolver scans every topic name (only DESCRIBE ACLs filter).
     assert regex.resolve("__.*", TOPICS) == {
         "__consumer_offsets",
@@ -38,7 +38,6 @@ def test_internal_topics_match_as_in_kafka_unless_excluded():
         "__share_group_state",
         "__private",
     }
-    assert regex.resolve("__.*", TOPICS, exclude_internal=True) == {"__private"}
 
 
 def test_an_invalid_pattern_resolves_to_nothing():
