@@ -132,6 +132,7 @@ class GroupRuntime:
         if group_configs is not None:
             self.coordinator.group_config = group_configs.get
         self.num_partitions = broker.config.get_int("offsets.topic.num.partitions")
+        self.coordinator.partition_of = lambda group: partition_for(group, self.num_partitions)
         self.topic = InternalTopic(broker, TOPIC, lambda: self.num_partitions, owner=self)
         self.log = CoordinatorLog(
             TOPIC, writer or PartitionLogWriter(broker), broker.clock,

@@ -138,6 +138,9 @@ class GroupCoordinator:
         self.topics: TopicsView = StaticTopics()
         # a group's KIP-848 setting (consumer.session.timeout.ms...): broker.group_configs.get
         self.group_config: Callable[[str, str], Any] = self._default_group_config
+        # a group's __consumer_offsets partition (the runtime sets partition_for's; a shard's
+        # limits, as group.share.max.groups, count the groups of that partition)
+        self.partition_of: Callable[[str], int] = lambda group_id: 0
         self._schedule_retention()
 
     def _default_group_config(self, group_id: str, name: str) -> Any:

@@ -11,8 +11,9 @@ reverts through the runtime's checkpoint of the group).
   a group id, a non-empty rack id if any; epoch 0 must carry the subscribed topics;
   epochs below -1 are invalid. A group id held by a group of another type is
   GROUP_ID_NOT_FOUND ("Group g is not a share group."); creating a share group beyond
-  ``group.share.max.groups``, or a member beyond ``group.share.max.size``, is
-  GROUP_MAX_SIZE_REACHED.
+  ``group.share.max.groups`` share groups in its ``__consumer_offsets`` partition
+  (``coord.partition_of``: a Kafka coordinator shard counts its own), or a member beyond
+  ``group.share.max.size``, is GROUP_MAX_SIZE_REACHED.
 - epoch 0 joins (or rejoins with the same member id); a later epoch must name a member
   (UNKNOWN_MEMBER_ID) at its epoch or the previous one (else FENCED_MEMBER_EPOCH: the
   response with the bumped epoch may have been lost); -1 leaves.
@@ -149,7 +150,9 @@ def heartbeat(coord: GroupCoordinator, req: ShareHeartbeat, limits: ShareLimits,
         return _leave(coord, req.group_id, req.member_id, out)
     g = coord.groups.get(req.group_id)
     if g is None and req.member_epoch == 0:
-        if sum(isinstance(x, ShareGroup) for x in coord.groups.values()) >= limits.max_groups:
+        shard = coord.partition_of(req.group_id)
+        if sum(isinstance(x, ShareGroup) and coord.partition_of(gid) == shard
+               for gid, x in coord.groups.items()) >= limits.max_groups:
             return out, _error(Errors.GROUP_MAX_SIZE_REACHED,
                                "The maximum number of share groups has been reached.")
         g = ShareGroup(req.group_id)  # created by its first record (emit)

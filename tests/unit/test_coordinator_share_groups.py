@@ -188,6 +188,9 @@ def test_limits_and_groups_of_other_types():
     assert full.message == "The share group has reached its maximum capacity of 5 members."
     assert h.join("x", group="g2").error == 0
     assert h.join("x", group="g3").error == Errors.GROUP_MAX_SIZE_REACHED  # max.groups = 2
+    # max.groups counts the share groups of one __consumer_offsets partition
+    h.coord.partition_of = lambda group_id: 1 if group_id == "other" else 0
+    assert h.join("x", group="other").error == 0
     # classic APIs on a share group's id
     box: list = []
     result = h.coord.join_group(JoinRequest("g", "", None, "consumer", [("range", b"")],
