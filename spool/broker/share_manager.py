@@ -38,7 +38,9 @@ deadline; expired records become AVAILABLE again (or ARCHIVED at
 Durability: every change that must survive a restart (acknowledgements, releases, lock
 expiries, start offset moves) is written through ``broker.share_persister.write`` before
 the acknowledgement is answered, one write at a time per share-partition (in order). A
-failed write is the acknowledgement's error. An acquisition is not written by itself
+failed write is the acknowledgement's error; its changes are not forgotten but carried by
+the share-partition's next write (an acknowledgement whose changes an earlier write took
+waits for that write, and is answered by the one that writes them). An acquisition is not written by itself
 (Kafka's choice): it rides along the share-partition's next write (delivery counted), and
 a record acquired after the last write comes back from a crash AVAILABLE with its last
 written count. The start offset ``share.auto.offset.reset`` chose is written at load.
@@ -458,6 +460,8 @@ class ShareManager:
                             entry.group_id, entry.topic, entry.partition, err)
                 if err.code in _FENCED:  # another leader, or the state was reset: read again
                     self._drop(entry)
+                else:  # the next write carries them (and answers whoever waits for it)
+                    sp.changes_not_written(batches)
             return err
 
     def _changed(self, entry: _Entry) -> None:

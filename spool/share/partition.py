@@ -68,7 +68,8 @@ member left).
 Persisted form (``spool.share.persister``'s ShareState / StateBatch): ``to_state()`` is
 (start offset, all in-flight batches); ``take_changes()`` is (start offset, the batches of
 the offsets changed since the previous call) or None when nothing changed: what
-WriteShareGroupState / ShareUpdate carries (the coordinator combines it). ACQUIRED is
+WriteShareGroupState / ShareUpdate carries (the coordinator combines it);
+``changes_not_written(batches)`` puts a failed write's offsets back among the changes. ACQUIRED is
 written as AVAILABLE with its delivery count (the delivery in progress counted); AVAILABLE
 records never delivered (count 0) are not written: an offset the state does not cover is
 AVAILABLE with count 0. ``from_state(start_offset, batches, log_start_offset=,
@@ -447,6 +448,12 @@ class SharePartition:
         self._dirty.clear()
         self._start_dirty = False
         return self._start, tuple(_join(out))
+
+    def changes_not_written(self, batches: Iterable[StateBatch]) -> None:
+        """A write of ``take_changes()`` failed: its offsets and the start offset go with the
+        next changes (as they are then)."""
+        self._dirty.extend((b.first_offset, b.last_offset) for b in batches)
+        self._start_dirty = True
 
     @classmethod
     def from_state(cls, start_offset: int, batches: Iterable[StateBatch], *,
