@@ -9,7 +9,6 @@ from types import SimpleNamespace
 
 from spool.broker.share_manager import AckBatch, ShareManager, _Entry
 from spool.protocol.errors import Errors, KafkaError
-from spool.share.batches import StateBatch
 from spool.share.partition import SharePartition
 
 T = uuid.UUID(int=7)
