@@ -9,6 +9,7 @@ from spool.coordinator import CoordinatorConfig, GroupCoordinator, JoinRequest
 from spool.coordinator.admin import OffsetToCommit, commit_offsets, delete_groups, list_groups
 from spool.coordinator.share_group import ShareGroup, TopicMeta
 from spool.coordinator.share_ops import (
+    INITIALIZE_RETRY_MS,
     ShareHeartbeat,
     ShareLimits,
     heartbeat,
@@ -277,3 +278,31 @@ def test_a_failed_append_of_an_operation_naming_no_group_reverts_it_too():
     h.coord.revert(cp, [])
     assert snapshot(h.coord) == before
     assert ("share-session", "g", "m1") in h.coord.timers
+
+
+def test_epoch_edges_and_a_subscription_change_of_a_member():
+    h = Harness()
+    h.init_all(h.join("m1"))
+    assert h.hb("m1", 1).member_epoch == 2
+    # one above the member's epoch is as fenced as any greater epoch
+    assert h.hb("m1", 3).error == Errors.FENCED_MEMBER_EPOCH
+    # epoch 1 of a member the group never had is no join
+    assert h.hb("nobody", 1).error == Errors.UNKNOWN_MEMBER_ID
+    assert set(h.group().members) == {"m1"}
+    h.init_all(h.join("m2", ["orders", "audit"]))
+    epoch = h.hb("m1", 2).member_epoch
+    # m1 moves to a topic the group already subscribes to: the group epoch still bumps
+    moved = h.hb("m1", epoch, ["audit"])
+    assert moved.error == 0 and moved.member_epoch > epoch
+    assert set(moved.assignment) == {T2}  # orders is no longer its
+    assert h.group().target["m2"][T1] == frozenset({0})
+
+
+def test_an_unanswered_initialization_is_asked_again_after_the_retry_interval():
+    h = Harness()
+    a = h.join("m1")
+    assert [(t.partition, t.start_offset) for t in a.initialize] == [(0, -1)]
+    h.clock.advance(INITIALIZE_RETRY_MS - 1)
+    assert h.hb("m1", 1).initialize == ()
+    h.clock.advance(1)
+    assert [(t.partition, t.start_offset) for t in h.hb("m1", 1).initialize] == [(0, -1)]
