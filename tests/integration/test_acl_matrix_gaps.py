@@ -229,3 +229,35 @@ def test_consumer_group_heartbeat_and_describe_need_their_acls(broker, admin):
     assert d.error_code == 0
     targets = {tp.topic_id for m in d.members for tp in m.target_assignment.topic_partitions}
     assert targets == {seen_id}
+
+
+def test_share_group_heartbeat_and_describe_need_their_acls(broker, admin):
+    """KIP-932, as KafkaApis: ShareGroupHeartbeat needs READ on the group and DESCRIBE on
+    each subscribed topic (nothing is done without them); ShareGroupDescribe needs DESCRIBE
+    on the group."""
+    from spool.protocol._generated import (
+        ShareGroupDescribeRequest,
+        ShareGroupHeartbeatRequest,
+    )
+
+    topic, group = _name("sgacl"), _name("sgacl-group")
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
+
+    def join():
+        return raw(broker, "alice", ShareGroupHeartbeatRequest(
+            group_id=group, member_id=uuid.uuid4().hex, member_epoch=0,
+            subscribed_topic_names=[topic]), 1)
+
+    def describe(user: str):
+        return raw(broker, user, ShareGroupDescribeRequest(group_ids=[group]), 1).groups[0]
+
+    assert join().error_code == Errors.GROUP_AUTHORIZATION_FAILED
+    assert describe("alice").error_code == Errors.GROUP_AUTHORIZATION_FAILED
+    grant(admin, ResourceType.GROUP, group, AclOperation.READ)  # READ implies DESCRIBE
+    assert join().error_code == Errors.TOPIC_AUTHORIZATION_FAILED
+    assert describe("admin").error_code == Errors.GROUP_ID_NOT_FOUND  # nothing was done
+    grant(admin, ResourceType.TOPIC, topic, AclOperation.DESCRIBE)
+    r = join()
+    assert (r.error_code, r.member_epoch) == (0, 1)
+    d = describe("alice")
+    assert (d.error_code, len(d.members)) == (0, 1)
