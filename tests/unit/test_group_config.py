@@ -64,6 +64,8 @@ def test_values_bounded_by_the_broker_min_max_keys() -> None:
                          "group.share.min.record.lock.duration.ms")
     group_config.validate("g", {"consumer.session.timeout.ms": "6000"},
                           _broker("group.consumer.min.session.timeout.ms=6000").get)
+    # the bounds are inclusive at both ends
+    group_config.validate("g", {"share.heartbeat.interval.ms": "15000"}, _broker().get)
     e = _refused({"consumer.session.timeout.ms": "6000", "consumer.heartbeat.interval.ms": "6000"},
                  "group.consumer.min.session.timeout.ms=1000",
                  "group.consumer.min.heartbeat.interval.ms=1000")
