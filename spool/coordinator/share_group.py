@@ -33,6 +33,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from spool.coordinator.consumer_group import TopicMetadata
 from spool.coordinator.coordinator import GroupCoordinator, register_replayer
 from spool.coordinator.records import encode, key_type
 from spool.coordinator.result import OutRecord, Result
@@ -60,13 +61,6 @@ class ShareMember:
     assigned: Partitions = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class TopicMeta:
-    topic_id: uuid.UUID
-    name: str
-    num_partitions: int
-
-
 @dataclass
 class InitTopic:
     name: str
@@ -83,7 +77,7 @@ class ShareGroup:
         self.assignment_epoch = 0
         self.members: dict[str, ShareMember] = {}
         self.target: dict[str, Partitions] = {}
-        self.subscription: dict[str, TopicMeta] = {}
+        self.subscription: dict[str, TopicMetadata] = {}
         self.initializing: dict[uuid.UUID, InitTopic] = {}
         self.initialized: dict[uuid.UUID, InitTopic] = {}
         self.deleting: dict[uuid.UUID, str] = {}
@@ -138,7 +132,7 @@ def metadata_record(group_id: str, epoch: int | None) -> tuple[Any, Any]:
             None if epoch is None else _msg("ShareGroupMetadataValue", epoch=epoch))
 
 
-def partition_metadata_record(group_id: str, topics: dict[str, TopicMeta] | None
+def partition_metadata_record(group_id: str, topics: dict[str, TopicMetadata] | None
                               ) -> tuple[Any, Any]:
     key = _msg("ShareGroupPartitionMetadataKey", group_id=group_id)
     if topics is None:
@@ -244,7 +238,7 @@ def apply(coord: GroupCoordinator, key: Any, value: Any | None) -> None:
             g.group_epoch = value.epoch
     elif t == 9:  # ShareGroupPartitionMetadata
         g.subscription = {} if value is None else {
-            m.topic_name: TopicMeta(m.topic_id, m.topic_name, m.num_partitions)
+            m.topic_name: TopicMetadata(m.topic_id, m.topic_name, m.num_partitions)
             for m in value.topics}
     elif t == 10:  # ShareGroupMemberMetadata
         if value is None:

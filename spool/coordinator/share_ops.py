@@ -47,6 +47,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from spool.coordinator.consumer_group import TopicMetadata
 from spool.coordinator.coordinator import GroupCoordinator
 from spool.coordinator.result import Result
 from spool.coordinator.share_assignor import assign
@@ -56,7 +57,6 @@ from spool.coordinator.share_group import (
     Partitions,
     ShareGroup,
     ShareMember,
-    TopicMeta,
     current_assignment_record,
     emit,
     member_record,
@@ -141,7 +141,7 @@ def share_group(coord: GroupCoordinator, group_id: str) -> ShareGroup | Heartbea
 
 
 def heartbeat(coord: GroupCoordinator, req: ShareHeartbeat, limits: ShareLimits,
-              topics: Mapping[str, TopicMeta]) -> tuple[Result, HeartbeatAnswer]:
+              topics: Mapping[str, TopicMetadata]) -> tuple[Result, HeartbeatAnswer]:
     out = Result()
     problem = validate(req)
     if problem is not None:
@@ -190,7 +190,7 @@ def _check_epoch(g: ShareGroup, m: ShareMember | None,
 
 
 def _heartbeat(coord: GroupCoordinator, g: ShareGroup, old: ShareMember | None,
-               req: ShareHeartbeat, limits: ShareLimits, topics: Mapping[str, TopicMeta],
+               req: ShareHeartbeat, limits: ShareLimits, topics: Mapping[str, TopicMetadata],
                out: Result) -> tuple[Result, HeartbeatAnswer]:
     gid = g.group_id
     member = ShareMember(req.member_id) if old is None else ShareMember(**vars(old))
@@ -234,7 +234,7 @@ def _metadata(m: ShareMember) -> tuple:
 
 
 def _update_subscription(coord: GroupCoordinator, g: ShareGroup,
-                         topics: Mapping[str, TopicMeta], out: Result) -> bool:
+                         topics: Mapping[str, TopicMetadata], out: Result) -> bool:
     """Record the subscribed topics' metadata if it changed; True if it did."""
     now = {name: topics[name] for name in sorted(g.subscribed_topic_names()) if name in topics}
     if now == g.subscription:

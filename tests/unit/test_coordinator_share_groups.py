@@ -7,7 +7,8 @@ import uuid
 
 from spool.coordinator import CoordinatorConfig, GroupCoordinator, JoinRequest
 from spool.coordinator.admin import OffsetToCommit, commit_offsets, delete_groups, list_groups
-from spool.coordinator.share_group import ShareGroup, TopicMeta
+from spool.coordinator.consumer_group import TopicMetadata
+from spool.coordinator.share_group import ShareGroup
 from spool.coordinator.share_ops import (
     INITIALIZE_RETRY_MS,
     ShareHeartbeat,
@@ -21,7 +22,8 @@ from spool.util.clock import FakeClock
 
 T1 = uuid.UUID(int=1)
 T2 = uuid.UUID(int=2)
-TOPICS = {"orders": TopicMeta(T1, "orders", 1), "audit": TopicMeta(T2, "audit", 3)}
+TOPICS = {"orders": TopicMetadata(T1, "orders", 1),
+          "audit": TopicMetadata(T2, "audit", 3)}
 LIMITS = ShareLimits(session_timeout_ms=45_000, heartbeat_interval_ms=5_000, max_size=5,
                      max_groups=2)
 
@@ -124,7 +126,7 @@ def test_members_share_a_single_partition_and_a_failed_initialization_is_retried
 def test_new_partition_of_a_known_topic_starts_at_zero():
     h = Harness()
     h.init_all(h.join("m1", ["orders"]))
-    h.topics["orders"] = TopicMeta(T1, "orders", 2)  # CreatePartitions
+    h.topics["orders"] = TopicMetadata(T1, "orders", 2)  # CreatePartitions
     a = h.hb("m1", 1)
     assert [(t.partition, t.start_offset) for t in a.initialize] == [(1, 0)]
 

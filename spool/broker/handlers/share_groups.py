@@ -35,7 +35,7 @@ from spool.broker.authz import allowed, allowed_names, authorized_operations
 from spool.broker.group_protocols import share_enabled
 from spool.broker.registry import handles
 from spool.coordinator.share_assignor import NAME as ASSIGNOR
-from spool.coordinator.share_group import ShareGroup, TopicMeta
+from spool.coordinator.share_group import ShareGroup
 from spool.coordinator.share_ops import (
     ShareHeartbeat,
     ShareLimits,
@@ -78,16 +78,6 @@ def _limits(broker, group_id: str) -> ShareLimits:
         max_groups=config.get_int("group.share.max.groups"))
 
 
-def _topics(broker, names) -> dict[str, TopicMeta]:
-    """The metadata image's view of the topics ``names`` (those that exist)."""
-    out = {}
-    for name in names:
-        tid = broker.view.topic_id(name)
-        if tid is not None:
-            out[name] = TopicMeta(tid, name, broker.view.partition_count(name))
-    return out
-
-
 @handles(76, 1, 1)
 async def share_group_heartbeat(ctx, req: ShareGroupHeartbeatRequest
                                 ) -> ShareGroupHeartbeatResponse:
@@ -121,7 +111,7 @@ async def share_group_heartbeat(ctx, req: ShareGroupHeartbeatRequest
     wanted = set(names) | (existing.subscribed_topic_names()
                            if isinstance(existing, ShareGroup) else set())
     limits = _limits(broker, req.group_id)
-    topics = _topics(broker, wanted)
+    topics = {n: t for n in wanted if (t := coord.topics.lookup(n)) is not None}
     answer = await groups.call([req.group_id], lambda: heartbeat(coord, hb, limits, topics))
     if isinstance(answer, KafkaError):
         return error(answer.code, answer.message)
