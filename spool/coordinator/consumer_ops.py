@@ -165,7 +165,8 @@ def heartbeat(coord: GroupCoordinator, req: HeartbeatRequest) -> tuple[Result, H
         return out, HeartbeatAnswer(e.code, e.message, req.member_id or None, req.member_epoch)
 
 
-def _blank(value: str | None) -> bool:
+def blank(value: str | None) -> bool:
+    """Given but only whitespace: Kafka's throwIfEmptyString refuses it."""
     return value is not None and not value.strip()
 
 
@@ -176,9 +177,9 @@ def _validate(coord: GroupCoordinator, req: HeartbeatRequest) -> None:
         raise GroupError(invalid, "MemberId can't be empty.")
     if not req.group_id.strip():
         raise GroupError(invalid, "GroupId can't be empty.")
-    if _blank(req.instance_id):
+    if blank(req.instance_id):
         raise GroupError(invalid, "InstanceId can't be empty.")
-    if _blank(req.rack_id):
+    if blank(req.rack_id):
         raise GroupError(invalid, "RackId can't be empty.")
     if req.member_epoch == 0:
         if req.rebalance_timeout_ms == -1:

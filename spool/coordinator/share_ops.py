@@ -48,6 +48,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from spool.coordinator.consumer_group import TopicMetadata
+from spool.coordinator.consumer_ops import blank
 from spool.coordinator.coordinator import GroupCoordinator
 from spool.coordinator.result import Result
 from spool.coordinator.share_assignor import assign
@@ -117,11 +118,11 @@ def _error(code: int, message: str, member_id: str | None = None) -> HeartbeatAn
 
 def validate(req: ShareHeartbeat) -> str | None:
     """Why the request is INVALID_REQUEST (Kafka's checks, in Kafka's order), else None."""
-    if not req.member_id:
+    if not req.member_id or blank(req.member_id):
         return "MemberId can't be empty."
-    if not req.group_id:
+    if not req.group_id or blank(req.group_id):
         return "GroupId can't be empty."
-    if req.rack_id is not None and not req.rack_id:
+    if blank(req.rack_id):
         return "RackId can't be empty."
     if req.member_epoch == 0 and not req.subscribed_topic_names:
         return "SubscribedTopicNames must be set in first request."

@@ -151,6 +151,10 @@ def test_invalid_requests():
         ("m", 0, ["orders"], "", None, "GroupId can't be empty."),
         ("", 0, ["orders"], "", None, "MemberId can't be empty."),
         ("m", 0, ["orders"], "g", "", "RackId can't be empty."),
+        # blank is empty, as Kafka's throwIfEmptyString (trim)
+        ("  ", 0, ["orders"], "g", None, "MemberId can't be empty."),
+        ("m", 0, ["orders"], " ", None, "GroupId can't be empty."),
+        ("m", 0, ["orders"], "g", " ", "RackId can't be empty."),
         ("m", 0, None, "g", None, "SubscribedTopicNames must be set in first request."),
         ("m", -2, None, "g", None, "MemberEpoch is invalid."),
     ]:
