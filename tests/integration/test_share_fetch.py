@@ -13,7 +13,7 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -388,3 +388,17 @@ def test_record_limit_mode_cuts_batches(broker):
         assert counts(p) == {3: 1, 4: 1, 5: 1, 6: 1}
         p = part(fetch(rc, "g-limit", "m", 2, tid, version=2, max_records=1, mode=0))
         assert counts(p) == {7: 1, 8: 1, 9: 1}
+
+
+def test_records_deleted_below_the_start_are_no_longer_delivered(broker):
+    name, tid = make_topic(broker.bootstrap, 6, "g-trunc")
+    with RawClient(broker.bootstrap) as rc:
+        p = part(fetch(rc, "g-trunc", "m", 0, tid))
+        assert sorted(values(p)) == list(range(6))
+        assert part(acknowledge(rc, "g-trunc", "m", 1, tid, [(0, 5, RELEASE)])).error_code == 0
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        [f] = admin.delete_records([TopicPartition(name, 0, 4)]).values()
+        assert f.result(15).low_watermark == 4  # the new log start offset
+        # the released records below the new log start are gone; the rest come again
+        p = part(fetch(rc, "g-trunc", "m", 2, max_wait_ms=5000))
+        assert values(p) == {4: b"v4", 5: b"v5"} and counts(p) == {4: 2, 5: 2}
