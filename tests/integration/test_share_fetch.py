@@ -297,11 +297,15 @@ def test_read_committed_acquires_committed_records_only(broker):
             p.produce(name, v, partition=0)
         assert p.flush(15) == 0  # (an abort drops what is not sent yet)
         (p.commit_transaction if commit else p.abort_transaction)(15)
-    # offsets: 0-1 aborted, 2 abort marker, 3-4 committed, 5 commit marker
+    p.begin_transaction()  # still open: offset 6 is above the last stable offset
+    p.produce(name, b"open", partition=0)
+    assert p.flush(15) == 0
+    # offsets: 0-1 aborted, 2 abort marker, 3-4 committed, 5 commit marker, 6 open
     with RawClient(broker.bootstrap) as rc:
         pr = part(fetch(rc, "g-rc", "m", 0, tid, max_wait_ms=2000))
         assert values(pr) == {3: b"c0", 4: b"c1"}
         assert [(a.first_offset, a.last_offset) for a in pr.acquired_records] == [(3, 4)]
+    p.abort_transaction(15)
 
 
 def join(rc: RawClient, group: str, member: str, topic: str) -> int:
