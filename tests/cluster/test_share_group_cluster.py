@@ -20,7 +20,7 @@ from tests.cluster.test_coordinator_failover import (
 )
 from tests.helpers.cluster_proc import COMBINED
 from tests.helpers.raw_client import RawClient
-from tests.integration.test_share_groups import assigned, hb
+from tests.helpers.share import assigned, hb
 
 pytestmark = pytest.mark.timeout(240)
 

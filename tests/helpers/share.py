@@ -36,7 +36,9 @@ each record as ``decide(msg)`` says (explicit mode, committed with
 ``produce`` writes records whose value is their index; ``set_group_config``
 sets a group config (``share.auto.offset.reset``...) through
 IncrementalAlterConfigs; ``wait_members`` waits until ShareGroupDescribe shows
-the members with their assignments. ``OVERRIDES`` are the broker settings
+the members with their assignments. From a raw client: ``hb`` sends one
+ShareGroupHeartbeat, ``assigned`` reads its assignment, ``until_assigned``
+heartbeats until the member is assigned (its share-partitions initialized). ``OVERRIDES`` are the broker settings
 share tests run with: short locks, heartbeats and session timeouts, and a
 one-replica ``__share_group_state``.
 """
@@ -59,7 +61,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from spool.protocol._generated import ShareGroupDescribeRequest
+from spool.protocol._generated import ShareGroupDescribeRequest, ShareGroupHeartbeatRequest
 from tests.helpers.raw_client import request_once
 
 LOCK_MS = 4000
@@ -349,3 +351,31 @@ def wait_members(bootstrap: str, group: str, n: int, timeout: float = 30.0) -> N
             return
         time.sleep(0.1)
     raise AssertionError(f"share group {group} never had {n} assigned members: {g}")
+
+
+def hb(rc, group: str, member: str, epoch: int, topics: list[str] | None = None):
+    """One ShareGroupHeartbeat (v1) from a raw client."""
+    return rc.request(76, 1, ShareGroupHeartbeatRequest(
+        group_id=group, member_id=member, member_epoch=epoch, subscribed_topic_names=topics))
+
+
+def assigned(resp) -> dict:
+    """topic id -> sorted partitions of a heartbeat answer's assignment ({} if none)."""
+    if resp.assignment is None:
+        return {}
+    return {t.topic_id: sorted(t.partitions) for t in resp.assignment.topic_partitions}
+
+
+def until_assigned(rc, group: str, member: str, epoch: int, topics: list[str] | None = None,
+                   timeout: float = 10.0):
+    """Heartbeat (``topics`` while the epoch is 0) until the member's share partitions are
+    initialized and assigned; the answer that assigned them."""
+    deadline = time.monotonic() + timeout
+    while True:
+        r = hb(rc, group, member, epoch, topics if epoch == 0 else None)
+        assert r.error_code == 0, r
+        epoch = r.member_epoch
+        if r.assignment is not None and r.assignment.topic_partitions:
+            return r
+        assert time.monotonic() < deadline, "no assignment"
+        time.sleep(0.05)

@@ -9,7 +9,6 @@ module; each test has its own topic and group.
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
@@ -39,6 +38,7 @@ from spool.records.batch import iter_batches
 from spool.records.record import iter_records
 from tests.helpers.broker_proc import BrokerProcess
 from tests.helpers.raw_client import RawClient
+from tests.helpers.share import until_assigned
 
 LOCK_MS = 1000
 ACCEPT, RELEASE, REJECT = 1, 2, 3
@@ -311,18 +311,7 @@ def test_read_committed_acquires_committed_records_only(broker):
 def join(rc: RawClient, group: str, member: str, topic: str) -> int:
     """ShareGroupHeartbeat until the member is assigned (its share-partition state is
     initialized); its member epoch."""
-    deadline = time.monotonic() + 15
-    epoch = 0
-    while True:
-        r = rc.request(76, 1, ShareGroupHeartbeatRequest(
-            group_id=group, member_id=member, member_epoch=epoch,
-            subscribed_topic_names=[topic] if epoch == 0 else None))
-        assert r.error_code == 0, r
-        epoch = r.member_epoch
-        if r.assignment is not None and r.assignment.topic_partitions:
-            return epoch
-        assert time.monotonic() < deadline, "never assigned"
-        time.sleep(0.05)
+    return until_assigned(rc, group, member, 0, [topic], timeout=15).member_epoch
 
 
 def test_members_of_a_share_group_only(broker):

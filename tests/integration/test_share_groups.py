@@ -26,7 +26,6 @@ from spool.protocol._generated import (
     JoinGroupRequest,
     ListGroupsRequest,
     ShareGroupDescribeRequest,
-    ShareGroupHeartbeatRequest,
 )
 from spool.protocol._generated import alter_share_group_offsets_request as alterreq
 from spool.protocol._generated import delete_share_group_offsets_request as delreq
@@ -35,7 +34,15 @@ from spool.protocol._generated.join_group_request import JoinGroupRequestProtoco
 from spool.protocol.errors import Errors
 from tests.helpers.broker_proc import BrokerProcess
 from tests.helpers.raw_client import RawClient
-from tests.helpers.share import OVERRIDES, produce, set_group_config, wait_members
+from tests.helpers.share import (
+    OVERRIDES,
+    assigned,
+    hb,
+    produce,
+    set_group_config,
+    until_assigned,
+    wait_members,
+)
 
 
 @pytest.fixture(scope="module")
@@ -50,30 +57,6 @@ def make_topic(bootstrap: str, partitions: int) -> str:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(name, partitions, 1)])[name].result(15)
     return name
-
-
-def hb(rc, group, member, epoch, topics=None):
-    return rc.request(76, 1, ShareGroupHeartbeatRequest(
-        group_id=group, member_id=member, member_epoch=epoch, subscribed_topic_names=topics))
-
-
-def assigned(resp) -> dict:
-    if resp.assignment is None:
-        return {}
-    return {t.topic_id: sorted(t.partitions) for t in resp.assignment.topic_partitions}
-
-
-def until_assigned(rc, group, member, epoch, timeout=10.0):
-    """Heartbeat until the member's share partitions are initialized and assigned."""
-    deadline = time.monotonic() + timeout
-    while True:
-        r = hb(rc, group, member, epoch)
-        assert r.error_code == 0, r
-        epoch = r.member_epoch
-        if r.assignment is not None and r.assignment.topic_partitions:
-            return r
-        assert time.monotonic() < deadline, "no assignment"
-        time.sleep(0.05)
 
 
 def describe(rc, group):
