@@ -8,6 +8,7 @@ without losing any state."""
 
 from __future__ import annotations
 
+import itertools
 import time
 import uuid
 
@@ -160,16 +161,24 @@ def test_records_below_the_oldest_needed_snapshot_are_pruned(fresh_broker, topic
     tid = topic_id(share_broker.bootstrap, topic_name)
     g = "prune-" + topic_name
     p = partition_for(coordinator_key((g, tid, 0)), PARTITIONS)
+    # a second key of the same partition, written once (a snapshot) between g's records
+    g2 = next(f"prune2-{i}-{topic_name}" for i in itertools.count()
+              if partition_for(coordinator_key((f"prune2-{i}-{topic_name}", tid, 0)),
+                               PARTITIONS) == p)
     with RawClient(share_broker.bootstrap) as rc:
         for i in range(12):  # a snapshot, then 2 updates and a snapshot, four times
             assert write(rc, g, tid, 0, 0, 0, -1, [(i, i, 2, 1)]) == 0
+            if i == 8:
+                assert write(rc, g2, tid, 0, 0, 0, -1, [(0, 0, 2, 1)]) == 0  # offset 9
         deadline = time.monotonic() + 30
-        while earliest(rc, p) == 0 and time.monotonic() < deadline:
+        while earliest(rc, p) < 9 and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert earliest(rc, p) == 9  # the last snapshot: records 0-8 are superseded
+        # g's last snapshot is at 10, g2's only one at 9: records 0-8 are superseded
+        assert earliest(rc, p) == 9
         assert read(rc, g, tid, 0, 0) == (0, 0, -1, [(0, 11, 2, 1)])
     share_broker.kill()
     share_broker.restart()
     with RawClient(share_broker.bootstrap) as rc:
         assert read(rc, g, tid, 0, 0) == (0, 0, -1, [(0, 11, 2, 1)])
+        assert read(rc, g2, tid, 0, 0) == (0, 0, -1, [(0, 0, 2, 1)])
 
