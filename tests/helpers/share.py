@@ -333,6 +333,14 @@ def set_group_config(bootstrap: str, group: str, configs: dict[str, str]) -> Non
     admin.incremental_alter_configs([res], request_timeout=30)[res].result(30)
 
 
+def share_topic(bootstrap: str, topic: str, group: str, records: int) -> None:
+    """A new one-partition ``topic`` holding ``records`` records (``produce``), read by
+    ``group`` from the earliest offset (share.auto.offset.reset)."""
+    create_topic(bootstrap, topic)
+    set_group_config(bootstrap, group, {"share.auto.offset.reset": "earliest"})
+    produce(bootstrap, topic, 0, records)
+
+
 def describe(bootstrap: str, group: str):
     """ShareGroupDescribe v1 of ``group`` (our codec, raw socket): its DescribedGroup."""
     resp = request_once(bootstrap, 77, 1, ShareGroupDescribeRequest(group_ids=[group]))

@@ -19,10 +19,9 @@ from tests.helpers.share import (
     ShareLog,
     ShareWorker,
     check_exactly_once,
-    create_topic,
     finish,
     produce,
-    set_group_config,
+    share_topic,
     wait_members,
     wait_until,
 )
@@ -38,9 +37,7 @@ def broker(tmp_path_factory):
 
 def topic_and_group(bootstrap: str, records: int) -> tuple[str, str]:
     topic, group = f"smoke-{uuid.uuid4().hex[:8]}", f"sg-{uuid.uuid4().hex[:8]}"
-    create_topic(bootstrap, topic)
-    set_group_config(bootstrap, group, {"share.auto.offset.reset": "earliest"})
-    produce(bootstrap, topic, 0, records)
+    share_topic(bootstrap, topic, group, records)
     return topic, group
 
 

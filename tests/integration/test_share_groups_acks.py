@@ -23,10 +23,9 @@ from tests.helpers.share import (
     ShareWorker,
     check_exactly_once,
     consumer_config,
-    create_topic,
     finish,
     produce,
-    set_group_config,
+    share_topic,
     wait_until,
 )
 
@@ -43,9 +42,7 @@ def share_broker(tmp_path_factory):
 
 def _setup(broker: BrokerProcess, topic: str, records: int) -> str:
     group = f"g-{topic}"
-    create_topic(broker.bootstrap, topic)
-    set_group_config(broker.bootstrap, group, {"share.auto.offset.reset": "earliest"})
-    produce(broker.bootstrap, topic, 0, records)
+    share_topic(broker.bootstrap, topic, group, records)
     return group
 
 

@@ -19,10 +19,9 @@ from tests.helpers.share import (
     ShareLog,
     ShareWorker,
     check_exactly_once,
-    create_topic,
     finish,
     produce,
-    set_group_config,
+    share_topic,
     wait_until,
 )
 
@@ -38,9 +37,7 @@ def test_broker_kill_9_loses_no_acknowledged_state(tmp_path, topic_name):
     broker = BrokerProcess(tmp_path / "data", OVERRIDES).start()
     try:
         bootstrap, group = broker.bootstrap, f"g-{topic_name}"
-        create_topic(bootstrap, topic_name)
-        set_group_config(bootstrap, group, {"share.auto.offset.reset": "earliest"})
-        produce(bootstrap, topic_name, 0, N)
+        share_topic(bootstrap, topic_name, group, N)
         log = ShareLog()
         workers = [ShareWorker(f"w{i}", bootstrap, group, topic_name, log, decide=_decide,
                                config={"max.poll.records": 100}) for i in range(2)]
@@ -70,9 +67,7 @@ def test_released_records_keep_their_delivery_counts_over_a_broker_kill_9(tmp_pa
     broker = BrokerProcess(tmp_path / "data", OVERRIDES).start()
     try:
         bootstrap, group = broker.bootstrap, f"g-{topic_name}"
-        create_topic(bootstrap, topic_name)
-        set_group_config(bootstrap, group, {"share.auto.offset.reset": "earliest"})
-        produce(bootstrap, topic_name, 0, 5)
+        share_topic(bootstrap, topic_name, group, 5)
         log = ShareLog()
 
         def release_all_but_5(msg) -> int:
