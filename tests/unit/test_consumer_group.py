@@ -175,6 +175,7 @@ def test_fenced_and_unknown_members():
     h = Harness()
     h.hb("m1", 0)
     assert h.hb("m1", 5, owned=[]).error == Errors.FENCED_MEMBER_EPOCH
+    assert h.hb("m1", 2, owned=[]).error == Errors.FENCED_MEMBER_EPOCH  # just one above
     assert h.hb("nobody", 1, owned=[]).error == Errors.UNKNOWN_MEMBER_ID
     assert h.hb("m1", 1, group="other", owned=[]).error == Errors.GROUP_ID_NOT_FOUND
     h.hb("m2", 0)
@@ -198,6 +199,8 @@ def test_invalid_requests():
                                                             owned=()))
     assert (a.error, a.message) == (Errors.INVALID_REQUEST, "MemberId can't be empty.")
     assert h.hb("m", 0, assignor="nope").error == Errors.UNSUPPORTED_ASSIGNOR
+    a = h.hb("m", -3, owned=[])
+    assert (a.error, a.message) == (Errors.INVALID_REQUEST, "MemberEpoch is invalid.")
     a = h.hb("m", 0, topics=None, regex="(a")
     assert (a.error, a.message) == (Errors.INVALID_REGULAR_EXPRESSION,
                                     "SubscribedTopicRegex `(a` is not a valid regular expression: "
