@@ -146,6 +146,7 @@ class GroupCoordinator:
     def _default_group_config(self, group_id: str, name: str) -> Any:
         return {"consumer.session.timeout.ms": self.config.consumer_session_timeout_ms,
                 "consumer.heartbeat.interval.ms": self.config.consumer_heartbeat_interval_ms,
+                "share.session.timeout.ms": self.config.share_session_timeout_ms,
                 }[name]
 
     # ---- time

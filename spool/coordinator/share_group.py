@@ -93,11 +93,13 @@ class ShareGroup:
         self.__dict__.update(copy.deepcopy(saved).__dict__)
 
     def on_loaded(self, coord: GroupCoordinator) -> None:
-        """After a load: every member gets a fresh session (Kafka's onLoaded)."""
+        """After a load: every member gets a fresh session (Kafka's onLoaded) of the group's
+        ``share.session.timeout.ms``."""
         from spool.coordinator.share_ops import schedule_session
 
+        timeout = int(coord.group_config(self.group_id, "share.session.timeout.ms"))
         for mid in self.members:
-            schedule_session(coord, self.group_id, mid, coord.config.share_session_timeout_ms)
+            schedule_session(coord, self.group_id, mid, timeout)
 
     def subscribed_topic_names(self) -> set[str]:
         return {t for m in self.members.values() for t in m.subscribed_topic_names}

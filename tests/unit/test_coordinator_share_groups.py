@@ -253,6 +253,15 @@ def test_replay_equals_live_and_load_restarts_sessions():
     assert snapshot(coord) == live
     g = coord.groups["g"]
     assert all(("share-session", "g", m) in coord.timers for m in g.members)
+    # the sessions a load starts are of the group's share.session.timeout.ms
+    configs = {"share.session.timeout.ms": 10_000}
+    coord = GroupCoordinator(FakeClock(), CoordinatorConfig())
+    coord.group_config = lambda group_id, name: configs[name]
+    for rec in h.records:
+        coord.load(rec.key, rec.value)
+    coord.loaded()
+    assert {coord.timers.deadline(("share-session", "g", m)) for m in g.members} == {
+        coord.now() + 10_000}
 
 
 def test_a_failed_append_reverts_the_heartbeat():
