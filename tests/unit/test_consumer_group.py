@@ -171,6 +171,22 @@ def test_revocation_before_assignment():
     no_partition_twice(g)
 
 
+def test_a_second_revocation_moves_the_member_to_the_next_epoch():
+    h = Harness()
+    h.hb("m1", 0)
+    h.hb("m2", 0)
+    a1 = h.hb("m1", 1, owned=[(T1, range(6))])  # must revoke 3 of 6 at epoch 1
+    assert a1.member_epoch == 1
+    kept = a1.assignment[T1]
+    h.hb("m3", 0)  # the group epoch moves to 3: m1's new target is 2 partitions
+    # m1 revoked the first three; it still owns one too many: it moves to epoch 2 (the
+    # epoch after the one it revoked at, as Kafka's CurrentAssignmentBuilder), revoking
+    a1 = h.hb("m1", 1, owned=[(T1, kept)])
+    m1 = h.group().members["m1"]
+    assert (a1.error, a1.member_epoch, m1.state) == (0, 2, MemberState.UNREVOKED_PARTITIONS)
+    assert len(a1.assignment[T1]) == 2 and a1.assignment[T1] < kept
+    no_partition_twice(h.group())
+
 def test_fenced_and_unknown_members():
     h = Harness()
     h.hb("m1", 0)
