@@ -627,7 +627,7 @@ def _cancel_timers(coord: GroupCoordinator, group_id: str, member_id: str) -> No
 def schedule_fence(coord: GroupCoordinator, kind: str, group_id: str, member_id: str,
                    timeout_ms: int, why: str) -> None:
     """Fence the member ``timeout_ms`` from now unless the timer ``kind`` is cancelled first
-    (a classic member's join and sync deadlines: its rebalance timeout)."""
+    (the session timer; a classic member's join and sync deadlines: its rebalance timeout)."""
     def expire(out: Result) -> None:
         group = coord.groups.get(group_id)
         if isinstance(group, ConsumerGroup) and member_id in group.members:
@@ -641,14 +641,8 @@ def schedule_session_timeout(coord: GroupCoordinator, group_id: str, member_id: 
                              timeout_ms: int | None = None) -> None:
     """The member's session timer: ``timeout_ms`` (a classic member's own), else the
     group's ``consumer.session.timeout.ms``."""
-    def expire(out: Result) -> None:
-        group = coord.groups.get(group_id)
-        if isinstance(group, ConsumerGroup) and member_id in group.members:
-            log.info("group %s: member %s fenced: its session expired", group_id, member_id)
-            fence_member(coord, group, group.members[member_id], out)
-
     timeout = session_timeout_ms(coord, group_id) if timeout_ms is None else timeout_ms
-    coord.timers.schedule((SESSION_KEY, group_id, member_id), coord.now() + timeout, expire)
+    schedule_fence(coord, SESSION_KEY, group_id, member_id, timeout, "its session expired")
 
 
 def _schedule_rebalance_timeout(coord: GroupCoordinator, group_id: str,
