@@ -137,7 +137,7 @@ def _kept(
             if t not in subs[m]:
                 continue
             for p in parts:
-                if 0 <= p < topics[t].partitions and (t, p) not in taken:
+                if 0 <= p < topics[t].partitions:
                     taken.add((t, p))
                     own.append((t, p))
         own.sort(key=lambda tp: (topics[tp[0]].name, tp[0], tp[1]))

@@ -299,6 +299,31 @@ def test_static_member_session_expires_after_leave():
     assert h.group().members == {}
 
 
+def test_a_static_member_leaving_while_revoking_releases_what_it_revokes():
+    h = Harness()
+    h.hb("a1", 0, instance="i1")
+    h.hb("b", 0)
+    h.hb("a1", 1, owned=[(T1, range(6))], instance="i1")  # must revoke 3-5
+    assert h.group().members["a1"].state == MemberState.UNREVOKED_PARTITIONS
+    assert h.hb("a1", -2, instance="i1").error == 0  # gone for now, keeps 0-2
+    a = h.hb("b", 2, owned=[])
+    assert a.assignment == {T1: frozenset(range(3, 6))}
+    no_partition_twice(h.group())
+
+
+def test_a_regex_change_bumps_the_epoch_and_moves_the_member():
+    h = Harness(topics={"t": (T1, 2), "u": (T2, 2)})
+    h.hb("m1", 0, topics=None, regex="t")
+    h.hb("m2", 0, topics=None, regex="u")
+    h.hb("m3", 0, topics=None, regex="t")
+    epoch = h.group().group_epoch
+    member = h.group().members["m1"]
+    owned = list(member.assigned.items())
+    # both regexes stay in use (m2, m3), the topics too: only m1's own change moves it
+    a = h.hb("m1", member.member_epoch, owned=owned, topics=None, regex="u")
+    assert a.error == 0 and h.group().group_epoch == epoch + 1
+    assert set(h.group().target["m1"]) == {T2}
+
 def test_metadata_changes_bump_the_epoch_on_the_next_heartbeat():
     h = Harness()
     h.hb("m1", 0, topics=("t", "u"))
