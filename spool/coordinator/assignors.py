@@ -137,7 +137,7 @@ def _kept(
             if t not in subs[m]:
                 continue
             for p in parts:
-                if 0 <= p < topics[t].partitions:
+                if 0 <= p < topics[t].partitions and (t, p) not in taken:
                     taken.add((t, p))
                     own.append((t, p))
         own.sort(key=lambda tp: (topics[tp[0]].name, tp[0], tp[1]))
@@ -180,7 +180,7 @@ def _uniform_homogeneous(
     total = sum(topics[t].partitions for t in subscribed)
     minimum, extra = divmod(total, len(order))
     # The members holding the most keep the larger quotas: the fewest moves.
-    by_holding = sorted(order, key=lambda m: (-len(kept[m]), m))
+    by_holding = sorted(order)
     quota = {m: minimum + (1 if i < extra else 0) for i, m in enumerate(by_holding)}
     owned: dict[str, list[TopicPartition]] = {}
     assigned: set[TopicPartition] = set()

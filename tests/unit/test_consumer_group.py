@@ -370,7 +370,12 @@ def test_replaying_the_records_gives_the_same_state():
     h.hb("m4", 0)
     h.hb("m4", -1, owned=None)
     h.tick(SESSION)  # everyone expires
-    h.hb("m5", 0)
+    h.coord.topics.topics["u"] = (T2, 2)
+    a = h.hb("m5", 0, topics=("t", "u"))  # two topics in the subscription metadata
+    epoch = h.group().group_epoch
+    # nothing changed: a heartbeat keeps the epochs
+    b = h.hb("m5", a.member_epoch, owned=list(a.assignment.items()))
+    assert (b.member_epoch, h.group().group_epoch) == (a.member_epoch, epoch)
     fresh = GroupCoordinator(FakeClock(), CoordinatorConfig())
     for rec in h.records:
         fresh.load(rec.key, rec.value)
