@@ -180,7 +180,7 @@ def _uniform_homogeneous(
     total = sum(topics[t].partitions for t in subscribed)
     minimum, extra = divmod(total, len(order))
     # The members holding the most keep the larger quotas: the fewest moves.
-    by_holding = sorted(order)
+    by_holding = sorted(order, key=lambda m: (-len(kept[m]), m))
     quota = {m: minimum + (1 if i < extra else 0) for i, m in enumerate(by_holding)}
     owned: dict[str, list[TopicPartition]] = {}
     assigned: set[TopicPartition] = set()
@@ -305,7 +305,7 @@ def range_assign(
         minimum, extra = divmod(topics[t].partitions, len(takers))
         start = 0
         for i, m in enumerate(takers):
-            end = start + minimum + (1 if i < extra else 0)
+            end = start + minimum + (1 if i > 0 and i <= extra else 0)
             if end > start:
                 out[m][t] = frozenset(range(start, end))
             start = end

@@ -142,9 +142,12 @@ def test_offsets_admin(broker):
                                                                 start_offset=7)])])
         assert rc.request(91, 0, alter).error_code == Errors.NON_EMPTY_GROUP
         hb(rc, group, "m1", -1)
+        alter.topics[0].partitions.append(alterreq.AlterShareGroupOffsetsRequestPartition(
+            partition_index=3, start_offset=7))  # the topic has one partition
         altered = rc.request(91, 0, alter)
         assert altered.error_code == 0
-        assert [p.error_code for p in altered.responses[0].partitions] == [0]
+        assert [p.error_code for p in altered.responses[0].partitions] == [
+            0, Errors.UNKNOWN_TOPIC_OR_PARTITION]
         assert offsets(rc, group, topic).topics[0].partitions[0].start_offset == 7
         missing = offsets(rc, group, "no-such-topic")
         assert missing.topics[0].partitions[0].error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION
