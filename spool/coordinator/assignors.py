@@ -271,7 +271,7 @@ def _balance(
             for t in sorted(owned[m], key=lambda t: (topics[t].name, t)):
                 while t in owned[m]:
                     target = lightest(t)
-                    if count[m] - count[target] < 2:
+                    if count[m] - count[target] < 1:
                         break
                     parts = owned[m][t]
                     p = parts.pop()  # the last handed out first: what it held stays longest
@@ -305,7 +305,7 @@ def range_assign(
         minimum, extra = divmod(topics[t].partitions, len(takers))
         start = 0
         for i, m in enumerate(takers):
-            end = start + minimum + (1 if i > 0 and i <= extra else 0)
+            end = start + minimum + (1 if i < extra else 0)
             if end > start:
                 out[m][t] = frozenset(range(start, end))
             start = end

@@ -529,6 +529,22 @@ def test_online_upgrade_and_downgrade():
     assert c.error == 0 and c.assignment == {}  # its share is still held by classic members
     assert {mid for mid, m in g.members.items() if m.classic is not None} == set(ids)
     no_partition_twice(g)
+    # ConsumerGroupDescribe: each member's type, its assignment and its target
+    from spool.broker.handlers.consumer_groups import (
+        MEMBER_TYPE_CLASSIC,
+        MEMBER_TYPE_CONSUMER,
+        describe,
+    )
+
+    def flat(a) -> set[int]:
+        return {p for tp in a.topic_partitions for p in tp.partitions}
+
+    d = {m.member_id: m for m in describe(h.coord, "g", lambda t: "t").members}
+    assert {mid: m.member_type for mid, m in d.items()} == {
+        ids[0]: MEMBER_TYPE_CLASSIC, ids[1]: MEMBER_TYPE_CLASSIC, "c1": MEMBER_TYPE_CONSUMER}
+    assert (flat(d["c1"].assignment), len(flat(d["c1"].target_assignment))) == (set(), 2)
+    assert flat(d[ids[0]].assignment) | flat(d[ids[1]].assignment) == set(range(6))
+    assert set().union(*(flat(m.target_assignment) for m in d.values())) == set(range(6))
     # classic members learn of the rebalance by heartbeat, rejoin with what they own
     assert h.coord.heartbeat("g", gen, ids[0])[1] == Errors.REBALANCE_IN_PROGRESS
     for mid, owned in ((ids[0], range(3)), (ids[1], range(3, 6))):
