@@ -33,7 +33,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from spool.coordinator.consumer_group import TopicMetadata
+from spool.coordinator.consumer_group import Partitions, TopicMetadata
 from spool.coordinator.coordinator import GroupCoordinator, register_replayer
 from spool.coordinator.records import encode, key_type
 from spool.coordinator.result import OutRecord, Result
@@ -46,7 +46,6 @@ from spool.protocol._generated import share_group_target_assignment_member_value
 TYPE = "share"
 MEMBER_STATE_STABLE = 0  # Kafka's MemberState.STABLE
 LEAVE_GROUP_MEMBER_EPOCH = -1
-Partitions = dict[uuid.UUID, frozenset[int]]
 
 
 @dataclass

@@ -47,6 +47,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from spool.coordinator import consumer_ops
 from spool.coordinator.consumer_group import TopicMetadata
 from spool.coordinator.consumer_ops import blank
 from spool.coordinator.coordinator import GroupCoordinator
@@ -55,7 +56,6 @@ from spool.coordinator.share_assignor import assign
 from spool.coordinator.share_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
     InitTopic,
-    Partitions,
     ShareGroup,
     ShareMember,
     current_assignment_record,
@@ -101,13 +101,10 @@ class ToInitialize:
 
 
 @dataclass(frozen=True)
-class HeartbeatAnswer:
-    error: int = 0
-    message: str | None = None
-    member_id: str | None = None
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    assignment: Partitions | None = None  # None: not sent (unchanged)
+class HeartbeatAnswer(consumer_ops.HeartbeatAnswer):
+    """A consumer group heartbeat's answer, and the partitions whose share state the
+    runtime must initialize through the persister."""
+
     state_epoch: int = 0  # the group epoch the partitions below are initialized at
     initialize: tuple[ToInitialize, ...] = field(default=())
 
