@@ -95,6 +95,13 @@ def test_uniform_unbalanced_previous_assignment():
     }
 
 
+def test_uniform_balanced_assignment_is_kept_whoever_holds_the_extra_partition():
+    # 7 partitions over 3 members: b holds the extra one; nothing has to move
+    ms = members(member("a", [T1], {T1: {0, 1}}), member("b", [T1], {T1: {2, 3, 4}}),
+                 member("c", [T1], {T1: {5, 6}}))
+    got = assign("uniform", ms, topics((T1, "t1", 7)))
+    assert got == {"a": a(t1={0, 1}), "b": a(t1={2, 3, 4}), "c": a(t1={5, 6})}
+
 def test_uniform_partitions_added_stay_sticky():
     tps = topics((T1, "t1", 6), (T2, "t2", 5))
     ms = members(
