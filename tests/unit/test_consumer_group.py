@@ -523,6 +523,12 @@ def test_online_upgrade_and_downgrade():
         h.run(h.coord.sync_group("g", gen, mid, None, None, None,
                                  assignments if mid == leader else {}, box.append))
     assert isinstance(h.coord.groups["g"], ClassicGroup)
+    # ConsumerGroupDescribe of a classic group: not found (clients fall back to DescribeGroups)
+    from spool.broker.handlers.consumer_groups import describe
+
+    d = describe(h.coord, "g", lambda t: "t")
+    assert (d.error_code, d.error_message) == (Errors.GROUP_ID_NOT_FOUND,
+                                               "Group g is not a consumer group.")
     # a consumer-protocol member joins: the group is upgraded, classic members keep 0-5
     c = h.hb("c1", 0)
     g = h.group()
@@ -530,11 +536,7 @@ def test_online_upgrade_and_downgrade():
     assert {mid for mid, m in g.members.items() if m.classic is not None} == set(ids)
     no_partition_twice(g)
     # ConsumerGroupDescribe: each member's type, its assignment and its target
-    from spool.broker.handlers.consumer_groups import (
-        MEMBER_TYPE_CLASSIC,
-        MEMBER_TYPE_CONSUMER,
-        describe,
-    )
+    from spool.broker.handlers.consumer_groups import MEMBER_TYPE_CLASSIC, MEMBER_TYPE_CONSUMER
 
     def flat(a) -> set[int]:
         return {p for tp in a.topic_partitions for p in tp.partitions}
