@@ -271,7 +271,7 @@ def _balance(
             for t in sorted(owned[m], key=lambda t: (topics[t].name, t)):
                 while t in owned[m]:
                     target = lightest(t)
-                    if count[m] - count[target] < 1:
+                    if count[m] - count[target] < 2:
                         break
                     parts = owned[m][t]
                     p = parts.pop()  # the last handed out first: what it held stays longest
