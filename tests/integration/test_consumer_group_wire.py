@@ -20,7 +20,11 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from spool.protocol._generated import OffsetFetchRequest
+from spool.protocol._generated.offset_fetch_request import OffsetFetchRequestGroup
+from spool.protocol.errors import Errors
 from tests.helpers.broker_proc import BrokerProcess
+from tests.helpers.raw_client import RawClient
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -86,6 +90,18 @@ def test_two_members_split_the_partitions_and_commit_with_their_epoch(broker):
     c2.commit(offsets=[TopicPartition(topic, p, 10) for p in mine], asynchronous=False)
     assert [tp.offset for tp in c2.committed([TopicPartition(topic, p) for p in mine])] == \
         [10] * len(mine)
+    # OffsetFetch v9+ names the member: one the group does not have is UNKNOWN_MEMBER_ID;
+    # no member (epoch -1, as an admin client) reads freely
+    with RawClient(broker.bootstrap) as rc:
+        def fetch_as(member, epoch):
+            return rc.request(9, 9, OffsetFetchRequest(require_stable=False, groups=[
+                OffsetFetchRequestGroup(group_id=group, member_id=member, member_epoch=epoch,
+                                        topics=None)])).groups[0]
+        assert fetch_as("nobody", 3).error_code == Errors.UNKNOWN_MEMBER_ID
+        free = fetch_as(None, -1)
+        assert free.error_code == 0
+        assert sorted((t.name, p.partition_index, p.committed_offset) for t in free.topics
+                      for p in t.partitions) == [(topic, p, 10) for p in mine]
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     desc = admin.describe_consumer_groups([group])[group].result()
     assert (desc.type, desc.state, desc.partition_assignor) == (
