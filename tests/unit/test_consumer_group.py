@@ -618,6 +618,37 @@ def test_a_classic_member_that_does_not_rejoin_is_fenced():
     assert set(h.group().members) == {"c1"}
 
 
+def test_a_classic_member_of_a_consumer_group_that_heartbeats_stays():
+    h = Harness(initial_rebalance_delay_ms=0)
+    a = classic_join(h, "")
+    mid = a[-1].member_id
+    box: list = []
+    h.run(h.coord.sync_group("g", a[-1].generation, mid, None, None, None, {}, box.append))
+    h.hb("c1", 0)  # upgrade
+
+    def heartbeat(generation):
+        result, code = h.coord.heartbeat("g", generation, mid)
+        h.run(result)
+        return code
+
+    j = classic_join(h, mid, owned=[("t", range(6))])[-1]
+    box.clear()
+    h.run(h.coord.sync_group("g", j.generation, mid, None, "consumer", "range", {}, box.append))
+    assert box[0].error == 0 and heartbeat(j.generation) == 0
+    assert heartbeat(j.generation - 1) == Errors.ILLEGAL_GENERATION
+    # it heartbeats (session timeout 10 s) past its session and rebalance timeouts: it stays
+    for _ in range(4):
+        h.tick(5000)
+        assert heartbeat(j.generation) == 0
+        c1 = h.group().members["c1"]
+        h.hb("c1", c1.member_epoch, owned=list(c1.assigned.items()))
+    assert set(h.group().members) == {mid, "c1"}
+    # another member joins: the classic member's sync at its old generation is refused
+    h.hb("c2", 0)
+    box.clear()
+    h.run(h.coord.sync_group("g", j.generation, mid, None, "consumer", "range", {}, box.append))
+    assert box[0].error == Errors.REBALANCE_IN_PROGRESS
+
 def test_upgrade_during_a_classic_rebalance_answers_the_parked_join():
     h = Harness(initial_rebalance_delay_ms=3000)
     box = classic_join(h, "")  # parked: the initial rebalance delay
