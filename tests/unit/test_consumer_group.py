@@ -658,3 +658,18 @@ def test_upgrade_during_a_classic_rebalance_answers_the_parked_join():
     assert box[0].error == Errors.REBALANCE_IN_PROGRESS
     m = h.group().members[mid]
     assert m.classic is not None and m.subscribed_topic_names == ("t",)
+
+
+def test_upgrade_answers_a_parked_sync_group():
+    h = Harness(initial_rebalance_delay_ms=0)
+    a = classic_join(h, "")
+    h.clock.advance(1)
+    b = classic_join(h, "")
+    a = classic_join(h, a[0].member_id)
+    follower = next(r for r in (a[-1], b[-1]) if r.member_id != r.leader)
+    box: list = []  # the follower's SyncGroup waits for the leader's assignments
+    h.run(h.coord.sync_group("g", follower.generation, follower.member_id, None, None, None,
+                             {}, box.append))
+    assert box == []
+    assert h.hb("c1", 0).error == 0  # upgrade
+    assert [r.error for r in box] == [Errors.REBALANCE_IN_PROGRESS]
