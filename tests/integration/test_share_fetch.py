@@ -395,3 +395,18 @@ def test_records_deleted_below_the_start_are_no_longer_delivered(broker):
         # the released records below the new log start are gone; the rest come again
         p = part(fetch(rc, "g-trunc", "m", 2, max_wait_ms=5000))
         assert values(p) == {4: b"v4", 5: b"v5"} and counts(p) == {4: 2, 5: 2}
+
+
+def test_the_groups_max_record_locks_bounds_the_records_in_flight(broker):
+    name, tid = make_topic(broker.bootstrap, 0, "g-locks")
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    res = ConfigResource(ResourceType.GROUP, "g-locks", incremental_configs=[ConfigEntry(
+        "share.partition.max.record.locks", "100", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([res])[res].result(15)
+    p = Producer({"bootstrap.servers": broker.bootstrap, "batch.num.messages": 1})
+    for i in range(150):  # one record per batch: the limit falls on a batch boundary
+        p.produce(name, f"v{i}".encode(), partition=0)
+    assert p.flush(15) == 0
+    with RawClient(broker.bootstrap) as rc:
+        acquired = part(fetch(rc, "g-locks", "m", 0, tid, max_wait_ms=2000))
+        assert sorted(values(acquired)) == list(range(100))
