@@ -395,6 +395,21 @@ def test_failed_append_reverts_the_group():
     assert ("cg-session", "g", "m2") not in h.coord.timers
 
 
+def test_a_failed_append_of_an_upgrade_gives_the_classic_group_back():
+    from spool.coordinator import ClassicGroup
+
+    h = Harness(initial_rebalance_delay_ms=0)
+    a = classic_join(h, "")
+    mid = a[-1].member_id
+    h.run(h.coord.sync_group("g", a[-1].generation, mid, None, None, None, {}, [].append))
+    cp = h.coord.checkpoint(["g"])
+    result, answer = consumer_ops.heartbeat(h.coord, HeartbeatRequest(
+        "g", "c1", 0, rebalance_timeout_ms=1, subscribed_topic_names=("t",), owned=()))
+    assert answer.error == 0 and isinstance(h.coord.groups["g"], ConsumerGroup)
+    h.coord.revert(cp, [])
+    group = h.coord.groups["g"]
+    assert isinstance(group, ClassicGroup) and set(group.members) == {mid}
+
 def test_offset_commits_and_fetches_check_member_epochs():
     from spool.coordinator.admin import (
         OffsetToCommit,
