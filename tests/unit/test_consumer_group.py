@@ -395,6 +395,19 @@ def test_failed_append_reverts_the_group():
     assert ("cg-session", "g", "m2") not in h.coord.timers
 
 
+def test_a_classic_group_of_another_protocol_type_is_not_upgraded():
+    from spool.coordinator import ClassicGroup, JoinRequest
+
+    h = Harness(initial_rebalance_delay_ms=0)
+    box: list = []
+    h.run(h.coord.join_group(JoinRequest("g", "", None, "connect", [("v0", b"x")], 10_000,
+                                         10_000, "c", "/127.0.0.1",
+                                         require_known_member_id=False), box.append))
+    assert box[-1].error == 0
+    a = h.hb("c1", 0)
+    assert (a.error, a.message) == (Errors.GROUP_ID_NOT_FOUND, "Group g is not a consumer group")
+    assert isinstance(h.coord.groups["g"], ClassicGroup)
+
 def test_a_failed_append_of_an_upgrade_gives_the_classic_group_back():
     from spool.coordinator import ClassicGroup
 
