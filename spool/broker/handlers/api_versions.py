@@ -41,7 +41,7 @@ def finalized(broker) -> tuple[dict[str, int], int]:
 
 @handles(18, 0, 4, listeners=(BROKER_PLANE, CONTROLLER_PLANE))
 async def api_versions(ctx, req: ApiVersionsRequest) -> ApiVersionsResponse:
-    hidden = hidden_apis(ctx.broker)
+    hidden = hidden_apis(ctx.broker) if ctx.plane == BROKER_PLANE else frozenset()
     resp = ApiVersionsResponse(
         error_code=0,
         api_keys=[ApiVersion(api_key=k, min_version=lo, max_version=hi)
