@@ -72,7 +72,11 @@ def make_topic(bootstrap: str, n: int, group: str) -> tuple[str, uuid.UUID]:
 
 
 def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    """The values in one batch: the producer knows the topic before the first record (one
+    produced before the metadata waits in librdkafka's unassigned queue and can start a
+    second batch) and lingers long enough for a loaded machine."""
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 100})
+    p.list_topics(topic, timeout=10)
     for v in values:
         p.produce(topic, v, partition=0)
     assert p.flush(15) == 0
@@ -377,9 +381,13 @@ def test_record_limit_mode_cuts_batches(broker):
     with RawClient(broker.bootstrap) as rc:
         p = part(fetch(rc, "g-limit", "m", 0, tid, version=2, max_records=3, mode=1))
         assert counts(p) == {0: 1, 1: 1, 2: 1}
-        p = part(fetch(rc, "g-limit", "m", 1, tid, version=2, max_records=4, mode=1))
+        # each fetch accepts what the one before acquired: a lock (1 s) expiring on a loaded
+        # machine would otherwise hand those records out again first
+        p = part(fetch(rc, "g-limit", "m", 1, tid, version=2, max_records=4, mode=1,
+                       acks=[(0, 2, ACCEPT)]))
         assert counts(p) == {3: 1, 4: 1, 5: 1, 6: 1}
-        p = part(fetch(rc, "g-limit", "m", 2, tid, version=2, max_records=1, mode=0))
+        p = part(fetch(rc, "g-limit", "m", 2, tid, version=2, max_records=1, mode=0,
+                       acks=[(3, 6, ACCEPT)]))
         assert counts(p) == {7: 1, 8: 1, 9: 1}
 
 
