@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import copy
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from spool.coordinator.consumer_group import Partitions, TopicMetadata
@@ -86,7 +86,16 @@ class ShareGroup:
         return "Stable" if self.members else "Empty"
 
     def copy(self) -> ShareGroup:
-        return copy.deepcopy(self)
+        """A checkpoint, taken on every heartbeat: the maps are copied and each member
+        shallowly. ``apply`` sets a member's fields in place but replaces its assignment, and
+        replaces targets, subscriptions and the initializing/initialized tables rather than
+        changing them (operations change copies: ``init_tables``), so this costs O(members),
+        not a deep copy of every assignment (as ``ConsumerGroup.copy``)."""
+        saved = ShareGroup(self.group_id)
+        saved.__dict__.update({k: (dict(v) if isinstance(v, dict) else v)
+                               for k, v in self.__dict__.items()})
+        saved.members = {mid: replace(m) for mid, m in self.members.items()}
+        return saved
 
     def restore(self, saved: ShareGroup) -> None:
         self.__dict__.update(copy.deepcopy(saved).__dict__)
