@@ -69,6 +69,7 @@ from spool.broker.dynamic_config import apply_changes
 from spool.broker.group_configs import GroupConfigs
 from spool.broker.group_runtime import GroupRuntime
 from spool.broker.metadata_view import MetadataView, SingleNodeView
+from spool.broker.metrics import BrokerMetrics
 from spool.broker.producer_ids import ProducerIdManager
 from spool.broker.quorum import QuorumNode
 from spool.broker.server import Server
@@ -155,6 +156,8 @@ class Broker:
         self.replicas: ReplicaManager | None = None
         self.client_metrics: ClientMetricsManager | None = None  # client telemetry (KIP-714)
         self.admin_http: AdminHttp | None = None  # spool.admin.http.listener
+        # collectors register on metrics.registry; served at metrics.listeners (issue 18)
+        self.metrics = BrokerMetrics()
         # authorizer.class.name: None (every request allowed) or the ACL authorizer that
         # handlers ask through spool.broker.authz
         self.authorizer: StandardAuthorizer | None = configured_authorizer(config)
