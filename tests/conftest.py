@@ -11,6 +11,16 @@ from tests.helpers.broker_proc import BrokerProcess
 SERIAL_SCOPES = ("tests/spark/",)
 
 
+def pytest_configure(config):
+    """Spool's pytest plugin (``spool_broker``, ``spool_topic``) loads through its ``pytest11``
+    entry point once Spool is installed; an environment installed before the entry point
+    existed gets it here, under the same name."""
+    if not config.pluginmanager.has_plugin("spool"):
+        from spool.testing import pytest_plugin
+
+        config.pluginmanager.register(pytest_plugin, "spool")
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """Under ``pytest -n``: every test is its own work unit, except that each of

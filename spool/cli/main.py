@@ -39,6 +39,29 @@ app = typer.Typer(
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
+def _spool_version() -> str:
+    from importlib.metadata import version as _v
+
+    return _v("spool")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(_spool_version())
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", help="Print Spool's version and exit.",
+                     callback=_print_version, is_eager=True),
+    ] = False,
+) -> None:
+    """Spool: a commit log that speaks the Apache Kafka protocol."""
+
+
 def _log_level(value: str) -> str:
     if value.upper() not in LOG_LEVELS:
         raise typer.BadParameter(f"{value!r} is not one of {', '.join(LOG_LEVELS)}")
@@ -88,9 +111,7 @@ def broker(
 @app.command()
 def version() -> None:
     """Print Spool's version."""
-    from importlib.metadata import version as _v
-
-    typer.echo(_v("spool"))
+    typer.echo(_spool_version())
 
 
 app.add_typer(topics.app, name="topics")
