@@ -53,7 +53,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from spool.broker import peer_security
+from spool.broker import metrics_state, peer_security
 from spool.broker.admin_http import AdminHttp
 from spool.broker.broker_role import BrokerRole
 from spool.broker.config import TLS_PROTOCOLS, BrokerConfig, check_test_only_topic_configs
@@ -158,6 +158,7 @@ class Broker:
         self.admin_http: AdminHttp | None = None  # spool.admin.http.listener
         # collectors register on metrics.registry; served at metrics.listeners (issue 18)
         self.metrics = BrokerMetrics()
+        metrics_state.register(self)  # partitions, controller, logs, groups, lag: at scrape
         # authorizer.class.name: None (every request allowed) or the ACL authorizer that
         # handlers ask through spool.broker.authz
         self.authorizer: StandardAuthorizer | None = configured_authorizer(config)

@@ -119,6 +119,7 @@ class CleanerStats:
     batches_rebuilt: int = 0
     groups: int = 0
     swapped: int = 0
+    buffer_utilization: float = 0.0  # the offset map's fill at the end (entries / capacity)
     start: float = field(default_factory=time.monotonic)
     end: float = 0.0
 

@@ -145,6 +145,10 @@ class LogCleaner:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.last_result: CleanResult | None = None
+        # what the last grab_filthiest saw over the compacted logs (Kafka's
+        # LogCleanerManager max-dirty-percent, PreCleanStats' max compaction delay)
+        self.max_dirty_ratio = 0.0
+        self.max_compaction_delay_ms = 0
 
     def _setting(self, name: str) -> Any:
         return self.manager.setting(name)
@@ -157,6 +161,8 @@ class LogCleaner:
         """The log to clean now, or None (see the module docstring)."""
         cands = [log_to_clean(tp, p, self.checkpoints.get(p), now_ms)
                  for tp, p in self._compacted().items()]
+        self.max_dirty_ratio = max((c.ratio for c in cands), default=0.0)
+        self.max_compaction_delay_ms = max((c.compaction_delay_ms for c in cands), default=0)
         ready = [c for c in cands if c.cleanable_bytes > 0 and (
             c.needs_compaction_now or c.ratio > c.log.config.min_cleanable_dirty_ratio)]
         if ready:
@@ -173,9 +179,10 @@ class LogCleaner:
         """Clean one log now (also what tests and the benchmark call)."""
         buf = int(self._setting("log.cleaner.dedupe.buffer.size"))
         factor = float(self._setting("log.cleaner.io.buffer.load.factor"))
-        cleaning = LogCleanerPass(ltc.log, now_ms=now_ms, offset_map=OffsetMap.for_buffer(buf, factor),
-                                  abort=self._stop)
+        offset_map = OffsetMap.for_buffer(buf, factor)
+        cleaning = LogCleanerPass(ltc.log, now_ms=now_ms, offset_map=offset_map, abort=self._stop)
         result = cleaning.run(ltc.first_dirty, ltc.first_uncleanable)
+        result.stats.buffer_utilization = len(offset_map) / offset_map.capacity
         self.checkpoints.set(ltc.log, result.end_offset, set(self.manager.logs()))
         self._horizons[ltc.tp] = result.min_pending_horizon
         ltc.log.delete_expired_files()
@@ -224,6 +231,12 @@ class LogCleaner:
         self._thread = threading.Thread(target=loop, name="spool-log-cleaner", daemon=True)
         self._thread.start()
         return self._thread
+
+    @property
+    def dead_thread_count(self) -> int:
+        """1 when the cleaner thread was started and has died (Kafka's DeadThreadCount)."""
+        thread = self._thread
+        return int(thread is not None and not thread.is_alive() and not self._stop.is_set())
 
     def stop(self) -> None:
         self._stop.set()

@@ -37,7 +37,8 @@ one second) is a daemon thread calling ``run_background_once`` every
     retention             every log.retention.check.interval.ms
     flush                 logs whose flush.ms has passed (fsync, recovery point
                           moves to the log end); segments rolled since the last
-                          flush (fsync, recovery point moves to the active base)
+                          flush (fsync, recovery point moves to the active base);
+                          each flush timed into ``flush_stats``
     recovery points file  every log.flush.offset.checkpoint.interval.ms
     log start file        every log.flush.start.offset.checkpoint.interval.ms
     high watermark file   every replica.high.watermark.checkpoint.interval.ms
@@ -82,6 +83,7 @@ from spool.protocol.errors import Errors, KafkaError
 from spool.storage.checkpoint import CLEAN_SHUTDOWN_MARKER, DirCheckpoints
 from spool.storage.cleaner_manager import LogCleaner
 from spool.storage.config import LogConfig, broker_setting, storage_keys
+from spool.storage.flush_stats import FlushStats
 from spool.storage.log import DELETE_DIR_SUFFIX, PartitionLog, parse_dir_name
 from spool.storage.partition_metadata import read_topic_id, write_topic_id
 from spool.util.clock import Clock, as_clock
@@ -154,6 +156,7 @@ class LogManager:
         self._bg_thread: threading.Thread | None = None
         self._bg_stop = threading.Event()
         self.cleaner: LogCleaner | None = None
+        self.flush_stats = FlushStats()  # background flushes' times (spool.storage.flush_stats)
         self._last_retention_ms = self._last_checkpoint_ms = self.clock.now_ms()
         self._last_start_checkpoint_ms = self._last_checkpoint_ms
         self._last_hw_checkpoint_ms = self._last_checkpoint_ms
@@ -452,9 +455,17 @@ class LogManager:
         return sum(plog.run_retention(now) for plog in list(self._logs.values()))
 
     def flush_once(self, now_ms: int | None = None) -> int:
-        """Flush what ``flush.ms`` makes due, and segments rolled since the last flush."""
+        """Flush what ``flush.ms`` makes due, and segments rolled since the last flush;
+        each flush's time goes to ``flush_stats`` (Kafka's LogFlushRateAndTimeMs)."""
         now = self.clock.now_ms() if now_ms is None else now_ms
-        return sum(plog.flush_if_due(now) for plog in self._all_logs())
+        monotonic = self.clock.monotonic
+        flushed = 0
+        for plog in self._all_logs():
+            started = monotonic()
+            if plog.flush_if_due(now):
+                self.flush_stats.observe((monotonic() - started) * 1000.0)
+                flushed += 1
+        return flushed
 
     def _all_logs(self) -> list[PartitionLog]:
         logs = list(self._logs.values())
