@@ -14,10 +14,26 @@ Contract:
   properties, read and checked by ``spool.cli.command_config`` before the command
   connects (a bad file is one line and exit 1). :func:`command_config` is the
   running command's (None without the option).
+- Every client command (every command with ``--command-config``) also takes
+  ``-X KEY=VALUE`` (``--client-property``, repeatable, kcat's spelling): librdkafka
+  settings for the command's clients, applied by :func:`client_config` after
+  everything else, so they win. :func:`cli_command` adds the option to the
+  command's signature itself: a command needs no parameter for it. A setting
+  librdkafka does not know is one line naming it (exit 1); a command that builds
+  no confluent-kafka client says on stderr that the settings were not used.
 - Clients are confluent-kafka's, configured by :func:`client_config` (which adds
   the command config's librdkafka settings): librdkafka's own log lines are
   silenced (set ``SPOOL_CLIENT_DEBUG=1`` to see them) so that the one-line rule
   holds.
+- Error names are Kafka's (``Errors.java``: UNKNOWN_TOPIC_OR_PARTITION,
+  MESSAGE_TOO_LARGE, NOT_LEADER_OR_FOLLOWER, ...) whatever librdkafka calls them;
+  librdkafka's local conditions keep their ``_NAME`` (``_TRANSPORT``,
+  ``_TIMED_OUT``); see :func:`error_name`.
+- :func:`reach` gives up on a bootstrap that refuses connections or does not
+  resolve after :data:`UNREACHABLE_AFTER` seconds ("cannot reach a broker at ...")
+  instead of waiting out the command's whole timeout.
+- :func:`check_topic_name` refuses an illegal topic name before connecting, with
+  the rule it breaks (Kafka's sentence, exit 2).
 - Output: :func:`print_table` draws a rich table when stdout is a terminal
   and whitespace-aligned plain text otherwise; :func:`print_json` writes one
   JSON document for scripts.
@@ -26,6 +42,7 @@ Contract:
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import logging
 import os
@@ -41,6 +58,8 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigSource
 
 from spool.cli import command_config as _cc
+from spool.protocol.errors import error_name as _kafka_error_name
+from spool.util.topic_names import illegal_topic_reason
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
@@ -72,6 +91,21 @@ CommandConfigOpt = Annotated[
     ),
 ]
 
+ClientProps = Annotated[
+    list[str] | None,
+    typer.Option(
+        "-X",
+        "--client-property",
+        metavar="KEY=VALUE",
+        help="A librdkafka client setting, e.g. -X message.max.bytes=2000000 (repeatable).",
+    ),
+]
+
+# A bootstrap that refuses connections (or does not resolve) is reported after this many
+# seconds, however long the command's timeout: librdkafka reconnects with backoff meanwhile,
+# so a broker that is just starting still gets in.
+UNREACHABLE_AFTER = 3.0
+
 # Errors that mean "no broker answered", reported with the bootstrap address.
 _UNREACHABLE = {
     KafkaError._TRANSPORT,
@@ -86,6 +120,25 @@ _PHRASES: dict[int, str] = {
     KafkaError._UNKNOWN_TOPIC: "topic '{s}' does not exist",
     KafkaError._UNKNOWN_PARTITION: "'{s}': unknown partition",
 }
+
+# librdkafka's local codes that mean a broker error: reported under Kafka's name
+_LOCAL_AS_KAFKA = {
+    KafkaError._UNKNOWN_TOPIC: "UNKNOWN_TOPIC_OR_PARTITION",
+    KafkaError._UNKNOWN_PARTITION: "UNKNOWN_TOPIC_OR_PARTITION",
+    KafkaError._MSG_TIMED_OUT: "_MSG_TIMED_OUT",
+}
+
+
+def error_name(err: KafkaError) -> str:
+    """Kafka's name for ``err`` (``Errors.java``), librdkafka's ``_NAME`` for a local one."""
+    code = err.code()
+    if code in _LOCAL_AS_KAFKA:
+        return _LOCAL_AS_KAFKA[code]
+    if code >= 0:
+        name = _kafka_error_name(code)
+        if not name.startswith("UNKNOWN_CODE_"):
+            return name
+    return err.name()
 
 
 class CliError(Exception):
@@ -109,9 +162,11 @@ def _clean(text: str) -> str:
 
 def error_line(err: KafkaError, subject: str | None = None, bootstrap: str | None = None) -> str:
     """One readable line (without the ``spool:`` prefix) for a Kafka error."""
-    code, name = err.code(), err.name()
+    code, name = err.code(), error_name(err)
     if code in _UNREACHABLE and bootstrap:
-        return f"cannot reach a broker at {bootstrap}: {_clean(err.str())} ({name})"
+        text = re.sub(r"^\S+/(bootstrap|\d+): ", "", err.str())  # "host:port/bootstrap: "
+        text = re.sub(r" \(after \d+ms in state \w+\)", "", text)
+        return f"cannot reach a broker at {bootstrap}: {_clean(text)} ({name})"
     if code in _PHRASES and subject is not None:
         return f"{_PHRASES[code].format(s=subject)} ({name})"
     text = _clean(err.str())
@@ -124,11 +179,13 @@ def kafka_error(exc: KafkaException | KafkaError, subject: str | None = None) ->
     err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else exc
     if not isinstance(err, KafkaError):
         return CliError(str(err) or type(exc).__name__)
-    return CliError(error_line(err, subject, _current_bootstrap), 1, err.name())
+    return CliError(error_line(err, subject, _current_bootstrap), 1, error_name(err))
 
 
 _current_bootstrap: str | None = None
 _current_command_config: _cc.CommandConfig | None = None
+_current_client_props: dict[str, str] = {}
+_client_props_used = False
 
 
 def command_config() -> _cc.CommandConfig | None:
@@ -158,28 +215,45 @@ def _silence_stdout() -> None:
 
 
 def cli_command(fn: F) -> F:
-    """Run a command so that every failure ends as one stderr line and an exit status."""
+    """Run a command so that every failure ends as one stderr line and an exit status.
+
+    A client command (one with a ``command_config`` parameter) gets ``-X KEY=VALUE``
+    too: the option is added to the signature typer reads (module docstring)."""
+    takes_props = "command_config" in inspect.signature(fn).parameters
 
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
-        global _current_bootstrap, _current_command_config
+        global _current_bootstrap, _current_command_config, _current_client_props
+        global _client_props_used
+        props = kwargs.pop("client_property", None) if takes_props else None
         _current_bootstrap = kwargs.get("bootstrap")
         _current_command_config = None
+        _current_client_props = {}
+        _client_props_used = False
         _auth_failures.clear()
         try:
+            _current_client_props = _parse_client_props(props)
             if kwargs.get("command_config"):
                 try:
                     _current_command_config = _cc.load(kwargs["command_config"])
                 except _cc.CommandConfigError as e:
                     raise CliError(str(e)) from None
-            return fn(*args, **kwargs)
+            out = fn(*args, **kwargs)
+            if _current_client_props and not _client_props_used:
+                _say("note: this command builds no librdkafka client; -X settings not used")
+            return out
         except (typer.Exit, typer.Abort):
             raise
         except CliError as e:
             _say(str(e))
             raise typer.Exit(e.code) from None
         except KafkaException as e:
-            _say(str(kafka_error(e)))
+            line = str(kafka_error(e))
+            err = e.args[0] if e.args else None
+            if (isinstance(err, KafkaError) and err.code() == KafkaError._INVALID_ARG
+                    and _current_client_props):
+                line = f"bad -X setting: {line}"
+            _say(line)
             raise typer.Exit(1) from None
         except KeyboardInterrupt:
             _say("interrupted")
@@ -191,12 +265,44 @@ def cli_command(fn: F) -> F:
             _say(f"unexpected error: {type(e).__name__}: {e}")
             raise typer.Exit(1) from None
 
+    if takes_props:
+        sig = inspect.signature(fn, eval_str=True)
+        param = inspect.Parameter("client_property", inspect.Parameter.KEYWORD_ONLY,
+                                  default=None, annotation=ClientProps)
+        params = list(sig.parameters.values())
+        # keyword-only after the others; typer reads names, not positions
+        run.__signature__ = sig.replace(parameters=[*params, param])  # type: ignore[attr-defined]
+        run.__annotations__ = {**getattr(fn, "__annotations__", {}),
+                               "client_property": ClientProps}
     return run  # type: ignore[return-value]
+
+
+def _parse_client_props(items: list[str] | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            fail(f"bad -X '{item}': expected KEY=VALUE (a librdkafka setting)", 2)
+        out[key.strip()] = value
+    return out
+
+
+def client_props() -> dict[str, str]:
+    """The running command's ``-X`` settings (empty without the option)."""
+    return dict(_current_client_props)
+
+
+def check_topic_name(name: str) -> None:
+    """Refuse an illegal topic name before connecting: Kafka's rule, as one line (exit 2)."""
+    reason = illegal_topic_reason(name)
+    if reason is not None:
+        raise CliError(f"{reason} (INVALID_TOPIC_EXCEPTION)", 2, "INVALID_TOPIC_EXCEPTION")
 
 
 def client_config(bootstrap: str, **extra: Any) -> dict[str, Any]:
     """A confluent-kafka configuration for ``bootstrap`` with librdkafka logs silenced,
-    the command config's security settings and then ``extra``."""
+    the command config's security settings, then ``extra``, then the ``-X`` settings."""
+    global _client_props_used
     conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "client.id": "spool-cli"}
     if not os.environ.get("SPOOL_CLIENT_DEBUG"):
         conf["log_level"] = 0
@@ -204,6 +310,8 @@ def client_config(bootstrap: str, **extra: Any) -> dict[str, Any]:
         conf.update(_current_command_config.librdkafka())
     conf["error_cb"] = _on_error
     conf.update(extra)
+    conf.update(_current_client_props)
+    _client_props_used = True
     return conf
 
 
@@ -218,18 +326,32 @@ _AUTH_CODES = {KafkaError._AUTHENTICATION, KafkaError._SSL}
 _auth_failures: list[KafkaError] = []
 
 
+_down: list[KafkaError] = []
+_transport: list[KafkaError] = []
+
+
 def _on_error(err: KafkaError) -> None:
-    """librdkafka's error callback: keep authentication and TLS failures for :func:`reach`."""
+    """librdkafka's error callback: keep authentication and TLS failures and "all brokers
+    down" for :func:`reach`."""
     if err.code() in _AUTH_CODES or "SSL handshake failed" in err.str():
         _auth_failures.append(err)
+    elif err.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE):
+        _down.append(err)
+    elif err.code() == KafkaError._TRANSPORT:
+        _transport.append(err)
 
 
 def reach(client: Any, timeout: float, topic: str | None = None,
           subject: str | None = None) -> Any:
     """``client.list_topics(topic)`` within ``timeout`` seconds, but a failed SASL or TLS
     authentication ends it at once, as one line naming it (librdkafka would retry it until
-    the timeout and then report only a transport failure)."""
-    deadline = time.monotonic() + timeout
+    the timeout and then report only a transport failure), and a bootstrap whose every
+    broker refuses connections (or does not resolve) ends it after
+    :data:`UNREACHABLE_AFTER` seconds."""
+    started = time.monotonic()
+    deadline = started + timeout
+    _down.clear()
+    _transport.clear()
     while True:
         step = max(0.05, min(0.5, deadline - time.monotonic()))
         try:
@@ -238,7 +360,12 @@ def reach(client: Any, timeout: float, topic: str | None = None,
             client.poll(0)  # serves the error callback
             if _auth_failures:
                 raise auth_error(_auth_failures[0]) from None
-            if time.monotonic() >= deadline:
+            now = time.monotonic()
+            if _down and now - started >= min(UNREACHABLE_AFTER, timeout):
+                down = (_transport or _down)[-1]
+                raise CliError(error_line(down, subject, _current_bootstrap), 1,
+                               error_name(down)) from None
+            if now >= deadline:
                 raise kafka_error(e, subject) from None
 
 

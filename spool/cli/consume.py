@@ -58,6 +58,7 @@ from spool.cli.common import (
     Bootstrap,
     CliError,
     CommandConfigOpt,
+    check_topic_name,
     cli_command,
     client_config,
     fail,
@@ -105,6 +106,7 @@ def consume(
     command_config: CommandConfigOpt = None,
 ) -> None:
     """Print TOPIC's records to stdout."""
+    check_topic_name(topic)
     if sum([from_beginning, offset is not None, from_time is not None]) > 1:
         fail("give at most one of --from-beginning, --offset, --from-time", 2)
     if json_ and format_ is not None:
@@ -206,7 +208,7 @@ def _partitions(
     md = reach(consumer, timeout or _METADATA_TIMEOUT, topic, subject=topic)
     t = md.topics.get(topic)
     if t is None:
-        fail(f"topic '{topic}' does not exist (UNKNOWN_TOPIC_OR_PART)")
+        fail(f"topic '{topic}' does not exist (UNKNOWN_TOPIC_OR_PARTITION)")
     if t.error is not None:
         raise kafka_error(t.error, topic)
     have = sorted(t.partitions)

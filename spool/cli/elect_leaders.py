@@ -81,7 +81,7 @@ def elect_leaders(
                 t = md.topics[0]
                 if t.error_code in (Errors.UNKNOWN_TOPIC_OR_PARTITION,
                                     Errors.INVALID_TOPIC_EXCEPTION) or not t.partitions:
-                    fail(f"topic '{topic}' does not exist (UNKNOWN_TOPIC_OR_PART)")
+                    fail(f"topic '{topic}' does not exist (UNKNOWN_TOPIC_OR_PARTITION)")
                 parts = sorted(p.partition_index for p in t.partitions)
             scope = [TopicPartitions(topic=topic, partitions=parts)]
         req = ElectLeadersRequest(election_type=ELECTION_TYPES[election_type],

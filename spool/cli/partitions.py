@@ -72,8 +72,8 @@ def check_exists(found: dict[str, TopicInfo], name: str) -> None:
     """CliError (exit 1) unless ``name`` was described."""
     t = found.get(name)
     if t is None or t.error_code in _MISSING:
-        raise CliError(f"topic '{name}' does not exist (UNKNOWN_TOPIC_OR_PART)", 1,
-                       "UNKNOWN_TOPIC_OR_PART")
+        raise CliError(f"topic '{name}' does not exist (UNKNOWN_TOPIC_OR_PARTITION)", 1,
+                       "UNKNOWN_TOPIC_OR_PARTITION")
     if t.error_code == Errors.TOPIC_AUTHORIZATION_FAILED:
         raise CliError(f"'{name}': {wire.error_text(t.error_code)}", 1)
 

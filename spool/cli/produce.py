@@ -33,6 +33,7 @@ from spool.cli.common import (
     Bootstrap,
     CliError,
     CommandConfigOpt,
+    check_topic_name,
     cli_command,
     client_config,
     error_line,
@@ -104,6 +105,7 @@ def produce(
     command_config: CommandConfigOpt = None,
 ) -> None:
     """Write stdin's lines to TOPIC, one record per line."""
+    check_topic_name(topic)
     if key_separator == "":
         raise CliError("--key-separator must not be empty", 2)
     header_list = [(k, v.encode()) for k, v in parse_pairs(headers, "header").items()]

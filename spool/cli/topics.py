@@ -51,6 +51,7 @@ from spool.cli.common import (
     CommandConfigOpt,
     JsonFlag,
     admin_client,
+    check_topic_name,
     cli_command,
     config_source,
     is_tty,
@@ -90,6 +91,7 @@ def create(
     timeout: AdminTimeout = 30.0,
 ) -> None:
     """Create a topic."""
+    check_topic_name(name)
     new = NewTopic(
         name,
         num_partitions=partitions if partitions is not None else -1,
@@ -244,7 +246,7 @@ def delete(
         try:
             result(futures[name], name)
         except CliError as e:
-            if if_exists and e.error_name == "UNKNOWN_TOPIC_OR_PART":
+            if if_exists and e.error_name == "UNKNOWN_TOPIC_OR_PARTITION":
                 continue
             raise
         typer.echo(f"topic '{name}' deleted", err=True)

@@ -88,6 +88,7 @@ from spool.storage.log import DELETE_DIR_SUFFIX, PartitionLog, parse_dir_name
 from spool.storage.partition_metadata import read_topic_id, write_topic_id
 from spool.util.clock import Clock, as_clock
 from spool.util.fileio import fsync_dir
+from spool.util.topic_names import illegal_topic_reason
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +110,6 @@ _OWN_ENTRIES = frozenset({
 })
 METADATA_LOG_CONFIG = LogConfig(retention_ms=-1, retention_bytes=-1, segment_bytes=64 << 20,
                                 segment_ms=2**63 - 1, segment_index_bytes=1 << 20)
-_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 TopicPartition = tuple[str, int]
 
@@ -117,8 +117,9 @@ TopicPartition = tuple[str, int]
 def validate_topic_name(name: str) -> None:
     """Kafka's rule: 1-249 of [a-zA-Z0-9._-], not '.' or '..', not the metadata log's
     name; INVALID_TOPIC otherwise."""
-    if not name or len(name) > 249 or name in (".", "..") or not _LEGAL_TOPIC.match(name):
-        raise KafkaError(Errors.INVALID_TOPIC, f"illegal topic name {name!r}")
+    reason = illegal_topic_reason(name)
+    if reason is not None:
+        raise KafkaError(Errors.INVALID_TOPIC, reason)
     if name == METADATA_TOPIC:
         raise KafkaError(Errors.INVALID_TOPIC, f"{name} is reserved")
 

@@ -206,7 +206,7 @@ def test_elect_leaders_and_reassign_through_the_cli(cluster_factory, tmp_path):
         "None of the specified partition reassignments are active.\n")
     missing = spool(b, "elect-leaders", "--type", "preferred", "--topic", "nope")
     assert (missing.returncode, missing.stderr) == (
-        1, "spool: topic 'nope' does not exist (UNKNOWN_TOPIC_OR_PART)\n")
+        1, "spool: topic 'nope' does not exist (UNKNOWN_TOPIC_OR_PARTITION)\n")
 
 
 def test_a_reassignment_moves_the_data_and_verify_says_when(cluster_factory, tmp_path):
