@@ -70,6 +70,7 @@ from spool.broker.group_configs import GroupConfigs
 from spool.broker.group_runtime import GroupRuntime
 from spool.broker.metadata_view import MetadataView, SingleNodeView
 from spool.broker.metrics import BrokerMetrics
+from spool.broker.metrics_http import MetricsHttp
 from spool.broker.producer_ids import ProducerIdManager
 from spool.broker.quorum import QuorumNode
 from spool.broker.server import Server
@@ -159,6 +160,7 @@ class Broker:
         # collectors register on metrics.registry; served at metrics.listeners (issue 18)
         self.metrics = BrokerMetrics()
         metrics_state.register(self)  # partitions, controller, logs, groups, lag: at scrape
+        self.metrics_http: MetricsHttp | None = None  # metrics.listeners
         # authorizer.class.name: None (every request allowed) or the ACL authorizer that
         # handlers ask through spool.broker.authz
         self.authorizer: StandardAuthorizer | None = configured_authorizer(config)
@@ -222,6 +224,10 @@ class Broker:
         if self.config.get("spool.admin.http.listener"):
             self.admin_http = AdminHttp(self, self.config.get("spool.admin.http.listener"))
             await self.admin_http.start()
+        self.metrics.topic_exists = lambda name: self.view.topic_id(name) is not None
+        if self.config.get_list("metrics.listeners"):
+            self.metrics_http = MetricsHttp(self, self.config.get_list("metrics.listeners"))
+            await self.metrics_http.start()
         if self.role is not None:  # the coordinators start once the broker caught up
             self.replicas.start()
             self.role.join_in_background()
@@ -375,6 +381,8 @@ class Broker:
         await self.share_persister.close()
         if self.admin_http is not None:
             await self.admin_http.close()
+        if self.metrics_http is not None:
+            await self.metrics_http.close()
         if self.server is not None:
             await self.server.close()
         if self.share_manager is not None:  # lock timers, pending state writes

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from spool.broker.metrics_http import valid_listeners as valid_metrics_listeners
 from spool.coordinator.assignors import ASSIGNORS
 from spool.protocol.errors import Errors, KafkaError
 from spool.replica.selector import RACK_AWARE, SELECTORS
@@ -549,6 +550,13 @@ BROKER_KEYS: dict[str, ConfigKey] = {
                    replaces_type=True),
              "host:port of the read-only admin endpoint (GET /telemetry: the pushed client "
              "metrics as JSON); unset: none (Spool's own key)."),
+        # issue 18: the metrics endpoint (spool.broker.metrics_http)
+        _key("metrics.listeners", "list", None,
+             Check("a comma-separated list of http://host:port (port 0: any free one)",
+                   valid_metrics_listeners, replaces_type=True),
+             "Where GET /metrics answers the broker's metrics in Prometheus's text format, "
+             "e.g. http://127.0.0.1:9404; unset: no endpoint (Spool's own key, as "
+             "Kafka's listeners)."),
     )
 }
 

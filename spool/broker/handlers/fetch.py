@@ -269,6 +269,38 @@ def _leader_endpoints(ctx, topics) -> list[NodeEndpoint]:
             if b]
 
 
+# Partitions not read at all (Kafka answers them before the read: not counted)
+_NOT_READ = frozenset({Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.UNKNOWN_TOPIC_ID,
+                       Errors.TOPIC_AUTHORIZATION_FAILED})
+# Failures Kafka expects (readFromLog: not counted as failed fetch requests)
+_EXPECTED_FETCH_ERRORS = frozenset({
+    Errors.NOT_LEADER_OR_FOLLOWER, Errors.UNKNOWN_LEADER_EPOCH, Errors.FENCED_LEADER_EPOCH,
+    Errors.REPLICA_NOT_AVAILABLE, Errors.KAFKA_STORAGE_ERROR, Errors.INCONSISTENT_TOPIC_ID,
+    Errors.OFFSET_OUT_OF_RANGE})
+
+
+def _count(metrics, topics, follower: bool) -> None:
+    """BrokerTopicMetrics of the answer: a partition read, the record bytes sent (to a
+    consumer: BytesOut; to a follower: ReplicationBytesOut), an unexpected failure."""
+    for t in topics:
+        stats = None
+        for p in t.partitions:
+            code = p.error_code
+            if code and code in _NOT_READ:
+                continue
+            if stats is None:
+                stats = metrics.topic(t.topic)
+            stats.total_fetch_requests += 1
+            if code:
+                if code not in _EXPECTED_FETCH_ERRORS:
+                    stats.failed_fetch_requests += 1
+            elif p.records:
+                if follower:
+                    stats.replication_bytes_out += len(p.records)
+                else:
+                    stats.bytes_out += len(p.records)
+
+
 def _release(topics) -> None:
     for t in topics:
         for p in t.partitions:
@@ -316,6 +348,7 @@ async def fetch(ctx, req: FetchRequest) -> FetchResponse:
     except BaseException:  # cancelled (shutdown)
         _release(topics)
         raise
+    _count(broker.metrics, topics, replica_id_of(req, version) >= 0)
     return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=topics,
                          node_endpoints=_leader_endpoints(ctx, topics)
                          if version >= LEADER_HINTS_VERSION and any_error else [])

@@ -103,9 +103,12 @@ def append_partition(
     another topic ID is UNKNOWN_TOPIC_ID."""
     resp = PartitionProduceResponse(index=partition, error_code=0, base_offset=-1,
                                     log_append_time_ms=-1, log_start_offset=-1)
+    stats = None
     try:
         replicas = broker.replicas
         part = replicas.leader_partition(topic, partition)
+        stats = broker.metrics.topic(topic)  # BrokerTopicMetrics (spool.broker.metrics)
+        stats.total_produce_requests += 1
         if topic_id is not None and part.topic_id is not None and part.topic_id != topic_id:
             raise KafkaError(Errors.UNKNOWN_TOPIC_ID,
                              f"{topic}-{partition} is not of topic id {topic_id}")
@@ -134,16 +137,21 @@ def append_partition(
         return resp
     except RecordErrors as e:
         _refused_records(resp, e, part.log.log_start_offset)
+        stats.failed_produce_requests += 1
         return resp
     except KafkaError as e:
         resp.error_code = e.code
         resp.error_message = e.message
+        if stats is not None:
+            _count_failure(stats, e.code, records)
         return resp
     except OSError as e:  # storage failed (a full disk): this partition's error, not the connection's
         log.warning("produce to %s-%d failed: %s", topic, partition, e)
         resp.error_code = Errors.KAFKA_STORAGE_ERROR
         resp.error_message = str(e)
         return resp
+    stats.messages_in += info.num_records
+    stats.bytes_in += info.size
     resp.base_offset = info.first_offset
     resp.log_append_time_ms = append_time if append_time is not None else -1
     resp.log_start_offset = plog.log_start_offset
@@ -156,6 +164,20 @@ def append_partition(
         elif code:
             resp.error_code = code
     return resp
+
+
+# Not counted as failed produce requests (Kafka's appendToLocalLog: these are expected;
+# the metric is for a broker failing to handle a produce)
+_EXPECTED_PRODUCE_ERRORS = frozenset({
+    Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.NOT_LEADER_OR_FOLLOWER, Errors.MESSAGE_TOO_LARGE,
+    Errors.RECORD_LIST_TOO_LARGE, Errors.CORRUPT_MESSAGE, Errors.KAFKA_STORAGE_ERROR})
+
+
+def _count_failure(stats, code: int, records) -> None:
+    if code == Errors.MESSAGE_TOO_LARGE:  # Kafka's BytesRejectedPerSec
+        stats.bytes_rejected += len(records) if records is not None else 0
+    elif code not in _EXPECTED_PRODUCE_ERRORS:
+        stats.failed_produce_requests += 1
 
 
 def _refused_records(resp: PartitionProduceResponse, e: RecordErrors, log_start: int) -> None:

@@ -1,0 +1,84 @@
+"""A tiny HTTP/1.0 server on the broker's event loop, for read-only endpoints.
+
+``HttpEndpoint(what, host, port, routes)`` serves ``GET <path>[?query]``: ``routes`` maps a
+path to a function of the parsed query (``urllib.parse.parse_qs``) answering
+``(status, content type, body bytes)``; it runs on the event loop, so it must be quick
+and must not block. Anything else is 404 (an unknown path) or 405 (not GET), with a JSON
+body ``{"error": ...}``. Request headers are read and ignored; each answer closes the
+connection; a client silent for 10 s is dropped. ``start`` binds (port 0 picks a free
+one: ``host``/``port`` are then the bound address) and logs ``<what> listening on
+host:port``. Used by the admin endpoint (``spool.broker.admin_http``) and the metrics
+endpoint (``spool.broker.metrics_http``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable, Mapping
+from urllib.parse import parse_qs, urlsplit
+
+log = logging.getLogger("spool.broker.http")
+
+MAX_REQUEST_LINE = 8192
+READ_TIMEOUT_S = 10
+
+Answer = tuple[str, str, bytes]  # status, content type, body
+Route = Callable[[dict[str, list[str]]], Answer]
+
+
+def json_answer(status: str, body: object) -> Answer:
+    return status, "application/json", json.dumps(body).encode()
+
+
+class HttpEndpoint:
+    """One listening socket and its routes (module doc)."""
+
+    def __init__(self, what: str, host: str, port: int, routes: Mapping[str, Route]) -> None:
+        self.what = what
+        self.host, self.port = host or "127.0.0.1", port
+        self.routes = routes
+        self.server: asyncio.base_events.Server | None = None
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    async def start(self) -> None:
+        self.server = await asyncio.start_server(self._serve, self.host, self.port)
+        self.host, self.port = self.server.sockets[0].getsockname()[:2]
+        log.warning("%s listening on %s:%d", self.what, self.host, self.port)
+
+    async def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            await self.server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            line = await asyncio.wait_for(reader.readline(), READ_TIMEOUT_S)
+            while (await asyncio.wait_for(reader.readline(), READ_TIMEOUT_S)).strip():
+                pass  # headers: not needed
+            status, content_type, data = self.answer(
+                line[:MAX_REQUEST_LINE].decode("latin-1").split())
+            writer.write(f"HTTP/1.0 {status}\r\nContent-Type: {content_type}\r\n"
+                         f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n".encode()
+                         + data)
+            await writer.drain()
+        except (TimeoutError, ConnectionError, UnicodeDecodeError):
+            pass
+        finally:
+            writer.close()
+
+    def answer(self, parts: list[str]) -> Answer:
+        """The answer to a request line split in words (``["GET", "/path?q", ...]``)."""
+        if len(parts) < 2:
+            return json_answer("400 Bad Request", {"error": "bad request line"})
+        if parts[0] != "GET":
+            return json_answer("405 Method Not Allowed", {"error": f"{parts[0]} is not allowed"})
+        url = urlsplit(parts[1])
+        route = self.routes.get(url.path)
+        if route is None:
+            return json_answer("404 Not Found", {"error": f"no route {url.path}"})
+        return route(parse_qs(url.query))

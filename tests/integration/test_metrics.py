@@ -1,0 +1,169 @@
+"""The metrics endpoint (``metrics.listeners``) of a real broker, scraped as Prometheus
+would: exact per-topic counts after a produce/consume run with confluent-kafka
+(BrokerTopicMetrics), bytes out equal to the bytes fetched, bytes rejected, a deleted
+topic's series gone while the all-topics totals keep their counts."""
+
+from __future__ import annotations
+
+import re
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from prometheus_client.parser import text_string_to_metric_families
+
+from spool.protocol._generated import FetchRequest, ProduceRequest
+from spool.protocol._generated.fetch_request import FetchPartition, FetchTopic
+from spool.protocol._generated.produce_request import PartitionProduceData, TopicProduceData
+from spool.protocol.errors import Errors
+from tests.helpers.broker_proc import BrokerProcess
+from tests.helpers.raw_client import RawClient
+from tests.helpers.storage_batches import make_batch
+
+pytestmark = pytest.mark.timeout(120)
+
+BTM = "kafka_server_brokertopicmetrics_"
+
+
+@pytest.fixture(scope="module")
+def metered(tmp_path_factory):
+    b = BrokerProcess(tmp_path_factory.mktemp("metrics") / "data",
+                      {"metrics.listeners": "http://127.0.0.1:0",
+                       "auto.create.topics.enable": "false"})
+    with b:
+        found = re.search(r"metrics endpoint listening on ([0-9.]+:\d+)",
+                          b.log_path.read_text())
+        assert found, b.log_tail()
+        b.metrics_url = f"http://{found.group(1)}/metrics"
+        yield b
+
+
+def scrape(b) -> dict[tuple[str, frozenset], float]:
+    """Every sample of ``GET /metrics``: (name, labels) -> value."""
+    with urllib.request.urlopen(b.metrics_url, timeout=10) as r:
+        assert r.headers["Content-Type"].startswith("text/plain;")
+        text = r.read().decode()
+    return {(s.name, frozenset(s.labels.items())): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def topic_value(samples, name: str, topic: str | None) -> float | None:
+    return samples.get((BTM + name + "_total",
+                        frozenset({("topic", topic)} if topic else ())))
+
+
+def create(b, topic: str, **configs: str) -> None:
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1, config=configs)])[topic].result(30)
+
+
+def log_bytes(b, topic: str) -> int:
+    return sum(f.stat().st_size for f in Path(b.data_dir, f"{topic}-0").glob("*.log"))
+
+
+def test_counts_of_a_produce_consume_run(metered) -> None:
+    create(metered, "orders")
+    producer = Producer({"bootstrap.servers": metered.bootstrap, "linger.ms": 5})
+    for i in range(1000):
+        producer.produce("orders", value=f"order-{i}".encode())
+    assert producer.flush(30) == 0
+    after_produce = scrape(metered)
+    assert topic_value(after_produce, "messagesin", "orders") == 1000
+    appended = log_bytes(metered, "orders")  # the batches as they were appended
+    assert topic_value(after_produce, "bytesin", "orders") == appended
+    assert topic_value(after_produce, "bytesout", "orders") == 0
+    assert topic_value(after_produce, "failedproducerequests", "orders") == 0
+
+    consumer = Consumer({"bootstrap.servers": metered.bootstrap, "group.id": "g-orders",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe(["orders"])
+    got = 0
+    while got < 1000:
+        got += len(consumer.consume(1000, timeout=1))
+    consumer.close()
+    assert got == 1000
+    after_consume = scrape(metered)
+    # every batch was sent once to the one consumer
+    assert topic_value(after_consume, "bytesout", "orders") == appended
+    assert topic_value(after_consume, "messagesin", "orders") == 1000
+    assert topic_value(after_consume, "totalfetchrequests", "orders") > 0
+    for name in ("messagesin", "bytesin", "bytesout", "totalproducerequests",
+                 "totalfetchrequests"):  # the all-topics series is the sum of the topics'
+        per_topic = sum(v for (n, labels), v in after_consume.items()
+                        if n == BTM + name + "_total" and labels)
+        assert topic_value(after_consume, name, None) == per_topic, name
+
+
+def produce(client: RawClient, topic: str, batch: bytes):
+    req = ProduceRequest(transactional_id=None, acks=1, timeout_ms=5000, topic_data=[
+        TopicProduceData(name=topic, partition_data=[
+            PartitionProduceData(index=0, records=batch)])])
+    return client.request(0, 9, req).responses[0].partition_responses[0]
+
+
+def fetch(client: RawClient, topic: str, offset: int, max_bytes: int):
+    req = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=max_bytes,
+                       isolation_level=0, session_id=0, session_epoch=-1, topics=[
+                           FetchTopic(topic=topic, partitions=[FetchPartition(
+                               partition=0, current_leader_epoch=-1, fetch_offset=offset,
+                               log_start_offset=-1, partition_max_bytes=max_bytes)])],
+                       forgotten_topics_data=[], rack_id="")
+    return client.request(1, 11, req).responses[0].partitions[0]
+
+
+def test_bytes_out_grows_by_what_was_fetched(metered) -> None:
+    create(metered, "raw")
+    batches = [make_batch(100, value_size=50, tag=i) for i in range(10)]
+    with RawClient(metered.bootstrap) as client:
+        for batch in batches:
+            assert produce(client, "raw", batch).error_code == 0
+        before = scrape(metered)
+        assert topic_value(before, "messagesin", "raw") == 1000
+        assert topic_value(before, "bytesin", "raw") == sum(map(len, batches))
+        assert topic_value(before, "totalproducerequests", "raw") == 10
+        # one batch a fetch (KIP-74: the first batch always goes, whatever the limit)
+        first = fetch(client, "raw", 0, 1)
+        second = fetch(client, "raw", 100, 1)
+    fetched = len(first.records) + len(second.records)
+    assert fetched == len(batches[0]) + len(batches[1])
+    after = scrape(metered)
+    assert (topic_value(after, "bytesout", "raw") - topic_value(before, "bytesout", "raw")
+            == fetched)
+    assert (topic_value(after, "totalfetchrequests", "raw")
+            - topic_value(before, "totalfetchrequests", "raw")) == 2
+
+
+def test_a_batch_over_max_message_bytes_is_rejected_bytes(metered) -> None:
+    create(metered, "small", **{"max.message.bytes": "1000"})
+    big = make_batch(1, value_size=2000)
+    with RawClient(metered.bootstrap) as client:
+        assert produce(client, "small", big).error_code == Errors.MESSAGE_TOO_LARGE
+        assert produce(client, "small", make_batch(3)).error_code == 0
+    samples = scrape(metered)
+    assert topic_value(samples, "bytesrejected", "small") == len(big)
+    assert topic_value(samples, "messagesin", "small") == 3
+    # too large is expected, not a broker failure (Kafka's FailedProduceRequests)
+    assert topic_value(samples, "failedproducerequests", "small") == 0
+    assert topic_value(samples, "totalproducerequests", "small") == 2
+
+
+def test_a_deleted_topics_series_goes_and_the_totals_stay(metered) -> None:
+    create(metered, "doomed")
+    with RawClient(metered.bootstrap) as client:
+        assert produce(client, "doomed", make_batch(7)).error_code == 0
+    before = scrape(metered)
+    assert topic_value(before, "messagesin", "doomed") == 7
+    admin = AdminClient({"bootstrap.servers": metered.bootstrap})
+    admin.delete_topics(["doomed"])["doomed"].result(30)
+    after = scrape(metered)
+    assert topic_value(after, "messagesin", "doomed") is None
+    assert topic_value(after, "messagesin", None) == topic_value(before, "messagesin", None)
+
+
+def test_other_paths_are_not_found(metered) -> None:
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(metered.metrics_url.replace("/metrics", "/nope"), timeout=10)
+    assert e.value.code == 404
