@@ -1,10 +1,11 @@
 """``spool groups describe`` of consumer-protocol (KIP-848) and share (KIP-932) groups.
 
 - ``await probe(admin, group, timeout)``: which kind the group is, asked of its
-  coordinator: ("consumer", DescribedGroup) from ConsumerGroupDescribe, ("share",
-  (DescribedGroup, start offsets)) from ShareGroupDescribe and DescribeShareGroupOffsets,
-  else ("classic", None) (a classic group, an unknown one, or a broker without those APIs:
-  the classic path of ``spool.cli.groups`` describes it).
+  coordinator: ("consumer", DescribedGroup, coordinator) from ConsumerGroupDescribe,
+  ("share", (DescribedGroup, start offsets), coordinator) from ShareGroupDescribe and
+  DescribeShareGroupOffsets, else ("classic", None, coordinator) (a classic group, an
+  unknown one, or a broker without those APIs: the classic path of ``spool.cli.groups``
+  describes it). ``coordinator`` is ``{"id", "host", "port"}`` (FindCoordinator's).
 - ``consumer_doc`` / ``share_doc``: the JSON document (``spool.cli.groups``' docstring).
 - ``in_flight(endpoints, group, timeout)``: the share group's in-flight records, from
   each broker admin endpoint's ``GET /share-partitions?group=`` (``spool.broker.admin_http``),
@@ -25,16 +26,18 @@ from spool.cli.common import CliError, print_json, print_table
 from spool.cli.wire import WireAdmin
 
 
-async def probe(admin: WireAdmin, group: str, timeout: float) -> tuple[str, Any]:
+async def probe(admin: WireAdmin, group: str, timeout: float) -> tuple[str, Any, dict]:
     coord = await group_wire.coordinator(admin, group, timeout)
+    host, _, port = coord.address.rpartition(":")
+    where = {"id": coord.node_id, "host": host, "port": int(port)}
     try:
         described = await group_wire.describe_consumer_group(coord, group)
         if described is not None:
-            return "consumer", described
+            return "consumer", described, where
         described = await group_wire.describe_share_group(coord, group)
         if described is not None:
-            return "share", (described, await group_wire.share_group_offsets(coord, group))
-        return "classic", None
+            return "share", (described, await group_wire.share_group_offsets(coord, group)), where
+        return "classic", None, where
     finally:
         await coord.client.close()
 
@@ -87,7 +90,7 @@ def in_flight(endpoints: list[str], group: str, timeout: float) -> list[dict]:
     return sorted(out, key=lambda p: (p["topic"], p["partition"]))
 
 
-def _short(parts: list[dict]) -> str:
+def short(parts: list[dict]) -> str:
     by_topic: dict[str, list[int]] = {}
     for a in parts:
         by_topic.setdefault(a["topic"], []).append(a["partition"])
@@ -108,8 +111,8 @@ def show_consumer(doc: dict, json: bool) -> None:
     print_table(["Member", "Epoch", "Client", "Host", "Instance", "Current assignment",
                  "Target assignment"],
                 [[m["member_id"], m["member_epoch"], m["client_id"], m["host"],
-                  _dash(m["instance_id"]), _short(m["assignment"]),
-                  _short(m["target_assignment"])] for m in doc["members"]])
+                  _dash(m["instance_id"]), short(m["assignment"]),
+                  short(m["target_assignment"])] for m in doc["members"]])
     if doc["offsets"]:
         print_table(["Topic", "Partition", "Committed", "Log end", "Lag", "Member"],
                     [[o["topic"], o["partition"], _dash(o["committed"]), o["log_end_offset"],
@@ -124,7 +127,7 @@ def show_share(doc: dict, json: bool) -> None:
           f"{len(doc['members'])} members, assignor {doc['assignor'] or '-'}")
     print_table(["Member", "Epoch", "Client", "Host", "Subscribed", "Assigned"],
                 [[m["member_id"], m["member_epoch"], m["client_id"], m["host"],
-                  ",".join(m["subscribed_topics"]) or "-", _short(m["assignment"])]
+                  ",".join(m["subscribed_topics"]) or "-", short(m["assignment"])]
                  for m in doc["members"]])
     print_table(["Topic", "Partition", "Start offset", "Lag"],
                 [[o["topic"], o["partition"], _dash(o["start_offset"]), _dash(o["lag"])]

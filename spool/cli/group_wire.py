@@ -13,6 +13,9 @@ member epochs of ConsumerGroupDescribe; the group commands use these instead:
   coordinator (FindCoordinator, key type GROUP), retrying the retriable answers
   (COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR) until the
   command's timeout. The caller closes it.
+- ``await delete_offsets(coord, group, parts)``: OffsetDelete (47) of ``[(topic,
+  partition)]``: ``[(topic, partition, error code)]``; a top-level error (GROUP_ID_NOT_FOUND,
+  NON_EMPTY_GROUP...) fails the command.
 - ``await describe_consumer_group(coord, group)`` / ``describe_share_group(coord, group)``:
   the group's DescribedGroup of ConsumerGroupDescribe (69) / ShareGroupDescribe (77), or
   None when the coordinator says the group is not one of that type (GROUP_ID_NOT_FOUND)
@@ -41,11 +44,13 @@ from spool.protocol._generated import (
     DescribeShareGroupOffsetsRequest,
     FindCoordinatorRequest,
     ListGroupsRequest,
+    OffsetDeleteRequest,
     ShareGroupDescribeRequest,
 )
 from spool.protocol._generated import alter_share_group_offsets_request as asgo
 from spool.protocol._generated import delete_share_group_offsets_request as dsgd
 from spool.protocol._generated import describe_share_group_offsets_request as dsgo
+from spool.protocol._generated import offset_delete_request as odr
 from spool.protocol.errors import Errors
 
 GROUP_TYPES = ("classic", "consumer", "share")
@@ -86,11 +91,15 @@ async def coordinator(admin: WireAdmin, group: str, timeout: float) -> WireAdmin
                                                               coordinator_keys=[group]), 4)
             c = resp.coordinators[0]
             code, message, host, port = c.error_code, c.error_message, c.host, c.port
+            node_id = c.node_id
         else:
             resp = await admin.request(FindCoordinatorRequest(key=group, key_type=0), 3)
             code, message, host, port = resp.error_code, resp.error_message, resp.host, resp.port
+            node_id = resp.node_id
         if code == 0:
-            return await connect(f"{host}:{port}", timeout)
+            coord = await connect(f"{host}:{port}", timeout)
+            coord.node_id = node_id
+            return coord
         if code not in RETRIABLE or time.monotonic() > deadline:
             raise refused(code, message, f"group '{group}'")
         await asyncio.sleep(0.2)
@@ -161,3 +170,19 @@ async def delete_share_group_offsets(coord: WireAdmin, group: str, topics: list[
     for t in resp.responses:
         if t.error_code:
             raise refused(t.error_code, t.error_message, t.topic_name)
+
+
+async def delete_offsets(coord: WireAdmin, group: str,
+                         parts: list[tuple[str, int]]) -> list[tuple[str, int, int]]:
+    """OffsetDelete of ``parts`` (module doc): ``[(topic, partition, error code)]``."""
+    by_topic: dict[str, list[int]] = {}
+    for t, p in parts:
+        by_topic.setdefault(t, []).append(p)
+    resp = await coord.request(OffsetDeleteRequest(group_id=group, topics=[
+        odr.OffsetDeleteRequestTopic(name=t, partitions=[
+            odr.OffsetDeleteRequestPartition(partition_index=p) for p in sorted(ps)])
+        for t, ps in sorted(by_topic.items())]), 0)
+    if resp.error_code:
+        raise refused(resp.error_code, None, f"group '{group}'")
+    return sorted((t.name, p.partition_index, p.error_code) for t in resp.topics
+                  for p in t.partitions)

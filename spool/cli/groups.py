@@ -4,14 +4,17 @@
   (ListGroups v5 to every broker: a table with type, protocol and state on a terminal;
   ``--json``: ``[{"group", "type", "protocol", "state"}]``, type classic, consumer
   (KIP-848) or share (KIP-932)).
-- ``describe GROUP [--json] [--admin-endpoint H:P]...``: what the group's type shows
-  (the coordinator is asked ConsumerGroupDescribe, then ShareGroupDescribe, then the
-  classic DescribeGroups):
+- ``describe GROUP... | --all-groups [--offsets | --members | --state] [--json]
+  [--admin-endpoint H:P]...``: what the group's type shows (the coordinator is asked
+  ConsumerGroupDescribe, then ShareGroupDescribe, then the classic DescribeGroups);
+  ``--all-groups``: every classic and consumer group (ListGroups), as Kafka's tool. The
+  default view (``--offsets``):
   classic: state, assignor, members (member id, client id, host, instance id,
   assignment) and, per partition with a committed offset or an owner, the committed
-  offset, log end offset and lag (``log_end_offset - committed``; unknown without a
-  commit). ``--json``: ``{"group", "type": "classic", "state", "assignor",
-  "members": [...], "offsets": [...]}``.
+  offset, log end offset and lag (``log_end_offset - committed``); an assigned partition
+  without a commit shows committed and lag ``-`` (JSON null), as Kafka's tool.
+  ``--json``: ``{"group", "type": "classic", "state", "assignor", "members": [...],
+  "offsets": [...], "coordinator": {"id", "host", "port"}}``.
   consumer (KIP-848): state, group and assignment epochs, assignor, and per member its
   epoch, subscription and both its current assignment and its target assignment (they
   differ while it reconciles), then the offsets as for classic. ``--json`` members carry
@@ -25,17 +28,40 @@
   (AVAILABLE, ACQUIRED by a member until a lock deadline, ACKNOWLEDGED, ARCHIVED) and
   delivery count. No Kafka API lists in-flight records; without an endpoint
   ``in_flight`` is null.
-- ``reset-offsets GROUP --topic T (--to-earliest | --to-latest |
-  --to-datetime T | --to-offset N | --shift-by N) [--execute]``: prints the
-  plan (topic, partition, new offset); only ``--execute`` commits it. Like
-  Kafka's tool it refuses unless the group is inactive (Empty or unknown),
-  and clamps targets into ``[log start, log end]``. ``--to-datetime``:
-  ISO-8601 or epoch ms; the first offset at or after it, else the end.
+  ``--members``: per member its client, host, number of partitions and assignment
+  (JSON: ``{"group", "type", "state", "members"}``); ``--state``: one row per group with
+  its coordinator ``host:port (id)``, assignor, state and member count (JSON: ``{"group",
+  "type", "state", "assignor", "coordinator", "members": N}``). Text views note on
+  stderr a group with no active members or none at all. JSON is one document for one
+  named group, a list for several or ``--all-groups``.
+- ``reset-offsets GROUP (--topic T[:P,P...]... | --all-topics | --from-file CSV)
+  (--to-earliest | --to-latest | --to-current | --to-datetime T | --by-duration D |
+  --to-offset N | --shift-by N) [--execute] [--export | --json]``: prints the plan
+  (topic, partition, new offset); only ``--execute`` commits it. Like Kafka's tool it
+  refuses unless the group is inactive (Empty or unknown), and clamps targets into
+  ``[log start, log end]``. ``--all-topics``: the partitions the group has committed
+  offsets for. ``--to-current``: the committed offset, the log end without one.
+  ``--to-datetime``: ISO-8601 or epoch ms; ``--by-duration``: now minus an ISO-8601
+  duration (Java's ``Duration.parse``: ``PT1H30M``, ``P1D``); both the first offset at or
+  after that time, else the end. ``--shift-by`` without a committed offset shifts from the
+  log end. ``--export`` prints the plan as Kafka's CSV, ``topic,partition,offset`` per
+  line; ``--from-file`` reads it back (or Kafka's multi-group ``group,topic,partition,
+  offset``, keeping GROUP's lines) as the targets.
+- ``delete-offsets GROUP --topic T[:P,P...]... [--json]``: OffsetDelete of those
+  partitions' committed offsets (a bare topic: all its partitions); a table of each
+  partition's status (``Successful`` or the error name; JSON ``[{"topic", "partition",
+  "error"}]``). The group must not be subscribed to the topic (GROUP_SUBSCRIBED_TO_TOPIC
+  per partition: the table, then one line and exit 1); an unknown group is
+  GROUP_ID_NOT_FOUND.
 - ``delete GROUP...``: delete inactive groups (NON_EMPTY_GROUP otherwise).
 """
 
 from __future__ import annotations
 
+import csv
+import re
+import sys
+import time
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -58,6 +84,7 @@ from spool.cli.common import (
     print_table,
     result,
 )
+from spool.protocol.errors import error_name
 
 app = typer.Typer(help="List, describe, reset and delete consumer groups.", no_args_is_help=True)
 
@@ -177,10 +204,50 @@ def _offsets(admin: AdminClient, group: str, owner: dict[tuple[str, int], str],
     return out
 
 
+def _group_doc(bootstrap: str, group: str, timeout: float,
+               admin_endpoint: list[str] | None) -> dict:
+    """One group's document, whatever its type (the module doc's ``describe``)."""
+    kind, described, coord = wire.run(bootstrap, timeout, lambda a: group_describe.probe(
+        a, group, timeout))
+    if kind == "consumer":
+        doc = group_describe.consumer_doc(described)
+        doc["offsets"] = _offsets(admin_client(bootstrap, timeout), group, {
+            (a["topic"], a["partition"]): m["member_id"]
+            for m in doc["members"] for a in m["assignment"]}, timeout)
+    elif kind == "share":
+        doc = group_describe.share_doc(*described)
+        if admin_endpoint:
+            doc["in_flight"] = group_describe.in_flight(admin_endpoint, group, timeout)
+    else:
+        doc = _describe(admin_client(bootstrap, timeout), group, timeout)
+    doc["coordinator"] = coord
+    return doc
+
+
+def _view(doc: dict, view: str) -> dict:
+    """The part of a group's document that ``--members`` / ``--state`` show."""
+    if view == "members":
+        return {k: doc[k] for k in ("group", "type", "state", "members")}
+    if view == "state":
+        return {"group": doc["group"], "type": doc["type"], "state": doc["state"],
+                "assignor": doc["assignor"], "coordinator": doc["coordinator"],
+                "members": len(doc["members"])}
+    return doc
+
+
 @app.command()
 @cli_command
 def describe(
-    group: Annotated[str, typer.Argument(help="The group id.")],
+    groups: Annotated[list[str] | None, typer.Argument(help="Group ids.", show_default=False)
+                      ] = None,
+    all_groups: Annotated[bool, typer.Option(
+        "--all-groups", help="Every classic and consumer group of the cluster.")] = False,
+    members: Annotated[bool, typer.Option(
+        "--members", help="Members: client, host, number of partitions, assignment.")] = False,
+    state: Annotated[bool, typer.Option(
+        "--state", help="State, coordinator, assignor and member count.")] = False,
+    offsets: Annotated[bool, typer.Option(
+        "--offsets", help="Committed offsets, log end offsets and lag (the default).")] = False,
     json: JsonFlag = False,
     admin_endpoint: Annotated[list[str] | None, typer.Option(
         "--admin-endpoint", help="host:port of a broker's spool.admin.http.listener, to show "
@@ -189,24 +256,54 @@ def describe(
     command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
 ) -> None:
-    """Show a group's state, members, assignments, committed offsets and lag."""
-    kind, described = wire.run(bootstrap, timeout, lambda a: group_describe.probe(
-        a, group, timeout))
-    if kind == "consumer":
-        doc = group_describe.consumer_doc(described)
-        doc["offsets"] = _offsets(admin_client(bootstrap, timeout), group, {
-            (a["topic"], a["partition"]): m["member_id"]
-            for m in doc["members"] for a in m["assignment"]}, timeout)
-        return group_describe.show_consumer(doc, json)
-    if kind == "share":
-        doc = group_describe.share_doc(*described)
-        if admin_endpoint:
-            doc["in_flight"] = group_describe.in_flight(admin_endpoint, group, timeout)
-        return group_describe.show_share(doc, json)
-    doc = _describe(admin_client(bootstrap, timeout), group, timeout)
+    """Show groups' state, members, assignments, committed offsets and lag."""
+    if bool(groups) == all_groups:
+        raise CliError("name the groups to describe or give --all-groups (not both)", 2)
+    if members + state + offsets > 1:
+        raise CliError("give at most one of --members, --state, --offsets", 2)
+    view = "members" if members else "state" if state else "offsets"
+    if all_groups:
+        listed = wire.run(bootstrap, timeout, lambda admin: group_wire.list_groups(
+            admin, ["classic", "consumer"], [], timeout))
+        groups = [g.group_id for g in listed
+                  if g.group_type == "consumer" or g.protocol_type in ("consumer", "")]
+    docs = [_view(_group_doc(bootstrap, g, timeout, admin_endpoint), view)
+            for g in groups or []]
     if json:
-        print_json(doc)
+        print_json(docs if all_groups or len(docs) != 1 else docs[0])
         return
+    if view == "state":
+        print_table(["Group", "Coordinator (ID)", "Assignor", "State", "#Members"],
+                    [[d["group"], _coordinator(d["coordinator"]), d["assignor"] or "-",
+                      d["state"], d["members"]] for d in docs])
+        return
+    for i, doc in enumerate(docs):
+        if i:
+            print()
+        _show(doc, view)
+
+
+def _coordinator(c: dict) -> str:
+    return f"{c['host']}:{c['port']} ({'-' if c['id'] is None else c['id']})"
+
+
+def _show(doc: dict, view: str) -> None:
+    """One group's text view (offsets or members); stderr notes an empty or unknown group."""
+    if doc["state"] in ("Dead", "Unknown") and not doc["members"] and not doc.get("offsets"):
+        typer.echo(f"group '{doc['group']}' does not exist", err=True)
+    elif doc["state"] == "Empty":
+        typer.echo(f"group '{doc['group']}' has no active members", err=True)
+    if view == "members":
+        print(f"group {doc['group']}: {doc['state']}, {len(doc['members'])} members")
+        print_table(["Member", "Instance", "Host", "Client", "#Partitions", "Assignment"],
+                    [[m["member_id"], _dash(m.get("instance_id")), m["host"], m["client_id"],
+                      len(m["assignment"]), group_describe.short(m["assignment"])]
+                     for m in doc["members"]])
+        return
+    if doc["type"] == "consumer":
+        return group_describe.show_consumer(doc, False)
+    if doc["type"] == "share":
+        return group_describe.show_share(doc, False)
     print(f"group {doc['group']}: {doc['state']}, {len(doc['members'])} members"
           + (f", assignor {doc['assignor']}" if doc["assignor"] else ""))
     by_id = {m["member_id"]: m for m in doc["members"]}
@@ -236,16 +333,102 @@ def _parse_time(text: str) -> int:
         raise CliError(f"bad --to-datetime '{text}': expected ISO-8601 or epoch ms", 2) from None
 
 
+_DURATION = re.compile(r"([-+]?)P(?:([-+]?\d+)D)?(?:T(?:([-+]?\d+)H)?(?:([-+]?\d+)M)?"
+                       r"(?:([-+]?\d+(?:[.,]\d{0,9})?)S)?)?", re.IGNORECASE)
+
+
+def parse_duration(text: str) -> int:
+    """An ISO-8601 duration as Java's ``Duration.parse`` reads it (``PT1H30M``, ``P1DT2H``,
+    ``PT0.5S``, ``-PT10M``) in milliseconds."""
+    m = _DURATION.fullmatch(text.strip())
+    if not m or not any(m.groups()[1:]) or text.strip().upper().endswith("T"):
+        raise CliError(f"bad --by-duration '{text}': expected an ISO-8601 duration "
+                       "PnDTnHnMn.nS, e.g. PT1H30M or P1D", 2)
+    sign, d, h, mi, sec = m.groups()
+    ms = (int(d or 0) * 86_400_000 + int(h or 0) * 3_600_000 + int(mi or 0) * 60_000
+          + round(float((sec or "0").replace(",", ".")) * 1000))
+    return -ms if sign == "-" else ms
+
+
+def parse_topic_partitions(specs: list[str]) -> list[tuple[str, list[int] | None]]:
+    """``["t", "u:0,2"]`` -> ``[("t", None), ("u", [0, 2])]`` (Kafka's ``--topic`` spelling)."""
+    out: list[tuple[str, list[int] | None]] = []
+    for spec in specs:
+        topic, sep, parts = spec.partition(":")
+        try:
+            nums = [int(p) for p in parts.split(",") if p.strip()] if sep else None
+        except ValueError:
+            nums = []
+        if not topic or nums == []:
+            raise CliError(f"bad --topic '{spec}': expected TOPIC or TOPIC:P[,P...]", 2)
+        out.append((topic, nums))
+    return out
+
+
+def resolve_partitions(admin: AdminClient, specs: list[str],
+                       timeout: float) -> list[tuple[str, int]]:
+    """The partitions ``--topic`` names: every partition of a bare topic (which must exist)."""
+    out: set[tuple[str, int]] = set()
+    for topic, nums in parse_topic_partitions(specs):
+        if nums is not None:
+            out.update((topic, p) for p in nums)
+            continue
+        md = admin.list_topics(topic, timeout=timeout).topics.get(topic)
+        if md is None or md.error is not None:
+            raise CliError(f"topic '{topic}' does not exist (UNKNOWN_TOPIC_OR_PARTITION)", 1,
+                           "UNKNOWN_TOPIC_OR_PARTITION")
+        out.update((topic, p) for p in md.partitions)
+    return sorted(out)
+
+
+def read_plan(path: str, group: str) -> dict[tuple[str, int], int]:
+    """A reset plan in Kafka's CSV (``topic,partition,offset``, or ``group,topic,partition,
+    offset`` for several groups): ``group``'s rows."""
+    try:
+        with open(path, newline="") as f:
+            rows = [r for r in csv.reader(f) if r and any(c.strip() for c in r)]
+    except OSError as e:
+        raise CliError(f"cannot read --from-file {path}: {e.strerror}", 1) from None
+    plan: dict[tuple[str, int], int] = {}
+    for n, row in enumerate(rows, 1):
+        if len(row) not in (3, 4):
+            raise CliError(f"{path}:{n}: expected topic,partition,offset or "
+                           "group,topic,partition,offset", 2)
+        if len(row) == 4 and row[0] != group:
+            continue
+        topic, part, offset = row[-3:]
+        try:
+            plan[(topic, int(part))] = int(offset)
+        except ValueError:
+            raise CliError(f"{path}:{n}: partition and offset must be integers", 2) from None
+    if not plan:
+        raise CliError(f"{path}: no reset plan for group '{group}'", 1)
+    return plan
+
+
 @app.command("reset-offsets")
 @cli_command
 def reset_offsets(
     group: Annotated[str, typer.Argument(help="The group id.")],
-    topic: Annotated[str, typer.Option("--topic", help="The topic whose offsets to reset.")],
+    topic: Annotated[list[str] | None, typer.Option(
+        "--topic", help="TOPIC or TOPIC:P,P... to reset (repeatable).")] = None,
+    all_topics: Annotated[bool, typer.Option(
+        "--all-topics", help="Every partition the group has a committed offset for.")] = False,
     to_earliest: Annotated[bool, typer.Option("--to-earliest")] = False,
     to_latest: Annotated[bool, typer.Option("--to-latest")] = False,
+    to_current: Annotated[bool, typer.Option(
+        "--to-current", help="The committed offset (the log end without one).")] = False,
     to_datetime: Annotated[str | None, typer.Option("--to-datetime")] = None,
+    by_duration: Annotated[str | None, typer.Option(
+        "--by-duration", help="The first offset at or after now minus this ISO-8601 duration "
+        "(PT1H30M, P1D).")] = None,
     to_offset: Annotated[int | None, typer.Option("--to-offset")] = None,
     shift_by: Annotated[int | None, typer.Option("--shift-by")] = None,
+    from_file: Annotated[str | None, typer.Option(
+        "--from-file", help="A plan in Kafka's CSV: topic,partition,offset per line (as "
+        "--export writes it).")] = None,
+    export: Annotated[bool, typer.Option(
+        "--export", help="Print the plan as Kafka's CSV (for --from-file).")] = False,
     execute: Annotated[bool, typer.Option("--execute", help="Commit the plan (else dry run).")] = False,
     json: JsonFlag = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
@@ -253,49 +436,110 @@ def reset_offsets(
     timeout: AdminTimeout = 30.0,
 ) -> None:
     """Plan (and with --execute, commit) new offsets for an inactive group."""
-    given = [to_earliest, to_latest, to_datetime is not None, to_offset is not None,
-             shift_by is not None]
+    given = [to_earliest, to_latest, to_current, to_datetime is not None,
+             by_duration is not None, to_offset is not None, shift_by is not None,
+             from_file is not None]
     if sum(given) != 1:
-        raise CliError("give exactly one of --to-earliest, --to-latest, --to-datetime, "
-                       "--to-offset, --shift-by", 2)
+        raise CliError("give exactly one of --to-earliest, --to-latest, --to-current, "
+                       "--to-datetime, --by-duration, --to-offset, --shift-by, --from-file", 2)
+    if from_file is None and bool(topic) == all_topics:
+        raise CliError("give --topic or --all-topics (one of them)", 2)
+    if from_file is not None and (topic or all_topics):
+        raise CliError("--from-file names its partitions: no --topic or --all-topics", 2)
+    if export and json:
+        raise CliError("give at most one of --export, --json", 2)
+    duration_ms = parse_duration(by_duration) if by_duration is not None else None
+    at_ms = _parse_time(to_datetime) if to_datetime is not None else None
     admin = admin_client(bootstrap, timeout)
     d = result(admin.describe_consumer_groups([group], request_timeout=timeout)[group], group, timeout)
     if d.state not in (ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD):
         raise CliError(f"offsets of group '{group}' can only be reset while it is inactive, "
                        f"but it is {_state_name(d.state)}: stop its consumers first", 1)
-    md = admin.list_topics(topic, timeout=timeout).topics.get(topic)
-    if md is None or md.error is not None:
-        raise CliError(f"topic '{topic}' does not exist (UNKNOWN_TOPIC_OR_PARTITION)", 1)
-    parts = [(topic, p) for p in sorted(md.partitions)]
+    committed = _committed(admin, group, timeout)
+    requested = read_plan(from_file, group) if from_file is not None else None
+    if requested is not None:
+        parts = sorted(requested)
+    elif all_topics:
+        parts = sorted(committed)
+    else:
+        parts = resolve_partitions(admin, topic or [], timeout)
     start = log_offsets(admin, parts, OffsetSpec.earliest(), timeout)
     end = log_offsets(admin, parts, OffsetSpec.latest(), timeout)
-    if to_earliest:
+    if requested is not None:
+        target = requested
+    elif to_earliest:
         target = dict(start)
     elif to_latest:
         target = dict(end)
-    elif to_datetime is not None:
-        found = log_offsets(admin, parts, OffsetSpec.for_timestamp(_parse_time(to_datetime)), timeout)
+    elif to_current:
+        target = {tp: committed[tp].offset if tp in committed else end[tp] for tp in parts}
+    elif at_ms is not None or duration_ms is not None:
+        when = at_ms if at_ms is not None else int(time.time() * 1000) - (duration_ms or 0)
+        found = log_offsets(admin, parts, OffsetSpec.for_timestamp(when), timeout)
         target = {tp: (o if o >= 0 else end[tp]) for tp, o in found.items()}
     elif to_offset is not None:
         target = {tp: to_offset for tp in parts}
     else:
-        committed = _committed(admin, group, timeout)
-        target = {tp: (committed[tp].offset if tp in committed else end[tp]) + shift_by
+        target = {tp: (committed[tp].offset if tp in committed else end[tp]) + (shift_by or 0)
                   for tp in parts}
     plan = [{"topic": t, "partition": p, "offset": min(max(target[(t, p)], start[(t, p)]), end[(t, p)])}
             for t, p in parts]
-    if execute:
+    if execute and plan:
         req = ConsumerGroupTopicPartitions(
             group, [TopicPartition(r["topic"], r["partition"], r["offset"]) for r in plan])
         result(admin.alter_consumer_group_offsets([req], request_timeout=timeout)[group], group,
                timeout)
     if json:
         print_json(plan)
+    elif export:
+        out = csv.writer(sys.stdout, lineterminator="\n")
+        for r in plan:
+            out.writerow([r["topic"], r["partition"], r["offset"]])
     else:
         print_table(["Topic", "Partition", "New offset"],
                     [[r["topic"], r["partition"], r["offset"]] for r in plan])
     typer.echo(f"offsets of group '{group}' " + ("reset" if execute else
                                                  "not changed: dry run, add --execute"), err=True)
+
+
+@app.command("delete-offsets")
+@cli_command
+def delete_offsets(
+    group: Annotated[str, typer.Argument(help="The group id.")],
+    topic: Annotated[list[str], typer.Option(
+        "--topic", help="TOPIC or TOPIC:P,P... whose committed offsets to delete (repeatable).")],
+    json: JsonFlag = False,
+    bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
+    timeout: AdminTimeout = 30.0,
+) -> None:
+    """Delete a group's committed offsets of some topics or partitions (OffsetDelete)."""
+    parts = resolve_partitions(admin_client(bootstrap, timeout), topic, timeout)
+
+    async def body(admin: wire.WireAdmin) -> list[tuple[str, int, int]]:
+        coord = await group_wire.coordinator(admin, group, timeout)
+        try:
+            return await group_wire.delete_offsets(coord, group, parts)
+        finally:
+            await coord.client.close()
+
+    done = wire.run(bootstrap, timeout, body)
+    rows = [{"topic": t, "partition": p, "error": error_name(c) if c else None}
+            for t, p, c in done]
+    if json:
+        print_json(rows)
+    else:
+        print_table(["Topic", "Partition", "Status"],
+                    [[r["topic"], r["partition"], r["error"] or "Successful"] for r in rows])
+    failed = [r for r in rows if r["error"]]
+    if failed:
+        f = failed[0]
+        raise CliError(f"offsets of {len(failed)} of {len(rows)} partitions not deleted: "
+                       f"{f['topic']}-{f['partition']}: {f['error']}"
+                       + (" (the group's members consume the topic)"
+                          if f["error"] == "GROUP_SUBSCRIBED_TO_TOPIC" else ""),
+                       1, f["error"])
+    typer.echo(f"offsets of group '{group}' deleted", err=True)
 
 
 @app.command()

@@ -59,6 +59,7 @@ class WireAdmin:
         self.client = client
         self.address = address
         self.served = served
+        self.node_id: int | None = None  # when known (a coordinator FindCoordinator named)
 
     def version(self, api_key: int, ours: int) -> int:
         name = API_BY_KEY[api_key].name

@@ -1,5 +1,6 @@
-"""``spool groups`` as real processes against a real broker: list, describe (lag),
-reset-offsets (dry run, --execute, every target), delete."""
+"""``spool groups`` as real processes against a real broker: list, describe (lag, views,
+--all-groups), reset-offsets (dry run, --execute, every target, Kafka's CSV plans),
+delete-offsets, delete."""
 
 from __future__ import annotations
 
@@ -12,22 +13,28 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.helpers.cli import spool_cli
+
 pytestmark = pytest.mark.timeout(120)
 SPOOL = [sys.executable, "-m", "spool.cli.main"]
 
 
-def spool(broker, *args: str, ok: bool = True) -> subprocess.CompletedProcess:
-    p = subprocess.run([*SPOOL, *args, "-b", broker.bootstrap], capture_output=True, text=True,
-                       timeout=60)
+def spool(broker, *args: str, ok: bool = True, inproc: bool = False
+          ) -> subprocess.CompletedProcess:
+    if inproc:  # the same command tree without a child process (tests.helpers.cli)
+        p = spool_cli(*args, "-b", broker.bootstrap)
+    else:
+        p = subprocess.run([*SPOOL, *args, "-b", broker.bootstrap], capture_output=True,
+                           text=True, timeout=60)
     if ok:
         assert p.returncode == 0, p.stderr
     return p
 
 
-def committed(broker, group: str, topic: str) -> dict[int, int]:
+def committed(broker, group: str, topic: str, partitions: int = 2) -> dict[int, int]:
     c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
     try:
-        got = c.committed([TopicPartition(topic, p) for p in range(2)], timeout=10)
+        got = c.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=10)
         return {tp.partition: tp.offset for tp in got}
     finally:
         c.close()
@@ -102,3 +109,89 @@ def test_groups_list_describe_reset_delete(broker, topic_name):
     assert group not in spool(broker, "groups", "list").stdout.split()
     gone = spool(broker, "groups", "delete", group, ok=False)
     assert gone.returncode == 1 and "GROUP_ID_NOT_FOUND" in gone.stderr
+
+
+def test_describe_views_delete_offsets_and_reset_plans(broker, topic_name, tmp_path):
+    """An assigned partition without a commit shows lag '-'; --state/--members/--all-groups;
+    delete-offsets refused while subscribed, then per partition; reset-offsets --all-topics,
+    --to-current, --by-duration, --export and --from-file (Kafka's CSV) round trip."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic_name, 3, 1)])[topic_name].result(10)
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    old = int(time.time() * 1000) - 2 * 3600_000  # two hours ago: five per partition
+    for i in range(30):
+        p.produce(topic_name, value=b"%d" % i, partition=i % 3,
+                  timestamp=old if i < 15 else 0)
+    p.flush(10)
+    group = f"views-{topic_name}"
+
+    def run(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
+        return spool(broker, *args, ok=ok, inproc=True)
+
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "client.id": "views",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c.subscribe([topic_name])
+    deadline = time.monotonic() + 30
+    while not c.assignment() and time.monotonic() < deadline:
+        c.poll(0.2)
+    c.commit(offsets=[TopicPartition(topic_name, 0, 4)], asynchronous=False)
+    try:
+        doc = json.loads(run("groups", "describe", group, "--json").stdout)
+        [member] = doc["members"]
+        assert [(o["partition"], o["committed"], o["log_end_offset"], o["lag"], o["member_id"])
+                for o in doc["offsets"]] == [(0, 4, 10, 6, member["member_id"]),
+                                             (1, None, 10, None, member["member_id"]),
+                                             (2, None, 10, None, member["member_id"])]
+        rows = [line.split() for line in run("groups", "describe", group)
+                .stdout.splitlines()]
+        assert rows[2:] == [[topic_name, "0", "4", "10", "6", member["member_id"],
+                             member["host"], "views"],
+                            [topic_name, "1", "-", "10", "-", member["member_id"],
+                             member["host"], "views"],
+                            [topic_name, "2", "-", "10", "-", member["member_id"],
+                             member["host"], "views"]]
+        host, port = broker.bootstrap.split(":")
+        state = json.loads(run("groups", "describe", group, "--state", "--json").stdout)
+        assert state == {"group": group, "type": "classic", "state": "Stable",
+                         "assignor": "range", "members": 1,
+                         "coordinator": {"id": doc["coordinator"]["id"], "host": host,
+                                         "port": int(port)}}
+        members = run("groups", "describe", group, "--members").stdout.splitlines()
+        assert members[2].split() == [member["member_id"], "-", member["host"], "views", "3",
+                                      f"{topic_name}:0,1,2"]
+        busy = run("groups", "delete-offsets", group, "--topic", topic_name, ok=False)
+        assert busy.returncode == 1 and busy.stderr == (
+            f"spool: offsets of 3 of 3 partitions not deleted: {topic_name}-0: "
+            "GROUP_SUBSCRIBED_TO_TOPIC (the group's members consume the topic)\n")
+    finally:
+        c.close()
+
+    every = json.loads(run("groups", "describe", "--all-groups", "--state",
+                             "--json").stdout)
+    assert {"group": group, "state": "Empty", "members": 0} == {
+        k: v for d in every if d["group"] == group for k, v in d.items()
+        if k in ("group", "state", "members")}
+    export = run("groups", "reset-offsets", group, "--all-topics", "--to-current",
+                   "--export")
+    assert export.stdout == f"{topic_name},0,4\n"
+    assert run("groups", "reset-offsets", group, "--topic", topic_name,
+                 "--to-current", "--export").stdout == (
+        f"{topic_name},0,4\n{topic_name},1,10\n{topic_name},2,10\n")
+    run("groups", "reset-offsets", group, "--topic", f"{topic_name}:1,2",
+          "--by-duration", "PT1H", "--execute")
+    assert committed(broker, group, topic_name, 3) == {0: 4, 1: 5, 2: 5}
+    plan = tmp_path / "plan.csv"
+    plan.write_text(f"{group},{topic_name},0,7\nother,{topic_name},1,1\n"
+                    f"{group},{topic_name},2,99\n")
+    run("groups", "reset-offsets", group, "--from-file", str(plan), "--execute")
+    assert committed(broker, group, topic_name, 3) == {0: 7, 1: 5, 2: 10}  # 99: clamped
+
+    deleted = json.loads(run("groups", "delete-offsets", group, "--topic",
+                               f"{topic_name}:2", "--json").stdout)
+    assert deleted == [{"topic": topic_name, "partition": 2, "error": None}]
+    assert committed(broker, group, topic_name, 3) == {0: 7, 1: 5, 2: -1001}
+    bad = run("groups", "reset-offsets", group, "--all-topics", "--by-duration",
+                "1h", ok=False)
+    assert (bad.returncode, bad.stderr) == (2, "spool: bad --by-duration '1h': expected an "
+                                               "ISO-8601 duration PnDTnHnMn.nS, e.g. PT1H30M "
+                                               "or P1D\n")
