@@ -16,6 +16,7 @@ from spool.cli import (
     elect_leaders,
     features,
     groups,
+    perf,
     produce,
     quotas,
     reassign,
@@ -128,6 +129,7 @@ app.add_typer(client_metrics.app, name="client-metrics")
 app.add_typer(acls.app, name="acls")
 app.add_typer(users.app, name="users")
 app.add_typer(quotas.app, name="quotas")
+app.add_typer(perf.app, name="perf")
 app.command("produce")(produce.produce)
 app.command("consume")(consume.consume)
 app.command("dump-log")(dump_log.dump_log_command)
