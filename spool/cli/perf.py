@@ -51,8 +51,10 @@ from spool.cli.common import (
     CliError,
     CommandConfigOpt,
     JsonFlag,
+    check_topic_name,
     cli_command,
     client_config,
+    client_props,
     error_line,
     print_json,
     reach,
@@ -116,8 +118,8 @@ def ensure_topic(client: Any, admin_conf: dict[str, Any], topic: str,
     if topic in md.topics and md.topics[topic].error is None:
         return len(md.topics[topic].partitions)
     if partitions is None:
-        raise CliError(f"topic '{topic}' does not exist (UNKNOWN_TOPIC_OR_PART); "
-                       f"--partitions N creates it", 1, "UNKNOWN_TOPIC_OR_PART")
+        raise CliError(f"topic '{topic}' does not exist (UNKNOWN_TOPIC_OR_PARTITION); "
+                       f"--partitions N creates it", 1, "UNKNOWN_TOPIC_OR_PARTITION")
     admin = AdminClient(admin_conf)
     new = NewTopic(topic, num_partitions=partitions,
                    replication_factor=replication_factor if replication_factor else -1)
@@ -261,6 +263,7 @@ def produce(
     """Produce N records as fast as allowed and report throughput and latency
     (kafka-producer-perf-test)."""
     topic, extra_props = perf_props.split_args(args, topic_opt, producer_props is not None)
+    check_topic_name(topic)
     n = _check_produce(num_records, record_size, payload_file, payload_monotonic, throughput,
                        partitions, replication_factor, reporting_interval,
                        transaction_duration_ms)
@@ -276,6 +279,7 @@ def produce(
         txn_ms = 3000
     if not {"transactional.id", "message.timeout.ms", "delivery.timeout.ms"} & conf.keys():
         conf["message.timeout.ms"] = 120_000  # Kafka's delivery.timeout.ms default
+    conf.update(client_props())  # -X has the last word
     choices = None
     if payload_file is not None:
         delimiter = "\n" if payload_delimiter == "\\n" else payload_delimiter
@@ -317,6 +321,7 @@ def producer_conf(bootstrap: str, props: dict[str, str], acks: Acks | None,
         admin["client.id"] = "perf-producer-client"
     connection, own = perf_props.librdkafka(props, option)
     admin.update(connection)
+    admin.update(client_props())
     conf = {**admin, **own}
     if acks is not None:
         conf["acks"] = "all" if acks in (Acks.all, Acks.all_) else acks.value

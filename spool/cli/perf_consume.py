@@ -48,8 +48,10 @@ from spool.cli.common import (
     CliError,
     CommandConfigOpt,
     JsonFlag,
+    check_topic_name,
     cli_command,
     client_config,
+    client_props,
     kafka_error,
     print_json,
     reach,
@@ -129,6 +131,7 @@ def consume(
 ) -> None:
     """Consume N records and report throughput (kafka-consumer-perf-test)."""
     topic, _ = perf_props.split_args(args, topic_opt, False)
+    check_topic_name(topic)
     _check(messages, timeout, reporting_interval, fetch_size, socket_buffer_size)
     assert messages is not None
     group = group or f"perf-consumer-{random.randrange(100_000)}"
@@ -138,8 +141,8 @@ def consume(
     try:
         md = reach(consumer, REACH_TIMEOUT, subject=topic)
         if topic not in md.topics or md.topics[topic].error is not None:
-            raise CliError(f"topic '{topic}' does not exist (UNKNOWN_TOPIC_OR_PART)", 1,
-                           "UNKNOWN_TOPIC_OR_PART")
+            raise CliError(f"topic '{topic}' does not exist (UNKNOWN_TOPIC_OR_PARTITION)", 1,
+                           "UNKNOWN_TOPIC_OR_PARTITION")
         if not (hide_header or json_out):
             print(DETAILED_HEADER if show_detailed_stats else SUMMARY_HEADER, flush=True)
         stats = ConsumerStats(time.time())
@@ -214,6 +217,7 @@ def consumer_conf(bootstrap: str, props: dict[str, str], group: str, from_latest
         "max.partition.fetch.bytes": fetch_size,
         "socket.receive.buffer.bytes": socket_buffer_size,
     })
+    conf.update(client_props())  # -X has the last word
     return conf
 
 

@@ -99,7 +99,7 @@ def test_kafka_text_formats(broker: Any, topic_name: str) -> None:
     assert end_offsets(broker, topic_name, 1) == [1000]
 
     value_bytes = sum(len(str(i)) for i in range(1000))  # the payloads are "0".."999"
-    out = perf(broker, "consume", topic_name, "--messages", "1000")
+    out = perf(broker, "consume", topic_name, "--messages", "1000", "-X", "fetch.wait.max.ms=50")
     header, row = out.stdout.splitlines()
     assert header == CONSUME_HEADER
     m = CONSUME_ROW.match(row)
@@ -139,15 +139,19 @@ def test_transactional_run_is_read_committed(broker: Any, topic_name: str,
      "spool: exactly one of --record-size, --payload-file or --payload-monotonic is required "
      "(got --record-size and --payload-file)", 2),
     (["produce", "{t}", "--num-records", "5", "--record-size", "10"],
-     "spool: topic '{t}' does not exist (UNKNOWN_TOPIC_OR_PART); --partitions N creates it", 1),
+     "spool: topic '{t}' does not exist (UNKNOWN_TOPIC_OR_PARTITION); --partitions N creates "
+     "it", 1),
     (["produce", "{t}", "--num-records", "5", "--record-size", "10", "--partitions", "1",
       "--producer-props", "no.such.property=1"],
      'spool: --producer-props: No such configuration property: "no.such.property"', 2),
     (["consume", "{t}", "--messages", "5"],
-     "spool: topic '{t}' does not exist (UNKNOWN_TOPIC_OR_PART)", 1),
+     "spool: topic '{t}' does not exist (UNKNOWN_TOPIC_OR_PARTITION)", 1),
     (["consume", "{t}", "--messages", "0"], "spool: --messages should be greater than zero", 2),
+    (["produce", "bad/name", "--num-records", "5", "--payload-monotonic", "--partitions", "1"],
+     "spool: Topic name is invalid: 'bad/name' contains one or more characters other than "
+     "ASCII alphanumerics, '.', '_' and '-' (INVALID_TOPIC_EXCEPTION)", 2),
 ], ids=["negative-num-records", "size-and-file", "unknown-topic", "bad-property",
-        "consume-unknown-topic", "zero-messages"])
+        "consume-unknown-topic", "zero-messages", "bad-name"])
 def test_bad_input_is_one_line(broker: Any, topic_name: str, tmp_path: Path, args: list[str],
                                message: str, code: int) -> None:
     payloads = tmp_path / "p.txt"
