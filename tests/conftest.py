@@ -8,7 +8,7 @@ import pytest
 
 from tests.helpers.broker_proc import BrokerProcess
 
-SERIAL_SCOPES = ("tests/spark/",)
+SERIAL_SCOPES = ("tests/spark/", "tests/console/")  # console: one broker, one browser
 
 
 def pytest_configure(config):

@@ -51,7 +51,7 @@ import resource
 import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from spool.broker import metrics_state, peer_security
 from spool.broker.admin_http import AdminHttp
@@ -157,6 +157,7 @@ class Broker:
         self.replicas: ReplicaManager | None = None
         self.client_metrics: ClientMetricsManager | None = None  # client telemetry (KIP-714)
         self.admin_http: AdminHttp | None = None  # spool.admin.http.listener
+        self.console: Any = None  # console.listeners: a spool.console.server.Console
         # collectors register on metrics.registry; served at metrics.listeners (issue 18)
         self.metrics = BrokerMetrics()
         metrics_state.register(self)  # partitions, controller, logs, groups, lag: at scrape
@@ -228,6 +229,8 @@ class Broker:
         if self.config.get_list("metrics.listeners"):
             self.metrics_http = MetricsHttp(self, self.config.get_list("metrics.listeners"))
             await self.metrics_http.start()
+        if self.config.get("console.listeners"):
+            self._start_console(self.config.get("console.listeners"))
         if self.role is not None:  # the coordinators start once the broker caught up
             self.replicas.start()
             self.role.join_in_background()
@@ -365,7 +368,24 @@ class Broker:
                 self.security_image = self.security_image.replay(records)
             return reply
 
+    def _start_console(self, listen: str) -> None:
+        """The web console (issue 18) on threads of this process: a Kafka client of this
+        broker's first PLAINTEXT listener, as ``spool console`` would be."""
+        plain = [lst for lst in self.cluster.broker_listeners if lst.protocol == "PLAINTEXT"]
+        if not plain:
+            log.error("console.listeners is set but no broker listener is PLAINTEXT: "
+                      "the console does not start")
+            return
+        from spool.console.server import Console  # confluent-kafka only when asked for
+
+        host, port = self.server.bound_listeners[plain[0].name]
+        host = "127.0.0.1" if host in ("0.0.0.0", "") else ("::1" if host == "::" else host)
+        self.console = Console({"bootstrap.servers": f"{host}:{port}", "log_level": 0,
+                                "client.id": "spool-console"}, listen).start()
+
     async def shutdown(self) -> None:
+        if self.console is not None:  # a client of this broker: first to go
+            await asyncio.to_thread(self.console.stop)
         if self.role is not None:  # controlled shutdown while every listener still serves
             await self.role.shutdown(self.cluster.broker_session_timeout_ms / 1000)
         if self.replicas is not None:  # fetchers, the ISR check, delayed produces

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from spool.broker.metrics_http import valid_listeners as valid_metrics_listeners
+from spool.console.listen import parse_listener
 from spool.coordinator.assignors import ASSIGNORS
 from spool.protocol.errors import Errors, KafkaError
 from spool.replica.selector import RACK_AWARE, SELECTORS
@@ -126,6 +127,16 @@ def _super_users_ok(value: str) -> bool:
 
 
 _SUPER_USERS = Check("principals as Type:name separated by ';'", _super_users_ok, True)
+
+
+def _console_listener_ok(value: str) -> bool:
+    if not value:
+        return True
+    try:
+        parse_listener(value)
+    except ValueError:
+        return False
+    return True
 
 
 BROKER_KEYS: dict[str, ConfigKey] = {
@@ -557,6 +568,13 @@ BROKER_KEYS: dict[str, ConfigKey] = {
              "Where GET /metrics answers the broker's metrics in Prometheus's text format, "
              "e.g. http://127.0.0.1:9404; unset: no endpoint (Spool's own key, as "
              "Kafka's listeners)."),
+        # issue 18: the web console (spool.console), served from the broker process
+        _key("console.listeners", "string", None,
+             Check("empty or http://host:port (port 0: any free one)", _console_listener_ok,
+                   replaces_type=True),
+             "Where the broker serves the web console (spool.console), http://host:port; "
+             "it reads this broker over its first PLAINTEXT listener. Unset: no console "
+             "(Spool's own key)."),
     )
 }
 

@@ -11,6 +11,7 @@ from spool.cli import (
     client_metrics,
     cluster,
     configs,
+    console,
     consume,
     dump_log,
     elect_leaders,
@@ -132,6 +133,7 @@ app.add_typer(quotas.app, name="quotas")
 app.add_typer(perf.app, name="perf")
 app.command("produce")(produce.produce)
 app.command("consume")(consume.consume)
+app.command("console")(console.console)
 app.command("dump-log")(dump_log.dump_log_command)
 app.command("elect-leaders")(elect_leaders.elect_leaders)
 
