@@ -96,6 +96,7 @@ from spool.storage.logdirs import LogDirs, claim_log_dirs
 from spool.storage.manager import validate_topic_name
 from spool.storage.metadata import PartitionLimit, check_op_size
 from spool.util.clock import SystemClock
+from spool.util.logs import fields
 
 log = logging.getLogger("spool.broker")
 T = TypeVar("T")
@@ -243,7 +244,10 @@ class Broker:
         tick_ms = min(self.config.get_int("log.flush.scheduler.interval.ms"), 1000)
         self.logs.start_background(max(tick_ms, 10) / 1000.0)
         self.logs.start_cleaner()  # its own thread, off the event loop
-        log.info("broker %d listening on %s", self.node_id, self.server.bound)
+        # where it listens is printed once, on stdout (spool.broker.main.serve)
+        log.info("broker %d started in cluster %s", self.node_id, self.cluster_id,
+                 extra=fields(listeners={n: f"{h}:{p}" for n, (h, p)
+                                         in self.server.bound_listeners.items()}))
 
     async def _load(self) -> None:
         log_dirs = self.config.log_dirs

@@ -65,6 +65,7 @@ from spool.storage.config import (
     one_of,
     parse_value,
 )
+from spool.util.logs import parse_levels
 
 if TYPE_CHECKING:
     from spool.broker.cluster_config import ClusterConfig
@@ -121,6 +122,14 @@ _SSL_ONE_OF_CLIENT_AUTH = Check("one of required, requested, none",
 def _super_users_ok(value: str) -> bool:
     try:
         parse_super_users(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _log_levels_ok(value: str) -> bool:
+    try:
+        parse_levels(value)
     except ValueError:
         return False
     return True
@@ -575,6 +584,13 @@ BROKER_KEYS: dict[str, ConfigKey] = {
              "Where the broker serves the web console (spool.console), http://host:port; "
              "it reads this broker over its first PLAINTEXT listener. Unset: no console "
              "(Spool's own key)."),
+        # issue 18: logging (spool.util.logs); `spool broker --log-level` wins over it
+        _key("log.level", "string", "INFO",
+             Check("a level (DEBUG, INFO, WARNING, ERROR), then logger=LEVEL pairs, "
+                   "comma-separated: INFO,spool.storage=DEBUG", _log_levels_ok,
+                   replaces_type=True),
+             "How much the broker logs, for all loggers then per logger "
+             "(INFO,spool.storage=DEBUG); read at start (Spool's own key)."),
     )
 }
 

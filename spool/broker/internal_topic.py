@@ -292,8 +292,7 @@ class InternalTopic:
             if e.code != Errors.TOPIC_ALREADY_EXISTS:
                 log.error("creating %s with %d partitions and replication factor %d "
                           "failed: %s", self.name, n, rf, e)
-            return
-        log.info("created %s with %d partitions, replication factor %d", self.name, n, rf)
+            return  # the active controller logs the creation
 
     def create(self) -> None:
         """Create the topic (blocking: the executor). Never raises: a failure is logged."""
@@ -310,5 +309,4 @@ class InternalTopic:
             return
         except Exception:
             log.exception("creating %s with %d partitions failed", self.name, n)
-            return
-        log.info("created %s with %d partitions", self.name, n)
+            return  # the storage logs the creation

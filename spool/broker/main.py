@@ -22,7 +22,6 @@ import logging
 import os
 import resource
 import signal
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,6 +31,7 @@ from spool.broker.broker import Broker
 from spool.broker.config import BrokerConfig
 from spool.cluster.bootstrap import write_bootstrap
 from spool.storage.logdirs import LogDirError, format_log_dirs
+from spool.util import logs
 
 __all__ = ["LogDirError", "format_storage", "node_dirs", "run", "serve"]  # LogDirError: commands report it
 
@@ -54,13 +54,10 @@ async def serve(config: BrokerConfig, ready=None, coordinator_writer=None) -> No
     await broker.shutdown()
 
 
-def configure_logging(log_level: str = "INFO") -> None:
-    """Log to stderr at ``log_level`` (DEBUG, INFO, WARNING, ERROR); once per process."""
-    logging.basicConfig(
-        level=getattr(logging, log_level.upper()),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+def configure_logging(log_level: str = "INFO", log_format: str = "text") -> None:
+    """Log to stderr at ``log_level``, a spec of ``spool.util.logs``
+    (``INFO,spool.storage=DEBUG``), in ``log_format`` (text or json)."""
+    logs.configure(log_level, log_format)
 
 
 def raise_open_files_limit() -> tuple[int, int]:
@@ -76,9 +73,11 @@ def raise_open_files_limit() -> tuple[int, int]:
     return soft, target
 
 
-def run(config: BrokerConfig, log_level: str = "INFO", coordinator_writer=None) -> None:
-    """Serve until SIGINT/SIGTERM. ``coordinator_writer(broker)``: see ``Broker`` (tests only)."""
-    configure_logging(log_level)
+def run(config: BrokerConfig, log_level: str | None = None, coordinator_writer=None,
+        log_format: str = "text") -> None:
+    """Serve until SIGINT/SIGTERM. ``log_level``: a spec, default the ``log.level`` key.
+    ``coordinator_writer(broker)``: see ``Broker`` (tests only)."""
+    configure_logging(log_level or config.get("log.level") or "INFO", log_format)
     before, after = raise_open_files_limit()
     logging.getLogger("spool.broker").info(
         "open files limit: %d (soft limit was %d)", after, before)

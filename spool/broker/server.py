@@ -124,6 +124,14 @@ class CloseConnection(Exception):
     ``str(e)`` says why."""
 
 
+class ListenError(OSError):
+    """A listener's address cannot be bound; ``str(e)`` names it: "cannot listen on
+    127.0.0.1:9092 (listener PLAINTEXT): Address already in use"."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
 class RateLimitedLog:
     """At most ``per_second`` lines a second; the next line says how many were dropped."""
 
@@ -749,7 +757,11 @@ class Server:
                 ls = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
                 self._listeners.append(ls)
                 ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                ls.bind((host, port))
+                try:
+                    ls.bind((host, port))
+                except OSError as e:
+                    raise ListenError(e.errno, f"cannot listen on {host}:{port} (listener "
+                                      f"{name}): {e.strerror}") from e
                 ls.listen(1024)
                 ls.setblocking(False)
                 self.bound.append(ls.getsockname()[:2])

@@ -80,6 +80,7 @@ from spool.coordinator.transaction import (
 from spool.protocol.errors import Errors, KafkaError
 from spool.records.builder import BatchBuilder, build_control_batch
 from spool.records.record import iter_records
+from spool.util.logs import fields
 
 log = logging.getLogger("spool.transactions")
 
@@ -506,7 +507,12 @@ class TransactionRuntime:
     async def abort_timed_out(self) -> int:
         todo = self.coordinator.timed_out(self.now(), tv2=transaction_version(self.broker) >= 2)
         for m in todo:
-            log.info("aborting %s: open longer than %d ms", m.transactional_id, m.timeout_ms)
+            log.info("aborting the transaction of %s (producer id %d, epoch %d): open longer "
+                     "than its timeout of %d ms", m.transactional_id, m.producer_id,
+                     m.producer_epoch, m.timeout_ms,
+                     extra=fields(transactional_id=m.transactional_id,
+                                  producer_id=m.producer_id, producer_epoch=m.producer_epoch,
+                                  timeout_ms=m.timeout_ms, reason="timeout"))
             try:
                 await self._write(m)
             except KafkaError as e:  # still Ongoing: the next pass tries again

@@ -38,7 +38,15 @@ app = typer.Typer(
 )
 
 
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+def _log_level(value: str | None) -> str | None:
+    from spool.util.logs import parse_levels
+
+    if value is not None:
+        try:
+            parse_levels(value)
+        except ValueError as e:
+            raise typer.BadParameter(str(e)) from None
+    return value
 
 
 def _spool_version() -> str:
@@ -64,10 +72,10 @@ def main(
     """Spool: a commit log that speaks the Apache Kafka protocol."""
 
 
-def _log_level(value: str) -> str:
-    if value.upper() not in LOG_LEVELS:
-        raise typer.BadParameter(f"{value!r} is not one of {', '.join(LOG_LEVELS)}")
-    return value.upper()
+def _log_format(value: str) -> str:
+    if value not in ("text", "json"):
+        raise typer.BadParameter(f"{value!r} is not one of text, json")
+    return value
 
 
 @app.command()
@@ -75,36 +83,48 @@ def broker(
     config: ConfigFile = None,
     override: Overrides = None,
     log_level: Annotated[
+        str | None,
+        typer.Option("--log-level", callback=_log_level, metavar="LEVEL[,LOGGER=LEVEL...]",
+                     help="How much to log: DEBUG, INFO, WARNING or ERROR, then optional "
+                     "logger=LEVEL pairs (INFO,spool.storage=DEBUG). Default: the log.level "
+                     "key, else INFO."),
+    ] = None,
+    log_format: Annotated[
         str,
-        typer.Option("--log-level", help="How much to log.", callback=_log_level,
-                     metavar="|".join(LOG_LEVELS)),
-    ] = "INFO",
+        typer.Option("--log-format", callback=_log_format, metavar="text|json",
+                     help="text lines, or one JSON object per line (ts, level, logger, "
+                     "message, fields)."),
+    ] = "text",
     strict_config: Annotated[
         bool,
         typer.Option("--strict-config", help="Refuse to start on an unknown configuration key "
                      "(default: warn and ignore it, as Kafka does)."),
     ] = False,
 ) -> None:
-    """Start a broker (defaults: 127.0.0.1:9092, data in ./data).
+    """Start a broker (defaults: 127.0.0.1:9092, data in ./data; `make run` uses
+    config/server.properties).
 
     Exits 2 on a configuration it cannot honour (a bad value, a listener that is
-    not PLAINTEXT, an unknown key under --strict-config), 1 if it cannot run.
+    not PLAINTEXT, an unknown key under --strict-config), 1 if it cannot run
+    (a port in use, a log dir another broker holds).
     """
     import logging
 
     from spool.broker.main import LogDirError, configure_logging, run
 
-    configure_logging(log_level)
+    configure_logging(log_level or "INFO", log_format)
     cfg = load_config(config, override, "broker")
     if strict_config and cfg.unknown:
         for key, hint in cfg.unknown_hints():
             typer.echo(f"spool broker: unknown configuration key '{key}' (--strict-config)"
                        + (f"; did you mean {hint}?" if hint else ""), err=True)
         raise typer.Exit(2)
+    level = log_level or cfg.get("log.level") or "INFO"
+    configure_logging(level, log_format)
     for line in cfg.unknown_warnings():
         logging.getLogger("spool.broker.config").warning("%s", line)
     try:
-        run(cfg, log_level)
+        run(cfg, level, log_format=log_format)
     except (LogDirError, OSError) as e:
         typer.echo(f"spool broker: {e}", err=True)
         raise typer.Exit(1) from e

@@ -74,6 +74,7 @@ from spool.coordinator.coordinator import register_replayer
 from spool.coordinator.records import encode
 from spool.coordinator.result import OutRecord, Result
 from spool.protocol.errors import Errors
+from spool.util.logs import fields
 
 if TYPE_CHECKING:
     from spool.coordinator.coordinator import GroupCoordinator
@@ -374,7 +375,7 @@ def update_member(coord: GroupCoordinator, group: ConsumerGroup, member: Consume
     if bump or regex_recs:
         group_epoch += 1
         recs.append(epoch_record(group_id, group_epoch))
-        log.info("group %s: group epoch bumped to %d", group_id, group_epoch)
+        log.debug("group %s: group epoch bumped to %d", group_id, group_epoch)
 
     # 2. the target assignment
     old_targets = dict(group.target)
@@ -382,6 +383,9 @@ def update_member(coord: GroupCoordinator, group: ConsumerGroup, member: Consume
         old_targets[member_id] = old_targets.pop(replaced.member_id, {})
     if group_epoch > group.assignment_epoch:
         targets = _compute_target(coord, group, members, metadata, old_targets, regexes)
+        log.info("group %s rebalanced: epoch %d with %d members", group_id, group_epoch,
+                 len(members), extra=fields(group=group_id, epoch=group_epoch, members=len(members),
+                                            member_ids=sorted(members)[:20]))
         for mid, parts in sorted(targets.items()):
             if old_targets.get(mid) != parts or mid not in group.target:
                 recs.append(target_record(group_id, mid, parts))

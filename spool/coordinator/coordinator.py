@@ -61,6 +61,7 @@ from spool.coordinator.schema import (
 )
 from spool.coordinator.timers import Timers
 from spool.protocol.errors import Errors
+from spool.util.logs import fields
 
 log = logging.getLogger("spool.coordinator")
 S = GroupState
@@ -550,6 +551,11 @@ class GroupCoordinator:
             return
         group.protocol_name = group.select_protocol()
         group.transition(S.COMPLETING_REBALANCE, self.now())
+        log.info("group %s rebalanced: generation %d with %d members (protocol %s)",
+                 group.group_id, group.generation, len(group.members), group.protocol_name,
+                 extra=fields(group=group.group_id, generation=group.generation,
+                              members=len(group.members),
+                              member_ids=sorted(group.members)[:20], protocol=group.protocol_name))
         for m in group.members.values():
             out.reply(m.join_reply, self._join_result(group, m.member_id))
             m.join_reply = None

@@ -47,6 +47,7 @@ from spool.storage.log import PartitionLog
 from spool.storage.manager import LOCAL_METADATA_DIR, LogManager
 from spool.storage.metadata import MetadataStore, PartitionLimit
 from spool.util.clock import Clock, as_clock
+from spool.util.logs import fields
 
 log = logging.getLogger(__name__)
 
@@ -153,6 +154,9 @@ class Storage:
                 Errors.KAFKA_STORAGE_ERROR,
                 f"creating the partition logs of {name} failed: {e}; the topic was not created",
             ) from e
+        log.info("created topic %s with %d partitions (topic id %s)", name, partitions, tid,
+                 extra=fields(topic=name, partitions=partitions, topic_id=str(tid),
+                              configs=dict(configs or {})))
         return tid
 
     def create_partitions(
@@ -172,6 +176,8 @@ class Storage:
                 Errors.KAFKA_STORAGE_ERROR,
                 f"creating partition logs of {name} failed: {e}; the next start creates them",
             ) from e
+        log.info("topic %s now has %d partitions", name, new_total,
+                 extra=fields(topic=name, partitions=new_total))
 
     def delete_topic(self, name: str) -> str:
         """Record the deletion, then rename the partition folders to ``-delete``."""
@@ -183,6 +189,8 @@ class Storage:
                 raise KafkaError(
                     Errors.KAFKA_STORAGE_ERROR, f"{name} is deleted but its folders are not: {e}"
                 ) from e
+            log.info("deleted topic %s (topic id %s)", name, tid,
+                     extra=fields(topic=name, topic_id=str(tid)))
             return tid
 
     def alter_topic_config(self, name: str, changes: Mapping[str, str | None]) -> None:

@@ -59,6 +59,8 @@ class LoadResult:
     recovery_point: int
     truncated_bytes: int = 0
     deleted_segments: list[int] = field(default_factory=list)
+    recovered_segments: int = 0  # rescanned with CRCs (step 3)
+    recovered_bytes: int = 0  # what they held once rescanned
 
 
 def new_segment(
@@ -212,6 +214,9 @@ def _recover_from(result: LoadResult, first: int) -> None:
         dropped = seg.recover()
         assert seg.next_offset is not None
         prev_next = seg.next_offset
+        if seg.size:  # an empty one took no rescanning
+            result.recovered_segments += 1
+            result.recovered_bytes += seg.size
         if dropped:
             log.warning("%s: truncated %d invalid bytes at %d", seg, dropped, seg.size)
             result.truncated_bytes += dropped

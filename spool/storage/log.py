@@ -90,6 +90,7 @@ from spool.storage.segment import MAX_RELATIVE_OFFSET, SWAP_SUFFIX, LogSegment
 from spool.storage.txn_index import AbortedTxn
 from spool.util.clock import Clock, as_clock
 from spool.util.fileio import TMP_SUFFIX, fsync_dir
+from spool.util.logs import fields
 
 log = logging.getLogger(__name__)
 
@@ -370,7 +371,11 @@ class PartitionLog:
             self._dir_dirty = True
             self._roll_jitter = self._new_jitter()
             self._defer(self._prepare_spare)
-            return seg
+        log.info("%s-%d: rolled a new segment at offset %d (the previous one, at %d, holds %d "
+                 "bytes)", self.topic, self.partition, base, old.base_offset, old.size,
+                 extra=fields(topic=self.topic, partition=self.partition, base_offset=base,
+                              previous_base_offset=old.base_offset, previous_bytes=old.size))
+        return seg
 
     def _create_segment(self, base: int) -> LogSegment:
         """A new active segment at ``base``; KAFKA_STORAGE_ERROR (nothing left behind) if
@@ -902,21 +907,28 @@ class PartitionLog:
         with self._lock:
             if self.closed:
                 return 0
+            why: list[str] = []
             n = deletable_prefix(
-                self._segments, self._leo, self._hw, self._log_start, self._config, now
+                self._segments, self._leo, self._hw, self._log_start, self._config, now, why
             )
             if n:
-                self._delete_segments(n, now)
+                self._delete_segments(n, now, ", ".join(why))
         self.delete_expired_files(now)
         return n
 
     def _next_base(self, i: int) -> int:
         return self._bases[i + 1] if i + 1 < len(self._bases) else self._leo
 
-    def _delete_segments(self, n: int, now: int) -> None:
+    def _delete_segments(self, n: int, now: int, why: str) -> None:
         """Drop the first ``n`` segments: rename ``.deleted`` now, unlink after the delay."""
         segs = list(self._segments)
         doomed, rest = segs[:n], segs[n:]
+        size = sum(s.size for s in doomed)
+        log.info("%s-%d: deleting %d segment(s), offsets [%d, %d), %d bytes: %s", self.topic,
+                 self.partition, n, doomed[0].base_offset, rest[0].base_offset, size, why,
+                 extra=fields(topic=self.topic, partition=self.partition, segments=n,
+                              base_offsets=[s.base_offset for s in doomed], bytes=size,
+                              reason=why))
         self._set_segments(rest)
         for seg in doomed:
             seg.rename_to_deleted()
@@ -982,7 +994,7 @@ class PartitionLog:
             while n < len(self._segments) - 1 and self._next_base(n) <= self._log_start:
                 n += 1
             if n:
-                self._delete_segments(n, self.clock.now_ms())
+                self._delete_segments(n, self.clock.now_ms(), f"log start offset {self._log_start}")
         self.delete_expired_files()
         return n
 

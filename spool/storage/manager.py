@@ -74,6 +74,7 @@ import os
 import re
 import shutil
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -88,6 +89,7 @@ from spool.storage.log import DELETE_DIR_SUFFIX, PartitionLog, parse_dir_name
 from spool.storage.partition_metadata import read_topic_id, write_topic_id
 from spool.util.clock import Clock, as_clock
 from spool.util.fileio import fsync_dir
+from spool.util.logs import fields
 from spool.util.topic_names import illegal_topic_reason
 
 log = logging.getLogger(__name__)
@@ -260,6 +262,13 @@ class LogManager:
             hw_follows_leo=self.hw_follows_leo if hw_follows_leo is None else hw_follows_leo,
         )
 
+    def _timed_open(self, path: Path, config: LogConfig) -> PartitionLog:
+        """``_open_log``, then one line saying how long the load (and recovery) took."""
+        started = time.perf_counter()
+        plog = self._open_log(path, config)
+        _log_partition_loaded(plog, (time.perf_counter() - started) * 1000)
+        return plog
+
     def load_all(self, expected: set[TopicPartition] | None = None, *,
                  later: bool = False) -> None:
         """Open every partition directory (only ``expected`` ones when given) in
@@ -272,11 +281,14 @@ class LogManager:
                 raise RuntimeError(f"{tp} is in two log dirs: {seen[tp]} and {path}")
             seen[tp] = path
         threads = int(self.setting("num.recovery.threads.per.data.dir")) * len(self.log_dirs)
+        started = time.perf_counter()
         with ThreadPoolExecutor(max_workers=max(1, min(threads, 16))) as pool:
             futures = {
-                tp: pool.submit(self._open_log, path, self.log_config(tp[0])) for path, tp in dirs
+                tp: pool.submit(self._timed_open, path, self.log_config(tp[0]))
+                for path, tp in dirs
             }
             loaded = {tp: f.result() for tp, f in futures.items()}
+        _log_loaded(loaded, (time.perf_counter() - started) * 1000, self.log_dirs)
         with self._lock:
             self._logs.update(loaded)
             self._dir_of.update(seen)
@@ -290,7 +302,6 @@ class LogManager:
                 marker.unlink()
                 fsync_dir(d)
         self.loaded = True
-        log.info("loaded %d partitions from %d log dirs", len(loaded), len(self.log_dirs))
 
     def open_metadata_log(self, dir_name: str = f"{METADATA_TOPIC}-0") -> PartitionLog:
         """The ``__cluster_metadata-0`` log in the first log dir (kept out of ``partitions``);
@@ -593,3 +604,46 @@ class LogManager:
                 fsync_dir(d)
         with self._lock:
             self._logs.clear()
+
+
+def _size(n: int) -> str:
+    """1234 -> "1234 bytes", 1234567 -> "1.2 MB" (log lines)."""
+    if n < 10_000:
+        return f"{n} bytes"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"  # (not reached)
+
+
+def _log_partition_loaded(plog: PartitionLog, ms: float) -> None:
+    """One line per partition opened at start: its offsets, and the recovery it needed."""
+    res = plog.load_result
+    topic, partition = plog.tp
+    recovery = ""
+    if res.recovered_segments:
+        recovery = (f"; recovered {res.recovered_segments} segment(s): "
+                    f"{_size(res.recovered_bytes)} rescanned, "
+                    f"{res.truncated_bytes} bytes truncated")
+    log.info("loaded %s-%d in %.0f ms: offsets [%d, %d), %d segment(s)%s", topic, partition,
+             ms, plog.log_start_offset, plog.log_end_offset, len(plog.segments), recovery,
+             extra=fields(topic=topic, partition=partition, load_ms=round(ms, 1),
+                          log_start_offset=plog.log_start_offset,
+                          log_end_offset=plog.log_end_offset,
+                          recovered_segments=res.recovered_segments,
+                          truncated_bytes=res.truncated_bytes))
+
+
+def _log_loaded(loaded: Mapping[tuple[str, int], PartitionLog], ms: float,
+                log_dirs: Iterable[Path]) -> None:
+    """The start-up summary: partitions, absolute log dirs, time, what was recovered."""
+    dirs = [os.path.abspath(d) for d in log_dirs]
+    recovered = [p for p in loaded.values() if p.load_result.recovered_segments]
+    segments = sum(p.load_result.recovered_segments for p in recovered)
+    size = _size(sum(p.load_result.recovered_bytes for p in recovered))
+    what = (f"; {len(recovered)} recovered after an unclean shutdown ({segments} segment(s), "
+            f"{size} rescanned)" if recovered else "")
+    log.info("loaded %d partitions from %s in %.0f ms%s", len(loaded), ", ".join(dirs), ms,
+             what, extra=fields(partitions=len(loaded), log_dirs=dirs, load_ms=round(ms, 1),
+                                recovered_partitions=len(recovered),
+                                recovered_segments=segments))

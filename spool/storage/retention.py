@@ -31,8 +31,10 @@ def deletable_prefix(
     log_start_offset: int,
     config: LogConfig,
     now_ms: int,
+    why: list[str] | None = None,
 ) -> int:
-    """How many of the oldest segments retention removes (0 .. len(segments) - 1)."""
+    """How many of the oldest segments retention removes (0 .. len(segments) - 1);
+    ``why`` gets the rules that removed some (``retention.ms=604800000``...)."""
     last = len(segments) - 1  # the active segment never goes
 
     def next_base(i: int) -> int:
@@ -44,11 +46,19 @@ def deletable_prefix(
             now_ms - segments[n].largest_timestamp() > config.retention_ms
         ):
             n += 1
+    if n and why is not None:
+        why.append(f"retention.ms={config.retention_ms}")
+    before = n
     if config.delete_enabled and config.retention_bytes >= 0:
         diff = sum(s.size for s in segments[n:]) - config.retention_bytes
         while n < last and next_base(n) <= high_watermark and diff - segments[n].size >= 0:
             diff -= segments[n].size
             n += 1
+    if n > before and why is not None:
+        why.append(f"retention.bytes={config.retention_bytes}")
+    before = n
     while n < last and next_base(n) <= log_start_offset:
         n += 1
+    if n > before and why is not None:
+        why.append(f"log start offset {log_start_offset}")
     return n

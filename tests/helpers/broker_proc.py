@@ -24,11 +24,13 @@ class BrokerProcess:
         overrides: dict[str, str] | None = None,
         *,
         log_level: str = "WARNING",
+        log_format: str = "text",
         preexec_fn: Callable[[], None] | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.overrides = dict(overrides or {})
         self.log_level = log_level
+        self.log_format = log_format
         self.preexec_fn = preexec_fn  # runs in the child before exec (e.g. setrlimit)
         # A fault file: run tests.helpers.faulty_broker (coordinator appends fail or kill on cue).
         self.faults: Path | None = None
@@ -49,7 +51,7 @@ class BrokerProcess:
             **self.overrides,
         }
         cmd = [sys.executable, "-m", "spool.cli.main", "broker", "--log-level", self.log_level,
-               "--strict-config"]
+               "--log-format", self.log_format, "--strict-config"]
         if self.faults is not None:
             cmd = [sys.executable, "-m", "tests.helpers.faulty_broker", "--faults", str(self.faults),
                    "--log-level", self.log_level]

@@ -27,6 +27,8 @@ topic or resource where the broker checks so.
 
 from __future__ import annotations
 
+import logging
+
 from spool.broker import admin_authz
 from spool.broker.admin_authz import MESSAGES, cluster_allowed, trusted_forwarder
 from spool.broker.forwarding import alter_reassignments_error, elect_leaders_error
@@ -58,10 +60,13 @@ from spool.protocol._generated.incremental_alter_configs_response import (
 )
 from spool.protocol.acl import AclOperation
 from spool.protocol.errors import Errors, KafkaError
+from spool.util.logs import fields
 
 _CONTROLLER = (CONTROLLER_PLANE,)
 _O = AclOperation
 REFUSED = Errors.CLUSTER_AUTHORIZATION_FAILED
+
+log = logging.getLogger(__name__)
 
 
 def _allowed(ctx, op: AclOperation) -> bool:
@@ -139,11 +144,32 @@ async def create_topics(ctx, req):
                 for t in sub.topics]))
 
     if trusted_forwarder(ctx):
-        return await write(req)
+        return _log_created(req, await write(req))
     refusals, describable = admin_authz.create_topics_checks(ctx, req)
     reply = await admin_authz.run_allowed(req, "topics", refusals, CreateTopicsResponse(),
                                           "topics", write)
     admin_authz.hide_configs(reply.topics, describable)
+    return _log_created(req, reply)
+
+
+def _log_created(req, reply):
+    """One line per topic this (active) controller created."""
+    if not req.validate_only:
+        for t in reply.topics:
+            if t.error_code == 0:
+                log.info("created topic %s with %d partitions, replication factor %d "
+                         "(topic id %s)", t.name, t.num_partitions, t.replication_factor,
+                         t.topic_id, extra=fields(topic=t.name, partitions=t.num_partitions,
+                                                  replication_factor=t.replication_factor,
+                                                  topic_id=str(t.topic_id)))
+    return reply
+
+
+def _log_deleted(reply):
+    for t in reply.responses:
+        if t.error_code == 0:
+            log.info("deleted topic %s (topic id %s)", t.name, t.topic_id,
+                     extra=fields(topic=t.name, topic_id=str(t.topic_id)))
     return reply
 
 
@@ -164,9 +190,9 @@ async def delete_topics(ctx, req):
 
         return _write(ctx, lambda c, _offset, _now: apis.delete_topics(c, sub, version), refuse)
 
-    return await _checked(ctx, req, field,
-                          lambda: admin_authz.delete_topics_refusals(ctx, targets),
-                          DeleteTopicsResponse(), "responses", write)
+    return _log_deleted(await _checked(
+        ctx, req, field, lambda: admin_authz.delete_topics_refusals(ctx, targets),
+        DeleteTopicsResponse(), "responses", write))
 
 
 @handles(37, 0, 3, listeners=_CONTROLLER)
