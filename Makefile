@@ -1,4 +1,4 @@
-# Spool: `make run` starts the broker, `make test` runs every test.
+# Spool: `make run` starts the broker (config/server.properties), `make test` runs every test.
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 run: .venv
-	$(BIN)/spool broker
+	$(BIN)/spool broker --config config/server.properties
 
 # Tests run on every core (pytest-xdist); each worker starts its own session broker,
 # and the Spark tier runs on one worker (one JVM): see tests/conftest.py.
