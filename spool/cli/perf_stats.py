@@ -46,61 +46,53 @@ def percentiles(sample: array, ps: tuple[float, ...] = PERCENTILES) -> list[floa
     return [values[min(int(p * len(values)), len(values) - 1)] for p in ps]
 
 
-@dataclass
-class Window:
-    """Figures since the last progress report."""
-
-    start: float  # seconds (the caller's clock)
-    count: int = 0
-    bytes: int = 0
-    latency_sum: float = 0.0
-    latency_max: float = 0.0
-
-
 class ProducerStats:
-    """Acknowledged records of a producer run (module docstring)."""
+    """Acknowledged records of a producer run (module docstring).
+
+    :meth:`record` runs once per acknowledged record, so it only adds: a window is the
+    difference between the totals now and at its start, plus its own maximum."""
 
     def __init__(self, num_records: int, now: float) -> None:
         self.start = now
         self.sampling = max(1, num_records // max(1, min(num_records, MAX_SAMPLES)))
         self.samples = array("d")
-        self.iteration = 0
+        self.next_sample = 1  # the count whose latency is sampled next (Kafka: the 1st, ...)
         self.count = self.bytes = self.failed = 0
         self.latency_sum = 0.0
-        self.latency_max = 0.0
-        self.window = Window(now)
+        self.latency_max = 0.0  # of the windows taken so far
+        self.window_max = 0.0
+        self.window_start = now
+        self.window_base = (0, 0, 0.0)  # count, bytes, latency_sum at the window's start
 
     def record(self, latency_ms: float, size: int) -> None:
         """One acknowledged record: ``latency_ms`` from produce() to the ack, ``size`` bytes."""
         self.count += 1
         self.bytes += size
         self.latency_sum += latency_ms
-        if latency_ms > self.latency_max:
-            self.latency_max = latency_ms
-        w = self.window
-        w.count += 1
-        w.bytes += size
-        w.latency_sum += latency_ms
-        if latency_ms > w.latency_max:
-            w.latency_max = latency_ms
-        if self.iteration % self.sampling == 0:
+        if latency_ms > self.window_max:
+            self.window_max = latency_ms
+        if self.count == self.next_sample:
             self.samples.append(latency_ms)
-        self.iteration += 1
+            self.next_sample += self.sampling
 
     def window_due(self, now: float, interval: float) -> bool:
-        return now - self.window.start >= interval
+        return now - self.window_start >= interval
 
     def take_window(self, now: float) -> dict[str, float]:
         """The current window's figures; a new window starts at ``now``."""
-        w, elapsed_ms = self.window, (now - self.window.start) * 1000.0
-        self.window = Window(now)
-        return {
-            "records": w.count,
-            "records_per_sec": rate(w.count, elapsed_ms),
-            "mb_per_sec": rate(w.bytes / MB, elapsed_ms),
-            "latency_avg_ms": w.latency_sum / w.count if w.count else 0.0,
-            "latency_max_ms": w.latency_max,
+        count0, bytes0, sum0 = self.window_base
+        count, elapsed_ms = self.count - count0, (now - self.window_start) * 1000.0
+        w = {
+            "records": count,
+            "records_per_sec": rate(count, elapsed_ms),
+            "mb_per_sec": rate((self.bytes - bytes0) / MB, elapsed_ms),
+            "latency_avg_ms": (self.latency_sum - sum0) / count if count else 0.0,
+            "latency_max_ms": self.window_max,
         }
+        self.latency_max = max(self.latency_max, self.window_max)
+        self.window_max, self.window_start = 0.0, now
+        self.window_base = (self.count, self.bytes, self.latency_sum)
+        return w
 
     def total(self, now: float) -> dict[str, float]:
         """The whole run's figures (Kafka's final line), ``now`` being its end."""
@@ -114,7 +106,7 @@ class ProducerStats:
             "records_per_sec": rate(self.count, elapsed_ms),
             "mb_per_sec": rate(self.bytes / MB, elapsed_ms),
             "latency_avg_ms": self.latency_sum / self.count if self.count else 0.0,
-            "latency_max_ms": self.latency_max,
+            "latency_max_ms": max(self.latency_max, self.window_max),
             "latency_p50_ms": p50,
             "latency_p95_ms": p95,
             "latency_p99_ms": p99,
