@@ -15,6 +15,16 @@ Contract:
   consumer subscribes as member of G (``--from-beginning`` sets
   ``auto.offset.reset=earliest``) and commits its offsets; with a position
   or partitions it assigns them directly and still commits to G.
+- On a normal end (``--max-messages``, ``--timeout``, Ctrl-C, SIGTERM) a consumer
+  with ``--group`` commits the position of EVERY partition assigned to it, as Kafka's
+  console consumer does: a partition it returned records from at the offset after
+  the last one printed; one it read nothing from at where it would have started
+  (subscribed: its committed offset, which stays, else the log start with
+  ``--from-beginning`` and the log end without; assigned: the position asked for).
+  A later ``consume -g G`` therefore reads exactly the records this one did not print.
+- ``--isolation-level read_uncommitted|read_committed``: Kafka's console consumer's
+  option and default (read_uncommitted: records of open and aborted transactions
+  are printed too).
 - Stops after ``--max-messages N`` records, or when ``--timeout S`` seconds
   pass with no new record; neither given: runs until Ctrl-C or SIGTERM (exit 0).
   A summary (``spool: N records consumed``) goes to stderr.
@@ -22,16 +32,23 @@ Contract:
   default — the value and a newline;
   ``--json`` — one JSON object per line: ``{"topic", "partition",
   "offset", "timestamp" (ms or null), "key", "value", "headers"}`` with key and
-  value as UTF-8 text (undecodable bytes backslash-escaped) or null and headers
-  as a list of ``[key, value]`` pairs in record order;
+  value as strings (see ``--encoding``) or null and headers as a list of ``[key,
+  value]`` pairs in record order;
   ``--format FMT`` — kcat's template: ``%t`` topic, ``%p`` partition, ``%o``
   offset, ``%T`` timestamp (ms), ``%k`` key, ``%s`` value, ``%K``/``%S`` key/value
   length (-1 for null), ``%h`` headers as ``k=v,k2=v2``, ``%%``; escapes
   ``\\n``, ``\\r``, ``\\t``, ``\\\\``. No newline is added.
+- ``--encoding text|base64|hex`` says how keys, values and header values are
+  written in ``--json`` and by ``%k``, ``%s``, ``%h``: ``text`` (default) as UTF-8
+  with undecodable bytes backslash-escaped (``\\xff``: readable, not reversible;
+  ``--format`` writes the raw bytes),
+  ``base64`` (standard alphabet, padded) or ``hex`` (lower case): exact bytes for
+  binary data. The default output (no ``--json``/``--format``) is always the raw value.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import signal
 import sys
@@ -39,6 +56,7 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import datetime
+from enum import StrEnum
 from typing import Annotated, Any, BinaryIO
 
 import typer
@@ -68,6 +86,19 @@ from spool.cli.common import (
 
 _METADATA_TIMEOUT = 30.0
 _POLL_SLICE = 0.5
+_COMMIT_TIMEOUT = 10.0
+_ASSIGNMENT_WAIT = 15.0  # how long a group member waits for its first assignment
+
+
+class IsolationLevel(StrEnum):
+    read_uncommitted = "read_uncommitted"
+    read_committed = "read_committed"
+
+
+class Encoding(StrEnum):
+    text = "text"
+    base64 = "base64"
+    hex = "hex"
 
 
 @cli_command
@@ -102,6 +133,16 @@ def consume(
     format_: Annotated[
         str | None, typer.Option("--format", "-f", help="kcat-style template, e.g. '%k=%s\\n'.")
     ] = None,
+    encoding: Annotated[
+        Encoding,
+        typer.Option("--encoding", "-e",
+                     help="Keys, values and header values in --json/--format: text, base64, hex."),
+    ] = Encoding.text,
+    isolation_level: Annotated[
+        IsolationLevel,
+        typer.Option("--isolation-level",
+                     help="read_committed hides records of open and aborted transactions."),
+    ] = IsolationLevel.read_uncommitted,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
     command_config: CommandConfigOpt = None,
 ) -> None:
@@ -111,7 +152,10 @@ def consume(
         fail("give at most one of --from-beginning, --offset, --from-time", 2)
     if json_ and format_ is not None:
         fail("give at most one of --json, --format", 2)
-    render = _json_line if json_ else _template(format_ if format_ is not None else "%s\\n")
+    if format_ is None and not json_ and encoding is not Encoding.text:
+        fail("--encoding applies to --json and --format output", 2)
+    render = (_json_renderer(encoding) if json_
+              else _template(format_ if format_ is not None else "%s\\n", encoding))
     since_ms = _parse_time(from_time) if from_time is not None else None
     consumer = Consumer(
         client_config(
@@ -122,21 +166,28 @@ def consume(
                 "auto.offset.reset": "earliest" if from_beginning else "latest",
                 "allow.auto.create.topics": False,
                 "enable.partition.eof": False,
+                "isolation.level": isolation_level.value,
             },
         )
     )
     signal.signal(signal.SIGTERM, _interrupt)  # end like Ctrl-C: close, summary, exit 0
     count = 0
     subscribed = group is not None and offset is None and since_ms is None and not partition
+    starts: list[TopicPartition] = []
+    assigned_at: list[float] = []
     try:
         partitions = _partitions(consumer, topic, partition, timeout)
         if subscribed:
-            consumer.subscribe([topic])
+            consumer.subscribe(
+                [topic], on_assign=lambda c, tps: assigned_at.append(time.monotonic()))
         else:
-            consumer.assign(
-                _positions(consumer, topic, partitions, from_beginning, offset, since_ms)
-            )
-        count = _loop(consumer, topic, render, max_messages, timeout)
+            starts = _positions(consumer, topic, partitions, from_beginning, offset, since_ms)
+            consumer.assign(starts)
+            assigned_at.append(time.monotonic())
+        count = _loop(consumer, topic, render, max_messages, timeout, assigned_at)
+        if group is not None:
+            _commit_positions(consumer, topic, starts if not subscribed else None,
+                              OFFSET_BEGINNING if from_beginning else OFFSET_END)
         if subscribed and count == 0 and not consumer.assignment():
             typer.echo(
                 f"spool: group '{group}' was given no partitions of '{topic}' "
@@ -153,19 +204,57 @@ def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+def _commit_positions(
+    consumer: Consumer, topic: str, starts: list[TopicPartition] | None, reset: int
+) -> None:
+    """Commit the position of every assigned partition (module docstring).
+
+    ``starts``: the assigned positions (None when subscribed: then a partition with
+    nothing returned keeps its committed offset, or else starts where ``reset`` says).
+    """
+    assigned = consumer.assignment()
+    if not assigned:
+        return
+    asked = {tp.partition: tp.offset for tp in starts or []}
+    try:
+        positions = consumer.position(assigned)
+        unread = [tp for tp in positions if tp.offset < 0]
+        commit = [tp for tp in positions if tp.offset >= 0]
+        if unread and starts is None:
+            held = consumer.committed(unread, timeout=_COMMIT_TIMEOUT)
+            keep = {tp.partition for tp in held if tp.offset >= 0}
+            unread = [tp for tp in unread if tp.partition not in keep]
+        for tp in unread:
+            where = asked.get(tp.partition, reset)
+            if where < 0:
+                low, high = consumer.get_watermark_offsets(
+                    TopicPartition(topic, tp.partition), timeout=_COMMIT_TIMEOUT)
+                where = low if where == OFFSET_BEGINNING else high
+            commit.append(TopicPartition(topic, tp.partition, where))
+        if commit:
+            consumer.commit(offsets=commit, asynchronous=False)
+    except KafkaException as e:
+        raise kafka_error(e, topic) from None
+
+
 def _loop(
     consumer: Consumer,
     topic: str,
     render: Callable[[Message], bytes],
     max_messages: int | None,
     timeout: float | None,
+    assigned_at: list[float],
 ) -> int:
+    """Print records until ``max_messages`` or ``timeout``; ``assigned_at`` holds the time
+    of the first assignment once there was one (a group member's ``--timeout`` counts from
+    it: the coordinator holds a new group's first rebalance for
+    group.initial.rebalance.delay.ms, and the member reads nothing meanwhile)."""
     out = sys.stdout.buffer
     count = 0
     last = time.monotonic()
     try:
         while max_messages is None or count < max_messages:
-            if not _step(consumer, topic, render, out, timeout, last):
+            if not _step(consumer, topic, render, out, timeout, last, assigned_at):
                 break
             count += 1
             last = time.monotonic()
@@ -181,13 +270,21 @@ def _step(
     out: BinaryIO,
     timeout: float | None,
     last: float,
+    assigned_at: list[float],
 ) -> bool:
-    """Print the next record; False when ``timeout`` passed since ``last`` without one."""
+    """Print the next record; False when ``timeout`` passed without one (see _loop)."""
     while True:
         now = time.monotonic()
-        if timeout is not None and now - last >= timeout:
-            return False
-        wait = _POLL_SLICE if timeout is None else min(_POLL_SLICE, last + timeout - now)
+        if timeout is None:
+            wait = _POLL_SLICE
+        else:
+            if assigned_at:
+                end = max(last, assigned_at[0]) + timeout
+            else:
+                end = last + max(timeout, _ASSIGNMENT_WAIT)
+            if now >= end:
+                return False
+            wait = min(_POLL_SLICE, end - now)
         msg = consumer.poll(max(wait, 0.0))
         if msg is None:
             out.flush()
@@ -283,48 +380,69 @@ def _text(b: bytes | None) -> str | None:
     return None if b is None else b.decode("utf-8", "backslashreplace")
 
 
+def _encoder(encoding: Encoding) -> Callable[[bytes | None], str | None]:
+    """bytes -> the string ``--encoding`` asks for (None stays None)."""
+    if encoding is Encoding.base64:
+        return lambda b: None if b is None else base64.b64encode(b).decode()
+    if encoding is Encoding.hex:
+        return lambda b: None if b is None else b.hex()
+    return _text
+
+
 def _timestamp(msg: Message) -> int | None:
     kind, ms = msg.timestamp()
     return None if kind == TIMESTAMP_NOT_AVAILABLE else ms
 
 
-def _json_line(msg: Message) -> bytes:
-    doc: dict[str, Any] = {
-        "topic": msg.topic(),
-        "partition": msg.partition(),
-        "offset": msg.offset(),
-        "timestamp": _timestamp(msg),
-        "key": _text(msg.key()),
-        "value": _text(msg.value()),
-        "headers": [[k, _text(v)] for k, v in msg.headers() or []],
-    }
-    return (json.dumps(doc, ensure_ascii=False) + "\n").encode()
+def _json_renderer(encoding: Encoding) -> Callable[[Message], bytes]:
+    enc = _encoder(encoding)
+
+    def render(msg: Message) -> bytes:
+        doc: dict[str, Any] = {
+            "topic": msg.topic(),
+            "partition": msg.partition(),
+            "offset": msg.offset(),
+            "timestamp": _timestamp(msg),
+            "key": enc(msg.key()),
+            "value": enc(msg.value()),
+            "headers": [[k, enc(v)] for k, v in msg.headers() or []],
+        }
+        return (json.dumps(doc, ensure_ascii=False) + "\n").encode()
+
+    return render
 
 
 _ESCAPES = {"n": b"\n", "r": b"\r", "t": b"\t", "\\": b"\\"}
 
 
-def _field(code: str) -> Callable[[Message], bytes]:
+def _field(code: str, encoding: Encoding) -> Callable[[Message], bytes]:
     def length(b: bytes | None) -> bytes:
         return str(-1 if b is None else len(b)).encode()
+
+    enc = _encoder(encoding)
+
+    def raw(b: bytes | None) -> bytes:
+        if b is None:
+            return b""
+        return b if encoding is Encoding.text else (enc(b) or "").encode()
 
     fields: dict[str, Callable[[Message], bytes]] = {
         "t": lambda m: (m.topic() or "").encode(),
         "p": lambda m: str(m.partition()).encode(),
         "o": lambda m: str(m.offset()).encode(),
         "T": lambda m: str(_timestamp(m) if _timestamp(m) is not None else -1).encode(),
-        "k": lambda m: m.key() or b"",
-        "s": lambda m: m.value() or b"",
+        "k": lambda m: raw(m.key()),
+        "s": lambda m: raw(m.value()),
         "K": lambda m: length(m.key()),
         "S": lambda m: length(m.value()),
-        "h": lambda m: b",".join(k.encode() + b"=" + (v or b"") for k, v in m.headers() or []),
+        "h": lambda m: b",".join(k.encode() + b"=" + raw(v) for k, v in m.headers() or []),
     }
     if code not in fields:
         fail(f"bad --format: unknown field '%{code}' (known: %t %p %o %T %k %s %K %S %h %%)", 2)
     return fields[code]
 
 
-def _template(fmt: str) -> Callable[[Message], bytes]:
+def _template(fmt: str, encoding: Encoding = Encoding.text) -> Callable[[Message], bytes]:
     """Compile a kcat-style template into ``render(msg) -> bytes``."""
     parts: list[bytes | Callable[[Message], bytes]] = []
     i = 0
@@ -334,7 +452,7 @@ def _template(fmt: str) -> Callable[[Message], bytes]:
         if ch == "%" and nxt == "%":
             parts.append(b"%")
         elif ch == "%" and nxt:
-            parts.append(_field(nxt))
+            parts.append(_field(nxt, encoding))
         elif ch == "\\" and nxt in _ESCAPES:
             parts.append(_ESCAPES[nxt])
         else:

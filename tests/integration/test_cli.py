@@ -135,7 +135,10 @@ def test_produce_keys_headers_consume_json(broker: Any, topic_name: str) -> None
         "all",
         stdin=lines,
     )
-    assert proc.stderr.strip().splitlines()[-1] == f"spool: 40 records sent to '{topic_name}'"
+    counts = [sum(partition_of(k.encode(), n) == p for k in keys) for p in range(n)]
+    where = ", ".join(f"partition {p}: offsets 0-{c - 1}" for p, c in enumerate(counts))
+    assert proc.stderr.strip().splitlines() == [
+        f"spool: 40 records sent to '{topic_name}' ({where})"]
 
     records = consume_json(broker, topic_name, "--from-beginning", "--max-messages", "40")
     assert len(records) == 40

@@ -176,8 +176,8 @@ def test_acls_add_list_remove_and_what_they_allow(sec) -> None:
     assert got.stdout == "o-1\n"
     refused = sec.spool(sec.alice, "produce", "orders", stdin="x\n", check=False)
     assert refused.returncode == 1 and refused.stderr.splitlines() == [
-        "spool: record not delivered: 'orders': Topic authorization failed "
-        "(TOPIC_AUTHORIZATION_FAILED)", "spool: 0 records sent to 'orders', 1 failed"]
+        "spool: line 1: not delivered: 'orders': Topic authorization failed "
+        "(TOPIC_AUTHORIZATION_FAILED)", "spool: 0 records sent to 'orders', 1 failed (line 1)"]
 
     sec.spool(sec.admin, "acls", "remove", "--allow-principal", "User:alice", "--operation",
               "Describe", "--topic", "orders", "--force")

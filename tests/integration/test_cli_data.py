@@ -1,0 +1,138 @@
+"""The data-plane ``spool`` commands as a user runs them, against the session's broker.
+
+Covers: ``consume -g`` committing every assigned partition's position on exit (a
+second run reads exactly the rest), ``--isolation-level``, ``--encoding
+base64|hex`` for binary data; ``produce --null-marker`` (tombstones),
+``--print-offsets`` and the summary's partitions and offsets, failures by line
+number, ``--stop-on-error``, MESSAGE_TOO_LARGE with the size and the limit (the
+producer's, set with ``-X``, and the topic's); the rule an illegal topic name breaks.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.integration.test_cli import SPOOL, one_error_line, spool
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def values(proc: subprocess.CompletedProcess[str]) -> list[str]:
+    return [json.loads(line)["value"] for line in proc.stdout.splitlines()]
+
+
+def test_consume_group_commits_every_assigned_partition(broker: Any, topic_name: str) -> None:
+    spool(broker, "topics", "create", topic_name, "--partitions", "3")
+    spool(broker, "produce", topic_name, "-K", ":",
+          stdin="".join(f"k{i}:v{i}\n" for i in range(12)))
+    g = f"g-{topic_name}"
+    first = spool(broker, "consume", topic_name, "-g", g, "-n", "5", "--from-beginning", "--json")
+    rest = spool(broker, "consume", topic_name, "-g", g, "--timeout", "1", "--json")
+    assert len(values(first)) == 5
+    assert sorted(values(first) + values(rest)) == sorted(f"v{i}" for i in range(12))
+    assert rest.stderr == "spool: 7 records consumed\n"
+
+    # a new group without --from-beginning starts at the end of every partition, and
+    # commits it: records produced after it left are all read by the next run
+    late = f"late-{topic_name}"
+    none = spool(broker, "consume", topic_name, "-g", late, "--timeout", "1")
+    assert (none.stdout, none.stderr) == ("", "spool: 0 records consumed\n")
+    spool(broker, "produce", topic_name, "-K", ":", stdin="a:x\nb:y\nc:z\nd:w\n")
+    after = spool(broker, "consume", topic_name, "-g", late, "--timeout", "1", "--json")
+    assert sorted(values(after)) == ["w", "x", "y", "z"]
+
+
+def test_consume_isolation_level(broker: Any, topic_name: str) -> None:
+    spool(broker, "topics", "create", topic_name, "--partitions", "1")
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": topic_name})
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce(topic_name, b"aborted")
+    p.flush(30)
+    p.abort_transaction(30)
+    p.begin_transaction()
+    p.produce(topic_name, b"committed")
+    p.commit_transaction(30)
+    args = ("consume", topic_name, "--from-beginning", "--timeout", "1")
+    assert spool(broker, *args).stdout == "aborted\ncommitted\n"  # Kafka's default
+    assert spool(broker, *args, "--isolation-level", "read_committed").stdout == "committed\n"
+
+
+def test_consume_binary_values_as_base64_and_hex(broker: Any, topic_name: str) -> None:
+    spool(broker, "topics", "create", topic_name, "--partitions", "1")
+    proc = subprocess.run([*SPOOL, "produce", topic_name, "-K", ":", "-H", "h=1",
+                           "--bootstrap-server", broker.bootstrap],
+                          input=b"\x00k:\xff\xfe\x01\n", capture_output=True, timeout=45)
+    assert proc.returncode == 0, proc.stderr
+    args = ("consume", topic_name, "--from-beginning", "--timeout", "1")
+    docs = {enc: json.loads(spool(broker, *args, "--json", "--encoding", enc).stdout)
+            for enc in ("text", "base64", "hex")}
+    assert [(d["key"], d["value"], d["headers"]) for d in docs.values()] == [
+        ("\x00k", "\\xff\\xfe\x01", [["h", "1"]]),
+        ("AGs=", "//4B", [["h", "MQ=="]]),
+        ("006b", "fffe01", [["h", "31"]]),
+    ]
+    assert spool(broker, *args, "-f", "%k %s\\n", "-e", "hex").stdout == "006b fffe01\n"
+
+
+def test_produce_null_marker_offsets_and_failed_lines(broker: Any, topic_name: str) -> None:
+    spool(broker, "topics", "create", topic_name, "--partitions", "1")
+    lines = "a:1\nb:NULL\nno separator\nNULL:4\n"
+    proc = spool(broker, "produce", topic_name, "-K", ":", "--null-marker", "NULL",
+                 "--print-offsets", stdin=lines, check=False)
+    assert proc.returncode == 1
+    assert sorted(proc.stdout.splitlines()) == [
+        "line 1: partition 0, offset 0", "line 2: partition 0, offset 1",
+        "line 4: partition 0, offset 2"]
+    assert proc.stderr.splitlines() == [
+        "spool: line 3: no key separator ':'; not sent",
+        f"spool: 3 records sent to '{topic_name}' (partition 0: offsets 0-2), "
+        "1 failed (line 3)"]
+    got = spool(broker, "consume", topic_name, "--from-beginning", "--timeout", "1",
+                "-f", "%o %K %S %k=%s\\n")
+    assert got.stdout == "0 1 1 a=1\n1 1 -1 b=\n2 -1 1 =4\n"
+
+    # --stop-on-error: nothing after the failed line is sent
+    stop = spool(broker, "produce", topic_name, "-K", ":", "--stop-on-error",
+                 stdin="c:5\nbad\nd:6\n", check=False)
+    assert stop.returncode == 1
+    assert stop.stderr.splitlines() == [
+        "spool: line 2: no key separator ':'; not sent",
+        f"spool: 1 record sent to '{topic_name}' (partition 0: offset 3), 1 failed (line 2)"]
+    assert spool(broker, "consume", topic_name, "--offset", "3", "--timeout", "1").stdout == "5\n"
+
+
+def test_message_too_large_says_size_and_limit(broker: Any, topic_name: str) -> None:
+    spool(broker, "topics", "create", topic_name, "--partitions", "1",
+          "--config", "max.message.bytes=1000")
+    big = "k:" + "x" * 2000 + "\n"
+    local = spool(broker, "produce", topic_name, "-K", ":", "-X", "message.max.bytes=1500",
+                  stdin="k:ok\n" + big, check=False)
+    assert local.stderr.splitlines() == [
+        "spool: line 2: record of 2001 bytes is larger than the producer's message.max.bytes "
+        "1500 (set it with -X message.max.bytes=N) (MESSAGE_TOO_LARGE)",
+        f"spool: 1 record sent to '{topic_name}' (partition 0: offset 0), 1 failed (line 2)"]
+    remote = spool(broker, "produce", topic_name, "-K", ":", stdin=big, check=False)
+    assert remote.stderr.splitlines() == [
+        "spool: line 1: not delivered: record of 2001 bytes, in a batch larger than "
+        f"max.message.bytes 1000 of topic '{topic_name}' (MESSAGE_TOO_LARGE)",
+        f"spool: 0 records sent to '{topic_name}', 1 failed (line 1)"]
+
+
+def test_illegal_topic_name_says_the_rule(broker: Any) -> None:
+    rule = ("Topic name is invalid: 'a b' contains one or more characters other than ASCII "
+            "alphanumerics, '.', '_' and '-'")
+    for args in (["topics", "create", "a b"], ["produce", "a b"], ["consume", "a b"]):
+        proc = spool(broker, *args, stdin="x\n", check=False)
+        assert proc.returncode == 2
+        assert one_error_line(proc) == f"spool: {rule} (INVALID_TOPIC_EXCEPTION)"
+    # the broker says the same to any client
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    err = admin.create_topics([NewTopic("a b", 1)])["a b"].exception(30)
+    assert err is not None and err.args[0].str() == rule
