@@ -4,6 +4,7 @@ Routes (``ROUTES``; path parameters are percent-decoded names)::
 
     GET  /                               cluster overview: brokers, racks, controller,
                                          partitions led and held per broker, throughput
+                                         and lag charts
     GET  /topics                         every topic (internal ones tagged), create form
     POST /topics                         create (name, partitions, replication_factor)
     GET  /topics/<name>                  partitions (leader, replicas, ISR, offsets,
@@ -16,7 +17,7 @@ Routes (``ROUTES``; path parameters are percent-decoded names)::
     GET  /groups                         every consumer group: type, state, members, lag
     GET  /groups/<id>                    members, lag per partition, lag-over-time chart
     GET  /charts/throughput[?topic=]     the throughput chart alone (for live refresh)
-    GET  /charts/lag/<id>                the group's lag chart alone
+    GET  /charts/lag[/<id>]              the lag chart alone (every group, or one)
 
 Bad input is a page, never a crash: an unknown topic, partition or group is a 404,
 a malformed or out-of-range parameter a 400 naming it (``BadInput``); the cluster
@@ -32,7 +33,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from spool.console.cluster import BadInput, ClusterReader
+from spool.console.cluster import BadInput, ClusterReader, ConfigEntry
 from spool.console.render import (
     FORMATS,
     Markup,
@@ -135,9 +136,11 @@ def overview(ctx: Context, req: Request) -> Page:
     facts = table(["Cluster id", "Controller", "Brokers", "Topics", "Partitions", "Groups"],
                   [[ov.cluster_id, ov.controller_id if ov.controller_id is not None else "-",
                     len(ov.nodes), ov.topics, ov.partitions, ov.groups]], id="facts")
-    chart = _throughput_block(ctx, None)
+    lag = tag("div", _lag_chart(ctx, None), data_refresh="/charts/lag",
+              data_every=ctx.refresh_ms, id="lag-chart")
     body = join([facts, tag("h2", "Brokers"), brokers,
-                 tag("h2", "Throughput (records/s per topic)"), chart])
+                 tag("h2", "Throughput (records/s per topic)"), _throughput_block(ctx, None),
+                 tag("h2", "Consumer lag (messages per group)"), lag])
     return _html(ctx, "Cluster overview", body, "/")
 
 
@@ -175,7 +178,7 @@ def topics(ctx: Context, req: Request, message: Markup | None = None,
     notes = [tag("p", f"Topic '{deleted}' deleted.", class_="note")] if deleted else []
     if message is not None:
         notes.append(message)
-    body = join([*notes, _CREATE_FORM, tag("h2", f"{len(listed)} topics"),
+    body = join([*notes, _CREATE_FORM, tag("h2", f"Topics ({len(listed)})"),
                  table(["Topic", "Partitions", "Replication factor", "Records",
                         "Records/s (last sample)"], rows, id="topics")])
     return _html(ctx, "Topics", body, "/topics", status)
@@ -206,17 +209,25 @@ def topic(ctx: Context, req: Request) -> Page:
           number(p.high_watermark - p.log_start_offset), size(p.size_bytes)]
          for p in t.partitions], id="partitions")
     overridden = [c for c in t.configs if not c.is_default]
-    configs = table(["Config", "Value", "Source"],
-                    [[c.name, "(hidden)" if c.sensitive else (c.value or ""), c.source]
-                     for c in sorted(t.configs, key=lambda c: (c.is_default, c.name))],
-                    id="configs")
+    defaults = [c for c in t.configs if c.is_default]
+
+    def config_rows(entries: list[ConfigEntry]) -> list[list[object]]:
+        return [[c.name, "(hidden)" if c.sensitive else (c.value or ""), c.source]
+                for c in entries]
+
+    configs = join([
+        table(["Config", "Value", "Source"], config_rows(overridden), id="configs")
+        if overridden else tag("p", "None: every config has its default.", class_="muted"),
+        tag("details", join([tag("summary", f"{len(defaults)} configs at their defaults"),
+                             table(["Config", "Value", "Source"], config_rows(defaults),
+                                   id="default-configs")]))])
     actions = join([link(f"/topics/{_q(name)}/messages", "Browse messages"), Markup(" · "),
                     link(f"/topics/{_q(name)}/delete", "Delete topic…")])
     body = join([tag("p", join([tag("span", "internal", class_="tag") + Markup(" ")
                                 if t.internal else "", actions])),
-                 tag("h2", f"{len(t.partitions)} partitions"), parts,
+                 tag("h2", f"Partitions ({len(t.partitions)})"), parts,
                  tag("h2", "Throughput (records/s)"), _throughput_block(ctx, name),
-                 tag("h2", f"Configs ({len(overridden)} set on the topic)"), configs])
+                 tag("h2", f"Configs set on the topic ({len(overridden)})"), configs])
     return _html(ctx, f"Topic {name}", body, "/topics")
 
 
@@ -304,7 +315,7 @@ def groups(ctx: Context, req: Request) -> Page:
         lag = ctx.sampler.lag(g.group_id)
         rows.append([link(f"/groups/{_q(g.group_id)}", g.group_id), g.type, g.state,
                      g.members, number(lag[-1][1]) if lag else "-"])
-    body = join([tag("h2", f"{len(listed)} groups"),
+    body = join([tag("h2", f"Groups ({len(listed)})"),
                  table(["Group", "Type", "State", "Members", "Lag (last sample)"], rows,
                        id="groups")])
     return _html(ctx, "Consumer groups", body, "/groups")
@@ -329,14 +340,15 @@ def group(ctx: Context, req: Request) -> Page:
     chart = tag("div", _lag_chart(ctx, gid), data_refresh=f"/charts/lag/{_q(gid)}",
                 data_every=ctx.refresh_ms, id="lag-chart")
     body = join([facts, tag("h2", "Lag over time"), chart,
-                 tag("h2", "Lag per partition"), lag, tag("h2", f"{len(g.members)} members"),
+                 tag("h2", "Lag per partition"), lag, tag("h2", f"Members ({len(g.members)})"),
                  members])
     return _html(ctx, f"Group {gid}", body, "/groups")
 
 
-def _lag_chart(ctx: Context, gid: str) -> Markup:
-    return line_chart({gid: ctx.sampler.lag(gid)}, title="total lag (messages)",
-                      unit="messages")
+def _lag_chart(ctx: Context, gid: str | None) -> Markup:
+    """One group's total lag, or every sampled group's (``gid`` None)."""
+    series = ctx.sampler.lags() if gid is None else {gid: ctx.sampler.lag(gid)}
+    return line_chart(series, title="total lag (messages)", unit="messages")
 
 
 def throughput_chart(ctx: Context, req: Request) -> Page:
@@ -344,7 +356,7 @@ def throughput_chart(ctx: Context, req: Request) -> Page:
 
 
 def lag_chart(ctx: Context, req: Request) -> Page:
-    return Page(200, _lag_chart(ctx, req.params["id"]))
+    return Page(200, _lag_chart(ctx, req.params.get("id")))
 
 
 Handler = Callable[[Context, Request], Page]
@@ -361,6 +373,7 @@ ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
         ("GET", r"/groups", groups),
         ("GET", r"/groups/(?P<id>[^/]+)", group),
         ("GET", r"/charts/throughput", throughput_chart),
+        ("GET", r"/charts/lag", lag_chart),
         ("GET", r"/charts/lag/(?P<id>[^/]+)", lag_chart),
     ]
 ]

@@ -7,7 +7,7 @@ offline and behind any proxy.
 
 Charts (:func:`line_chart`) are SVG drawn on the server: one ``polyline`` per series
 (``class="series"``, ``data-series`` its name, ``data-last`` its last value), a dot on
-the last point, the y axis from 0 to the largest value, the time axis labelled with
+the last point, the y axis from 0 to a round number above the largest value, the time axis labelled with
 the first and last sample's local time. An element with ``data-refresh="<url>"`` has
 its content replaced every ``refresh_ms`` by what that URL answers (a chart route),
 so a chart stays live without reloading the page or losing a half-filled form.
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import time
 from collections.abc import Iterable, Sequence
 
@@ -169,6 +170,14 @@ _COLOURS = ("#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#
             "#4b5563")
 
 
+def nice_ceiling(value: float) -> float:
+    """The smallest of 1, 2, 2.5, 5 times a power of ten that is >= ``value`` (1 for 0)."""
+    if value <= 0:
+        return 1.0
+    scale = 10 ** math.floor(math.log10(value))
+    return next(m * scale for m in (1, 2, 2.5, 5, 10) if m * scale >= value)
+
+
 def line_chart(series: dict[str, list[Point]], *, title: str, unit: str,
                width: int = 640, height: int = 180) -> Markup:
     """An SVG line chart of ``series`` (name -> points) in a ``figure`` (module doc)."""
@@ -179,7 +188,7 @@ def line_chart(series: dict[str, list[Point]], *, title: str, unit: str,
     left, right, top, bottom = 56, 10, 10, 22
     t0, t1 = min(p[0] for p in points), max(p[0] for p in points)
     span = (t1 - t0) or 1.0
-    ymax = max(p[1] for p in points) or 1.0
+    ymax = nice_ceiling(max(p[1] for p in points))
     w, h = width - left - right, height - top - bottom
 
     def xy(p: Point) -> tuple[float, float]:

@@ -110,3 +110,8 @@ class Sampler:
     def lag(self, group: str) -> list[Point]:
         with self._lock:
             return list(self._lag.get(group, ()))
+
+    def lags(self) -> dict[str, list[Point]]:
+        """Total lag per group, every group sampled."""
+        with self._lock:
+            return {g: list(s) for g, s in self._lag.items()}
