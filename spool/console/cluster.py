@@ -15,6 +15,8 @@ It answers plain dataclasses (``Overview``, ``TopicSummary``, ``TopicDetail``,
 - ``Unavailable``: no broker answered in time (a 503 naming the bootstrap address);
 - ``confluent_kafka.KafkaException`` for anything else the cluster refused.
 
+The controller is the one DescribeCluster names (Spool: the active controller when it is a
+live broker; Kafka's KRaft brokers name a random live broker instead, for forwarding).
 End offsets are high watermarks (ListOffsets ``latest``, read_uncommitted, as
 ``kafka-consumer-groups`` computes lag); lag is ``high_watermark - committed`` and
 ``None`` for a partition without a committed offset. Partition sizes come from

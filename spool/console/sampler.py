@@ -14,7 +14,8 @@ and keeps, per series, the last ``KEEP`` points ``(epoch seconds, value)``:
 A failed sample (the cluster away) is skipped and logged once per outage; the
 series keep what they had. ``record_lag(group, total)`` adds a point from outside
 (the group page adds the lag it just computed, so its chart is never empty).
-Readers get copies; a lock guards the series. ``stop()`` ends the thread.
+Readers get copies; a lock guards the series. ``stop()`` ends the thread. Time comes
+from ``clock`` (``time.time`` unless a test gives another).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 log = logging.getLogger("spool.console")
@@ -36,9 +38,11 @@ Point = tuple[float, float]
 class Sampler:
     """Samples the cluster on a thread (module doc)."""
 
-    def __init__(self, reader: Any, interval: float = 5.0) -> None:
+    def __init__(self, reader: Any, interval: float = 5.0,
+                 clock: Callable[[], float] = time.time) -> None:
         self.reader = reader
         self.interval = interval
+        self.clock = clock  # epoch seconds: the charts' time axis
         self._lock = threading.Lock()
         self._throughput: dict[str, deque[Point]] = {}
         self._lag: dict[str, deque[Point]] = {}
@@ -74,7 +78,7 @@ class Sampler:
         partitions = self.reader.all_partitions()
         tps = [(t, p) for t, n in partitions.items() for p in range(n)]
         high = self.reader.high_watermarks(tps)
-        now = time.time()
+        now = self.clock()
         sums: dict[str, int] = {}
         for (t, _), off in high.items():
             sums[t] = sums.get(t, 0) + off
@@ -99,7 +103,7 @@ class Sampler:
 
     def record_lag(self, group: str, total: int) -> None:
         with self._lock:
-            self._add(self._lag, group, (time.time(), total))
+            self._add(self._lag, group, (self.clock(), total))
 
     def throughput(self, topic: str | None = None) -> dict[str, list[Point]]:
         """Records/s per topic (one topic when named)."""
