@@ -9,7 +9,9 @@ Contract:
   the beginning), ``--fetch-size B`` (``max.partition.fetch.bytes``, 1 MiB),
   ``--socket-buffer-size B`` (2 MiB), ``--consumer.config FILE`` (Kafka client
   properties, :mod:`spool.cli.perf_props`; its ``bootstrap.servers`` wins over
-  ``--bootstrap-server``), ``--hide-header``. The topic is TOPIC
+  ``--bootstrap-server``), ``--hide-header``, ``--date-format`` (Java's
+  SimpleDateFormat letters y M d D H h m s S a E z Z; Kafka's default
+  ``yyyy-MM-dd HH:mm:ss:SSS``, local time). The topic is TOPIC
   or ``--topic``; a missing topic is an error (one line, exit 1).
 - The consumer subscribes as a member of the group and reads until it has N records
   (never more: it asks the client for at most the records still missing) or the
@@ -35,6 +37,7 @@ from __future__ import annotations
 import random
 import sys
 import time
+from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -67,21 +70,82 @@ DETAILED_HEADER = ("time, threadId, data.consumed.in.MB, MB.sec, data.consumed.i
                    "nMsg.sec, rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec")
 
 
-def kafka_time(ms: int) -> str:
-    """Kafka's default ``--date-format``, ``yyyy-MM-dd HH:mm:ss:SSS`` (local time)."""
-    dt = datetime.fromtimestamp(ms / 1000.0)
-    return dt.strftime("%Y-%m-%d %H:%M:%S:") + f"{ms % 1000:03d}"
+KAFKA_DATE_FORMAT = "yyyy-MM-dd HH:mm:ss:SSS"
 
 
-def summary_row(t: dict[str, Any]) -> str:
-    return (f"{kafka_time(t['start_time_ms'])}, {kafka_time(t['end_time_ms'])}, "
+def date_formatter(pattern: str) -> Callable[[int], str]:
+    """A formatter of epoch milliseconds (local time) for a java.text.SimpleDateFormat
+    ``pattern``: letters y M d D H h m s S a E z Z, ``'text'`` quoted, ``''`` a quote.
+    Another letter is one line and exit 2 (Java refuses it too)."""
+    pieces: list[str | Callable[[datetime, int], str]] = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "'":
+            end = pattern.find("'", i + 1)
+            if end == i + 1:
+                pieces.append("'")
+            elif end < 0:
+                raise CliError(f"--date-format: unterminated quote in '{pattern}'", 2)
+            else:
+                pieces.append(pattern[i + 1:end])
+            i = max(end, i + 1) + 1
+            continue
+        if not ch.isascii() or not ch.isalpha():
+            pieces.append(ch)
+            i += 1
+            continue
+        n = len(pattern[i:]) - len(pattern[i:].lstrip(ch))
+        pieces.append(_field(ch, n, pattern))
+        i += n
+    def fmt(ms: int) -> str:
+        dt = datetime.fromtimestamp(ms / 1000.0).astimezone()
+        return "".join(p if isinstance(p, str) else p(dt, ms) for p in pieces)
+    return fmt
+
+
+def _field(ch: str, n: int, pattern: str) -> Callable[[datetime, int], str]:
+    def num(value: Callable[[datetime], int]) -> Callable[[datetime, int], str]:
+        return lambda dt, _ms: f"{value(dt):0{n}d}"
+    if ch == "y":
+        return (lambda dt, _ms: f"{dt.year % 100:02d}") if n == 2 else num(lambda dt: dt.year)
+    if ch == "M":
+        if n >= 3:
+            return lambda dt, _ms: dt.strftime("%B" if n >= 4 else "%b")
+        return num(lambda dt: dt.month)
+    if ch == "E":
+        return lambda dt, _ms: dt.strftime("%A" if n >= 4 else "%a")
+    if ch == "S":
+        return lambda _dt, ms: f"{ms % 1000:0{n}d}"
+    if ch == "a":
+        return lambda dt, _ms: dt.strftime("%p")
+    if ch == "z":
+        return lambda dt, _ms: dt.strftime("%Z")
+    if ch == "Z":
+        return lambda dt, _ms: dt.strftime("%z")
+    fields: dict[str, Callable[[datetime], int]] = {
+        "d": lambda dt: dt.day, "D": lambda dt: dt.timetuple().tm_yday,
+        "H": lambda dt: dt.hour, "h": lambda dt: dt.hour % 12 or 12,
+        "m": lambda dt: dt.minute, "s": lambda dt: dt.second,
+    }
+    if ch not in fields:
+        raise CliError(f"--date-format: pattern letter '{ch}' is not supported in "
+                       f"'{pattern}' (y M d D H h m s S a E z Z)", 2)
+    return num(fields[ch])
+
+
+kafka_time = date_formatter(KAFKA_DATE_FORMAT)
+
+
+def summary_row(t: dict[str, Any], when: Callable[[int], str] = kafka_time) -> str:
+    return (f"{when(t['start_time_ms'])}, {when(t['end_time_ms'])}, "
             f"{t['data_consumed_mb']:.4f}, {t['mb_per_sec']:.4f}, {t['data_consumed_records']}, "
             f"{t['records_per_sec']:.4f}, {t['rebalance_time_ms']}, {t['fetch_time_ms']}, "
             f"{t['fetch_mb_per_sec']:.4f}, {t['fetch_records_per_sec']:.4f}")
 
 
-def detailed_row(r: dict[str, Any]) -> str:
-    return (f"{kafka_time(r['time_ms'])}, 0, {r['data_consumed_mb']:.4f}, {r['mb_per_sec']:.4f}, "
+def detailed_row(r: dict[str, Any], when: Callable[[int], str] = kafka_time) -> str:
+    return (f"{when(r['time_ms'])}, 0, {r['data_consumed_mb']:.4f}, {r['mb_per_sec']:.4f}, "
             f"{r['data_consumed_records']}, {r['records_per_sec']:.4f}, "
             f"{r['rebalance_time_ms']}, {r['fetch_time_ms']}, {r['fetch_mb_per_sec']:.4f}, "
             f"{r['fetch_records_per_sec']:.4f}")
@@ -125,6 +189,9 @@ def consume(
     hide_header: Annotated[
         bool, typer.Option("--hide-header", help="Print no header line.")
     ] = False,
+    date_format: Annotated[
+        str, typer.Option("--date-format", help="java.text.SimpleDateFormat of the times.")
+    ] = KAFKA_DATE_FORMAT,
     json_out: JsonFlag = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
     command_config: CommandConfigOpt = None,
@@ -133,6 +200,7 @@ def consume(
     topic, _ = perf_props.split_args(args, topic_opt, False)
     check_topic_name(topic)
     _check(messages, timeout, reporting_interval, fetch_size, socket_buffer_size)
+    when = date_formatter(date_format)
     assert messages is not None
     group = group or f"perf-consumer-{random.randrange(100_000)}"
     conf = consumer_conf(bootstrap, perf_props.read(consumer_config, [], "--consumer.config"),
@@ -147,7 +215,7 @@ def consume(
             print(DETAILED_HEADER if show_detailed_stats else SUMMARY_HEADER, flush=True)
         stats = ConsumerStats(time.time())
         done = _consume(consumer, topic, messages, timeout / 1000.0, reporting_interval / 1000.0,
-                        stats, show_detailed_stats and not json_out)
+                        stats, when if show_detailed_stats and not json_out else None)
         end = time.time()
     finally:
         consumer.close()
@@ -162,12 +230,13 @@ def consume(
             doc["intervals"] = stats.intervals
         print_json(doc)
     elif not show_detailed_stats:
-        print(summary_row(total), flush=True)
+        print(summary_row(total, when), flush=True)
 
 
 def _consume(consumer: Consumer, topic: str, n: int, timeout: float, interval: float,
-             stats: ConsumerStats, detailed: bool) -> bool:
-    """Read until ``n`` records or ``timeout`` s without one; True if all ``n`` came."""
+             stats: ConsumerStats, detailed: Callable[[int], str] | None) -> bool:
+    """Read until ``n`` records or ``timeout`` s without one; True if all ``n`` came.
+    ``detailed``: print Kafka's detailed rows (with these times) instead of progress."""
     consumer.subscribe(
         [topic],
         on_assign=lambda _c, _p: stats.joined(time.time()),
@@ -190,10 +259,10 @@ def _consume(consumer: Consumer, topic: str, n: int, timeout: float, interval: f
             last_consumed = now
         # Kafka reports only as records come (its check runs per record); the stderr
         # progress line also shows a wait for the assignment
-        if now - stats.last_report >= interval and (batch or not detailed):
+        if now - stats.last_report >= interval and (batch or detailed is None):
             row = stats.interval(now)
-            if detailed:
-                print(detailed_row(row), flush=True)
+            if detailed is not None:
+                print(detailed_row(row, detailed), flush=True)
             else:
                 sys.stderr.write(f"{row['data_consumed_records']} records consumed, "
                                  f"{row['records_per_sec']:.1f} records/sec "

@@ -6,7 +6,8 @@ from array import array
 
 import pytest
 
-from spool.cli.perf_consume import kafka_time
+from spool.cli.common import CliError
+from spool.cli.perf_consume import date_formatter, kafka_time
 from spool.cli.perf_stats import (
     MB,
     ConsumerStats,
@@ -84,6 +85,19 @@ def test_consumer_join_time_and_intervals() -> None:
     assert t["records_per_sec"] == 20.0
 
 
-def test_kafka_time_format() -> None:
-    text = kafka_time(1_700_000_000_123)
-    assert len(text) == 23 and text.endswith(":123") and text[4] == "-" and text[13] == ":"
+def test_date_formats(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    try:
+        ms = 1_700_000_000_123  # 2023-11-14 22:13:20.123 UTC, a Tuesday
+        assert kafka_time(ms) == "2023-11-14 22:13:20:123"
+        assert date_formatter("dd/MM/yy h:mm a 'at' ''S''")(ms) == "14/11/23 10:13 PM at '123'"
+        assert date_formatter("EEE, d MMM yyyy HH:mm:ss.SSS Z")(ms) == (
+            "Tue, 14 Nov 2023 22:13:20.123 +0000")
+        with pytest.raises(CliError, match="pattern letter 'Q' is not supported"):
+            date_formatter("yyyy-QQ")
+    finally:
+        monkeypatch.undo()
+        time.tzset()
