@@ -32,7 +32,7 @@ its top-level error):
   resource; ``--principal`` keeps that principal's, under ``ACLs for principal
   `User:alice```); ``--json``: one array of ``{"resource_type", "resource_name",
   "pattern_type", "principal", "host", "operation", "permission_type"}`` (Kafka's enum
-  names). ``remove`` without principals deletes every ACL of each resource
+  names); ``add --json`` prints the ACLs it added in that form. ``remove`` without principals deletes every ACL of each resource
   filter, with them the entries named; it asks ``(y/n)`` on stdin unless ``--force``.
   Entries and resources are printed sorted.
 - Failures are one ``spool:`` line with Kafka's error name (e.g.
@@ -321,6 +321,7 @@ def add(
     producer: ProducerOpt = False,
     consumer: ConsumerOpt = False,
     idempotent: IdempotentOpt = False,
+    json: JsonFlag = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
     command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
@@ -343,11 +344,15 @@ def add(
     admin = admin_client(bootstrap, timeout)
     for pattern in sorted(todo, key=_pattern_key):
         acls = todo[pattern]
-        print(_block(f"Adding ACLs for resource `{pattern}`", acls))
+        if not json:
+            print(_block(f"Adding ACLs for resource `{pattern}`", acls))
         futures = admin.create_acls([_binding(pattern, e) for e in sorted(acls, key=_entry_key)],
                                     request_timeout=timeout)
         for fut in futures.values():
             result(fut, str(pattern.name))
+    if json:
+        print_json([_acl_doc(p, e) for p in sorted(todo, key=_pattern_key)
+                    for e in sorted(todo[p], key=_entry_key)])
 
 
 @app.command("list")
@@ -378,11 +383,7 @@ def list_(
             print(_block(f"Current ACLs for resource `{pattern}`", by_pattern[pattern]))
 
     if json:
-        print_json([{"resource_type": p.resource_type.name, "resource_name": p.name,
-                     "pattern_type": p.pattern_type.name, "principal": e.principal,
-                     "host": e.host, "operation": e.operation.name,
-                     "permission_type": e.permission_type.name}
-                    for p in sorted(found, key=_pattern_key)
+        print_json([_acl_doc(p, e) for p in sorted(found, key=_pattern_key)
                     for e in sorted(found[p], key=_entry_key)
                     if not principals or e.principal in principals])
         return
@@ -441,6 +442,12 @@ def remove(
             _filter(pattern, None)]
         for fut in admin.delete_acls(flts, request_timeout=timeout).values():
             result(fut, str(pattern.name))
+
+
+def _acl_doc(p: Pattern, e: Entry) -> dict:
+    return {"resource_type": p.resource_type.name, "resource_name": p.name,
+            "pattern_type": p.pattern_type.name, "principal": e.principal, "host": e.host,
+            "operation": e.operation.name, "permission_type": e.permission_type.name}
 
 
 def _confirm(question: str) -> bool:

@@ -12,6 +12,8 @@ deletes the key, as Kafka's tool does; ``delete`` deletes every key, which remov
 resource). Kafka's lines: ``Altered client metrics config for N.``, ``Deleted client
 metrics config for N.``, ``Client metrics configs for N are:`` then ``  key=value``.
 A refused change is its error on one ``spool:`` line and exit 1; bad options exit 2.
+``--json``: ``list`` ``["name", ...]``, ``describe`` ``[{"name", "configs": {key: value}}]``,
+``alter`` ``{"name"}`` (the generated one with ``--generate-name``).
 """
 
 from __future__ import annotations
@@ -27,8 +29,10 @@ from spool.cli.common import (
     AdminTimeout,
     Bootstrap,
     CommandConfigOpt,
+    JsonFlag,
     cli_command,
     fail,
+    print_json,
 )
 from spool.protocol._generated import (
     DescribeConfigsRequest,
@@ -80,23 +84,32 @@ async def _alter(admin: wire.WireAdmin, name: str, ops: list[tuple[str, int, str
 @app.command("list")
 @cli_command
 def list_(bootstrap: Bootstrap = DEFAULT_BOOTSTRAP, timeout: AdminTimeout = 30.0,
-          command_config: CommandConfigOpt = None) -> None:
+          command_config: CommandConfigOpt = None, json: JsonFlag = False) -> None:
     """List the client metrics resources."""
-    for name in wire.run(bootstrap, timeout, _names):
+    names = wire.run(bootstrap, timeout, _names)
+    if json:
+        print_json(list(names))
+        return
+    for name in names:
         print(name)
 
 
 @app.command()
 @cli_command
 def describe(name: Name = None, bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
-             timeout: AdminTimeout = 30.0, command_config: CommandConfigOpt = None) -> None:
+             timeout: AdminTimeout = 30.0, command_config: CommandConfigOpt = None,
+             json: JsonFlag = False) -> None:
     """Show the configs of one client metrics resource (default: all)."""
 
     async def body(admin: wire.WireAdmin):
         names = [name] if name else await _names(admin)
         return [(n, await _configs(admin, n)) for n in names]
 
-    for n, configs in wire.run(bootstrap, timeout, body):
+    described = wire.run(bootstrap, timeout, body)
+    if json:
+        print_json([{"name": n, "configs": dict(configs)} for n, configs in described])
+        return
+    for n, configs in described:
         print(f"Client metrics configs for {n} are:")
         for k, v in configs:
             print(f"  {k}={v}")
@@ -118,6 +131,7 @@ def alter(
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
     command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
+    json: JsonFlag = False,
 ) -> None:
     """Create or change a client metrics resource."""
     if generate_name == (name is not None):
@@ -129,6 +143,9 @@ def alter(
     if not ops:
         fail("nothing to alter: give --metrics, --interval or --match", 2)
     wire.run(bootstrap, timeout, lambda admin: _alter(admin, entity, ops))
+    if json:
+        print_json({"name": entity})
+        return
     print(f"Altered client metrics config for {entity}.")
 
 

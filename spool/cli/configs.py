@@ -20,6 +20,11 @@ Contract (Kafka's kafka-configs semantics, over confluent-kafka's AdminClient):
 - ``alter --add-config k=v,k2=v2 --delete-config k``: IncrementalAlterConfigs
   with SET and DELETE operations (both options repeatable; a value holding
   commas goes in square brackets: ``cleanup.policy=[compact,delete]``).
+  ``--add-config-file FILE``: the entries to set from a Java properties file (Kafka's
+  option; values are taken whole, commas included), instead of ``--add-config``.
+  A value the broker refuses fails the command with the broker's line, which names
+  the key and what it accepts (``retention.ms=abc: expected an integer >= -1
+  (INVALID_CONFIG)``).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from spool.cli.command_config import parse_properties
 from spool.cli.common import (
     DEFAULT_BOOTSTRAP,
     AdminTimeout,
@@ -159,6 +165,11 @@ def alter(
         list[str] | None,
         typer.Option("--add-config", help="k=v,k2=v2 to set (repeatable)."),
     ] = None,
+    add_config_file: Annotated[
+        str | None,
+        typer.Option("--add-config-file", metavar="FILE",
+                     help="A properties file of configs to set (instead of --add-config)."),
+    ] = None,
     delete_config: Annotated[
         list[str] | None,
         typer.Option("--delete-config", help="k or k1,k2 to reset to default (repeatable)."),
@@ -169,10 +180,13 @@ def alter(
 ) -> None:
     """Set or delete configuration entries (IncrementalAlterConfigs)."""
     res = _resource(topic, broker, group, entity_type, entity_name)
-    sets = parse_pairs(add_config)
+    if add_config and add_config_file is not None:
+        fail("give --add-config or --add-config-file, not both", 2)
+    sets = parse_pairs(add_config) if add_config_file is None else _read_file(add_config_file)
     deletes = parse_names(delete_config)
     if not sets and not deletes:
-        fail("nothing to alter: give --add-config k=v and/or --delete-config k", 2)
+        fail("nothing to alter: give --add-config k=v, --add-config-file FILE and/or "
+             "--delete-config k", 2)
     both = sorted(set(sets) & set(deletes))
     if both:
         fail(f"'{both[0]}' is both added and deleted", 2)
@@ -184,6 +198,16 @@ def alter(
     for fut in futures.values():
         result(fut, res.name)
     typer.echo(f"configs of {_label(res)} altered", err=True)
+
+
+def _read_file(path: str) -> dict[str, str]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return parse_properties(f.read())
+    except OSError as e:
+        fail(f"cannot read --add-config-file {path}: {e.strerror}")
+    except UnicodeDecodeError:
+        fail(f"cannot read --add-config-file {path}: not UTF-8 text")
 
 
 def _entry_doc(e: Any) -> dict[str, Any]:

@@ -20,7 +20,8 @@ as validate-only; ``disable`` is a downgrade to 0. Output per feature, as Kafka'
 
 A request fails whole (Kafka's controller checks every update first), so one refusal
 lists every feature as failed; then one ``spool:`` line on stderr ("N out of M
-operation(s) failed.") and exit 1. Bad usage (no feature, a malformed name=level, a
+operation(s) failed.") and exit 1. ``--json`` prints ``[{"feature", "level", "error",
+"message"}]`` (error: the error's name or null) instead of the lines, then fails the same way. Bad usage (no feature, a malformed name=level, a
 feature given twice, an unknown metadata.version) is exit 2.
 """
 
@@ -44,6 +45,7 @@ from spool.cli.common import (
 from spool.cluster import features as ft
 from spool.protocol._generated import ApiVersionsRequest, UpdateFeaturesRequest
 from spool.protocol._generated.update_features_request import FeatureUpdateKey
+from spool.protocol.errors import error_name
 
 app = typer.Typer(help="Describe, upgrade or downgrade feature flags (kafka-features).",
                   no_args_is_help=True)
@@ -121,7 +123,7 @@ def _updates(op: str, metadata: str | None, specs: list[str] | None,
 
 
 def _update(op: str, updates: dict[str, int], kind: int, dry_run: bool, bootstrap: str,
-            timeout: float) -> None:
+            timeout: float, json: bool = False) -> None:
     req = UpdateFeaturesRequest(
         timeout_ms=int(timeout * 1000), validate_only=dry_run,
         feature_updates=[FeatureUpdateKey(feature=n, max_version_level=lvl, upgrade_type=kind,
@@ -136,18 +138,25 @@ def _update(op: str, updates: dict[str, int], kind: int, dry_run: bool, bootstra
     resp = wire.run(bootstrap, timeout, body)
     per_feature = {r.feature: (r.error_code, r.error_message) for r in resp.results or []}
     failures = 0
+    docs = []
     for name in sorted(updates):
         level = updates[name]
         code, message = (resp.error_code, resp.error_message) if resp.error_code \
             else per_feature.get(name, (0, None))
+        docs.append({"feature": name, "level": level, "error": error_name(code) if code else None,
+                     "message": (message or None) if code else None})
         what = f"disable {name}" if op == "disable" else f"{op} {name} to {level}"
-        if code:
+        if json:
+            failures += bool(code)
+        elif code:
             failures += 1
             print(f"{'Can not' if dry_run else 'Could not'} {what}. "
                   f"{message or wire.error_text(code)}")
         else:
             done = "disabled." if op == "disable" else f"{op}d to {level}."
             print(f"{name} {'can be' if dry_run else 'was'} {done}")
+    if json:
+        print_json(docs)
     if failures:
         fail(f"{failures} out of {len(updates)} operation(s) failed.", 1)
 
@@ -156,27 +165,30 @@ def _update(op: str, updates: dict[str, int], kind: int, dry_run: bool, bootstra
 @cli_command
 def upgrade(metadata: MetadataOpt = None, feature: FeatureOpt = None, dry_run: DryRun = False,
             bootstrap: Bootstrap = DEFAULT_BOOTSTRAP, timeout: AdminTimeout = 30.0,
-            command_config: CommandConfigOpt = None) -> None:
+            command_config: CommandConfigOpt = None, json: JsonFlag = False) -> None:
     """Upgrade one or more feature flags."""
     _update("upgrade", _updates("upgrade", metadata, feature), ft.UPGRADE, dry_run, bootstrap,
-            timeout)
+            timeout, json)
 
 
 @app.command()
 @cli_command
 def downgrade(metadata: MetadataOpt = None, feature: FeatureOpt = None, unsafe: Unsafe = False,
               dry_run: DryRun = False, bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
-              timeout: AdminTimeout = 30.0, command_config: CommandConfigOpt = None) -> None:
+              timeout: AdminTimeout = 30.0, command_config: CommandConfigOpt = None,
+              json: JsonFlag = False) -> None:
     """Downgrade one or more feature flags."""
     _update("downgrade", _updates("downgrade", metadata, feature),
-            ft.UNSAFE_DOWNGRADE if unsafe else ft.SAFE_DOWNGRADE, dry_run, bootstrap, timeout)
+            ft.UNSAFE_DOWNGRADE if unsafe else ft.SAFE_DOWNGRADE, dry_run, bootstrap, timeout,
+            json)
 
 
 @app.command()
 @cli_command
 def disable(feature: FeatureOpt = None, unsafe: Unsafe = False, dry_run: DryRun = False,
             bootstrap: Bootstrap = DEFAULT_BOOTSTRAP, timeout: AdminTimeout = 30.0,
-            command_config: CommandConfigOpt = None) -> None:
+            command_config: CommandConfigOpt = None, json: JsonFlag = False) -> None:
     """Disable feature flags (a downgrade to level 0)."""
     _update("disable", _updates("disable", None, feature, disable=True),
-            ft.UNSAFE_DOWNGRADE if unsafe else ft.SAFE_DOWNGRADE, dry_run, bootstrap, timeout)
+            ft.UNSAFE_DOWNGRADE if unsafe else ft.SAFE_DOWNGRADE, dry_run, bootstrap, timeout,
+            json)

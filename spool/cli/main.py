@@ -8,6 +8,7 @@ import typer
 
 from spool.cli import (
     acls,
+    api_versions,
     client_metrics,
     cluster,
     configs,
@@ -156,6 +157,7 @@ app.command("consume")(consume.consume)
 app.command("console")(console.console)
 app.command("dump-log")(dump_log.dump_log_command)
 app.command("elect-leaders")(elect_leaders.elect_leaders)
+app.command("api-versions")(api_versions.api_versions)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,9 @@ exit 2, before anything is asked.
   completed." / "... is still in progress." / "There is no active reassignment of
   partition t-0, but replica set is 1,2 rather than 1,2,3." (Kafka's lines, stdout).
   Exit 0 when every one is completed, 3 while some are in progress, 1 when one
-  ended elsewhere than the plan says.
+  ended elsewhere than the plan says. ``--json``: ``[{"topic", "partition", "status"
+  (completed, in_progress or elsewhere), "replicas" (now; null: no such partition),
+  "target"}]`` instead of the lines, same exit status.
 - ``cancel --file plan.json``: cancels those of the plan's partitions that are being
   reassigned (AlterPartitionReassignments with null replicas); says when none is.
 - ``list [--json]``: every reassignment in progress: replicas, adding, removing.
@@ -226,6 +228,7 @@ def execute(
 @cli_command
 def verify(
     file: PlanFile,
+    json: JsonFlag = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
     command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
@@ -244,17 +247,27 @@ def verify(
 
     ongoing, current = wire.run(bootstrap, timeout, body)
     running = elsewhere = 0
+    docs = []
     for tp in sorted(plan):
         if tp in ongoing:
             running += 1
-            print(f"Reassignment of partition {_tp(tp)} is still in progress.")
+            status = "in_progress"
+            line = f"Reassignment of partition {_tp(tp)} is still in progress."
         elif current.get(tp) == plan[tp]:
-            print(f"Reassignment of partition {_tp(tp)} is completed.")
+            status = "completed"
+            line = f"Reassignment of partition {_tp(tp)} is completed."
         else:
             elsewhere += 1
+            status = "elsewhere"
             now = ",".join(map(str, current.get(tp, []))) or "(no such partition)"
-            print(f"There is no active reassignment of partition {_tp(tp)}, but replica set "
-                  f"is {now} rather than {','.join(map(str, plan[tp]))}.")
+            line = (f"There is no active reassignment of partition {_tp(tp)}, but replica set "
+                    f"is {now} rather than {','.join(map(str, plan[tp]))}.")
+        docs.append({"topic": tp[0], "partition": tp[1], "status": status,
+                     "replicas": current.get(tp), "target": plan[tp]})
+        if not json:
+            print(line)
+    if json:
+        print_json(docs)
     if elsewhere:
         fail(f"{elsewhere} partition{'s' if elsewhere != 1 else ''} of the plan "
              f"{'are' if elsewhere != 1 else 'is'} not where it says")

@@ -179,6 +179,12 @@ def test_acls_add_list_remove_and_what_they_allow(sec) -> None:
         "spool: line 1: not delivered: 'orders': Topic authorization failed "
         "(TOPIC_AUTHORIZATION_FAILED)", "spool: 0 records sent to 'orders', 1 failed (line 1)"]
 
+    bob = sec.spool(sec.admin, "acls", "add", "--allow-principal", "User:bob", "--operation",
+                    "Write", "--topic", "orders", "--json")
+    assert json.loads(bob.stdout) == [{"resource_type": "TOPIC", "resource_name": "orders",
+                                       "pattern_type": "LITERAL", "principal": "User:bob",
+                                       "host": "*", "operation": "WRITE",
+                                       "permission_type": "ALLOW"}]
     sec.spool(sec.admin, "acls", "remove", "--allow-principal", "User:alice", "--operation",
               "Describe", "--topic", "orders", "--force")
     left = sec.spool(sec.admin, "acls", "list", "--topic", "orders").stdout

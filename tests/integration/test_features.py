@@ -4,6 +4,7 @@ Kafka's rules and answers; the levels are in the metadata store, so a restart ke
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -12,6 +13,7 @@ import pytest
 from spool.protocol._generated import ApiVersionsRequest, UpdateFeaturesRequest
 from spool.protocol._generated.update_features_request import FeatureUpdateKey
 from spool.protocol.errors import Errors
+from tests.helpers.cli import spool_cli
 from tests.helpers.raw_client import request_once
 
 pytestmark = pytest.mark.timeout(120)
@@ -187,6 +189,13 @@ def test_cli_describe_upgrade_downgrade_with_exit_codes(fresh_broker):
                              "update version 1 for feature group.version.")
     assert out[1].startswith("Could not upgrade transaction.version to 2. ")
     assert proc.stderr == "spool: 2 out of 2 operation(s) failed.\n"
+    as_json = spool_cli("features", "upgrade", "--feature", "group.version=1", "--feature",
+                        "transaction.version=2", "--json", "--bootstrap-server", b.bootstrap)
+    assert (as_json.returncode, as_json.stderr) == (
+        1, "spool: 2 out of 2 operation(s) failed.\n")
+    assert [(d["feature"], d["level"], d["error"]) for d in json.loads(as_json.stdout)] == [
+        ("group.version", 1, "INVALID_UPDATE_VERSION"),
+        ("transaction.version", 2, "INVALID_UPDATE_VERSION")]
 
     proc = cli(b, "downgrade", "--feature", "transaction.version=1")
     assert (proc.returncode, proc.stdout) == (0, "transaction.version was downgraded to 1.\n")

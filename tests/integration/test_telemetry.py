@@ -34,6 +34,7 @@ from spool.protocol._generated.incremental_alter_configs_request import (
     AlterConfigsResource,
 )
 from spool.protocol.errors import Errors
+from tests.helpers.cli import spool_cli
 from tests.helpers.raw_client import RawClient, request_once
 
 pytestmark = pytest.mark.timeout(180)
@@ -269,6 +270,17 @@ def test_client_metrics_cli(telemetry_broker):
     assert cli("describe", "--name", "prod").stdout == (
         "Client metrics configs for prod are:\n  interval.ms=1000\n  match=client_id=app-.*\n"
         "  metrics=org.apache.kafka.producer.\n")
+    in_proc = ["--bootstrap-server", b.bootstrap]  # --json, in-process (tests.helpers.cli)
+    assert json.loads(spool_cli("client-metrics", "list", "--json", *in_proc).stdout) == ["prod"]
+    assert json.loads(spool_cli("client-metrics", "describe", "--json", *in_proc).stdout) == [
+        {"name": "prod", "configs": {"interval.ms": "1000", "match": "client_id=app-.*",
+                                     "metrics": "org.apache.kafka.producer."}}]
+    made = json.loads(spool_cli("client-metrics", "alter", "--generate-name", "--metrics", "*",
+                                "--json", *in_proc).stdout)["name"]
+    assert str(uuid.UUID(made)) == made
+    assert sorted(json.loads(spool_cli("client-metrics", "list", "--json", *in_proc).stdout)
+                  ) == sorted(["prod", made])
+    assert spool_cli("client-metrics", "delete", "--name", made, *in_proc).returncode == 0
     assert alter(b, "prod", ("match", SET, "client_id=app-.*"))[0] == 0  # same as the tool
     proc = cli("alter", "--name", "prod", "--match", "")  # an empty value deletes the key
     assert proc.returncode == 0

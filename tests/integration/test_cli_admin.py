@@ -1,0 +1,103 @@
+"""Admin commands against the session broker, run in-process (``tests.helpers.cli``):
+``spool api-versions`` (kafka-broker-api-versions), ``configs alter --add-config-file``
+and the broker's refusals naming the key and what it accepts, ``reassign verify --json``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from spool.protocol._generated import API_BY_KEY, ApiVersionsRequest
+from tests.helpers.cli import spool_cli
+from tests.helpers.raw_client import RawClient
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def test_api_versions_as_kafkas_tool_prints_them(broker):
+    with RawClient(broker.bootstrap) as rc:
+        served = rc.request(18, 3, ApiVersionsRequest(client_software_name="t",
+                                                       client_software_version="0")).api_keys
+    [node] = AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(
+        timeout=10).brokers
+    host, port = broker.bootstrap.split(":")
+    [doc] = json.loads(spool_cli("api-versions", "--json", "-b", broker.bootstrap).stdout)
+    assert (doc["id"], doc["host"], doc["port"], doc["rack"]) == (node, host, int(port), None)
+    assert doc["apis"] == [{"api_key": k.api_key, "name": API_BY_KEY[k.api_key].name,
+                            "min_version": k.min_version, "max_version": k.max_version,
+                            "usable": min(k.max_version, API_BY_KEY[k.api_key].valid_versions[1])}
+                           for k in sorted(served, key=lambda k: k.api_key)]
+    lines = spool_cli("api-versions", "-b", broker.bootstrap).stdout.splitlines()
+    produce = next(a for a in doc["apis"] if a["api_key"] == 0)
+    assert lines[0] == f"{host}:{port} (id: {node} rack: null) -> ("
+    assert lines[1] == (f"\tProduce(0): {produce['min_version']} to {produce['max_version']} "
+                        f"[usable: {produce['usable']}],")
+    unserved = sorted(k for k, e in API_BY_KEY.items()
+                      if "broker" in e.listeners and k not in {a["api_key"] for a in doc["apis"]})
+    assert lines[len(doc["apis"]) + 1:len(doc["apis"]) + 1 + len(unserved)] == [
+        f"\t{API_BY_KEY[k].name}({k}): UNSUPPORTED" + ("," if k != unserved[-1] else "")
+        for k in unserved]
+    assert lines[len(doc["apis"]) + 1 + len(unserved)] == ")"
+    down = spool_cli("api-versions", "-b", "127.0.0.1:1", "--timeout", "1")
+    assert down.returncode == 1 and down.stderr.startswith("spool: cannot reach a broker at "
+                                                           "127.0.0.1:1: ")
+
+
+def test_add_config_file_and_refusals_that_name_the_key(broker, topic_name, tmp_path):
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(10)
+    good = tmp_path / "topic.properties"
+    good.write_text("# kept a day, compacted too\nretention.ms = 86400000\n"
+                    "cleanup.policy=compact,delete\nmax.message.bytes: 2048\n")
+
+    def configs(*args: str):
+        return spool_cli("configs", *args, "--topic", topic_name, "-b", broker.bootstrap)
+
+    done = configs("alter", "--add-config-file", str(good))
+    assert (done.returncode, done.stderr) == (0, f"configs of topic '{topic_name}' altered\n")
+    assert {(e["name"], e["value"], e["source"]) for e in json.loads(
+        configs("describe", "--json").stdout)} == {
+        ("retention.ms", "86400000", "DYNAMIC_TOPIC_CONFIG"),
+        ("cleanup.policy", "compact,delete", "DYNAMIC_TOPIC_CONFIG"),
+        ("max.message.bytes", "2048", "DYNAMIC_TOPIC_CONFIG")}
+    bad = tmp_path / "bad.properties"
+    for text, line in [
+        ("retention.ms=abc\n", "retention.ms=abc: expected an integer >= -1"),
+        ("cleanup.policy=forever\n",
+         "cleanup.policy=forever: expected a comma-separated list of compact, delete"),
+        ("message.timestamp.type=Now\n",
+         "message.timestamp.type=Now: expected one of CreateTime, LogAppendTime"),
+        ("retention.msec=1\n",
+         "unknown topic config retention.msec (did you mean 'retention.ms'?)"),
+    ]:
+        bad.write_text(text)
+        refused = configs("alter", "--add-config-file", str(bad))
+        assert (refused.returncode, refused.stderr) == (
+            1, f"spool: '{topic_name}': {line} (INVALID_CONFIG)\n")
+    both = configs("alter", "--add-config-file", str(good), "--add-config", "retention.ms=1")
+    assert (both.returncode, both.stderr) == (
+        2, "spool: give --add-config or --add-config-file, not both\n")
+    missing = configs("alter", "--add-config-file", str(tmp_path / "none.properties"))
+    assert (missing.returncode, missing.stderr) == (
+        1, f"spool: cannot read --add-config-file {tmp_path / 'none.properties'}: "
+           "No such file or directory\n")
+
+
+def test_reassign_verify_json(broker, topic_name, tmp_path):
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(10)
+    [node] = admin.list_topics(timeout=10).brokers
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic_name, "partition": 0, "replicas": [node]},
+        {"topic": topic_name, "partition": 1, "replicas": [node + 1]}]}))
+    got = spool_cli("reassign", "verify", "--file", str(plan), "--json", "-b", broker.bootstrap)
+    assert got.returncode == 1
+    assert json.loads(got.stdout) == [
+        {"topic": topic_name, "partition": 0, "status": "completed", "replicas": [node],
+         "target": [node]},
+        {"topic": topic_name, "partition": 1, "status": "elsewhere", "replicas": [node],
+         "target": [node + 1]}]
+    assert got.stderr == "spool: 1 partition of the plan is not where it says\n"
