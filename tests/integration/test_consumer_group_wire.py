@@ -23,6 +23,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from spool.protocol._generated import OffsetFetchRequest
 from spool.protocol._generated.offset_fetch_request import OffsetFetchRequestGroup
 from spool.protocol.errors import Errors
+from spool.testing import running_broker
 from tests.helpers.broker_proc import BrokerProcess
 from tests.helpers.raw_client import RawClient
 
@@ -37,8 +38,9 @@ OVERRIDES = {
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    with BrokerProcess(tmp_path_factory.mktemp("cg") / "data", OVERRIDES) as b:
+def bootstrap():
+    """The module's broker (spool.testing, in this process: no kill here)."""
+    with running_broker(OVERRIDES) as b:
         yield b
 
 
@@ -74,14 +76,14 @@ def parts(c: Consumer) -> set[int]:
     return {tp.partition for tp in c.assignment()}
 
 
-def test_two_members_split_the_partitions_and_commit_with_their_epoch(broker):
-    topic = topic_with_records(broker.bootstrap, 4, 40)
+def test_two_members_split_the_partitions_and_commit_with_their_epoch(bootstrap):
+    topic = topic_with_records(bootstrap, 4, 40)
     group = f"g-{uuid.uuid4().hex[:8]}"
-    c1 = consumer(broker.bootstrap, group, topic)
+    c1 = consumer(bootstrap, group, topic)
     seen: list = []
     poll_until([c1], lambda: len(seen) == 40, seen=seen)
     assert parts(c1) == {0, 1, 2, 3}
-    c2 = consumer(broker.bootstrap, group, topic)
+    c2 = consumer(bootstrap, group, topic)
     poll_until([c1, c2], lambda: parts(c1) and parts(c2) and len(parts(c1) | parts(c2)) == 4)
     assert not parts(c1) & parts(c2)
     assert len(seen) == len(set(seen)) == 40  # nothing consumed twice
@@ -92,7 +94,7 @@ def test_two_members_split_the_partitions_and_commit_with_their_epoch(broker):
         [10] * len(mine)
     # OffsetFetch v9+ names the member: one the group does not have is UNKNOWN_MEMBER_ID;
     # no member (epoch -1, as an admin client) reads freely
-    with RawClient(broker.bootstrap) as rc:
+    with RawClient(bootstrap) as rc:
         def fetch_as(member, epoch):
             return rc.request(9, 9, OffsetFetchRequest(require_stable=False, groups=[
                 OffsetFetchRequestGroup(group_id=group, member_id=member, member_epoch=epoch,
@@ -102,7 +104,7 @@ def test_two_members_split_the_partitions_and_commit_with_their_epoch(broker):
         assert free.error_code == 0
         assert sorted((t.name, p.partition_index, p.committed_offset) for t in free.topics
                       for p in t.partitions) == [(topic, p, 10) for p in mine]
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap})
     desc = admin.describe_consumer_groups([group])[group].result()
     assert (desc.type, desc.state, desc.partition_assignor) == (
         ConsumerGroupType.CONSUMER, ConsumerGroupState.STABLE, "uniform")
@@ -146,25 +148,25 @@ def test_the_group_survives_a_broker_kill(tmp_path):
 
 
 @pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
-def test_a_classic_group_is_upgraded_and_downgraded_online(broker, strategy):
+def test_a_classic_group_is_upgraded_and_downgraded_online(bootstrap, strategy):
     """group.consumer.migration.policy=bidirectional (Kafka's default): a consumer-protocol
     member joins a classic group, the classic member keeps working inside the consumer group
     (JoinGroup/SyncGroup/Heartbeat), and when the consumer-protocol member leaves the group is
     classic again and the classic member gets everything back."""
-    topic = topic_with_records(broker.bootstrap, 4, 0)
+    topic = topic_with_records(bootstrap, 4, 0)
     group = f"g-{uuid.uuid4().hex[:8]}"
-    old = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group,
+    old = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
                     "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
                     "heartbeat.interval.ms": 300, "partition.assignment.strategy": strategy})
     old.subscribe([topic])
     poll_until([old], lambda: len(parts(old)) == 4)
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap})
 
     def group_type():
         return {g.group_id: g.type for g in admin.list_consumer_groups().result().valid}[group]
 
     assert group_type() == ConsumerGroupType.CLASSIC
-    new = consumer(broker.bootstrap, group, topic)
+    new = consumer(bootstrap, group, topic)
     poll_until([old, new], lambda: parts(old) and parts(new)
                and len(parts(old) | parts(new)) == 4 and not parts(old) & parts(new))
     assert group_type() == ConsumerGroupType.CONSUMER
