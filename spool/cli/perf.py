@@ -13,7 +13,8 @@ Contract (``produce``; ``consume`` is :mod:`spool.cli.perf_consume`):
   ``--transaction-duration-ms`` (a transaction committed every that many ms). The
   topic is TOPIC or ``--topic``. Spool's own: ``--acks``, ``--compression`` (over
   the properties), ``--partitions N`` / ``--replication-factor R`` (create the topic
-  when it does not exist; without ``--partitions`` a missing topic is an error: the
+  when it does not exist; an existing topic is used as it is, with a note if its
+  partition count differs; without ``--partitions`` a missing topic is an error: the
   tool never relies on auto-creation), ``--reporting-interval MS`` (5000).
 - Records have no key. ``bootstrap.servers`` in the properties wins over
   ``--bootstrap-server``. The client id is ``perf-producer-client`` unless set.
@@ -122,7 +123,12 @@ def ensure_topic(client: Any, admin_conf: dict[str, Any], topic: str,
     """The topic's partition count; creates it with ``partitions`` when it is missing."""
     md = reach(client, REACH_TIMEOUT, subject=topic)  # all topics: asking for one creates it
     if topic in md.topics and md.topics[topic].error is None:
-        return len(md.topics[topic].partitions)
+        count = len(md.topics[topic].partitions)
+        if partitions is not None and partitions != count:
+            typer.echo(f"spool: topic '{topic}' exists with {count} partition"
+                       f"{'s' if count > 1 else ''}; --partitions {partitions} not applied",
+                       err=True)
+        return count
     if partitions is None:
         raise CliError(f"topic '{topic}' does not exist (UNKNOWN_TOPIC_OR_PARTITION); "
                        f"--partitions N creates it", 1, "UNKNOWN_TOPIC_OR_PARTITION")
