@@ -6,7 +6,8 @@ asset: the CSS and the few lines of JavaScript are inline, so the console works
 offline and behind any proxy.
 
 Charts (:func:`line_chart`) are SVG drawn on the server: one ``polyline`` per series
-(``class="series"``, ``data-series`` its name, ``data-last`` its last value), a dot on
+(``class="series"``, ``data-series`` its name, ``data-last`` its last value,
+``data-max`` its largest, ``data-points`` how many), a dot on
 the last point, the y axis from 0 to a round number above the largest value, the time axis labelled with
 the first and last sample's local time. An element with ``data-refresh="<url>"`` has
 its content replaced every ``refresh_ms`` by what that URL answers (a chart route),
@@ -213,8 +214,10 @@ def line_chart(series: dict[str, list[Point]], *, title: str, unit: str,
         colour = _COLOURS[i % len(_COLOURS)]
         coords = " ".join(f"{x},{y}" for x, y in map(xy, pts))
         last = pts[-1][1]
+        peak = max(p[1] for p in pts)
         parts.append(f'<polyline class="series" data-series="{e(name)}" '
-                     f'data-last="{e(number(last))}" data-points="{len(pts)}" fill="none" '
+                     f'data-last="{e(number(last))}" data-max="{e(number(peak))}" '
+                     f'data-points="{len(pts)}" fill="none" '
                      f'stroke="{colour}" stroke-width="2" points="{coords}"/>')
         x, y = xy(pts[-1])
         parts.append(f'<circle cx="{x}" cy="{y}" r="3" fill="{colour}"/>')

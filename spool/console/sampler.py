@@ -56,9 +56,11 @@ class Sampler:
         self._thread.start()
 
     def stop(self) -> None:
+        """Ends the thread; waits at most 2 s for a sample in flight (a daemon thread:
+        one stuck on an absent cluster does not hold up the process's exit)."""
         self._stop.set()
         if self._thread.is_alive():
-            self._thread.join(timeout=self.interval + 15)
+            self._thread.join(timeout=2)
 
     def _run(self) -> None:
         while not self._stop.is_set():

@@ -176,6 +176,15 @@ def test_message_browser_shows_the_message_produced_here(page, admin, broker):
     [row] = _rows(page, "messages")
     assert row[2] == "6f 72 64 65 72 2d 34 32"  # order-42
     assert page.locator("text=newer →").count() == 1
+    page.fill("#browse input[name=offset]", "")
+    page.fill("#browse input[name=timestamp]", "2000-01-01T00:00:00")  # before both
+    page.fill("#browse input[name=limit]", "20")
+    page.select_option("#browse select[name=format]", "text")
+    _follow(page, "#browse button")
+    assert [r[0] for r in _rows(page, "messages")] == ["0", "1"]
+    page.fill("#browse input[name=timestamp]", "2999-01-01T00:00:00")  # after both
+    _follow(page, "#browse button")
+    assert page.inner_text("p.note") == "No messages in this range."
 
 
 def test_group_pages_show_lag_per_partition_and_the_lag_chart(page, admin, broker):
@@ -281,16 +290,28 @@ def test_bad_offsets_are_400_pages(page, admin, broker):
     _shot(page, "bad-offset")
 
 
-def test_spool_console_command_serves_the_same_pages(broker):
+def test_spool_console_command_draws_live_throughput(page, admin, broker):
+    """``spool console`` sampling every 0.3 s: the overview's chart, refreshed by the
+    page's script without a reload, gains the topic produced to here."""
+    topic = _name("live")
+    _create(admin, topic, 1)
     proc = subprocess.Popen(
         [sys.executable, "-m", "spool.cli.main", "console", "-b", broker.bootstrap,
-         "--listen", "http://127.0.0.1:0"], stdout=subprocess.PIPE, text=True)
+         "--listen", "http://127.0.0.1:0", "--sample-interval", "0.3"],
+        stdout=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()
         url = re.search(r"listening on (http://\S+)", line).group(1)
-        with urllib.request.urlopen(url + "/", timeout=30) as answer:
-            assert answer.status == 200
-            assert f"127.0.0.1:{broker.port}" in answer.read().decode()
+        assert page.goto(url + "/").status == 200
+        assert _rows(page, "brokers")[0][1] == f"127.0.0.1:{broker.port}"
+        page.evaluate("window.loadedOnce = true")  # gone if the page reloads
+        _produce(broker, topic, [{"value": b"v"} for _ in range(50)])
+        series = f"#throughput polyline[data-series='{topic}']"
+        page.wait_for_function(  # a sample after the produce saw records/s above 0
+            f"[...document.querySelectorAll(\"{series}\")].some(p => p.dataset.max !== '0')",
+            timeout=30000)
+        assert page.evaluate("window.loadedOnce") is True
+        _shot(page, "overview-live")
     finally:
         proc.terminate()
         assert proc.wait(30) == 0
