@@ -36,7 +36,6 @@ Contract (``produce``; ``consume`` is :mod:`spool.cli.perf_consume`):
 
 from __future__ import annotations
 
-import random
 import sys
 import time
 import uuid
@@ -63,6 +62,7 @@ from spool.cli.common import (
     reach,
     result,
 )
+from spool.cli.perf_payloads import Payloads, read_payload_file
 from spool.cli.perf_stats import ProducerStats, Throttler, total_line, window_line
 from spool.cli.produce import Acks, Compression
 
@@ -77,45 +77,6 @@ _MAX_REPORTED = 5
 # unthrottled: a few hundred microseconds at these rates, against the Python cost of a
 # poll per record (~20% of the loop)
 POLL_EVERY = 64
-_BLOCK_MAX = 16 * 1024 * 1024
-
-
-class Payloads:
-    """The record values (module docstring). A ``--record-size`` run walks a block of
-    seeded random letters, a record's length at a time, so that no two records of a
-    batch repeat each other (a compressor sees Kafka's kind of data)."""
-
-    def __init__(self, size: int | None, choices: list[bytes] | None, n: int) -> None:
-        self.rng = random.Random(0)
-        self.size, self.choices = size, choices
-        self.block = b""
-        if size is not None:
-            length = min(_BLOCK_MAX, size * n) + size
-            letters = bytes(65 + i % 26 for i in range(256))
-            self.block = self.rng.randbytes(length).translate(letters)
-            self.span = length - size + 1
-
-    def value(self, i: int) -> bytes:
-        if self.size is not None:
-            off = (i * self.size) % self.span
-            return self.block[off:off + self.size]
-        if self.choices is not None:
-            return self.choices[self.rng.randrange(len(self.choices))]
-        return str(i).encode()
-
-
-def read_payload_file(path: str, delimiter: str) -> list[bytes]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise CliError(f"cannot read payload file {path}: "
-                       f"{getattr(e, 'strerror', None) or e}") from None
-    payloads = text.split(delimiter)
-    while payloads and payloads[-1] == "":  # Java's split drops trailing empty strings
-        payloads.pop()
-    if not payloads:
-        raise CliError(f"payload file {path} is empty", 2)
-    return [p.encode() for p in payloads]
 
 
 def ensure_topic(client: Any, admin_conf: dict[str, Any], topic: str,
