@@ -161,7 +161,8 @@ class Broker:
         self.console: Any = None  # console.listeners: a spool.console.server.Console
         # collectors register on metrics.registry; served at metrics.listeners (issue 18)
         self.metrics = BrokerMetrics()
-        metrics_state.register(self)  # partitions, controller, logs, groups, lag: at scrape
+        # partitions, controller, logs, groups, lag: computed at scrape time
+        self.state_metrics = metrics_state.register(self)
         self.metrics_http: MetricsHttp | None = None  # metrics.listeners
         # authorizer.class.name: None (every request allowed) or the ACL authorizer that
         # handlers ask through spool.broker.authz
@@ -407,6 +408,7 @@ class Broker:
             await self.admin_http.close()
         if self.metrics_http is not None:
             await self.metrics_http.close()
+        await self.state_metrics.close()  # the lag metrics' connections to other brokers
         if self.server is not None:
             await self.server.close()
         if self.share_manager is not None:  # lock timers, pending state writes

@@ -27,8 +27,9 @@ Consumer lag under kafka-exporter's names (``consumergroup``, ``topic``,
 The end offset is the partition's high watermark (what ListOffsets LATEST answers a
 read_uncommitted consumer: kafka-consumer-groups' LOG-END-OFFSET) as this broker's
 replica has it: exact on the leader, at most one replica fetch behind on a follower.
-A partition this broker has no replica of has no lag here (a cluster whose
-coordinators do not host every partition leaves those out).
+A partition this broker has no replica of gets its leader's answer to the ListOffsets
+the previous scrape sent (``spool.broker.metrics_remote``): one scrape interval old, and
+absent from the first scrape.
 
 ``TopicCollector``: kafka-exporter's per-partition figures for the partitions this
 broker leads (each partition once over a cluster):
@@ -45,6 +46,7 @@ from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
+from spool.broker.metrics_remote import RemoteHighWatermarks
 from spool.coordinator.consumer_group import ConsumerGroup, ConsumerGroupState
 from spool.coordinator.group import ClassicGroup, GroupState
 from spool.coordinator.share_group import ShareGroup
@@ -77,6 +79,7 @@ class GroupCollector:
 
     def __init__(self, broker: Any) -> None:
         self.broker = broker
+        self.remote = RemoteHighWatermarks(broker)
 
     def collect(self) -> Iterator[Metric]:
         broker = self.broker
@@ -116,14 +119,20 @@ class GroupCollector:
         members = GaugeMetricFamily("kafka_consumergroup_members", "Members of the group.",
                                     labels=["consumergroup"])
         n_offsets = 0
+        missing: set[tuple[str, int]] = set()
         for group_id in sorted(coord.offsets.groups()):
             sums: dict[str, list[int]] = {}
             for (topic, partition), committed in sorted(coord.offsets.get(group_id).items()):
                 n_offsets += 1
                 plog = logs.get(topic, partition)
-                if plog is None or plog.closed:
-                    continue
-                behind = max(0, plog.high_watermark - committed.offset)
+                if plog is not None and not plog.closed:
+                    hw = plog.high_watermark
+                else:
+                    missing.add((topic, partition))
+                    hw = self.remote.get(topic, partition)
+                    if hw is None:
+                        continue
+                behind = max(0, hw - committed.offset)
                 key = [group_id, topic, str(partition)]
                 current.add_metric(key, committed.offset)
                 lag.add_metric(key, behind)
@@ -136,6 +145,8 @@ class GroupCollector:
         for group_id, group in sorted(coord.groups.items()):
             if isinstance(group, (ClassicGroup, ConsumerGroup)):
                 members.add_metric([group_id], len(group.members))
+        if self.broker.view is not None and self.broker.view.clustered:
+            self.remote.refresh(missing)
         yield GaugeMetricFamily(GCM + "offset_count", "Committed offsets.", value=n_offsets)
         yield from (current, lag, current_sum, lag_sum, members)
 

@@ -47,13 +47,26 @@ from spool.broker.metrics_lag import GroupCollector, TopicCollector
 NO_LEADER = -1
 
 
-def register(broker: Any) -> None:
+class StateMetrics:
+    """The collectors ``register`` added; ``close()`` at the broker's shutdown (the lag's
+    requests to other brokers, ``spool.broker.metrics_remote``)."""
+
+    def __init__(self, broker: Any) -> None:
+        self.groups = GroupCollector(broker)
+        self.collectors = (ReplicaManagerCollector(broker), ControllerCollector(broker),
+                           LogCollector(broker), self.groups, TopicCollector(broker))
+
+    async def close(self) -> None:
+        await self.groups.remote.close()
+
+
+def register(broker: Any) -> StateMetrics:
     """Register this module's collectors, and the group and lag ones
     (``spool.broker.metrics_lag``), on ``broker.metrics.registry``."""
-    registry = broker.metrics.registry
-    for collector in (ReplicaManagerCollector(broker), ControllerCollector(broker),
-                      LogCollector(broker), GroupCollector(broker), TopicCollector(broker)):
-        registry.register(collector)
+    state = StateMetrics(broker)
+    for collector in state.collectors:
+        broker.metrics.registry.register(collector)
+    return state
 
 
 def gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
