@@ -10,7 +10,8 @@ check is a scrape, parsed as Prometheus parses it, of what a user reads on a das
   high watermark. Group counts (group-coordinator-metrics): the consuming group is
   classic Stable with one member, the committing-only one classic Empty; once the
   consumer closes both are Empty.
-* a consumer-protocol (KIP-848) group counts as consumer Stable, then Empty.
+* a consumer-protocol (KIP-848) group counts as consumer Stable, then Empty; a share
+  group (KIP-932) as share Stable with its member, Empty once it left.
 * per-partition log figures equal the partition's offsets and its segment file's size;
   DeleteRecords moves the log start offset (and kafka-exporter's oldest offset); the
   single node is the active controller, leads every partition it hosts, none is
@@ -32,7 +33,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.helpers.broker_proc import BrokerProcess
 from tests.helpers.cluster_proc import reserve_port
+from tests.helpers.raw_client import RawClient
 from tests.helpers.scrape import Scrape, scrape
+from tests.helpers.share import hb
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "docs" / "grafana" / "spool-dashboard.json"
 GCM = "kafka_server_group_coordinator_metrics_"
@@ -45,6 +48,8 @@ def node(tmp_path_factory):
     b = BrokerProcess(tmp_path_factory.mktemp("metrics-lag") / "data", {
         "metrics.listeners": f"http://127.0.0.1:{port}",
         "offsets.topic.num.partitions": "2",
+        "share.coordinator.state.topic.replication.factor": "1",
+        "share.coordinator.state.topic.num.partitions": "1",
     })
     try:
         b.start()
@@ -175,6 +180,22 @@ def test_consumer_protocol_group_counts(node):
         c.close()
     s = metrics(node)
     assert states(s, "consumer")["Empty"] == 1 and states(s, "consumer")["Stable"] == 0
+
+
+def test_share_group_counts(node):
+    create(node, "shared", 1)
+    rc = RawClient(node.bootstrap)
+    try:
+        joined = hb(rc, "sharers", "m1", 0, ["shared"])
+        assert joined.error_code == 0
+        s = metrics(node)
+        assert states(s, "share") == {"Empty": 0, "Stable": 1, "Dead": 0}
+        assert s.value(GCM + "group_count", protocol="share") == 1
+        assert hb(rc, "sharers", "m1", -1).error_code == 0  # leaves
+        s = metrics(node)
+        assert states(s, "share") == {"Empty": 1, "Stable": 0, "Dead": 0}
+    finally:
+        rc.close()
 
 
 def test_partition_and_log_figures(node):
