@@ -172,6 +172,13 @@ async def delete_share_group_offsets(coord: WireAdmin, group: str, topics: list[
             raise refused(t.error_code, t.error_message, t.topic_name)
 
 
+_OFFSET_DELETE_PHRASES = {
+    Errors.GROUP_ID_NOT_FOUND: "the group does not exist",
+    Errors.NON_EMPTY_GROUP: "its offsets can only be deleted while it has no members",
+    Errors.INVALID_GROUP_ID: "not a valid group id",
+}
+
+
 async def delete_offsets(coord: WireAdmin, group: str,
                          parts: list[tuple[str, int]]) -> list[tuple[str, int, int]]:
     """OffsetDelete of ``parts`` (module doc): ``[(topic, partition, error code)]``."""
@@ -183,6 +190,7 @@ async def delete_offsets(coord: WireAdmin, group: str,
             odr.OffsetDeleteRequestPartition(partition_index=p) for p in sorted(ps)])
         for t, ps in sorted(by_topic.items())]), 0)
     if resp.error_code:
-        raise refused(resp.error_code, None, f"group '{group}'")
+        raise refused(resp.error_code, _OFFSET_DELETE_PHRASES.get(resp.error_code),
+                      f"group '{group}'")
     return sorted((t.name, p.partition_index, p.error_code) for t in resp.topics
                   for p in t.partitions)

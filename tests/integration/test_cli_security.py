@@ -233,6 +233,10 @@ def test_quotas_set_describe_delete(sec) -> None:
     described = sec.spool(sec.admin, "quotas", "describe", "--user", "alice")
     assert described.stdout == ("Quota configs for user-principal 'alice' are "
                                 "consumer_byte_rate=2.0E7, producer_byte_rate=1048576.0\n")
+    assert json.loads(sec.spool(sec.admin, "quotas", "describe", "--user", "alice",
+                                "--json").stdout) == [
+        {"entity": {"user": "alice"},
+         "quotas": {"consumer_byte_rate": 20000000.0, "producer_byte_rate": 1048576.0}}]
     every = sec.spool(sec.admin, "quotas", "describe").stdout.splitlines()
     assert "Quota configs for the default client-id are request_percentage=50.0" in every
     line = one_error(sec.spool(sec.admin, "quotas", "set", "--user", "alice",

@@ -190,6 +190,9 @@ def test_describe_views_delete_offsets_and_reset_plans(broker, topic_name, tmp_p
                                f"{topic_name}:2", "--json").stdout)
     assert deleted == [{"topic": topic_name, "partition": 2, "error": None}]
     assert committed(broker, group, topic_name, 3) == {0: 7, 1: 5, 2: -1001}
+    gone = run("groups", "delete-offsets", f"nope-{group}", "--topic", topic_name, ok=False)
+    assert (gone.returncode, gone.stderr) == (
+        1, f"spool: group 'nope-{group}': the group does not exist (GROUP_ID_NOT_FOUND)\n")
     bad = run("groups", "reset-offsets", group, "--all-topics", "--by-duration",
                 "1h", ok=False)
     assert (bad.returncode, bad.stderr) == (2, "spool: bad --by-duration '1h': expected an "
