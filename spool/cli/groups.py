@@ -37,7 +37,8 @@
 - ``reset-offsets GROUP (--topic T[:P,P...]... | --all-topics | --from-file CSV)
   (--to-earliest | --to-latest | --to-current | --to-datetime T | --by-duration D |
   --to-offset N | --shift-by N) [--execute] [--export | --json]``: prints the plan
-  (topic, partition, new offset); only ``--execute`` commits it. Like Kafka's tool it
+  (topic, partition, new offset); only ``--execute`` commits it (``--dry-run``, Kafka's
+  spelling of the default, is accepted). Like Kafka's tool it
   refuses unless the group is inactive (Empty or unknown), and clamps targets into
   ``[log start, log end]``. ``--all-topics``: the partitions the group has committed
   offsets for. ``--to-current``: the committed offset, the log end without one.
@@ -430,12 +431,16 @@ def reset_offsets(
     export: Annotated[bool, typer.Option(
         "--export", help="Print the plan as Kafka's CSV (for --from-file).")] = False,
     execute: Annotated[bool, typer.Option("--execute", help="Commit the plan (else dry run).")] = False,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Only print the plan (the default; Kafka's spelling).")] = False,
     json: JsonFlag = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
     command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
 ) -> None:
     """Plan (and with --execute, commit) new offsets for an inactive group."""
+    if execute and dry_run:
+        raise CliError("give --dry-run or --execute, not both", 2)
     given = [to_earliest, to_latest, to_current, to_datetime is not None,
              by_duration is not None, to_offset is not None, shift_by is not None,
              from_file is not None]

@@ -1,8 +1,9 @@
 """``spool transactions``: Kafka's kafka-transactions tool.
 
-- ``list [--state S]... [--json]``: transactional ids with their coordinator, producer id
-  and state (ListTransactions, API 66, sent to every broker as Kafka's admin client does:
-  each answers for the ids it coordinates). ``--json``:
+- ``list [--state S]... [--duration-filter MS] [--json]``: transactional ids with their
+  coordinator, producer id and state (ListTransactions, API 66, sent to every broker as
+  Kafka's admin client does: each answers for the ids it coordinates); Kafka's
+  ``--duration-filter`` keeps the transactions running longer than MS. ``--json``:
   ``[{"transactional_id", "coordinator", "producer_id", "state"}]``.
 - ``describe TRANSACTIONAL_ID [--json]``: state, producer id and epoch, timeout, start
   time and age of the open transaction, and its partitions (DescribeTransactions, API 65,
@@ -92,13 +93,15 @@ async def _on(address: str, timeout: float, request: Any, version: int) -> Any:
 
 
 async def _list(admin: wire.WireAdmin, timeout: float, states: list[str],
-                producer_ids: list[int]) -> list[tuple[str, int, int, str]]:
+                producer_ids: list[int], duration_ms: int = -1
+                ) -> list[tuple[str, int, int, str]]:
     """(transactional id, coordinator, producer id, state) from every broker."""
     brokers, _ = await _brokers(admin)
     out = []
     for node_id, address in sorted(brokers.items()):
         resp = await _on(address, timeout, ListTransactionsRequest(
-            state_filters=states, producer_id_filters=producer_ids), 1)
+            state_filters=states, producer_id_filters=producer_ids,
+            duration_filter=duration_ms), 1)
         if resp.error_code:
             raise _error(resp.error_code, f"list transactions on broker {node_id}")
         out += [(t.transactional_id, node_id, t.producer_id, t.transaction_state)
@@ -129,13 +132,17 @@ async def _describe(admin: wire.WireAdmin, timeout: float, tid: str) -> Any:
 def list_(
     state: Annotated[list[str] | None, typer.Option(
         "--state", help="Only these states (Ongoing, PrepareCommit, CompleteAbort...).")] = None,
+    duration_filter: Annotated[int, typer.Option(
+        "--duration-filter", help="Only transactions running longer than this many ms "
+        "(< 0: all).")] = -1,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
     command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 10.0,
     json_: JsonFlag = False,
 ) -> None:
     """List transactional ids, their coordinators, producer ids and states."""
-    rows = wire.run(bootstrap, timeout, lambda a: _list(a, timeout, state or [], []))
+    rows = wire.run(bootstrap, timeout, lambda a: _list(a, timeout, state or [], [],
+                                                        duration_filter))
     if json_:
         print_json([{"transactional_id": t, "coordinator": c, "producer_id": p, "state": s}
                     for t, c, p, s in rows])

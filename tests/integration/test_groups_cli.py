@@ -172,7 +172,7 @@ def test_describe_views_delete_offsets_and_reset_plans(broker, topic_name, tmp_p
         k: v for d in every if d["group"] == group for k, v in d.items()
         if k in ("group", "state", "members")}
     export = run("groups", "reset-offsets", group, "--all-topics", "--to-current",
-                   "--export")
+                 "--export", "--dry-run")
     assert export.stdout == f"{topic_name},0,4\n"
     assert run("groups", "reset-offsets", group, "--topic", topic_name,
                  "--to-current", "--export").stdout == (

@@ -137,4 +137,10 @@ def test_describe_producers_find_hanging_and_abort(loose_broker, topic_name):
     usage = run("find-hanging")
     assert (usage.returncode, usage.stderr) == (
         2, "spool: find-hanging needs --topic or --broker-id to limit the search\n")
+    known_id = f"known-{topic_name}"
+    running = {t["transactional_id"] for t in json.loads(run(
+        "list", "--duration-filter", "0", "--json").stdout)}
+    assert known_id in running and f"ghost-{topic_name}" not in running
+    assert known_id not in {t["transactional_id"] for t in json.loads(run(
+        "list", "--duration-filter", "3600000", "--json").stdout)}
     known.abort_transaction(15)
