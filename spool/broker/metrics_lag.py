@@ -145,7 +145,7 @@ class GroupCollector:
         for group_id, group in sorted(coord.groups.items()):
             if isinstance(group, (ClassicGroup, ConsumerGroup)):
                 members.add_metric([group_id], len(group.members))
-        if self.broker.view is not None and self.broker.view.clustered:
+        if self.broker.cluster.kraft:
             self.remote.refresh(missing)
         yield GaugeMetricFamily(GCM + "offset_count", "Committed offsets.", value=n_offsets)
         yield from (current, lag, current_sum, lag_sum, members)
@@ -160,7 +160,7 @@ class TopicCollector:
     def _led(self) -> Iterator[tuple[str, int, Any, int, tuple[int, ...], tuple[int, ...]]]:
         """(topic, partition, log, leader, replicas, isr) of every partition led here."""
         broker = self.broker
-        if broker.view.clustered:
+        if broker.cluster.kraft:
             for part in broker.replicas.partitions():
                 if part.is_leader:
                     yield (part.topic, part.partition, part.log, part.leader_id,

@@ -82,7 +82,7 @@ class ReplicaManagerCollector:
     def _replicas(self) -> Iterator[tuple[bool, int, int, int]]:
         """(leads it, replica count, ISR size, min.insync.replicas) of every replica here."""
         broker = self.broker
-        if broker.view is not None and broker.view.clustered:
+        if broker.cluster.kraft:  # (its view is a single node's until the first image)
             for part in broker.replicas.partitions():
                 yield (part.is_leader, len(part.replicas), len(part.isr),
                        part.min_insync_replicas)
