@@ -1,7 +1,7 @@
 """``spool console``: the web console (``spool.console``) for a cluster.
 
 ``spool console [--bootstrap-server B] [--listen http://127.0.0.1:8080]
-[--sample-interval 5] [--timeout 5] [--command-config FILE]`` serves the console until Ctrl-C or
+[--sample-interval 5] [--timeout 5] [--read-only] [--command-config FILE]`` serves the console until Ctrl-C or
 SIGTERM (both a clean exit 0). Once listening it prints one line to stdout,
 ``spool console listening on http://HOST:PORT (cluster B)``. It starts even when no
 broker answers yet: its pages then say so (503) until one does. A listener it cannot
@@ -38,6 +38,8 @@ def console(
     timeout: Annotated[float, typer.Option(
         "--timeout", min=0.1, help="Seconds a page waits for the cluster before saying "
         "it does not answer (503).")] = 5.0,
+    read_only: Annotated[bool, typer.Option(
+        "--read-only", help="No topic creation or deletion from the pages.")] = False,
     command_config: CommandConfigOpt = None,
 ) -> None:
     """Serve the web console: brokers, topics, messages, groups, lag and throughput."""
@@ -52,7 +54,8 @@ def console(
     conf.pop("error_cb", None)  # the console reports an absent cluster on its pages
     conf["client.id"] = "spool-console"
     try:
-        app = Console(conf, listen, sample_interval=sample_interval, timeout=timeout)
+        app = Console(conf, listen, sample_interval=sample_interval, timeout=timeout,
+                      read_only=read_only)
     except OSError as e:
         raise CliError(str(e.strerror or e)) from None
     done = threading.Event()

@@ -12,7 +12,9 @@ It answers plain dataclasses (``Overview``, ``TopicSummary``, ``TopicDetail``,
 - ``BadInput``: the request cannot be honoured as asked, e.g. an offset outside
   the partition's ``[log_start_offset, high_watermark]`` or a refused topic name
   (a 400; the broker's own message is kept);
-- ``Unavailable``: no broker answered in time (a 503 naming the bootstrap address);
+- ``Unavailable``: no broker answered in time (a 503 naming the bootstrap address and
+  the client's last error of the past minute: a refused connection, a listener that
+  wants SASL or TLS);
 - ``confluent_kafka.KafkaException`` for anything else the cluster refused.
 
 The controller is the one DescribeCluster names (Spool: the active controller when it is a
@@ -203,8 +205,10 @@ class ClusterReader:
     def __init__(self, client_config: dict[str, Any], timeout: float = 5.0,
                  log_dirs: Any = None) -> None:
         self.config = dict(client_config)
+        self.config["error_cb"] = self._on_error
         self.bootstrap = str(self.config.get("bootstrap.servers", ""))
         self.timeout = timeout
+        self._last_error: tuple[float, str] | None = None  # librdkafka's, for 503 pages
         self.admin = AdminClient(self.config)
         self.log_dirs = log_dirs  # spool.console.log_dirs.LogDirs, or None: no sizes
 
@@ -218,8 +222,17 @@ class ClusterReader:
         except KafkaException as e:
             raise self._translate(e, subject) from None
 
+    def _on_error(self, err: KafkaError) -> None:
+        if err.code() != KafkaError._ALL_BROKERS_DOWN:  # says less than the one before it
+            self._last_error = (time.monotonic(), _clean(err.str()))
+
     def _unreachable(self) -> str:
-        return f"no broker answered at {self.bootstrap} within {self.timeout:g} s"
+        text = f"no broker answered at {self.bootstrap} within {self.timeout:g} s"
+        self.admin.poll(0)  # serves the error callback
+        last = self._last_error
+        if last is not None and time.monotonic() - last[0] < 60:
+            text += f" (the client's last error: {last[1]})"
+        return text
 
     def _translate(self, e: KafkaException, subject: str | None) -> Exception:
         err = e.args[0] if e.args else None

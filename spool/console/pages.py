@@ -19,7 +19,8 @@ Routes (``ROUTES``; path parameters are percent-decoded names)::
     GET  /charts/throughput[?topic=]     the throughput chart alone (for live refresh)
     GET  /charts/lag[/<id>]              the lag chart alone (every group, or one)
 
-Bad input is a page, never a crash: an unknown topic, partition or group is a 404,
+A read-only console (``--read-only``) shows no create or delete form and answers
+403 on those routes. Bad input is a page, never a crash: an unknown topic, partition or group is a 404,
 a malformed or out-of-range parameter a 400 naming it (``BadInput``); the cluster
 not answering is a 503 (see ``spool.console.server``).
 """
@@ -72,6 +73,7 @@ class Context:
     reader: ClusterReader
     sampler: Sampler
     refresh_ms: int
+    read_only: bool = False  # no create/delete forms; their routes answer 403
 
     @property
     def cluster(self) -> str:
@@ -178,7 +180,8 @@ def topics(ctx: Context, req: Request, message: Markup | None = None,
     notes = [tag("p", f"Topic '{deleted}' deleted.", class_="note")] if deleted else []
     if message is not None:
         notes.append(message)
-    body = join([*notes, _CREATE_FORM, tag("h2", f"Topics ({len(listed)})"),
+    form = "" if ctx.read_only else _CREATE_FORM
+    body = join([*notes, form, tag("h2", f"Topics ({len(listed)})"),
                  table(["Topic", "Partitions", "Replication factor", "Records",
                         "Records/s (last sample)"], rows, id="topics")])
     return _html(ctx, "Topics", body, "/topics", status)
@@ -221,8 +224,10 @@ def topic(ctx: Context, req: Request) -> Page:
         tag("details", join([tag("summary", f"{len(defaults)} configs at their defaults"),
                              table(["Config", "Value", "Source"], config_rows(defaults),
                                    id="default-configs")]))])
-    actions = join([link(f"/topics/{_q(name)}/messages", "Browse messages"), Markup(" · "),
-                    link(f"/topics/{_q(name)}/delete", "Delete topic…")])
+    actions = link(f"/topics/{_q(name)}/messages", "Browse messages")
+    if not ctx.read_only:
+        actions = join([actions, Markup(" · "), link(f"/topics/{_q(name)}/delete",
+                                                     "Delete topic…")])
     body = join([tag("p", join([tag("span", "internal", class_="tag") + Markup(" ")
                                 if t.internal else "", actions])),
                  tag("h2", f"Partitions ({len(t.partitions)})"), parts,
@@ -360,6 +365,8 @@ def lag_chart(ctx: Context, req: Request) -> Page:
 
 
 Handler = Callable[[Context, Request], Page]
+
+MUTATING = {"create_topic", "delete_form", "delete_topic"}  # refused when read-only
 
 ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
     (m, re.compile(p), h) for m, p, h in [

@@ -11,6 +11,7 @@ Every request answers a page, whatever happens (``pages`` for the routes):
 - ``NotFound`` 404, ``BadInput`` 400, ``Unavailable`` (no broker answered) 503,
   any other Kafka error 502 naming it, anything else 500 (logged with its traceback,
   the page names only the exception) - never a dropped connection;
+- a read-only console refuses the create and delete routes (403);
 - a POST whose ``Origin`` header names another site is refused (403): a page
   elsewhere cannot make a visitor's browser delete topics; form bodies above 64 KiB
   are refused (413).
@@ -41,12 +42,14 @@ class Console:
     """The console for one cluster (module doc)."""
 
     def __init__(self, client_config: dict[str, Any], listen: str = "http://127.0.0.1:8080",
-                 *, sample_interval: float = 5.0, timeout: float = 5.0) -> None:
+                 *, sample_interval: float = 5.0, timeout: float = 5.0,
+                 read_only: bool = False) -> None:
         host, port = parse_listener(listen)
         log_dirs = LogDirs.of(client_config, timeout)
         self.reader = ClusterReader(client_config, timeout, log_dirs)
         self.sampler = Sampler(self.reader, sample_interval)
-        self.context = pages.Context(self.reader, self.sampler, int(sample_interval * 1000))
+        self.context = pages.Context(self.reader, self.sampler, int(sample_interval * 1000),
+                                     read_only)
         handler = type("Handler", (_Handler,), {"context": self.context})
         try:
             self.httpd = ThreadingHTTPServer((host, port), handler)
@@ -92,11 +95,14 @@ class _Handler(BaseHTTPRequestHandler):
         log.debug("%s %s", self.address_string(), format % args)
 
     def _serve(self, method: str) -> None:
+        self._body_read = False
         try:
             page = self._page(method)
         except Exception:  # the page itself failed to build: still an answer
             log.exception("console: %s %s failed", method, self.path)
             page = pages.error_page(None, 500, "Internal error", "The console failed.")
+        if method == "POST" and not self._body_read:
+            self.close_connection = True  # its unread body must not be taken for a request
         self._send(page)
 
     def _page(self, method: str) -> pages.Page:
@@ -108,6 +114,10 @@ class _Handler(BaseHTTPRequestHandler):
                 return pages.error_page(ctx, 405, "Method not allowed",
                                         f"{method} is not allowed on {url.path}")
             return pages.error_page(ctx, 404, "Not found", f"There is no page {url.path}")
+        if ctx.read_only and handler.__name__ in pages.MUTATING:
+            return pages.error_page(ctx, 403, "Read-only console",
+                                    "This console is read-only: topics are not created or "
+                                    "deleted from it.")
         query = dict(parse_qsl(url.query, keep_blank_values=True))
         if method == "POST":
             refused = self._post_refusal()
@@ -116,6 +126,7 @@ class _Handler(BaseHTTPRequestHandler):
             length = int(self.headers.get("Content-Length") or 0)
             query.update(parse_qsl(self.rfile.read(length).decode("utf-8", "replace"),
                                    keep_blank_values=True))
+            self._body_read = True
         request = pages.Request(method, {k: unquote(v) for k, v in raw.items()}, query)
         try:
             return handler(ctx, request)
@@ -146,7 +157,6 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             length = MAX_BODY + 1
         if length > MAX_BODY:
-            self.close_connection = True
             return pages.error_page(self.context, 413, "Too large",
                                     f"form bodies are limited to {MAX_BODY} bytes")
         return None

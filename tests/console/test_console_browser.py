@@ -291,13 +291,13 @@ def test_bad_offsets_are_400_pages(page, admin, broker):
 
 
 def test_spool_console_command_draws_live_throughput(page, admin, broker):
-    """``spool console`` sampling every 0.3 s: the overview's chart, refreshed by the
-    page's script without a reload, gains the topic produced to here."""
+    """``spool console --read-only`` sampling every 0.3 s: the overview's chart, refreshed
+    by the page's script without a reload, gains the topic produced to here."""
     topic = _name("live")
     _create(admin, topic, 1)
     proc = subprocess.Popen(
         [sys.executable, "-m", "spool.cli.main", "console", "-b", broker.bootstrap,
-         "--listen", "http://127.0.0.1:0", "--sample-interval", "0.3"],
+         "--listen", "http://127.0.0.1:0", "--sample-interval", "0.3", "--read-only"],
         stdout=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()
@@ -312,6 +312,10 @@ def test_spool_console_command_draws_live_throughput(page, admin, broker):
             timeout=30000)
         assert page.evaluate("window.loadedOnce") is True
         _shot(page, "overview-live")
+        page.goto(f"{url}/topics/{topic}")  # --read-only: no delete link, no form
+        assert page.locator("text=Delete topic…").count() == 0
+        assert page.goto(f"{url}/topics/{topic}/delete").status == 403
+        assert topic in admin.list_topics(timeout=10).topics
     finally:
         proc.terminate()
         assert proc.wait(30) == 0
@@ -326,7 +330,22 @@ def test_a_console_without_a_cluster_says_so():
         with pytest.raises(urllib.error.HTTPError) as answer:
             urllib.request.urlopen(url + "/topics", timeout=30)
         assert answer.value.code == 503
-        assert "no broker answered at 127.0.0.1:1 within 1 s" in answer.value.read().decode()
+        page = answer.value.read().decode()
+        assert "no broker answered at 127.0.0.1:1 within 1 s" in page
+        assert "Connection refused" in page  # librdkafka's last error, passed on
     finally:
         proc.terminate()
         assert proc.wait(30) == 0
+
+
+def test_a_form_posted_from_another_site_changes_nothing(broker, admin):
+    topic = _name("csrf")
+    request = urllib.request.Request(
+        broker.console_url + "/topics", data=f"name={topic}&partitions=1".encode(),
+        headers={"Origin": "http://elsewhere.example"}, method="POST")
+    with pytest.raises(urllib.error.HTTPError) as answer:
+        urllib.request.urlopen(request, timeout=30)
+    assert answer.value.code == 403
+    assert "a form from http://elsewhere.example may not change this cluster" in \
+        answer.value.read().decode()
+    assert topic not in admin.list_topics(timeout=10).topics
