@@ -73,7 +73,7 @@ def librdkafka(props: dict[str, str], option: str) -> tuple[dict[str, Any], dict
             continue
         if key in _CONNECTION:
             connection[key] = value
-        if key == "buffer.memory":
+        elif key == "buffer.memory":
             conf["queue.buffering.max.kbytes"] = max(1, int(_number(key, value, option)) // 1024)
         elif key == "max.request.size":
             conf["message.max.bytes"] = value
