@@ -10,6 +10,12 @@
 - ``down [--dir DIR]`` stops them: SIGTERM, SIGKILL after ``--timeout``.
 - ``status [-b HOST:PORT]`` prints the quorum and the brokers
   (``spool.cli.cluster_status``).
+- ``describe [-b HOST:PORT] [--json]``: the cluster as any broker sees it, quorum or not
+  (a single node too): cluster id, controller, and per broker its address, rack, whether
+  it is fenced and how many partition leaders and replicas it holds (DescribeCluster v2
+  with fenced brokers, and Metadata of every topic, internal ones included). ``--json``:
+  ``{"cluster_id", "controller_id", "brokers": [{"id", "host", "port", "rack", "fenced",
+  "leaders", "replicas"}]}``.
 
 Progress goes to stderr; failures are one ``spool: ...`` line and exit 1.
 """
@@ -32,7 +38,8 @@ from spool.cli.common import (
     print_table,
 )
 
-app = typer.Typer(help="A local KRaft cluster: up, down, status.", no_args_is_help=True)
+app = typer.Typer(help="A local KRaft cluster: up, down, status; describe any cluster.",
+                  no_args_is_help=True)
 
 Dir = Annotated[Path, typer.Option("--dir", "-d", help="Where the cluster lives.")]
 DEFAULT_DIR = Path("spool-cluster")
@@ -114,6 +121,49 @@ def down(
         raise CliError(f"{dir} holds no cluster")
     for node, pid, how in cluster.stop(timeout):
         _say(f"node {node.node_id}: {how}" + (f" (pid {pid})" if pid else ""))
+
+
+@app.command()
+@cli_command
+def describe(
+    bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
+    json: JsonFlag = False,
+    timeout: Annotated[float, typer.Option("--timeout", min=0.1,
+                                           help="Seconds to wait for a broker.")] = 10.0,
+) -> None:
+    """The cluster id, the controller and the brokers (rack, fenced, partitions held)."""
+    from spool.cli import wire
+    from spool.protocol._generated import DescribeClusterRequest
+
+    async def body(admin: wire.WireAdmin) -> tuple:
+        cluster = await admin.request(DescribeClusterRequest(include_fenced_brokers=True), 2)
+        return cluster, await admin.metadata(None), admin.version(60, 2)
+
+    cluster, md, version = wire.run(bootstrap, timeout, body)
+    if cluster.error_code:
+        raise wire.refused(cluster.error_code, cluster.error_message, "DescribeCluster")
+    leaders: dict[int, int] = {}
+    replicas: dict[int, int] = {}
+    for t in md.topics:
+        for p in t.partitions:
+            leaders[p.leader_id] = leaders.get(p.leader_id, 0) + 1
+            for r in p.replica_nodes:
+                replicas[r] = replicas.get(r, 0) + 1
+    doc = {"cluster_id": cluster.cluster_id, "controller_id": cluster.controller_id,
+           "brokers": [{"id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack,
+                        "fenced": b.is_fenced if version >= 2 else None,
+                        "leaders": leaders.get(b.broker_id, 0),
+                        "replicas": replicas.get(b.broker_id, 0)}
+                       for b in sorted(cluster.brokers, key=lambda b: b.broker_id)]}
+    if json:
+        print_json(doc)
+        return
+    print(f"ClusterId: {doc['cluster_id']}  Controller: {doc['controller_id']}")
+    print_table(["BrokerId", "Address", "Rack", "Fenced", "Leaders", "Replicas"],
+                [[b["id"], f"{b['host']}:{b['port']}", b["rack"] or "-",
+                  "?" if b["fenced"] is None else "yes" if b["fenced"] else "no",
+                  b["leaders"], b["replicas"]] for b in doc["brokers"]])
 
 
 @app.command()

@@ -29,7 +29,7 @@ from spool.protocol._generated import (
     DescribeQuorumRequest,
 )
 from spool.protocol._generated.describe_quorum_request import PartitionData, TopicData
-from spool.protocol.errors import error_name
+from spool.protocol.errors import Errors, error_name
 
 METADATA_TOPIC = "__cluster_metadata"
 _OURS = {18: 3, 55: 2, 60: 2}  # api key -> the highest version this command speaks
@@ -106,10 +106,12 @@ async def _ask(client: NodeClient, asked: str) -> Status:
     quorum = await client.request(DescribeQuorumRequest(topics=[TopicData(
         topic_name=METADATA_TOPIC, partitions=[PartitionData(partition_index=0)])]), use[55])
     if quorum.error_code:
-        raise StatusError(f"{asked}: DescribeQuorum: {_error(quorum.error_code, quorum)}")
+        raise StatusError(f"{asked}: DescribeQuorum: {_error(quorum.error_code, quorum)}"
+                          + _hint(quorum.error_code))
     p = quorum.topics[0].partitions[0]
     if p.error_code:
-        raise StatusError(f"{asked}: DescribeQuorum: {_error(p.error_code, p)}")
+        raise StatusError(f"{asked}: DescribeQuorum: {_error(p.error_code, p)}"
+                          + _hint(p.error_code))
     cluster = None  # a controller listener serves no DescribeCluster for brokers
     if 60 in served:
         cluster = await client.request(
@@ -136,6 +138,12 @@ async def _ask(client: NodeClient, asked: str) -> Status:
             (Broker(b.broker_id, b.host, b.port, b.rack, b.is_fenced if use[60] >= 2 else None)
              for b in cluster.brokers), key=lambda b: b.node_id),
     )
+
+
+def _hint(code: int) -> str:
+    """A single node answers NOT_CONTROLLER: say where its cluster view is."""
+    return ("; without a quorum (a single node), spool cluster describe shows the brokers"
+            if code == Errors.NOT_CONTROLLER else "")
 
 
 def _ago(now: int, ts: int) -> int | None:

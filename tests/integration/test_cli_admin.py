@@ -1,6 +1,7 @@
 """Admin commands against the session broker, run in-process (``tests.helpers.cli``):
-``spool api-versions`` (kafka-broker-api-versions), ``configs alter --add-config-file``
-and the broker's refusals naming the key and what it accepts, ``reassign verify --json``."""
+``spool api-versions`` (kafka-broker-api-versions), ``cluster describe``, ``configs alter
+--add-config-file`` and the broker's refusals naming the key and what it accepts,
+``reassign verify --json``."""
 
 from __future__ import annotations
 
@@ -101,3 +102,21 @@ def test_reassign_verify_json(broker, topic_name, tmp_path):
         {"topic": topic_name, "partition": 1, "status": "elsewhere", "replicas": [node],
          "target": [node + 1]}]
     assert got.stderr == "spool: 1 partition of the plan is not where it says\n"
+
+
+def test_cluster_describe_on_a_single_node(broker, topic_name):
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic_name, 3, 1)])[topic_name].result(10)
+    described = admin.describe_cluster(request_timeout=10).result(15)
+    md = admin.list_topics(timeout=10)
+    held = sum(len(t.partitions) for t in md.topics.values())
+    host, port = broker.bootstrap.split(":")
+    doc = json.loads(spool_cli("cluster", "describe", "--json", "-b", broker.bootstrap).stdout)
+    assert doc == {"cluster_id": described.cluster_id, "controller_id": described.controller.id,
+                   "brokers": [{"id": described.controller.id, "host": host, "port": int(port),
+                                "rack": None, "fenced": False, "leaders": held,
+                                "replicas": held}]}
+    text = spool_cli("cluster", "describe", "-b", broker.bootstrap).stdout.splitlines()
+    assert text[0] == f"ClusterId: {described.cluster_id}  Controller: {described.controller.id}"
+    assert text[2].split() == [str(described.controller.id), broker.bootstrap, "-", "no",
+                               str(held), str(held)]

@@ -154,6 +154,8 @@ def test_status_on_a_single_node_names_what_it_lacks(broker):
     done = spool("cluster", "status", "-b", broker.bootstrap)
     assert done.returncode == 1
     assert "DescribeQuorum" in done.stderr and done.stderr.count("\n") == 1
+    assert done.stderr.endswith("; without a quorum (a single node), spool cluster describe "
+                                "shows the brokers\n")
 
 
 @pytest.fixture(autouse=True)
