@@ -156,7 +156,7 @@ def consume(
         fail("--encoding applies to --json and --format output", 2)
     render = (_json_renderer(encoding) if json_
               else _template(format_ if format_ is not None else "%s\\n", encoding))
-    since_ms = _parse_time(from_time) if from_time is not None else None
+    since_ms = parse_time(from_time) if from_time is not None else None
     consumer = Consumer(
         client_config(
             bootstrap,
@@ -363,7 +363,7 @@ def _positions(
     return positions
 
 
-def _parse_time(text: str) -> int:
+def parse_time(text: str) -> int:
     """Epoch milliseconds from ``text`` (digits: already ms; else ISO-8601)."""
     s = text.strip()
     if s.isdigit():

@@ -18,6 +18,8 @@ from spool.cli import (
     elect_leaders,
     features,
     groups,
+    log_dirs,
+    offsets,
     perf,
     produce,
     quotas,
@@ -151,6 +153,7 @@ app.add_typer(client_metrics.app, name="client-metrics")
 app.add_typer(acls.app, name="acls")
 app.add_typer(users.app, name="users")
 app.add_typer(quotas.app, name="quotas")
+app.add_typer(log_dirs.app, name="log-dirs")
 app.add_typer(perf.app, name="perf")
 app.command("produce")(produce.produce)
 app.command("consume")(consume.consume)
@@ -158,6 +161,7 @@ app.command("console")(console.console)
 app.command("dump-log")(dump_log.dump_log_command)
 app.command("elect-leaders")(elect_leaders.elect_leaders)
 app.command("api-versions")(api_versions.api_versions)
+app.command("offsets")(offsets.offsets)
 
 
 if __name__ == "__main__":

@@ -26,13 +26,24 @@ Contract (Kafka's kafka-topics semantics, over confluent-kafka's AdminClient):
   when there is none, 3 when some are listed, 1 when the cluster cannot be asked.
 - ``alter NAME --partitions N``: CreatePartitions (the count only grows).
 - ``delete NAME ... [--if-exists]``: DeleteTopics.
+- ``trim NAME --before-offset N [--partition P ...]`` or ``trim --offset-json-file
+  FILE`` (Kafka's kafka-delete-records file: ``{"partitions": [{"topic", "partition",
+  "offset"}], "version": 1}``): DeleteRecords, moving each partition's log start
+  offset up to N (``-1``: the high watermark, deleting every record). Prints
+  ``Topic Partition LowWatermark`` per partition (``--json``: an array of
+  ``{"topic", "partition", "low_watermark"}``); a partition the broker refused is a
+  line on stderr (e.g. an offset past the high watermark, OFFSET_OUT_OF_RANGE) and
+  exit 1, the others are still trimmed. A file naming a partition twice is refused,
+  as Kafka's tool refuses it, before anything is asked.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any
 
 import typer
+from confluent_kafka import TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     ConfigResource,
@@ -250,6 +261,116 @@ def delete(
                 continue
             raise
         typer.echo(f"topic '{name}' deleted", err=True)
+
+
+@app.command()
+@cli_command
+def trim(
+    name: Annotated[str | None, typer.Argument(help="Topic to trim.")] = None,
+    before_offset: Annotated[
+        int | None,
+        typer.Option("--before-offset", min=-1,
+                     help="Delete the records before this offset (-1: all, the high watermark)."),
+    ] = None,
+    partition: Annotated[
+        list[int] | None,
+        typer.Option("--partition", "-p", min=0, help="Only this partition (repeatable)."),
+    ] = None,
+    offset_json_file: Annotated[
+        str | None,
+        typer.Option("--offset-json-file", metavar="FILE",
+                     help="Offsets per partition, as kafka-delete-records takes them."),
+    ] = None,
+    json_: JsonFlag = False,
+    bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
+    timeout: AdminTimeout = 30.0,
+) -> None:
+    """Delete a topic's records before an offset (kafka-delete-records)."""
+    if (offset_json_file is None) == (name is None):
+        raise CliError("give either NAME with --before-offset or --offset-json-file", 2)
+    if offset_json_file is not None:
+        if before_offset is not None or partition:
+            raise CliError("--offset-json-file takes no --before-offset or --partition", 2)
+        wanted = _offsets_file(offset_json_file)
+    else:
+        assert name is not None
+        check_topic_name(name)
+        if before_offset is None:
+            raise CliError("--before-offset is required with NAME", 2)
+        wanted = []
+    admin = admin_client(bootstrap, timeout)
+    if name is not None:
+        t = admin.list_topics(timeout=timeout).topics.get(name)  # one topic could create it
+        if t is None or (t.error is not None and not t.partitions):
+            raise CliError(f"topic '{name}' does not exist (UNKNOWN_TOPIC_OR_PARTITION)", 1,
+                           "UNKNOWN_TOPIC_OR_PARTITION")
+        for p in partition or []:
+            if p not in t.partitions:
+                raise CliError(f"topic '{name}' has no partition {p} (it has "
+                               f"{len(t.partitions)}) (UNKNOWN_TOPIC_OR_PARTITION)", 1)
+        chosen = sorted(set(partition)) if partition else sorted(t.partitions)
+        wanted = [TopicPartition(name, p, before_offset) for p in chosen]
+    futures = admin.delete_records(wanted, request_timeout=timeout, operation_timeout=timeout)
+    rows: list[dict[str, Any]] = []
+    failed = 0
+    for tp in sorted(wanted, key=lambda tp: (tp.topic, tp.partition)):
+        fut = next(f for k, f in futures.items()
+                   if (k.topic, k.partition) == (tp.topic, tp.partition))
+        try:
+            done = result(fut, f"{tp.topic}-{tp.partition}", timeout)
+        except CliError as e:
+            failed += 1
+            line = str(e)
+            if e.error_name == "OFFSET_OUT_OF_RANGE":
+                line = (f"'{tp.topic}-{tp.partition}': offset {tp.offset} is beyond the high "
+                        "watermark (OFFSET_OUT_OF_RANGE)")
+            typer.echo(f"spool: {line}", err=True)
+            continue
+        rows.append({"topic": tp.topic, "partition": tp.partition,
+                     "low_watermark": done.low_watermark})
+    if json_:
+        print_json(rows)
+    elif rows:
+        print_table(["Topic", "Partition", "LowWatermark"],
+                    [[r["topic"], r["partition"], r["low_watermark"]] for r in rows])
+    if failed:
+        raise CliError(f"{failed} of {len(wanted)} partitions not trimmed")
+
+
+def _offsets_file(path: str) -> list[TopicPartition]:
+    """Kafka's offset JSON file (module docstring), checked."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except OSError as e:
+        raise CliError(f"cannot read {path}: {e.strerror}", 2) from None
+    except ValueError:
+        raise CliError(f"{path}: not JSON", 2) from None
+    if not isinstance(doc, dict) or doc.get("version", 1) != 1:
+        raise CliError(f"{path}: not supported version field value "
+                       f"{doc.get('version') if isinstance(doc, dict) else doc!r}", 2)
+    entries = doc.get("partitions")
+    if not isinstance(entries, list):
+        raise CliError(f"{path}: missing partitions field", 2)
+    out: dict[tuple[str, int], TopicPartition] = {}
+    dups: list[str] = []
+    for e in entries:
+        ok = (isinstance(e, dict) and isinstance(e.get("topic"), str)
+              and type(e.get("partition")) is int and type(e.get("offset")) is int)
+        if not ok:
+            raise CliError(f"{path}: each partition needs \"topic\" (a string), "
+                           f"\"partition\" and \"offset\" (integers): {json.dumps(e)}", 2)
+        key = (e["topic"], e["partition"])
+        if key in out:
+            dups.append(f"{key[0]}-{key[1]}")
+        out[key] = TopicPartition(e["topic"], e["partition"], e["offset"])
+    if dups:
+        raise CliError(f"{path}: offset json file contains duplicate topic partitions: "
+                       f"{','.join(dups)}", 2)
+    if not out:
+        raise CliError(f"{path}: no partitions", 2)
+    return list(out.values())
 
 
 def _is_internal(t: Any) -> bool:
