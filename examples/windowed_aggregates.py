@@ -1,6 +1,6 @@
 """Streaming: per-customer windowed order totals from ``orders`` into ``order-totals``.
 
-    python -m examples.windowed_aggregates [--bootstrap 127.0.0.1:9092]
+    python -m examples.windowed_aggregates [--bootstrap-server 127.0.0.1:9092]
         [--source orders] [--sink order-totals] [--checkpoint ./checkpoints/order-totals]
         [--window "1 minute"] [--watermark "1 minute"] [--trigger available-now|SECONDS]
         [--delivery-guarantee auto|exactly-once|at-least-once] [--max-offsets-per-trigger N]
@@ -16,7 +16,16 @@ restart from the checkpoint do not repeat or lose one.
 
 from __future__ import annotations
 
-from examples.common import delivery_guarantee, parser, session
+from examples.common import (
+    delivery_guarantee,
+    interrupted,
+    on_ctrl_c,
+    parser,
+    progress_line,
+    require_topics,
+    run,
+    session,
+)
 
 
 def order_totals(spark, bootstrap: str, source: str, window: str = "1 minute",
@@ -78,26 +87,57 @@ def start(spark, bootstrap: str, source: str, sink: str, checkpoint: str, guaran
     return writer.start()
 
 
+PROG = "python -m examples.windowed_aggregates"
+
+
+def follow(q, stop_requested=lambda: False, interval_s: float = 0.5) -> bool:
+    """Wait for the query to end, printing one line per finished micro-batch; stops it
+    when ``stop_requested()`` (Ctrl-C) and returns False then."""
+    seen = -1
+    while True:
+        done = q.awaitTermination(interval_s)
+        for p in q.recentProgress:
+            if p["batchId"] > seen:
+                seen = p["batchId"]
+                print(progress_line(p), flush=True)
+        if done:
+            return True
+        if stop_requested():
+            q.stop()
+            return False
+
+
 def main() -> None:
-    p = parser(__doc__.splitlines()[0])
-    p.add_argument("--source", default="orders")
-    p.add_argument("--sink", default="order-totals")
-    p.add_argument("--checkpoint", default="./checkpoints/order-totals")
-    p.add_argument("--window", default="1 minute")
-    p.add_argument("--watermark", default="1 minute")
-    p.add_argument("--trigger", default="available-now")
-    p.add_argument("--delivery-guarantee", default="auto")
-    p.add_argument("--max-offsets-per-trigger", type=int, default=None)
+    p = parser("windowed_aggregates", __doc__.splitlines()[0])
+    p.add_argument("--source", default="orders", help="topic of orders to read")
+    p.add_argument("--sink", default="order-totals", help="topic the window totals go to")
+    p.add_argument("--checkpoint", default="./checkpoints/order-totals", metavar="DIR",
+                   help="the query's checkpoint: a re-run continues where this one stopped")
+    p.add_argument("--window", default="1 minute", help="event-time window length")
+    p.add_argument("--watermark", default="1 minute",
+                   help="how late an order may arrive; a window is written once the "
+                   "watermark passes its end")
+    p.add_argument("--trigger", default="available-now", metavar="available-now|SECONDS",
+                   help="available-now: process what is there, then stop; SECONDS: a "
+                   "micro-batch every SECONDS until Ctrl-C")
+    p.add_argument("--delivery-guarantee", default="auto",
+                   choices=("auto", "exactly-once", "at-least-once"),
+                   help="auto: exactly-once when the broker has transactions")
+    p.add_argument("--max-offsets-per-trigger", type=int, default=None, metavar="N",
+                   help="at most N records per micro-batch (default: no limit)")
     a = p.parse_args()
+    require_topics(PROG, a.bootstrap, a.source)
     spark = session("order-totals", a.scratch)
     q = start(spark, a.bootstrap, a.source, a.sink, a.checkpoint,
-              delivery_guarantee(a.bootstrap, a.delivery_guarantee), a.trigger, a.window, a.watermark,
-              a.max_offsets_per_trigger)
-    q.awaitTermination()
+              delivery_guarantee(a.bootstrap, a.delivery_guarantee), a.trigger, a.window,
+              a.watermark, a.max_offsets_per_trigger)
+    if not follow(q, on_ctrl_c(PROG, graceful=True)):
+        print(f"{PROG}: stopped; {a.checkpoint} holds the position", flush=True)
+        interrupted(PROG)
     if q.exception():
-        raise SystemExit(f"query failed: {q.exception()}")
+        raise SystemExit(f"{PROG}: query failed: {q.exception()}")
     print(f"done: windows written to {a.sink}")
 
 
 if __name__ == "__main__":
-    main()
+    run(PROG, main)

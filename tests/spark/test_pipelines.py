@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 
 from examples.as_of import as_of
 from examples.replay_to_parquet import replay
-from examples.windowed_aggregates import start
+from examples.windowed_aggregates import follow, start
 from tests.spark.conftest import consume_all, create_topic, produce
 
 T0 = 1_800_000_000_000  # a minute boundary (ms)
@@ -16,7 +17,8 @@ def order(customer: str, amount: float, ts: int) -> dict:
     return {"key": customer.encode(), "value": json.dumps({"amount": amount}).encode(), "timestamp": ts}
 
 
-def test_windowed_totals_emit_each_closed_window_once(spark, broker, topic_name, tmp_path):
+def test_windowed_totals_emit_each_closed_window_once(spark, broker, topic_name, tmp_path,
+                                                     capsys):
     src, dst = topic_name + "-orders", topic_name + "-totals"
     create_topic(broker.bootstrap, src, 2)
     create_topic(broker.bootstrap, dst, 1)
@@ -25,8 +27,12 @@ def test_windowed_totals_emit_each_closed_window_once(spark, broker, topic_name,
     orders += [order("tick", 0.0, T0 + 600_000)]  # moves the watermark past the first two windows
     produce(broker.bootstrap, src, orders)
     q = start(spark, broker.bootstrap, src, dst, str(tmp_path / "cp"), "at-least-once")
-    q.awaitTermination(120)
+    assert follow(q) is True  # to the end (available-now), a line per micro-batch
     assert q.exception() is None
+    lines = capsys.readouterr().out.splitlines()
+    assert lines and lines[0].startswith("batch 0: 14 records read (")
+    assert all(re.fullmatch(r"batch \d+: \d+ records read \(\d+/s\)(, \d+ written)? in \d+ "
+                            r"ms; offsets now .*", line) for line in lines), lines
     got = sorted(
         (v["customer"], v["window_start"], v["orders"], v["amount"])
         for v in (json.loads(m.value()) for m in consume_all(broker.bootstrap, dst))
