@@ -69,3 +69,19 @@ def test_a_json_line_has_ts_level_logger_message_and_fields():
         rec = logging.LogRecord("x", logging.ERROR, __file__, 1, "failed", (), sys.exc_info())
     out = json.loads(JsonFormatter().format(rec))
     assert out["fields"]["exception"].endswith("RuntimeError: boom")
+
+
+def test_client_error_lines_are_rate_limited_and_say_how_many_were_dropped(monkeypatch, caplog):
+    from spool.broker import server
+
+    now = [100.0]
+    monkeypatch.setattr(server.time, "monotonic", lambda: now[0])
+    limited = server.RateLimitedLog(logging.getLogger("spool.test.ratelimit"), per_second=10)
+    with caplog.at_level(logging.INFO, logger="spool.test.ratelimit"):
+        for i in range(15):
+            limited(logging.INFO, "closing %s: bad frame", f"peer{i}")
+        now[0] = 101.0
+        limited(logging.INFO, "closing %s: bad frame", "peer15")
+    assert [r.getMessage() for r in caplog.records] == [
+        *(f"closing peer{i}: bad frame" for i in range(10)),
+        "closing peer15: bad frame (5 similar lines dropped)"]
