@@ -403,6 +403,11 @@ class ClusterReader:
 
     # ---- groups
 
+    def group_ids(self) -> list[str]:
+        """Every consumer group's id (ListGroups only: no DescribeGroups)."""
+        listed = self._wait(self.admin.list_consumer_groups(request_timeout=self.timeout))
+        return sorted(g.group_id for g in listed.valid)
+
     def groups(self) -> list[GroupSummary]:
         listed = self._wait(self.admin.list_consumer_groups(request_timeout=self.timeout))
         out = {g.group_id: GroupSummary(g.group_id, _enum_name(g.state), _enum_name(g.type))

@@ -139,14 +139,29 @@ def when(ms: int | None) -> str:
 # ---- record bodies
 
 FORMATS = ("text", "json", "hex")
+MAX_SHOWN = 16384  # bytes of one key, value or header shown; longer ones are cut
 
 
 def show_bytes(data: bytes | None, fmt: str, tell: bool = True, inline: bool = False) -> Markup:
     """A key, value or header value as text, pretty JSON or hex. Bytes that are not
     UTF-8 are shown as hex, and not-JSON as text, tagged so unless ``tell`` is False;
-    ``inline``: text in a ``code`` span (headers), not a ``pre`` block."""
+    ``inline``: text in a ``code`` span (headers), not a ``pre`` block. Only the first
+    ``MAX_SHOWN`` bytes are shown, saying so (cut before a UTF-8 character, not in it)."""
     if data is None:
         return Markup("<em class=muted>null</em>")
+    if len(data) > MAX_SHOWN:
+        piece = data[:MAX_SHOWN]
+        try:
+            piece.decode("utf-8")
+        except UnicodeDecodeError as e:
+            if e.reason == "unexpected end of data":  # cut inside a character: before it
+                piece = piece[:e.start]
+        return join([tag("span", f"{len(data):,} bytes, the first {len(piece):,} shown",
+                         class_="tag"), _cut(piece, fmt, tell, inline)])
+    return _cut(data, fmt, tell, inline)
+
+
+def _cut(data: bytes, fmt: str, tell: bool, inline: bool) -> Markup:
     if fmt == "hex":
         lines = [data[i:i + 16].hex(" ") for i in range(0, len(data), 16)]
         return tag("code" if inline else "pre", "\n".join(lines), class_="hex")

@@ -9,7 +9,6 @@ import pytest
 
 from spool.broker.config import BrokerConfig, ConfigError
 from spool.console import pages
-from spool.console.cluster import GroupSummary
 from spool.console.listen import parse_listener
 from spool.console.render import layout, line_chart, nice_ceiling, show_bytes
 from spool.console.sampler import Sampler
@@ -67,6 +66,10 @@ def test_values_as_text_json_and_hex():
         '<span class="tag">not UTF-8, shown as hex</span><pre class="hex">ff 00</pre>'
     assert show_bytes(bytes(range(17)), "hex").count("\n") == 1  # 16 bytes a line
     assert show_bytes(None, "text") == "<em class=muted>null</em>"
+    big = "a" * 16383 + "é" + "b" * 100  # é's two bytes straddle the 16 KiB cut
+    assert show_bytes(big.encode(), "text") == (
+        '<span class="tag">16,485 bytes, the first 16,383 shown</span>'
+        f"<pre>{'a' * 16383}</pre>")
 
 
 @pytest.mark.parametrize(("value", "ceiling"), [
@@ -88,8 +91,8 @@ class ScriptedReader:
     def high_watermarks(self, tps):
         return {tp: self.high[tp] for tp in tps}
 
-    def groups(self):
-        return [GroupSummary(g, "STABLE", "CLASSIC") for g in self.committed_offsets]
+    def group_ids(self):
+        return sorted(self.committed_offsets)
 
     def committed(self, group):
         return self.committed_offsets[group]
