@@ -57,7 +57,7 @@ def console(
         app = Console(conf, listen, sample_interval=sample_interval, timeout=timeout,
                       read_only=read_only)
     except OSError as e:
-        raise CliError(str(e.strerror or e)) from None
+        raise CliError(str(e)) from None
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     app.start()

@@ -38,6 +38,13 @@ log = logging.getLogger("spool.console")
 MAX_BODY = 64 * 1024
 
 
+class ListenError(OSError):
+    """The console's listener could not be bound; ``str()`` names the address."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
 class Console:
     """The console for one cluster (module doc)."""
 
@@ -54,8 +61,8 @@ class Console:
         try:
             self.httpd = ThreadingHTTPServer((host, port), handler)
         except OSError as e:
-            raise OSError(e.errno, f"console: cannot listen on {host}:{port}: "
-                                   f"{e.strerror}") from None
+            raise ListenError(e.errno, f"console: cannot listen on {host}:{port}: "
+                                       f"{e.strerror}") from None
         self.httpd.daemon_threads = True
         self._thread = threading.Thread(target=self.httpd.serve_forever,
                                         name="spool-console-http", daemon=True)

@@ -4,6 +4,7 @@ scales, and the sampler's arithmetic (records/s, total lag) over a scripted read
 from __future__ import annotations
 
 import re
+import socket
 
 import pytest
 
@@ -114,3 +115,19 @@ def test_the_sampler_turns_end_offsets_into_records_per_second_and_lag():
     assert sampler.lag("billing") == [(1000.0, 6), (1004.0, 36)]
     sampler.record_lag("billing", 0)
     assert sampler.lags() == {"billing": [(1000.0, 6), (1004.0, 36), (1004.0, 0)]}
+
+
+def test_spool_console_refuses_a_taken_or_malformed_listener():
+    from tests.helpers.cli import spool_cli
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        got = spool_cli("console", "-b", "127.0.0.1:1", "--listen", f"http://127.0.0.1:{port}")
+    assert (got.returncode, got.stderr) == (
+        1, f"spool: console: cannot listen on 127.0.0.1:{port}: Address already in use\n")
+    got = spool_cli("console", "--listen", "https://127.0.0.1:8080")
+    assert (got.returncode, got.stderr) == (
+        2, "spool: --listen: 'https://127.0.0.1:8080' is not http://host:port "
+           "(only http is served)\n")
