@@ -169,7 +169,7 @@ class LagRow:
     topic: str
     partition: int
     committed: int | None
-    high_watermark: int
+    high_watermark: int | None  # None: the partition no longer exists
     lag: int | None
     member_id: str | None  # the member the partition is assigned to, if any
 
@@ -255,9 +255,16 @@ class ClusterReader:
             return {}
         futures = self.admin.list_offsets(
             {TopicPartition(t, p): spec for t, p in tps}, request_timeout=self.timeout)
-        return {(tp.topic, tp.partition): self._wait(f).offset for tp, f in futures.items()}
+        out = {}
+        for tp, f in futures.items():
+            try:
+                out[(tp.topic, tp.partition)] = self._wait(f, "partition").offset
+            except NotFound:
+                pass  # deleted since it was listed (or a group's offsets outlived it)
+        return out
 
     def high_watermarks(self, tps: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """High watermarks of ``tps``; partitions that no longer exist are left out."""
         return self._end_offsets(tps, OffsetSpec.latest())
 
     def all_partitions(self, internal: bool = False) -> dict[str, int]:
@@ -298,7 +305,8 @@ class ClusterReader:
         for name, t in sorted(md.topics.items()):
             parts = t.partitions.values()
             rf = max((len(p.replicas) for p in parts), default=0)
-            records = sum(high[(name, p)] - low[(name, p)] for p in t.partitions)
+            records = sum(high.get((name, p), 0) - low.get((name, p), 0)
+                          for p in t.partitions)
             out.append(TopicSummary(name, name.startswith("__"), len(t.partitions), rf, records))
         return out
 
@@ -309,6 +317,8 @@ class ClusterReader:
         tps = [(name, p.id) for p in desc.partitions]
         high = self.high_watermarks(tps)
         low = self._end_offsets(tps, OffsetSpec.earliest())
+        if any((name, p.id) not in high for p in desc.partitions):
+            raise NotFound(f"topic '{name}' does not exist")  # deleted meanwhile
         sizes: dict[int, int] = {}
         if self.log_dirs is not None:
             nodes = {b.id: (b.host, b.port) for b in self._metadata(name).brokers.values()}
@@ -317,7 +327,7 @@ class ClusterReader:
             sizes = self.log_dirs.sizes(name, leaders, nodes)
         parts = [PartitionInfo(p.id, p.leader.id if p.leader is not None else None,
                                [r.id for r in p.replicas], [r.id for r in p.isr],
-                               low[(name, p.id)], high[(name, p.id)], sizes.get(p.id))
+                               low.get((name, p.id), 0), high[(name, p.id)], sizes.get(p.id))
                  for p in sorted(desc.partitions, key=lambda p: p.id)]
         res = ConfigResource(ResourceType.TOPIC, name)
         entries = self._wait(self.admin.describe_configs(
@@ -445,8 +455,9 @@ class ClusterReader:
         committed = self.committed(group_id)
         tps = sorted(set(committed) | set(owner))
         high = self.high_watermarks(tps)
-        rows = [LagRow(t, p, committed.get((t, p)), high[(t, p)],
-                       high[(t, p)] - committed[(t, p)] if (t, p) in committed else None,
+        rows = [LagRow(t, p, committed.get((t, p)), high.get((t, p)),
+                       high[(t, p)] - committed[(t, p)]
+                       if (t, p) in committed and (t, p) in high else None,
                        owner.get((t, p)))
                 for t, p in tps]
         coordinator = desc.coordinator.id if desc.coordinator is not None else None

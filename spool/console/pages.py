@@ -340,7 +340,8 @@ def group(ctx: Context, req: Request) -> Page:
                      for m in g.members], id="members")
     lag = table(["Topic", "Partition", "Committed offset", "High watermark", "Lag", "Member"],
                 [[link(f"/topics/{_q(r.topic)}", r.topic), r.partition,
-                  r.committed if r.committed is not None else "-", r.high_watermark,
+                  r.committed if r.committed is not None else "-",
+                  r.high_watermark if r.high_watermark is not None else "deleted",
                   number(r.lag), r.member_id or "-"] for r in g.lag], id="lag")
     chart = tag("div", _lag_chart(ctx, gid), data_refresh=f"/charts/lag/{_q(gid)}",
                 data_every=ctx.refresh_ms, id="lag-chart")
