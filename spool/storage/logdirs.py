@@ -263,10 +263,11 @@ def claim_log_dirs(
             written.append(d)
             if upgrade:
                 log.warning("%s: a log dir of an older Spool (no %s); wrote one "
-                            "(cluster.id=%s, node.id=%d)", d, META_PROPERTIES, effective, node_id)
+                            "(cluster.id=%s, node.id=%d)", os.path.abspath(d), META_PROPERTIES,
+                            effective, node_id)
             else:
                 log.info("formatted empty log dir %s (cluster.id=%s, node.id=%d)",
-                         d, effective, node_id)
+                         os.path.abspath(d), effective, node_id)
     except BaseException:
         for lock in locks:
             lock.release()

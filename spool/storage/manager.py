@@ -420,7 +420,7 @@ class LogManager:
                     continue
                 if recorded is None:
                     write_topic_id(found[0], topic_id)
-            plog = self._open_log(found[0], self.log_config(topic))
+            plog = self._timed_open(found[0], self.log_config(topic))  # logs its line
             with self._lock:
                 self._logs[(topic, partition)] = plog
                 self._dir_of[(topic, partition)] = found[0]
