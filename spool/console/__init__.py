@@ -8,7 +8,8 @@ so it works against any Kafka cluster.
 
 Run it with ``spool console --bootstrap-server B --listen http://127.0.0.1:8080`` or
 inside a broker (``console.listeners=http://127.0.0.1:8080``). Modules: ``server``
-(the HTTP server and ``Console``), ``pages`` (routes), ``render`` (HTML and SVG),
-``cluster`` (the reads), ``sampler`` (throughput and lag history), ``log_dirs``
-(partition sizes), ``listen`` (the listener address).
+(the HTTP server and ``Console``), ``pages`` (the routes, overview and group pages),
+``topic_pages`` (topics, messages), ``web`` (what pages share), ``render`` (HTML and
+SVG), ``cluster`` (the reads) and ``model`` (their answers), ``sampler`` (throughput
+and lag history), ``log_dirs`` (partition sizes), ``listen`` (the listener address).
 """

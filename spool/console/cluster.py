@@ -5,8 +5,9 @@ every HTTP request thread shares it) and makes a short-lived ``Consumer`` per me
 browse (``assign`` at an offset, never a group join, never a commit). Every call waits
 at most ``timeout`` seconds (5 by default) for the cluster.
 
-It answers plain dataclasses (``Overview``, ``TopicSummary``, ``TopicDetail``,
-``Browse``, ``GroupSummary``, ``GroupDetail``), and fails with one of:
+It answers the plain dataclasses of ``spool.console.model`` (``Overview``,
+``TopicSummary``, ``TopicDetail``, ``Browse``, ``GroupSummary``, ``GroupDetail``), and
+fails with one of (also there):
 
 - ``NotFound``: the topic, partition or group does not exist (the page is a 404);
 - ``BadInput``: the request cannot be honoured as asked, e.g. an offset outside
@@ -29,7 +30,6 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import (
@@ -49,144 +49,28 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-
-class NotFound(Exception):
-    """The topic, partition or group asked for does not exist."""
-
-
-class BadInput(Exception):
-    """A request the console cannot honour as asked (the message says why)."""
-
-
-class Unavailable(Exception):
-    """No broker answered in time."""
-
+from spool.console.model import (
+    BadInput,
+    Browse,
+    ConfigEntry,
+    GroupDetail,
+    GroupSummary,
+    LagRow,
+    Member,
+    Message,
+    Node,
+    NotFound,
+    Overview,
+    PartitionInfo,
+    TopicDetail,
+    TopicSummary,
+    Unavailable,
+)
 
 _UNREACHABLE = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE,
                 KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT}
 _MISSING = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC,
             KafkaError._UNKNOWN_PARTITION, KafkaError.GROUP_ID_NOT_FOUND}
-
-
-@dataclass
-class Node:
-    id: int
-    host: str
-    port: int
-    rack: str | None
-    leaders: int = 0  # partitions this node leads
-    replicas: int = 0  # partition replicas it holds
-
-
-@dataclass
-class Overview:
-    cluster_id: str
-    controller_id: int | None
-    nodes: list[Node]
-    topics: int
-    partitions: int
-    groups: int
-
-
-@dataclass
-class TopicSummary:
-    name: str
-    internal: bool
-    partitions: int
-    replication_factor: int
-    records: int  # sum over partitions of high_watermark - log_start_offset
-
-
-@dataclass
-class PartitionInfo:
-    id: int
-    leader: int | None
-    replicas: list[int]
-    isr: list[int]
-    log_start_offset: int
-    high_watermark: int
-    size_bytes: int | None  # None: DescribeLogDirs did not answer for it
-
-
-@dataclass
-class ConfigEntry:
-    name: str
-    value: str | None
-    source: str
-    is_default: bool
-    sensitive: bool
-
-
-@dataclass
-class TopicDetail:
-    name: str
-    internal: bool
-    partitions: list[PartitionInfo]
-    configs: list[ConfigEntry]
-
-
-@dataclass
-class Message:
-    partition: int
-    offset: int
-    timestamp_ms: int | None
-    timestamp_type: str  # CreateTime, LogAppendTime or "" when the record has none
-    key: bytes | None
-    value: bytes | None
-    headers: list[tuple[str, bytes | None]]
-
-
-@dataclass
-class Browse:
-    topic: str
-    partition: int
-    partitions: int
-    log_start_offset: int
-    high_watermark: int
-    start: int  # the first offset asked for (after a timestamp lookup)
-    messages: list[Message]
-
-
-@dataclass
-class GroupSummary:
-    group_id: str
-    state: str
-    type: str
-    members: int = 0
-
-
-@dataclass
-class Member:
-    member_id: str
-    client_id: str
-    host: str
-    instance_id: str | None
-    assignment: list[tuple[str, int]]
-
-
-@dataclass
-class LagRow:
-    topic: str
-    partition: int
-    committed: int | None
-    high_watermark: int | None  # None: the partition no longer exists
-    lag: int | None
-    member_id: str | None  # the member the partition is assigned to, if any
-
-
-@dataclass
-class GroupDetail:
-    group_id: str
-    state: str
-    type: str
-    protocol: str  # the assignor
-    coordinator: int | None
-    members: list[Member]
-    lag: list[LagRow] = field(default_factory=list)
-
-    @property
-    def total_lag(self) -> int:
-        return sum(r.lag for r in self.lag if r.lag is not None)
 
 
 def _enum_name(value: Any) -> str:

@@ -5,7 +5,7 @@ at once, naming the address) and makes the cluster reader; ``start()`` serves on
 daemon thread (one more thread per request: ``ThreadingHTTPServer``) and starts the
 sampler; ``stop()`` stops both and closes the clients. ``url`` is the bound address.
 
-Every request answers a page, whatever happens (``pages`` for the routes):
+Every request answers a page, whatever happens (``pages`` for the routes, ``web`` for what they share):
 
 - unknown path 404, known path with another method 405;
 - ``NotFound`` 404, ``BadInput`` 400, ``Unavailable`` (no broker answered) 503,
@@ -27,10 +27,11 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from confluent_kafka import KafkaError, KafkaException
 
-from spool.console import pages
-from spool.console.cluster import BadInput, ClusterReader, NotFound, Unavailable
+from spool.console import pages, web
+from spool.console.cluster import ClusterReader
 from spool.console.listen import parse_listener
 from spool.console.log_dirs import LogDirs
+from spool.console.model import BadInput, NotFound, Unavailable
 from spool.console.sampler import Sampler
 
 log = logging.getLogger("spool.console")
@@ -55,7 +56,7 @@ class Console:
         log_dirs = LogDirs.of(client_config, timeout)
         self.reader = ClusterReader(client_config, timeout, log_dirs)
         self.sampler = Sampler(self.reader, sample_interval)
-        self.context = pages.Context(self.reader, self.sampler, int(sample_interval * 1000),
+        self.context = web.Context(self.reader, self.sampler, int(sample_interval * 1000),
                                      read_only)
         handler = type("Handler", (_Handler,), {"context": self.context})
         try:
@@ -88,7 +89,7 @@ class Console:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    context: pages.Context
+    context: web.Context
     server_version = "SpoolConsole"
     protocol_version = "HTTP/1.1"
 
@@ -107,22 +108,22 @@ class _Handler(BaseHTTPRequestHandler):
             page = self._page(method)
         except Exception:  # the page itself failed to build: still an answer
             log.exception("console: %s %s failed", method, self.path)
-            page = pages.error_page(None, 500, "Internal error", "The console failed.")
+            page = web.error_page(None, 500, "Internal error", "The console failed.")
         if method == "POST" and not self._body_read:
             self.close_connection = True  # its unread body must not be taken for a request
         self._send(page)
 
-    def _page(self, method: str) -> pages.Page:
+    def _page(self, method: str) -> web.Page:
         ctx = self.context
         url = urlsplit(self.path)
         handler, raw, other = pages.route(method, url.path.rstrip("/") or "/")
         if handler is None:
             if other:
-                return pages.error_page(ctx, 405, "Method not allowed",
+                return web.error_page(ctx, 405, "Method not allowed",
                                         f"{method} is not allowed on {url.path}")
-            return pages.error_page(ctx, 404, "Not found", f"There is no page {url.path}")
+            return web.error_page(ctx, 404, "Not found", f"There is no page {url.path}")
         if ctx.read_only and handler.__name__ in pages.MUTATING:
-            return pages.error_page(ctx, 403, "Read-only console",
+            return web.error_page(ctx, 403, "Read-only console",
                                     "This console is read-only: topics are not created or "
                                     "deleted from it.")
         query = dict(parse_qsl(url.query, keep_blank_values=True))
@@ -134,41 +135,41 @@ class _Handler(BaseHTTPRequestHandler):
             query.update(parse_qsl(self.rfile.read(length).decode("utf-8", "replace"),
                                    keep_blank_values=True))
             self._body_read = True
-        request = pages.Request(method, {k: unquote(v) for k, v in raw.items()}, query)
+        request = web.Request(method, {k: unquote(v) for k, v in raw.items()}, query)
         try:
             return handler(ctx, request)
         except NotFound as e:
-            return pages.error_page(ctx, 404, "Not found", f"{str(e)[0].upper()}{str(e)[1:]}.")
+            return web.error_page(ctx, 404, "Not found", f"{str(e)[0].upper()}{str(e)[1:]}.")
         except BadInput as e:
-            return pages.error_page(ctx, 400, "Bad request", str(e))
+            return web.error_page(ctx, 400, "Bad request", str(e))
         except Unavailable as e:
-            return pages.error_page(ctx, 503, "Cluster unavailable", f"{e}.")
+            return web.error_page(ctx, 503, "Cluster unavailable", f"{e}.")
         except KafkaException as e:
             err = e.args[0] if e.args else None
             text = (f"{err.str()} ({err.name()})" if isinstance(err, KafkaError)
                     else str(e))
-            return pages.error_page(ctx, 502, "The cluster refused", text)
+            return web.error_page(ctx, 502, "The cluster refused", text)
         except Exception as e:
             log.exception("console: %s %s failed", method, self.path)
-            return pages.error_page(ctx, 500, "Internal error",
+            return web.error_page(ctx, 500, "Internal error",
                                     f"The console failed: {type(e).__name__}: {e}")
 
-    def _post_refusal(self) -> pages.Page | None:
+    def _post_refusal(self) -> web.Page | None:
         origin = self.headers.get("Origin")
         host = self.headers.get("Host", "")
         if origin and origin not in (f"http://{host}", f"https://{host}"):
-            return pages.error_page(self.context, 403, "Forbidden",
+            return web.error_page(self.context, 403, "Forbidden",
                                     f"a form from {origin} may not change this cluster")
         try:
             length = int(self.headers.get("Content-Length") or 0)
         except ValueError:
             length = MAX_BODY + 1
         if length > MAX_BODY:
-            return pages.error_page(self.context, 413, "Too large",
+            return web.error_page(self.context, 413, "Too large",
                                     f"form bodies are limited to {MAX_BODY} bytes")
         return None
 
-    def _send(self, page: pages.Page) -> None:
+    def _send(self, page: web.Page) -> None:
         data = page.body.encode("utf-8")
         try:
             self.send_response(page.status)
