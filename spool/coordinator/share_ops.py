@@ -68,6 +68,7 @@ from spool.coordinator.share_group import (
     target_metadata_record,
 )
 from spool.protocol.errors import Errors
+from spool.util.logs import fields
 
 log = logging.getLogger("spool.coordinator.share")
 
@@ -281,6 +282,10 @@ def _update_target(coord: GroupCoordinator, g: ShareGroup, out: Result) -> None:
         if g.target.get(mid) != parts:
             emit(coord, out, target_member_record(g.group_id, mid, parts))
     emit(coord, out, target_metadata_record(g.group_id, g.group_epoch))
+    log.info("share group %s rebalanced: epoch %d with %d members", g.group_id, g.group_epoch,
+             len(g.members), extra=fields(group=g.group_id, epoch=g.group_epoch,
+                                          members=len(g.members),
+                                          member_ids=sorted(g.members)[:20]))
 
 
 def _leave(coord: GroupCoordinator, group_id: str, member_id: str,

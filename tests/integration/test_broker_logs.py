@@ -13,7 +13,7 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.helpers.broker_proc import BrokerProcess
@@ -127,6 +127,18 @@ def test_group_rebalances_log_generation_and_members(broker):
                             "group.protocol": "consumer"}, topic)
     line = wait_for(broker, rf"group {modern} rebalanced: epoch \d+ with 1 members")
     assert line["fields"]["member_ids"] and line["fields"]["members"] == 1
+    share = f"share-{topic}"
+    c = ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": share,
+                       "log_level": 3})
+    c.subscribe([topic])
+    try:
+        deadline = time.monotonic() + 30
+        rx = re.compile(rf"share group {share} rebalanced: epoch \d+ with 1 members")
+        while not any(rx.fullmatch(x["message"]) for x in log_lines(broker)):
+            assert time.monotonic() < deadline, "no share group line"
+            c.poll(0.2)  # heartbeats ride on the polls
+    finally:
+        c.close()
 
 
 def test_a_transaction_aborted_by_its_timeout_is_logged(broker):
