@@ -207,6 +207,7 @@ def test_group_pages_show_lag_per_partition_and_the_lag_chart(page, admin, broke
         page.goto("/groups")
         listed = {r[0]: r for r in _rows(page, "groups")}
         assert listed[group][1:4] == ["CLASSIC", "STABLE", "1"]
+        _shot(page, "groups")
         _follow(page, f"#groups a:text-is('{group}')")
         assert page.title() == f"Group {group} · Spool console"
         assert _rows(page, "lag") == [[topic, "0", "4", "10", "6", _rows(page, "members")[0][0]]]
@@ -245,6 +246,7 @@ def test_create_and_delete_a_topic_through_the_forms(page, admin):
         page.click("#delete-topic button")
     assert answer.value.status == 400
     assert "The name typed does not match: nothing was deleted." in page.inner_text("main")
+    _shot(page, "delete-topic")
     assert topic in admin.list_topics(timeout=10).topics
     page.fill("#delete-topic input[name=confirm]", topic)
     _follow(page, "#delete-topic button")
