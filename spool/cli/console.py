@@ -1,11 +1,12 @@
 """``spool console``: the web console (``spool.console``) for a cluster.
 
 ``spool console [--bootstrap-server B] [--listen http://127.0.0.1:8080]
-[--sample-interval 5] [--timeout 5] [--read-only] [--command-config FILE]`` serves the console until Ctrl-C or
-SIGTERM (both a clean exit 0). Once listening it prints one line to stdout,
-``spool console listening on http://HOST:PORT (cluster B)``. It starts even when no
-broker answers yet: its pages then say so (503) until one does. A listener it cannot
-bind or parse is one ``spool:`` line and exit 1 (2 for a malformed ``--listen``).
+[--sample-interval 5] [--timeout 5] [--read-only] [--command-config FILE]`` serves
+the console until Ctrl-C or SIGTERM (both a clean exit 0). Once listening it prints
+one line to stdout, ``spool console listening on http://HOST:PORT (cluster B)``. It
+starts even when no broker answers yet: its pages then say so (503) until one does.
+A listener it cannot bind or parse is one ``spool:`` line and exit 1 (2 for a
+malformed ``--listen``).
 """
 
 from __future__ import annotations

@@ -20,9 +20,9 @@ Routes (``ROUTES``; path parameters are percent-decoded names)::
     GET  /charts/lag[/<id>]              the lag chart alone (every group, or one)
 
 A read-only console (``--read-only``) shows no create or delete form and answers
-403 on those routes. Bad input is a page, never a crash: an unknown topic, partition or group is a 404,
-a malformed or out-of-range parameter a 400 naming it (``BadInput``); the cluster
-not answering is a 503 (see ``spool.console.server``).
+403 on those routes. Bad input is a page, never a crash: an unknown topic, partition
+or group is a 404, a malformed or out-of-range parameter a 400 naming it
+(``BadInput``); the cluster not answering is a 503 (see ``spool.console.server``).
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ offline and behind any proxy.
 
 Charts (:func:`line_chart`) are SVG drawn on the server: one ``polyline`` per series
 (``class="series"``, ``data-series`` its name, ``data-last`` its last value,
-``data-max`` its largest, ``data-points`` how many), a dot on
-the last point, the y axis from 0 to a round number above the largest value, the time axis labelled with
+``data-max`` its largest, ``data-points`` how many), a dot on the last point, the y
+axis from 0 to a round number above the largest value, the time axis labelled with
 the first and last sample's local time. An element with ``data-refresh="<url>"`` has
 its content replaced every ``refresh_ms`` by what that URL answers (a chart route),
 so a chart stays live without reloading the page or losing a half-filled form.
@@ -81,7 +81,8 @@ td .header{display:block}
 .muted{color:#6b7385}form.inline{display:flex;gap:.6em;align-items:end;flex-wrap:wrap}
 form.inline label{display:flex;flex-direction:column;font-size:.85em}
 .danger{background:#b42318;color:#fff;border:0;padding:.35em .9em;border-radius:3px}
-figure.chart{margin:.5em 0;background:#fff;border:1px solid #d8dce3;display:inline-block;padding:.4em}
+figure.chart{margin:.5em 0;background:#fff;border:1px solid #d8dce3;display:inline-block;
+padding:.4em}
 figure.chart figcaption{font-size:.85em}.swatch{display:inline-block;width:.8em;height:.8em;
 margin:0 .3em 0 .8em}
 """

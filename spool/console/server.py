@@ -5,7 +5,8 @@ at once, naming the address) and makes the cluster reader; ``start()`` serves on
 daemon thread (one more thread per request: ``ThreadingHTTPServer``) and starts the
 sampler; ``stop()`` stops both and closes the clients. ``url`` is the bound address.
 
-Every request answers a page, whatever happens (``pages`` for the routes, ``web`` for what they share):
+Every request answers a page, whatever happens (``pages`` for the routes, ``web`` for
+what they share):
 
 - unknown path 404, known path with another method 405;
 - ``NotFound`` 404, ``BadInput`` 400, ``Unavailable`` (no broker answered) 503,
@@ -20,6 +21,7 @@ Every request answers a page, whatever happens (``pages`` for the routes, ``web`
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -46,6 +48,10 @@ class ListenError(OSError):
         return str(self.strerror)
 
 
+class _Server6(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+
 class Console:
     """The console for one cluster (module doc)."""
 
@@ -57,10 +63,11 @@ class Console:
         self.reader = ClusterReader(client_config, timeout, log_dirs)
         self.sampler = Sampler(self.reader, sample_interval)
         self.context = web.Context(self.reader, self.sampler, int(sample_interval * 1000),
-                                     read_only)
+                                   read_only)
         handler = type("Handler", (_Handler,), {"context": self.context})
+        server = _Server6 if ":" in host else ThreadingHTTPServer
         try:
-            self.httpd = ThreadingHTTPServer((host, port), handler)
+            self.httpd = server((host, port), handler)
         except OSError as e:
             raise ListenError(e.errno, f"console: cannot listen on {host}:{port}: "
                                        f"{e.strerror}") from None

@@ -141,10 +141,13 @@ def messages(ctx: Context, req: Request) -> Page:
     if b.messages and b.messages[-1].offset + 1 < b.high_watermark:
         nav.append(link("?" + urlencode({**base, "offset": b.messages[-1].offset + 1}),
                         "newer →"))
-    summary = tag("p", f"Partition {partition}: offsets {b.log_start_offset} to "
-                       f"{b.high_watermark - 1} (high watermark {b.high_watermark}); "
-                       f"{len(b.messages)} messages from offset {b.start}. ",
-                  class_="muted")
+    if b.high_watermark > b.log_start_offset:
+        held = (f"Partition {partition}: offsets {b.log_start_offset} to "
+                f"{b.high_watermark - 1} (high watermark {b.high_watermark}); "
+                f"{len(b.messages)} messages from offset {b.start}.")
+    else:
+        held = f"Partition {partition} is empty (high watermark {b.high_watermark})."
+    summary = tag("p", held, class_="muted")
     rows = [[m.offset, when(m.timestamp_ms) + (f" ({m.timestamp_type})"
                                                if m.timestamp_type else ""),
              show_bytes(m.key, fmt, False), show_bytes(m.value, fmt),
@@ -154,8 +157,8 @@ def messages(ctx: Context, req: Request) -> Page:
             for m in b.messages]
     listing = (table(["Offset", "Timestamp", "Key", "Value", "Headers"], rows, id="messages")
                if rows else tag("p", "No messages in this range.", class_="note"))
-    body = join([tag("p", link(f"/topics/{quote_name(name)}", f"← topic {name}")), form, summary,
-                 listing, tag("p", join(nav, " · "))])
+    back = tag("p", link(f"/topics/{quote_name(name)}", f"← topic {name}"))
+    body = join([back, form, summary, listing, tag("p", join(nav, " · "))])
     return html_page(ctx, f"Messages of {name}", body, "/topics")
 
 
@@ -167,8 +170,8 @@ def delete_form(ctx: Context, req: Request, error: str | None = None,
         tag("p", error, class_="error") if error else "",
         tag("p", f"Deleting topic '{name}' removes all its messages. It cannot be undone. "
                  "Type the topic's name to confirm."),
-        Markup(f'<form method=post action="/topics/{e(quote_name(name))}/delete" id="delete-topic">'
-               '<input name=confirm autocomplete=off required> '
+        Markup(f'<form method=post action="/topics/{e(quote_name(name))}/delete" '
+               'id="delete-topic"><input name=confirm autocomplete=off required> '
                '<button type=submit class=danger>Delete</button></form>'),
         tag("p", link(f"/topics/{quote_name(name)}", "Cancel"))])
     return html_page(ctx, f"Delete topic {name}?", body, "/topics", status)
