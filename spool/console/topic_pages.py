@@ -32,6 +32,9 @@ from spool.console.web import (
     timestamp,
 )
 
+RECORDS = tag("abbr", "Records", title="high watermark - log start offset: compacted-away "
+              "records and transaction markers count too")
+
 _CREATE_FORM = Markup(
     '<form class=inline method=post action="/topics" id="create-topic">'
     '<label>Name<input name=name required></label>'
@@ -55,7 +58,7 @@ def topics(ctx: Context, req: Request, message: Markup | None = None,
         notes.append(message)
     form = "" if ctx.read_only else _CREATE_FORM
     body = join([*notes, form, tag("h2", f"Topics ({len(listed)})"),
-                 table(["Topic", "Partitions", "Replication factor", "Records",
+                 table(["Topic", "Partitions", "Replication factor", RECORDS,
                         "Records/s (last sample)"], rows, id="topics")])
     return html_page(ctx, "Topics", body, "/topics", status)
 
@@ -78,7 +81,7 @@ def topic(ctx: Context, req: Request) -> Page:
     t = ctx.reader.topic(name)
     parts = table(
         ["Partition", "Leader", "Replicas", "ISR", "Log start offset", "High watermark",
-         "Records", "Size"],
+         RECORDS, "Size"],
         [[link(f"/topics/{quote_name(name)}/messages?partition={p.id}", p.id),
           p.leader if p.leader is not None else "none", join(p.replicas, ","),
           join(p.isr, ","), p.log_start_offset, p.high_watermark,
