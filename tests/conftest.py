@@ -15,10 +15,11 @@ def pytest_configure(config):
     """Spool's pytest plugin (``spool_broker``, ``spool_topic``) loads through its ``pytest11``
     entry point once Spool is installed; an environment installed before the entry point
     existed gets it here, under the same name."""
-    if not config.pluginmanager.has_plugin("spool"):
+    pm = config.pluginmanager
+    if not pm.has_plugin("spool") and not pm.is_blocked("spool"):  # -p no:spool: honoured
         from spool.testing import pytest_plugin
 
-        config.pluginmanager.register(pytest_plugin, "spool")
+        pm.register(pytest_plugin, "spool")
 
 
 @pytest.hookimpl(optionalhook=True)
