@@ -200,7 +200,8 @@ def test_a_bad_log_level_is_refused_with_the_allowed_values(tmp_path):
     code, err = refuse(tmp_path, "--log-level", "LOUD")
     assert code == 2
     text = " ".join(re.sub(r"[│╭╮╰╯─]", " ", err).split())
-    assert "Invalid value for '--log-level': 'LOUD' is not one of DEBUG, INFO, WARNING, ERROR" in text
+    assert ("Invalid value for '--log-level': 'LOUD': the level must be one of DEBUG, INFO, "
+            "WARNING, ERROR") in text
 
 
 # ---- topic configs from clients
