@@ -48,7 +48,6 @@ Contract:
 
 from __future__ import annotations
 
-import base64
 import json
 import signal
 import sys
@@ -83,6 +82,7 @@ from spool.cli.common import (
     kafka_error,
     reach,
 )
+from spool.cli.encoding import Encoding, encoder
 
 _METADATA_TIMEOUT = 30.0
 _POLL_SLICE = 0.5
@@ -93,12 +93,6 @@ _ASSIGNMENT_WAIT = 15.0  # how long a group member waits for its first assignmen
 class IsolationLevel(StrEnum):
     read_uncommitted = "read_uncommitted"
     read_committed = "read_committed"
-
-
-class Encoding(StrEnum):
-    text = "text"
-    base64 = "base64"
-    hex = "hex"
 
 
 @cli_command
@@ -376,26 +370,13 @@ def parse_time(text: str) -> int:
         ) from None
 
 
-def _text(b: bytes | None) -> str | None:
-    return None if b is None else b.decode("utf-8", "backslashreplace")
-
-
-def _encoder(encoding: Encoding) -> Callable[[bytes | None], str | None]:
-    """bytes -> the string ``--encoding`` asks for (None stays None)."""
-    if encoding is Encoding.base64:
-        return lambda b: None if b is None else base64.b64encode(b).decode()
-    if encoding is Encoding.hex:
-        return lambda b: None if b is None else b.hex()
-    return _text
-
-
 def _timestamp(msg: Message) -> int | None:
     kind, ms = msg.timestamp()
     return None if kind == TIMESTAMP_NOT_AVAILABLE else ms
 
 
 def _json_renderer(encoding: Encoding) -> Callable[[Message], bytes]:
-    enc = _encoder(encoding)
+    enc = encoder(encoding)
 
     def render(msg: Message) -> bytes:
         doc: dict[str, Any] = {
@@ -419,7 +400,7 @@ def _field(code: str, encoding: Encoding) -> Callable[[Message], bytes]:
     def length(b: bytes | None) -> bytes:
         return str(-1 if b is None else len(b)).encode()
 
-    enc = _encoder(encoding)
+    enc = encoder(encoding)
 
     def raw(b: bytes | None) -> bytes:
         if b is None:

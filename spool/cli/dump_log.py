@@ -23,7 +23,10 @@ increasing. Indexes are caches (the broker rebuilds bad ones), so a
 mismatch means a crash left a stale cache or something wrote the files.
 
 ``--json`` prints one JSON object per line (batches, records, index
-entries, problems). Exit status: 0, or 1 if an invalid batch, a damaged
+entries, problems); a record's ``key`` and ``payload`` are strings, or null for
+null. ``--encoding text|base64|hex`` (as ``spool consume``'s) says how keys and
+payloads are written, in both outputs: UTF-8 text with undecodable bytes
+backslash-escaped (the default), or base64 / hex for the exact bytes. Exit status: 0, or 1 if an invalid batch, a damaged
 tail or an index mismatch was found; 2 for bad usage.
 """
 
@@ -37,6 +40,7 @@ from typing import Annotated, Any
 
 import typer
 
+from spool.cli.encoding import Encoding, encoder
 from spool.protocol.errors import KafkaError
 from spool.records.batch import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, check_batch
 from spool.records.compression import CODEC_NAMES
@@ -48,9 +52,10 @@ _MARKERS = {CONTROL_ABORT: "ABORT", CONTROL_COMMIT: "COMMIT"}
 
 
 class Dumper:
-    def __init__(self, as_json: bool) -> None:
+    def __init__(self, as_json: bool, encoding: Encoding = Encoding.text) -> None:
         self.as_json = as_json
         self.problems = 0
+        self.encode = encoder(encoding)
 
     def emit(self, text: str, obj: dict[str, Any]) -> None:
         print(json.dumps(obj) if self.as_json else text)
@@ -58,12 +63,6 @@ class Dumper:
     def problem(self, text: str, obj: dict[str, Any]) -> None:
         self.problems += 1
         self.emit(text, {"problem": text, **obj})
-
-
-def _show(b: bytes | None) -> str:
-    if b is None:
-        return "null"
-    return b.decode("utf-8", "backslashreplace")
 
 
 def _base_of(path: Path) -> int:
@@ -143,8 +142,10 @@ def dump_record(d: Dumper, h: BatchHeader, r: Any) -> None:
         except KafkaError:
             text += " controlRecord: unreadable"
     else:
-        text += f" key: {_show(r.key)} payload: {_show(r.value)}"
-        obj.update(key=_show(r.key), payload=_show(r.value))
+        key, payload = d.encode(r.key), d.encode(r.value)
+        text += f" key: {'null' if key is None else key} payload: " \
+                f"{'null' if payload is None else payload}"
+        obj.update(key=key, payload=payload)
     d.emit(text, obj)
 
 
@@ -233,12 +234,16 @@ def dump_log_command(
         bool, typer.Option("--verify-index", help="Check the indexes against the .log.")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+    encoding: Annotated[
+        Encoding, typer.Option("--encoding", "-e",
+                               help="Keys and payloads as text (default), base64 or hex.")
+    ] = Encoding.text,
 ) -> None:
     """Print a segment file's batches (and records) or an index, offline (DumpLogSegments)."""
     if not segment_file.is_file():
         typer.echo(f"spool: no such file {segment_file}", err=True)
         raise typer.Exit(2)
-    d = Dumper(as_json)
+    d = Dumper(as_json, encoding)
     try:
         if ".log" in segment_file.name:
             dump_log(d, segment_file, print_records, verify_index_)

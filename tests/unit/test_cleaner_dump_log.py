@@ -62,6 +62,15 @@ def test_json_lines(seg_dir):
     records = [o for o in objs if o.get("type") == "record"]
     assert batches and records
     assert sum(b["count"] for b in batches) == len(records)
+    # keys k0..k3; every ninth value (i % 9 == 8) a tombstone: JSON null, not "null"
+    assert {r["key"] for r in records} <= {"k0", "k1", "k2", "k3"}
+    assert None in {r["payload"] for r in records}
+    hexed = run(sorted(seg_dir.glob("*.log"))[0], "--print-records", "--json", "-e", "hex")
+    hex_records = [o for o in map(json.loads, hexed.output.splitlines())
+                   if o.get("type") == "record"]
+    assert [(r["key"], r["payload"]) for r in hex_records] == [
+        (r["key"].encode().hex(), None if r["payload"] is None else r["payload"].encode().hex())
+        for r in records]
 
 
 def test_verify_index_and_dump_index(seg_dir):
