@@ -203,6 +203,7 @@ class Broker:
             tls_handshake_timeout_ms=self.config.get_int("spool.ssl.handshake.timeout.ms"),
         )
         self.server.connection_quotas = self.connection_quotas
+        self.metrics.connection_counts = self.server.connection_counts
         self.server.set_connection_creation_rate(
             self.config.get_int("max.connection.creation.rate"),
             self.config.get_int("quota.window.num"),

@@ -33,6 +33,12 @@ The rules, in order (Kafka's, see PROTOCOL.md):
 7. Client quotas (``spool.broker.throttling``), once any is set: the handler runs under
    them; a client over its quota gets ``throttle_time_ms`` and its connection muted.
 
+8. Request metrics (``spool.broker.metrics``): each request served by a handler gets a
+   ``RequestTimer`` (``ctx.timer``) stamped when its frame was read, when the handler
+   starts and ends; the error codes of its response are counted (Kafka's errorCounts),
+   and the timer rides at the end of the response's chunks until the connection has sent
+   it. Handlers add the time they wait in purgatory to ``ctx.timer.remote_s``.
+
 Rules 1-3 and 6 are applied by ``prepare``, synchronously, as the connection
 reads each frame: a frame that breaks them condemns the connection
 (``CloseConnection`` with the reason, which the server logs once) before
@@ -45,8 +51,10 @@ import logging
 import struct
 from collections.abc import Awaitable
 from dataclasses import dataclass
+from time import perf_counter
 from typing import Any
 
+from spool.broker.metrics import ApiMetrics, RequestTimer, error_codes
 from spool.broker.registry import BROKER_PLANE, CONTROLLER_PLANE, REGISTRIES, advertised
 from spool.broker.sasl_authenticator import PROCEED, SaslAuthenticator
 from spool.broker.sasl_listener import SaslListener, sasl_listeners
@@ -65,6 +73,7 @@ from spool.protocol.headers import (
 from spool.protocol.primitives import ProtocolDecodeError
 
 log = logging.getLogger("spool.dispatch")
+FETCH_KEY = 1
 _SIZE = struct.Struct(">i")
 DESCRIBE_QUORUM_KEY = 55
 ALWAYS_SERVED = frozenset({API_VERSIONS_KEY, DESCRIBE_QUORUM_KEY})  # rule 5
@@ -77,6 +86,7 @@ class RequestContext:
     broker: Any
     conn: Connection
     header: RequestHeader
+    timer: RequestTimer | None = None  # its request metrics (rule 8)
 
     @property
     def api_version(self) -> int:
@@ -134,6 +144,11 @@ class Dispatcher:
                             lst.name, lst.name.lower())
         # the server reads no larger frame on a SASL listener until authentication completes
         self.frame_limits = {name: lst.max_receive_size for name, lst in self.sasl.items()}
+        metrics = broker.metrics
+        self._apis: dict[int, tuple[ApiMetrics, ...]] = {}  # api key -> where it counts
+        fetch = metrics.api("Fetch")  # (last: errors count in the API's own name)
+        self._consumer_fetch = (metrics.api("FetchConsumer"), fetch)
+        self._follower_fetch = (metrics.api("FetchFollower"), fetch)
 
     def reload_sasl(self, dynamic) -> None:
         """The SASL listeners' settings changed (dynamic configs): new connections get the
@@ -164,6 +179,7 @@ class Dispatcher:
         Called by the connection's reader in arrival order, before it looks at
         the next frame: ``CloseConnection`` here means no later frame runs.
         """
+        start = perf_counter()
         auth = conn.sasl
         if auth is None and conn.listener_name in self.sasl:
             auth = self._authenticator(conn)
@@ -190,11 +206,24 @@ class Dispatcher:
             request, _ = spec.request_cls.decode(memoryview(frame), pos, version)
         except ProtocolDecodeError as e:
             raise CloseConnection(f"malformed {spec.name} v{version}: {e}") from e
-        ctx = RequestContext(self.broker, conn, header)
+        metrics = self.broker.metrics
+        apis = self._apis.get(api_key)
+        if apis is None:
+            apis = self._apis[api_key] = (metrics.api(spec.name),)
+        if api_key == FETCH_KEY:  # Kafka counts a Fetch twice: as Fetch and as one of these
+            follower = (request.replica_state.replica_id if version >= 15
+                        else request.replica_id) >= 0
+            apis = self._follower_fetch if follower else self._consumer_fetch
+        timer = RequestTimer(apis, version, len(frame) - pos, start, metrics.pending)
+        ctx = RequestContext(self.broker, conn, header, timer)
+        metrics.request_queue_size += 1
         return self._handle(spec, ctx, request, correlation_id, flexible, len(frame))
 
     async def _handle(self, spec, ctx: RequestContext, request, correlation_id: int,
                       flexible: bool, size: int = 0) -> list | None:
+        timer = ctx.timer
+        timer.dequeued = perf_counter()
+        self.broker.metrics.request_queue_size -= 1
         ready = self.broker.ready_for_clients
         if (ready is not None and not ready.is_set() and not ctx.conn.controller_listener
                 and spec.api_key not in ALWAYS_SERVED):
@@ -205,10 +234,16 @@ class Dispatcher:
         else:
             response = await quotas.run(spec, ctx, request, size)
         if response is None:
+            timer.done = now = perf_counter()
+            timer.sent(now, now)  # (acks=0: nothing to send)
             return None
         if needs_downgrade(spec.api_key, ctx.api_version):
             downgrade(spec.api_key, ctx.api_version, response)
+        timer.apis[-1].count_errors(error_codes(spec.api_key, response))
+        timer.throttle_ms = getattr(response, "throttle_time_ms", 0) or 0
         out: list = [b"", response_header(correlation_id, flexible, spec.api_key)]
         response.encode(ctx.api_version, out)
         out[0] = _SIZE.pack(sum(len(c) for c in out))
+        out.append(timer)  # (zero bytes: the connection calls timer.sent once sent)
+        timer.done = perf_counter()
         return out

@@ -14,8 +14,9 @@ ever runs. A good frame becomes one handler task, queued in request order.
 The writer awaits the queued tasks strictly in order, so responses leave in
 request order even when a long-polling fetch finishes after a later
 request; responses already finished go out in one send. A response is a
-list of chunks: byte strings, and ``FileRegion`` objects that go from the
-segment file to the socket with ``os.sendfile`` (zero copy).
+list of chunks: byte strings, ``FileRegion`` objects that go from the
+segment file to the socket with ``os.sendfile`` (zero copy), and ``SendHook``s (no
+bytes: told when the chunks before them have been sent, for the request metrics).
 
 What one connection may hold (backpressure, the reader stops reading):
 ``queued.max.requests`` requests in flight (read, not yet written back),
@@ -188,6 +189,26 @@ class FileRegion:
 
     def __del__(self) -> None:
         self.close()
+
+
+class SendHook:
+    """A zero-length chunk of a response: the connection calls ``sent(start, end)``
+    (``time.perf_counter()`` seconds of its send) once the chunks before it have gone out
+    (``spool.broker.metrics.RequestTimer``); dropped unsent if the connection closes."""
+
+    __slots__ = ()
+
+    def __len__(self) -> int:
+        return 0
+
+    def sent(self, send_start: float, send_end: float) -> None:
+        raise NotImplementedError
+
+
+def _sent(hooks: list[SendHook], send_start: float) -> None:
+    send_end = time.perf_counter()
+    for hook in hooks:
+        hook.sent(send_start, send_end)
 
 
 Response = list | None  # chunks, or None for "no response" (acks=0)
@@ -648,10 +669,15 @@ class Connection:
         loop = self._loop
         sock = self.sock
         pending = bytearray()
+        hooks: list[SendHook] = []
+        send_start = time.perf_counter()
         try:
             for i, c in enumerate(chunks):
                 if isinstance(c, _BYTES):
                     pending += c
+                    continue
+                if isinstance(c, SendHook):
+                    hooks.append(c)
                     continue
                 if pending:
                     await loop.sock_sendall(sock, pending)
@@ -662,6 +688,8 @@ class Connection:
                 await loop.sock_sendall(sock, pending)
         finally:
             _close_regions(chunks)
+        if hooks:
+            _sent(hooks, send_start)
 
     async def _sendfile(self, region: FileRegion) -> None:
         fd = self.fd
@@ -739,6 +767,9 @@ class Server:
         self.bound: list[tuple[str, int]] = []
         self.bound_listeners: dict[str, tuple[str, int]] = {}  # name -> (host, port) bound
         self.on_connection: Callable[[Connection], None] | None = None
+        # listener -> connections accepted, closed (socket-server-metrics: spool.broker.metrics)
+        self.connections_created: dict[str, int] = dict.fromkeys(self.names, 0)
+        self.connections_closed: dict[str, int] = dict.fromkeys(self.names, 0)
         self.tls = dict(tls or {})
         self.tls_handshake_timeout_s = tls_handshake_timeout_ms / 1000.0
         if self.tls:
@@ -784,6 +815,14 @@ class Server:
         self._tasks.add(t)
         t.add_done_callback(self._tasks.discard)
         return t
+
+    def connection_counts(self) -> dict[str, tuple[int, int, int]]:
+        """listener -> (open, accepted, closed) connections."""
+        open_ = dict.fromkeys(self.connections_created, 0)
+        for conn in self.connections:
+            open_[conn.listener_name] = open_.get(conn.listener_name, 0) + 1
+        return {name: (n, self.connections_created.get(name, 0),
+                       self.connections_closed.get(name, 0)) for name, n in open_.items()}
 
     def set_connection_limits(self, max_connections: int, max_connections_per_ip: int) -> None:
         """``max.connections`` and ``max.connections.per.ip`` changed while running (dynamic
@@ -854,6 +893,8 @@ class Server:
         else:
             conn = self._tls_connection(self, sock, peer, name, tls)
         self.connections.add(conn)
+        created = self.connections_created
+        created[name] = created.get(name, 0) + 1
         t = self._spawn(conn.run())
         t.add_done_callback(functools.partial(self._gone, conn))
         if self.on_connection is not None:
@@ -884,6 +925,8 @@ class Server:
     def _gone(self, conn: Connection, _task: asyncio.Task) -> None:
         conn._teardown()  # (if run() itself was cancelled)
         self.connections.discard(conn)
+        closed = self.connections_closed
+        closed[conn.listener_name] = closed.get(conn.listener_name, 0) + 1
         n = self.per_ip.get(conn.host, 0) - 1
         if n > 0:
             self.per_ip[conn.host] = n

@@ -28,8 +28,17 @@ import asyncio
 import os
 import socket
 import ssl
+import time
 
-from spool.broker.server import _BYTES, Connection, FileRegion, _close_regions, _readable
+from spool.broker.server import (
+    _BYTES,
+    Connection,
+    FileRegion,
+    SendHook,
+    _close_regions,
+    _readable,
+    _sent,
+)
 from spool.security.principal import ANONYMOUS, user
 from spool.security.ssl_principal import NoMatchingRule, subject_dn
 from spool.security.tls import ServerTls
@@ -170,6 +179,8 @@ class TlsConnection(Connection):
     async def _send(self, chunks: list) -> None:
         write = self.ssl_object.write
         small = bytearray()
+        hooks: list[SendHook] = []
+        send_start = time.perf_counter()
         try:
             for i, c in enumerate(chunks):
                 if isinstance(c, _BYTES):
@@ -178,6 +189,9 @@ class TlsConnection(Connection):
                         write(small)
                         small = bytearray()
                         await self._flush()
+                    continue
+                if isinstance(c, SendHook):
+                    hooks.append(c)
                     continue
                 if small:
                     write(small)
@@ -189,6 +203,8 @@ class TlsConnection(Connection):
             await self._flush()
         finally:
             _close_regions(chunks)
+        if hooks:
+            _sent(hooks, send_start)
 
     async def _send_region(self, region: FileRegion) -> None:
         write = self.ssl_object.write

@@ -1,11 +1,14 @@
 """The metrics endpoint (``metrics.listeners``) of a real broker, scraped as Prometheus
 would: exact per-topic counts after a produce/consume run with confluent-kafka
 (BrokerTopicMetrics), bytes out equal to the bytes fetched, bytes rejected, a deleted
-topic's series gone while the all-topics totals keep their counts."""
+topic's series gone while the all-topics totals keep their counts; RequestMetrics per
+request name (requests by version, error codes, one observation per request in every
+histogram, a long poll's wait as remote time), connections per listener."""
 
 from __future__ import annotations
 
 import re
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -167,3 +170,80 @@ def test_other_paths_are_not_found(metered) -> None:
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(metered.metrics_url.replace("/metrics", "/nope"), timeout=10)
     assert e.value.code == 404
+
+
+RM = "kafka_network_requestmetrics_"
+HISTOGRAMS = ("totaltimems", "requestqueuetimems", "localtimems", "remotetimems",
+              "throttletimems", "responsequeuetimems", "responsesendtimems", "requestbytes")
+
+
+def sample(samples, name: str, **labels: str) -> float:
+    return samples.get((name, frozenset(labels.items())), 0.0)
+
+
+def grew(before, after, name: str, **labels: str) -> float:
+    return sample(after, name, **labels) - sample(before, name, **labels)
+
+
+def test_request_metrics_per_api(metered) -> None:
+    create(metered, "timed")
+    before = scrape(metered)
+    with RawClient(metered.bootstrap) as client:
+        for i in range(5):
+            assert produce(client, "timed", make_batch(10, tag=i)).error_code == 0
+        assert produce(client, "no-such-topic", make_batch(1)).error_code == \
+            Errors.UNKNOWN_TOPIC_OR_PARTITION
+        for offset in (0, 10, 20):
+            assert fetch(client, "timed", offset, 1 << 20).error_code == 0
+        # a long poll at the end of the log: it waits max_wait_ms in purgatory
+        req = FetchRequest(replica_id=-1, max_wait_ms=300, min_bytes=1, max_bytes=1 << 20,
+                           isolation_level=0, session_id=0, session_epoch=-1, topics=[
+                               FetchTopic(topic="timed", partitions=[FetchPartition(
+                                   partition=0, current_leader_epoch=-1, fetch_offset=50,
+                                   log_start_offset=-1, partition_max_bytes=1 << 20)])],
+                           forgotten_topics_data=[], rack_id="")
+        polled = client.request(1, 11, req).responses[0].partitions[0]
+        assert polled.error_code == 0 and not polled.records
+    after = scrape(metered)
+    assert grew(before, after, RM + "requests_total", request="Produce", version="9") == 6
+    assert grew(before, after, RM + "errors_total", request="Produce", error="NONE") == 5
+    assert grew(before, after, RM + "errors_total", request="Produce",
+                error="UNKNOWN_TOPIC_OR_PARTITION") == 1
+    # a consumer's Fetch counts as Fetch and as FetchConsumer (Kafka's names)
+    for name in ("Fetch", "FetchConsumer"):
+        assert grew(before, after, RM + "requests_total", request=name, version="11") == 4
+    assert grew(before, after, RM + "requests_total", request="FetchFollower",
+                version="11") == 0
+    assert grew(before, after, RM + "errors_total", request="Fetch", error="NONE") == 8
+    for name, n in (("Produce", 6), ("Fetch", 4), ("FetchConsumer", 4)):
+        for h in HISTOGRAMS:  # one observation per request in each
+            assert grew(before, after, RM + h + "_count", request=name) == n, (name, h)
+    # the long poll's 300 ms is remote time: above the 250 ms bucket, the others below it
+    assert grew(before, after, RM + "remotetimems_count", request="FetchConsumer") == 4
+    assert grew(before, after, RM + "remotetimems_bucket", request="FetchConsumer",
+                le="250.0") == 3
+    assert grew(before, after, RM + "remotetimems_sum", request="FetchConsumer") >= 300
+    assert sample(after, "kafka_network_requestchannel_requestqueuesize") == 0
+
+
+def test_connections_per_listener(metered) -> None:
+    name = "kafka_server_socket_server_metrics_connection_"
+    before = scrape(metered)
+    client = RawClient(metered.bootstrap)
+    try:
+        fetch(client, "raw", 0, 1)  # served: the broker has accepted it
+        during = scrape(metered)
+        assert grew(before, during, name + "creation_total", listener="PLAINTEXT") == 1
+        assert grew(before, during, name + "count", listener="PLAINTEXT") == 1
+    finally:
+        client.close()
+    deadline = time.monotonic() + 10
+    while True:  # the broker notices the close on its own time
+        after = scrape(metered)
+        if grew(before, after, name + "close_total", listener="PLAINTEXT") == 1 \
+                or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert grew(before, after, name + "close_total", listener="PLAINTEXT") == 1
+    assert grew(before, after, name + "count", listener="PLAINTEXT") == 0
+    assert sample(after, "process_resident_memory_bytes") > 0

@@ -338,7 +338,9 @@ async def fetch(ctx, req: FetchRequest) -> FetchResponse:
             if remaining <= 0:
                 break
             # a delayed fetch: wait for an append to one of its partitions, then look again
+            waited = loop.time()
             await broker.wait_for_append(keys, remaining, interrupt=conn.hangup_future())
+            ctx.timer.remote_s += loop.time() - waited  # RequestMetrics' remote time
             _release(topics)
             if conn.gone:  # the client hung up: nobody reads the answer
                 return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=[])

@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 
 from spool.broker.authz import allowed, allowed_names
@@ -295,8 +296,10 @@ async def produce(ctx, req: ProduceRequest) -> ProduceResponse | None:
         topics.append(TopicProduceResponse(name=name, topic_id=t.topic_id,
                                            partition_responses=parts))
     await flush_due_partitions(broker, appended)
-    if pending:
+    if pending:  # the delayed produce: RequestMetrics' remote time
+        waited = time.perf_counter()
         await wait_replicated(broker, pending, req.timeout_ms)
+        ctx.timer.remote_s += time.perf_counter() - waited
     if req.acks == 0:
         _close_if_failed(ctx, topics)
         return None
