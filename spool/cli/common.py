@@ -160,13 +160,22 @@ def _clean(text: str) -> str:
     return " ".join(text.split()).rstrip(".")
 
 
+def _connection_text(err: KafkaError) -> str:
+    """librdkafka's connection error without its ``host:port/bootstrap: `` prefix and
+    ``(after Nms in state S)`` suffix."""
+    text = re.sub(r"^\S+/(bootstrap|\d+): ", "", err.str())
+    text = re.sub(r" \(after \d+ms in state \w+\)", "", text)
+    if "Invalid response size" in text:  # e.g. an HTTP server's "HTTP" read as a length
+        text = ("what answered there does not speak Kafka's protocol: "
+                + text.replace(": increase receive.message.max.bytes", ""))
+    return _clean(text)
+
+
 def error_line(err: KafkaError, subject: str | None = None, bootstrap: str | None = None) -> str:
     """One readable line (without the ``spool:`` prefix) for a Kafka error."""
     code, name = err.code(), error_name(err)
     if code in _UNREACHABLE and bootstrap:
-        text = re.sub(r"^\S+/(bootstrap|\d+): ", "", err.str())  # "host:port/bootstrap: "
-        text = re.sub(r" \(after \d+ms in state \w+\)", "", text)
-        return f"cannot reach a broker at {bootstrap}: {_clean(text)} ({name})"
+        return f"cannot reach a broker at {bootstrap}: {_connection_text(err)} ({name})"
     if code in _PHRASES and subject is not None:
         return f"{_PHRASES[code].format(s=subject)} ({name})"
     text = _clean(err.str())
@@ -337,7 +346,7 @@ def _on_error(err: KafkaError) -> None:
         _auth_failures.append(err)
     elif err.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE):
         _down.append(err)
-    elif err.code() == KafkaError._TRANSPORT:
+    else:  # why the connection failed: refused, timed out, not Kafka at that port...
         _transport.append(err)
 
 
@@ -362,9 +371,10 @@ def reach(client: Any, timeout: float, topic: str | None = None,
                 raise auth_error(_auth_failures[0]) from None
             now = time.monotonic()
             if _down and now - started >= min(UNREACHABLE_AFTER, timeout):
-                down = (_transport or _down)[-1]
-                raise CliError(error_line(down, subject, _current_bootstrap), 1,
-                               error_name(down)) from None
+                why = (_transport or _down)[-1]
+                raise CliError(f"cannot reach a broker at {_current_bootstrap}: "
+                               f"{_connection_text(why)} ({error_name(why)})", 1,
+                               error_name(why)) from None
             if now >= deadline:
                 raise kafka_error(e, subject) from None
 

@@ -11,7 +11,9 @@ producer's, set with ``-X``, and the topic's); the rule an illegal topic name br
 from __future__ import annotations
 
 import json
+import socketserver
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -179,3 +181,29 @@ def test_offsets_trim_and_log_dirs(broker: Any, topic_name: str, tmp_path: Path)
             {"partition": f"{t}-{p}", "size": sizes[p], "offsetLag": 0, "isFuture": False}
             for p in (0, 1)]}]}]}
     assert min(sizes.values()) > 0
+
+
+def test_a_port_that_is_not_kafka_is_named() -> None:
+    """A server that answers in another protocol where a broker was expected: one line
+    within seconds, saying so."""
+
+    class NotKafka(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            self.request.recv(1024)
+            self.request.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+            self.request.recv(1024)  # until the client gives up
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), NotKafka)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    address = f"127.0.0.1:{server.server_address[1]}"
+    try:
+        proc = subprocess.run([*SPOOL, "topics", "list", "--bootstrap-server", address],
+                              capture_output=True, text=True, timeout=20)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert one_error_line(proc) == (
+        f"spool: cannot reach a broker at {address}: what answered there does not speak "
+        "Kafka's protocol: Receive failed: Invalid response size 1213486160 (0..100000000) "
+        "(_BAD_MSG)")
