@@ -6,20 +6,19 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.helpers.cli import spool_cli
+
 pytestmark = pytest.mark.timeout(120)
-SPOOL = [sys.executable, "-m", "spool.cli.main"]
 
 
 def spool(broker, *args: str) -> subprocess.CompletedProcess:
-    done = subprocess.run([*SPOOL, *args, "-b", broker.bootstrap], capture_output=True,
-                          text=True, timeout=60)
+    done = spool_cli(*args, "-b", broker.bootstrap)  # in-process (tests.helpers.cli)
     assert done.returncode == 0, done.stderr
     return done
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 
 import pytest
@@ -16,16 +15,12 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tests.helpers.cli import spool_cli
 
 pytestmark = pytest.mark.timeout(120)
-SPOOL = [sys.executable, "-m", "spool.cli.main"]
 
 
-def spool(broker, *args: str, ok: bool = True, inproc: bool = False
-          ) -> subprocess.CompletedProcess:
-    if inproc:  # the same command tree without a child process (tests.helpers.cli)
-        p = spool_cli(*args, "-b", broker.bootstrap)
-    else:
-        p = subprocess.run([*SPOOL, *args, "-b", broker.bootstrap], capture_output=True,
-                           text=True, timeout=60)
+def spool(broker, *args: str, ok: bool = True) -> subprocess.CompletedProcess:
+    """``spool ARGS -b BROKER`` in-process (``tests.helpers.cli``: the same command tree
+    without a child's ~1 s start; test_cli.py keeps the process boundary covered)."""
+    p = spool_cli(*args, "-b", broker.bootstrap)
     if ok:
         assert p.returncode == 0, p.stderr
     return p
@@ -126,7 +121,7 @@ def test_describe_views_delete_offsets_and_reset_plans(broker, topic_name, tmp_p
     group = f"views-{topic_name}"
 
     def run(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
-        return spool(broker, *args, ok=ok, inproc=True)
+        return spool(broker, *args, ok=ok)
 
     c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "client.id": "views",
                   "auto.offset.reset": "earliest", "enable.auto.commit": False})

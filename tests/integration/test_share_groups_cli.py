@@ -15,10 +15,10 @@ import time
 import pytest
 
 from tests.helpers.broker_proc import BrokerProcess
+from tests.helpers.cli import spool_cli
 from tests.helpers.share import OVERRIDES, create_topic, produce
 
 pytestmark = pytest.mark.timeout(180)
-SPOOL = [sys.executable, "-m", "spool.cli.main"]
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +37,7 @@ def _admin_endpoint(b: BrokerProcess) -> str:
 
 
 def spool(b: BrokerProcess, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*SPOOL, *args, "-b", b.bootstrap], capture_output=True, text=True,
-                          timeout=60)
+    return spool_cli(*args, "-b", b.bootstrap)  # in-process (tests.helpers.cli)
 
 
 def _describe(b: BrokerProcess, group: str) -> dict:

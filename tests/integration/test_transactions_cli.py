@@ -1,12 +1,11 @@
-"""``spool transactions`` against real brokers: list and describe as real processes;
-describe-producers, find-hanging and abort (in-process, ``tests.helpers.cli``) on a
-transaction left hanging by a raw transactional batch."""
+"""``spool transactions`` against real brokers, in-process (``tests.helpers.cli``): list and
+describe; describe-producers, find-hanging and abort on a transaction left hanging by a raw
+transactional batch."""
 
 from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 
 import pytest
@@ -21,12 +20,11 @@ from tests.helpers.cli import spool_cli
 from tests.helpers.raw_client import RawClient
 
 pytestmark = pytest.mark.timeout(120)
-SPOOL = [sys.executable, "-m", "spool.cli.main", "transactions"]
 
 
 def spool(broker, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*SPOOL, *args, "-b", broker.bootstrap], capture_output=True, text=True,
-                          timeout=60)
+    """``spool transactions ARGS`` in-process (``tests.helpers.cli``)."""
+    return spool_cli("transactions", *args, "-b", broker.bootstrap)
 
 
 def test_list_and_describe(broker, topic_name):
