@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import pytest
 
@@ -147,9 +146,8 @@ def test_v0_allow_downgrade_and_per_feature_results(fresh_broker):
 # -- spool features (kafka-features.sh's verbs) -------------------------------------------
 
 def cli(b, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "spool.cli.main", "features", *args,
-                           "--bootstrap-server", b.bootstrap],
-                          capture_output=True, text=True, timeout=60, check=False)
+    """``spool features ARGS`` in-process (``tests.helpers.cli``)."""
+    return spool_cli("features", *args, "--bootstrap-server", b.bootstrap)
 
 
 def describe_lines(b) -> list[str]:
@@ -189,8 +187,8 @@ def test_cli_describe_upgrade_downgrade_with_exit_codes(fresh_broker):
                              "update version 1 for feature group.version.")
     assert out[1].startswith("Could not upgrade transaction.version to 2. ")
     assert proc.stderr == "spool: 2 out of 2 operation(s) failed.\n"
-    as_json = spool_cli("features", "upgrade", "--feature", "group.version=1", "--feature",
-                        "transaction.version=2", "--json", "--bootstrap-server", b.bootstrap)
+    as_json = cli(b, "upgrade", "--feature", "group.version=1", "--feature",
+                  "transaction.version=2", "--json")
     assert (as_json.returncode, as_json.stderr) == (
         1, "spool: 2 out of 2 operation(s) failed.\n")
     assert [(d["feature"], d["level"], d["error"]) for d in json.loads(as_json.stdout)] == [

@@ -258,10 +258,8 @@ def test_no_subscription_means_no_push(telemetry_broker, topic_name):
 def test_client_metrics_cli(telemetry_broker):
     b = telemetry_broker
 
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "spool.cli.main", "client-metrics", *args,
-                               "--bootstrap-server", b.bootstrap],
-                              capture_output=True, text=True, timeout=60, check=False)
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:  # in-process: tests.helpers.cli
+        return spool_cli("client-metrics", *args, "--bootstrap-server", b.bootstrap)
 
     proc = cli("alter", "--name", "prod", "--metrics", "org.apache.kafka.producer.",
                "--interval", "1000", "--match", "client_id=app-.*")
@@ -270,17 +268,14 @@ def test_client_metrics_cli(telemetry_broker):
     assert cli("describe", "--name", "prod").stdout == (
         "Client metrics configs for prod are:\n  interval.ms=1000\n  match=client_id=app-.*\n"
         "  metrics=org.apache.kafka.producer.\n")
-    in_proc = ["--bootstrap-server", b.bootstrap]  # --json, in-process (tests.helpers.cli)
-    assert json.loads(spool_cli("client-metrics", "list", "--json", *in_proc).stdout) == ["prod"]
-    assert json.loads(spool_cli("client-metrics", "describe", "--json", *in_proc).stdout) == [
+    assert json.loads(cli("list", "--json").stdout) == ["prod"]
+    assert json.loads(cli("describe", "--json").stdout) == [
         {"name": "prod", "configs": {"interval.ms": "1000", "match": "client_id=app-.*",
                                      "metrics": "org.apache.kafka.producer."}}]
-    made = json.loads(spool_cli("client-metrics", "alter", "--generate-name", "--metrics", "*",
-                                "--json", *in_proc).stdout)["name"]
+    made = json.loads(cli("alter", "--generate-name", "--metrics", "*", "--json").stdout)["name"]
     assert str(uuid.UUID(made)) == made
-    assert sorted(json.loads(spool_cli("client-metrics", "list", "--json", *in_proc).stdout)
-                  ) == sorted(["prod", made])
-    assert spool_cli("client-metrics", "delete", "--name", made, *in_proc).returncode == 0
+    assert sorted(json.loads(cli("list", "--json").stdout)) == sorted(["prod", made])
+    assert cli("delete", "--name", made).returncode == 0
     assert alter(b, "prod", ("match", SET, "client_id=app-.*"))[0] == 0  # same as the tool
     proc = cli("alter", "--name", "prod", "--match", "")  # an empty value deletes the key
     assert proc.returncode == 0
