@@ -202,6 +202,9 @@ def test_a_bad_log_level_is_refused_with_the_allowed_values(tmp_path):
     text = " ".join(re.sub(r"[│╭╮╰╯─]", " ", err).split())
     assert ("Invalid value for '--log-level': 'LOUD': the level must be one of DEBUG, INFO, "
             "WARNING, ERROR") in text
+    code, err = refuse(tmp_path, "-o", "log.level=INFO,spool.storage=LOUD")
+    assert code == 2
+    assert "log.level=INFO,spool.storage=LOUD" in err and "DEBUG, INFO, WARNING, ERROR" in err
 
 
 # ---- topic configs from clients
