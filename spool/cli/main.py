@@ -2,38 +2,70 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from spool.cli.lazy import LazyCommand, interrupt_guard, lazy_typer
 
-import typer
+with interrupt_guard():  # Ctrl-C while Python imports: one line, exit 130
+    from typing import Annotated
 
-from spool.cli import (
-    acls,
-    api_versions,
-    client_metrics,
-    cluster,
-    configs,
-    console,
-    consume,
-    dump_log,
-    elect_leaders,
-    features,
-    groups,
-    log_dirs,
-    offsets,
-    perf,
-    produce,
-    quotas,
-    reassign,
-    share_groups,
-    storage,
-    telemetry,
-    topics,
-    transactions,
-    users,
-)
-from spool.cli.server_config import ConfigFile, Overrides, load_config
+    import typer
 
-app = typer.Typer(
+    from spool.cli.server_config import ConfigFile, Overrides, load_config
+
+# Every command but broker and version, in `spool --help`'s order: name, "module:attribute"
+# (a typer.Typer group or a command function), and the help line `spool --help` shows (the
+# first paragraph of the command's own help; tests/unit/test_cli_start.py checks they agree).
+# A module is imported only when its command runs: register new commands here, not with
+# `from spool.cli import x` + `app.add_typer(...)`, or every `spool` run pays for x's imports.
+COMMANDS = [
+    LazyCommand("produce", "spool.cli.produce:produce",
+                "Write stdin's lines to TOPIC, one record per line."),
+    LazyCommand("consume", "spool.cli.consume:consume", "Print TOPIC's records to stdout."),
+    LazyCommand("console", "spool.cli.console:console",
+                "Serve the web console: brokers, topics, messages, groups, lag and throughput."),
+    LazyCommand("dump-log", "spool.cli.dump_log:dump_log_command",
+                "Print a segment file's batches (and records) or an index, offline "
+                "(DumpLogSegments)."),
+    LazyCommand("elect-leaders", "spool.cli.elect_leaders:elect_leaders",
+                "Elect partition leaders (preferred or unclean)."),
+    LazyCommand("api-versions", "spool.cli.api_versions:api_versions",
+                "The API versions every broker serves, and the ones this tool would use."),
+    LazyCommand("offsets", "spool.cli.offsets:offsets",
+                "Print each partition's offset at a time (kafka-get-offsets)."),
+    LazyCommand("topics", "spool.cli.topics:app",
+                "Create, list, describe, alter and delete topics."),
+    LazyCommand("configs", "spool.cli.configs:app",
+                "Describe and alter topic, broker and group configs."),
+    LazyCommand("groups", "spool.cli.groups:app",
+                "List, describe, reset and delete consumer groups."),
+    LazyCommand("share-groups", "spool.cli.share_groups:app",
+                "Share groups (KIP-932): reset or delete their start offsets."),
+    LazyCommand("transactions", "spool.cli.transactions:app",
+                "List, describe, find hanging and abort transactions."),
+    LazyCommand("storage", "spool.cli.storage:app",
+                "Format log dirs and make cluster ids (Kafka's kafka-storage)."),
+    LazyCommand("cluster", "spool.cli.cluster:app",
+                "A local KRaft cluster: up, down, status; describe any cluster."),
+    LazyCommand("reassign", "spool.cli.reassign:app",
+                "Reassign partitions to other brokers (Kafka's reassignment JSON)."),
+    LazyCommand("features", "spool.cli.features:app",
+                "Describe, upgrade or downgrade feature flags (kafka-features)."),
+    LazyCommand("telemetry", "spool.cli.telemetry:app",
+                "Client telemetry (KIP-714) the broker keeps."),
+    LazyCommand("client-metrics", "spool.cli.client_metrics:app",
+                "Client metrics (telemetry) subscriptions (kafka-client-metrics)."),
+    LazyCommand("acls", "spool.cli.acls:app", "Add, list and remove ACLs (kafka-acls)."),
+    LazyCommand("users", "spool.cli.users:app",
+                "Users' credentials (kafka-configs --entity-type users)."),
+    LazyCommand("quotas", "spool.cli.quotas:app",
+                "Client quotas per user and client id (kafka-configs)."),
+    LazyCommand("log-dirs", "spool.cli.log_dirs:app",
+                "Log directories on each broker (kafka-log-dirs)."),
+    LazyCommand("perf", "spool.cli.perf:app",
+                "Performance tests: Kafka's producer and consumer perf tools."),
+]
+
+app = lazy_typer(
+    COMMANDS,
     name="spool",
     help="Spool: a commit log that speaks the Apache Kafka protocol.",
     no_args_is_help=True,
@@ -137,31 +169,6 @@ def broker(
 def version() -> None:
     """Print Spool's version."""
     typer.echo(_spool_version())
-
-
-app.add_typer(topics.app, name="topics")
-app.add_typer(configs.app, name="configs")
-app.add_typer(groups.app, name="groups")
-app.add_typer(share_groups.app, name="share-groups")
-app.add_typer(transactions.app, name="transactions")
-app.add_typer(storage.app, name="storage")
-app.add_typer(cluster.app, name="cluster")
-app.add_typer(reassign.app, name="reassign")
-app.add_typer(features.app, name="features")
-app.add_typer(telemetry.app, name="telemetry")
-app.add_typer(client_metrics.app, name="client-metrics")
-app.add_typer(acls.app, name="acls")
-app.add_typer(users.app, name="users")
-app.add_typer(quotas.app, name="quotas")
-app.add_typer(log_dirs.app, name="log-dirs")
-app.add_typer(perf.app, name="perf")
-app.command("produce")(produce.produce)
-app.command("consume")(consume.consume)
-app.command("console")(console.console)
-app.command("dump-log")(dump_log.dump_log_command)
-app.command("elect-leaders")(elect_leaders.elect_leaders)
-app.command("api-versions")(api_versions.api_versions)
-app.command("offsets")(offsets.offsets)
 
 
 if __name__ == "__main__":
