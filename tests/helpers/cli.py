@@ -5,7 +5,9 @@ typer app the ``spool`` script runs) with typer's ``CliRunner`` and returns a
 ``subprocess.CompletedProcess`` (``returncode``, ``stdout``, ``stderr`` kept apart), so
 a test reads it as it would a child process's. It skips the ~0.9 s of interpreter
 start and imports a subprocess pays per call; what it does not cover is the process
-boundary itself (signals, a closed stdout), which the subprocess tests keep.
+boundary itself (signals, a closed stdout), which the subprocess tests keep. Not for
+``consume``: it installs a SIGTERM handler for its process, which would stay in the
+test's.
 """
 
 from __future__ import annotations
