@@ -16,8 +16,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 from collections.abc import Callable, Mapping
 from urllib.parse import parse_qs, urlsplit
+
+from spool.broker.server import ListenError
 
 log = logging.getLogger("spool.broker.http")
 
@@ -46,7 +49,11 @@ class HttpEndpoint:
         return f"{self.host}:{self.port}"
 
     async def start(self) -> None:
-        self.server = await asyncio.start_server(self._serve, self.host, self.port)
+        try:
+            self.server = await asyncio.start_server(self._serve, self.host, self.port)
+        except OSError as e:  # "cannot listen on 127.0.0.1:9404 (metrics endpoint): ..."
+            raise ListenError(e.errno, f"cannot listen on {self.host}:{self.port} "
+                              f"({self.what}): {os.strerror(e.errno) if e.errno else e}") from e
         self.host, self.port = self.server.sockets[0].getsockname()[:2]
         log.warning("%s listening on %s:%d", self.what, self.host, self.port)
 
