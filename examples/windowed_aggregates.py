@@ -128,10 +128,11 @@ def main() -> None:
     a = p.parse_args()
     require_topics(PROG, a.bootstrap, a.source)
     spark = session("order-totals", a.scratch)
+    stop_requested = on_ctrl_c(PROG, graceful=True)  # from now on: stop between micro-batches
     q = start(spark, a.bootstrap, a.source, a.sink, a.checkpoint,
               delivery_guarantee(a.bootstrap, a.delivery_guarantee), a.trigger, a.window,
               a.watermark, a.max_offsets_per_trigger)
-    if not follow(q, on_ctrl_c(PROG, graceful=True)):
+    if not follow(q, stop_requested):
         print(f"{PROG}: stopped; {a.checkpoint} holds the position", flush=True)
         interrupted(PROG)
     if q.exception():
