@@ -78,6 +78,8 @@ TOPIC_COUNTERS = (  # attribute, JMX exporter name, Kafka's MBean name, help
      "partition, too large, corrupt and storage errors are not counted, as in Kafka)."),
     ("failed_fetch_requests", "failedfetchrequests", "FailedFetchRequestsPerSec",
      "Fetch partitions that failed for an unexpected reason (as in Kafka)."),
+    ("replication_bytes_in", "replicationbytesin", "ReplicationBytesInPerSec",
+     "Record batch bytes appended to this broker's follower replicas."),
     ("replication_bytes_out", "replicationbytesout", "ReplicationBytesOutPerSec",
      "Record bytes sent to followers in Fetch responses."),
 )

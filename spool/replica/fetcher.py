@@ -197,12 +197,16 @@ class ReplicaFetcherManager:
                  addresses: Callable[[int], tuple[str, int] | None],
                  on_append: Callable[[Partition], None], *,
                  executor: Executor | None = None,
-                 security: ClientSecurity | None = None) -> None:
+                 security: ClientSecurity | None = None,
+                 on_bytes_in: Callable[[str, int], None] | None = None) -> None:
+        """``on_bytes_in(topic, n)``: ``n`` bytes of batches appended to a follower of
+        ``topic`` (the broker's ReplicationBytesIn metric)."""
         self.node_id = node_id
         self.security = security  # how leaders are reached (inter-broker listener's settings)
         self.config = config if isinstance(config, FetchConfig) else FetchConfig.from_config(config)
         self.addresses = addresses
         self.on_append = on_append
+        self.on_bytes_in = on_bytes_in
         self.executor = executor
         self.fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
         self._owner: dict[Key, ReplicaFetcher] = {}
@@ -487,6 +491,8 @@ class ReplicaFetcher:
             info = await self.manager.run_log_job(s, lambda: append_as_follower(p, records))
             if info is None or s.removed:
                 return
+            if self.manager.on_bytes_in is not None:
+                self.manager.on_bytes_in(p.topic, len(records))
         if r.log_start_offset > plog.log_start_offset:
             p.update_high_watermark_from_leader(r.high_watermark)
             start = min(r.log_start_offset, plog.high_watermark)

@@ -567,7 +567,13 @@ def _make_fetcher(broker: Any,
         e = None if b is None else b.listener(listener)
         return None if e is None else (e.host, e.port)
 
+    metrics = getattr(broker, "metrics", None)
+
+    def bytes_in(topic: str, n: int) -> None:  # BrokerTopicMetrics' ReplicationBytesIn
+        metrics.topic(topic).replication_bytes_in += n
+
     return ReplicaFetcherManager(broker.node_id, broker.config, address, on_append,
                                  executor=broker.executor,
-                                 security=getattr(broker, "inter_broker_security", None))
+                                 security=getattr(broker, "inter_broker_security", None),
+                                 on_bytes_in=bytes_in if metrics is not None else None)
 

@@ -9,6 +9,10 @@ Prometheus would and checks what an operator's dashboards and alerts read:
   ``kafka_controller_kafkacontroller_activecontrollercount`` is 1 on the quorum leader and
   0 on the others; each node hosts and leads the partitions Metadata says; nothing is
   under-replicated.
+* replication (BrokerTopicMetrics): 30 records produced to ``metered`` count 30 messages
+  in over the leaders, each follower appends its leaders' batches (replication bytes in,
+  summed over the nodes, twice the bytes in) and the leaders sent exactly those bytes to
+  their followers (replication bytes out).
 * consumer lag where the coordinator holds no replica: a group commits offsets of the
   three ``spread`` partitions; its coordinator alone reports the group, and its lag on
   every partition is the leader's high watermark minus the commit, the partitions held
@@ -105,6 +109,23 @@ def test_state_metrics_lag_and_a_dead_follower(cluster_factory):
     assert [lag(s) for i, s in lagging.items() if i != coordinator] == [[None] * 3] * 2
     spread_leaders = {part: s.leader for (t, part), s in states(cluster, active, [SPREAD]).items()}
     assert any(leader != coordinator for leader in spread_leaders.values())  # asked remotely
+
+    # replication bytes (BrokerTopicMetrics): what the leaders took in reaches the two
+    # followers of each metered partition, and is what the leaders sent them
+    for i in range(30):
+        p.produce(TOPIC, value=b"r%d" % i, partition=i % 3)
+    assert p.flush(30) == 0
+    bt = "kafka_server_brokertopicmetrics_"
+
+    def topic_sum(s: dict[int, Scrape], name: str) -> float:
+        return sum(x.value(bt + name + "_total", topic=TOPIC) or 0 for x in s.values())
+
+    replicated_in = wait_scrapes(cluster, ports, "metered's batches on every follower",
+                                 lambda s: topic_sum(s, "replicationbytesin")
+                                 == 2 * topic_sum(s, "bytesin") > 0)
+    assert topic_sum(replicated_in, "messagesin") == 30
+    assert topic_sum(replicated_in, "replicationbytesout") == \
+        topic_sum(replicated_in, "replicationbytesin")
 
     view = states(cluster, active)
     before = wait_scrapes(cluster, ports, "replicas hosted as Metadata says", lambda s: all(
