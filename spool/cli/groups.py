@@ -368,17 +368,21 @@ def parse_topic_partitions(specs: list[str]) -> list[tuple[str, list[int] | None
 
 def resolve_partitions(admin: AdminClient, specs: list[str],
                        timeout: float) -> list[tuple[str, int]]:
-    """The partitions ``--topic`` names: every partition of a bare topic (which must exist)."""
+    """The partitions ``--topic`` names: every partition of a bare topic. The topic and the
+    partitions must exist (asked of every topic's metadata, which creates none)."""
     out: set[tuple[str, int]] = set()
+    known = admin.list_topics(timeout=timeout).topics
     for topic, nums in parse_topic_partitions(specs):
-        if nums is not None:
-            out.update((topic, p) for p in nums)
-            continue
-        md = admin.list_topics(topic, timeout=timeout).topics.get(topic)
+        md = known.get(topic)
         if md is None or md.error is not None:
             raise CliError(f"topic '{topic}' does not exist (UNKNOWN_TOPIC_OR_PARTITION)", 1,
                            "UNKNOWN_TOPIC_OR_PARTITION")
-        out.update((topic, p) for p in md.partitions)
+        missing = sorted(set(nums or []) - set(md.partitions))
+        if missing:
+            raise CliError(f"partition {topic}-{missing[0]} does not exist (topic '{topic}' has "
+                           f"{len(md.partitions)} partitions) (UNKNOWN_TOPIC_OR_PARTITION)", 1,
+                           "UNKNOWN_TOPIC_OR_PARTITION")
+        out.update((topic, p) for p in (nums if nums is not None else md.partitions))
     return sorted(out)
 
 
@@ -463,7 +467,7 @@ def reset_offsets(
     committed = _committed(admin, group, timeout)
     requested = read_plan(from_file, group) if from_file is not None else None
     if requested is not None:
-        parts = sorted(requested)
+        parts = resolve_partitions(admin, [f"{t}:{p}" for t, p in sorted(requested)], timeout)
     elif all_topics:
         parts = sorted(committed)
     else:

@@ -79,7 +79,7 @@ def reset_offsets(
         raise CliError("give exactly one of --to-earliest, --to-latest, --to-offset", 2)
     wire.run(bootstrap, timeout, lambda a: _check_empty(a, group, timeout))
     admin = admin_client(bootstrap, timeout)
-    md = admin.list_topics(topic, timeout=timeout).topics.get(topic)
+    md = admin.list_topics(timeout=timeout).topics.get(topic)  # one topic's could create it
     if md is None or md.error is not None:
         raise CliError(f"topic '{topic}' does not exist (UNKNOWN_TOPIC_OR_PARTITION)", 1,
                        "UNKNOWN_TOPIC_OR_PARTITION")

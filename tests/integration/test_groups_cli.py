@@ -166,6 +166,16 @@ def test_describe_views_delete_offsets_and_reset_plans(broker, topic_name, tmp_p
     assert {"group": group, "state": "Empty", "members": 0} == {
         k: v for d in every if d["group"] == group for k, v in d.items()
         if k in ("group", "state", "members")}
+    absent = f"absent-{topic_name}"
+    missing = run("groups", "reset-offsets", group, "--topic", absent, "--to-earliest", ok=False)
+    assert (missing.returncode, missing.stderr) == (
+        1, f"spool: topic '{absent}' does not exist (UNKNOWN_TOPIC_OR_PARTITION)\n")
+    assert absent not in admin.list_topics(timeout=10).topics  # asking created nothing
+    missing = run("groups", "reset-offsets", group, "--topic", f"{topic_name}:1,3",
+                  "--to-earliest", ok=False)
+    assert (missing.returncode, missing.stderr) == (
+        1, f"spool: partition {topic_name}-3 does not exist (topic '{topic_name}' has 3 "
+           "partitions) (UNKNOWN_TOPIC_OR_PARTITION)\n")
     export = run("groups", "reset-offsets", group, "--all-topics", "--to-current",
                  "--export", "--dry-run")
     assert export.stdout == f"{topic_name},0,4\n"
