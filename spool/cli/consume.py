@@ -27,6 +27,9 @@ Contract:
   are printed too).
 - Stops after ``--max-messages N`` records, or when ``--timeout S`` seconds
   pass with no new record; neither given: runs until Ctrl-C or SIGTERM (exit 0).
+  A subscribed group member counts ``--timeout`` from its first assignment (it
+  reads nothing before; a new group's first rebalance waits
+  group.initial.rebalance.delay.ms), waiting at most 15 s (or S) for one.
   A summary (``spool: N records consumed``) goes to stderr.
 - Output, one record at a time on stdout:
   default — the value and a newline;

@@ -302,23 +302,6 @@ def test_broker_config_override_roundtrip(broker: Any) -> None:
     assert "log.retention.ms" not in entries()
 
 
-def test_consume_as_group_resumes_from_committed_offsets(broker: Any, topic_name: str) -> None:
-    group = f"g-{topic_name}"
-    spool(broker, "topics", "create", topic_name, "--partitions", "2")
-    spool(broker, "produce", topic_name, "-K", ":", stdin="a:1\nb:2\nc:3\n")
-    first = consume_json(
-        broker, topic_name, "--group", group, "--from-beginning", "--max-messages", "3"
-    )
-    assert sorted(r["value"] for r in first) == ["1", "2", "3"]
-    spool(broker, "produce", topic_name, "-K", ":", stdin="d:4\ne:5\n")
-    # a, b and c all hash to partition 0: partition 1 has no committed offset, and
-    # only --from-beginning (auto.offset.reset=earliest) reads it from its start
-    second = consume_json(
-        broker, topic_name, "--group", group, "--from-beginning", "--max-messages", "2"
-    )
-    assert sorted(r["value"] for r in second) == ["4", "5"]
-
-
 def test_replication_commands_refuse_bad_input_before_asking(tmp_path) -> None:
     """Bad options or plans: one line and exit 2, nothing sent (no broker listens here)."""
     bad_json = tmp_path / "bad.json"
