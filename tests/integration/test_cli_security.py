@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.certs import PASSWORD, Pki
+from tests.helpers.cli import spool_cli
 from tests.helpers.secure_broker import PLAIN_LOGIN, SCRAM_LOGIN, SecureBroker
 
 OAUTH_LOGIN = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
@@ -104,10 +105,14 @@ sasl.jaas.config={OAUTH_LOGIN} required \\
 
     def spool(self, config: str, *args: str, stdin: str | None = None, check: bool = True,
               listener: str = "SSL") -> subprocess.CompletedProcess:
-        proc = subprocess.run(
-            [sys.executable, "-m", "spool.cli.main", *args, "--bootstrap-server",
-             self.broker.bootstrap(listener), "--command-config", config],
-            capture_output=True, text=True, input=stdin, timeout=120)
+        """The command as a child process when it reads stdin or consumes (its SIGTERM
+        handler), else in-process (``tests.helpers.cli``: no ~1 s start per call)."""
+        tail = ["--bootstrap-server", self.broker.bootstrap(listener), "--command-config", config]
+        if stdin is None and args[0] != "consume":
+            proc = spool_cli(*args, *tail)
+        else:
+            proc = subprocess.run([sys.executable, "-m", "spool.cli.main", *args, *tail],
+                                  capture_output=True, text=True, input=stdin, timeout=120)
         if check:
             assert proc.returncode == 0, proc.stderr
         return proc
@@ -140,7 +145,7 @@ def test_wire_commands_take_the_command_config(sec) -> None:
         out = sec.spool(config, "features", "describe").stdout
         assert out.startswith("Feature: metadata.version\t")
         listed = sec.spool(config, "transactions", "list")
-        assert listed.stdout.split() == ["TransactionalId", "ProducerId", "State"]
+        assert listed.stdout.split() == ["TransactionalId", "Coordinator", "ProducerId", "State"]
 
 
 def test_inline_pem_stores_work_for_librdkafka(sec) -> None:
