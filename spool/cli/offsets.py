@@ -5,7 +5,9 @@ Contract (Kafka's GetOffsetShell, over confluent-kafka's AdminClient.list_offset
 - Which partitions: each argument is Kafka's ``--topic-partitions`` pattern,
   ``topic``, ``topic:1``, ``topic:0-3``, ``topic:5-`` or ``topic:-3`` (the upper
   bound exclusive, as Kafka's), several separated by commas or given as several
-  arguments; topic names are exact (not regular expressions). No argument: every
+  arguments or with Kafka's ``--topic-partitions``; Kafka's ``--topic T`` with
+  ``--partitions 0,1`` works too. Topic names are exact (not regular expressions,
+  as Kafka's are). No topic named: every
   topic (internal ones too unless ``--exclude-internal-topics``). A named topic
   that does not exist is an error (UNKNOWN_TOPIC_OR_PARTITION); so is a pattern
   that matches no partition.
@@ -108,6 +110,17 @@ def offsets(
         typer.Argument(metavar="[TOPIC[:PARTITIONS]]...",
                        help="topic, topic:1, topic:0-3, topic:5-, topic:-3 (default: all)."),
     ] = None,
+    topic_partitions: Annotated[
+        list[str] | None,
+        typer.Option("--topic-partitions", help="Kafka's spelling of the patterns (repeatable).")
+    ] = None,
+    topic: Annotated[
+        str | None, typer.Option("--topic", help="One topic (Kafka's option).")
+    ] = None,
+    partitions: Annotated[
+        str | None,
+        typer.Option("--partitions", help="With --topic: partition ids, e.g. 0,1 (Kafka's).")
+    ] = None,
     time_: Annotated[
         str, typer.Option("--time", help="latest (-1), earliest (-2), max-timestamp (-3), "
                           "earliest-local (-4), or a timestamp (epoch ms or ISO-8601).")
@@ -126,7 +139,15 @@ def offsets(
     timeout: AdminTimeout = 30.0,
 ) -> None:
     """Print each partition's offset at a time (kafka-get-offsets)."""
-    pats = [_Pattern(p) for item in patterns or [] for p in item.split(",") if p.strip()]
+    items = [*(patterns or []), *(topic_partitions or [])]
+    if partitions is not None and topic is None:
+        fail("--partitions needs --topic", 2)
+    if topic is not None:
+        ids = [p.strip() for p in (partitions or "").split(",") if p.strip()]
+        if not all(p.isdigit() for p in ids):
+            fail(f"bad --partitions '{partitions}': expected partition ids, e.g. 0,1", 2)
+        items += [f"{topic}:{p}" for p in ids] or [topic]
+    pats = [_Pattern(p) for item in items for p in item.split(",") if p.strip()]
     spec, word = _spec(time_)
     admin = admin_client(bootstrap, timeout)
     md = admin.list_topics(timeout=timeout)

@@ -154,7 +154,8 @@ def test_offsets_trim_and_log_dirs(broker: Any, topic_name: str, tmp_path: Path)
     create(broker, t, 2)
     send(broker, t, [(None, v.encode(), 0) for v in "abcde"] + [(None, b"x", 1)] * 3)
     assert spool(broker, "offsets", t).stdout == f"{t}:0:5\n{t}:1:3\n"
-    future = spool(broker, "offsets", t, "--time", "99999999999999")
+    future = spool(broker, "offsets", "--topic", t, "--partitions", "0,1", "--time",
+                   "99999999999999")
     assert (future.stdout, future.stderr) == (
         "", "spool: 2 partitions with no record at or after 99999999999999 not listed\n")
 
