@@ -142,6 +142,7 @@ def test_lag_per_partition_then_zero_and_classic_group_states(node):
     assert lag_of(s, "auditor", topic, 3) == [None, None, 18]  # 30 - 12; no other commit
     assert states(s, "classic")["Stable"] == 1
     assert states(s, "classic")["Empty"] == 1  # the group that only commits
+    assert s.value(GCM + "offset_count") == 4  # 3 partitions of one group, 1 of the other
 
     consume(c, 8)
     c.commit(asynchronous=False)
