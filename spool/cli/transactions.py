@@ -73,10 +73,19 @@ TopicOpt = Annotated[str, typer.Option("--topic", help="The topic.")]
 PartitionOpt = Annotated[int, typer.Option("--partition", min=0, help="The partition.")]
 
 
+_PHRASES = {
+    Errors.UNKNOWN_TOPIC_OR_PARTITION: "does not exist",
+    Errors.TRANSACTIONAL_ID_NOT_FOUND: "no such transactional id",
+    Errors.NOT_LEADER_OR_FOLLOWER: "this broker is not its leader",
+}
+
+
 def _error(code: int, subject: str, message: str | None = None) -> CliError:
+    """``subject: <message or phrase> (NAME)``: the broker's words, else ours, else the name."""
     name = error_name(code)
-    return CliError(f"{subject}: {(message or name).rstrip('.')}"
-                    + (f" ({name})" if message else ""), error_name=name)
+    text = (message or "").rstrip(".") or _PHRASES.get(code)
+    return CliError(f"{subject}: {text} ({name})" if text else f"{subject}: {name}",
+                    error_name=name)
 
 
 async def _brokers(admin: wire.WireAdmin, topics: list[str] | None = None) -> tuple[dict, Any]:
@@ -205,7 +214,7 @@ async def _producers(admin: wire.WireAdmin, timeout: float, parts: list[tuple[st
     for tp in parts:
         node = broker_id if broker_id is not None else leaders.get(tp, -1)
         if tp not in leaders:
-            raise _error(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"{tp[0]}-{tp[1]}")
+            raise _error(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"partition {tp[0]}-{tp[1]}")
         if node not in brokers:
             raise CliError(f"{tp[0]}-{tp[1]}: " + (
                 f"broker {broker_id} is not in the cluster" if broker_id is not None
@@ -345,7 +354,7 @@ async def _abort(admin: wire.WireAdmin, timeout: float, topic: str, partition: i
     leader = next((p.leader_id for t in md.topics for p in t.partitions
                    if p.partition_index == partition), None)
     if leader not in brokers:
-        raise _error(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition}")
+        raise _error(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"partition {topic}-{partition}")
     resp = await _on(brokers[leader], timeout, WriteTxnMarkersRequest(markers=[
         wtm.WritableTxnMarker(producer_id=spec["producer_id"],
                               producer_epoch=spec["producer_epoch"], transaction_result=False,

@@ -132,6 +132,9 @@ def test_describe_producers_find_hanging_and_abort(loose_broker, topic_name):
     [after] = json.loads(run("describe-producers", "--topic", topic_name, "--partition", "0",
                              "--json").stdout)
     assert after["current_transaction_start_offset"] is None
+    absent = run("describe-producers", "--topic", topic_name, "--partition", "2")
+    assert (absent.returncode, absent.stderr) == (
+        1, f"spool: partition {topic_name}-2: does not exist (UNKNOWN_TOPIC_OR_PARTITION)\n")
     usage = run("find-hanging")
     assert (usage.returncode, usage.stderr) == (
         2, "spool: find-hanging needs --topic or --broker-id to limit the search\n")
