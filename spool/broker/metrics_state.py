@@ -236,7 +236,8 @@ def cleaner_gauges(cleaner: Any, manager: Any) -> Iterator[Metric]:
         "Partitions whose cleaning failed (not cleaned until restart), per log dir.",
         labels=["logDirectory"])
     logs = manager.logs()
+    failed = set(cleaner.uncleanable)  # a copy: the cleaner thread adds to it
     for d in manager.log_dirs:
-        uncleanable.add_metric([str(d)], sum(1 for tp in cleaner.uncleanable
+        uncleanable.add_metric([str(d)], sum(1 for tp in failed
                                              if tp in logs and logs[tp].dir.parent == d))
     yield uncleanable

@@ -63,6 +63,8 @@ def test_cleaner_gauges_after_a_cleaning(tmp_path):
         assert cleaner.clean_once()
         stats = cleaner.last_result.stats
         got = {m.name: samples(m) for m in cleaner_gauges(cleaner, mgr)}
+        cleaner.uncleanable.add(("tbl", 0))  # what a failed cleaning does
+        failed = {m.name: samples(m) for m in cleaner_gauges(cleaner, mgr)}
     finally:
         mgr.shutdown()
     assert samples(before["kafka_log_logcleaner_max_clean_time_secs"]) == {
@@ -86,3 +88,6 @@ def test_cleaner_gauges_after_a_cleaning(tmp_path):
     assert got["kafka_log_logcleanermanager_uncleanable_partitions_count"] == {
         ("kafka_log_logcleanermanager_uncleanable_partitions_count",
          (("logDirectory", str(tmp_path / "d")),)): 0}
+    assert failed["kafka_log_logcleanermanager_uncleanable_partitions_count"] == {
+        ("kafka_log_logcleanermanager_uncleanable_partitions_count",
+         (("logDirectory", str(tmp_path / "d")),)): 1}
