@@ -29,9 +29,11 @@ Contract:
   MESSAGE_TOO_LARGE, NOT_LEADER_OR_FOLLOWER, ...) whatever librdkafka calls them;
   librdkafka's local conditions keep their ``_NAME`` (``_TRANSPORT``,
   ``_TIMED_OUT``); see :func:`error_name`.
-- :func:`reach` gives up on a bootstrap that refuses connections or does not
-  resolve after :data:`UNREACHABLE_AFTER` seconds ("cannot reach a broker at ...")
-  instead of waiting out the command's whole timeout.
+- :func:`reach` gives up on a bootstrap that refuses connections, does not
+  resolve or does not speak Kafka after :data:`UNREACHABLE_AFTER` seconds ("cannot
+  reach a broker at ..."), and on one that never answers after about 10 s (Java's
+  ``socket.connection.setup.timeout.ms``, set on every client), instead of waiting
+  out the command's whole timeout.
 - :func:`check_topic_name` refuses an illegal topic name before connecting, with
   the rule it breaks (Kafka's sentence, exit 2).
 - Output: :func:`print_table` draws a rich table when stdout is a terminal
@@ -105,6 +107,7 @@ ClientProps = Annotated[
 # seconds, however long the command's timeout: librdkafka reconnects with backoff meanwhile,
 # so a broker that is just starting still gets in.
 UNREACHABLE_AFTER = 3.0
+CONNECTION_SETUP_TIMEOUT_MS = 10_000
 
 # Errors that mean "no broker answered", reported with the bootstrap address.
 _UNREACHABLE = {
@@ -165,6 +168,8 @@ def _connection_text(err: KafkaError) -> str:
     ``(after Nms in state S)`` suffix."""
     text = re.sub(r"^\S+/(bootstrap|\d+): ", "", err.str())
     text = re.sub(r" \(after \d+ms in state \w+\)", "", text)
+    if err.code() == KafkaError._ALL_BROKERS_DOWN:  # librdkafka's "1/1 brokers are down"
+        text = "no connection could be set up (refused, closed, or no answer in time)"
     if "Invalid response size" in text:  # e.g. an HTTP server's "HTTP" read as a length
         text = ("what answered there does not speak Kafka's protocol: "
                 + text.replace(": increase receive.message.max.bytes", ""))
@@ -318,6 +323,9 @@ def client_config(bootstrap: str, **extra: Any) -> dict[str, Any]:
     if _current_command_config is not None:
         conf.update(_current_command_config.librdkafka())
     conf["error_cb"] = _on_error
+    # Java's default (librdkafka's is 30 s): a bootstrap that never answers a connection
+    # attempt is given up on after 10 s
+    conf["socket.connection.setup.timeout.ms"] = CONNECTION_SETUP_TIMEOUT_MS
     conf.update(extra)
     conf.update(_current_client_props)
     _client_props_used = True

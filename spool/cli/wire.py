@@ -104,7 +104,7 @@ async def _connect(bootstrap: str, timeout: float) -> WireAdmin:
             raise CliError(f"bad bootstrap server {item!r}: expected host:port", 2)
         client = NodeClient(host.strip("[]"), int(port), client_id="spool-cli",
                             request_timeout_ms=int(timeout * 1000),
-                            connect_timeout_ms=int(timeout * 1000), **options)
+                            connect_timeout_ms=int(min(timeout, 10) * 1000), **options)
         try:
             versions = await client.request(ApiVersionsRequest(
                 client_software_name="spool", client_software_version="cli"), 3)
