@@ -144,6 +144,8 @@ def test_state_metrics_lag_and_a_dead_follower(cluster_factory):
     victim = next(i for i in sorted(cluster.nodes) if i != active)
     cluster.nodes[victim].kill()
     survivors = [i for i in cluster.nodes if i != victim]
+    # the spread partition the victim held has no other replica: offline
+    offline_expected = sum(1 for leader in spread_leaders.values() if leader == victim)
     replicated = (TOPIC, OFFSETS)
 
     def shrunk() -> dict[int, Scrape] | str:
@@ -152,8 +154,12 @@ def test_state_metrics_lag_and_a_dead_follower(cluster_factory):
             return f"metadata: {now}"
         s = scrape_all(cluster, ports)
         urp = {i: s[i].value(RM + "underreplicatedpartitions") for i in survivors}
-        fenced = s[active].value(KC + "fencedbrokercount")
-        return s if sum(urp.values()) == 4 and fenced == 1 else f"urp {urp}, fenced {fenced}"
+        # every controller's image has the fencing (and its election) too
+        fenced = {i: s[i].value(KC + "fencedbrokercount") for i in survivors}
+        offline = {i: s[i].value(KC + "offlinepartitionscount") for i in survivors}
+        done = sum(urp.values()) == 4 and set(fenced.values()) == {1} and set(
+            offline.values()) == {offline_expected}
+        return s if done else f"urp {urp}, fenced {fenced}, offline {offline}"
 
     after = cluster.wait_until(f"node {victim} out of every ISR", shrunk, 60)
     view = states(cluster, active)
@@ -167,8 +173,7 @@ def test_state_metrics_lag_and_a_dead_follower(cluster_factory):
         assert s.value(RM + "atminisrpartitioncount") == sum(
             1 for t, _ in led if t in (TOPIC, SPREAD))
         assert s.value(RM + "underminisrpartitioncount") == 0
-        assert s.value(KC + "offlinepartitionscount") == sum(
-            1 for leader in spread_leaders.values() if leader == victim)
+        assert s.value(KC + "offlinepartitionscount") == offline_expected
         assert s.value(KC + "fencedbrokercount") == 1
         assert s.value(KC + "activebrokercount") == 2
         flags = s.series("kafka_topic_partition_under_replicated_partition")
