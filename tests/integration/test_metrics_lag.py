@@ -151,7 +151,7 @@ def test_lag_per_partition_then_zero_and_classic_group_states(node):
     assert s.value("kafka_consumergroup_lag_sum", consumergroup=group, topic=topic) == 0
 
     c.close()  # leaves the group: Empty, its offsets kept
-    s = metrics(node)
+    s = wait_scrape(node, "the group empty", lambda s: states(s, "classic")["Stable"] == 0)
     assert states(s, "classic") == {"Empty": 2, "PreparingRebalance": 0,
                                     "CompletingRebalance": 0, "Stable": 0, "Dead": 0}
     assert s.value(GCM + "group_count", protocol="classic") == 2
@@ -179,8 +179,8 @@ def test_consumer_protocol_group_counts(node):
         assert lag_of(s, group, topic, 2) == [0, 0]
     finally:
         c.close()
-    s = metrics(node)
-    assert states(s, "consumer")["Empty"] == 1 and states(s, "consumer")["Stable"] == 0
+    s = wait_scrape(node, "the group empty", lambda s: states(s, "consumer")["Stable"] == 0)
+    assert states(s, "consumer")["Empty"] == 1
 
 
 def test_share_group_counts(node):
