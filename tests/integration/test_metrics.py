@@ -3,7 +3,8 @@ would: exact per-topic counts after a produce/consume run with confluent-kafka
 (BrokerTopicMetrics), bytes out equal to the bytes fetched, bytes rejected, a deleted
 topic's series gone while the all-topics totals keep their counts; RequestMetrics per
 request name (requests by version, error codes, one observation per request in every
-histogram, a long poll's wait as remote time), connections per listener."""
+histogram, a long poll's wait as remote time, a throttled produce's throttle time),
+connections per listener (opened, then closed)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
-from spool.protocol._generated import FetchRequest, ProduceRequest
+from spool.protocol._generated import AlterClientQuotasRequest, FetchRequest, ProduceRequest
+from spool.protocol._generated import alter_client_quotas_request as acq
 from spool.protocol._generated.fetch_request import FetchPartition, FetchTopic
 from spool.protocol._generated.produce_request import PartitionProduceData, TopicProduceData
 from spool.protocol.errors import Errors
@@ -235,6 +237,7 @@ def test_connections_per_listener(metered) -> None:
         during = scrape(metered)
         assert grew(before, during, name + "creation_total", listener="PLAINTEXT") == 1
         assert grew(before, during, name + "count", listener="PLAINTEXT") == 1
+        assert grew(before, during, name + "close_total", listener="PLAINTEXT") == 0
     finally:
         client.close()
     deadline = time.monotonic() + 10
@@ -247,3 +250,31 @@ def test_connections_per_listener(metered) -> None:
     assert grew(before, after, name + "close_total", listener="PLAINTEXT") == 1
     assert grew(before, after, name + "count", listener="PLAINTEXT") == 0
     assert sample(after, "process_resident_memory_bytes") > 0
+
+
+def test_a_throttled_produce_is_its_throttle_time(metered) -> None:
+    """ThrottleTimeMs observes the throttle_time_ms the response carried (client quotas)."""
+    create(metered, "throttled")
+    with RawClient(metered.bootstrap) as client:
+        quota = AlterClientQuotasRequest(entries=[acq.EntryData(
+            entity=[acq.EntityData(entity_type="client-id", entity_name="hog")],
+            ops=[acq.OpData(key="producer_byte_rate", value=1000.0, remove=False)])],
+            validate_only=False)
+        assert [e.error_code for e in client.request(49, 1, quota).entries] == [0]
+    before = scrape(metered)
+    hog = RawClient(metered.bootstrap)
+    try:  # 50 kB at 1 kB/s: throttled (the broker mutes this connection afterwards)
+        hog.send(0, 9, ProduceRequest(transactional_id=None, acks=1, timeout_ms=5000,
+                                      topic_data=[TopicProduceData(name="throttled",
+                                      partition_data=[PartitionProduceData(
+                                          index=0, records=make_batch(
+                                              1, value_size=50_000))])]), client_id="hog")
+        _, resp = hog.recv(0, 9)
+    finally:
+        hog.close()
+    assert resp.responses[0].partition_responses[0].error_code == 0
+    throttle_ms = resp.throttle_time_ms
+    assert throttle_ms > 0
+    after = scrape(metered)
+    assert grew(before, after, RM + "throttletimems_count", request="Produce") == 1
+    assert grew(before, after, RM + "throttletimems_sum", request="Produce") == throttle_ms
