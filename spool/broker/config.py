@@ -66,6 +66,7 @@ from spool.storage.config import (
     parse_value,
 )
 from spool.util.logs import parse_levels
+from spool.util.properties import parse_properties
 
 if TYPE_CHECKING:
     from spool.broker.cluster_config import ClusterConfig
@@ -701,33 +702,6 @@ def all_known_keys() -> list[str]:
     return sorted({*BROKER_KEYS, *BROKER_CONFIGS, *BROKER_SYNONYM_OF})
 
 
-def parse_properties(text: str) -> dict[str, str]:
-    """Parse Java properties text into a dict (later keys win)."""
-    out: dict[str, str] = {}
-    logical: list[str] = []
-    lines: list[str] = []
-    for raw in text.splitlines():
-        line = raw.strip() if not logical else raw.lstrip()
-        if not logical and (not line or line[0] in "#!"):
-            continue
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            logical.append(line[:-1])
-            continue
-        logical.append(line)
-        lines.append("".join(logical))
-        logical = []
-    if logical:
-        lines.append("".join(logical))
-    for line in lines:
-        seps = [i for i in (line.find("="), line.find(":")) if i >= 0]
-        if not seps:
-            out[line.strip()] = ""
-            continue
-        i = min(seps)
-        out[line[:i].strip()] = line[i + 1 :].strip()
-    return out
-
-
 @dataclass
 class Listener:
     name: str
@@ -808,7 +782,8 @@ class BrokerConfig:
                 raise ConfigError(f"cannot read config file {path}: {e.strerror}") from e
             except UnicodeDecodeError as e:
                 raise ConfigError(f"config file {path} is not UTF-8 text") from e
-            cfg.update(parse_properties(text))
+            # (values trimmed, as Kafka's ConfigDef trims them)
+            cfg.update({k: v.strip() for k, v in parse_properties(text).items()})
         for item in overrides:
             if "=" not in item:
                 raise ConfigError(f"override {item!r} is not key=value")

@@ -58,6 +58,7 @@ from cryptography.x509 import load_pem_x509_certificates
 from spool.security import client_config
 from spool.security.client_config import ClientConfigError, ClientSecurity
 from spool.security.sasl.oauthbearer import UnsecuredLogin, unsecured_login
+from spool.util.properties import parse_properties
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
@@ -160,74 +161,6 @@ def load(path: str) -> CommandConfig:
         return from_properties(props, path)
     except CommandConfigError as e:
         raise CommandConfigError(f"command config {path}: {e}") from None
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """Java ``Properties.load`` rules: the later of two equal keys wins."""
-    out: dict[str, str] = {}
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i].lstrip(" \t\f")
-        i += 1
-        if not line or line[0] in "#!":
-            continue
-        while _continues(line) and i < len(lines):
-            line = line[:-1] + lines[i].lstrip(" \t\f")
-            i += 1
-        if _continues(line):
-            line = line[:-1]
-        key, value = _split_entry(line)
-        out[_unescape(key)] = _unescape(value)
-    return out
-
-
-def _continues(line: str) -> bool:
-    trailing = len(line) - len(line.rstrip("\\"))
-    return trailing % 2 == 1
-
-
-def _split_entry(line: str) -> tuple[str, str]:
-    j = 0
-    while j < len(line):
-        ch = line[j]
-        if ch == "\\":
-            j += 2
-            continue
-        if ch in "=: \t\f":
-            break
-        j += 1
-    key, rest = line[:j], line[j:]
-    rest = rest.lstrip(" \t\f")
-    if rest[:1] in ("=", ":"):
-        rest = rest[1:].lstrip(" \t\f")
-    return key, rest
-
-
-_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-
-
-def _unescape(text: str) -> str:
-    if "\\" not in text:
-        return text
-    out, j = [], 0
-    while j < len(text):
-        ch = text[j]
-        if ch == "\\" and j + 1 < len(text):
-            nxt = text[j + 1]
-            if nxt == "u" and j + 6 <= len(text):
-                try:
-                    out.append(chr(int(text[j + 2:j + 6], 16)))
-                    j += 6
-                    continue
-                except ValueError:
-                    pass
-            out.append(_ESCAPES.get(nxt, nxt))
-            j += 2
-        else:
-            out.append(ch)
-            j += 1
-    return "".join(out)
 
 
 def from_properties(props: dict[str, str], path: str = "<properties>") -> CommandConfig:

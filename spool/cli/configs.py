@@ -40,7 +40,6 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from spool.cli.command_config import parse_properties
 from spool.cli.common import (
     DEFAULT_BOOTSTRAP,
     AdminTimeout,
@@ -58,6 +57,7 @@ from spool.cli.common import (
     print_table,
     result,
 )
+from spool.util.properties import parse_properties
 
 app = typer.Typer(help="Describe and alter topic, broker and group configs.",
                   no_args_is_help=True)

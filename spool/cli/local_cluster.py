@@ -43,6 +43,7 @@ from typing import Any
 
 from spool.net.client import ClientError, NodeClient
 from spool.protocol._generated import MetadataRequest
+from spool.util.properties import parse_properties
 
 CONTROLLER_PORT_OFFSET = 100
 
@@ -69,8 +70,6 @@ class LocalNode:
         return self.dir / "pid"
 
     def properties(self) -> dict[str, str]:
-        from spool.broker.config import parse_properties
-
         return parse_properties(self.config.read_text(encoding="utf-8"))
 
     def address(self, listener: str = "PLAINTEXT") -> tuple[str, int]:

@@ -31,6 +31,7 @@ from confluent_kafka import KafkaException
 
 from spool.cli import command_config as _cc
 from spool.cli.common import CliError
+from spool.util.properties import parse_properties
 
 _DROPPED = {"key.serializer", "value.serializer", "key.deserializer", "value.deserializer"}
 _SECURITY_PREFIXES = ("security.", "ssl.", "sasl.")
@@ -47,7 +48,7 @@ def read(path: str | None, pairs: Iterable[str], option: str) -> dict[str, str]:
             text = Path(path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
             raise CliError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from None
-        props.update(_cc.parse_properties(text))
+        props.update(parse_properties(text))
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():

@@ -157,3 +157,14 @@ def test_listener_prefixed_keys_are_checked_as_their_base_key():
     cfg = load("listener.name.ssl.ssl.no.such.key=1", "listener.name.ssl.plain.sasl.nope=x")
     assert cfg.unknown == ["listener.name.ssl.ssl.no.such.key", "listener.name.ssl.plain.sasl.nope"]
     assert "listener names are lowercase" in error("listener.name.SSL.ssl.client.auth=required")
+
+
+def test_server_properties_are_read_as_java_reads_them(tmp_path):
+    """One properties reader (spool.util.properties): Java's separators, continuations
+    and escapes; values trimmed as Kafka's ConfigDef trims them."""
+    path = tmp_path / "server.properties"
+    path.write_text("# a comment\nnum.partitions 3\nlog.retention.ms : 1000   \n"
+                    "log.dirs=/tmp/a,\\\n    /tmp/b\n", encoding="utf-8")
+    values = load(path=path).values
+    assert (values["num.partitions"], values["log.retention.ms"], values["log.dirs"]) == (
+        "3", "1000", "/tmp/a,/tmp/b")

@@ -17,6 +17,7 @@ from cryptography.x509.oid import NameOID
 
 from spool.cli import command_config as cc
 from spool.cli.command_config import CommandConfigError
+from spool.util.properties import parse_properties
 
 PEM = serialization.Encoding.PEM
 
@@ -66,7 +67,7 @@ def test_properties_file_syntax() -> None:
             "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule \\\n"
             "    required username=\"alice\" \\\n    password=\"a=b\\\\c\";\n"
             "empty=\n")
-    assert cc.parse_properties(text) == {
+    assert parse_properties(text) == {
         "security.protocol": "SASL_SSL",
         "sasl.mechanism": "PLAIN",
         "client.id": "spool!",
