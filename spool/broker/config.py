@@ -43,7 +43,6 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from spool.broker.metrics_http import valid_listeners as valid_metrics_listeners
-from spool.console.listen import parse_listener
 from spool.coordinator.assignors import ASSIGNORS
 from spool.protocol.errors import Errors, KafkaError
 from spool.replica.selector import RACK_AWARE, SELECTORS
@@ -65,6 +64,7 @@ from spool.storage.config import (
     one_of,
     parse_value,
 )
+from spool.util.listen import parse_http_listener
 from spool.util.logs import parse_levels
 from spool.util.properties import parse_properties
 
@@ -143,7 +143,7 @@ def _console_listener_ok(value: str) -> bool:
     if not value:
         return True
     try:
-        parse_listener(value)
+        parse_http_listener(value)
     except ValueError:
         return False
     return True

@@ -20,7 +20,7 @@ import os
 from collections.abc import Callable, Mapping
 from urllib.parse import parse_qs, urlsplit
 
-from spool.broker.server import ListenError
+from spool.util.listen import ListenError
 
 log = logging.getLogger("spool.broker.http")
 

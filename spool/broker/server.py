@@ -84,6 +84,7 @@ from spool.protocol.framing import FrameDecoder, FrameError
 from spool.security.principal import ANONYMOUS, KafkaPrincipal
 from spool.security.quotas import INT32_MAX, BrokerConnectionRate, ConnectionQuotas
 from spool.util.inet import java_host_address
+from spool.util.listen import ListenError
 
 if TYPE_CHECKING:
     from spool.security.tls import ServerTls
@@ -123,14 +124,6 @@ class CloseConnection(Exception):
     """Raised by a dispatcher, or by a handler instead of answering (Produce with acks=0
     that failed): the connection is condemned once the responses before it are sent;
     ``str(e)`` says why."""
-
-
-class ListenError(OSError):
-    """A listener's address cannot be bound; ``str(e)`` names it: "cannot listen on
-    127.0.0.1:9092 (listener PLAINTEXT): Address already in use"."""
-
-    def __str__(self) -> str:
-        return str(self.strerror)
 
 
 class RateLimitedLog:

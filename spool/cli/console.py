@@ -44,11 +44,11 @@ def console(
     command_config: CommandConfigOpt = None,
 ) -> None:
     """Serve the web console: brokers, topics, messages, groups, lag and throughput."""
-    from spool.console.listen import parse_listener
     from spool.console.server import Console
+    from spool.util.listen import parse_http_listener
 
     try:
-        parse_listener(listen)
+        parse_http_listener(listen)
     except ValueError as e:
         raise CliError(f"--listen: {e}", 2) from None
     conf = client_config(bootstrap)

@@ -11,5 +11,6 @@ inside a broker (``console.listeners=http://127.0.0.1:8080``). Modules: ``server
 (the HTTP server and ``Console``), ``pages`` (the routes, overview and group pages),
 ``topic_pages`` (topics, messages), ``web`` (what pages share), ``render`` (HTML and
 SVG), ``cluster`` (the reads) and ``model`` (their answers), ``sampler`` (throughput
-and lag history), ``log_dirs`` (partition sizes), ``listen`` (the listener address).
+and lag history), ``log_dirs`` (partition sizes); its address is parsed by
+``spool.util.listen``.
 """

@@ -31,21 +31,14 @@ from confluent_kafka import KafkaError, KafkaException
 
 from spool.console import pages, web
 from spool.console.cluster import ClusterReader
-from spool.console.listen import parse_listener
 from spool.console.log_dirs import LogDirs
 from spool.console.model import BadInput, NotFound, Unavailable
 from spool.console.sampler import Sampler
+from spool.util.listen import ListenError, parse_http_listener
 
 log = logging.getLogger("spool.console")
 
 MAX_BODY = 64 * 1024
-
-
-class ListenError(OSError):
-    """The console's listener could not be bound; ``str()`` names the address."""
-
-    def __str__(self) -> str:
-        return str(self.strerror)
 
 
 class _Server6(ThreadingHTTPServer):
@@ -58,7 +51,7 @@ class Console:
     def __init__(self, client_config: dict[str, Any], listen: str = "http://127.0.0.1:8080",
                  *, sample_interval: float = 5.0, timeout: float = 5.0,
                  read_only: bool = False) -> None:
-        host, port = parse_listener(listen)
+        host, port = parse_http_listener(listen)
         log_dirs = LogDirs.of(client_config, timeout)
         self.reader = ClusterReader(client_config, timeout, log_dirs)
         self.sampler = Sampler(self.reader, sample_interval)

@@ -10,9 +10,9 @@ import pytest
 
 from spool.broker.config import BrokerConfig, ConfigError
 from spool.console import pages
-from spool.console.listen import parse_listener
 from spool.console.render import layout, line_chart, nice_ceiling, show_bytes
 from spool.console.sampler import Sampler
+from spool.util.listen import parse_http_listener
 
 
 @pytest.mark.parametrize(("text", "address"), [
@@ -21,7 +21,7 @@ from spool.console.sampler import Sampler
     ("http://[::1]:9000/", ("::1", 9000)),
 ])
 def test_listener_addresses(text, address):
-    assert parse_listener(text) == address
+    assert parse_http_listener(text) == address
 
 
 @pytest.mark.parametrize(("text", "says"), [
@@ -29,11 +29,11 @@ def test_listener_addresses(text, address):
     ("http://127.0.0.1", "names no port"),
     ("http://127.0.0.1:99999", "has no valid port"),
     ("http://127.0.0.1:8080/console", "has a path"),
-    ("http://a:1,http://b:2", "one console listener only"),
+    ("http://a:1,http://b:2", "one listener only"),
 ])
 def test_bad_listener_addresses_say_what_is_wrong(text, says):
     with pytest.raises(ValueError, match=re.escape(says)):
-        parse_listener(text)
+        parse_http_listener(text)
 
 
 def test_the_broker_refuses_a_bad_console_listener_by_name():

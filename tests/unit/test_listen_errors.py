@@ -9,7 +9,7 @@ import socket
 import pytest
 
 from spool.broker.http_endpoint import HttpEndpoint
-from spool.broker.server import ListenError
+from spool.util.listen import ListenError
 
 
 @pytest.fixture
