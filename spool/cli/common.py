@@ -8,7 +8,10 @@ Contract:
   exactly ONE line on stderr, ``spool: <what happened> (<ERROR_NAME>)``, and a
   non-zero exit status: 1 for a failed operation, 2 for bad usage, 130 for
   Ctrl-C. No traceback reaches the user. A closed stdout (``| head``) ends
-  the command quietly.
+  the command quietly. A command line that does not parse (an unknown option, a bad
+  value, a missing argument) is one line too, before the command runs:
+  ``spool <command>: <what is wrong> (try 'spool <command> --help')``, exit 2
+  (``spool.cli.usage``, for the whole tree).
 - Every client command takes ``--command-config FILE`` (environment
   ``SPOOL_COMMAND_CONFIG``; see :data:`CommandConfigOpt`): Kafka's client security
   properties, read and checked by ``spool.cli.command_config`` before the command

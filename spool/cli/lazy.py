@@ -17,6 +17,8 @@ Contract:
   KeyboardInterrupt raised while parsing, loading a command or running it into that line
   (commands that handle Ctrl-C themselves, through ``spool.cli.common.cli_command``,
   have already said so and exit 130 as they are).
+- The group is also ``spool.cli.usage.OneLineUsageErrors``: a usage error anywhere in the
+  tree is one line on stderr and exit 2.
 """
 
 from __future__ import annotations
@@ -81,6 +83,8 @@ with interrupt_guard():
     from typer.core import TyperCommand, TyperGroup
     from typer.main import get_command_from_info, get_group_from_info
     from typer.models import CommandInfo, TyperInfo
+
+    from spool.cli.usage import OneLineUsageErrors
 
 
 class LazyCommand(NamedTuple):
@@ -201,7 +205,7 @@ def lazy_typer(commands: Sequence[LazyCommand], **kwargs: Any) -> typer.Typer:
     names = [c.name for c in commands]
     if len(set(names)) != len(names):
         raise ValueError(f"a command is registered twice: {sorted(names)}")
-    cls: Callable[..., Any] = type("SpoolGroup", (LazyGroup,), {
+    cls: Callable[..., Any] = type("SpoolGroup", (OneLineUsageErrors, LazyGroup), {
         "lazy": tuple(commands),
         "pretty_exceptions_short": kwargs.get("pretty_exceptions_short", True)})
     return _LazyTyper(cls=cls, **kwargs)

@@ -172,4 +172,4 @@ def version() -> None:
 
 
 if __name__ == "__main__":
-    app()
+    app(prog_name="spool")  # `python -m spool.cli.main` names itself as the script does

@@ -199,9 +199,8 @@ def test_strict_config_refuses_unknown_keys(tmp_path):
 def test_a_bad_log_level_is_refused_with_the_allowed_values(tmp_path):
     code, err = refuse(tmp_path, "--log-level", "LOUD")
     assert code == 2
-    text = " ".join(re.sub(r"[│╭╮╰╯─]", " ", err).split())
-    assert ("Invalid value for '--log-level': 'LOUD': the level must be one of DEBUG, INFO, "
-            "WARNING, ERROR") in text
+    assert err == ("spool broker: --log-level: 'LOUD': the level must be one of DEBUG, INFO, "
+                   "WARNING, ERROR (try 'spool broker --help')\n")
     code, err = refuse(tmp_path, "-o", "log.level=INFO,spool.storage=LOUD")
     assert code == 2
     assert "log.level=INFO,spool.storage=LOUD" in err and "DEBUG, INFO, WARNING, ERROR" in err
