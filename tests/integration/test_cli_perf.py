@@ -5,8 +5,9 @@ holds and the records the consumer perf test reads (exact counts and bytes, in
 ``--json`` and in Kafka's text formats); latency and rate figures present and ordered
 (never their values: timings belong in docs/BENCHMARKS.md); a transactional run read
 back with read_committed; a consumer that runs out of records stops at ``--timeout``
-with Kafka's warning; bad input as one line and a non-zero exit, without creating the
-topic.
+with Kafka's warning; consumed bytes count keys too; records the broker refuses counted
+as failed (exit 1, five lines and a count); bad input as one line and a non-zero exit,
+without creating the topic.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 from typer.testing import CliRunner
 
 from spool.cli.main import app
@@ -169,3 +171,37 @@ def test_bad_input_is_one_line(broker: Any, topic_name: str, tmp_path: Path, arg
         assert topic_name not in c.list_topics(timeout=10).topics  # nothing was created
     finally:
         c.close()
+
+
+def test_consumed_bytes_count_keys_and_values(broker: Any, topic_name: str) -> None:
+    # Kafka's ConsumerPerformance counts a record's key bytes too (the producer perf test
+    # sends none, so only records produced with keys show it)
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    records = [(f"key-{i}".encode(), f"value-{i:03d}".encode()) for i in range(10)]
+    for key, value in records:
+        p.produce(topic_name, key=key, value=value)
+    p.produce(topic_name, value=b"no key")  # a null key adds nothing
+    assert p.flush(30) == 0
+    out = perf(broker, "consume", topic_name, "--messages", "11", "--json")
+    got = json.loads(out.stdout)
+    assert got["data_consumed_records"] == 11
+    assert got["data_consumed_bytes"] == sum(len(k) + len(v) for k, v in records) + 6
+
+
+def test_records_the_broker_refuses_are_failed(broker: Any, topic_name: str) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic_name, 1, 1, config={"max.message.bytes": "300"})])[
+        topic_name].result(30)
+    # in-process (CI time): 30 records of 1000 bytes, each over the topic's limit
+    proc = CliRunner().invoke(app, ["perf", "produce", topic_name, "--num-records", "30",
+                                    "--record-size", "1000", "--json",
+                                    "--bootstrap-server", broker.bootstrap])
+    assert proc.exit_code == 1
+    sent = json.loads(proc.stdout)
+    assert (sent["num_records"], sent["records"], sent["failed"], sent["bytes"]) == (30, 0, 30, 0)
+    lines = proc.stderr.splitlines()
+    assert lines[:5] == [f"spool: record not delivered: '{topic_name}': Message size too large "
+                         "(MESSAGE_TOO_LARGE)"] * 5
+    assert lines[5:] == ["spool: (further failures not shown)",
+                         "spool: 30 of 30 records not delivered"]
+    assert end_offsets(broker, topic_name, 1) == [0]
