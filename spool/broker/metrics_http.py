@@ -35,11 +35,6 @@ class MetricsHttp:
                                        {"/metrics": self._metrics})
                           for host, port in parse_http_listeners(listeners)]
 
-    @property
-    def addresses(self) -> list[str]:
-        """``http://host:port`` of each listener (bound ports once started)."""
-        return [f"http://{e.host}:{e.port}" for e in self.endpoints]
-
     def _metrics(self, _query: dict[str, list[str]]) -> Answer:
         return "200 OK", CONTENT_TYPE_LATEST, generate_latest(self.registry)
 
