@@ -1,11 +1,13 @@
 """The data-plane ``spool`` commands as a user runs them, against the session's broker.
 
 Covers: ``consume -g`` committing every assigned partition's position on exit (a
-second run reads exactly the rest), ``--isolation-level``, ``--encoding
+second run reads exactly the rest; a partition it read nothing from keeps its committed
+offset), ``--isolation-level``, ``--encoding
 base64|hex`` for binary data; ``produce --null-marker`` (tombstones),
 ``--print-offsets`` and the summary's partitions and offsets, failures by line
 number, ``--stop-on-error``, MESSAGE_TOO_LARGE with the size and the limit (the
-producer's, set with ``-X``, and the topic's); the rule an illegal topic name breaks.
+producer's, set with ``-X``, and the topic's); the rule an illegal topic name breaks;
+``offsets`` (patterns, ranges, --time), ``topics trim``, ``log-dirs describe``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.integration.test_cli import SPOOL, one_error_line, spool
@@ -63,6 +65,21 @@ def test_consume_group_commits_every_assigned_partition(broker: Any, topic_name:
     send(broker, topic_name, [(k.encode(), v.encode(), None) for k, v in zip("abcd", "xyzw", strict=True)])
     after = spool(broker, "consume", topic_name, "-g", late, "--timeout", "1", "--json")
     assert sorted(values(after)) == ["w", "x", "y", "z"]
+
+
+def test_consume_group_keeps_the_commit_of_a_partition_it_read_nothing_from(
+        broker: Any, topic_name: str) -> None:
+    create(broker, topic_name, 2)
+    send(broker, topic_name, [(None, f"p{p}-{i}".encode(), p) for p in (0, 1) for i in range(3)])
+    g = f"g-{topic_name}"
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": g})
+    c.commit(offsets=[TopicPartition(topic_name, p, 1) for p in (0, 1)], asynchronous=False)
+    c.close()
+    # one record from one partition: the other keeps its commit (1), not the log end
+    one = spool(broker, "consume", topic_name, "-g", g, "-n", "1", "--json")
+    rest = spool(broker, "consume", topic_name, "-g", g, "--timeout", "1", "--json")
+    assert sorted(values(one) + values(rest)) == ["p0-1", "p0-2", "p1-1", "p1-2"]
+    assert len(values(one)) == 1
 
 
 def test_consume_isolation_level(broker: Any, topic_name: str) -> None:
@@ -173,6 +190,8 @@ def test_offsets_trim_and_log_dirs(broker: Any, topic_name: str, tmp_path: Path)
         "spool: 1 of 1 partitions not trimmed"]
     earliest = spool(broker, "offsets", f"{t}:1-", f"{t}:0", "--time", "-2")
     assert earliest.stdout == f"{t}:0:2\n{t}:1:3\n"
+    # N-M leaves M out (GetOffsetShell's ranges); earliest-local (-4) is earliest here
+    assert spool(broker, "offsets", f"{t}:0-1", "--time", "-4").stdout == f"{t}:0:2\n"
 
     doc = json.loads(spool(broker, "log-dirs", "describe", "--topic-list", t, "--json").stdout)
     data = broker.data_dir.resolve()
