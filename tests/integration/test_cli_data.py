@@ -23,6 +23,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.helpers.cli import spool_cli
 from tests.integration.test_cli import SPOOL, one_error_line, spool
 
 pytestmark = pytest.mark.timeout(120)
@@ -34,6 +35,15 @@ def values(proc: subprocess.CompletedProcess[str]) -> list[str]:
 
 # Set-up goes through confluent-kafka in this process: every `spool` run costs a Python
 # start-up, and these tests are about the commands they run, not the set-up.
+def cli(broker: Any, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """``spool ARGS --bootstrap-server B`` in this process; a failure fails the test
+    unless ``check`` is off."""
+    proc = spool_cli(*args, "--bootstrap-server", broker.bootstrap)
+    if check and proc.returncode != 0:
+        pytest.fail(f"{args} exited {proc.returncode}: {proc.stderr}")
+    return proc
+
+
 def create(broker: Any, topic: str, partitions: int, **configs: str) -> None:
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     admin.create_topics([NewTopic(topic, partitions, config=configs)])[topic].result(30)
@@ -167,33 +177,35 @@ def test_illegal_topic_name_says_the_rule(broker: Any) -> None:
 
 
 def test_offsets_trim_and_log_dirs(broker: Any, topic_name: str, tmp_path: Path) -> None:
+    """kafka-get-offsets, kafka-delete-records and kafka-log-dirs, run in-process
+    (tests.helpers.cli: seven calls, ~3 s of interpreter start each as children)."""
     t = topic_name
     create(broker, t, 2)
     send(broker, t, [(None, v.encode(), 0) for v in "abcde"] + [(None, b"x", 1)] * 3)
-    assert spool(broker, "offsets", t).stdout == f"{t}:0:5\n{t}:1:3\n"
-    future = spool(broker, "offsets", "--topic", t, "--partitions", "0,1", "--time",
+    assert cli(broker, "offsets", t).stdout == f"{t}:0:5\n{t}:1:3\n"
+    future = cli(broker, "offsets", "--topic", t, "--partitions", "0,1", "--time",
                    "99999999999999")
     assert (future.stdout, future.stderr) == (
         "", "spool: 2 partitions with no record at or after 99999999999999 not listed\n")
 
-    trimmed = spool(broker, "topics", "trim", t, "--before-offset", "2", "--partition", "0")
+    trimmed = cli(broker, "topics", "trim", t, "--before-offset", "2", "--partition", "0")
     assert trimmed.stdout.splitlines() == ["Topic" + " " * (len(t) - 3) + "Partition  LowWatermark",
                                            f"{t}  0          2"]
     plan = tmp_path / "offsets.json"
     plan.write_text(json.dumps({"partitions": [{"topic": t, "partition": 1, "offset": -1}],
                                 "version": 1}))
-    whole = spool(broker, "topics", "trim", "--offset-json-file", str(plan), "--json")
+    whole = cli(broker, "topics", "trim", "--offset-json-file", str(plan), "--json")
     assert json.loads(whole.stdout) == [{"topic": t, "partition": 1, "low_watermark": 3}]
-    past = spool(broker, "topics", "trim", t, "--before-offset", "9", "-p", "0", check=False)
+    past = cli(broker, "topics", "trim", t, "--before-offset", "9", "-p", "0", check=False)
     assert past.returncode == 1 and past.stderr.splitlines() == [
         f"spool: '{t}-0': offset 9 is beyond the high watermark (OFFSET_OUT_OF_RANGE)",
         "spool: 1 of 1 partitions not trimmed"]
-    earliest = spool(broker, "offsets", f"{t}:1-", f"{t}:0", "--time", "-2")
+    earliest = cli(broker, "offsets", f"{t}:1-", f"{t}:0", "--time", "-2")
     assert earliest.stdout == f"{t}:0:2\n{t}:1:3\n"
     # N-M leaves M out (GetOffsetShell's ranges); earliest-local (-4) is earliest here
     assert spool(broker, "offsets", f"{t}:0-1", "--time", "-4").stdout == f"{t}:0:2\n"
 
-    doc = json.loads(spool(broker, "log-dirs", "describe", "--topic-list", t, "--json").stdout)
+    doc = json.loads(cli(broker, "log-dirs", "describe", "--topic-list", t, "--json").stdout)
     data = broker.data_dir.resolve()
     sizes = {p: sum(f.stat().st_size for f in (data / f"{t}-{p}").glob("*.log")) for p in (0, 1)}
     assert doc == {"version": 1, "brokers": [{"broker": doc["brokers"][0]["broker"], "logDirs": [
