@@ -26,7 +26,8 @@ import contextlib
 import logging
 from typing import Any
 
-from spool.net.client import ClientError, NodeClient
+from spool.broker.peer_clients import PeerClients
+from spool.net.client import ClientError
 from spool.protocol._generated import ListOffsetsRequest
 from spool.protocol._generated import list_offsets_request as lreq
 
@@ -44,7 +45,7 @@ class RemoteHighWatermarks:
         self.broker = broker
         self.known: dict[TopicPartition, int] = {}
         self._round: asyncio.Task | None = None
-        self._clients: dict[tuple[str, int], NodeClient] = {}
+        self._clients = PeerClients(broker, "metrics")
         self._closed = False
 
     def get(self, topic: str, partition: int) -> int | None:
@@ -79,12 +80,7 @@ class RemoteHighWatermarks:
         ep = broker.view.broker(leader, broker.cluster.inter_broker_listener_name)
         if ep is None:
             return
-        client = self._clients.get((ep.host, ep.port))
-        if client is None:
-            client = self._clients[(ep.host, ep.port)] = NodeClient(
-                ep.host, ep.port, client_id=f"spool-metrics-{broker.node_id}",
-                request_timeout_ms=broker.config.get_int("request.timeout.ms"),
-                security=getattr(broker, "inter_broker_security", None))
+        client = self._clients.for_endpoint(ep)
         topics: dict[str, list[int]] = {}
         for topic, p in tps:
             topics.setdefault(topic, []).append(p)
@@ -108,6 +104,4 @@ class RemoteHighWatermarks:
             self._round.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._round
-        clients, self._clients = list(self._clients.values()), {}
-        for c in clients:
-            await c.close()
+        await self._clients.close()

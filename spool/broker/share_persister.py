@@ -28,8 +28,8 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from spool.broker.peer_clients import PeerClients
 from spool.broker.share_runtime import TOPIC
-from spool.net.client import NodeClient
 from spool.protocol._generated import (
     DeleteShareGroupStateRequest,
     InitializeShareGroupStateRequest,
@@ -59,7 +59,7 @@ class CoordinatorPersister:
 
     def __init__(self, broker: Any) -> None:
         self.broker = broker
-        self._clients: dict[tuple[str, int], NodeClient] = {}
+        self._clients = PeerClients(broker, "share-persister")
 
     @property
     def runtime(self) -> Any:
@@ -160,12 +160,7 @@ class CoordinatorPersister:
         if ep is None or part.leader == broker.node_id:
             return KafkaError(Errors.COORDINATOR_NOT_AVAILABLE,
                               f"{TOPIC} partition {p} has no leader")
-        client = self._clients.get((ep.host, ep.port))
-        if client is None:
-            client = self._clients[(ep.host, ep.port)] = NodeClient(
-                ep.host, ep.port, client_id=f"spool-share-persister-{broker.node_id}",
-                request_timeout_ms=broker.config.get_int("request.timeout.ms"),
-                security=getattr(broker, "inter_broker_security", None))
+        client = self._clients.for_endpoint(ep)
         try:
             resp = await client.request(req, 0)
         except (ConnectionError, TimeoutError) as e:
@@ -181,9 +176,7 @@ class CoordinatorPersister:
         return value(result)
 
     async def close(self) -> None:
-        clients, self._clients = list(self._clients.values()), {}
-        for c in clients:
-            await c.close()
+        await self._clients.close()
 
 
 def _no_value(_: Any) -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from spool.net.client import NodeClient
+from spool.broker.peer_clients import PeerClients
 from spool.protocol._generated import WriteTxnMarkersRequest
 from spool.protocol._generated.write_txn_markers_request import (
     WritableTxnMarker,
@@ -44,7 +44,7 @@ TP = tuple[str, int]
 class TxnMarkerChannel:
     def __init__(self, broker: Any) -> None:
         self.broker = broker
-        self._clients: dict[tuple[str, int], NodeClient] = {}
+        self._clients = PeerClients(broker, "txn", TIMEOUT_MS)
 
     def remote(self, topic: str, partition: int) -> bool:
         view = self.broker.view
@@ -78,12 +78,7 @@ class TxnMarkerChannel:
                 transaction_version=2 if m.client_tv >= 2 else 0,
                 topics=[WritableTxnMarkerTopic(name=t, partition_indexes=ps)
                         for t, ps in topics.items()])])
-            client = self._clients.get((ep.host, ep.port))
-            if client is None:
-                client = self._clients[(ep.host, ep.port)] = NodeClient(
-                    ep.host, ep.port, client_id=f"spool-txn-{self.broker.node_id}",
-                    request_timeout_ms=TIMEOUT_MS,
-                    security=getattr(self.broker, "inter_broker_security", None))
+            client = self._clients.for_endpoint(ep)
             try:
                 resp = await client.request(req, WRITE_TXN_MARKERS_VERSION)
             except (ConnectionError, TimeoutError) as e:
@@ -105,6 +100,4 @@ class TxnMarkerChannel:
         return left
 
     async def close(self) -> None:
-        clients, self._clients = list(self._clients.values()), {}
-        for c in clients:
-            await c.close()
+        await self._clients.close()

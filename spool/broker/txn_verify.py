@@ -37,7 +37,8 @@ import asyncio
 import logging
 from typing import Any
 
-from spool.net.client import ClientError, NodeClient
+from spool.broker.peer_clients import PeerClients
+from spool.net.client import ClientError
 from spool.protocol._generated import AddPartitionsToTxnRequest
 from spool.protocol._generated.add_partitions_to_txn_request import (
     AddPartitionsToTxnTopic,
@@ -76,7 +77,7 @@ class AddPartitionsToTxnSender:
     def __init__(self, broker: Any, runtime: Any) -> None:
         self.broker = broker
         self.runtime = runtime
-        self._clients: dict[tuple[str, int], NodeClient] = {}
+        self._clients = PeerClients(broker, "txn-verify", TIMEOUT_MS)
         self._waiting: dict[int, dict[str, _Pending]] = {}  # node -> txn id -> entry
         self._in_flight: dict[int, asyncio.Task] = {}
 
@@ -139,12 +140,7 @@ class AddPartitionsToTxnSender:
             for e in batch.values():
                 e.fail(Errors.COORDINATOR_NOT_AVAILABLE)
             return
-        client = self._clients.get((ep.host, ep.port))
-        if client is None:
-            client = self._clients[(ep.host, ep.port)] = NodeClient(
-                ep.host, ep.port, client_id=f"spool-txn-verify-{self.broker.node_id}",
-                request_timeout_ms=TIMEOUT_MS,
-                security=getattr(self.broker, "inter_broker_security", None))
+        client = self._clients.for_endpoint(ep)
         req = AddPartitionsToTxnRequest(transactions=[e.data for e in batch.values()])
         try:
             resp = await client.request(req, VERSION)
@@ -181,6 +177,4 @@ class AddPartitionsToTxnSender:
             for entry in waiting.values():
                 entry.fail(Errors.NETWORK_EXCEPTION)
         self._waiting.clear()
-        clients, self._clients = list(self._clients.values()), {}
-        for c in clients:
-            await c.close()
+        await self._clients.close()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from types import SimpleNamespace
 
-from spool.broker import txn_verify
+from spool.broker import peer_clients
 from spool.broker.txn_verify import AddPartitionsToTxnSender
 from spool.protocol._generated import AddPartitionsToTxnResponse
 from spool.protocol._generated.add_partitions_to_txn_response import (
@@ -46,7 +46,7 @@ class FakeClient:
 
 
 def sender(monkeypatch) -> AddPartitionsToTxnSender:
-    monkeypatch.setattr(txn_verify, "NodeClient", FakeClient)
+    monkeypatch.setattr(peer_clients, "NodeClient", FakeClient)
     FakeClient.sent, FakeClient.gates = [], []
     view = SimpleNamespace(
         partition=lambda topic, p: SimpleNamespace(leader=COORDINATOR),
