@@ -185,6 +185,11 @@ def test_describe_views_delete_offsets_and_reset_plans(broker, topic_name, tmp_p
     run("groups", "reset-offsets", group, "--topic", f"{topic_name}:1,2",
           "--by-duration", "PT1H", "--execute")
     assert committed(broker, group, topic_name, 3) == {0: 4, 1: 5, 2: 5}
+    # 2.5 hours ago is before the old records: the plan (a dry run) starts at offset 0
+    earlier = json.loads(run("groups", "reset-offsets", group, "--topic", f"{topic_name}:1",
+                             "--by-duration", "PT2H30M", "--json").stdout)
+    assert earlier == [{"topic": topic_name, "partition": 1, "offset": 0}]
+    assert committed(broker, group, topic_name, 3) == {0: 4, 1: 5, 2: 5}
     plan = tmp_path / "plan.csv"
     plan.write_text(f"{group},{topic_name},0,7\nother,{topic_name},1,1\n"
                     f"{group},{topic_name},2,99\n")
