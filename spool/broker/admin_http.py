@@ -18,9 +18,10 @@ A minimal HTTP/1.0 server on the broker's event loop; its routes::
       ``spool.share.partition.SharePartitionSummary``).
 
 Anything else is 404 (an unknown path) or 405 (not GET). Each answer closes the
-connection. The broker logs ``admin endpoint listening on host:port`` (port 0 picks
-one). The server is ``spool.broker.http_endpoint.HttpEndpoint``, shared with the metrics
-endpoint (``spool.broker.metrics_http``).
+connection. The broker prints ``spool broker N listening on http://host:port (admin)``
+on stdout (port 0 picks one; ``spool.broker.main``). The server is
+``spool.broker.http_endpoint.HttpEndpoint``, shared with the metrics endpoint
+(``spool.broker.metrics_http``).
 """
 
 from __future__ import annotations

@@ -247,9 +247,28 @@ class Broker:
         self.logs.start_background(max(tick_ms, 10) / 1000.0)
         self.logs.start_cleaner()  # its own thread, off the event loop
         # where it listens is printed once, on stdout (spool.broker.main.serve)
+        http: dict[str, list[str]] = {}
+        for what, url in self.http_endpoints():
+            http.setdefault(what, []).append(url)
         log.info("broker %d started in cluster %s", self.node_id, self.cluster_id,
                  extra=fields(listeners={n: f"{h}:{p}" for n, (h, p)
-                                         in self.server.bound_listeners.items()}))
+                                         in self.server.bound_listeners.items()},
+                              http_endpoints=http))
+
+    def http_endpoints(self) -> list[tuple[str, str]]:
+        """(what, ``http://host:port``) of each HTTP endpoint as bound: ``admin``, ``metrics``
+        (one per metrics listener), ``console``."""
+        def url(host: str, port: int) -> str:
+            return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+        out: list[tuple[str, str]] = []
+        if self.admin_http is not None:
+            out.append(("admin", url(self.admin_http.host, self.admin_http.port)))
+        if self.metrics_http is not None:
+            out += [("metrics", url(e.host, e.port)) for e in self.metrics_http.endpoints]
+        if self.console is not None:
+            out.append(("console", self.console.url))
+        return out
 
     async def _load(self) -> None:
         log_dirs = self.config.log_dirs

@@ -6,8 +6,8 @@ path to a function of the parsed query (``urllib.parse.parse_qs``) answering
 and must not block. Anything else is 404 (an unknown path) or 405 (not GET), with a JSON
 body ``{"error": ...}``. Request headers are read and ignored; each answer closes the
 connection; a client silent for 10 s is dropped. ``start`` binds (port 0 picks a free
-one: ``host``/``port`` are then the bound address) and logs ``<what> listening on
-host:port``. Used by the admin endpoint (``spool.broker.admin_http``) and the metrics
+one: ``host``/``port`` are then the bound address); the broker prints the address on
+stdout, once, beside its Kafka listeners (``spool.broker.main``). Used by the admin endpoint (``spool.broker.admin_http``) and the metrics
 endpoint (``spool.broker.metrics_http``).
 """
 
@@ -55,7 +55,9 @@ class HttpEndpoint:
             raise ListenError(e.errno, f"cannot listen on {self.host}:{self.port} "
                               f"({self.what}): {os.strerror(e.errno) if e.errno else e}") from e
         self.host, self.port = self.server.sockets[0].getsockname()[:2]
-        log.warning("%s listening on %s:%d", self.what, self.host, self.port)
+        # the broker prints where it listens once, on stdout (spool.broker.main), whatever
+        # the log level; its "started" log line carries the addresses as fields
+        log.debug("%s bound to %s:%d", self.what, self.host, self.port)
 
     async def close(self) -> None:
         if self.server is not None:

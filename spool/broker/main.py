@@ -6,7 +6,10 @@ and logs both. It blocks until SIGINT or SIGTERM, then shuts the broker down
 in order (stop accepting, finish in-flight requests, flush and close logs).
 Once listening it prints one line to stdout,
 ``spool broker <node> listening on HOST:PORT (LISTENER)`` per listener, in
-the order of ``listeners``, which tests and scripts read to learn ephemeral ports. A log dir the broker cannot own (locked by
+the order of ``listeners``, then ``spool broker <node> listening on http://HOST:PORT
+(WHAT)`` per HTTP endpoint (``admin``, ``metrics`` per metrics listener, ``console``),
+which tests and scripts read to learn ephemeral ports. The log does not say them again
+(its ``broker N started`` line carries them as fields). A log dir the broker cannot own (locked by
 another process, another node's or cluster's, not a log dir) raises
 ``LogDirError`` from ``run`` before anything was served.
 
@@ -47,6 +50,8 @@ async def serve(config: BrokerConfig, ready=None, coordinator_writer=None) -> No
         loop.add_signal_handler(sig, stop.set)
     for name, (host, port) in broker.server.bound_listeners.items():
         print(f"spool broker {broker.node_id} listening on {host}:{port} ({name})", flush=True)
+    for what, url in broker.http_endpoints():
+        print(f"spool broker {broker.node_id} listening on {url} ({what})", flush=True)
     if ready is not None:
         ready(broker)
     await stop.wait()

@@ -5,7 +5,8 @@ commas (``spool.util.listen``: only ``http``; port 0 picks a free one). On each 
 answers the broker's registry (``spool.broker.metrics``) in Prometheus's text exposition
 format (``prometheus_client.exposition.generate_latest``, collectors run at scrape time
 on the broker's event loop); the server is ``spool.broker.http_endpoint.HttpEndpoint``.
-The broker logs ``metrics endpoint listening on http://host:port`` for each.
+The broker prints ``spool broker N listening on http://host:port (metrics)`` for each on
+stdout, beside its Kafka listeners (``spool.broker.main``).
 """
 
 from __future__ import annotations

@@ -77,7 +77,8 @@ class Console:
     def start(self) -> Console:
         self._thread.start()
         self.sampler.start()
-        log.info("console listening on %s (cluster %s)", self.url, self.reader.bootstrap)
+        # DEBUG: `spool console` and the broker each print the address once, on stdout
+        log.debug("console listening on %s (cluster %s)", self.url, self.reader.bootstrap)
         return self
 
     def stop(self) -> None:

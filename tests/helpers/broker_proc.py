@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 _LISTEN = re.compile(rb"listening on ([0-9a-fA-F.:]+):(\d+)(?: \((\w+)\))?")
+_HTTP = re.compile(rb"listening on (http://\S+) \((\w+)\)")
 
 
 class BrokerProcess:
@@ -36,6 +37,10 @@ class BrokerProcess:
         self.faults: Path | None = None
         self.port = 0  # the first listener's
         self.listener_ports: dict[str, int] = {}  # every listener's, by name
+        # the HTTP endpoints' http://host:port by what they are: admin, metrics (the first
+        # metrics listener), console; as the broker prints them on stdout
+        self.http_urls: dict[str, str] = {}
+        self.stdout_lines: list[str] = []  # what it printed on stdout, line by line
         self.proc: subprocess.Popen | None = None
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}-broker.log"
 
@@ -64,11 +69,24 @@ class BrokerProcess:
         log.close()
         found: list[int] = []
         ports: dict[str, int] = {}
+        urls: dict[str, str] = {}
         expected = max(1, len([x for x in ov["listeners"].split(",") if x.strip()]))
+        http_expected = (len([x for x in ov.get("metrics.listeners", "").split(",") if x.strip()])
+                         + bool(ov.get("spool.admin.http.listener"))
+                         + bool(ov.get("console.listeners")))
+        http_seen: list[str] = []
+        printed: list[str] = []
+        self.stdout_lines = printed
 
         def read() -> None:
             assert self.proc and self.proc.stdout
             for line in self.proc.stdout:
+                printed.append(line.decode(errors="replace").rstrip("\n"))
+                h = _HTTP.search(line)
+                if h:
+                    urls.setdefault(h.group(2).decode(), h.group(1).decode())
+                    http_seen.append(h.group(1).decode())
+                    continue
                 m = _LISTEN.search(line)
                 if m:
                     if m.group(3):
@@ -77,7 +95,7 @@ class BrokerProcess:
 
         threading.Thread(target=read, daemon=True).start()
         deadline = time.monotonic() + timeout
-        while len(found) < expected:
+        while len(found) < expected or len(http_seen) < http_expected:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"broker exited with {self.proc.returncode}: {self.log_tail()}")
             if time.monotonic() > deadline:
@@ -86,6 +104,7 @@ class BrokerProcess:
             time.sleep(0.02)
         self.port = found[0]
         self.listener_ports = dict(ports)
+        self.http_urls = dict(urls)
         return self
 
     def log_tail(self, n: int = 4000) -> str:

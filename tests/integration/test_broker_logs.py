@@ -23,6 +23,7 @@ OVERRIDES = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "100",
     "offsets.topic.num.partitions": "1",
     "transaction.state.log.num.partitions": "1",
+    "metrics.listeners": "http://127.0.0.1:0",
 }
 
 
@@ -76,7 +77,13 @@ def test_start_up_says_the_absolute_data_dir_once_and_no_listener_twice(broker):
     assert loaded[0]["fields"]["log_dirs"] == [data]
     started = wait_for(broker, r"broker 0 started in cluster \S+")
     assert started["fields"]["listeners"] == {"PLAINTEXT": f"127.0.0.1:{broker.port}"}
+    metrics = broker.http_urls["metrics"]
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+", metrics)
+    assert started["fields"]["http_endpoints"] == {"metrics": [metrics]}
     assert not [x for x in lines if "listening" in x["message"]]  # stdout says it, once
+    assert broker.stdout_lines == [f"spool broker 0 listening on 127.0.0.1:{broker.port} "
+                                   "(PLAINTEXT)",
+                                   f"spool broker 0 listening on {metrics} (metrics)"]
 
 
 def test_topic_created_segments_rolled_and_deleted_by_retention_topic_deleted(broker):

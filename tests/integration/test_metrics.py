@@ -8,7 +8,6 @@ connections per listener (opened, then closed)."""
 
 from __future__ import annotations
 
-import re
 import time
 import urllib.error
 import urllib.request
@@ -39,10 +38,7 @@ def metered(tmp_path_factory):
                       {"metrics.listeners": "http://127.0.0.1:0",
                        "auto.create.topics.enable": "false"})
     with b:
-        found = re.search(r"metrics endpoint listening on ([0-9.]+:\d+)",
-                          b.log_path.read_text())
-        assert found, b.log_tail()
-        b.metrics_url = f"http://{found.group(1)}/metrics"
+        b.metrics_url = f"{b.http_urls['metrics']}/metrics"
         yield b
 
 

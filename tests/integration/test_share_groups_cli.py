@@ -7,7 +7,6 @@ member and applied once it is empty, then the topic's share state deleted."""
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import time
@@ -31,9 +30,7 @@ def share_broker(tmp_path_factory):
 
 
 def _admin_endpoint(b: BrokerProcess) -> str:
-    found = re.search(r"admin endpoint listening on ([0-9.]+:\d+)", b.log_path.read_text())
-    assert found, "the broker did not log its admin endpoint"
-    return found.group(1)
+    return b.http_urls["admin"].removeprefix("http://")
 
 
 def spool(b: BrokerProcess, *args: str) -> subprocess.CompletedProcess:

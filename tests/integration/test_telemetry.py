@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import re
 import struct
 import subprocess
 import sys
@@ -52,9 +51,7 @@ def telemetry_broker(fresh_broker):
 
 
 def admin_port(b) -> int:
-    found = re.search(r"admin endpoint listening on [0-9.]+:(\d+)", b.log_path.read_text())
-    assert found, b.log_path.read_text()[-2000:]
-    return int(found.group(1))
+    return int(b.http_urls["admin"].rpartition(":")[2])
 
 
 def kept(b, client_instance_id: str | None = None) -> list[dict]:
