@@ -32,8 +32,10 @@ its top-level error):
   resource; ``--principal`` keeps that principal's, under ``ACLs for principal
   `User:alice```); ``--json``: one array of ``{"resource_type", "resource_name",
   "pattern_type", "principal", "host", "operation", "permission_type"}`` (Kafka's enum
-  names); ``add --json`` prints the ACLs it added in that form. ``remove`` without principals deletes every ACL of each resource
-  filter, with them the entries named; it asks ``(y/n)`` on stdin unless ``--force``.
+  names); ``add --json`` prints the ACLs it added in that form, ``remove --json`` the
+  ACLs the broker deleted (its questions then go to stderr). ``remove`` without
+  principals deletes every ACL of each resource filter, with them the entries named; it
+  asks ``(y/n)`` on stdin unless ``--force``.
   Entries and resources are printed sorted.
 - Failures are one ``spool:`` line with Kafka's error name (e.g.
   CLUSTER_AUTHORIZATION_FAILED, SECURITY_DISABLED on a broker without an authorizer);
@@ -44,7 +46,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
-from typing import Annotated, NamedTuple
+from typing import Annotated, Any, NamedTuple
 
 import typer
 from confluent_kafka.admin import AclBinding as CkAclBinding
@@ -413,6 +415,7 @@ def remove(
     consumer: ConsumerOpt = False,
     idempotent: IdempotentOpt = False,
     force: Annotated[bool, typer.Option("--force", help="Do not ask (y/n).")] = False,
+    json: JsonFlag = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
     command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
@@ -427,6 +430,7 @@ def remove(
     ops = [parse_operation(o) for o in operation or ["All"]]
     todo = plan(filters, who, ops, producer, consumer, idempotent)
     admin = admin_client(bootstrap, timeout)
+    removed: list[dict] = []
     for pattern in sorted(todo, key=_pattern_key):
         acls = todo[pattern]
         if acls:
@@ -436,12 +440,14 @@ def remove(
         else:
             question = (f"Are you sure you want to delete all ACLs for resource filter "
                         f"`{pattern}`? (y/n)")
-        if not force and not _confirm(question):
+        if not force and not _confirm(question, sys.stderr if json else sys.stdout):
             continue
         flts = [_filter(pattern, e) for e in sorted(acls, key=_entry_key)] or [
             _filter(pattern, None)]
         for fut in admin.delete_acls(flts, request_timeout=timeout).values():
-            result(fut, str(pattern.name))
+            removed += [_binding_doc(b) for b in result(fut, str(pattern.name)) or []]
+    if json:
+        print_json(sorted(removed, key=lambda d: tuple(d.values())))
 
 
 def _acl_doc(p: Pattern, e: Entry) -> dict:
@@ -450,7 +456,16 @@ def _acl_doc(p: Pattern, e: Entry) -> dict:
             "operation": e.operation.name, "permission_type": e.permission_type.name}
 
 
-def _confirm(question: str) -> bool:
-    print(question, flush=True)
+def _binding_doc(b: CkAclBinding) -> dict:
+    """An ACL the broker deleted (confluent-kafka's AclBinding), as ``_acl_doc`` has it:
+    Kafka's names (confluent-kafka calls the cluster resource BROKER)."""
+    return _acl_doc(Pattern(ResourceType(b.restype_int), b.name,
+                            PatternType(b.resource_pattern_type_int)),
+                    Entry(b.principal, b.host, AclOperation(b.operation_int),
+                          AclPermissionType(b.permission_type_int)))
+
+
+def _confirm(question: str, out: Any = None) -> bool:
+    print(question, flush=True, file=out or sys.stdout)
     answer = sys.stdin.readline()
     return answer.strip().lower() == "y"

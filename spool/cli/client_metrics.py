@@ -13,7 +13,8 @@ resource). Kafka's lines: ``Altered client metrics config for N.``, ``Deleted cl
 metrics config for N.``, ``Client metrics configs for N are:`` then ``  key=value``.
 A refused change is its error on one ``spool:`` line and exit 1; bad options exit 2.
 ``--json``: ``list`` ``["name", ...]``, ``describe`` ``[{"name", "configs": {key: value}}]``,
-``alter`` ``{"name"}`` (the generated one with ``--generate-name``).
+``alter`` ``{"name"}`` (the generated one with ``--generate-name``), ``delete``
+``{"name", "deleted": [the keys it had]}``.
 """
 
 from __future__ import annotations
@@ -153,13 +154,19 @@ def alter(
 @cli_command
 def delete(name: Annotated[str, typer.Option("--name", help="The subscription's name.")],
            bootstrap: Bootstrap = DEFAULT_BOOTSTRAP, timeout: AdminTimeout = 30.0,
-           command_config: CommandConfigOpt = None) -> None:
-    """Delete a client metrics resource (every key)."""
+           command_config: CommandConfigOpt = None, json: JsonFlag = False) -> None:
+    """Delete a client metrics resource (every key).
 
-    async def body(admin: wire.WireAdmin):
+    --json: {"name", "deleted": [the keys it had]}."""
+
+    async def body(admin: wire.WireAdmin) -> list[str]:
         configs = await _configs(admin, name)
         if configs:
             await _alter(admin, name, [(k, DELETE, "") for k, _ in configs])
+        return sorted(k for k, _ in configs)
 
-    wire.run(bootstrap, timeout, body)
+    deleted = wire.run(bootstrap, timeout, body)
+    if json:
+        print_json({"name": name, "deleted": deleted})
+        return
     print(f"Deleted client metrics config for {name}.")

@@ -6,7 +6,9 @@
   dir with one cluster id, starts the nodes in the background, waits until
   every node lists all N brokers, and prints the bootstrap string (the only
   line on stdout: ``export B=$(spool cluster up)``). Run again on the same
-  DIR it starts the nodes that are not running, with their data.
+  DIR it starts the nodes that are not running, with their data. ``--json``: one
+  document instead, ``{"bootstrap", "cluster_id", "dir", "created", "nodes":
+  [{"node_id", "pid", "started", "log"}]}``.
 - ``down [--dir DIR]`` stops them: SIGTERM, SIGKILL after ``--timeout``.
 - ``status [-b HOST:PORT]`` prints the quorum and the brokers
   (``spool.cli.cluster_status``).
@@ -71,12 +73,17 @@ def up(
         "--add-scram", help="A SCRAM credential for a new cluster, as `spool storage format` "
                             "takes it: 'SCRAM-SHA-256=\\[name=alice,password=alice-secret]'.")
     ] = None,
+    json: JsonFlag = False,
 ) -> None:
-    """Start a local cluster and print its bootstrap string."""
+    """Start a local cluster and print its bootstrap string.
+
+    --json: {"bootstrap", "cluster_id", "dir", "created", "nodes": [{"node_id", "pid",
+    "started", "log"}]} (started: launched by this run)."""
     from spool.cli.local_cluster import ClusterError, LocalCluster
     from spool.security.scram_args import AddScramError, parse_add_scram
 
     cluster = LocalCluster(dir)
+    created = not cluster.exists
     try:
         if cluster.exists:
             if len(cluster.nodes) != nodes:
@@ -97,12 +104,21 @@ def up(
             cluster = LocalCluster.create(dir, nodes, rack_list, base_port, host, override or [],
                                           bootstrap_records=credentials)
             _say(f"{dir}: formatted {nodes} nodes for cluster {cluster.cluster_id}")
+        started = set()
         for node, pid in cluster.start():
+            started.add(node.node_id)
             _say(f"node {node.node_id}: started (pid {pid}, log {node.log})")
         cluster.wait_ready(timeout)
     except ClusterError as e:
         raise CliError(str(e)) from None
     _say("ready")
+    if json:
+        print_json({"bootstrap": cluster.bootstrap(), "cluster_id": cluster.cluster_id,
+                    "dir": str(dir.resolve()), "created": created,
+                    "nodes": [{"node_id": n.node_id, "pid": n.pid(),
+                               "started": n.node_id in started, "log": str(n.log.resolve())}
+                              for n in cluster.nodes]})
+        return
     typer.echo(cluster.bootstrap())
 
 

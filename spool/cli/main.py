@@ -166,8 +166,17 @@ def broker(
 
 
 @app.command()
-def version() -> None:
-    """Print Spool's version."""
+def version(
+    json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+) -> None:
+    """Print Spool's version.
+
+    --json: {"version"}."""
+    if json:
+        import json as _json
+
+        typer.echo(_json.dumps({"version": _spool_version()}))
+        return
     typer.echo(_spool_version())
 
 

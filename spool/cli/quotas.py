@@ -16,7 +16,8 @@ AlterClientQuotas v0-1):
   controller_mutation_rate (else exit 2, as Kafka's "Only quota configs ..."); deleting
   a key the entity has no value for is refused ("Invalid config(s): k", exit 1), as Kafka
   checks it against DescribeClientQuotas first. Prints ``Completed updating config for
-  user alice.`` (``... default config for users in the cluster.``).
+  user alice.`` (``... default config for users in the cluster.``); ``--json``:
+  ``{"entity": {type: name}, "set": {key: value}, "removed": [key, ...]}``.
 - ``describe``: Kafka's line per entity (a strict match on the entity named; without
   one, every entity with quotas), entities and keys sorted::
 
@@ -161,8 +162,11 @@ def set_(
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
     command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
+    json: JsonFlag = False,
 ) -> None:
-    """Set or remove quotas of a user, a client id, or both (AlterClientQuotas)."""
+    """Set or remove quotas of a user, a client id, or both (AlterClientQuotas).
+
+    --json: {"entity", "set": {key: value}, "removed": [key, ...]}."""
     ent = entity(user, user_defaults, client_id, client_defaults)
     if not ent:
         fail("name the entity: --user NAME, --user-defaults, --client-id NAME or "
@@ -189,6 +193,11 @@ def set_(
     for entry in resp.entries:
         if entry.error_code:
             raise wire.refused(entry.error_code, entry.error_message)
+    if json:
+        print_json({"entity": dict(ent),
+                    "set": {k: v for k, v in sorted(ops.items()) if v is not None},
+                    "removed": sorted(k for k, v in ops.items() if v is None)})
+        return
     kind, name = ent[0]
     plural = {USER: "users", CLIENT_ID: "clients"}[kind]
     if name is None:

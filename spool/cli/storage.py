@@ -29,8 +29,17 @@ app = typer.Typer(help="Format log dirs and make cluster ids (Kafka's kafka-stor
 
 
 @app.command("random-uuid")
-def random_uuid() -> None:
-    """Print a new random cluster id."""
+def random_uuid(
+    json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+) -> None:
+    """Print a new random cluster id.
+
+    --json: {"uuid"}."""
+    if json:
+        import json as _json
+
+        typer.echo(_json.dumps({"uuid": _random_uuid()}))
+        return
     typer.echo(_random_uuid())
 
 

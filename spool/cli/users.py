@@ -15,9 +15,10 @@ error):
   fewer than the mechanism's minimum (4096) are refused, as any other config name,
   before anything is sent (exit 2). The salt is random (the client's). Each mechanism
   goes in its own request (a KRaft controller answers DUPLICATE_RESOURCE to a user
-  altered twice in one). Prints ``Completed updating config for user alice.``
+  altered twice in one). Prints ``Completed updating config for user alice.``;
+  ``--json`` prints ``{"user", "set": [{"mechanism", "iterations"}]}``.
 - ``delete``: ``--delete-config`` names the mechanisms whose credential goes. Prints
-  the same line.
+  the same line; ``--json`` prints ``{"user", "deleted": [mechanism, ...]}``.
 - ``describe``: per user (all users when none is named), Kafka's line
   ``SCRAM credential configs for user-principal 'alice' are SCRAM-SHA-256=iterations=8192``;
   ``--json`` prints ``[{"user", "credentials": [{"mechanism", "iterations"}]}]``.
@@ -28,7 +29,7 @@ error):
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from confluent_kafka.admin import (
@@ -99,7 +100,8 @@ def parse_mechanisms(specs: list[str] | None) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _alter(alterations: list, user: str, bootstrap: str, timeout: float) -> None:
+def _alter(alterations: list, user: str, bootstrap: str, timeout: float,
+           done: dict[str, Any] | None = None) -> None:
     """One request per mechanism: a KRaft controller refuses a user altered twice in one
     AlterUserScramCredentials (DUPLICATE_RESOURCE), so kafka-configs' two-mechanism form
     goes as two requests, in the order given; the first failure stops the rest."""
@@ -108,6 +110,9 @@ def _alter(alterations: list, user: str, bootstrap: str, timeout: float) -> None
         for fut in admin.alter_user_scram_credentials([alteration],
                                                       request_timeout=timeout).values():
             result(fut, user)
+    if done is not None:  # --json: what was done
+        print_json({"user": user, **done})
+        return
     print(f"Completed updating config for user {user}.")
 
 
@@ -120,14 +125,19 @@ def set_(
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
     command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
+    json: JsonFlag = False,
 ) -> None:
-    """Create or replace a user's SCRAM credentials (AlterUserScramCredentials)."""
+    """Create or replace a user's SCRAM credentials (AlterUserScramCredentials).
+
+    --json: {"user", "set": [{"mechanism", "iterations"}]}."""
     creds = parse_credentials(add_config)
     if not creds:
         fail("nothing to set: give --add-config SCRAM-SHA-256=[password=...]", 2)
     _alter([UserScramCredentialUpsertion(user, ScramCredentialInfo(MECHANISMS[m], it),
                                          pw.encode())
-            for m, (it, pw) in creds.items()], user, bootstrap, timeout)
+            for m, (it, pw) in creds.items()], user, bootstrap, timeout,
+           {"set": [{"mechanism": m, "iterations": it} for m, (it, _) in creds.items()]}
+           if json else None)
 
 
 @scram.command()
@@ -139,13 +149,16 @@ def delete(
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
     command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
+    json: JsonFlag = False,
 ) -> None:
-    """Delete a user's SCRAM credential of a mechanism (AlterUserScramCredentials)."""
+    """Delete a user's SCRAM credential of a mechanism (AlterUserScramCredentials).
+
+    --json: {"user", "deleted": [mechanism, ...]}."""
     mechanisms = parse_mechanisms(delete_config)
     if not mechanisms:
         fail("nothing to delete: give --delete-config SCRAM-SHA-256", 2)
     _alter([UserScramCredentialDeletion(user, MECHANISMS[m]) for m in mechanisms], user,
-           bootstrap, timeout)
+           bootstrap, timeout, {"deleted": mechanisms} if json else None)
 
 
 @scram.command()

@@ -190,8 +190,12 @@ def test_acls_add_list_remove_and_what_they_allow(sec) -> None:
                                        "pattern_type": "LITERAL", "principal": "User:bob",
                                        "host": "*", "operation": "WRITE",
                                        "permission_type": "ALLOW"}]
-    sec.spool(sec.admin, "acls", "remove", "--allow-principal", "User:alice", "--operation",
-              "Describe", "--topic", "orders", "--force")
+    removed = sec.spool(sec.admin, "acls", "remove", "--allow-principal", "User:alice",
+                        "--operation", "Describe", "--topic", "orders", "--force", "--json")
+    assert json.loads(removed.stdout) == [{"resource_type": "TOPIC", "resource_name": "orders",
+                                           "pattern_type": "LITERAL", "principal": "User:alice",
+                                           "host": "*", "operation": "DESCRIBE",
+                                           "permission_type": "ALLOW"}]
     left = sec.spool(sec.admin, "acls", "list", "--topic", "orders").stdout
     assert "operation=DESCRIBE" not in left and "operation=READ" in left
     sec.spool(sec.admin, "acls", "remove", "--topic", "orders", "--group", "readers", "--force")
@@ -217,8 +221,9 @@ def test_scram_users_set_describe_delete(sec) -> None:
     described = sec.spool(sec.admin, "users", "scram", "describe", "--user", "bob")
     assert described.stdout == ("SCRAM credential configs for user-principal 'bob' are "
                                 "SCRAM-SHA-256=iterations=8192, SCRAM-SHA-512=iterations=4096\n")
-    sec.spool(sec.admin, "users", "scram", "delete", "--user", "bob", "--delete-config",
-              "SCRAM-SHA-512")
+    deleted = sec.spool(sec.admin, "users", "scram", "delete", "--user", "bob",
+                        "--delete-config", "SCRAM-SHA-512", "--json")
+    assert json.loads(deleted.stdout) == {"user": "bob", "deleted": ["SCRAM-SHA-512"]}
     doc = json.loads(sec.spool(sec.admin, "users", "scram", "describe", "--json").stdout)
     assert {"user": "bob", "credentials": [{"mechanism": "SCRAM-SHA-256",
                                             "iterations": 8192}]} in doc
@@ -227,6 +232,10 @@ def test_scram_users_set_describe_delete(sec) -> None:
     line = one_error(sec.spool(sec.admin, "users", "scram", "describe", "--user", "bob",
                                check=False))
     assert line.endswith("(RESOURCE_NOT_FOUND)"), line
+    made = sec.spool(sec.admin, "users", "scram", "set", "--user", "dave", "--add-config",
+                     "SCRAM-SHA-256=[iterations=8192,password=d]", "--json")
+    assert json.loads(made.stdout) == {"user": "dave", "set": [
+        {"mechanism": "SCRAM-SHA-256", "iterations": 8192}]}
 
 
 def test_quotas_set_describe_delete(sec) -> None:
@@ -247,8 +256,14 @@ def test_quotas_set_describe_delete(sec) -> None:
     line = one_error(sec.spool(sec.admin, "quotas", "set", "--user", "alice",
                                "--delete-config", "request_percentage", check=False))
     assert line.endswith("Invalid config(s): request_percentage (INVALID_CONFIG)"), line
-    sec.spool(sec.admin, "quotas", "set", "--user", "alice", "--delete-config",
-              "producer_byte_rate,consumer_byte_rate")
+    done = sec.spool(sec.admin, "quotas", "set", "--user", "alice", "--delete-config",
+                     "producer_byte_rate,consumer_byte_rate", "--json")
+    assert json.loads(done.stdout) == {"entity": {"user": "alice"}, "set": {},
+                                       "removed": ["consumer_byte_rate", "producer_byte_rate"]}
+    done = sec.spool(sec.admin, "quotas", "set", "--user", "erin", "--client-id", "app",
+                     "--add-config", "producer_byte_rate=1024", "--json")
+    assert json.loads(done.stdout) == {"entity": {"user": "erin", "client-id": "app"},
+                                       "set": {"producer_byte_rate": 1024.0}, "removed": []}
     assert sec.spool(sec.admin, "quotas", "describe", "--user", "alice").stdout == ""
 
 

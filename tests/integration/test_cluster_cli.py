@@ -204,10 +204,15 @@ def test_up_forms_a_cluster_clients_see_and_status_shows_a_dead_broker_fenced(tm
         racks = {b["node_id"]: b["rack"] for b in brokers}
         assert racks == {1: "a", 2: "b", 3: "c"}
 
-        again = spool(*up_args)  # starts the dead node on its data
+        again = spool(*up_args, "--json")  # starts the dead node on its data
         assert again.returncode == 0, again.stderr
         assert "node 3: started" in again.stderr and "node 1: started" not in again.stderr
-        assert again.stdout == bootstrap + "\n"
+        nodes = LocalCluster(root).nodes
+        assert json.loads(again.stdout) == {
+            "bootstrap": bootstrap, "cluster_id": LocalCluster(root).cluster_id,
+            "dir": str(root.resolve()), "created": False,
+            "nodes": [{"node_id": n.node_id, "pid": n.pid(), "started": n.node_id == 3,
+                       "log": str(n.log.resolve())} for n in nodes]}
     finally:
         down = spool("cluster", "down", "--dir", str(root))
     assert down.returncode == 0, down.stderr

@@ -272,7 +272,9 @@ def test_client_metrics_cli(telemetry_broker):
     made = json.loads(cli("alter", "--generate-name", "--metrics", "*", "--json").stdout)["name"]
     assert str(uuid.UUID(made)) == made
     assert sorted(json.loads(cli("list", "--json").stdout)) == sorted(["prod", made])
-    assert cli("delete", "--name", made).returncode == 0
+    deleted = cli("delete", "--name", made, "--json")
+    assert (deleted.returncode, json.loads(deleted.stdout)) == (0, {"name": made,
+                                                                    "deleted": ["metrics"]})
     assert alter(b, "prod", ("match", SET, "client_id=app-.*"))[0] == 0  # same as the tool
     proc = cli("alter", "--name", "prod", "--match", "")  # an empty value deletes the key
     assert proc.returncode == 0
