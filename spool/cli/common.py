@@ -214,6 +214,13 @@ def fail(message: str, code: int = 1) -> NoReturn:
     raise CliError(message, code)
 
 
+def no_such_topic(topic: str, hint: str = "") -> CliError:
+    """Kafka's UNKNOWN_TOPIC_OR_PARTITION for a whole topic, as every command says it:
+    ``topic 't' does not exist (UNKNOWN_TOPIC_OR_PARTITION)``, then ``hint``."""
+    return CliError(f"topic '{topic}' does not exist (UNKNOWN_TOPIC_OR_PARTITION){hint}", 1,
+                    "UNKNOWN_TOPIC_OR_PARTITION")
+
+
 def _say(line: str) -> None:
     try:
         sys.stderr.write(f"spool: {line}\n")

@@ -83,6 +83,7 @@ from spool.cli.common import (
     client_config,
     fail,
     kafka_error,
+    no_such_topic,
     reach,
 )
 from spool.cli.encoding import Encoding, encoder
@@ -302,7 +303,7 @@ def _partitions(
     md = reach(consumer, timeout or _METADATA_TIMEOUT, topic, subject=topic)
     t = md.topics.get(topic)
     if t is None:
-        fail(f"topic '{topic}' does not exist (UNKNOWN_TOPIC_OR_PARTITION)")
+        raise no_such_topic(topic)
     if t.error is not None:
         raise kafka_error(t.error, topic)
     have = sorted(t.partitions)

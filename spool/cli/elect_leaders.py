@@ -33,6 +33,7 @@ from spool.cli.common import (
     JsonFlag,
     cli_command,
     fail,
+    no_such_topic,
     print_json,
 )
 from spool.protocol._generated import ElectLeadersRequest
@@ -81,7 +82,7 @@ def elect_leaders(
                 t = md.topics[0]
                 if t.error_code in (Errors.UNKNOWN_TOPIC_OR_PARTITION,
                                     Errors.INVALID_TOPIC_EXCEPTION) or not t.partitions:
-                    fail(f"topic '{topic}' does not exist (UNKNOWN_TOPIC_OR_PARTITION)")
+                    raise no_such_topic(topic)
                 parts = sorted(p.partition_index for p in t.partitions)
             scope = [TopicPartitions(topic=topic, partitions=parts)]
         req = ElectLeadersRequest(election_type=ELECTION_TYPES[election_type],

@@ -81,6 +81,7 @@ from spool.cli.common import (
     admin_client,
     cli_command,
     is_tty,
+    no_such_topic,
     print_json,
     print_table,
     result,
@@ -375,8 +376,7 @@ def resolve_partitions(admin: AdminClient, specs: list[str],
     for topic, nums in parse_topic_partitions(specs):
         md = known.get(topic)
         if md is None or md.error is not None:
-            raise CliError(f"topic '{topic}' does not exist (UNKNOWN_TOPIC_OR_PARTITION)", 1,
-                           "UNKNOWN_TOPIC_OR_PARTITION")
+            raise no_such_topic(topic)
         missing = sorted(set(nums or []) - set(md.partitions))
         if missing:
             raise CliError(f"partition {topic}-{missing[0]} does not exist (topic '{topic}' has "

@@ -45,6 +45,7 @@ from spool.cli.common import (
     check_topic_name,
     cli_command,
     fail,
+    no_such_topic,
     print_json,
     result,
 )
@@ -192,7 +193,7 @@ def _choose(md: Any, pats: list[_Pattern], exclude_internal: bool) -> list[Topic
     for pat in pats:
         t = md.topics.get(pat.topic)
         if t is None or (t.error is not None and not t.partitions):
-            fail(f"topic '{pat.topic}' does not exist (UNKNOWN_TOPIC_OR_PARTITION)")
+            raise no_such_topic(pat.topic)
         found = [p for p in sorted(t.partitions) if pat.wants(p)]
         if not found:
             fail(f"'{pat.text}' matches no partition of '{pat.topic}' (it has "

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from spool.cli import wire
-from spool.cli.common import CliError
+from spool.cli.common import CliError, no_such_topic
 from spool.protocol._generated import ListPartitionReassignmentsRequest
 from spool.protocol._generated.list_partition_reassignments_request import (
     ListPartitionReassignmentsTopics,
@@ -72,8 +72,7 @@ def check_exists(found: dict[str, TopicInfo], name: str) -> None:
     """CliError (exit 1) unless ``name`` was described."""
     t = found.get(name)
     if t is None or t.error_code in _MISSING:
-        raise CliError(f"topic '{name}' does not exist (UNKNOWN_TOPIC_OR_PARTITION)", 1,
-                       "UNKNOWN_TOPIC_OR_PARTITION")
+        raise no_such_topic(name)
     if t.error_code == Errors.TOPIC_AUTHORIZATION_FAILED:
         raise CliError(f"'{name}': {wire.error_text(t.error_code)}", 1)
 

@@ -58,6 +58,7 @@ from spool.cli.common import (
     client_config,
     client_props,
     error_line,
+    no_such_topic,
     print_json,
     reach,
     result,
@@ -91,8 +92,7 @@ def ensure_topic(client: Any, admin_conf: dict[str, Any], topic: str,
                        err=True)
         return count
     if partitions is None:
-        raise CliError(f"topic '{topic}' does not exist (UNKNOWN_TOPIC_OR_PARTITION); "
-                       f"--partitions N creates it", 1, "UNKNOWN_TOPIC_OR_PARTITION")
+        raise no_such_topic(topic, "; --partitions N creates it")
     admin = AdminClient(admin_conf)
     new = NewTopic(topic, num_partitions=partitions,
                    replication_factor=replication_factor if replication_factor else -1)

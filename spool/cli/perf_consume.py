@@ -56,6 +56,7 @@ from spool.cli.common import (
     client_config,
     client_props,
     kafka_error,
+    no_such_topic,
     print_json,
     reach,
 )
@@ -209,8 +210,7 @@ def consume(
     try:
         md = reach(consumer, REACH_TIMEOUT, subject=topic)
         if topic not in md.topics or md.topics[topic].error is not None:
-            raise CliError(f"topic '{topic}' does not exist (UNKNOWN_TOPIC_OR_PARTITION)", 1,
-                           "UNKNOWN_TOPIC_OR_PARTITION")
+            raise no_such_topic(topic)
         if not (hide_header or json_out):
             print(DETAILED_HEADER if show_detailed_stats else SUMMARY_HEADER, flush=True)
         stats = ConsumerStats(time.time())

@@ -31,6 +31,7 @@ from spool.cli.common import (
     JsonFlag,
     admin_client,
     cli_command,
+    no_such_topic,
     print_json,
     print_table,
 )
@@ -81,8 +82,7 @@ def reset_offsets(
     admin = admin_client(bootstrap, timeout)
     md = admin.list_topics(timeout=timeout).topics.get(topic)  # one topic's could create it
     if md is None or md.error is not None:
-        raise CliError(f"topic '{topic}' does not exist (UNKNOWN_TOPIC_OR_PARTITION)", 1,
-                       "UNKNOWN_TOPIC_OR_PARTITION")
+        raise no_such_topic(topic)
     parts = [(topic, p) for p in sorted(md.partitions)]
     start = log_offsets(admin, parts, OffsetSpec.earliest(), timeout)
     end = log_offsets(admin, parts, OffsetSpec.latest(), timeout)

@@ -66,6 +66,7 @@ from spool.cli.common import (
     cli_command,
     config_source,
     is_tty,
+    no_such_topic,
     parse_pairs,
     print_json,
     print_table,
@@ -303,8 +304,7 @@ def trim(
     if name is not None:
         t = admin.list_topics(timeout=timeout).topics.get(name)  # one topic could create it
         if t is None or (t.error is not None and not t.partitions):
-            raise CliError(f"topic '{name}' does not exist (UNKNOWN_TOPIC_OR_PARTITION)", 1,
-                           "UNKNOWN_TOPIC_OR_PARTITION")
+            raise no_such_topic(name)
         for p in partition or []:
             if p not in t.partitions:
                 raise CliError(f"topic '{name}' has no partition {p} (it has "
