@@ -22,6 +22,9 @@ Contract:
   (subscribed: its committed offset, which stays, else the log start with
   ``--from-beginning`` and the log end without; assigned: the position asked for).
   A later ``consume -g G`` therefore reads exactly the records this one did not print.
+  A commit the coordinator refuses then (a rebalance under way, a group this consumer
+  is not a member of) is a warning line on stderr and changes nothing else: the
+  records were consumed, the exit status stays 0 (Kafka's console consumer logs it).
 - ``--isolation-level read_uncommitted|read_committed``: Kafka's console consumer's
   option and default (read_uncommitted: records of open and aborted transactions
   are printed too).
@@ -184,7 +187,7 @@ def consume(
             assigned_at.append(time.monotonic())
         count = _loop(consumer, topic, render, max_messages, timeout, assigned_at)
         if group is not None:
-            _commit_positions(consumer, topic, starts if not subscribed else None,
+            _commit_positions(consumer, topic, group, starts if not subscribed else None,
                               OFFSET_BEGINNING if from_beginning else OFFSET_END)
         if subscribed and count == 0 and not consumer.assignment():
             typer.echo(
@@ -203,7 +206,8 @@ def _interrupt(signum: int, frame: Any) -> None:
 
 
 def _commit_positions(
-    consumer: Consumer, topic: str, starts: list[TopicPartition] | None, reset: int
+    consumer: Consumer, topic: str, group: str, starts: list[TopicPartition] | None,
+    reset: int,
 ) -> None:
     """Commit the position of every assigned partition (module docstring).
 
@@ -232,7 +236,11 @@ def _commit_positions(
         if commit:
             consumer.commit(offsets=commit, asynchronous=False)
     except KafkaException as e:
-        raise kafka_error(e, topic) from None
+        # the records are printed and consumed: a commit refused at exit (a rebalance, a
+        # coordinator moving) is a warning and exit 0, as Kafka's console consumer logs it
+        typer.echo(f"spool: warning: the positions were not committed to group "
+                   f"'{group}': {kafka_error(e)}; a new run of the group starts from "
+                   "its last committed offsets", err=True)
 
 
 def _loop(

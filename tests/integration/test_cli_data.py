@@ -2,7 +2,7 @@
 
 Covers: ``consume -g`` committing every assigned partition's position on exit (a
 second run reads exactly the rest; a partition it read nothing from keeps its committed
-offset), ``--isolation-level``, ``--encoding
+offset; a commit refused at exit is a warning and exit 0), ``--isolation-level``, ``--encoding
 base64|hex`` for binary data; ``produce --null-marker`` (tombstones),
 ``--print-offsets`` and the summary's partitions and offsets, failures by line
 number, ``--stop-on-error``, MESSAGE_TOO_LARGE with the size and the limit (the
@@ -90,6 +90,32 @@ def test_consume_group_keeps_the_commit_of_a_partition_it_read_nothing_from(
     rest = spool(broker, "consume", topic_name, "-g", g, "--timeout", "1", "--json")
     assert sorted(values(one) + values(rest)) == ["p0-1", "p0-2", "p1-1", "p1-2"]
     assert len(values(one)) == 1
+
+
+def test_consume_group_whose_commit_at_exit_is_refused_warns_and_exits_0(
+        broker: Any, topic_name: str) -> None:
+    """The records are printed and consumed; the commit at exit is refused (the group
+    has a live member, this run is none: UNKNOWN_MEMBER_ID): a warning, exit 0."""
+    create(broker, topic_name, 1)
+    send(broker, topic_name, [(None, f"v{i}".encode(), 0) for i in range(3)])
+    g = f"g-{topic_name}"
+    member = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": g,
+                       "enable.auto.commit": False})
+    assigned = threading.Event()
+    member.subscribe([topic_name], on_assign=lambda c, tps: assigned.set())
+    try:
+        while not assigned.is_set():  # the group is Stable with one member
+            member.poll(0.2)
+        proc = spool(broker, "consume", topic_name, "-g", g, "--partition", "0", "--offset",
+                     "0", "-n", "2", check=False)
+    finally:
+        member.close()
+    assert (proc.returncode, proc.stdout) == (0, "v0\nv1\n")
+    assert proc.stderr.splitlines() == [
+        f"spool: warning: the positions were not committed to group '{g}': "
+        "Commit failed: Unknown member (UNKNOWN_MEMBER_ID); "
+        "a new run of the group starts from its last committed offsets",
+        "spool: 2 records consumed"]
 
 
 def test_consume_isolation_level(broker: Any, topic_name: str) -> None:
