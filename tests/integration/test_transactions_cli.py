@@ -9,7 +9,7 @@ import subprocess
 import time
 
 import pytest
-from confluent_kafka import IsolationLevel, Producer, TopicPartition
+from confluent_kafka import Consumer, IsolationLevel, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from spool.protocol._generated import InitProducerIdRequest, ProduceRequest
@@ -90,6 +90,18 @@ def test_describe_producers_find_hanging_and_abort(loose_broker, topic_name):
             topic_data=[TopicProduceData(name=topic_name, partition_data=[
                 PartitionProduceData(index=0, records=bytes(batch.build()))])]))
         assert resp.responses[0].partition_responses[0].error_code == 0
+        # another, ten minutes old, on partition 1: under find-hanging's 15 minutes
+        recent = int(time.time() * 1000) - 600_000 - 30_000
+        pid2 = rc.request(22, 4, InitProducerIdRequest(transactional_id=None,
+                                                       transaction_timeout_ms=60000)).producer_id
+        batch = BatchBuilder(producer_id=pid2, producer_epoch=0, base_sequence=0,
+                             is_transactional=True)
+        batch.append(b"k", b"young", timestamp=recent)
+        resp = rc.request(0, 9, ProduceRequest(
+            transactional_id=f"young-{topic_name}", acks=-1, timeout_ms=5000,
+            topic_data=[TopicProduceData(name=topic_name, partition_data=[
+                PartitionProduceData(index=1, records=bytes(batch.build()))])]))
+        assert resp.responses[0].partition_responses[0].error_code == 0
     known = Producer({"bootstrap.servers": b, "transactional.id": f"known-{topic_name}"})
     known.init_transactions(15)
     known.begin_transaction()
@@ -114,9 +126,15 @@ def test_describe_producers_find_hanging_and_abort(loose_broker, topic_name):
                "coordinator_epoch": -1, "start_offset": 0, "last_timestamp": hour_ago,
                "duration_min": 60}
     assert json.loads(run("find-hanging", "--topic", topic_name, "--json").stdout) == [hanging]
-    # the known producer's open transaction is its coordinator's, however old
+    # the known producer's open transaction is its coordinator's, however old; the young
+    # ghost hangs for a --max-transaction-timeout under its ten minutes
+    young = {"topic": topic_name, "partition": 1, "producer_id": pid2, "producer_epoch": 0,
+             "coordinator_epoch": -1, "start_offset": 0, "last_timestamp": recent,
+             "duration_min": 10}
     assert json.loads(run("find-hanging", "--broker-id", str(node), "--max-transaction-timeout",
-                          "0", "--json").stdout) == [hanging]
+                          "0", "--json").stdout) == [hanging, young]
+    assert json.loads(run("find-hanging", "--topic", topic_name, "--max-transaction-timeout",
+                          "11", "--json").stdout) == [hanging]
     assert run("find-hanging", "--topic", topic_name).stdout.splitlines()[1].split() == [
         topic_name, "0", str(pid), "0", "-1", "0", str(hour_ago), "60"]
     assert lso() == 0  # read_committed consumers are stuck behind it
@@ -128,6 +146,26 @@ def test_describe_producers_find_hanging_and_abort(loose_broker, topic_name):
     assert (done.returncode, done.stderr) == (
         0, f"aborted the transaction of producer {pid} (epoch 0) on {topic_name}-0\n")
     assert lso() == 4  # three records and the ABORT marker
+    # aborted, not committed: a read_committed consumer skips the three records
+    rc_consumer = Consumer({"bootstrap.servers": b, "group.id": f"rc-{topic_name}",
+                            "isolation.level": "read_committed",
+                            "enable.partition.eof": True})
+    rc_consumer.assign([TopicPartition(topic_name, 0, 0)])
+    seen, deadline = [], time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline:
+            m = rc_consumer.poll(1)
+            if m is None:
+                continue
+            if m.error() is not None:
+                assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
+                break
+            seen.append(m.value())
+        else:
+            pytest.fail(f"no end of partition 0 in 30 s (read {seen})")
+    finally:
+        rc_consumer.close()
+    assert seen == []
     assert json.loads(run("find-hanging", "--topic", topic_name, "--json").stdout) == []
     [after] = json.loads(run("describe-producers", "--topic", topic_name, "--partition", "0",
                              "--json").stdout)
@@ -145,3 +183,5 @@ def test_describe_producers_find_hanging_and_abort(loose_broker, topic_name):
     assert known_id not in {t["transactional_id"] for t in json.loads(run(
         "list", "--duration-filter", "3600000", "--json").stdout)}
     known.abort_transaction(15)
+    assert run("abort", "--topic", topic_name, "--partition", "1",
+               "--start-offset", "0").returncode == 0
