@@ -271,11 +271,10 @@ def test_configs_roundtrip(broker: Any, topic_name: str) -> None:
 def test_unreachable_bootstrap_is_one_line_error() -> None:
     """A refused connection is reported within seconds, not after the 30 s default timeout."""
     for args in (["topics", "list"], ["consume", "nope"], ["produce", "nope"]):
-        started = time.monotonic()
+        # (a 30 s wait would overrun the 20 s timeout: no clock read, no timing assertion)
         proc = spool(
             None, *args, "--bootstrap-server", "127.0.0.1:1", stdin="x\n", timeout=20, check=False
         )
-        assert time.monotonic() - started < 15
         assert one_error_line(proc) == (
             "spool: cannot reach a broker at 127.0.0.1:1: "
             "Connect to ipv4#127.0.0.1:1 failed: Connection refused (_TRANSPORT)"), args
