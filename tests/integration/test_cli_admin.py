@@ -19,8 +19,11 @@ pytestmark = pytest.mark.timeout(120)
 
 def test_api_versions_as_kafkas_tool_prints_them(broker):
     with RawClient(broker.bootstrap) as rc:
-        served = rc.request(18, 3, ApiVersionsRequest(client_software_name="t",
-                                                       client_software_version="0")).api_keys
+        answer = rc.request(18, 3, ApiVersionsRequest(client_software_name="t",
+                                                       client_software_version="0"))
+    served = answer.api_keys
+    features = {f.name: f.max_version_level for f in answer.finalized_features}
+    assert features  # metadata.version at least
     [node] = AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(
         timeout=10).brokers
     host, port = broker.bootstrap.split(":")
@@ -41,6 +44,9 @@ def test_api_versions_as_kafkas_tool_prints_them(broker):
         f"\t{API_BY_KEY[k].name}({k}): UNSUPPORTED" + ("," if k != unserved[-1] else "")
         for k in unserved]
     assert lines[len(doc["apis"]) + 1 + len(unserved)] == ")"
+    assert doc["finalized_features"] == features
+    assert lines[len(doc["apis"]) + 2 + len(unserved):] == [
+        "finalized features: " + ", ".join(f"{n}={v}" for n, v in sorted(features.items()))]
     down = spool_cli("api-versions", "-b", "127.0.0.1:1", "--timeout", "1")
     assert down.returncode == 1 and down.stderr.startswith("spool: cannot reach a broker at "
                                                            "127.0.0.1:1: ")
