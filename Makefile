@@ -51,6 +51,7 @@ bench: .venv
 	$(BIN)/python -m bench.authz --e2e
 	$(BIN)/python -m bench.share_groups
 	$(BIN)/python -m bench.embedded
+	$(BIN)/python -m bench.cli_startup
 	$(BIN)/python -m bench.compare
 
 # Reliability soak (full counts, ~1 h on 2 cores): rewrites docs/RELIABILITY.md; then the

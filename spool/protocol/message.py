@@ -154,3 +154,75 @@ class ApiEntry(NamedTuple):
     flexible_versions: tuple[int, int] | None
     name: str
     listeners: tuple[str, ...] = ()  # Kafka's listener types for the API, sorted
+
+
+class LazyMap(dict):  # type: ignore[type-arg]
+    """A read-only registry dict (``API_BY_KEY``, ``DATA_SCHEMAS``, ...) whose values are
+    built on first use: ``m[key]`` and ``m.get(key)`` build (import) only that key's value;
+    iterating, ``keys()``, ``items()``, ``values()``, ``==`` build them all, and see them in
+    ``specs``' order; ``key in m`` and ``len(m)`` build nothing. A value once built is a
+    plain dict entry: reading it again is ``dict.__getitem__``."""
+
+    __slots__ = ("_build", "_specs", "_ordered")
+
+    def __init__(self, build: Callable[[Any], Any], specs: dict[Any, Any]) -> None:
+        super().__init__()
+        self._build, self._specs = build, specs
+        self._ordered: dict[Any, Any] | None = None
+
+    def __missing__(self, key: Any) -> Any:
+        try:
+            spec = self._specs[key]
+        except (KeyError, TypeError):
+            raise KeyError(key) from None
+        value = self._build(spec)
+        dict.__setitem__(self, key, value)
+        return value
+
+    def _all(self) -> dict[Any, Any]:
+        if self._ordered is None:
+            self._ordered = {k: self[k] for k in self._specs}
+        return self._ordered
+
+    def __contains__(self, key: object) -> bool:
+        try:
+            return key in self._specs
+        except TypeError:
+            return False
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self._all())
+
+    def keys(self):  # type: ignore[no-untyped-def]
+        return self._all().keys()
+
+    def values(self):  # type: ignore[no-untyped-def]
+        return self._all().values()
+
+    def items(self):  # type: ignore[no-untyped-def]
+        return self._all().items()
+
+    def __eq__(self, other: object) -> bool:
+        return self._all() == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self._all())
+
+    def copy(self) -> dict:  # type: ignore[type-arg]
+        return dict(self._all())
+
+    def _readonly(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("a generated registry is read-only")
+
+    __setitem__ = __delitem__ = pop = popitem = setdefault = update = clear = _readonly  # type: ignore[assignment]

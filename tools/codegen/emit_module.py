@@ -296,43 +296,77 @@ def render_registry(specs: list[MessageSpec]) -> str:
         '  by their ``apiKey`` (Kafka\'s MetadataRecordType); frame them with',
         '  ``spool.protocol.metadata_records``.',
         '* ``MESSAGES[name]``: every generated top-level class.',
+        '',
+        'Nothing is imported until it is used: a class name resolves through the module\'s',
+        '``__getattr__`` and the registries are ``spool.protocol.message.LazyMap``s, so',
+        '``API_BY_KEY[18]`` imports ApiVersions\' two modules only, and iterating a',
+        'registry imports all of its classes.',
         '"""',
         '',
         'from __future__ import annotations',
         '',
     ]
-    lines.append('from spool.protocol.message import ApiEntry, Message')
-    lines.append('')
+    lines += [
+        'import importlib',
+        'from typing import TYPE_CHECKING, Any',
+        '',
+        'from spool.protocol.message import ApiEntry, LazyMap, Message',
+        '',
+        '# The classes load on first use (module __getattr__; the registries are LazyMaps):',
+        '# importing this package costs no message module, so a CLI command or a client',
+        '# pays only for the messages it uses.',
+        'if TYPE_CHECKING:',
+    ]
     for spec in specs:
-        lines.append(f'from .{module_name(spec.name)} import {spec.name}')
-    lines.append('')
-    lines.append('API_BY_KEY: dict[int, ApiEntry] = {')
+        lines.append(f'    from .{module_name(spec.name)} import {spec.name}')
+    lines += [
+        '',
+        '_MODULE_OF: dict[str, str] = {',
+        *(f'    {s.name!r}: {module_name(s.name)!r},' for s in specs),
+        '}',
+        '',
+        '',
+        'def __getattr__(name: str) -> Any:',
+        '    module = _MODULE_OF.get(name)',
+        '    if module is None:',
+        "        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')",
+        "    cls = getattr(importlib.import_module(f'{__name__}.{module}'), name)",
+        '    globals()[name] = cls',
+        '    return cls',
+        '',
+        '',
+        'def _api_entry(spec: tuple[Any, ...]) -> ApiEntry:',
+        '    return ApiEntry(__getattr__(spec[0]), __getattr__(spec[1]), *spec[2:])',
+        '',
+        '',
+    ]
+    lines.append('API_BY_KEY: dict[int, ApiEntry] = LazyMap(_api_entry, {')
     apis = sorted((s for s in specs if s.kind == 'request'), key=lambda s: s.api_key)
     for req in apis:
         base = req.name.removesuffix('Request')
         resp = by_name[base + 'Response']
         if (resp.api_key, resp.valid, resp.flexible) != (req.api_key, req.valid, req.flexible):
             raise ValueError(f'{base}: request and response specs disagree')
-        lines.append(f'    {req.api_key}: ApiEntry({req.name}, {resp.name}, '
+        lines.append(f'    {req.api_key}: ({req.name!r}, {resp.name!r}, '
                      f'{req.valid.as_tuple()!r}, {_flex_tuple(req)!r}, {base!r}, '
                      f'{req.listeners!r}),')
-    lines.append('}')
+    lines.append('})')
     lines.append('')
-    lines.append('DATA_SCHEMAS: dict[str, type[Message]] = {')
+    lines.append('DATA_SCHEMAS: dict[str, type[Message]] = LazyMap(__getattr__, {')
     for spec in specs:
         if spec.kind == 'data':
-            lines.append(f'    {spec.name!r}: {spec.name},')
-    lines.append('}')
+            lines.append(f'    {spec.name!r}: {spec.name!r},')
+    lines.append('})')
     lines.append('')
-    lines.append('METADATA_RECORDS: dict[int, type[Message]] = {')
+    lines.append('METADATA_RECORDS: dict[int, type[Message]] = LazyMap(__getattr__, {')
     for spec in sorted((s for s in specs if s.kind == 'metadata'), key=lambda s: s.api_key):
-        lines.append(f'    {spec.api_key}: {spec.name},')
-    lines.append('}')
+        lines.append(f'    {spec.api_key}: {spec.name!r},')
+    lines.append('})')
     lines.append('')
-    lines.append('MESSAGES: dict[str, type[Message]] = {')
+    lines.append('MESSAGES: dict[str, type[Message]] = LazyMap(__getattr__, {')
     for spec in specs:
-        lines.append(f'    {spec.name!r}: {spec.name},')
-    lines.append('}')
+        lines.append(f'    {spec.name!r}: {spec.name!r},')
+    lines.append('})')
     lines.append('')
     lines.append('__all__ = [')
     for name in ['API_BY_KEY', 'DATA_SCHEMAS', 'METADATA_RECORDS', 'MESSAGES', 'ApiEntry',
