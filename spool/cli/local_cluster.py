@@ -43,7 +43,7 @@ from typing import Any
 
 from spool.net.client import ClientError, NodeClient
 from spool.protocol._generated import MetadataRequest
-from spool.util.properties import parse_properties
+from spool.util.properties import format_properties, parse_properties
 
 CONTROLLER_PORT_OFFSET = 100
 
@@ -150,7 +150,7 @@ class LocalCluster:
             node.dir.mkdir(parents=True, exist_ok=True)
             node.config.write_text(
                 f"# spool cluster up: node {i} of {nodes}\n"
-                + "".join(f"{k}={v}\n" for k, v in props.items()), encoding="utf-8")
+                + format_properties(props), encoding="utf-8")
         cluster.format(bootstrap_records)
         return cluster
 

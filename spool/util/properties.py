@@ -8,6 +8,11 @@ the later of two equal keys wins. Values keep their trailing white space, as Jav
 (Kafka's ConfigDef trims a config's value when it parses it: the broker's config does
 too). The one reader of properties files: the broker's ``server.properties``,
 ``--command-config``, ``--add-config-file``, the perf tools' ``--producer.config``.
+
+``format_properties(props)`` writes them back as ``Properties.store`` escapes them
+(``\\``, ``\\n``, ``\\r``, ``\\t``, ``\\f``; a leading blank of a value; ``=``, ``:``,
+``#``, ``!`` and blanks in a key), so that ``parse_properties`` reads every value as it
+was given (``spool cluster up`` writes its nodes' files with it).
 """
 
 from __future__ import annotations
@@ -79,3 +84,25 @@ def _unescape(text: str) -> str:
             out.append(ch)
             j += 1
     return "".join(out)
+
+
+_STORE_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\f": "\\f"}
+
+
+def _escape(text: str, key: bool) -> str:
+    out = []
+    for i, ch in enumerate(text):
+        if ch in _STORE_ESCAPES:
+            out.append(_STORE_ESCAPES[ch])
+        elif ch == " " and (key or i == 0):
+            out.append("\\ ")
+        elif key and ch in "=:#!":
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def format_properties(props: dict[str, str]) -> str:
+    """``key=value`` lines that :func:`parse_properties` reads back to ``props``."""
+    return "".join(f"{_escape(k, True)}={_escape(v, False)}\n" for k, v in props.items())
