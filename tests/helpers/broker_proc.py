@@ -24,7 +24,7 @@ class BrokerProcess:
         data_dir: Path,
         overrides: dict[str, str] | None = None,
         *,
-        log_level: str = "WARNING",
+        log_level: str | None = "WARNING",  # None: no --log-level (the log.level key's)
         log_format: str = "text",
         preexec_fn: Callable[[], None] | None = None,
     ) -> None:
@@ -55,11 +55,12 @@ class BrokerProcess:
             "group.initial.rebalance.delay.ms": "0",
             **self.overrides,
         }
-        cmd = [sys.executable, "-m", "spool.cli.main", "broker", "--log-level", self.log_level,
+        level = ["--log-level", self.log_level] if self.log_level is not None else []
+        cmd = [sys.executable, "-m", "spool.cli.main", "broker", *level,
                "--log-format", self.log_format, "--strict-config"]
         if self.faults is not None:
             cmd = [sys.executable, "-m", "tests.helpers.faulty_broker", "--faults", str(self.faults),
-                   "--log-level", self.log_level]
+                   *level]
         for k, v in ov.items():
             cmd += ["--override", f"{k}={v}"]
         log = open(self.log_path, "ab")  # noqa: SIM115

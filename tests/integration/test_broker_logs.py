@@ -1,7 +1,8 @@
 """The broker's log, as an operator greps it: one line per significant event, in JSON
 with ``--log-format json`` (every line parses), start-up naming the data dir once.
 
-One broker process for the module (JSON logs at INFO); the kill -9 restart runs last.
+One broker process for the module (JSON logs, levels by its log.level key alone: INFO, and
+DEBUG for one logger); the kill -9 restart runs last.
 """
 
 from __future__ import annotations
@@ -24,13 +25,15 @@ OVERRIDES = {
     "offsets.topic.num.partitions": "1",
     "transaction.state.log.num.partitions": "1",
     "metrics.listeners": "http://127.0.0.1:0",
+    # the levels by the broker key alone (no --log-level): one logger at DEBUG
+    "log.level": "INFO,spool.broker.http=DEBUG",
 }
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
     data = tmp_path_factory.mktemp("logs") / "data"
-    b = BrokerProcess(data, OVERRIDES, log_level="INFO", log_format="json").start()
+    b = BrokerProcess(data, OVERRIDES, log_level=None, log_format="json").start()
     yield b
     b.stop()
 
@@ -81,6 +84,11 @@ def test_start_up_says_the_absolute_data_dir_once_and_no_listener_twice(broker):
     assert re.fullmatch(r"http://127\.0\.0\.1:\d+", metrics)
     assert started["fields"]["http_endpoints"] == {"metrics": [metrics]}
     assert not [x for x in lines if "listening" in x["message"]]  # stdout says it, once
+    # log.level: INFO, and DEBUG for spool.broker.http only
+    assert {x["level"] for x in lines if x["logger"] == "spool.broker.http"} == {"DEBUG"}
+    assert re.fullmatch(r"metrics endpoint bound to 127\.0\.0\.1:\d+",
+                        next(x["message"] for x in lines if x["logger"] == "spool.broker.http"))
+    assert not [x for x in lines if x["level"] == "DEBUG" and x["logger"] != "spool.broker.http"]
     assert broker.stdout_lines == [f"spool broker 0 listening on 127.0.0.1:{broker.port} "
                                    "(PLAINTEXT)",
                                    f"spool broker 0 listening on {metrics} (metrics)"]
