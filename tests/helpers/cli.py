@@ -19,8 +19,9 @@ from typer.testing import CliRunner
 from spool.cli.main import app
 
 
-def spool_cli(*args: str) -> subprocess.CompletedProcess:
-    res = CliRunner().invoke(app, list(args))
+def spool_cli(*args: str, stdin: str | bytes | None = None) -> subprocess.CompletedProcess:
+    """``stdin``: what the command reads on its standard input (``produce``'s lines)."""
+    res = CliRunner().invoke(app, list(args), input=stdin)
     if res.exception is not None and not isinstance(res.exception, SystemExit):
         raise res.exception
     return subprocess.CompletedProcess(["spool", *args], res.exit_code, res.stdout, res.stderr)

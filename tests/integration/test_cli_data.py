@@ -35,10 +35,11 @@ def values(proc: subprocess.CompletedProcess[str]) -> list[str]:
 
 # Set-up goes through confluent-kafka in this process: every `spool` run costs a Python
 # start-up, and these tests are about the commands they run, not the set-up.
-def cli(broker: Any, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """``spool ARGS --bootstrap-server B`` in this process; a failure fails the test
-    unless ``check`` is off."""
-    proc = spool_cli(*args, "--bootstrap-server", broker.bootstrap)
+def cli(broker: Any, *args: str, stdin: str | None = None,
+        check: bool = True) -> subprocess.CompletedProcess[str]:
+    """``spool ARGS --bootstrap-server B`` in this process (not ``consume``:
+    tests.helpers.cli); a failure fails the test unless ``check`` is off."""
+    proc = spool_cli(*args, "--bootstrap-server", broker.bootstrap, stdin=stdin)
     if check and proc.returncode != 0:
         pytest.fail(f"{args} exited {proc.returncode}: {proc.stderr}")
     return proc
@@ -149,7 +150,7 @@ def test_consume_binary_values_as_base64_and_hex(broker: Any, topic_name: str) -
 def test_produce_null_marker_offsets_and_failed_lines(broker: Any, topic_name: str) -> None:
     create(broker, topic_name, 1)
     lines = "a:1\nb:NULL\nno separator\nNULL:4\n"
-    proc = spool(broker, "produce", topic_name, "-K", ":", "--null-marker", "NULL",
+    proc = cli(broker, "produce", topic_name, "-K", ":", "--null-marker", "NULL",
                  "--print-offsets", stdin=lines, check=False)
     assert proc.returncode == 1
     assert sorted(proc.stdout.splitlines()) == [
@@ -164,7 +165,7 @@ def test_produce_null_marker_offsets_and_failed_lines(broker: Any, topic_name: s
     assert got.stdout == "0 1 1 a=1\n1 1 -1 b=\n2 -1 1 =4\n"
 
     # --stop-on-error: nothing after the failed line is sent
-    stop = spool(broker, "produce", topic_name, "-K", ":", "--stop-on-error",
+    stop = cli(broker, "produce", topic_name, "-K", ":", "--stop-on-error",
                  stdin="c:5\nbad\nd:6\n", check=False)
     assert stop.returncode == 1
     assert stop.stderr.splitlines() == [
@@ -176,13 +177,13 @@ def test_produce_null_marker_offsets_and_failed_lines(broker: Any, topic_name: s
 def test_message_too_large_says_size_and_limit(broker: Any, topic_name: str) -> None:
     create(broker, topic_name, 1, **{"max.message.bytes": "1000"})
     big = "k:" + "x" * 2000 + "\n"
-    local = spool(broker, "produce", topic_name, "-K", ":", "-X", "message.max.bytes=1500",
+    local = cli(broker, "produce", topic_name, "-K", ":", "-X", "message.max.bytes=1500",
                   stdin="k:ok\n" + big, check=False)
     assert local.stderr.splitlines() == [
         "spool: line 2: record of 2001 bytes is larger than the producer's message.max.bytes "
         "1500 (set it with -X message.max.bytes=N) (MESSAGE_TOO_LARGE)",
         f"spool: 1 record sent to '{topic_name}' (partition 0: offset 0), 1 failed (line 2)"]
-    remote = spool(broker, "produce", topic_name, "-K", ":", stdin=big, check=False)
+    remote = cli(broker, "produce", topic_name, "-K", ":", stdin=big, check=False)
     assert remote.stderr.splitlines() == [
         "spool: line 1: not delivered: record of 2001 bytes, in a batch larger than "
         f"max.message.bytes 1000 of topic '{topic_name}' (MESSAGE_TOO_LARGE)",
