@@ -1,5 +1,6 @@
 """The console's pure parts: listener addresses, routing, escaping, value display, chart
-scales, and the sampler's arithmetic (records/s, total lag) over a scripted reader."""
+scales, sizes in binary units, and the sampler's arithmetic (records/s, total lag) over a
+scripted reader."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from spool.broker.config import BrokerConfig, ConfigError
 from spool.console import pages
-from spool.console.render import layout, line_chart, nice_ceiling, show_bytes
+from spool.console.render import layout, line_chart, nice_ceiling, show_bytes, size
 from spool.console.sampler import Sampler
 from spool.util.listen import parse_http_listener
 
@@ -73,6 +74,13 @@ def test_values_as_text_json_and_hex():
         f"<pre>{'a' * 16383}</pre>")
 
 
+@pytest.mark.parametrize(("n", "shown"), [
+    (None, "-"), (0, "0 B"), (1023, "1023 B"), (1024, "1.0 KiB"), (1536, "1.5 KiB"),
+    (5 * 1024**2 + 512 * 1024, "5.5 MiB"), (3 * 1024**4, "3072.0 GiB")])
+def test_sizes_in_binary_units(n, shown):
+    assert size(n) == shown
+
+
 @pytest.mark.parametrize(("value", "ceiling"), [
     (0, 1), (0.3, 0.5), (1, 1), (7, 10), (181.9, 200), (2030, 2500), (12615, 20000)])
 def test_chart_scales_end_at_a_round_number(value, ceiling):
@@ -115,6 +123,14 @@ def test_the_sampler_turns_end_offsets_into_records_per_second_and_lag():
     assert sampler.lag("billing") == [(1000.0, 6), (1004.0, 36)]
     sampler.record_lag("billing", 0)
     assert sampler.lags() == {"billing": [(1000.0, 6), (1004.0, 36), (1004.0, 0)]}
+
+
+def test_a_commit_at_offset_0_lags_by_every_record():
+    reader = ScriptedReader()
+    reader.committed_offsets = {"audit": {("clicks", 0): 0}}
+    sampler = Sampler(reader, clock=lambda: 1.0)
+    sampler.sample_once()
+    assert sampler.lags() == {"audit": [(1.0, 5)]}
 
 
 def test_spool_console_refuses_a_taken_or_malformed_listener():
