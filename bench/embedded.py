@@ -116,7 +116,8 @@ def main() -> None:
         "From entering `running_broker()` / `running_cluster()` (spool.testing) until a",
         "new confluent-kafka AdminClient's first Metadata has answered, and from there",
         "until the block has stopped the broker and removed its directory; ms, median",
-        f"(min-max); load average {load:.1f} when measured.",
+        f"(min-max); load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end "
+        "(2 cores).",
         "",
         "| case | runs | to first Metadata | stop |",
         "|---|---|---|---|",
