@@ -11,8 +11,10 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import uuid
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -57,15 +59,26 @@ def _refused(bootstrap: str) -> bool:
 
 
 @pytest.mark.parametrize("isolation", ["thread", "process"])
-def test_running_broker_serves_with_its_config_then_stops(isolation: str) -> None:
+def test_running_broker_serves_with_its_config_then_stops(isolation: str, monkeypatch) -> None:
+    made: list[Path] = []  # the broker's temporary directory: removed once it stopped
+    mkdtemp = tempfile.mkdtemp
+
+    def recorded(*args, **kwargs) -> str:
+        made.append(Path(mkdtemp(*args, **kwargs)))
+        return str(made[-1])
+
+    monkeypatch.setattr(tempfile, "mkdtemp", recorded)
     records = [(f"k{i}".encode(), f"v{i}".encode()) for i in range(12)]
     with running_broker({"num.partitions": "3"}, isolation=isolation) as bootstrap:
+        [tmp] = [d for d in made if d.name.startswith("spool-broker-")]
+        assert (tmp / "data").is_dir()
         assert bootstrap.startswith("127.0.0.1:")
         _produce(bootstrap, "auto-created", records)  # auto-created with num.partitions
         topics = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
         assert len(topics["auto-created"].partitions) == 3
         assert sorted(_consume(bootstrap, "auto-created", 3, 12)) == sorted(records)
     assert _refused(bootstrap)
+    assert not tmp.exists()
 
 
 def test_running_broker_refuses_an_unknown_key_in_either_isolation() -> None:
