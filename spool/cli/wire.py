@@ -117,8 +117,9 @@ async def _connect(bootstrap: str, timeout: float) -> WireAdmin:
             reason = reason.removeprefix("SASL_AUTHENTICATION_FAILED: ")
             raise CliError(f"authentication failed at {item}: {reason} ({name})", 1,
                            name) from None
-        except (ClientError, OSError) as e:
-            errors.append(str(e))
+        except (ClientError, OSError) as e:  # librdkafka's words, as the other commands say it
+            errors.append(re.sub(r"^NodeClient\([^)]*\): cannot connect: ",
+                                 f"Connect to {item} failed: ", str(e)))
             await client.close()
             continue
         served = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}

@@ -60,6 +60,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import random
 import ssl
 import struct
@@ -305,7 +306,9 @@ class NodeClient:
                                     + (f" ({detail})" if detail else "")) from None
         except (OSError, TimeoutError) as e:
             self._failed_at = time.monotonic()
-            reason = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
+            # (asyncio's strerror is "Connect call failed (...)": the errno says what failed)
+            reason = "timed out" if isinstance(e, TimeoutError) else (
+                os.strerror(e.errno) if e.errno else (e.strerror or str(e)))
             raise DisconnectedError(f"{self}: cannot connect: {reason}") from None
         self._writer = writer
         self._answered = False  # (no response on this connection yet)
