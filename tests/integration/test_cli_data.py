@@ -35,7 +35,7 @@ def values(proc: subprocess.CompletedProcess[str]) -> list[str]:
 
 # Set-up goes through confluent-kafka in this process: every `spool` run costs a Python
 # start-up, and these tests are about the commands they run, not the set-up.
-def cli(broker: Any, *args: str, stdin: str | None = None,
+def cli(broker: Any, *args: str, stdin: str | bytes | None = None,
         check: bool = True) -> subprocess.CompletedProcess[str]:
     """``spool ARGS --bootstrap-server B`` in this process (not ``consume``:
     tests.helpers.cli); a failure fails the test unless ``check`` is off."""
@@ -137,10 +137,7 @@ def test_consume_isolation_level(broker: Any, topic_name: str) -> None:
 
 def test_consume_binary_values_as_base64_and_hex(broker: Any, topic_name: str) -> None:
     create(broker, topic_name, 1)
-    proc = subprocess.run([*SPOOL, "produce", topic_name, "-K", ":", "-H", "h=1",
-                           "--bootstrap-server", broker.bootstrap],
-                          input=b"\x00k:\xff\xfe\x01\n", capture_output=True, timeout=45)
-    assert proc.returncode == 0, proc.stderr
+    cli(broker, "produce", topic_name, "-K", ":", "-H", "h=1", stdin=b"\x00k:\xff\xfe\x01\n")
     args = ("consume", topic_name, "--from-beginning", "--timeout", "1")
     doc = json.loads(spool(broker, *args, "--json", "--encoding", "base64").stdout)
     assert (doc["key"], doc["value"], doc["headers"]) == ("AGs=", "//4B", [["h", "MQ=="]])
