@@ -58,7 +58,7 @@ class Dumper:
         self.encode = encoder(encoding)
 
     def emit(self, text: str, obj: dict[str, Any]) -> None:
-        print(json.dumps(obj) if self.as_json else text)
+        print(json.dumps(obj, ensure_ascii=False) if self.as_json else text)  # as print_json
 
     def problem(self, text: str, obj: dict[str, Any]) -> None:
         self.problems += 1

@@ -108,3 +108,16 @@ def test_usage_errors(tmp_path):
     other = tmp_path / "notes.txt"
     other.write_text("x")
     assert run(other).exit_code == 2
+
+
+def test_json_keeps_text_as_consume_json_writes_it(tmp_path):
+    """Non-ASCII text is written as itself (spool consume --json, print_json), not \\u-escaped."""
+    mgr = LogManager([str(tmp_path / "d")], {}, FakeClock(T0))
+    plog = mgr.create_partition("t", 0, {})
+    b = BatchBuilder(0)
+    b.append("clé".encode(), "café".encode(), timestamp=T0)
+    plog.append(b.build())
+    mgr.shutdown()
+    r = run(sorted((tmp_path / "d" / "t-0").glob("*.log"))[0], "--print-records", "--json")
+    (line,) = [x for x in r.output.splitlines() if '"type": "record"' in x]
+    assert '"key": "clé"' in line and '"payload": "café"' in line
