@@ -227,7 +227,7 @@ def test_offsets_trim_and_log_dirs(broker: Any, topic_name: str, tmp_path: Path)
     earliest = cli(broker, "offsets", f"{t}:1-", f"{t}:0", "--time", "-2")
     assert earliest.stdout == f"{t}:0:2\n{t}:1:3\n"
     # N-M leaves M out (GetOffsetShell's ranges); earliest-local (-4) is earliest here
-    assert spool(broker, "offsets", f"{t}:0-1", "--time", "-4").stdout == f"{t}:0:2\n"
+    assert cli(broker, "offsets", f"{t}:0-1", "--time", "-4").stdout == f"{t}:0:2\n"
 
     doc = json.loads(cli(broker, "log-dirs", "describe", "--topic-list", t, "--json").stdout)
     data = broker.data_dir.resolve()
@@ -237,6 +237,12 @@ def test_offsets_trim_and_log_dirs(broker: Any, topic_name: str, tmp_path: Path)
             {"partition": f"{t}-{p}", "size": sizes[p], "offsetLag": 0, "isFuture": False}
             for p in (0, 1)]}]}]}
     assert min(sizes.values()) > 0
+    table = cli(broker, "log-dirs", "describe", "--topic-list", t).stdout.splitlines()
+    assert table[0].split() == ["Broker", "LogDir", "Topic", "Partition", "Size", "OffsetLag",
+                                "Future"]
+    broker_id = str(doc["brokers"][0]["broker"])
+    assert [line.split() for line in table[1:]] == [
+        [broker_id, str(data), t, str(p), str(sizes[p]), "0", "false"] for p in (0, 1)]
 
 
 def test_a_port_that_is_not_kafka_is_named() -> None:
