@@ -2,8 +2,9 @@
 
 ``HttpEndpoint(what, host, port, routes)`` serves ``GET <path>[?query]``: ``routes`` maps a
 path to a function of the parsed query (``urllib.parse.parse_qs``) answering
-``(status, content type, body bytes)``; it runs on the event loop, so it must be quick
-and must not block. Anything else is 404 (an unknown path) or 405 (not GET), with a JSON
+``(status, content type, body bytes)``, or an awaitable of it (a coroutine function);
+it runs on the event loop, so it must be quick and must not block (slow work goes to a
+thread, as the metrics endpoint renders its text). Anything else is 404 (an unknown path) or 405 (not GET), with a JSON
 body ``{"error": ...}``. Request headers are read and ignored; each answer closes the
 connection; a client silent for 10 s is dropped. ``start`` binds (port 0 picks a free
 one: ``host``/``port`` are then the bound address); the broker prints the address on
@@ -14,10 +15,11 @@ endpoint (``spool.broker.metrics_http``).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from urllib.parse import parse_qs, urlsplit
 
 from spool.util.listen import ListenError
@@ -28,7 +30,7 @@ MAX_REQUEST_LINE = 8192
 READ_TIMEOUT_S = 10
 
 Answer = tuple[str, str, bytes]  # status, content type, body
-Route = Callable[[dict[str, list[str]]], Answer]
+Route = Callable[[dict[str, list[str]]], Answer | Awaitable[Answer]]
 
 
 def json_answer(status: str, body: object) -> Answer:
@@ -69,8 +71,8 @@ class HttpEndpoint:
             line = await asyncio.wait_for(reader.readline(), READ_TIMEOUT_S)
             while (await asyncio.wait_for(reader.readline(), READ_TIMEOUT_S)).strip():
                 pass  # headers: not needed
-            status, content_type, data = self.answer(
-                line[:MAX_REQUEST_LINE].decode("latin-1").split())
+            answer = self.answer(line[:MAX_REQUEST_LINE].decode("latin-1").split())
+            status, content_type, data = await answer if inspect.isawaitable(answer) else answer
             writer.write(f"HTTP/1.0 {status}\r\nContent-Type: {content_type}\r\n"
                          f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n".encode()
                          + data)
@@ -80,7 +82,7 @@ class HttpEndpoint:
         finally:
             writer.close()
 
-    def answer(self, parts: list[str]) -> Answer:
+    def answer(self, parts: list[str]) -> Answer | Awaitable[Answer]:
         """The answer to a request line split in words (``["GET", "/path?q", ...]``)."""
         if len(parts) < 2:
             return json_answer("400 Bad Request", {"error": "bad request line"})
