@@ -221,6 +221,16 @@ def test_request_metrics_per_api(metered) -> None:
     assert grew(before, after, RM + "remotetimems_bucket", request="FetchConsumer",
                 le="250.0") == 3
     assert grew(before, after, RM + "remotetimems_sum", request="FetchConsumer") >= 300
+    # a request's phases add up to its total time (the long poll's wait is remote, not local)
+    for name in ("Produce", "FetchConsumer"):
+        phases = sum(grew(before, after, RM + h + "_sum", request=name) for h in (
+            "requestqueuetimems", "localtimems", "remotetimems", "responsequeuetimems",
+            "responsesendtimems"))
+        assert phases == pytest.approx(grew(before, after, RM + "totaltimems_sum",
+                                            request=name), abs=20), name
+        # (within 20 ms: a fetch's purgatory wait is read off the event loop's cached clock)
+        # each phase measured: from the frame read to the handler's start is never nothing
+        assert grew(before, after, RM + "requestqueuetimems_sum", request=name) > 0, name
     assert sample(after, "kafka_network_requestchannel_requestqueuesize") == 0
 
 
