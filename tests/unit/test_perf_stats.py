@@ -7,7 +7,7 @@ from array import array
 import pytest
 
 from spool.cli.common import CliError
-from spool.cli.perf_consume import date_formatter, kafka_time
+from spool.cli.perf_consume import date_formatter, detailed_row, kafka_time
 from spool.cli.perf_stats import (
     MB,
     ConsumerStats,
@@ -101,3 +101,12 @@ def test_date_formats(monkeypatch: pytest.MonkeyPatch) -> None:
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+def test_a_detailed_stats_row_is_kafkas() -> None:
+    stats = ConsumerStats(start=100.0)
+    stats.joined(100.5)  # half a second joining, in this interval
+    stats.records, stats.bytes = 2048, 2 * MB
+    row = stats.interval(102.5)
+    assert detailed_row(row, when=lambda ms: f"<{ms}>") == (
+        "<102500>, 0, 2.0000, 0.8000, 2048, 819.2000, 500, 2000, 1.0000, 1024.0000")
