@@ -5,6 +5,7 @@ produce request is answered while a scrape of a large registry is being rendered
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 import urllib.request
 from collections.abc import Iterator
@@ -25,7 +26,7 @@ from prometheus_client.core import (
 from prometheus_client.exposition import generate_latest
 
 from spool.broker.metrics import BrokerMetrics, _Collector
-from spool.broker.metrics_http import collect, render
+from spool.broker.metrics_http import collect, cyclic_gc_paused, render
 from spool.protocol._generated import ProduceRequest
 from spool.protocol._generated.produce_request import PartitionProduceData, TopicProduceData
 from tests.helpers.raw_client import RawClient
@@ -67,7 +68,7 @@ def test_the_text_rendered_from_collected_families_is_the_registrys() -> None:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_Collector(metrics))
     registry.register(EveryKind())
-    text = render(collect(registry))
+    text = render(asyncio.run(collect(registry)))
     assert text == generate_latest(registry)
     assert b'c_total{topic="or\\"d\\\\ers\\n"} 3.0 1500\n' in text
     assert b'kafka_server_brokertopicmetrics_messagesin_total{topic="orders"} 1000.0\n' in text
@@ -171,3 +172,20 @@ def test_a_produce_is_answered_while_a_scrape_is_rendered(tmp_path) -> None:
             held.release.set()
             scraper.join(2 * WAIT_S)
         assert b'held{partition="19999"} 19999.0\n' in scraped[0]
+
+
+def test_a_scrape_pauses_the_cyclic_garbage_collector_and_restores_it() -> None:
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        with cyclic_gc_paused():
+            with cyclic_gc_paused():  # a second broker's scrape meanwhile
+                assert not gc.isenabled()
+            assert not gc.isenabled()
+        assert gc.isenabled()
+        gc.disable()  # disabled by its user: a scrape leaves it so
+        with cyclic_gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()
