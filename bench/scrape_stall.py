@@ -3,7 +3,7 @@
     python -m bench.scrape_stall [--partitions 2000] [--scrapes 5]
 
 Runs a broker in this process (uvloop, as ``spool broker``) with the metrics endpoint on,
-creates one topic of ``--partitions`` partitions and, while a timer task on the broker's
+creates topics of ``--partitions`` partitions in all and, while a timer task on the broker's
 loop wakes every millisecond and records how late it woke, scrapes ``/metrics`` from a
 thread ``--scrapes`` times. Prints the scrape's size and, per scrape, its wall time and
 the longest lateness of the timer during it (the longest time every client of the broker
@@ -38,8 +38,15 @@ class Ticker:
 
 
 def create(bootstrap: str, partitions: int) -> None:
+    """Topics wide-0, wide-1, ... of at most 5,000 partitions (a CreateTopics request
+    may carry at most 10,000 metadata records)."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic("wide", partitions, 1)])["wide"].result(600)
+    i = 0
+    while partitions > 0:
+        n = min(partitions, 5000)
+        admin.create_topics([NewTopic(f"wide-{i}", n, 1)])[f"wide-{i}"].result(600)
+        partitions -= n
+        i += 1
 
 
 def fetch(url: str) -> bytes:
