@@ -13,6 +13,9 @@ Contract:
   plain one for other modules' timings too (``observe(value)``; expose it with
   ``HistogramMetricFamily.add_metric(labels, h.buckets(), h.sum)``). Everything runs on
   the broker's event loop, so the additions need no lock.
+- A family of one sample per partition is a ``DeferredGauge``: the collector records
+  label values and values on the loop, the samples are made when the scrape's renderer
+  reads them, in its own thread (``spool.broker.metrics_http``).
 - Names are those the Prometheus JMX exporter's usual Kafka rules give Kafka's MBeans
   (``kafka_server_brokertopicmetrics_messagesin_total{topic=...}``), and kafka-exporter's
   for consumer lag (``kafka_consumergroup_lag{consumergroup,topic,partition}``);
@@ -103,6 +106,35 @@ TIME_BUCKETS_MS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2
                    10000, 30000)
 BYTES_BUCKETS = (64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216,
                  67108864)
+
+
+class DeferredGauge(Metric):
+    """A gauge family whose samples are made when first read, from the label values
+    (``keys``: tuples, made ``str``) and ``values`` its collector read: a family of one
+    sample per partition costs the loop a list append per partition, and the samples are
+    made by the scrape's renderer, in its own thread (``spool.broker.metrics_http``).
+    Several families of one collector may share their ``keys``."""
+
+    def __init__(self, name: str, documentation: str, labelnames: Iterable[str],
+                 keys: list[tuple[Any, ...]], values: list[float]) -> None:
+        super().__init__(name, documentation, "gauge")
+        self._pending: tuple[tuple[str, ...], list, list] | None = (
+            tuple(labelnames), keys, values)
+
+    @property  # type: ignore[override]
+    def samples(self) -> list[Sample]:
+        if self._pending is not None:
+            names, keys, values = self._pending
+            self._pending = None
+            name = self.name
+            self._samples = [Sample(name, dict(zip(names, map(str, k), strict=True)), v)
+                             for k, v in zip(keys, values, strict=True)]
+        return self._samples
+
+    @samples.setter
+    def samples(self, value: list[Sample]) -> None:
+        self._samples = value
+        self._pending = None
 
 
 class Histogram:

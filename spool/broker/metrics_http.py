@@ -10,7 +10,9 @@ Kafka listeners (``spool.broker.main``).
 A scrape runs in two steps, so that it holds the broker's event loop (every client's
 requests) as little as it can. The collectors run on the loop (they read live broker
 state, which only the loop may touch), one at a time with the loop free to run between
-two, and return fresh metric families: plain values, owned by this scrape alone. The
+two, and return fresh metric families: plain values, owned by this scrape alone (the
+per-partition ones only record the values there: their samples are made when the
+renderer reads them, ``spool.broker.metrics.DeferredGauge``). The
 text is then rendered from those families (``prometheus_client.exposition.generate_latest``,
 the same bytes as rendering the registry directly) in the endpoint's own thread, one
 scrape at a time: the rendering is most of a scrape's cost (0.1 to 0.4 s for 2,000

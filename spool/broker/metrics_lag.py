@@ -46,6 +46,7 @@ from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
+from spool.broker.metrics import DeferredGauge
 from spool.broker.metrics_remote import RemoteHighWatermarks
 from spool.coordinator.consumer_group import ConsumerGroup, ConsumerGroupState
 from spool.coordinator.group import ClassicGroup, GroupState
@@ -185,20 +186,24 @@ class TopicCollector:
             "under_replicated_partition": "1 when the ISR is smaller than the replica set.",
             "leader_is_preferred": "1 when the leader is the first replica.",
         }
-        fams = {k: GaugeMetricFamily(f"kafka_topic_partition_{k}", doc, labels=labels)
-                for k, doc in names.items()}
+        keys: list[tuple[str, int]] = []
+        columns: dict[str, list[float]] = {k: [] for k in names}
+        hw, oldest, leaders, n_replicas, n_isr, under, preferred = columns.values()
         for topic, partition, plog, leader, replicas, isr in sorted(self._led(),
                                                                     key=lambda r: r[:2]):
             if plog.closed:
                 continue
-            key = [topic, str(partition)]
-            for k, v in (("current_offset", plog.high_watermark),
-                         ("oldest_offset", plog.log_start_offset), ("leader", leader),
-                         ("replicas", len(replicas)), ("in_sync_replica", len(isr)),
-                         ("under_replicated_partition", int(len(isr) < len(replicas))),
-                         ("leader_is_preferred", int(bool(replicas) and replicas[0] == leader))):
-                fams[k].add_metric(key, v)
-        yield from fams.values()
+            keys.append((topic, partition))
+            hw.append(plog.high_watermark)
+            oldest.append(plog.log_start_offset)
+            leaders.append(leader)
+            n_replicas.append(len(replicas))
+            n_isr.append(len(isr))
+            under.append(int(len(isr) < len(replicas)))
+            preferred.append(int(bool(replicas) and replicas[0] == leader))
+        # the samples are made by the renderer, off the loop (DeferredGauge)
+        yield from (DeferredGauge(f"kafka_topic_partition_{k}", doc, labels, keys, columns[k])
+                    for k, doc in names.items())
 
     def _cluster(self) -> Iterator[Metric]:
         """Once per cluster, by the active controller (the single node is one)."""

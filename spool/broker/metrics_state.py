@@ -42,6 +42,7 @@ from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 
+from spool.broker.metrics import DeferredGauge
 from spool.broker.metrics_lag import GroupCollector, TopicCollector
 
 NO_LEADER = -1
@@ -175,24 +176,29 @@ class LogCollector:
             return
         manager = storage.logs
         labels = ["topic", "partition"]
-        size = GaugeMetricFamily("kafka_log_log_size", "Bytes of the partition's segments.",
-                                 labels=labels)
-        start = GaugeMetricFamily("kafka_log_log_logstartoffset",
-                                  "The partition's log start offset.", labels=labels)
-        end = GaugeMetricFamily("kafka_log_log_logendoffset",
-                                "The partition's log end offset.", labels=labels)
-        segments = GaugeMetricFamily("kafka_log_log_numlogsegments",
-                                     "Segments of the partition's log.", labels=labels)
-        for (topic, partition), plog in sorted(manager.logs().items()):
+        keys: list[tuple[str, int]] = []
+        size: list[float] = []
+        start: list[float] = []
+        end: list[float] = []
+        segments: list[float] = []
+        for key, plog in sorted(manager.logs().items()):
             if plog.closed:
                 continue
-            key = [topic, str(partition)]
+            keys.append(key)
             segs = plog.segments
-            size.add_metric(key, sum(s.size for s in segs))
-            start.add_metric(key, plog.log_start_offset)
-            end.add_metric(key, plog.log_end_offset)
-            segments.add_metric(key, len(segs))
-        yield from (size, start, end, segments)
+            size.append(sum(s.size for s in segs))
+            start.append(plog.log_start_offset)
+            end.append(plog.log_end_offset)
+            segments.append(len(segs))
+        # the samples are made by the renderer, off the loop (DeferredGauge)
+        yield DeferredGauge("kafka_log_log_size", "Bytes of the partition's segments.",
+                            labels, keys, size)
+        yield DeferredGauge("kafka_log_log_logstartoffset", "The partition's log start offset.",
+                            labels, keys, start)
+        yield DeferredGauge("kafka_log_log_logendoffset", "The partition's log end offset.",
+                            labels, keys, end)
+        yield DeferredGauge("kafka_log_log_numlogsegments", "Segments of the partition's log.",
+                            labels, keys, segments)
         yield flush_histogram(manager.flush_stats.snapshot())
         if manager.cleaner is not None:
             yield from cleaner_gauges(manager.cleaner, manager)

@@ -25,8 +25,8 @@ from prometheus_client.core import (
 )
 from prometheus_client.exposition import generate_latest
 
-from spool.broker.metrics import BrokerMetrics, _Collector
-from spool.broker.metrics_http import collect, cyclic_gc_paused, render
+from spool.broker.metrics import BrokerMetrics, DeferredGauge, _Collector
+from spool.broker.metrics_http import Collected, collect, cyclic_gc_paused, render
 from spool.protocol._generated import ProduceRequest
 from spool.protocol._generated.produce_request import PartitionProduceData, TopicProduceData
 from tests.helpers.raw_client import RawClient
@@ -72,6 +72,18 @@ def test_the_text_rendered_from_collected_families_is_the_registrys() -> None:
     assert text == generate_latest(registry)
     assert b'c_total{topic="or\\"d\\\\ers\\n"} 3.0 1500\n' in text
     assert b'kafka_server_brokertopicmetrics_messagesin_total{topic="orders"} 1000.0\n' in text
+
+
+def test_a_deferred_gauge_renders_as_the_gauge_family_it_replaces() -> None:
+    keys = [("orders", 0), ("orders", 10), ('we"ird', 2)]
+    values = [5, 0.5, -1]
+    family = GaugeMetricFamily("kafka_log_log_size", "Bytes.", labels=["topic", "partition"])
+    for (topic, partition), v in zip(keys, values, strict=True):
+        family.add_metric([topic, str(partition)], v)
+    deferred = DeferredGauge("kafka_log_log_size", "Bytes.", ["topic", "partition"], keys,
+                             values)
+    assert generate_latest(Collected([deferred])) == generate_latest(Collected([family]))
+    assert deferred == family  # parsed and compared as prometheus-client's own
 
 
 class HeldRendering(Metric):
