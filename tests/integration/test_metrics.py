@@ -220,7 +220,9 @@ def test_request_metrics_per_api(metered) -> None:
     assert grew(before, after, RM + "remotetimems_count", request="FetchConsumer") == 4
     assert grew(before, after, RM + "remotetimems_bucket", request="FetchConsumer",
                 le="250.0") == 3
-    assert grew(before, after, RM + "remotetimems_sum", request="FetchConsumer") >= 300
+    # (the wait's deadline is on the loop's millisecond clock, read when the poll began, so
+    # it can end a few ms short of 300 ms: seen 298.99)
+    assert grew(before, after, RM + "remotetimems_sum", request="FetchConsumer") >= 290
     # a request's phases add up to its total time (the long poll's wait is remote, not local)
     for name in ("Produce", "FetchConsumer"):
         phases = sum(grew(before, after, RM + h + "_sum", request=name) for h in (
