@@ -55,6 +55,11 @@
   per partition: the table, then one line and exit 1); an unknown group is
   GROUP_ID_NOT_FOUND.
 - ``delete GROUP...``: delete inactive groups (NON_EMPTY_GROUP otherwise).
+
+Every command that names groups takes them positionally or, as Kafka's
+kafka-consumer-groups and ``spool share-groups`` do, with ``--group``/``-g`` (repeatable
+for ``describe`` and ``delete``). Neither, or both naming different groups, is a usage
+error (one line, exit 2).
 """
 
 from __future__ import annotations
@@ -89,6 +94,30 @@ from spool.cli.common import (
 from spool.protocol.errors import error_name
 
 app = typer.Typer(help="List, describe, reset and delete consumer groups.", no_args_is_help=True)
+
+GroupOpt = Annotated[list[str] | None, typer.Option(
+    "--group", "-g", help="A group id (Kafka's spelling of the argument; repeatable).",
+    show_default=False)]
+OneGroupOpt = Annotated[str | None, typer.Option(
+    "--group", "-g", help="The group id (Kafka's spelling of the argument).",
+    show_default=False)]
+
+
+def named_groups(positional: list[str] | None, option: list[str] | None) -> list[str]:
+    """The groups named positionally or by ``--group`` (both only if they agree)."""
+    if positional and option and positional != option:
+        raise CliError("name the groups positionally or with --group, not both", 2)
+    return list(positional or option or [])
+
+
+def named_group(positional: str | None, option: str | None) -> str:
+    """The one group named positionally or by ``--group`` (both only if they agree)."""
+    if positional is None and option is None:
+        raise CliError("name the group: GROUP or --group GROUP", 2)
+    if positional is not None and option is not None and positional != option:
+        raise CliError(f"two groups named: '{positional}' and --group '{option}'", 2)
+    return positional if positional is not None else option  # type: ignore[return-value]
+
 
 _STATE_NAMES = {
     ConsumerGroupState.PREPARING_REBALANCING: "PreparingRebalance",
@@ -250,6 +279,7 @@ def describe(
         "--state", help="State, coordinator, assignor and member count.")] = False,
     offsets: Annotated[bool, typer.Option(
         "--offsets", help="Committed offsets, log end offsets and lag (the default).")] = False,
+    group: GroupOpt = None,
     json: JsonFlag = False,
     admin_endpoint: Annotated[list[str] | None, typer.Option(
         "--admin-endpoint", help="host:port of a broker's spool.admin.http.listener, to show "
@@ -259,6 +289,7 @@ def describe(
     timeout: AdminTimeout = 30.0,
 ) -> None:
     """Show groups' state, members, assignments, committed offsets and lag."""
+    groups = named_groups(groups, group)
     if bool(groups) == all_groups:
         raise CliError("name the groups to describe or give --all-groups (not both)", 2)
     if members + state + offsets > 1:
@@ -414,7 +445,9 @@ def read_plan(path: str, group: str) -> dict[tuple[str, int], int]:
 @app.command("reset-offsets")
 @cli_command
 def reset_offsets(
-    group: Annotated[str, typer.Argument(help="The group id.")],
+    group_arg: Annotated[str | None, typer.Argument(
+        metavar="GROUP", help="The group id (or --group).", show_default=False)] = None,
+    group: OneGroupOpt = None,
     topic: Annotated[list[str] | None, typer.Option(
         "--topic", help="TOPIC or TOPIC:P,P... to reset (repeatable).")] = None,
     all_topics: Annotated[bool, typer.Option(
@@ -443,6 +476,7 @@ def reset_offsets(
     timeout: AdminTimeout = 30.0,
 ) -> None:
     """Plan (and with --execute, commit) new offsets for an inactive group."""
+    group = named_group(group_arg, group)
     if execute and dry_run:
         raise CliError("give --dry-run or --execute, not both", 2)
     given = [to_earliest, to_latest, to_current, to_datetime is not None,
@@ -514,7 +548,10 @@ def reset_offsets(
 @app.command("delete-offsets")
 @cli_command
 def delete_offsets(
-    group: Annotated[str, typer.Argument(help="The group id.")],
+    group_arg: Annotated[str | None, typer.Argument(
+        metavar="GROUP", help="The group id (or --group).", show_default=False)] = None,
+    group: OneGroupOpt = None,
+    *,
     topic: Annotated[list[str], typer.Option(
         "--topic", help="TOPIC or TOPIC:P,P... whose committed offsets to delete (repeatable).")],
     json: JsonFlag = False,
@@ -523,6 +560,7 @@ def delete_offsets(
     timeout: AdminTimeout = 30.0,
 ) -> None:
     """Delete a group's committed offsets of some topics or partitions (OffsetDelete)."""
+    group = named_group(group_arg, group)
     parts = resolve_partitions(admin_client(bootstrap, timeout), topic, timeout)
 
     async def body(admin: wire.WireAdmin) -> list[tuple[str, int, int]]:
@@ -554,12 +592,17 @@ def delete_offsets(
 @app.command()
 @cli_command
 def delete(
-    groups: Annotated[list[str], typer.Argument(help="Group ids.")],
+    groups: Annotated[list[str] | None, typer.Argument(
+        help="Group ids (or --group).", show_default=False)] = None,
+    group: GroupOpt = None,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
     command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
 ) -> None:
     """Delete inactive groups and their committed offsets."""
+    groups = named_groups(groups, group)
+    if not groups:
+        raise CliError("name the groups to delete: GROUP... or --group GROUP...", 2)
     admin = admin_client(bootstrap, timeout)
     futures = admin.delete_consumer_groups(groups, request_timeout=timeout)
     for g in groups:

@@ -208,3 +208,60 @@ def test_describe_views_delete_offsets_and_reset_plans(broker, topic_name, tmp_p
     assert (bad.returncode, bad.stderr) == (2, "spool: bad --by-duration '1h': expected an "
                                                "ISO-8601 duration PnDTnHnMn.nS, e.g. PT1H30M "
                                                "or P1D\n")
+
+
+def test_group_named_by_option_as_kafka_spells_it(broker, topic_name):
+    """--group/-g names the groups of describe (repeatable), reset-offsets, delete-offsets and
+    delete (repeatable), as kafka-consumer-groups does; the positional form is the same
+    command; neither, or both naming different groups, is one usage line."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(10)
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(6):
+        p.produce(topic_name, value=b"%d" % i, partition=i % 2)
+    p.flush(10)
+    g1, g2 = f"opt1-{topic_name}", f"opt2-{topic_name}"
+    for g, offset in ((g1, "1"), (g2, "2")):  # an unknown group: the commit creates it
+        spool(broker, "groups", "reset-offsets", "--group", g, "--topic", topic_name,
+              "--to-offset", offset, "--execute")
+    assert committed(broker, g1, topic_name) == {0: 1, 1: 1}
+    spool(broker, "groups", "reset-offsets", g2, "-g", g2, "--topic", f"{topic_name}:1",
+          "--to-offset", "3", "--execute")  # both forms naming the same group
+    assert committed(broker, g2, topic_name) == {0: 2, 1: 3}
+
+    def offsets(doc: dict) -> list:
+        return [(o["partition"], o["committed"], o["lag"]) for o in doc["offsets"]]
+
+    one = json.loads(spool(broker, "groups", "describe", "-g", g1, "--json").stdout)
+    assert (one["group"], one["state"], offsets(one)) == (g1, "Empty", [(0, 1, 2), (1, 1, 2)])
+    both = json.loads(spool(broker, "groups", "describe", "--group", g1, "--group", g2,
+                            "--json").stdout)
+    assert [(d["group"], offsets(d)) for d in both] == [
+        (g1, [(0, 1, 2), (1, 1, 2)]), (g2, [(0, 2, 1), (1, 3, 0)])]
+    assert both == json.loads(spool(broker, "groups", "describe", g1, g2, "--json").stdout)
+    deleted = json.loads(spool(broker, "groups", "delete-offsets", "-g", g2, "--topic",
+                               f"{topic_name}:0", "--json").stdout)
+    assert deleted == [{"topic": topic_name, "partition": 0, "error": None}]
+    assert committed(broker, g2, topic_name) == {0: -1001, 1: 3}
+
+    usage = [
+        (("describe",), "name the groups to describe or give --all-groups (not both)"),
+        (("describe", g1, "-g", g2), "name the groups positionally or with --group, not both"),
+        (("reset-offsets", "--topic", topic_name, "--to-earliest"),
+         "name the group: GROUP or --group GROUP"),
+        (("reset-offsets", g1, "--group", g2, "--topic", topic_name, "--to-earliest"),
+         f"two groups named: '{g1}' and --group '{g2}'"),
+        (("delete-offsets", "--topic", topic_name), "name the group: GROUP or --group GROUP"),
+        (("delete-offsets", g1, "-g", g2, "--topic", topic_name),
+         f"two groups named: '{g1}' and --group '{g2}'"),
+        (("delete",), "name the groups to delete: GROUP... or --group GROUP..."),
+        (("delete", g1, "--group", g2), "name the groups positionally or with --group, not both"),
+    ]
+    for args, line in usage:
+        bad = spool(broker, "groups", *args, ok=False)
+        assert (bad.returncode, bad.stdout, bad.stderr) == (2, "", f"spool: {line}\n"), args
+    assert committed(broker, g1, topic_name) == {0: 1, 1: 1}  # nothing was done
+
+    spool(broker, "groups", "delete", "-g", g1, "--group", g2)
+    listed = spool(broker, "groups", "list").stdout.split()
+    assert g1 not in listed and g2 not in listed
