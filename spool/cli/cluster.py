@@ -9,7 +9,9 @@
   DIR it starts the nodes that are not running, with their data. ``--json``: one
   document instead, ``{"bootstrap", "cluster_id", "dir", "created", "nodes":
   [{"node_id", "pid", "started", "log"}]}``.
-- ``down [--dir DIR]`` stops them: SIGTERM, SIGKILL after ``--timeout``.
+- ``down [--dir DIR]`` stops them: SIGTERM, SIGKILL after ``--timeout``. ``--json``:
+  ``{"dir", "nodes": [{"node_id", "pid" (null: was not running), "how" (stopped, killed
+  or "not running")}]}`` on stdout instead of a line per node on stderr.
 - ``status [-b HOST:PORT]`` prints the quorum and the brokers
   (``spool.cli.cluster_status``).
 - ``describe [-b HOST:PORT] [--json]``: the cluster as any broker sees it, quorum or not
@@ -128,14 +130,23 @@ def down(
     dir: Dir = DEFAULT_DIR,
     timeout: Annotated[float, typer.Option(
         "--timeout", min=0, help="Seconds to wait after SIGTERM before SIGKILL.")] = 30.0,
+    json: JsonFlag = False,
 ) -> None:
-    """Stop the cluster's nodes (SIGTERM, then SIGKILL after --timeout)."""
+    """Stop the cluster's nodes (SIGTERM, then SIGKILL after --timeout).
+
+    --json: {"dir", "nodes": [{"node_id", "pid", "how"}]}."""
     from spool.cli.local_cluster import LocalCluster
 
     cluster = LocalCluster(dir)
     if not cluster.nodes:
         raise CliError(f"{dir} holds no cluster")
-    for node, pid, how in cluster.stop(timeout):
+    stopped = cluster.stop(timeout)
+    if json:
+        print_json({"dir": str(dir.resolve()),
+                    "nodes": [{"node_id": node.node_id, "pid": pid, "how": how}
+                              for node, pid, how in stopped]})
+        return
+    for node, pid, how in stopped:
         _say(f"node {node.node_id}: {how}" + (f" (pid {pid})" if pid else ""))
 
 

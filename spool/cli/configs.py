@@ -24,7 +24,8 @@ Contract (Kafka's kafka-configs semantics, over confluent-kafka's AdminClient):
   option; values are taken whole, commas included), instead of ``--add-config``.
   A value the broker refuses fails the command with the broker's line, which names
   the key and what it accepts (``retention.ms=abc: expected an integer >= -1
-  (INVALID_CONFIG)``).
+  (INVALID_CONFIG)``). ``--json``: ``{"resource": {"type": "topic"|"broker"|"group",
+  "name"}, "set": {k: v}, "deleted": [k]}`` instead of the line on stderr.
 """
 
 from __future__ import annotations
@@ -174,11 +175,14 @@ def alter(
         list[str] | None,
         typer.Option("--delete-config", help="k or k1,k2 to reset to default (repeatable)."),
     ] = None,
+    json: JsonFlag = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
     command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
 ) -> None:
-    """Set or delete configuration entries (IncrementalAlterConfigs)."""
+    """Set or delete configuration entries (IncrementalAlterConfigs).
+
+    --json: {"resource": {"type", "name"}, "set": {k: v}, "deleted": [k]}."""
     res = _resource(topic, broker, group, entity_type, entity_name)
     if add_config and add_config_file is not None:
         fail("give --add-config or --add-config-file, not both", 2)
@@ -197,6 +201,11 @@ def alter(
     futures = admin.incremental_alter_configs([target], request_timeout=timeout)
     for fut in futures.values():
         result(fut, res.name)
+    if json:
+        kind, _, _ = _label(res).partition(" ")
+        print_json({"resource": {"type": kind, "name": res.name}, "set": dict(sorted(sets.items())),
+                    "deleted": sorted(deletes)})
+        return
     typer.echo(f"configs of {_label(res)} altered", err=True)
 
 

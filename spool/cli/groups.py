@@ -54,7 +54,8 @@
   "error"}]``). The group must not be subscribed to the topic (GROUP_SUBSCRIBED_TO_TOPIC
   per partition: the table, then one line and exit 1); an unknown group is
   GROUP_ID_NOT_FOUND.
-- ``delete GROUP...``: delete inactive groups (NON_EMPTY_GROUP otherwise).
+- ``delete GROUP... [--json]``: delete inactive groups (NON_EMPTY_GROUP otherwise);
+  ``--json``: ``{"deleted": [group]}`` instead of a line per group on stderr.
 
 Every command that names groups takes them positionally or, as Kafka's
 kafka-consumer-groups and ``spool share-groups`` do, with ``--group``/``-g`` (repeatable
@@ -595,11 +596,14 @@ def delete(
     groups: Annotated[list[str] | None, typer.Argument(
         help="Group ids (or --group).", show_default=False)] = None,
     group: GroupOpt = None,
+    json: JsonFlag = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
     command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
 ) -> None:
-    """Delete inactive groups and their committed offsets."""
+    """Delete inactive groups and their committed offsets.
+
+    --json: {"deleted": [group]}."""
     groups = named_groups(groups, group)
     if not groups:
         raise CliError("name the groups to delete: GROUP... or --group GROUP...", 2)
@@ -607,4 +611,7 @@ def delete(
     futures = admin.delete_consumer_groups(groups, request_timeout=timeout)
     for g in groups:
         result(futures[g], g, timeout)
-        typer.echo(f"group '{g}' deleted", err=True)
+        if not json:
+            typer.echo(f"group '{g}' deleted", err=True)
+    if json:
+        print_json({"deleted": groups})

@@ -16,7 +16,9 @@ exit 2, before anything is asked.
   is in progress unless ``--additional``, or when a replica names a broker the
   cluster does not list or a partition does not exist (Kafka's checks); prints the
   current assignment of the plan's partitions as a plan on stdout (keep it: it is
-  the rollback plan), then sends AlterPartitionReassignments.
+  the rollback plan), then sends AlterPartitionReassignments. ``--json``: one document
+  instead, ``{"rollback": <the rollback plan>, "started": [{"topic", "partition",
+  "replicas"}], "failed": [{"topic", "partition", "error"}]}`` (then exit 1 if any failed).
 - ``verify --file plan.json``: per partition "Reassignment of partition t-0 is
   completed." / "... is still in progress." / "There is no active reassignment of
   partition t-0, but replica set is 1,2 rather than 1,2,3." (Kafka's lines, stdout).
@@ -26,6 +28,8 @@ exit 2, before anything is asked.
   "target"}]`` instead of the lines, same exit status.
 - ``cancel --file plan.json``: cancels those of the plan's partitions that are being
   reassigned (AlterPartitionReassignments with null replicas); says when none is.
+  ``--json``: ``{"cancelled": [{"topic", "partition"}], "failed": [{"topic", "partition",
+  "error"}]}`` instead of the lines (``cancelled`` empty: none was active).
 - ``list [--json]``: every reassignment in progress: replicas, adding, removing.
 
 Per-partition failures are listed on stdout (``t-0: NAME: message``), then one
@@ -148,10 +152,17 @@ def _by_topic(tps) -> dict[str, list[int]]:
     return out
 
 
-def _report_failures(failures: list[tuple[tuple[str, int], int, str | None]], what: str) -> None:
+def _failed_json(failures: list[tuple[tuple[str, int], int, str | None]]) -> list[dict]:
+    return [{"topic": t, "partition": p, "error": wire.error_text(code, message)}
+            for (t, p), code, message in failures]
+
+
+def _report_failures(failures: list[tuple[tuple[str, int], int, str | None]], what: str,
+                     listed: bool = True) -> None:
+    """Each failure on stdout (unless ``listed`` elsewhere: --json), then the error."""
     if not failures:
         return
-    for tp, code, message in failures:
+    for tp, code, message in failures if listed else []:
         print(f"{_tp(tp)}: {wire.error_text(code, message)}")
     n = len(failures)
     names = sorted({wire.error_text(code) for _, code, _ in failures})
@@ -188,11 +199,14 @@ def execute(
     file: PlanFile,
     additional: Annotated[bool, typer.Option(
         "--additional", help="Start even while other reassignments are in progress.")] = False,
+    json: JsonFlag = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
     command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
 ) -> None:
-    """Start the reassignments of a plan; prints the rollback plan on stdout."""
+    """Start the reassignments of a plan; prints the rollback plan on stdout.
+
+    --json: {"rollback", "started": [{"topic", "partition", "replicas"}], "failed"}."""
     plan = read_plan(file)
 
     async def body(admin: wire.WireAdmin) -> None:
@@ -214,6 +228,15 @@ def execute(
         if missing:
             fail(f"topic partition{'s' if len(missing) > 1 else ''} "
                  f"{','.join(map(_tp, missing))} not found (UNKNOWN_TOPIC_OR_PARTITION)")
+        if json:
+            failures = await _alter(admin, dict(plan), timeout)
+            bad = {f[0] for f in failures}
+            print_json({"rollback": plan_json(current),
+                        "started": [{"topic": t, "partition": p, "replicas": plan[(t, p)]}
+                                    for t, p in sorted(plan) if (t, p) not in bad],
+                        "failed": _failed_json(failures)})
+            _report_failures(failures, "be reassigned", listed=False)
+            return
         _say("Current partition replica assignment (save it: it is the rollback plan):")
         print_json(plan_json(current))
         _report_failures(await _alter(admin, dict(plan), timeout), "be reassigned")
@@ -280,22 +303,34 @@ def verify(
 @cli_command
 def cancel(
     file: PlanFile,
+    json: JsonFlag = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
     command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
 ) -> None:
-    """Cancel the reassignments of a plan's partitions that are in progress."""
+    """Cancel the reassignments of a plan's partitions that are in progress.
+
+    --json: {"cancelled": [{"topic", "partition"}], "failed": [{"topic", "partition",
+    "error"}]}."""
     plan = read_plan(file)
 
     async def body(admin: wire.WireAdmin) -> None:
         active = sorted(set(plan) & set(await _ongoing(admin, _by_topic(plan))))
         if not active:
+            if json:
+                print_json({"cancelled": [], "failed": []})
+                return
             _say("None of the specified partition reassignments are active.")
             return
         failures = await _alter(admin, dict.fromkeys(active), timeout)
-        _report_failures([f for f in failures if f[1] != Errors.NO_REASSIGNMENT_IN_PROGRESS],
-                         "be cancelled")
+        failed = [f for f in failures if f[1] != Errors.NO_REASSIGNMENT_IN_PROGRESS]
         done = [tp for tp in active if tp not in {f[0] for f in failures}]
+        if json:
+            print_json({"cancelled": [{"topic": t, "partition": p} for t, p in done],
+                        "failed": _failed_json(failed)})
+            _report_failures(failed, "be cancelled", listed=False)
+            return
+        _report_failures(failed, "be cancelled")
         _say(f"Successfully cancelled partition reassignment{'s' if len(done) != 1 else ''} "
              f"for: {','.join(map(_tp, done))}" if done
              else "None of the specified partition reassignments are active.")

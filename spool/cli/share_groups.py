@@ -12,6 +12,7 @@
 - ``delete-offsets --group G --topic T...``: forget the group's share state of whole
   topics (DeleteShareGroupOffsets; Kafka's ``--delete-offsets``): the next consumption
   starts at ``share.auto.offset.reset`` again. Refused for a group with members, as above.
+  ``--json``: ``{"group", "topics": [topic]}`` instead of the line on stderr.
 """
 
 from __future__ import annotations
@@ -107,13 +108,19 @@ def reset_offsets(
 def delete_offsets(
     group: Annotated[str, typer.Option("--group", help="The share group id.")],
     topic: Annotated[list[str], typer.Option("--topic", help="A topic (repeatable).")],
+    json: JsonFlag = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
     command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
 ) -> None:
-    """Delete a share group's start offsets and state of whole topics."""
+    """Delete a share group's start offsets and state of whole topics.
+
+    --json: {"group", "topics": [topic]}."""
     wire.run(bootstrap, timeout, lambda a: _check_empty(a, group, timeout))
     wire.run(bootstrap, timeout, lambda a: _at_coordinator(
         a, group, timeout,
         lambda coord: group_wire.delete_share_group_offsets(coord, group, list(topic))))
+    if json:
+        print_json({"group": group, "topics": list(topic)})
+        return
     typer.echo(f"share state of group '{group}' deleted for {', '.join(topic)}", err=True)

@@ -6,7 +6,9 @@ Contract (Kafka's kafka-topics semantics, over confluent-kafka's AdminClient):
   [--if-not-exists] [--validate-only]``: CreateTopics. Partitions and
   replication factor default to the broker's (``num.partitions``,
   ``default.replication.factor``). An existing topic is an error
-  (TOPIC_ALREADY_EXISTS) unless ``--if-not-exists``.
+  (TOPIC_ALREADY_EXISTS) unless ``--if-not-exists``. ``--json``: ``{"topic", "created"
+  (false: it existed, with --if-not-exists; or --validate-only), "validate_only",
+  "partitions", "replication_factor" (as asked; null: the broker's default), "configs"}``.
 - ``list [--internal] [--json]``: topic names from Metadata (internal topics
   only with ``--internal``). ``--json`` prints an array of
   ``{"name", "partitions", "replication_factor", "internal"}``.
@@ -24,8 +26,10 @@ Contract (Kafka's kafka-topics semantics, over confluent-kafka's AdminClient):
   --under-replicated-partitions), one kafka-topics line each (``--json``: an array
   of ``{"topic", "partition", ...}``, ``[]`` for none); a count on stderr. Exit 0
   when there is none, 3 when some are listed, 1 when the cluster cannot be asked.
-- ``alter NAME --partitions N``: CreatePartitions (the count only grows).
-- ``delete NAME ... [--if-exists]``: DeleteTopics.
+- ``alter NAME --partitions N``: CreatePartitions (the count only grows). ``--json``:
+  ``{"topic", "partitions"}``.
+- ``delete NAME ... [--if-exists]``: DeleteTopics. ``--json``: ``{"deleted": [name],
+  "absent": [name]}`` (absent: did not exist, with ``--if-exists``).
 - ``trim NAME --before-offset N [--partition P ...]`` or ``trim --offset-json-file
   FILE`` (Kafka's kafka-delete-records file: ``{"partitions": [{"topic", "partition",
   "offset"}], "version": 1}``): DeleteRecords, moving each partition's log start
@@ -98,28 +102,41 @@ def create(
     validate_only: Annotated[
         bool, typer.Option("--validate-only", help="Ask the broker to check, not create.")
     ] = False,
+    json: JsonFlag = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
     command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
 ) -> None:
-    """Create a topic."""
+    """Create a topic.
+
+    --json: {"topic", "created", "validate_only", "partitions", "replication_factor",
+    "configs"}."""
     check_topic_name(name)
+    configs = parse_pairs(config)
     new = NewTopic(
         name,
         num_partitions=partitions if partitions is not None else -1,
         replication_factor=replication_factor if replication_factor is not None else -1,
-        config=parse_pairs(config),
+        config=configs,
     )
     admin = admin_client(bootstrap, timeout)
     futures = admin.create_topics(
         [new], operation_timeout=timeout, request_timeout=timeout, validate_only=validate_only
     )
+    created = not validate_only
     try:
         result(futures[name], name)
     except CliError as e:
-        if if_not_exists and e.error_name == "TOPIC_ALREADY_EXISTS":
+        if not (if_not_exists and e.error_name == "TOPIC_ALREADY_EXISTS"):
+            raise
+        created = False
+        if not json:
             return
-        raise
+    if json:
+        print_json({"topic": name, "created": created, "validate_only": validate_only,
+                    "partitions": partitions, "replication_factor": replication_factor,
+                    "configs": configs})
+        return
     verb = "would be created" if validate_only else "created"
     typer.echo(f"topic '{name}' {verb}", err=True)
 
@@ -227,6 +244,7 @@ def alter(
     partitions: Annotated[
         int, typer.Option("--partitions", "-p", min=1, help="The new, larger partition count.")
     ],
+    json: JsonFlag = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
     command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
@@ -237,6 +255,9 @@ def alter(
         [NewPartitions(name, partitions)], operation_timeout=timeout, request_timeout=timeout
     )
     result(futures[name], name)
+    if json:
+        print_json({"topic": name, "partitions": partitions})
+        return
     typer.echo(f"topic '{name}' now has {partitions} partitions", err=True)
 
 
@@ -247,21 +268,30 @@ def delete(
     if_exists: Annotated[
         bool, typer.Option("--if-exists", help="Succeed quietly if a topic does not exist.")
     ] = False,
+    json: JsonFlag = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
     command_config: CommandConfigOpt = None,
     timeout: AdminTimeout = 30.0,
 ) -> None:
-    """Delete topics."""
+    """Delete topics.
+
+    --json: {"deleted": [name], "absent": [name]} (absent: with --if-exists)."""
     admin = admin_client(bootstrap, timeout)
     futures = admin.delete_topics(names, operation_timeout=timeout, request_timeout=timeout)
+    done: dict[str, list[str]] = {"deleted": [], "absent": []}
     for name in names:
         try:
             result(futures[name], name)
         except CliError as e:
             if if_exists and e.error_name == "UNKNOWN_TOPIC_OR_PARTITION":
+                done["absent"].append(name)
                 continue
             raise
-        typer.echo(f"topic '{name}' deleted", err=True)
+        done["deleted"].append(name)
+        if not json:
+            typer.echo(f"topic '{name}' deleted", err=True)
+    if json:
+        print_json(done)
 
 
 @app.command()

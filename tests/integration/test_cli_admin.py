@@ -127,3 +127,57 @@ def test_cluster_describe_on_a_single_node(broker, topic_name):
     assert text[0] == f"ClusterId: {described.cluster_id}  Controller: {described.controller.id}"
     assert text[2].split() == [str(described.controller.id), broker.bootstrap, "-", "no",
                                str(held), str(held)]
+
+
+def test_json_of_what_was_done(broker, topic_name, tmp_path):
+    """--json on the commands that otherwise only confirm on stderr: one document on stdout,
+    stderr empty: topics create (also --validate-only, --if-not-exists), alter and delete
+    (--if-exists), configs alter, groups delete, reassign execute and cancel."""
+    def run(*args: str) -> object:
+        done = spool_cli(*args, "--json", "-b", broker.bootstrap)
+        assert (done.returncode, done.stderr) == (0, ""), done.stderr
+        return json.loads(done.stdout)
+
+    absent = f"absent-{topic_name}"
+    assert run("topics", "create", topic_name, "-p", "1", "-c", "retention.ms=60000") == {
+        "topic": topic_name, "created": True, "validate_only": False, "partitions": 1,
+        "replication_factor": None, "configs": {"retention.ms": "60000"}}
+    assert run("topics", "create", topic_name, "--if-not-exists") == {
+        "topic": topic_name, "created": False, "validate_only": False, "partitions": None,
+        "replication_factor": None, "configs": {}}
+    assert run("topics", "create", absent, "-p", "2", "-r", "1", "--validate-only") == {
+        "topic": absent, "created": False, "validate_only": True, "partitions": 2,
+        "replication_factor": 1, "configs": {}}
+    assert run("topics", "alter", topic_name, "-p", "2") == {"topic": topic_name,
+                                                              "partitions": 2}
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    topics = admin.list_topics(timeout=10).topics
+    assert len(topics[topic_name].partitions) == 2 and absent not in topics
+
+    assert run("configs", "alter", "--topic", topic_name, "--add-config",
+               "segment.ms=3600000,cleanup.policy=[compact,delete]",
+               "--delete-config", "retention.ms") == {
+        "resource": {"type": "topic", "name": topic_name},
+        "set": {"cleanup.policy": "compact,delete", "segment.ms": "3600000"},
+        "deleted": ["retention.ms"]}
+    assert {e["name"]: e["value"] for e in run("configs", "describe", "--topic", topic_name)
+            } == {"cleanup.policy": "compact,delete", "segment.ms": "3600000"}
+
+    [node] = admin.list_topics(timeout=10).brokers
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic_name, "partition": 1, "replicas": [node]}]}))
+    assert run("reassign", "execute", "--file", str(plan)) == {
+        "rollback": {"version": 1, "partitions": [
+            {"topic": topic_name, "partition": 1, "replicas": [node], "log_dirs": ["any"]}]},
+        "started": [{"topic": topic_name, "partition": 1, "replicas": [node]}],
+        "failed": []}
+    assert run("reassign", "cancel", "--file", str(plan)) == {"cancelled": [], "failed": []}
+
+    group = f"g-{topic_name}"
+    spool_cli("groups", "reset-offsets", group, "--topic", topic_name, "--to-earliest",
+              "--execute", "-b", broker.bootstrap)  # commits: the group exists, Empty
+    assert run("groups", "delete", "-g", group) == {"deleted": [group]}
+    assert run("topics", "delete", topic_name, absent, "--if-exists") == {
+        "deleted": [topic_name], "absent": [absent]}
+    assert topic_name not in admin.list_topics(timeout=10).topics

@@ -110,6 +110,10 @@ def test_started_nodes_elect_a_leader_that_status_shows_then_down_stops_them(tmp
     again = spool("cluster", "down", "--dir", str(root))
     assert again.returncode == 0
     assert again.stderr.splitlines() == [f"node {i}: not running" for i in (1, 2, 3)]
+    again = spool("cluster", "down", "--dir", str(root), "--json")
+    assert (again.returncode, json.loads(again.stdout)) == (0, {
+        "dir": str(root.resolve()),
+        "nodes": [{"node_id": i, "pid": None, "how": "not running"} for i in (1, 2, 3)]})
 
 
 def _zombie(pid: int) -> bool:
@@ -214,10 +218,12 @@ def test_up_forms_a_cluster_clients_see_and_status_shows_a_dead_broker_fenced(tm
             "nodes": [{"node_id": n.node_id, "pid": n.pid(), "started": n.node_id == 3,
                        "log": str(n.log.resolve())} for n in nodes]}
     finally:
-        down = spool("cluster", "down", "--dir", str(root))
+        down = spool("cluster", "down", "--dir", str(root), "--json")
     assert down.returncode == 0, down.stderr
-    assert [line.split(" (")[0] for line in down.stderr.splitlines()] == [
-        "node 1: stopped", "node 2: stopped", "node 3: stopped"]
+    assert json.loads(down.stdout) == {
+        "dir": str(root.resolve()),
+        "nodes": [{"node_id": n["node_id"], "pid": n["pid"], "how": "stopped"}
+                  for n in json.loads(again.stdout)["nodes"]]}
 
 
 def test_create_with_add_scram_gives_every_node_the_same_bootstrap_credentials(tmp_path):

@@ -105,6 +105,8 @@ def test_share_group_list_describe_reset(share_broker):
                  "--to-latest", "--execute")
     assert done.returncode == 0, done.stderr
     assert _describe(b, group)["start_offsets"][0]["start_offset"] == 20
-    deleted = spool(b, "share-groups", "delete-offsets", "--group", group, "--topic", topic)
-    assert deleted.returncode == 0, deleted.stderr
+    deleted = spool(b, "share-groups", "delete-offsets", "--group", group, "--topic", topic,
+                    "--json")
+    assert (deleted.returncode, deleted.stdout) == (
+        0, json.dumps({"group": group, "topics": [topic]}) + "\n"), deleted.stderr
     assert _describe(b, group)["start_offsets"] == []
