@@ -10,7 +10,12 @@ Each figure is the time from entering ``running_broker(...)`` (or
 
 - thread, first of a process: a new interpreter that has imported
   confluent-kafka (a test suite's state) starts its first broker, so
-  Spool's imports are counted (page cache warm: not a cold disk);
+  Spool's imports are counted (page cache warm: not a cold disk), with
+  Spool's bytecode cached (``__pycache__``, as after ``pip install`` or a
+  first run; written under a temporary ``PYTHONPYCACHEPREFIX`` here, not in
+  the tree), and without it: a copy of ``spool/`` without ``__pycache__`` run
+  with ``PYTHONDONTWRITEBYTECODE=1``, so every Spool module is compiled (a
+  checkout whose environment sets that variable pays this in every process);
 - thread, later: the next brokers of that process;
 - process: ``isolation="process"`` (a ``spool broker`` child each time);
 - cluster: ``running_cluster(nodes=3)``, ready when every node lists all
@@ -26,9 +31,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from bench.report import write_section
@@ -53,21 +60,42 @@ def timed(make):
 """
 
 
-def _child(code: str) -> list[dict]:
+ROOT = Path(__file__).resolve().parents[1]
+# Where the children keep their bytecode (set by main): Spool's __pycache__ as installed.
+_PYCACHE: dict[str, str] = {}
+
+
+def _child(code: str, root: Path = ROOT, compiled: bool = True) -> list[dict]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")])}
+        [str(root), os.environ.get("PYTHONPATH", "")])}
+    if compiled:  # bytecode read and written under the bench's own prefix
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env.update(_PYCACHE)
+    else:  # the stdlib's and site-packages' caches as they are; Spool's compiled each time
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env.pop("PYTHONPYCACHEPREFIX", None)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, env=env, timeout=600).stdout
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
 
-def first_thread() -> dict:
-    """A new interpreter with confluent-kafka imported; Spool's import inside the timing."""
+def first_thread(source: Path | None = None) -> dict:
+    """A new interpreter with confluent-kafka imported; Spool's import inside the timing.
+    ``source``: a copy of the tree without bytecode, compiled in the child."""
     code = ONE + """
 from spool.testing import running_broker
 print(json.dumps(timed(running_broker)))  # the broker's modules are imported in there
 """
-    return _child(code)[0]
+    if source is None:
+        return _child(code)[0]
+    return _child(code, source, compiled=False)[0]
+
+
+def _source_copy(into: Path) -> Path:
+    """``spool/`` copied without ``__pycache__`` (the bench's uncompiled Spool)."""
+    shutil.copytree(ROOT / "spool", into / "spool",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return into
 
 
 def broker_imports() -> float:
@@ -103,9 +131,15 @@ def main() -> None:
     ap.add_argument("--no-write", action="store_true", help="print only")
     args = ap.parse_args()
     load = os.getloadavg()[0]
+    tmp = Path(tempfile.mkdtemp(prefix="bench-embedded-"))
+    _PYCACHE["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+    first_thread()  # writes the bytecode the next runs read
+    source = _source_copy(tmp / "source")
     rows = {
-        "thread, first of a process (Spool's imports counted)":
+        "thread, first of a process (Spool's imports counted, bytecode cached)":
             [first_thread() for _ in range(max(3, args.runs // 2))],
+        "thread, first of a process, Spool compiled from source (no bytecode cache)":
+            [first_thread(source) for _ in range(max(3, args.runs // 2))],
         "thread, later brokers of the process": many("thread", args.runs),
         "process (`isolation=\"process\"`)": many("process", max(3, args.runs // 2)),
         "cluster of 3 processes (`running_cluster`)": many("cluster", args.cluster_runs),
@@ -126,6 +160,7 @@ def main() -> None:
         lines.append(f"| {case} | {len(rs)} | {summary([r['start'] for r in rs])} "
                      f"| {summary([r['stop'] for r in rs])} |")
     imports = [broker_imports() for _ in range(max(3, args.runs // 2))]
+    shutil.rmtree(tmp, ignore_errors=True)
     lines += [
         "",
         f"Of the first thread's time, importing the broker takes {summary(imports)} ms: a",

@@ -51,18 +51,15 @@ import resource
 import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from spool.broker import metrics_state, peer_security
-from spool.broker.admin_http import AdminHttp
-from spool.broker.broker_role import BrokerRole
 from spool.broker.config import TLS_PROTOCOLS, BrokerConfig, check_test_only_topic_configs
 from spool.broker.config_view import (
     ConfigEntry,
     broker_entries,
     topic_entries,
 )
-from spool.broker.controller_channel import ControllerChannel
 from spool.broker.coordinator_log import CoordinatorLogWriter, PartitionLogWriter
 from spool.broker.dispatch import Dispatcher
 from spool.broker.dynamic_config import apply_changes
@@ -70,9 +67,7 @@ from spool.broker.group_configs import GroupConfigs
 from spool.broker.group_runtime import GroupRuntime
 from spool.broker.metadata_view import MetadataView, SingleNodeView
 from spool.broker.metrics import BrokerMetrics
-from spool.broker.metrics_http import MetricsHttp
 from spool.broker.producer_ids import ProducerIdManager
-from spool.broker.quorum import QuorumNode
 from spool.broker.server import Server
 from spool.broker.share_persister import CoordinatorPersister
 from spool.broker.share_runtime import ShareStateRuntime
@@ -97,6 +92,13 @@ from spool.storage.manager import validate_topic_name
 from spool.storage.metadata import PartitionLimit, check_op_size
 from spool.util.clock import SystemClock
 from spool.util.logs import fields
+
+if TYPE_CHECKING:  # imported where used: KRaft, the HTTP endpoints (a single node's start)
+    from spool.broker.admin_http import AdminHttp
+    from spool.broker.broker_role import BrokerRole
+    from spool.broker.controller_channel import ControllerChannel
+    from spool.broker.metrics_http import MetricsHttp
+    from spool.broker.quorum import QuorumNode
 
 log = logging.getLogger("spool.broker")
 T = TypeVar("T")
@@ -212,8 +214,12 @@ class Broker:
         try:
             await self._load()
             if self.cluster.kraft:
+                from spool.broker.quorum import QuorumNode
+
                 self.quorum = QuorumNode(self)
                 if self.cluster.is_broker:  # follows the log the quorum node keeps
+                    from spool.broker.broker_role import BrokerRole
+
                     self.role = BrokerRole.of(self)
                 await self.quorum.start()
         except BaseException:
@@ -226,10 +232,14 @@ class Broker:
             raise
         await self.server.start()
         if self.config.get("spool.admin.http.listener"):
+            from spool.broker.admin_http import AdminHttp
+
             self.admin_http = AdminHttp(self, self.config.get("spool.admin.http.listener"))
             await self.admin_http.start()
         self.metrics.topic_exists = lambda name: self.view.topic_id(name) is not None
         if self.config.get_list("metrics.listeners"):
+            from spool.broker.metrics_http import MetricsHttp
+
             self.metrics_http = MetricsHttp(self, self.config.get_list("metrics.listeners"))
             await self.metrics_http.start()
         if self.config.get("console.listeners"):

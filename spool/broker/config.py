@@ -42,7 +42,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from spool.broker.metrics_http import valid_listeners as valid_metrics_listeners
 from spool.coordinator.assignors import ASSIGNORS
 from spool.protocol.errors import Errors, KafkaError
 from spool.replica.selector import RACK_AWARE, SELECTORS
@@ -101,6 +100,13 @@ def _assignors() -> Check:  # Kafka: each class must load, the list must not be 
 def _roles() -> Check:  # Kafka's ValidList.in("broker", "controller"); empty is allowed
     return Check("a comma-separated list of broker, controller (or nothing)",
                  lambda v: all(r in ("broker", "controller") for r in v), replaces_type=True)
+
+
+def _valid_metrics_listeners(listeners: list[str]) -> bool:
+    # (spool.broker.metrics_http and prometheus-client load only when the key is set)
+    from spool.broker.metrics_http import valid_listeners
+
+    return valid_listeners(listeners)
 
 
 def _key(name: str, type_: str, default: object, check: Check | None = None,
@@ -574,7 +580,7 @@ BROKER_KEYS: dict[str, ConfigKey] = {
         # issue 18: the metrics endpoint (spool.broker.metrics_http)
         _key("metrics.listeners", "list", None,
              Check("a comma-separated list of http://host:port (port 0: any free one)",
-                   valid_metrics_listeners, replaces_type=True),
+                   _valid_metrics_listeners, replaces_type=True),
              "Where GET /metrics answers the broker's metrics in Prometheus's text format, "
              "e.g. http://127.0.0.1:9404; unset: no endpoint (Spool's own key, as "
              "Kafka's listeners)."),

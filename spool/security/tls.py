@@ -37,11 +37,10 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.serialization import pkcs12
-
-from spool.security.ssl_principal import SslPrincipalMapper
+if TYPE_CHECKING:
+    from spool.security.ssl_principal import SslPrincipalMapper
 
 Get = Callable[[str], "str | None"]
 
@@ -105,6 +104,8 @@ def _store_type(get: Get, store: str) -> str:
 
 
 def _load_pkcs12(key: str, data: bytes, passwords: list[bytes | None]):
+    from cryptography.hazmat.primitives.serialization import pkcs12  # (only for PKCS12)
+
     last: Exception | None = None
     for password in passwords:
         try:
@@ -154,6 +155,8 @@ def load_keystore(ctx: ssl.SSLContext, get: Get, required: bool) -> bool:
             ctx.load_cert_chain(location or "", password=key_password
                                 if key_password is not None else _no_password)
         else:
+            from cryptography.hazmat.primitives import serialization
+
             data = _read("ssl.keystore.location", location or "")
             key, cert, extra = _load_pkcs12(
                 "ssl.keystore.location", data,
@@ -193,6 +196,8 @@ def load_truststore(ctx: ssl.SSLContext, get: Get, purpose: ssl.Purpose) -> None
             _read("ssl.truststore.location", location or "")
             ctx.load_verify_locations(cafile=location)
         else:
+            from cryptography.hazmat.primitives import serialization
+
             data = _read("ssl.truststore.location", location or "")
             _, cert, extra = _load_pkcs12("ssl.truststore.location", data,
                                           [_password(get, "ssl.truststore.password"), None])
@@ -274,6 +279,8 @@ def server_tls(get: Get, protocol: str, prefixed_client_auth: str | None = None)
     only the listener's own ``ssl.client.auth`` counts (``prefixed_client_auth``, KIP-684)."""
     if protocol == "SASL_SSL":
         return ServerTls(server_context(get, prefixed_client_auth or "none"), None)
+    from spool.security.ssl_principal import SslPrincipalMapper  # (cryptography's x509)
+
     rules = _value(get, "ssl.principal.mapping.rules", "DEFAULT")
     try:
         mapper = SslPrincipalMapper(rules)
