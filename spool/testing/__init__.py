@@ -14,9 +14,10 @@ Isolation (docs/BENCHMARKS.md, ``bench.embedded``, has the figures):
 
 - ``"thread"`` (the default): the broker runs on its own event loop
   (uvloop) in a daemon thread of the calling process. Once Spool is
-  imported (the first broker pays that, about 0.9 s) a broker answers its
-  first Metadata ~15 ms after the call, against ~1.1 s for a process: a
-  child pays the interpreter and Spool's imports every time. It is as real
+  imported (the first broker pays that, about 0.3 s with Spool's bytecode
+  cached, 1 s when compiled) a broker answers its first Metadata 15-120 ms
+  after the call, against ~0.65 s for a process: a child pays the
+  interpreter and Spool's imports every time. It is as real
   as a process on the wire (clients reach it over TCP), and it holds no
   process-wide state: it installs no signal handler, configures no
   logging (its records go to the ``spool`` loggers, which pytest captures)
