@@ -19,9 +19,12 @@ run: .venv
 
 # Tests run on every core (pytest-xdist); each worker starts its own session broker,
 # and the Spark tier runs on one worker (one JVM): see tests/conftest.py.
+# compileall first: each broker process the tests start then reads Spool's bytecode instead
+# of compiling ~550 modules (0.6 s of CPU per process where PYTHONDONTWRITEBYTECODE is set).
 test: .venv
 	$(BIN)/ruff check .
 	$(BIN)/python -m tools.codegen --check
+	$(BIN)/python -m compileall -q -j 0 spool pyspark_spool.py > /dev/null
 	$(BIN)/python -m pytest -n auto
 
 lint: .venv
