@@ -94,6 +94,13 @@ def test_help_imports_no_command(help_run):
 # spool.cli.common (while the command's module loads), confluent_kafka (the command's own
 # imports); and once the command has connected to the "broker" (a socket that listens and
 # never answers, so the command waits for its metadata).
+def _ctrl_c_as_in_a_terminal() -> None:
+    """The child's SIGINT as a terminal's command has it: a test run started in the
+    background (``cmd &``, CI) ignores SIGINT, its children inherit that, and a process that
+    starts with SIGINT ignored rightly keeps ignoring it (the guard then stays out)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("after", ["typer._click", "spool.cli.common", "confluent_kafka", None])
 def test_ctrl_c_during_start_up_is_one_line_and_130(after):
     with socket.create_server(("127.0.0.1", 0)) as silent:
@@ -101,7 +108,8 @@ def test_ctrl_c_during_start_up_is_one_line_and_130(after):
         proc = subprocess.Popen(
             [sys.executable, "-X", "importtime", "-m", "spool.cli.main", "produce", "t",
              "-b", f"127.0.0.1:{port}", "--timeout", "60"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
+            preexec_fn=_ctrl_c_as_in_a_terminal)
         lines = []
         try:
             if after is None:
