@@ -301,8 +301,16 @@ def describe(
             admin, ["classic", "consumer"], [], timeout))
         groups = [g.group_id for g in listed
                   if g.group_type == "consumer" or g.protocol_type in ("consumer", "")]
-    docs = [_view(_group_doc(bootstrap, g, timeout, admin_endpoint), view)
-            for g in groups or []]
+    docs = []
+    for g in groups or []:
+        try:
+            docs.append(_view(_group_doc(bootstrap, g, timeout, admin_endpoint), view))
+        except UnicodeDecodeError as e:  # a string field the client cannot decode (not UTF-8)
+            if not all_groups:
+                raise CliError(f"group '{g}': its description is not valid UTF-8 "
+                               f"({e.reason})") from None
+            typer.echo(f"spool: group '{g}' left out: its description is not valid UTF-8 "
+                       f"({e.reason})", err=True)
     if json:
         print_json(docs if all_groups or len(docs) != 1 else docs[0])
         return
