@@ -76,7 +76,7 @@ def main() -> None:
         p.error(str(e))
     require_topics(PROG, a.bootstrap, a.topic)
     at = dt.datetime.fromtimestamp(at_ms / 1000, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    rows = as_of(session("as-of", a.scratch, PROG), a.bootstrap, a.topic, at_ms).orderBy("key")
+    rows = as_of(session("as-of", a.scratch, PROG, a.master, a.remote), a.bootstrap, a.topic, at_ms).orderBy("key")
     print(f"{a.topic} as of {at}:")
     rows.show(a.show, truncate=False)
 

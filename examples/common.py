@@ -41,7 +41,18 @@ def parser(module: str, description: str, epilog: str | None = None) -> argparse
     add_bootstrap(p)
     p.add_argument("--scratch", default=None, metavar="DIR",
                    help="Spark's scratch directory (default: a new temporary directory)")
+    add_spark(p)
     return p
+
+
+def add_spark(p: argparse.ArgumentParser) -> None:
+    """Where Spark runs: ``--master`` (local or a standalone ``spark://``) or ``--remote``."""
+    p.add_argument("--master", default=os.environ.get("SPARK_MASTER", "local[2]"),
+                   metavar="URL", help="Spark master: local[N] or spark://HOST:PORT of a "
+                   "standalone cluster (environment SPARK_MASTER)")
+    p.add_argument("--remote", default=os.environ.get("SPARK_REMOTE"), metavar="sc://HOST:PORT",
+                   help="run through a Spark Connect server instead of a driver in this "
+                   "process (environment SPARK_REMOTE; --master is then the server's)")
 
 
 def add_bootstrap(p: argparse.ArgumentParser) -> None:
@@ -70,11 +81,20 @@ def require_topics(prog: str, bootstrap: str, *topics: str) -> None:
                              "(python -m examples.seed_orders --topic NAME creates one)")
 
 
-def session(app: str, scratch: str | None = None, prog: str | None = None):
-    """The local SparkSession; with ``prog``, Ctrl-C then ends the run at once."""
+def session(app: str, scratch: str | None = None, prog: str | None = None,
+            master: str | None = None, remote: str | None = None):
+    """The SparkSession (``master``: local[2] unless given; ``remote``: a Spark Connect
+    server); with ``prog``, Ctrl-C then ends the run at once."""
+    if remote:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.builder.remote(remote).appName(app).getOrCreate()
+        if prog is not None:
+            on_ctrl_c(prog)
+        return spark
     from spool.spark.session import local_session
 
-    spark = local_session(app, local_dir=scratch)
+    spark = local_session(app, local_dir=scratch, master=master)
     if prog is not None:
         on_ctrl_c(prog)
     return spark

@@ -47,7 +47,7 @@ def main() -> None:
                    "Kafka partition)")
     a = p.parse_args()
     require_topics(PROG, a.bootstrap, a.topic)
-    n = replay(session("replay", a.scratch, PROG), a.bootstrap, a.topic, a.out, a.min_partitions)
+    n = replay(session("replay", a.scratch, PROG, a.master, a.remote), a.bootstrap, a.topic, a.out, a.min_partitions)
     print(f"{n} records of {a.topic} written to {a.out}")
 
 

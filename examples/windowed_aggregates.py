@@ -127,7 +127,7 @@ def main() -> None:
                    help="at most N records per micro-batch (default: no limit)")
     a = p.parse_args()
     require_topics(PROG, a.bootstrap, a.source)
-    spark = session("order-totals", a.scratch)
+    spark = session("order-totals", a.scratch, master=a.master, remote=a.remote)
     stop_requested = on_ctrl_c(PROG, graceful=True)  # from now on: stop between micro-batches
     q = start(spark, a.bootstrap, a.source, a.sink, a.checkpoint,
               delivery_guarantee(a.bootstrap, a.delivery_guarantee), a.trigger, a.window,

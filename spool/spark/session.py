@@ -1,9 +1,11 @@
-"""A loopback-bound, quiet local SparkSession for tests, examples and benchmarks.
+"""A loopback-bound, quiet SparkSession for tests, examples and benchmarks.
 
 ``local_session()`` sets what SPARK.md lists as the pitfalls: loopback
 addresses, the current interpreter for driver and workers, no UI, few
 shuffle partitions, Spark's scratch space under ``local_dir`` and an
-ERROR-level log4j2 configuration.
+ERROR-level log4j2 configuration. ``master`` is ``local[N]`` by default
+(``cores``) or a standalone master's ``spark://host:port``: the same
+settings then go to the executors the cluster starts.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ def local_session(
     cores: int = 2,
     local_dir: str | os.PathLike | None = None,
     shuffle_partitions: int = 2,
+    master: str | None = None,
 ):
     from pyspark.sql import SparkSession
 
@@ -42,7 +45,7 @@ def local_session(
     os.environ.setdefault("TMPDIR", str(scratch))
     java_opts = f"-Dlog4j2.configurationFile=file:{log4j} -Djava.io.tmpdir={scratch}"
     spark = (
-        SparkSession.builder.master(f"local[{cores}]")
+        SparkSession.builder.master(master or f"local[{cores}]")
         .appName(app)
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
@@ -52,6 +55,7 @@ def local_session(
         .config("spark.local.dir", str(scratch))
         .config("spark.driver.extraJavaOptions", java_opts)
         .config("spark.executor.extraJavaOptions", java_opts)
+        .config("spark.pyspark.python", sys.executable)
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")

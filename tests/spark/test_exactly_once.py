@@ -16,41 +16,24 @@ from __future__ import annotations
 import calendar
 import collections
 import json
-import os
 import random
-import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from tests.spark.conftest import consume_all, create_topic, produce
+from tests.spark.drivers import kill_tree, start_driver
 
 T0 = 1_800_000_000_000
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def job(bootstrap: str, src: str, dst: str, checkpoint: Path, scratch: Path, trigger: str,
         guarantee: str = "exactly-once") -> subprocess.Popen:
-    cmd = [
-        sys.executable, "-m", "examples.windowed_aggregates", "--bootstrap", bootstrap,
-        "--source", src, "--sink", dst, "--checkpoint", str(checkpoint), "--scratch", str(scratch),
-        "--trigger", trigger, "--delivery-guarantee", guarantee, "--max-offsets-per-trigger", "150",
-    ]
-    log = open(scratch / "job.log", "ab")  # noqa: SIM115
-    try:
-        return subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=log, start_new_session=True)
-    finally:
-        log.close()
-
-
-def kill_tree(proc: subprocess.Popen) -> None:
-    """SIGKILL the driver's whole process group (JVM, Python workers)."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
+    return start_driver("examples.windowed_aggregates", [
+        "--bootstrap", bootstrap, "--source", src, "--sink", dst, "--checkpoint",
+        str(checkpoint), "--scratch", str(scratch), "--trigger", trigger,
+        "--delivery-guarantee", guarantee, "--max-offsets-per-trigger", "150",
+    ], scratch / "job.log")
 
 
 def test_kill_9_driver_repeatedly_leaves_every_count_exactly_once(broker, topic_name, tmp_path):
