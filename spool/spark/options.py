@@ -15,6 +15,11 @@ works by changing only the format string:
   ``startingOffsetsByTimestampStrategy`` (``error`` | ``latest``);
 * ``maxOffsetsPerTrigger``, ``minPartitions``, ``failOnDataLoss``,
   ``includeHeaders``, ``kafka.isolation.level``;
+* admission control (streaming): ``maxBytesPerTrigger`` (bytes, or Spark's
+  byte strings ``512k``, ``64m``, ``1g``: binary units), ``minOffsetsPerTrigger``
+  (must not exceed ``maxOffsetsPerTrigger``, as Spark checks) and
+  ``maxTriggerDelay`` (Spark's time strings ``30s``, ``15m``, ``100ms``; a bare
+  number is milliseconds; default ``15m``): semantics in ``stream_reader.py``;
 * sink: ``topic`` (overrides the topic column), ``deliveryGuarantee``
   (``exactly-once`` | ``at-least-once``), ``sinkId``, ``progressTopic``.
 
@@ -75,6 +80,9 @@ class SpoolOptions:
     sink_id: str | None = None
     progress_topic: str = "spool-spark-sink-progress"
     client_conf: dict[str, str] = field(default_factory=dict)
+    max_bytes_per_trigger: int | None = None
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = 15 * 60 * 1000
 
     def matches(self, topic: str) -> bool:
         """Whether the subscription covers ``topic`` (assign: the listed topics)."""
@@ -115,6 +123,35 @@ def _positive_int(opts: Mapping[str, str], name: str) -> int | None:
     if value <= 0:
         raise ValueError(f"option {name} must be a positive integer, got {raw!r}")
     return value
+
+
+_TIME_UNITS_MS = {"us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000,
+                  "h": 3_600_000, "d": 86_400_000}
+_BYTE_UNITS = {"b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+               "g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40}
+
+
+def _duration_ms(opts: Mapping[str, str], name: str, default: int) -> int:
+    """Spark's ``timeStringAsMs``: ``<n><unit>`` (us, ms, s, m, min, h, d), bare n = ms."""
+    raw = _get(opts, name)
+    if raw is None:
+        return default
+    m = re.fullmatch(r"(\d+)\s*([a-z]*)", raw.strip().lower())
+    if m is None or m.group(2) not in ("", *_TIME_UNITS_MS):
+        raise ValueError(f"option {name} must be a duration like 30s, 15m or 500ms, got {raw!r}")
+    return int(int(m.group(1)) * _TIME_UNITS_MS.get(m.group(2), 1))
+
+
+def _byte_size(opts: Mapping[str, str], name: str) -> int | None:
+    """A positive byte count: ``<n>`` or Spark's ``byteStringAsBytes`` (k, m, g, t: binary)."""
+    raw = _get(opts, name)
+    if raw is None:
+        return None
+    m = re.fullmatch(r"(\d+)\s*([a-z]*)", raw.strip().lower())
+    if m is None or m.group(2) not in ("", *_BYTE_UNITS) or int(m.group(1)) <= 0:
+        raise ValueError(f"option {name} must be a positive size like 1048576, 512k or 64m, "
+                         f"got {raw!r}")
+    return int(m.group(1)) * _BYTE_UNITS.get(m.group(2), 1)
 
 
 def _json_offsets(name: str, raw: str) -> dict[str, dict[int, int]]:
@@ -197,6 +234,11 @@ def parse_options(opts: Mapping[str, str], *, for_read: bool, streaming: bool = 
         raise ValueError("option startingOffsets=latest is not valid for batch queries")
     if not streaming and ending.kind == "earliest":
         raise ValueError("option endingOffsets=earliest is not valid for batch queries")
+    max_offsets = _positive_int(opts, "maxOffsetsPerTrigger")
+    min_offsets = _positive_int(opts, "minOffsetsPerTrigger")
+    if min_offsets is not None and max_offsets is not None and min_offsets > max_offsets:
+        raise ValueError(f"option minOffsetsPerTrigger ({min_offsets}) is higher than "
+                         f"maxOffsetsPerTrigger ({max_offsets})")
 
     return SpoolOptions(
         bootstrap=bootstrap,
@@ -206,7 +248,7 @@ def parse_options(opts: Mapping[str, str], *, for_read: bool, streaming: bool = 
         starting=starting,
         ending=ending,
         timestamp_strategy=strategy,
-        max_offsets_per_trigger=_positive_int(opts, "maxOffsetsPerTrigger"),
+        max_offsets_per_trigger=max_offsets,
         min_partitions=_positive_int(opts, "minPartitions"),
         fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
         include_headers=_bool(opts, "includeHeaders", False),
@@ -216,4 +258,7 @@ def parse_options(opts: Mapping[str, str], *, for_read: bool, streaming: bool = 
         sink_id=_get(opts, "sinkId"),
         progress_topic=_get(opts, "progressTopic") or "spool-spark-sink-progress",
         client_conf=client_conf,
+        max_bytes_per_trigger=_byte_size(opts, "maxBytesPerTrigger"),
+        min_offsets_per_trigger=min_offsets,
+        max_trigger_delay_ms=_duration_ms(opts, "maxTriggerDelay", 15 * 60 * 1000),
     )
