@@ -21,7 +21,11 @@ works by changing only the format string:
   ``maxTriggerDelay`` (Spark's time strings ``30s``, ``15m``, ``100ms``; a bare
   number is milliseconds; default ``15m``): semantics in ``stream_reader.py``;
 * sink: ``topic`` (overrides the topic column), ``deliveryGuarantee``
-  (``exactly-once`` | ``at-least-once``), ``sinkId``, ``progressTopic``.
+  (``exactly-once`` | ``at-least-once``), ``sinkId``, ``progressTopic``;
+* ``valueFormat`` (``json`` | ``avro``) with ``valueSchema`` (a Spark DDL
+  string for json, Avro schema JSON for avro) and ``valueSchemaId`` (avro
+  writes: Confluent framing), and the same for ``key`` (``keyFormat``,
+  ``keySchema``, ``keySchemaId``): typed struct columns (``formats.py``).
 
 Every other ``kafka.<name>`` option is handed to librdkafka as ``<name>``,
 except the few Spark also forbids (group.id, auto.offset.reset, ...).
@@ -83,6 +87,9 @@ class SpoolOptions:
     max_bytes_per_trigger: int | None = None
     min_offsets_per_trigger: int | None = None
     max_trigger_delay_ms: int = 15 * 60 * 1000
+    # spool.spark.formats.ColumnFormat of key and/or value (keyFormat, valueFormat): set here
+    # for reads; for writes the source sets them, knowing the DataFrame's column types.
+    formats: tuple[Any, ...] = ()
 
     def matches(self, topic: str) -> bool:
         """Whether the subscription covers ``topic`` (assign: the listed topics)."""
@@ -240,6 +247,14 @@ def parse_options(opts: Mapping[str, str], *, for_read: bool, streaming: bool = 
         raise ValueError(f"option minOffsetsPerTrigger ({min_offsets}) is higher than "
                          f"maxOffsetsPerTrigger ({max_offsets})")
 
+    formats: tuple[Any, ...] = ()
+    if for_read:
+        from spool.spark.formats import parse_column_format
+
+        formats = tuple(
+            f for c in ("key", "value") if (f := parse_column_format(opts, c, for_read=True))
+        )
+
     return SpoolOptions(
         bootstrap=bootstrap,
         subscribe=subscribe,
@@ -261,4 +276,5 @@ def parse_options(opts: Mapping[str, str], *, for_read: bool, streaming: bool = 
         max_bytes_per_trigger=_byte_size(opts, "maxBytesPerTrigger"),
         min_offsets_per_trigger=min_offsets,
         max_trigger_delay_ms=_duration_ms(opts, "maxTriggerDelay", 15 * 60 * 1000),
+        formats=formats,
     )

@@ -10,12 +10,20 @@ Streaming writes default to ``deliveryGuarantee=exactly-once``
 clear error otherwise); ``deliveryGuarantee=at-least-once`` selects the
 plain sink. Batch writes are at-least-once (a failed job may leave part of
 its rows written), like Spark's Kafka sink.
+
+With ``valueFormat``/``keyFormat`` (``formats.py``) ``schema()`` gives the
+typed struct columns; the readers here decode the fetched Arrow batches on
+the executors and the writers encode the struct columns before sending, by
+subclassing the plain readers and writers (``Formatted*``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+from collections.abc import Iterator
 
+import pyarrow as pa
 from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql.datasource import (
     DataSource,
@@ -23,17 +31,24 @@ from pyspark.sql.datasource import (
     DataSourceStreamReader,
     DataSourceStreamWriter,
     DataSourceWriter,
+    InputPartition,
 )
-from pyspark.sql.types import StructType
+from pyspark.sql.types import BinaryType, StructField, StructType
 
 from spool.spark.batch_reader import SpoolBatchReader
 from spool.spark.capabilities import missing_transaction_apis
-from spool.spark.options import _bool, _get, parse_options
+from spool.spark.formats import (
+    decode_batches,
+    encode_batches,
+    parse_column_format,
+    read_schema,
+)
+from spool.spark.options import SpoolOptions, _bool, _get, parse_options
 from spool.spark.produce import check_write_schema
 from spool.spark.schema import ddl
 from spool.spark.stream_reader import SpoolStreamReader
 from spool.spark.transactional import SpoolExactlyOnceStreamWriter
-from spool.spark.writer import SpoolAtLeastOnceStreamWriter, SpoolBatchWriter
+from spool.spark.writer import SpoolAtLeastOnceStreamWriter, SpoolBatchWriter, SpoolCommit
 
 
 def ensure_progress_topic(bootstrap_conf: dict, topic: str) -> None:
@@ -51,29 +66,94 @@ def ensure_progress_topic(bootstrap_conf: dict, topic: str) -> None:
                 raise
 
 
+class FormattedBatchReader(SpoolBatchReader):
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return decode_batches(super().read(partition), list(self.opts.formats))
+
+
+class FormattedStreamReader(SpoolStreamReader):
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return decode_batches(super().read(partition), list(self.opts.formats))
+
+
+class _Encoding:
+    opts: SpoolOptions
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> SpoolCommit:
+        return super().write(encode_batches(iterator, list(self.opts.formats)))  # type: ignore[misc]
+
+
+class FormattedBatchWriter(_Encoding, SpoolBatchWriter):
+    pass
+
+
+class FormattedAtLeastOnceStreamWriter(_Encoding, SpoolAtLeastOnceStreamWriter):
+    pass
+
+
+class FormattedExactlyOnceStreamWriter(_Encoding, SpoolExactlyOnceStreamWriter):
+    pass
+
+
+def _write_formats(options: dict, opts: SpoolOptions, schema: StructType) -> tuple[SpoolOptions, StructType]:
+    """Options with the key/value formats for these columns, and the schema the plain sink
+    checks (formatted columns as binary, which is what they become)."""
+    types = {f.name.lower(): f.dataType for f in schema.fields}
+    formats = []
+    for column in ("key", "value"):
+        fmt = parse_column_format(options, column, for_read=False, column_type=types.get(column))
+        if fmt is not None and column in types:
+            formats.append(fmt)
+    if not formats:
+        return opts, schema
+    encoded = {f.column for f in formats}
+    checked = StructType(
+        [
+            StructField(f.name, BinaryType(), f.nullable) if f.name.lower() in encoded else f
+            for f in schema.fields
+        ]
+    )
+    return dataclasses.replace(opts, formats=tuple(formats)), checked
+
+
 class SpoolDataSource(DataSource):
     @classmethod
     def name(cls) -> str:
         return "spool"
 
-    def schema(self) -> str:
-        return ddl(_bool(self.options, "includeHeaders", False))
+    def schema(self) -> str | StructType:
+        base = ddl(_bool(self.options, "includeHeaders", False))
+        formats = [
+            f
+            for c in ("key", "value")
+            if (f := parse_column_format(self.options, c, for_read=True)) is not None
+        ]
+        if not formats:
+            return base
+        from spool.spark.formats import parse_ddl
+
+        return read_schema(parse_ddl(base), formats)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return SpoolBatchReader(parse_options(self.options, for_read=True))
+        opts = parse_options(self.options, for_read=True)
+        return FormattedBatchReader(opts) if opts.formats else SpoolBatchReader(opts)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return SpoolStreamReader(parse_options(self.options, for_read=True, streaming=True))
+        opts = parse_options(self.options, for_read=True, streaming=True)
+        return FormattedStreamReader(opts) if opts.formats else SpoolStreamReader(opts)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        opts = parse_options(self.options, for_read=False)
-        check_write_schema(schema, opts)
-        return SpoolBatchWriter(opts)
+        opts, checked = _write_formats(self.options, parse_options(self.options, for_read=False), schema)
+        check_write_schema(checked, opts)
+        return FormattedBatchWriter(opts) if opts.formats else SpoolBatchWriter(opts)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         opts = parse_options(self.options, for_read=False, streaming=True)
-        check_write_schema(schema, opts)
+        opts, checked = _write_formats(self.options, opts, schema)
+        check_write_schema(checked, opts)
         if opts.delivery_guarantee == "at-least-once":
+            if opts.formats:
+                return FormattedAtLeastOnceStreamWriter(opts)
             return SpoolAtLeastOnceStreamWriter(opts)
         missing = missing_transaction_apis(opts.bootstrap)
         if missing:
@@ -89,4 +169,6 @@ class SpoolDataSource(DataSource):
                 raise ValueError("exactly-once writes need the option sinkId (or a checkpointLocation)")
             sink_id = "spool-sink-" + hashlib.sha256(checkpoint.encode()).hexdigest()[:16]
         ensure_progress_topic(opts.base_conf(), opts.progress_topic)
+        if opts.formats:
+            return FormattedExactlyOnceStreamWriter(opts, sink_id)
         return SpoolExactlyOnceStreamWriter(opts, sink_id)
