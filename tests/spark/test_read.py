@@ -106,3 +106,25 @@ def test_bad_options_fail_with_the_option_named(spark, broker, filled):
 def test_read_committed_reads_plain_records(spark, broker, filled):
     df = read(spark, broker.bootstrap, subscribe=filled, **{"kafka.isolation.level": "read_committed"})
     assert df.count() == 30
+
+
+def test_reads_over_sasl_ssl_with_scram(spark, tmp_path, topic_name):
+    """kafka.security.protocol / kafka.sasl.* / kafka.ssl.* reach both sides: the driver's
+    look-ups (librdkafka) and the executors' Fetch path (Spool's own client)."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from tests.helpers.secure_broker import SecureBroker
+
+    with SecureBroker(tmp_path / "data", listeners=("SASL_SSL",),
+                      scram_users={"alice": "alice-secret"}) as b:
+        conf = b.confluent("alice", "SCRAM-SHA-512")
+        admin = AdminClient(conf)
+        admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(30)
+        p = Producer(conf)
+        for i in range(20):
+            p.produce(topic_name, value=b"s%d" % i, partition=i % 2)
+        assert p.flush(30) == 0
+        options = {f"kafka.{k}": str(v) for k, v in conf.items() if k != "bootstrap.servers"}
+        df = read(spark, b.bootstrap(), subscribe=topic_name, **options)
+        assert sorted(bytes(r.value) for r in df.collect()) == sorted(b"s%d" % i for i in range(20))
