@@ -91,6 +91,8 @@ from pyspark.sql.types import (
 FORMATS = ("json", "avro")
 CONFLUENT_MAGIC = 0
 _SMALL = 16  # below this many values a rejected block is parsed value by value
+_BLOCK = 1 << 20  # pyarrow.json's block: faster than one block for all (measured); a longer
+# value fails its block and goes through the per-value parser
 
 # ---------------------------------------------------------------- Spark DDL
 
@@ -413,6 +415,14 @@ def json_value(raw: bytes | None, t: StructType) -> dict | None:
     return {f.name: _field(parsed.get(f.name), f.dataType) for f in t.fields}
 
 
+def _has_line_break(values: pa.Array) -> bool:
+    """Whether any value holds a CR or LF (such a value cannot be one line of the input)."""
+    offsets = np.frombuffer(values.buffers()[1], dtype=np.int32)
+    start, end = offsets[values.offset], offsets[values.offset + len(values)]
+    data = np.frombuffer(values.buffers()[2], dtype=np.uint8)[start:end]
+    return bool(np.count_nonzero(data == 10) or np.count_nonzero(data == 13))
+
+
 def _joined(values: pa.Array) -> pa.Buffer:
     """The values, each followed by a newline, as one buffer (no per-value Python objects)."""
     lines = pc.binary_join_element_wise(values, pa.scalar(b""), pa.scalar(b"\n"))
@@ -607,12 +617,12 @@ class ColumnFormat:
         wire = _json_wire_type(self.spark_type)
         if wire is None or len(values) == 0:
             return self._slow(values)
+        if values.null_count == 0 and not _has_line_break(values):
+            if pc.min(pc.binary_length(values)).as_py() > 0:
+                return self._bisect(values, wire)
         valid = pc.fill_null(pc.greater(pc.binary_length(values), 0), False)
         one_line = pc.invert(pc.fill_null(pc.match_substring_regex(values, "[\r\n]"), True))
         fast = pc.and_(valid, one_line)
-        n_fast = pc.sum(fast).as_py() or 0
-        if n_fast == len(values):
-            return self._bisect(values, wire)
         idx = np.arange(len(values))
         fast_np = fast.to_numpy(zero_copy_only=False)
         fast_idx, slow_idx = idx[fast_np], idx[~fast_np]
@@ -641,7 +651,7 @@ class ColumnFormat:
         buf = _joined(values)
         table = pj.read_json(
             pa.BufferReader(buf),
-            read_options=pj.ReadOptions(use_threads=False, block_size=max(1 << 20, buf.size + 1)),
+            read_options=pj.ReadOptions(use_threads=False, block_size=_BLOCK),
             parse_options=pj.ParseOptions(
                 explicit_schema=pa.schema(list(wire)), unexpected_field_behavior="ignore"
             ),
@@ -679,12 +689,9 @@ class ColumnFormat:
                 f"{self.column}Format={self.kind} writes a struct {self.column} column, "
                 f"not {column.type}"
             )
-        rows = column.to_pylist()
         if self.kind == "json":
-            t = column.type
-            return pa.array(
-                [None if r is None else _to_json(r, t).encode() for r in rows], type=pa.binary()
-            )
+            return _json_column(column).cast(pa.binary())
+        rows = column.to_pylist()
         from fastavro import schemaless_writer
 
         schema = _parsed(self.avro_writer)
@@ -712,7 +719,8 @@ def _read_exact(reader: Any, raw: bytes, start: int, schema: Any) -> dict | None
 
 
 def _json_text(value: Any, t: pa.DataType) -> Any:
-    """A Python value of Arrow type ``t`` as to_json writes it, as a JSON-able object."""
+    """A Python value of Arrow type ``t`` as to_json writes it, as a JSON-able object
+    (the per-value path, for values inside arrays and maps)."""
     if value is None:
         return None
     if pa.types.is_struct(t):
@@ -737,12 +745,24 @@ def _json_text(value: Any, t: pa.DataType) -> Any:
             return "NaN"
         if math.isinf(value):
             return "Infinity" if value > 0 else "-Infinity"
-        if pa.types.is_float32(t):
-            return _Raw(str(np.float32(value)))
-        return value
+        return _Raw(_java_float(value, pa.types.is_float32(t)))
     if pa.types.is_decimal(t):
         return _Raw(str(value))
     return value
+
+
+def _java_float(value: float, single: bool) -> str:
+    """A finite float as Java's Double/Float.toString writes it (Spark's to_json): plain
+    for 1e-3 <= |x| < 1e7 (with a ".0" if whole), else ``d.dddE<n>``; shortest digits."""
+    text = str(np.float32(value)) if single else repr(value)
+    if value == 0 or 1e-3 <= abs(value) < 1e7:
+        if "e" in text:  # float32's str switches to exponents at other bounds
+            text = format(decimal.Decimal(text), "f")
+        return text if "." in text else text + ".0"
+    sign, digits, exponent = decimal.Decimal(text).normalize().as_tuple()
+    shown = "".join(map(str, digits))
+    power = len(digits) - 1 + exponent
+    return f"{'-' if sign else ''}{shown[0]}.{shown[1:] or '0'}E{power}"
 
 
 class _Raw(str):
@@ -753,14 +773,69 @@ def _dump(value: Any) -> str:
     if isinstance(value, _Raw):
         return str(value)
     if isinstance(value, dict):
-        return "{" + ",".join(f"{json.dumps(k)}:{_dump(v)}" for k, v in value.items()) + "}"
+        return "{" + ",".join(f"{_dump(k)}:{_dump(v)}" for k, v in value.items()) + "}"
     if isinstance(value, list):
         return "[" + ",".join(_dump(v) for v in value) + "]"
-    return json.dumps(value)
+    return json.dumps(value, ensure_ascii=False)
 
 
-def _to_json(row: dict, t: pa.StructType) -> str:
-    return _dump(_json_text(row, t))
+_NEEDS_ESCAPE = '["\\\x00-\x1f]'
+
+
+def _join(*parts: Any) -> pa.Array:
+    """Concatenate strings element-wise (null if any part is null)."""
+    return pc.binary_join_element_wise(*parts, pa.scalar(""))
+
+
+def _json_column(arr: pa.Array) -> pa.Array:
+    """Each value of ``arr`` as to_json writes it (string; null stays null), column-wise:
+    only strings that need escaping, binary, and arrays/maps go value by value."""
+    t = arr.type
+    n = len(arr)
+    if pa.types.is_struct(t):
+        # ',"name":value' per field, "" where null (null fields are left out), all joined,
+        # then the first comma dropped. (binary_join_element_wise's null_handling="skip"
+        # drops whole rows where every input is null: pyarrow 26 returns a shorter array.)
+        parts = [
+            pc.fill_null(
+                _join(pa.scalar("," + json.dumps(f.name, ensure_ascii=False) + ":"), _json_column(child)),
+                "",
+            )
+            for f, child in zip(t, arr.flatten(), strict=True)
+        ]
+        body = _join(*parts) if parts else pa.array([""] * n)
+        body = pc.replace_substring_regex(body, "^,", "")
+        return pc.if_else(arr.is_valid(), _join("{", body, "}"), pa.scalar(None, pa.string()))
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        if not pc.any(pc.match_substring_regex(arr, _NEEDS_ESCAPE)).as_py():
+            return _join('"', arr.cast(pa.string()), '"')
+    elif pa.types.is_boolean(t) or pa.types.is_integer(t) or pa.types.is_decimal(t):
+        return arr.cast(pa.string())
+    elif pa.types.is_date(t):
+        return _join('"', arr.cast(pa.date32()).cast(pa.string()), '"')
+    elif pa.types.is_timestamp(t):
+        ms = arr.cast(pa.timestamp("ms", tz=t.tz), safe=False)
+        zone = 'Z"' if t.tz is not None else '"'
+        return _join('"', pc.strftime(ms, "%Y-%m-%dT%H:%M:%S"), zone)
+    elif pa.types.is_floating(t):
+        text = arr.cast(pa.string())
+        whole = pc.fill_null(pc.match_substring_regex(text, "^-?[0-9]+$"), False)
+        text = pc.if_else(whole, _join(text, ".0"), text)  # 1.0 as Java writes it, not 1
+        size = pc.abs(arr)
+        odd = pc.fill_null(
+            pc.or_(
+                pc.or_(pc.greater_equal(size, 1e7), pc.is_nan(arr)),
+                pc.and_(pc.less(size, 1e-3), pc.not_equal(size, 0)),
+            ),
+            False,
+        )  # NaN, infinities and exponent notation: value by value
+        if pc.any(odd).as_py():
+            rare = [_dump(_json_text(v, t)) for v in pc.filter(arr, odd).to_pylist()]
+            text = pc.replace_with_mask(text, odd, pa.array(rare, pa.string()))
+        return text
+    return pa.array(
+        [None if v is None else _dump(_json_text(v, t)) for v in arr.to_pylist()], pa.string()
+    )
 
 
 def _avro_datum(value: Any, t: pa.DataType) -> Any:

@@ -117,7 +117,9 @@ def test_json_write_is_spark_to_json_and_null_struct_is_a_tombstone(spark, broke
                  'id', CAST(id AS STRING), 'amount', id * 1.5D, 'missing', CAST(NULL AS INT),
                  't', timestamp'2024-01-02 03:04:05.123456', 'd', date'2024-01-02',
                  'b', X'6869', 'm', map('a', id), 'f', CAST(1.1 AS FLOAT), 'x', 1.50BD,
-                 'nan', double('NaN'), 'l', array(1, NULL), 'inner', named_struct('z', true)
+                 'nan', double('NaN'), 'l', array(1, NULL), 'inner', named_struct('z', true),
+                 'e', array(1e20D, 1e-5D, 12345678D, -0.001D, CAST(1e10 AS FLOAT)),
+                 's', 'é "q" \\ \n', 'ntz', timestamp_ntz'2024-01-02 03:04:05'
                )) AS value
         FROM range(3)
         """
@@ -135,6 +137,7 @@ def test_json_write_is_spark_to_json_and_null_struct_is_a_tombstone(spark, broke
         r.key.encode(): None if r.j is None else r.j.encode()
         for r in df.select("key", F.to_json("value").alias("j")).collect()
     }
+    assert b'"e":[1.0E20,1.0E-5,1.2345678E7,-0.001,1.0E10]' in want[b"1"]
     assert got == want
     assert got[b"2"] is None
 
