@@ -173,3 +173,15 @@ def test_admission_options_are_checked():
                       ("maxTriggerDelay", "soon")):
         with pytest.raises(ValueError, match=name):
             parse_options({**base, name: bad}, for_read=True, streaming=True)
+
+
+def test_byte_limit_is_soft_and_proportional():
+    from spool.spark.stream_reader import byte_limit, rate_limit
+
+    begin = {"t": {0: 0, 1: 0}}
+    until = {"t": {0: 300, 1: 100}}
+    per_offset = {("t", 0): 100.0, ("t", 1): 1000.0}  # backlog: 30 000 + 100 000 bytes
+    assert byte_limit(begin, until, per_offset, 130_000) is None  # all of it fits
+    n = byte_limit(begin, until, per_offset, 13_000)  # a tenth of the bytes
+    assert n == 40 and rate_limit(begin, until, n) == {"t": {0: 30, 1: 10}}  # a tenth of each
+    assert byte_limit(begin, until, per_offset, 1) == 1  # one record always goes through
