@@ -48,6 +48,7 @@ bench: .venv
 	$(BIN)/python -m bench.tls
 	$(BIN)/python -m bench.sasl
 	$(BIN)/python -m bench.spark
+	$(BIN)/python -m bench.spark_stream
 	$(BIN)/python -m bench.replication
 	$(BIN)/python -m bench.replication_security
 	$(BIN)/python -m bench.authz
