@@ -18,11 +18,11 @@ with no records has no estimate (nothing to admit there).
 
 Cost: one metadata request and one DescribeLogDirs per leader per trigger,
 made only when ``maxBytesPerTrigger`` is set. DescribeLogDirs needs DESCRIBE
-on the cluster (Kafka's ACL) and speaks the Java client's security
-properties (``kafka.security.protocol``, ``kafka.sasl.jaas.config``,
-``kafka.ssl.truststore.*``: ``spool.security.client_config``); when the
-question cannot be asked or is refused, ``SizeUnavailable`` says why and
-which option to drop, rather than silently admitting unbounded batches.
+on the cluster (Kafka's ACL) and is secured as the executors' fetches are
+(``fetch.client_security``: the ``kafka.security.protocol``, ``kafka.sasl.*``,
+``kafka.ssl.*`` options); when the question cannot be asked or is refused,
+``SizeUnavailable`` says why and which option to drop, rather than silently
+admitting unbounded batches.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from spool.protocol._generated import DescribeLogDirsRequest
 from spool.protocol._generated.describe_log_dirs_request import DescribableLogDirTopic
 from spool.protocol.errors import error_name
 from spool.security.client_config import ClientSecurity
+from spool.spark.fetch import client_security
 from spool.spark.options import SpoolOptions
 
 TP = tuple[str, int]
@@ -48,13 +49,12 @@ class SizeUnavailable(RuntimeError):
 
 def _security(opts: SpoolOptions) -> ClientSecurity:
     try:
-        return ClientSecurity.from_properties(opts.client_conf)
-    except ValueError as exc:
+        return client_security(opts.client_conf)
+    except (ValueError, OSError) as exc:
         raise SizeUnavailable(
-            f"maxBytesPerTrigger asks the brokers for partition sizes (DescribeLogDirs), with the "
-            f"Java client's security properties (kafka.security.protocol, kafka.sasl.jaas.config, "
-            f"kafka.ssl.truststore.*): {exc}; drop maxBytesPerTrigger or fix the property"
-        ) from None
+            f"maxBytesPerTrigger asks the brokers for partition sizes (DescribeLogDirs) with the "
+            f"kafka.security.* / kafka.sasl.* / kafka.ssl.* options: {exc}; drop "
+            "maxBytesPerTrigger or fix the option") from None
 
 
 async def _ask(host: str, port: int, security: ClientSecurity,
