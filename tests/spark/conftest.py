@@ -1,4 +1,20 @@
-"""Spark tier: one session-scoped, loopback-bound local[2] SparkSession over the session broker.
+"""Spark tier: one session-scoped, loopback-bound local[2] SparkSession over the session broker;
+a real Spark standalone cluster (+ Spark Connect) and a 3-broker Spool cluster for the tests
+that need them.
+
+``spark_cluster`` (session-scoped, started by the first test that asks for it): a master and
+two 1-core workers from the pyspark wheel (spool.spark.standalone); ``.master`` is its
+``spark://`` url, ``.connect`` the ``sc://`` url of a Spark Connect server on it (started on
+first access), ``.env(remote=False)`` the environment a driver process
+(``tests.spark.drivers.start_driver``) needs to run there: ``SPARK_MASTER`` (+ the cluster's
+SPARK_CONF_DIR: executor memory) or ``SPARK_REMOTE``. ``.cluster`` is the
+``StandaloneCluster`` (``apps()``, ``executor_dirs(app_id)``).
+
+``spool_cluster`` (session-scoped): three combined broker/controller processes
+(tests.helpers.cluster_proc), racks a, b, c; ``.bootstrap`` lists them all,
+``.create_topic(name, partitions)`` makes a topic with replication factor 3 and waits until
+every partition has a leader, ``.cluster`` is the ``Cluster``. Both print their processes'
+log tails at the end of a session in which a test using them failed.
 
 The ``spark`` extra (pyspark, pyarrow) is required, not optional: ``make``
 installs it with the dev extra, so a missing or broken install fails the
@@ -17,6 +33,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from spool.spark.session import local_session
+from spool.spark.standalone import StandaloneCluster
+from tests.helpers.cluster_proc import Cluster
 
 
 @pytest.fixture(scope="session")
@@ -26,9 +44,99 @@ def spark(tmp_path_factory):
     session.stop()
 
 
-def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict | None = None) -> None:
+class SparkClusterHandle:
+    """What tests see of the session's standalone cluster (see the module docstring)."""
+
+    def __init__(self, cluster: StandaloneCluster) -> None:
+        self.cluster = cluster
+        self.failed = False
+
+    @property
+    def master(self) -> str:
+        return self.cluster.master_url
+
+    @property
+    def connect(self) -> str:
+        return self.cluster.start_connect()
+
+    def env(self, remote: bool = False) -> dict[str, str]:
+        if remote:
+            return {"SPARK_REMOTE": self.connect}
+        return {"SPARK_MASTER": self.master, **self.cluster.driver_env()}
+
+
+class SpoolClusterHandle:
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.bootstrap = cluster.bootstrap
+        self.failed = False
+
+    def create_topic(self, name: str, partitions: int = 1, config: dict | None = None) -> None:
+        """Replication factor 3; returns once every partition has a leader on every broker."""
+        create_topic(self.bootstrap, name, partitions, config, replication_factor=3)
+
+        def led(node: int):
+            ps = self.cluster.partitions(node, name)
+            if isinstance(ps, str) or (len(ps) == partitions
+                                       and all(p.leader >= 0 for p in ps.values())):
+                return ps
+            return f"{ps}"
+
+        for b in self.cluster.brokers:
+            self.cluster.wait_until(f"{name}: every partition led, as node {b.node_id} sees",
+                                    lambda b=b: led(b.node_id))
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    rep = yield
+    if rep.failed:
+        for name in ("spark_cluster", "spool_cluster"):
+            handle = item.funcargs.get(name) if hasattr(item, "funcargs") else None
+            if handle is not None:
+                handle.failed = True
+    return rep
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory):
+    cluster = StandaloneCluster(tmp_path_factory.mktemp("spark-cluster"), workers=2,
+                                worker_cores=1, worker_memory="1g", executor_memory="640m")
+    cluster.start()
+    handle = SparkClusterHandle(cluster)
+    try:
+        yield handle
+    finally:
+        if handle.failed:
+            print(f"\n===== logs of the Spark cluster in {cluster.base_dir} =====\n"
+                  f"{cluster.logs()}")
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def spool_cluster(tmp_path_factory):
+    cluster = Cluster(tmp_path_factory.mktemp("spool-cluster"), racks=("a", "b", "c"),
+                      proxied=False, log_level="WARNING", overrides={
+                          "offsets.topic.num.partitions": "3",
+                          "transaction.state.log.num.partitions": "3",
+                      })
+    handle = SpoolClusterHandle(cluster)
+    try:
+        cluster.start()
+        cluster.wait_formed()
+        yield handle
+    finally:
+        cluster.stop()
+        if handle.failed:
+            print(f"\n===== logs of the Spool cluster in {cluster.base_dir} =====\n"
+                  f"{cluster.logs()}")
+
+
+def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict | None = None,
+                 replication_factor: int = 1) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for fut in admin.create_topics([NewTopic(name, partitions, 1, config=config or {})]).values():
+    for fut in admin.create_topics([NewTopic(name, partitions, replication_factor,
+                                             config=config or {})]).values():
         fut.result(30)
 
 
