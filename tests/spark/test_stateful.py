@@ -1,0 +1,162 @@
+"""Stateful pipelines (RocksDB state, exactly-once sink): kill -9 the driver mid-run, restart, compare.
+
+Each test runs an example pipeline as a driver process (``tests.spark.drivers``)
+with a processing-time trigger and a small ``maxOffsetsPerTrigger``, kills its
+whole tree once micro-batches have committed and output is in the sink,
+restarts it from the same checkpoint with ``availableNow`` and checks the sink,
+read with read_committed, against the exact output computed here from the
+input: ``examples.dedup_orders`` (``dropDuplicatesWithinWatermark``) and
+``examples.sessions`` (``transformWithStateInPandas`` with event-time timers).
+The state must survive the crash: repeated orders and session events that
+arrive after the restart meet state written before it.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from tests.spark.conftest import consume_all, create_topic, produce
+from tests.spark.drivers import kill_tree, start_driver
+
+T0 = 1_800_000_000_000  # event times (ms)
+RUN_TIMEOUT = 240.0
+
+
+def driver(module: str, bootstrap: str, src: str, dst: str, cp: Path, scratch: Path,
+           trigger: str, env: dict[str, str], *extra: str) -> subprocess.Popen:
+    return start_driver(f"examples.{module}", [
+        "--bootstrap-server", bootstrap, "--source", src, "--sink", dst,
+        "--checkpoint", str(cp), "--scratch", str(scratch), "--trigger", trigger,
+        "--delivery-guarantee", "exactly-once", *extra,
+    ], scratch / "driver.log", env)
+
+
+def kill_mid_batch(proc: subprocess.Popen, cp: Path, committed: int, bootstrap: str, dst: str,
+                   log: Path) -> None:
+    """SIGKILL the driver's tree inside a micro-batch (its offsets written, its commit not)
+    once at least ``committed`` micro-batches are committed and the sink has committed
+    output."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "spool-stateful-tests",
+                  "isolation.level": "read_committed"})
+    try:
+        tps = [TopicPartition(dst, p) for p in c.list_topics(dst, timeout=30).topics[dst].partitions]
+        deadline = time.monotonic() + RUN_TIMEOUT
+        while True:
+            assert proc.poll() is None, f"driver ended early:\n{log.read_text()[-3000:]}"
+            assert time.monotonic() < deadline, f"no progress:\n{log.read_text()[-3000:]}"
+            n = len(list((cp / "commits").glob("[0-9]*")))
+            if n >= committed and (cp / "offsets" / str(n)).exists() and any(
+                    c.get_watermark_offsets(tp, timeout=30, cached=False)[1] for tp in tps):
+                break
+            time.sleep(0.2)
+    finally:
+        c.close()
+    kill_tree(proc)
+
+
+@pytest.fixture
+def drivers():
+    """Start drivers through ``drivers.append(proc)``; the test's end kills any left."""
+    procs: list[subprocess.Popen] = []
+    yield procs
+    for proc in procs:
+        kill_tree(proc)
+
+
+def finish(proc: subprocess.Popen, log: Path) -> str:
+    """Wait for an available-now run to end; its output."""
+    assert proc.wait(RUN_TIMEOUT) == 0, log.read_text()[-3000:]
+    return log.read_text()
+
+
+def test_dedup_orders_exactly_once_across_a_driver_kill(broker, topic_name, tmp_path, drivers):
+    bootstrap, env = broker.bootstrap, {}
+    src, dst = topic_name + "-orders", topic_name + "-deduped"
+    create_topic(bootstrap, src, 3)
+    create_topic(bootstrap, dst, 2)
+    rng = random.Random(19)
+
+    def order(i: int, ts: int) -> dict:
+        value = json.dumps({"order_id": i, "amount": i % 97 + 0.5}).encode()
+        return {"key": f"c{i % 5}".encode(), "value": value, "timestamp": ts}
+
+    # 200 orders 1 s apart; a third sent again up to 60 s (event time) later, in time order
+    firsts = [order(i, T0 + 1000 * i) for i in range(200)]
+    again = [order(i, T0 + 1000 * i + rng.randrange(1000, 60_000)) for i in range(0, 200, 3)]
+    produce(bootstrap, src, sorted(firsts + again, key=lambda r: r["timestamp"]))
+    cp, scratch = tmp_path / "cp", tmp_path / "scratch"
+    scratch.mkdir()
+    log = scratch / "driver.log"
+    drivers.append(driver("dedup_orders", bootstrap, src, dst, cp, scratch, "0.5", env,
+                          "--max-offsets-per-trigger", "90"))
+    kill_mid_batch(drivers[-1], cp, 1, bootstrap, dst, log)
+    # after the crash: the first 50 orders once more, 5 minutes later (within 10 minutes)
+    produce(bootstrap, src, [order(i, T0 + 1000 * i + 300_000) for i in range(50)])
+    drivers.append(driver("dedup_orders", bootstrap, src, dst, cp, scratch, "available-now",
+                          env))
+    assert "done: first copies written to" in finish(drivers[-1], log)
+
+    got = [(m.key(), m.value()) for m in consume_all(bootstrap, dst, isolation="read_committed")]
+    assert sorted(got) == sorted((r["key"], r["value"]) for r in firsts)
+
+
+def sessions_of(times: list[int], gap_ms: int) -> list[tuple[int, int, int]]:
+    """(start, end, events) of the runs of ``times`` (sorted) at most ``gap_ms`` apart."""
+    out: list[tuple[int, int, int]] = []
+    for t in times:
+        if out and t - out[-1][1] <= gap_ms:
+            out[-1] = (out[-1][0], t, out[-1][2] + 1)
+        else:
+            out.append((t, t, 1))
+    return out
+
+
+def iso(ms: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
+
+
+def test_sessions_exactly_once_across_a_driver_kill(broker, topic_name, tmp_path, drivers):
+    bootstrap, env = broker.bootstrap, {}
+    src, dst = topic_name + "-clicks", topic_name + "-sessions"
+    create_topic(bootstrap, src, 3)
+    create_topic(bootstrap, dst, 2)
+    rng = random.Random(23)
+    gap = 60_000
+    clicks: dict[str, list[int]] = {}
+    for u in range(6):  # bursts of clicks 1-20 s apart, 2-4 minutes of quiet between bursts
+        t, times = T0 + rng.randrange(60_000), []
+        while t < T0 + 20 * 60_000:
+            for _ in range(rng.randrange(1, 12)):
+                times.append(t)
+                t += rng.randrange(1000, 20_000)
+            t += rng.randrange(120_000, 240_000)
+        clicks[f"u{u}"] = times
+    events = sorted((t, u) for u, times in clicks.items() for t in times)
+    # round robin over the partitions: a micro-batch's share of each covers the same time
+    # span, so no click falls behind the watermark (2 minutes)
+    produce(bootstrap, src, [{"key": u.encode(), "value": b"{}", "timestamp": t, "partition": i % 3}
+                             for i, (t, u) in enumerate(events)])
+    cp, scratch = tmp_path / "cp", tmp_path / "scratch"
+    scratch.mkdir()
+    log = scratch / "driver.log"
+    drivers.append(driver("sessions", bootstrap, src, dst, cp, scratch, "0.5", env,
+                          "--max-offsets-per-trigger", str(len(events) // 3 + 1)))
+    kill_mid_batch(drivers[-1], cp, 1, bootstrap, dst, log)
+    # after the crash: a click an hour later moves the watermark past every session
+    produce(bootstrap, src, [{"key": b"tick", "value": b"{}", "timestamp": T0 + 3_600_000}])
+    drivers.append(driver("sessions", bootstrap, src, dst, cp, scratch, "available-now", env))
+    assert "done: closed sessions written to" in finish(drivers[-1], log)
+
+    got = [(m.key().decode(), json.loads(m.value()))
+           for m in consume_all(bootstrap, dst, isolation="read_committed")]
+    want = [(u, {"user": u, "start": iso(s), "end": iso(e), "events": n})
+            for u, times in clicks.items() for s, e, n in sessions_of(times, gap)]
+    key = lambda kv: (kv[0], kv[1]["start"])  # noqa: E731
+    assert sorted(got, key=key) == sorted(want, key=key)
