@@ -17,6 +17,7 @@ import time
 import pyarrow as pa
 
 from spool.spark.formats import ColumnFormat, parse_column_format
+from spool.spark.json_format import _slow
 
 AVRO = {
     "type": "record",
@@ -74,7 +75,7 @@ def main() -> None:
     out = {
         "value bytes (json)": round(size, 1),
         "json decode, vectorized": rate(lambda: fmt.decode(raw), n),
-        "json decode, per value": rate(lambda: fmt._slow(small), len(small)),
+        "json decode, per value": rate(lambda: _slow(small, fmt.spark_type), len(small)),
         "json encode": rate(lambda: fmt.encode(structs), n),
         "avro decode (framed)": rate(lambda: avro.decode(framed), n),
         "avro encode": rate(lambda: avro.encode(structs), n),

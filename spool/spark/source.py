@@ -37,6 +37,7 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 
 from spool.spark.batch_reader import SpoolBatchReader
 from spool.spark.capabilities import missing_transaction_apis
+from spool.spark.ddl import parse_ddl
 from spool.spark.formats import (
     decode_batches,
     encode_batches,
@@ -101,9 +102,10 @@ def _write_formats(options: dict, opts: SpoolOptions, schema: StructType) -> tup
     types = {f.name.lower(): f.dataType for f in schema.fields}
     formats = []
     for column in ("key", "value"):
-        fmt = parse_column_format(options, column, for_read=False, column_type=types.get(column))
-        if fmt is not None and column in types:
-            formats.append(fmt)
+        if column in types:  # a format for a column not written is ignored
+            fmt = parse_column_format(options, column, for_read=False, column_type=types[column])
+            if fmt is not None:
+                formats.append(fmt)
     if not formats:
         return opts, schema
     encoded = {f.column for f in formats}
@@ -130,8 +132,6 @@ class SpoolDataSource(DataSource):
         ]
         if not formats:
             return base
-        from spool.spark.formats import parse_ddl
-
         return read_schema(parse_ddl(base), formats)
 
     def reader(self, schema: StructType) -> DataSourceReader:

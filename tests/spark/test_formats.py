@@ -18,7 +18,8 @@ import fastavro
 import pytest
 from pyspark.sql import functions as F
 
-from spool.spark.formats import parse_column_format, parse_ddl
+from spool.spark.ddl import parse_ddl
+from spool.spark.formats import parse_column_format
 from spool.spark.options import parse_options
 from tests.spark.conftest import consume_all, create_topic, produce
 
