@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql.types import (
     ArrayType,
@@ -204,21 +205,37 @@ def parsed(schema_json: str) -> Any:
     return fastavro.parse_schema(json.loads(schema_json))
 
 
+def _offsets(values: pa.Array) -> tuple[np.ndarray, bytes | memoryview]:
+    """Start offsets (n + 1) into the data buffer and the buffer, of a binary array."""
+    offsets = np.frombuffer(values.buffers()[1], dtype=np.int32)[values.offset :][: len(values) + 1]
+    data = values.buffers()[2]
+    return offsets, (b"" if data is None else memoryview(data))
+
+
 def decode_avro(values: pa.Array, reader_schema: str, t: StructType) -> pa.Array:
     """Binary Avro values (framed or plain) -> a struct column of Spark type ``t``."""
     from fastavro import schemaless_reader
 
     schema = parsed(reader_schema)
+    offsets, data = _offsets(values)
+    stream = io.BytesIO(data)  # one stream over every value: no bytes object per value
+    valid = values.is_valid().to_numpy(zero_copy_only=False)
+    framed = np.zeros(len(values), dtype=bool)
+    starts, ends = offsets[:-1], offsets[1:]
+    if len(data):
+        first = np.frombuffer(data, dtype=np.uint8)[np.minimum(starts, len(data) - 1)]
+        framed = (ends - starts >= 5) & (first == CONFLUENT_MAGIC)
     out = []
-    for raw in values.to_pylist():
-        if raw is None:
+    for i in range(len(values)):
+        if not valid[i]:
             out.append(None)
             continue
+        start, end = int(starts[i]), int(ends[i])
         record = None
-        if len(raw) >= 5 and raw[0] == CONFLUENT_MAGIC:
-            record = _read_exact(schemaless_reader, raw, 5, schema)
+        if framed[i]:
+            record = _read_exact(schemaless_reader, stream, start + 5, end, schema)
         if record is None:
-            record = _read_exact(schemaless_reader, raw, 0, schema)
+            record = _read_exact(schemaless_reader, stream, start, end, schema)
         out.append(record)
     return pa.array(out, type=arrow_type(t))
 
@@ -229,37 +246,24 @@ def encode_avro(column: pa.Array, writer_schema: str, schema_id: int | None) -> 
 
     schema = parsed(writer_schema)
     header = b"" if schema_id is None else struct.pack(">bI", CONFLUENT_MAGIC, schema_id)
-    t = column.type
-    out = []
-    for row in column.to_pylist():
-        if row is None:
-            out.append(None)
-            continue
-        bio = io.BytesIO()
-        bio.write(header)
-        schemaless_writer(bio, schema, _avro_datum(row, t))
-        out.append(bio.getvalue())
-    return pa.array(out, type=pa.binary())
+    stream = io.BytesIO()  # every value into one buffer, cut by the offsets
+    ends = np.zeros(len(column) + 1, dtype=np.int32)
+    for i, row in enumerate(column.to_pylist(maps_as_pydicts="strict")):
+        if row is not None:
+            stream.write(header)
+            schemaless_writer(stream, schema, row)
+        ends[i + 1] = stream.tell()
+    validity = column.is_valid().buffers()[1] if column.null_count else None
+    return pa.Array.from_buffers(
+        pa.binary(), len(column), [validity, pa.py_buffer(ends), pa.py_buffer(stream.getbuffer())]
+    )
 
 
-def _read_exact(reader: Any, raw: bytes, start: int, schema: Any) -> dict | None:
-    bio = io.BytesIO(raw)
-    bio.seek(start)
+def _read_exact(reader: Any, stream: io.BytesIO, start: int, end: int, schema: Any) -> dict | None:
+    """The record that the bytes start..end of ``stream`` hold exactly, else None."""
+    stream.seek(start)
     try:
-        record = reader(bio, schema, None)
+        record = reader(stream, schema, None)
     except Exception:  # noqa: BLE001 - any decode failure means "not this reading"
         return None
-    return record if bio.tell() == len(raw) and isinstance(record, dict) else None
-
-
-def _avro_datum(value: Any, t: pa.DataType) -> Any:
-    """Arrow's Python value -> what fastavro writes (maps come from Arrow as pairs)."""
-    if value is None:
-        return None
-    if pa.types.is_struct(t):
-        return {f.name: _avro_datum(value.get(f.name), f.type) for f in t}
-    if pa.types.is_map(t):
-        return {k: _avro_datum(v, t.item_type) for k, v in value}
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return [_avro_datum(v, t.value_type) for v in value]
-    return value
+    return record if stream.tell() == end and isinstance(record, dict) else None

@@ -192,7 +192,7 @@ def order(i: int) -> dict:
 
 def test_avro_write_framed_then_read_back_with_plain_and_broken_values(spark, broker, topic_name):
     create_topic(broker.bootstrap, topic_name, 1)
-    rows = [(f"o{i}", order(i)) for i in range(4)]
+    rows = [(f"o{i}", order(i)) for i in range(4)] + [("gone", None)]
     df = spark.createDataFrame(rows, f"key string, value struct<{AVRO_DDL}>")
     (
         df.write.format("spool")
@@ -206,8 +206,11 @@ def test_avro_write_framed_then_read_back_with_plain_and_broken_values(spark, br
     )
     written = consume_all(broker.bootstrap, topic_name)
     parsed = fastavro.parse_schema(AVRO_SCHEMA)
+    assert {m.key(): m.value() for m in written}[b"gone"] is None  # a null struct: a tombstone
     for m in written:  # Confluent framing, then the Avro binary of the row
         value = m.value()
+        if m.key() == b"gone":
+            continue
         assert struct.unpack(">bI", value[:5]) == (0, 42)
         i = int(m.key()[1:])
         assert fastavro.schemaless_reader(io.BytesIO(value[5:]), parsed, None) == order(i)
@@ -226,6 +229,7 @@ def test_avro_write_framed_then_read_back_with_plain_and_broken_values(spark, br
     assert got.schema["value"].dataType == parse_ddl(AVRO_DDL)
     values = {bytes(r.key): r.value for r in got.collect()}
     assert values.pop(b"bad") is None
+    assert values.pop(b"gone") is None
     want = spark.createDataFrame(
         [(f"o{i}", order(i)) for i in range(5)], f"key string, value struct<{AVRO_DDL}>"
     ).collect()
