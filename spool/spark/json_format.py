@@ -7,7 +7,8 @@ whose JSON does not fit its type -> that field null, the others kept (an
 array or map with one such element -> null); a string field given other
 JSON -> that JSON's text; binary fields are base64; field names match
 case-sensitively, unknown fields are ignored; the first JSON value of a text
-is read; integer timestamps are seconds; zone-less timestamps are UTC.
+is read; single-quoted strings are accepted (Spark's allowSingleQuotes);
+integer timestamps are seconds; zone-less timestamps are UTC.
 
 Vectorized: the values are joined with newlines and parsed by
 ``pyarrow.json`` with the schema (dates read as strings, then cast); a block
@@ -208,9 +209,43 @@ def json_value(raw: bytes | None, t: StructType) -> dict | None:
         parsed, _ = _DECODER.raw_decode(text)  # Spark reads the first JSON value of the text
     except ValueError:
         parsed = None
+        if "'" in text:  # Spark's JSON reader allows single-quoted strings (allowSingleQuotes)
+            try:
+                parsed, _ = _DECODER.raw_decode(_double_quoted(text))
+            except ValueError:
+                pass
     if not isinstance(parsed, dict):
         return {f.name: None for f in t.fields}
     return {f.name: _field(parsed.get(f.name), f.dataType) for f in t.fields}
+
+
+def _double_quoted(text: str) -> str:
+    """``text`` with its single-quoted strings written double-quoted (\\' is a quote)."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':  # copy a double-quoted string as it is
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i : j + 1])
+            i = j + 1
+        elif c == "'":
+            j, chars = i + 1, []
+            while j < n and text[j] != "'":
+                if text[j] == "\\" and j + 1 < n:
+                    chars.append("'" if text[j + 1] == "'" else text[j : j + 2])
+                    j += 2
+                else:
+                    chars.append('\\"' if text[j] == '"' else text[j])
+                    j += 1
+            out.append('"' + "".join(chars) + '"')
+            i = j + 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
 
 
 def _has_line_break(values: pa.Array) -> bool:
