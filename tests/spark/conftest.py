@@ -4,8 +4,8 @@ that need them.
 
 ``spark_cluster`` (session-scoped, started by the first test that asks for it): a master and
 two 1-core workers from the pyspark wheel (spool.spark.standalone); ``.master`` is its
-``spark://`` url, ``.connect`` the ``sc://`` url of a Spark Connect server on it (started on
-first access), ``.env(remote=False)`` the environment a driver process
+``spark://`` url, ``.connect`` the ``sc://`` url of a Spark Connect server on it (both start
+in the background as soon as the fixture is made; each property waits for what it names), ``.env(remote=False)`` the environment a driver process
 (``tests.spark.drivers.start_driver``) needs to run there: ``SPARK_MASTER`` (+ the cluster's
 SPARK_CONF_DIR: executor memory) or ``SPARK_REMOTE``. ``.cluster`` is the
 ``StandaloneCluster`` (``apps()``, ``executor_dirs(app_id)``).
@@ -26,6 +26,8 @@ Under pytest-xdist one worker runs this whole tier (one JVM): see
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pyarrow  # noqa: F401  (required: a missing install fails collection)
 import pyspark  # noqa: F401
 import pytest
@@ -45,19 +47,32 @@ def spark(tmp_path_factory):
 
 
 class SparkClusterHandle:
-    """What tests see of the session's standalone cluster (see the module docstring)."""
+    """What tests see of the session's standalone cluster (see the module docstring).
+
+    The cluster, then the Connect server, start on a thread of their own from the moment the
+    fixture is made (the Spool cluster and the tests' topics are made meanwhile); ``.master``
+    waits for the first, ``.connect`` for both."""
 
     def __init__(self, cluster: StandaloneCluster) -> None:
         self.cluster = cluster
         self.failed = False
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="spark-cluster")
+        self._started = self._pool.submit(cluster.start)
+        self._connect = self._pool.submit(cluster.start_connect)
 
     @property
     def master(self) -> str:
+        self._started.result()
         return self.cluster.master_url
 
     @property
     def connect(self) -> str:
-        return self.cluster.start_connect()
+        self._started.result()
+        return self._connect.result()
+
+    def stop(self) -> None:
+        self._pool.shutdown(wait=True)
+        self.cluster.stop()
 
     def env(self, remote: bool = False) -> dict[str, str]:
         if remote:
@@ -102,15 +117,14 @@ def pytest_runtest_makereport(item, call):
 def spark_cluster(tmp_path_factory):
     cluster = StandaloneCluster(tmp_path_factory.mktemp("spark-cluster"), workers=2,
                                 worker_cores=1, worker_memory="1g", executor_memory="640m")
-    cluster.start()
     handle = SparkClusterHandle(cluster)
     try:
         yield handle
     finally:
+        handle.stop()
         if handle.failed:
             print(f"\n===== logs of the Spark cluster in {cluster.base_dir} =====\n"
                   f"{cluster.logs()}")
-        cluster.stop()
 
 
 @pytest.fixture(scope="session")

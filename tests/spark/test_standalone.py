@@ -3,10 +3,11 @@
 Each pipeline runs as its own driver process (``python -m examples...``) against
 ``spark_cluster`` (a master and two 1-core workers from the pyspark wheel) reading from
 ``spool_cluster`` (three brokers, topics with replication factor 3, so each task fetches
-from its partition's leader, wherever that is): once with ``SPARK_MASTER=spark://...``
-(the driver is the test's child, its executors are the workers' children) and once with
-``SPARK_REMOTE=sc://...`` (the driver is the Connect server; the client process only
-sends plans). The output is checked exactly, and so is where the work ran: every task
+from its partition's leader, wherever that is). ``windowed_aggregates`` (streaming read,
+exactly-once sink) runs once with ``SPARK_MASTER=spark://...`` (the driver is the test's
+child, its executors are the workers' children) and once with ``SPARK_REMOTE=sc://...``
+(the driver is the Connect server; the client process only sends plans);
+``replay_to_parquet`` (a batch read; the executors write the table) through Connect. The output is checked exactly, and so is where the work ran: every task
 that ended in the application's event log (``SparkListenerTaskEnd``) ran on an executor
 that one of the two workers started (its dir ``work/worker-N/<app id>/<executor id>``); a
 local-mode driver would register no application at the master, and its tasks would run
@@ -62,14 +63,15 @@ class Where:
             after = self.spark_cluster.cluster.tasks_by_worker(self.connect_id)
             return {n: after[n] - self.before.get(n, 0) for n in after
                     if after[n] != self.before.get(n, 0)}
-        new = [a for a in self.spark_cluster.cluster.apps() if a["id"] not in self.apps_before]
-        assert [a["name"] for a in new] == [app_name], new
+        new = [a for a in self.spark_cluster.cluster.apps()
+               if a["id"] not in self.apps_before and a["name"] == app_name]
+        assert len(new) == 1, new
         return {n: k for n, k in self.spark_cluster.cluster.tasks_by_worker(new[0]["id"]).items()
                 if k}
 
 
 @pytest.fixture(params=["master", "remote"])
-def where(request, spark_cluster) -> Where:
+def where(request, spark_cluster, spool_cluster) -> Where:
     return Where(spark_cluster, request.param == "remote")
 
 
@@ -78,7 +80,8 @@ def order(customer: str, amount: float, ts: int) -> dict:
             "timestamp": ts}
 
 
-def test_windowed_totals_on_the_cluster(where, spool_cluster, topic_name, tmp_path):
+def test_windowed_totals_on_the_cluster(spark_cluster, spool_cluster, where, topic_name,
+                                        tmp_path):
     src, dst = topic_name + "-orders", topic_name + "-totals"
     spool_cluster.create_topic(src, 2)
     spool_cluster.create_topic(dst, 1)
@@ -108,7 +111,8 @@ def test_windowed_totals_on_the_cluster(where, spool_cluster, topic_name, tmp_pa
     assert set(tasks) <= {1, 2} and sum(tasks.values()) >= 2, tasks  # 2 source partitions
 
 
-def test_replay_to_parquet_on_the_cluster(where, spool_cluster, topic_name, tmp_path):
+def test_replay_to_parquet_over_connect(spark_cluster, spool_cluster, topic_name, tmp_path):
+    where = Where(spark_cluster, remote=True)
     spool_cluster.create_topic(topic_name, 3)
     produce(spool_cluster.bootstrap, topic_name,
             [{"key": f"k{i}".encode(), "value": f"v{i}".encode(), "partition": i % 3}
