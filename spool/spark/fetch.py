@@ -23,10 +23,11 @@ How (Spool's own protocol code, no per-message objects):
   per request, ``fetch.max.bytes`` / ``max.partition.fetch.bytes`` (options
   ``kafka.fetch.max.bytes``, ``kafka.max.partition.fetch.bytes``; defaults
   64 MiB / 16 MiB), ``isolation_level`` 1 under read_committed.
-- Connections are ``spool.net.client.NodeClient``s on an event loop in a
-  thread of this reader, so the next Fetch (its offset read from the last
-  complete batch header) is on the wire and being answered while the current
-  response is decoded: one request ahead.
+- Connections are blocking ``spool.spark.connection.Connection``s (a response
+  read into one buffer; ``records`` a memoryview of it), one per broker. The
+  next Fetch (its offset read from the last complete batch header) is sent
+  before the current response is decoded and yielded, so the broker answers
+  it meanwhile: one request ahead.
 - Decoding is ``spool.spark.arrow_records.RecordsDecoder`` (column-wise into
   Arrow; aborted transactions dropped under read_committed).
 - NOT_LEADER_OR_FOLLOWER, FENCED/UNKNOWN_LEADER_EPOCH, LEADER_NOT_AVAILABLE,
@@ -47,17 +48,13 @@ How (Spool's own protocol code, no per-message objects):
 
 from __future__ import annotations
 
-import asyncio
 import struct
-import threading
 import time
 from collections.abc import Iterator, Mapping
-from concurrent.futures import Future
 from typing import Any
 
 import pyarrow as pa
 
-from spool.net.client import AuthenticationError, ClientError, NodeClient
 from spool.protocol._generated import (
     FetchRequest,
     ListOffsetsRequest,
@@ -65,6 +62,7 @@ from spool.protocol._generated import (
 )
 from spool.protocol.errors import error_name
 from spool.security.client_config import KNOWN_KEYS, ClientSecurity
+from spool.spark.connection import Connection, ConnectionLost
 from spool.spark.options import EARLIEST, SpoolOptions
 
 try:  # helper A's column-wise decoder; the slow stand-in below until it lands
@@ -143,11 +141,11 @@ def client_security(conf: Mapping[str, str]) -> ClientSecurity:
     return ClientSecurity.from_properties(props)
 
 
-# ---- the connection side: an event loop in a thread, one NodeClient per broker
+# ---- the connection side: blocking connections, one per broker
 
 
 class _Link:
-    """Metadata, ListOffsets and Fetch for one partition, on a private event loop thread."""
+    """Metadata, ListOffsets and Fetch for one partition, with retries (module docstring)."""
 
     def __init__(self, opts: SpoolOptions, topic: str, partition: int) -> None:
         self.topic = topic
@@ -162,48 +160,24 @@ class _Link:
             host, _, port = server.strip().rpartition(":")
             self.bootstrap.append((host.strip("[]"), int(port)))
         self.brokers: dict[int, tuple[str, int]] = {}
-        self.clients: dict[tuple[str, int], NodeClient] = {}
+        self.conns: dict[tuple[str, int], Connection] = {}
         self.leader: tuple[str, int] | None = None
         self.leader_epoch = -1
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True,
-                                       name=f"spool-fetch-{topic}-{partition}")
-        self.thread.start()
+        self.want: tuple[int, int] = (0, 0)  # the Fetch started: (offset, partition max bytes)
+        self.sent = False
 
     def close(self) -> None:
-        async def close_all() -> None:
-            for c in self.clients.values():
-                await c.close()
+        for c in self.conns.values():
+            c.close()
 
-        try:
-            asyncio.run_coroutine_threadsafe(close_all(), self.loop).result(5)
-        except Exception:  # noqa: BLE001 (closing: nothing to report)
-            pass
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
-        self.loop.close()
-
-    def submit(self, coro: Any) -> Future:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
-
-    def _client(self, addr: tuple[str, int]) -> NodeClient:
-        c = self.clients.get(addr)
+    def _conn(self, addr: tuple[str, int]) -> Connection:
+        c = self.conns.get(addr)
         if c is None:
-            c = self.clients[addr] = NodeClient(
-                addr[0], addr[1], client_id="spool-spark", security=self.security,
-                request_timeout_ms=REQUEST_TIMEOUT_MS,
-                max_response_bytes=self.max_bytes + (16 << 20))
+            c = self.conns[addr] = Connection(addr[0], addr[1], self.security,
+                                              timeout=REQUEST_TIMEOUT_MS / 1000)
         return c
 
-    async def _request(self, addr: tuple[str, int], message: Any, version: int) -> Any:
-        try:
-            return await self._client(addr).request(message, version)
-        except AuthenticationError:
-            raise
-        except (ClientError, OSError, TimeoutError) as e:
-            raise _Retry(str(e)) from None
-
-    async def refresh(self) -> None:
+    def refresh(self) -> None:
         """Find the leader (Metadata v12 from the known brokers, then the bootstrap ones)."""
         req = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=self.topic)],
                               allow_auto_topic_creation=False)
@@ -212,10 +186,11 @@ class _Link:
         if self.leader in addrs:  # ask the others first: the leader may be the one that is gone
             addrs.remove(self.leader)
             addrs.append(self.leader)
+        self.leader = None
         for addr in addrs:
             try:
-                md = await self._request(addr, req, METADATA_VERSION)
-            except _Retry as e:
+                md = self._conn(addr).request(req, METADATA_VERSION)
+            except ConnectionLost as e:
                 last = str(e)
                 continue
             self.brokers = {b.node_id: (b.host, b.port) for b in md.brokers}
@@ -239,25 +214,19 @@ class _Link:
                     return
                 else:
                     last = f"{self.topic}-{self.partition} does not exist"
-        self.leader = None
         raise _Retry(last)
 
-    async def _leader(self) -> tuple[str, int]:
+    def _leader_conn(self) -> Connection:
         if self.leader is None:
-            await self.refresh()
+            self.refresh()
         assert self.leader is not None
-        return self.leader
+        return self._conn(self.leader)
 
-    async def _to_leader(self, message: Any, version: int) -> Any:
-        """``message`` to the leader; a lost connection forgets the leader (_Retry)."""
-        try:
-            return await self._request(await self._leader(), message, version)
-        except _Retry:
-            self.leader = None
-            raise
+    def _lost(self, e: ConnectionLost) -> _Retry:
+        self.leader = None
+        return _Retry(str(e))
 
-    async def fetch(self, offset: int, partition_max_bytes: int) -> Any:
-        """The PartitionData for ``offset`` (error NONE or OFFSET_OUT_OF_RANGE); _Retry."""
+    def _send_fetch(self, offset: int, partition_max_bytes: int) -> None:
         req = FetchRequest(
             max_wait_ms=MAX_WAIT_MS, min_bytes=1, max_bytes=self.max_bytes,
             isolation_level=1 if self.read_committed else 0, session_id=0, session_epoch=-1,
@@ -266,7 +235,19 @@ class _Link:
                     partition=self.partition, current_leader_epoch=self.leader_epoch,
                     fetch_offset=offset, last_fetched_epoch=-1, log_start_offset=-1,
                     partition_max_bytes=partition_max_bytes)])])
-        resp = await self._to_leader(req, FETCH_VERSION)
+        conn = self._leader_conn()
+        try:
+            conn.send(req, FETCH_VERSION)
+        except ConnectionLost as e:
+            raise self._lost(e) from None
+
+    def _receive_fetch(self) -> Any:
+        """The PartitionData of the Fetch sent (error NONE or OFFSET_OUT_OF_RANGE); _Retry."""
+        assert self.leader is not None
+        try:
+            resp = self._conn(self.leader).receive()
+        except ConnectionLost as e:
+            raise self._lost(e) from None
         if resp.error_code:
             self._failed(resp.error_code, "Fetch")
         pd = resp.responses[0].partitions[0]
@@ -274,7 +255,31 @@ class _Link:
             self._failed(pd.error_code, "Fetch")
         return pd
 
-    async def list_offset(self, timestamp: int) -> int:
+    def start_fetch(self, offset: int, partition_max_bytes: int) -> None:
+        """Put a Fetch on the wire now, if the leader is reachable (``finish_fetch`` reads it)."""
+        self.want = (offset, partition_max_bytes)
+        try:
+            self._send_fetch(offset, partition_max_bytes)
+            self.sent = True
+        except _Retry:
+            self.sent = False
+
+    def finish_fetch(self) -> Any:
+        """The response to the Fetch started, retried (``call``) if it failed."""
+        if self.sent:
+            self.sent = False
+            try:
+                return self._receive_fetch()
+            except _Retry:
+                pass
+
+        def again() -> Any:
+            self._send_fetch(*self.want)
+            return self._receive_fetch()
+
+        return self.call(again)
+
+    def list_offset(self, timestamp: int) -> int:
         """ListOffsets at the leader: -2 the log start, -1 the end (the LSO under read_committed)."""
         req = ListOffsetsRequest(
             replica_id=-1, isolation_level=1 if self.read_committed else 0,
@@ -282,7 +287,10 @@ class _Link:
                 ListOffsetsRequest.ListOffsetsPartition(
                     partition_index=self.partition, current_leader_epoch=self.leader_epoch,
                     timestamp=timestamp)])])
-        resp = await self._to_leader(req, LIST_OFFSETS_VERSION)
+        try:
+            resp = self._leader_conn().request(req, LIST_OFFSETS_VERSION)
+        except ConnectionLost as e:
+            raise self._lost(e) from None
         p = resp.topics[0].partitions[0]
         if p.error_code:
             self._failed(p.error_code, "ListOffsets")
@@ -295,25 +303,20 @@ class _Link:
             raise _Retry(message)
         raise FetchError(message)
 
-    def call(self, make: Any) -> Any:
-        """Run ``make()`` (a coroutine factory) until it answers, refreshing the leader and
-        backing off on _Retry, for at most RETRY_SECONDS without an answer."""
-        return self.wait(self.submit(make()), make)
-
-    def wait(self, fut: Future, make: Any) -> Any:
-        """The result of ``fut`` (made by ``make()``), retried as ``call`` does."""
+    def call(self, fn: Any) -> Any:
+        """``fn()`` until it answers, the leader looked up again after each _Retry, backing off
+        50 ms doubling to 1 s, for at most RETRY_SECONDS; then FetchError."""
         deadline = time.monotonic() + RETRY_SECONDS
         backoff = 0.05
         while True:
             try:
-                return fut.result()
+                return fn()
             except _Retry as e:
                 if time.monotonic() + backoff > deadline:
                     raise FetchError(f"{self.topic}-{self.partition}: gave up after "
                                      f"{RETRY_SECONDS:.0f} s: {e}") from None
                 time.sleep(backoff)
                 backoff = min(backoff * 2, 1.0)
-                fut = self.submit(make())
 
 
 # ---- the read
@@ -358,15 +361,10 @@ def _read(link: _Link, opts: SpoolOptions, topic: str, partition: int, start: in
     decoder = _decoder(topic, partition, opts)
     max_bytes = link.partition_max_bytes
     offset = start
-
-    def fetcher(at: int, size: int) -> Any:
-        return lambda: link.fetch(at, size)
-
-    make = fetcher(offset, max_bytes)
-    pending = link.submit(make())
+    link.start_fetch(offset, max_bytes)
     moved = time.monotonic()  # the last time the offset advanced
     while True:
-        pd = link.wait(pending, make)
+        pd = link.finish_fetch()
         if time.monotonic() - moved > RETRY_SECONDS:
             raise FetchError(f"{topic}-{partition}: no progress at offset {offset} for "
                              f"{RETRY_SECONDS:.0f} s (high watermark {pd.high_watermark})")
@@ -378,39 +376,39 @@ def _read(link: _Link, opts: SpoolOptions, topic: str, partition: int, start: in
                 offset = low
                 if offset >= end:
                     return
-                make = fetcher(offset, max_bytes)
-                pending = link.submit(make())
-                continue
-            high = link.call(lambda: link.list_offset(-1))
-            if offset > high:
-                data_loss(f"offset {offset} of {topic}-{partition} is beyond the end of the "
-                          f"log ({high}): it was truncated", opts.fail_on_data_loss)
-                return
-            make = fetcher(offset, max_bytes)  # the log moved meanwhile: ask again
-            pending = link.submit(make())
+            else:
+                high = link.call(lambda: link.list_offset(-1))
+                if offset > high:
+                    data_loss(f"offset {offset} of {topic}-{partition} is beyond the end of "
+                              f"the log ({high}): it was truncated", opts.fail_on_data_loss)
+                    return
+                time.sleep(0.05)  # the log moved meanwhile: ask again
+            link.start_fetch(offset, max_bytes)
             continue
         limit = pd.last_stable_offset if link.read_committed else pd.high_watermark
         records = pd.records
         nxt = next_offset(records, offset)
-        pending = None
+        more = True
         if nxt < end and nxt < limit:
             if nxt == offset:  # only part of a batch fit: ask for more at once
                 max_bytes *= 2
-            make = fetcher(nxt, max_bytes)
-            pending = link.submit(make())  # pipelined: on the wire while this one decodes
+            link.start_fetch(nxt, max_bytes)  # pipelined: on the wire while this one decodes
         elif nxt == offset and offset > limit:
             # a new leader that does not know the high watermark we read up to yet: wait
             time.sleep(0.05)
-            make = fetcher(offset, max_bytes)
-            pending = link.submit(make())
+            link.start_fetch(offset, max_bytes)
+        else:
+            more = False
         if nxt > offset:
             moved = time.monotonic()
-            batch, _ = decoder.feed(records, pd.aborted_transactions and [
-                (a.producer_id, a.first_offset) for a in pd.aborted_transactions], offset, end)
+            aborted = pd.aborted_transactions
+            batch, _ = decoder.feed(
+                records, aborted and [(a.producer_id, a.first_offset) for a in aborted],
+                offset, end)
             if batch is not None and batch.num_rows:
                 yield batch
         offset = nxt
-        if pending is None:
+        if not more:
             return
 
 
