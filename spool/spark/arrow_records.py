@@ -38,6 +38,7 @@ from __future__ import annotations
 import heapq
 import struct
 
+import numpy as np
 import pyarrow as pa
 
 from spool.protocol.errors import Errors, KafkaError
@@ -52,6 +53,7 @@ from spool.records.batch import (
 )
 from spool.records.compression import decompress
 from spool.records.record import CONTROL_ABORT, decode_records
+from spool.records.varint import read_uvarint, read_varint
 from spool.spark.schema import HEADER_TYPE, arrow_schema
 
 Buffer = bytes | bytearray | memoryview
@@ -86,8 +88,8 @@ class RecordsDecoder:
         """Decode one FetchResponse partition's ``records``; see the module contract."""
         if self.read_committed and aborted:
             self._add_aborted(aborted)
-        buf = memoryview(records).cast("B") if not isinstance(records, bytes) else records
-        cols = _Columns()
+        buf = records if isinstance(records, bytes) else memoryview(records).cast("B")
+        blocks: list[tuple[bytes | None, int, int, BatchHeader]] = []
         next_offset = start
         for pos, h in _iter_whole_batches(buf):
             next_offset = max(next_offset, h.base_offset + h.last_offset_delta + 1)
@@ -97,10 +99,30 @@ class RecordsDecoder:
                 continue
             if h.base_offset + h.last_offset_delta < start or h.base_offset >= end:
                 continue
-            cols.add(h, _block(buf, pos, h), start, end, self.include_headers)
-        if not cols.offsets:
+            lo, hi = pos + HEADER_SIZE, pos + LOG_OVERHEAD + h.batch_length
+            if h.attributes & CODEC_MASK:
+                block = decompress(h.attributes & CODEC_MASK, memoryview(buf)[lo:hi])
+                blocks.append((block, 0, len(block), h))
+            else:
+                blocks.append((None, lo, hi, h))
+        if not blocks:
             return None, next_offset
-        return cols.batch(self.topic, self.partition, self.schema), next_offset
+        cols = _decode(buf, blocks, start, end, self.include_headers)
+        if cols is None:
+            return None, next_offset
+        key, value, offsets, timestamps, types, *headers = cols
+        n = len(offsets)
+        arrays = [
+            key,
+            value,
+            pa.repeat(pa.scalar(self.topic, pa.string()), n),
+            pa.repeat(pa.scalar(self.partition, pa.int32()), n),
+            pa.array(offsets),
+            pa.array(timestamps, _TS_TYPE),
+            pa.array(types),
+            *headers,
+        ]
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema), next_offset
 
     def _add_aborted(self, aborted: list[tuple[int, int]]) -> None:
         for producer_id, first_offset in aborted:
@@ -163,47 +185,308 @@ def _is_abort_marker(buf: Buffer, pos: int, h: BatchHeader) -> bool:
     return _CONTROL_TYPE.unpack_from(first.key)[1] == CONTROL_ABORT
 
 
-class _Columns:
-    """Row values gathered batch by batch (the first, plain version)."""
+# ---------------------------------------------------------------------------------------
+# Columns. ``data`` holds the records blocks of the batches to decode (the response
+# itself when none is compressed, else the blocks joined); every column is computed
+# with numpy over all records at once, from the positions the walk found.
 
-    def __init__(self) -> None:
-        self.keys: list[bytes | None] = []
-        self.values: list[bytes | None] = []
-        self.offsets: list[int] = []
-        self.timestamps: list[int] = []
-        self.types: list[int] = []
-        self.headers: list[list[dict]] = []
 
-    def add(self, h: BatchHeader, data: bytes, start: int, end: int, headers: bool) -> None:
-        ts_type = 1 if h.attributes & TIMESTAMP_TYPE_MASK else 0
-        for r in decode_records(h, data):
-            if r.offset < start or r.offset >= end:
+def _decode(
+    buf: Buffer,
+    blocks: list[tuple[bytes | None, int, int, BatchHeader]],
+    start: int,
+    end: int,
+    include_headers: bool,
+) -> tuple[pa.Array, ...] | None:
+    if all(src is None for src, _, _, _ in blocks):
+        data = buf
+        spans = [(lo, hi, h) for _, lo, hi, h in blocks]
+    else:
+        mv = memoryview(buf)
+        pieces: list[Buffer] = []
+        spans = []
+        at = 0
+        for src, lo, hi, h in blocks:
+            piece = mv[lo:hi] if src is None else src
+            pieces.append(piece)
+            spans.append((at, at + len(piece), h))
+            at += len(piece)
+        data = b"".join(pieces)
+    u8 = np.frombuffer(data, np.uint8)
+    runs: list[np.ndarray] = []
+    for lo, hi, h in spans:
+        _walk(data, u8, lo, hi, h.records_count, runs)
+    rec_start = np.concatenate(runs) if len(runs) > 1 else runs[0]
+    n = len(rec_start)
+    counts = np.array([h.records_count for _, _, h in spans], np.int64)
+    last = np.cumsum(counts) - 1
+    rec_end = np.empty(n, np.int64)
+    rec_end[:-1] = rec_start[1:]
+    rec_end[last] = [hi for _, hi, _ in spans]
+
+    p = rec_start + _varint_size(u8, rec_start) + 1  # length, attributes
+    ts_delta, size = _varint(u8, p, 10)
+    p += size
+    offset_delta, size = _varint(u8, p, 5)
+    p += size
+    key_len, size = _varint(u8, p, 5)
+    key_pos = p + size
+    p = key_pos + np.maximum(key_len, 0)
+    value_len, size = _varint(u8, p, 5)
+    value_pos = p + size
+    p = value_pos + np.maximum(value_len, 0)
+    header_count, size = _varint(u8, p, 5)
+    p += size
+    if (
+        (key_len < -1).any()
+        or (value_len < -1).any()
+        or (header_count < 0).any()
+        or (p > rec_end).any()
+        or ((header_count == 0) & (p != rec_end)).any()
+    ):
+        raise _corrupt("a record's fields do not match its length")
+
+    offsets = np.repeat(np.array([h.base_offset for _, _, h in spans], np.int64), counts)
+    offsets += offset_delta
+    keep = (offsets >= start) & (offsets < end)
+    if not keep.all():
+        if not keep.any():
+            return None
+        offsets, ts_delta, key_pos, key_len, value_pos, value_len, p, header_count, rec_end = (
+            a[keep] for a in (offsets, ts_delta, key_pos, key_len, value_pos, value_len,
+                              p, header_count, rec_end)
+        )
+        counts = np.add.reduceat(keep.astype(np.int64), np.concatenate(([0], last[:-1] + 1)))
+    timestamps = _timestamps([h for _, _, h in spans], counts, ts_delta)
+    types = np.repeat(
+        np.array([1 if h.attributes & TIMESTAMP_TYPE_MASK else 0 for _, _, h in spans],
+                 np.int32),
+        counts,
+    )
+    data_buf = pa.py_buffer(data)
+    cols = [
+        _binary(data_buf, key_pos, key_len),
+        _binary(data_buf, value_pos, value_len),
+        offsets,
+        timestamps,
+        types,
+    ]
+    if include_headers:
+        cols.append(_headers(data, data_buf, p, header_count, rec_end))
+    return tuple(cols)
+
+
+def _corrupt(message: str) -> KafkaError:
+    return KafkaError(Errors.CORRUPT_MESSAGE, message)
+
+
+def _timestamps(headers: list[BatchHeader], counts: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """Milliseconds -> microseconds; LogAppendTime batches: maxTimestamp for every record."""
+    base = np.array(
+        [h.max_timestamp if h.attributes & TIMESTAMP_TYPE_MASK else h.base_timestamp
+         for h in headers],
+        np.int64,
+    )
+    ts = np.repeat(base, counts)
+    append_time = np.array([bool(h.attributes & TIMESTAMP_TYPE_MASK) for h in headers])
+    if append_time.all():
+        pass
+    elif append_time.any():
+        ts += np.where(np.repeat(append_time, counts), 0, delta)
+    else:
+        ts += delta
+    ts *= 1000
+    return ts
+
+
+def _binary(data: pa.Buffer, pos: np.ndarray, length: np.ndarray) -> pa.Array:
+    """A binary array of ``data[pos:pos+length]`` (null where length is -1), one copy in C++.
+
+    The spans, in increasing order, and the gaps between them are the elements of
+    one binary array over ``data``; taking every other element copies the spans.
+    """
+    n = len(pos)
+    if n == 0:
+        return pa.array([], pa.binary())
+    nulls = length < 0
+    any_null = bool(nulls.any())
+    if any_null and nulls.all():
+        return pa.nulls(n, pa.binary())
+    if data.size >= 1 << 31:
+        raise _corrupt("records of 2 GiB or more in one response")
+    bounds = np.empty(2 * n + 1, np.int32)
+    bounds[0:-1:2] = pos
+    bounds[1::2] = pos + np.maximum(length, 0)
+    bounds[-1] = bounds[-2]
+    spans = pa.Array.from_buffers(pa.binary(), 2 * n, [None, pa.py_buffer(bounds), data])
+    index = np.arange(0, 2 * n, 2, dtype=np.int32)
+    return spans.take(pa.array(index, mask=nulls) if any_null else pa.array(index))
+
+
+def _varint_size(u8: np.ndarray, pos: np.ndarray) -> np.ndarray | int:
+    """Bytes of the varints at ``pos`` (already known to be well formed)."""
+    b = u8.take(pos, mode="clip")
+    more = b >= 0x80
+    if not more.any():
+        return 1
+    size = 1 + more.astype(np.int64)
+    idx = np.flatnonzero(more)
+    k = 1
+    while len(idx):
+        k += 1
+        more = u8.take(pos[idx] + (k - 1), mode="clip") >= 0x80
+        idx = idx[more]
+        size[idx] += 1
+    return size
+
+
+def _varint(u8: np.ndarray, pos: np.ndarray, max_bytes: int) -> tuple[np.ndarray, np.ndarray | int]:
+    """Zigzag varints at ``pos``: (values as int64, their sizes in bytes)."""
+    b = u8.take(pos, mode="clip")
+    more = b >= 0x80
+    if not more.any():
+        z = b.astype(np.int64)
+        return (z >> 1) ^ -(z & 1), 1
+    z = (b & 0x7F).astype(np.uint64)
+    size = np.ones(len(pos), np.int64)
+    idx = np.flatnonzero(more)
+    at = pos[idx]
+    shift = np.uint64(7)
+    for _ in range(1, max_bytes):
+        at = at + 1
+        b = u8.take(at, mode="clip")
+        z[idx] |= (b & 0x7F).astype(np.uint64) << shift
+        size[idx] += 1
+        more = b >= 0x80
+        if not more.any():
+            break
+        idx, at = idx[more], at[more]
+        shift += np.uint64(7)
+    else:
+        raise _corrupt(f"varint longer than {max_bytes} bytes")
+    return (z >> np.uint64(1)).astype(np.int64) ^ -(z & np.uint64(1)).astype(np.int64), size
+
+
+# ---------------------------------------------------------------------------------------
+# The walk: the only per-record Python. A record's length varint gives the next record's
+# start. Runs of records of one size (the same length varint bytes) are checked with one
+# strided numpy comparison instead: if the record at ``pos`` has size r and the length
+# varints at pos + r, pos + 2r, ... have the same bytes, those records all have size r.
+
+_PYTHON_STEPS = 32  # records walked in Python after a short run before trying runs again
+
+
+def _walk(data: Buffer, u8: np.ndarray, pos: int, end: int, count: int,
+          out: list[np.ndarray]) -> None:
+    """Append the starts of the ``count`` records in ``data[pos:end]``; they must fill it."""
+    u16 = np.ndarray((max(len(u8) - 1, 0),), "<u2", u8, 0, (1,))
+    done = 0
+    python_steps = 0
+    singles: list[int] = []
+    try:
+        while done < count:
+            if python_steps:
+                k = min(python_steps, count - done)
+                pos = _walk_python(data, pos, k, singles)
+                done += k
+                python_steps = 0
                 continue
-            self.keys.append(r.key)
-            self.values.append(r.value)
-            self.offsets.append(r.offset)
-            self.timestamps.append(r.timestamp * 1000)
-            self.types.append(ts_type)
-            if headers:
-                self.headers.append(
-                    [
-                        {"key": k.encode("utf-8", "surrogateescape").decode("utf-8", "replace"),
-                         "value": v}
-                        for k, v in r.headers
-                    ]
-                )
+            b0 = data[pos]
+            if b0 < 0x80:
+                length, view, word = b0, u8, b0
+                r = 1
+            else:
+                b1 = data[pos + 1]
+                if b1 >= 0x80:  # a record of 8 KiB or more: one step in Python
+                    pos = _walk_python(data, pos, 1, singles)
+                    done += 1
+                    continue
+                length, view, word = (b0 & 0x7F) | (b1 << 7), u16, b0 | (b1 << 8)
+                r = 2
+            if length & 1:
+                raise _corrupt("negative record length")
+            r += length >> 1
+            k = min(count - done, (end - pos) // r)
+            if k < 4:
+                python_steps = max(1, k)
+                continue
+            same = view[pos : pos + r * k : r] == word
+            m = k if same.all() else int(same.argmin())
+            if singles:
+                out.append(np.array(singles, np.int64))
+                singles = []
+            out.append(np.arange(pos, pos + r * m, r, dtype=np.int64))
+            pos += r * m
+            done += m
+            if m < 8:
+                python_steps = _PYTHON_STEPS
+    except IndexError:
+        raise _corrupt("record is truncated") from None
+    if singles:
+        out.append(np.array(singles, np.int64))
+    if pos != end:
+        raise _corrupt(f"records end at {pos}, the batch at {end}")
 
-    def batch(self, topic: str, partition: int, schema: pa.Schema) -> pa.RecordBatch:
-        n = len(self.offsets)
-        cols = [
-            pa.array(self.keys, pa.binary()),
-            pa.array(self.values, pa.binary()),
-            pa.repeat(pa.scalar(topic, pa.string()), n),
-            pa.repeat(pa.scalar(partition, pa.int32()), n),
-            pa.array(self.offsets, pa.int64()),
-            pa.array(self.timestamps, pa.int64()).cast(_TS_TYPE),
-            pa.array(self.types, pa.int32()),
-        ]
-        if len(schema) > len(cols):
-            cols.append(pa.array(self.headers, HEADER_TYPE))
-        return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+def _walk_python(data: Buffer, pos: int, count: int, out: list[int]) -> int:
+    append = out.append
+    for _ in range(count):
+        append(pos)
+        b = data[pos]
+        if b < 0x80:
+            n = b
+            pos += 1
+        else:
+            c = data[pos + 1]
+            if c < 0x80:
+                n = (b & 0x7F) | (c << 7)
+                pos += 2
+            else:
+                n, pos = read_uvarint(data, pos)
+        if n & 1:
+            raise _corrupt("negative record length")
+        pos += n >> 1
+    return pos
+
+
+# ---------------------------------------------------------------------------------------
+# Headers, only when asked: positions found in Python per header, arrays built as above.
+
+
+def _headers(data: Buffer, data_buf: pa.Buffer, pos: np.ndarray, count: np.ndarray,
+             rec_end: np.ndarray) -> pa.Array:
+    key_pos: list[int] = []
+    key_len: list[int] = []
+    value_pos: list[int] = []
+    value_len: list[int] = []
+    try:
+        for i in np.flatnonzero(count).tolist():
+            at = int(pos[i])
+            limit = int(rec_end[i])
+            for _ in range(int(count[i])):
+                n, at = read_varint(data, at)
+                if n < 0 or at + n > limit:
+                    raise _corrupt(f"record header key length {n}")
+                key_pos.append(at)
+                key_len.append(n)
+                at += n
+                n, at = read_varint(data, at)
+                if n < -1 or at + max(n, 0) > limit:
+                    raise _corrupt(f"record header value length {n}")
+                value_pos.append(at)
+                value_len.append(n)
+                at += max(n, 0)
+            if at != limit:
+                raise _corrupt("record headers do not end with the record")
+    except IndexError:
+        raise _corrupt("record headers are truncated") from None
+    keys = _binary(data_buf, np.array(key_pos, np.int64), np.array(key_len, np.int64))
+    try:
+        keys = keys.cast(pa.string())
+    except pa.ArrowInvalid:  # not UTF-8: replaced, as Java's String(bytes, UTF_8) does
+        keys = pa.array([k.decode("utf-8", "replace") for k in keys.to_pylist()], pa.string())
+    values = _binary(data_buf, np.array(value_pos, np.int64), np.array(value_len, np.int64))
+    entries = pa.StructArray.from_arrays([keys, values], fields=list(HEADER_TYPE.value_type))
+    list_offsets = np.zeros(len(count) + 1, np.int32)
+    np.cumsum(count, out=list_offsets[1:])
+    return pa.ListArray.from_arrays(pa.array(list_offsets), entries, type=HEADER_TYPE)

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spool.protocol.errors import Errors, KafkaError
-from spool.records import BatchBuilder, build_control_batch
+from spool.records import BatchBuilder, build_control_batch, patch_log_append_time
 from spool.spark.arrow_records import RecordsDecoder
 from spool.spark.schema import arrow_schema
 
@@ -45,10 +45,10 @@ class Row:
 @dataclass
 class Log:
     batches: list[tuple[bytes, int, int]] = field(default_factory=list)  # raw, first, next
-    rows: list[Row] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list, repr=False)
     committed: set[tuple[int, int]] = field(default_factory=set)  # (pid, first_offset)
     aborted: list[tuple[int, int, int]] = field(default_factory=list)  # pid, first, marker
-    txn_of_row: dict[int, tuple[int, int]] = field(default_factory=dict)
+    txn_of_row: dict[int, tuple[int, int]] = field(default_factory=dict, repr=False)
 
 
 @st.composite
@@ -92,17 +92,24 @@ def logs(draw) -> Log:
             producer_epoch=0 if pid >= 0 else -1,
             base_sequence=0 if pid >= 0 else -1,
             is_transactional=pid >= 0,
-            log_append_time=log_append,
         )
         delta = -1
-        for _ in range(rnd.choice([rnd.randint(1, 6), rnd.randint(1, 6), rnd.randint(20, 70)])):
-            delta += 1 + rnd.choice([0, 0, 0, 0, 2, 200])  # compaction gaps
-            key = rnd.choice([None, rnd.randbytes(rnd.randint(0, 20))])
-            value = rnd.choice([None, rnd.randbytes(rnd.randint(0, 20)),
-                                rnd.randbytes(rnd.randint(60, 300))])
-            stamp = ts + rnd.choice([0, 1, -1, 70, -70, 9000, 1 << 35])
-            hdrs = [(rnd.choice(HEADER_KEYS), rnd.choice([None, rnd.randbytes(rnd.randint(0, 8))]))
-                    for _ in range(rnd.choice([0, 0, 1, 3]))]
+        # uniform: records of one size (runs the decoder checks at once), until an offset
+        # delta of 64 or a gap makes the next ones longer
+        uniform = draw(st.booleans())
+        key = rnd.choice([None, rnd.randbytes(rnd.randint(0, 20))])
+        value = rnd.choice([None, rnd.randbytes(rnd.randint(0, 20)), rnd.randbytes(200)])
+        for _ in range(rnd.choice([rnd.randint(1, 6), rnd.randint(1, 6), rnd.randint(20, 90)])):
+            delta += 1 + rnd.choice([0] * 30 + [2, 200] if uniform else [0, 0, 0, 0, 2, 200])
+            stamp = ts + (0 if uniform else rnd.choice([0, 1, -1, 70, -70, 9000, 1 << 35]))
+            hdrs = [] if uniform else [
+                (rnd.choice(HEADER_KEYS), rnd.choice([None, rnd.randbytes(rnd.randint(0, 8))]))
+                for _ in range(rnd.choice([0, 0, 1, 3]))
+            ]
+            if not uniform:
+                key = rnd.choice([None, rnd.randbytes(rnd.randint(0, 20))])
+                value = rnd.choice([None, rnd.randbytes(rnd.randint(0, 20)),
+                                    rnd.randbytes(rnd.randint(60, 300))])
             b.append(key, value, timestamp=stamp, headers=hdrs, offset_delta=delta)
             log.rows.append(
                 Row(offset + delta, key, value,
@@ -117,7 +124,12 @@ def logs(draw) -> Log:
             extra = draw(st.integers(0, 3))
             b.last_offset_delta = delta + extra  # trailing records compacted away
             delta += extra
-        log.batches.append((b.build(), offset, offset + delta + 1))
+        raw = b.build()
+        if log_append is not None:  # as a broker stamps it: the records keep their deltas
+            raw = bytearray(raw)
+            patch_log_append_time(raw, 0, log_append)
+            raw = bytes(raw)
+        log.batches.append((raw, offset, offset + delta + 1))
         offset += delta + 1
     if not log.batches:
         log.batches.append((BatchBuilder(offset, last_offset_delta=0).build(), offset, offset + 1))
@@ -210,10 +222,12 @@ def test_null_keys_and_values_come_out_null() -> None:
 
 
 def test_log_append_time_uses_max_timestamp_and_type_1() -> None:
-    b = BatchBuilder(0, log_append_time=1_700_000_000_123)
+    b = BatchBuilder(0)
     b.append(b"k", b"v", timestamp=5)
     b.append(b"k", b"v", timestamp=9)
-    batch, _ = RecordsDecoder(TOPIC, PARTITION, False, False).feed(b.build(), None, 0, 2)
+    raw = bytearray(b.build())
+    patch_log_append_time(raw, 0, 1_700_000_000_123)  # the broker's stamp; deltas stay
+    batch, _ = RecordsDecoder(TOPIC, PARTITION, False, False).feed(bytes(raw), None, 0, 2)
     assert batch.column("timestamp").cast(pa.int64()).to_pylist() == [1_700_000_000_123_000] * 2
     assert batch.column("timestampType").to_pylist() == [1, 1]
 
@@ -265,3 +279,19 @@ def test_magic_other_than_2_is_unsupported() -> None:
     with pytest.raises(KafkaError) as e:
         RecordsDecoder(TOPIC, PARTITION, False, False).feed(bytes(raw), None, 0, 1)
     assert e.value.code == Errors.UNSUPPORTED_FOR_MESSAGE_FORMAT
+
+
+def test_runs_of_equal_records_then_longer_ones() -> None:
+    """Offset deltas from 64 take two bytes: the record size changes mid-batch."""
+    b = BatchBuilder(1000, compression=0)
+    values = [bytes([i % 256]) * 100 for i in range(300)]
+    for i, v in enumerate(values):
+        b.append(None if i % 100 == 7 else b"key", v, timestamp=10 + i % 2)
+    batch, nxt = RecordsDecoder(TOPIC, PARTITION, False, False).feed(b.build(), None, 1000, 1300)
+    assert nxt == 1300
+    assert batch.column("offset").to_pylist() == list(range(1000, 1300))
+    assert batch.column("value").to_pylist() == values
+    assert batch.column("key").null_count == 3
+    assert batch.column("timestamp").cast(pa.int64()).to_pylist() == [
+        (10 + i % 2) * 1000 for i in range(300)
+    ]
