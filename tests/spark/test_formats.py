@@ -238,8 +238,12 @@ def test_avro_write_framed_then_read_back_with_plain_and_broken_values(spark, br
     assert values == {r.key.encode(): r.value for r in want}
 
 
-def test_streaming_read_decodes_key_and_value(spark, broker, topic_name, tmp_path):
+def test_streaming_json_in_avro_out_exactly_once(spark, broker, topic_name, tmp_path):
+    """Key and value decoded from JSON in a stream, re-encoded as framed Avro by the
+    exactly-once sink with a schema derived from the column types (as to_avro)."""
     create_topic(broker.bootstrap, topic_name, 2)
+    out_topic = topic_name + "-avro"
+    create_topic(broker.bootstrap, out_topic, 1)
     produce(
         broker.bootstrap,
         topic_name,
@@ -252,7 +256,6 @@ def test_streaming_read_decodes_key_and_value(spark, broker, topic_name, tmp_pat
             for i in range(40)
         ],
     )
-    out: list = []
     q = (
         spark.readStream.format("spool")
         .option("kafka.bootstrap.servers", broker.bootstrap)
@@ -263,17 +266,35 @@ def test_streaming_read_decodes_key_and_value(spark, broker, topic_name, tmp_pat
         .option("valueFormat", "json")
         .option("valueSchema", "id string, n int")
         .load()
-        .selectExpr("key.user AS user", "value.id AS id", "value.n AS n", "partition")
-        .writeStream.foreachBatch(lambda df, _: out.extend(df.collect()))
+        .selectExpr("key.user AS key", "named_struct('id', value.id, 'n', value.n, 'p', partition) AS value")
+        .writeStream.format("spool")
+        .option("kafka.bootstrap.servers", broker.bootstrap)
+        .option("topic", out_topic)
+        .option("valueFormat", "avro")
+        .option("valueSchemaId", "5")
         .option("checkpointLocation", str(tmp_path / "cp"))
         .trigger(availableNow=True)
         .start()
     )
     q.awaitTermination(120)
     assert q.exception() is None
-    assert sorted((r.user, r.id, r.n, r.partition) for r in out) == sorted(
-        (f"u{i % 3}", f"e{i}", i, i % 2) for i in range(40)
+    derived = fastavro.parse_schema(
+        {
+            "type": "record",
+            "name": "topLevelRecord",
+            "fields": [
+                {"name": "id", "type": ["string", "null"]},
+                {"name": "n", "type": ["int", "null"]},
+                {"name": "p", "type": ["int", "null"]},
+            ],
+        }
     )
+    got = []
+    for m in consume_all(broker.bootstrap, out_topic, "read_committed"):
+        assert m.value()[:5] == b"\x00\x00\x00\x00\x05"
+        record = fastavro.schemaless_reader(io.BytesIO(m.value()[5:]), derived, None)
+        got.append((m.key(), record["id"], record["n"], record["p"]))
+    assert sorted(got) == sorted((f"u{i % 3}".encode(), f"e{i}", i, i % 2) for i in range(40))
 
 
 def test_invalid_options_are_refused_naming_the_option(spark, broker):
