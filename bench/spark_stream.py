@@ -9,7 +9,8 @@ streaming query (new checkpoint, ``startingOffsets=earliest``,
 ``trigger(availableNow=True)``) into the ``noop`` sink, timed from
 ``start()`` to termination: offset planning, the checkpoint's offset and
 commit logs, the executors' reads, every micro-batch. First the fixed cost
-of a query that finds nothing to read (``startingOffsets=latest``), then three settings:
+of a query that finds nothing to read (``startingOffsets=latest``) and a batch
+read of the same records (``spark.read``, same session) for reference, then three settings:
 everything in one micro-batch, ``maxOffsetsPerTrigger`` (a quarter of the
 records), and ``maxBytesPerTrigger`` (about a quarter of the bytes, which
 adds a DescribeLogDirs per trigger). Median of ``--runs`` after one warm-up
@@ -45,6 +46,12 @@ def fill(bootstrap: str, topic: str, records: int, size: int, partitions: int) -
             except BufferError:
                 p.poll(0.05)
     assert p.flush(120) == 0
+
+
+def timed(action) -> float:
+    t = time.perf_counter()
+    action()
+    return time.perf_counter() - t
 
 
 def run(spark, bootstrap: str, topic: str, checkpoint: Path, opts: dict,
@@ -104,6 +111,13 @@ def main() -> None:
         idle = statistics.median(
             run(spark, bootstrap, topic, work / "cp", {}, "latest")[0] for _ in range(a.runs))
         print(f"  {'query start-up, no records':34s}  0 batches  {idle:6.2f} s")
+        batch_df = (spark.read.format("spool").option("kafka.bootstrap.servers", bootstrap)
+                    .option("subscribe", topic).load())
+        batch_s = statistics.median(
+            timed(lambda: batch_df.write.format("noop").mode("overwrite").save())
+            for _ in range(a.runs))
+        print(f"  {'batch read (spark.read), reference':34s}     -      {batch_s:6.2f} s  "
+              f"{a.records / batch_s / 1e6:5.2f} M rec/s")
         for name, opts in settings:
             results = [run(spark, bootstrap, topic, work / "cp", opts) for _ in range(a.runs)]
             assert all(n == a.records for _, n, _ in results), results
