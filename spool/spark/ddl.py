@@ -105,6 +105,8 @@ class _Ddl:
             return out
         while True:
             name = self.name()
+            if name in {f.name for f in out}:
+                raise ValueError(f"field {name!r} appears twice")
             if self.peek() == ":":
                 self.take()
             out.append(StructField(name, self.type(), True))

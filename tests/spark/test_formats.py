@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from spool.spark.ddl import parse_ddl
 from spool.spark.formats import parse_column_format
 from spool.spark.options import parse_options
+from spool.spark.schema import ddl as kafka_ddl
 from tests.spark.conftest import consume_all, create_topic, produce
 
 GOOD = (
@@ -324,6 +325,13 @@ def test_ddl_and_avro_mapping_without_spark():
     assert parse_ddl("struct<`a b`: int NOT NULL COMMENT 'x', c: decimal>") == parse_ddl(
         "`a b` int, c decimal(10,0)"
     )
+    assert parse_ddl(kafka_ddl(include_headers=True)).simpleString() == (
+        "struct<key:binary,value:binary,topic:string,partition:int,offset:bigint,"
+        "timestamp:timestamp,timestampType:int,headers:array<struct<key:string,value:binary>>>"
+    )
+    for bad in ("a int, a string", "a int,", "a array<int", "a int b"):
+        with pytest.raises(ValueError):
+            parse_ddl(bad)
     fmt = parse_column_format(
         {"valueFormat": "avro", "valueSchema": json.dumps(AVRO_SCHEMA)}, "value", for_read=True
     )
