@@ -20,9 +20,9 @@ order id join when the payment's time is between the order's time and
 id) is ``{"order_id", "customer", "amount", "order_time", "payment_id",
 "paid", "paid_time"}`` (times ISO 8601 in UTC with milliseconds): one per
 joined (order, payment) pair, written as soon as both are read. With
-``--join left-outer`` an order that no payment joined is also written once,
-with null payment fields, when the watermark passes its time plus
-``--within``.
+``--join left-outer`` (``KStream#leftJoin``) an order that no payment
+joined is also written once, with null payment fields, when the watermark
+passes its time plus ``--within``.
 
 Watermarks on both streams (``--watermark``: how late a record may arrive,
 behind the latest event time read from its own topic); the join's state

@@ -1,6 +1,10 @@
 """Stateful joins written exactly-once: kill -9 the driver mid-run, restart, compare exactly.
 
-Each test runs an example pipeline as a driver process with a small
+Each test runs an example pipeline as a driver process on ``spark_cluster``
+(a standalone master and two 1-core workers: the state lives in the
+executors' RocksDB instances, checkpointed under the query's checkpoint),
+reading from and writing to ``spool_cluster`` (three brokers, replication
+factor 3), with a small
 ``--max-offsets-per-trigger`` (several micro-batches), kills its whole tree
 as soon as one task of its exactly-once sink has committed micro-batch 1
 (usually before the other task has and before Spark has written
@@ -21,15 +25,19 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from spool.spark.source import ensure_progress_topic
-from tests.spark.conftest import consume_all, create_topic, produce
+from tests.spark.conftest import consume_all, produce
 from tests.spark.drivers import kill_tree, start_driver
 
 T0 = 1_800_000_000_000  # ms, a minute boundary
 MINUTE = 60_000
 PROGRESS_TOPIC = "spool-spark-sink-progress"  # the sink's default progressTopic
+RUN_TIMEOUT = 420.0  # one driver run; ~30 s on a quiet machine, 3-4 min seen at load 16-26
+
+pytestmark = pytest.mark.timeout(1200)  # two driver runs per test
 
 
 def iso(ms: int) -> str:
@@ -42,7 +50,7 @@ def record(key: str, value: dict | None, ts: int) -> dict:
 
 
 def await_sink_commit(bootstrap: str, checkpoint: Path, batch: int, proc: subprocess.Popen,
-                      log: Path, timeout: float = 240) -> None:
+                      log: Path, timeout: float = RUN_TIMEOUT) -> None:
     """Until a task of the query's exactly-once sink has committed micro-batch ``batch``: its
     progress record (``transactional.py``) is readable with read_committed. Spark writes
     ``commits/<batch>`` only after every task has, so a kill now is mid-batch. Fails at once
@@ -83,7 +91,7 @@ def crash_then_finish(module: str, args: list[str], tmp_path: Path, closing, env
     closing()
     proc = start_driver(module, [*common, "--trigger", "available-now"], log, env)
     try:
-        assert proc.wait(240) == 0, log.read_text()[-3000:]
+        assert proc.wait(RUN_TIMEOUT) == 0, log.read_text()[-3000:]
     finally:
         kill_tree(proc)
     return log.read_text()
@@ -129,12 +137,12 @@ def expected_paid_orders(orders: list[dict], payments: list[dict], within_ms: in
     return sorted(json.dumps(v, sort_keys=True) for v in out)
 
 
-def test_orders_payments_left_outer_join_exactly_once_across_driver_kill(broker, topic_name,
-                                                                         tmp_path):
-    bootstrap = broker.bootstrap
+def test_orders_payments_left_outer_join_exactly_once_across_driver_kill(
+        spark_cluster, spool_cluster, topic_name, tmp_path):
+    bootstrap = spool_cluster.bootstrap
     orders_t, payments_t, out_t = (f"{topic_name}-{s}" for s in ("orders", "payments", "paid"))
     for t in (orders_t, payments_t, out_t):
-        create_topic(bootstrap, t, 2)
+        spool_cluster.create_topic(t, 2)
     orders, payments = orders_and_payments(random.Random(19), 100)
     produce(bootstrap, orders_t, [record(o["id"], {"customer": o["customer"], "amount": o["amount"]},
                                          o["ts"]) for o in orders])
@@ -149,7 +157,7 @@ def test_orders_payments_left_outer_join_exactly_once_across_driver_kill(broker,
     log = crash_then_finish("examples.orders_payments", [
         "--bootstrap-server", bootstrap, "--orders", orders_t, "--payments", payments_t,
         "--sink", out_t, "--join", "left-outer", "--within", "10 minutes",
-        "--watermark", "5 minutes"], tmp_path, ticks)
+        "--watermark", "5 minutes"], tmp_path, ticks, spark_cluster.env())
     assert "done: joined orders written to" in log
     want = expected_paid_orders(orders, payments, 10 * MINUTE)
     assert len(want) > len(orders)  # the data has joins, unpaid orders and split payments
@@ -179,13 +187,13 @@ def expected_enriched(orders: list[dict], changelog: list[dict]) -> list[str]:
     return sorted(json.dumps(v, sort_keys=True) for v in out)
 
 
-def test_enrich_orders_from_changelog_table_exactly_once_across_driver_kill(broker, topic_name,
-                                                                           tmp_path):
-    bootstrap = broker.bootstrap
+def test_enrich_orders_from_changelog_table_exactly_once_across_driver_kill(
+        spark_cluster, spool_cluster, topic_name, tmp_path):
+    bootstrap = spool_cluster.bootstrap
     orders_t, customers_t, out_t = (f"{topic_name}-{s}" for s in ("orders", "customers", "out"))
-    create_topic(bootstrap, orders_t, 2)
-    create_topic(bootstrap, customers_t, 2, {"cleanup.policy": "compact"})
-    create_topic(bootstrap, out_t, 2)
+    spool_cluster.create_topic(orders_t, 2)
+    spool_cluster.create_topic(customers_t, 2, {"cleanup.policy": "compact"})
+    spool_cluster.create_topic(out_t, 2)
     rng = random.Random(20)
     customers = [f"c{i}" for i in range(5)]
     changelog = customer_changelog(rng, customers, 40)  # 50 minutes of changes
@@ -202,9 +210,62 @@ def test_enrich_orders_from_changelog_table_exactly_once_across_driver_kill(brok
 
     log = crash_then_finish("examples.enrich_orders", [
         "--bootstrap-server", bootstrap, "--orders", orders_t, "--customers", customers_t,
-        "--sink", out_t, "--watermark", "5 minutes"], tmp_path, ticks)
+        "--sink", out_t, "--watermark", "5 minutes"], tmp_path, ticks, spark_cluster.env())
     assert "done: enriched orders written to" in log
     want = expected_enriched(orders, changelog)
     profiles = [json.loads(v)["profile"] for v in want]
     assert None in profiles and len({json.dumps(p) for p in profiles}) > 10  # a varied table
     assert committed_values(bootstrap, out_t) == want
+
+
+def test_enricher_joins_each_order_with_the_value_as_of_its_time():
+    """The processor alone (pyspark's TwsTester: no JVM), the edges the driver test's data
+    avoids: equal timestamps, a tombstone and a re-creation, the state kept, --join inner."""
+    import pandas as pd
+    from pyspark.sql.streaming.tws_tester import TwsTester
+
+    from examples.enrich_orders import Enricher
+
+    def rows(*specs) -> pd.DataFrame:
+        return pd.DataFrame([
+            {"kind": kind, "ts_ms": ts, "partition": 0, "offset": off,
+             "order_id": f"o{off}" if kind == "order" else None,
+             "value": None if value is None else json.dumps(value)}
+            for kind, ts, off, value in specs])
+
+    def out(df: pd.DataFrame) -> list[tuple[str, dict | None]]:
+        if df.empty:
+            return []
+        return sorted((k, json.loads(v)["profile"]) for k, v in zip(df["key"], df["value"],
+                                                                   strict=True))
+
+    def tester(inner: bool = False) -> TwsTester:
+        return TwsTester(Enricher(inner), timeMode="EventTime",
+                         eventTimeExtractor=lambda r: int(r["ts_ms"]))
+
+    t = tester()
+    got = t.testInPandas("c1", rows(
+        ("order", 1000, 1, {"customer": "c1"}),      # before any version: no profile
+        ("customer", 2000, 2, {"v": "a"}),
+        ("customer", 2000, 3, {"v": "b"}),           # same time, later offset: wins
+        ("order", 2000, 4, {"customer": "c1"}),      # at the version's time: sees it
+        ("customer", 3000, 5, None),                 # tombstone
+        ("order", 3500, 6, {"customer": "c1"}),
+        ("customer", 4000, 7, {"v": "c"}),           # created again
+        ("order", 5000, 8, {"customer": "c1"}),
+    ))
+    assert out(got) == []  # nothing is written before the watermark reaches an order
+    assert out(t.setWatermark(3600)) == [("o1", None), ("o4", {"v": "b"}), ("o6", None)]
+    # only what a later order can need: nothing at or before 3600 (the newest is a tombstone)
+    assert t.peekListState("versions", "c1") == [(4000, 0, 7, json.dumps({"v": "c"}))]
+    assert [p[0] for p in t.peekListState("pending", "c1")] == [5000]
+    assert out(t.setWatermark(6000)) == [("o8", {"v": "c"})]
+    assert t.peekListState("pending", "c1") == []
+    assert t.peekListState("versions", "c1") == [(4000, 0, 7, json.dumps({"v": "c"}))]
+    # late records (at or before the watermark) never reach the processor, as in Spark
+    assert out(t.testInPandas("c1", rows(("order", 5500, 9, {"customer": "c1"})))) == []
+
+    t = tester(inner=True)
+    t.testInPandas("c1", rows(("order", 1000, 1, {}), ("customer", 1500, 2, {"v": "a"}),
+                              ("order", 2000, 3, {})))
+    assert out(t.setWatermark(2500)) == [("o3", {"v": "a"})]
