@@ -108,14 +108,14 @@ def parse_column_format(
             schema_id = -1
         if not 0 <= schema_id < 2**31:
             raise ValueError(f"option {column}SchemaId must be a schema id (0..2^31-1), got {id_text!r}")
+    if column_type is not None and not isinstance(column_type, StructType):
+        raise ValueError(
+            f"option {column}Format={kind} writes a struct {column} column, "
+            f"not {column_type.simpleString()}"
+        )
     if schema_text is None:
         if for_read or column_type is None:
             raise ValueError(f"option {column}Schema is required with {column}Format={kind}")
-        if not isinstance(column_type, StructType):
-            raise ValueError(
-                f"option {column}Format={kind} writes a struct {column} column, "
-                f"not {column_type.simpleString()}"
-            )
         if kind == "json":
             return ColumnFormat(column, kind, column_type)
         writer = json.dumps(spark_to_avro(column_type, "topLevelRecord", ""))
@@ -140,6 +140,14 @@ def parse_column_format(
     writer, reader_text = json.dumps(avro), json.dumps(reader)
     _check_avro(writer, column)
     _check_avro(reader_text, column)
+    if column_type is not None:  # writing: the record's fields without a default must be there
+        have = {f.name for f in column_type.fields} if isinstance(column_type, StructType) else set()
+        for f in avro["fields"]:
+            if f["name"] not in have and "default" not in f:
+                raise ValueError(
+                    f"option {column}Schema: field {f['name']!r} has no default and the "
+                    f"{column} column has no such field"
+                )
     return ColumnFormat(column, kind, spark_type, writer, reader_text, schema_id)
 
 

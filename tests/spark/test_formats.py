@@ -22,6 +22,7 @@ from spool.spark.ddl import parse_ddl
 from spool.spark.formats import parse_column_format
 from spool.spark.options import parse_options
 from spool.spark.schema import ddl as kafka_ddl
+from spool.spark.source import SpoolDataSource
 from tests.spark.conftest import consume_all, create_topic, produce
 
 GOOD = (
@@ -319,6 +320,18 @@ def test_invalid_options_are_refused_naming_the_option(spark, broker):
     for extra, message in cases:
         with pytest.raises(ValueError, match=message):
             parse_options({**base, **extra}, for_read=True)
+    # writing: checked against the DataFrame's columns before any task runs
+    write = {"kafka.bootstrap.servers": broker.bootstrap, "topic": "x"}
+    for schema, extra, message in [
+        ("value string", {"valueFormat": "json"}, "option valueFormat=json writes a struct value"),
+        (
+            "value struct<id: string>",
+            {"valueFormat": "avro", "valueSchema": json.dumps(AVRO_SCHEMA)},
+            "option valueSchema: field 'kind' has no default",
+        ),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            SpoolDataSource({**write, **extra}).writer(parse_ddl(schema), False)
 
 
 def test_ddl_and_avro_mapping_without_spark():
