@@ -60,6 +60,8 @@ Buffer = bytes | bytearray | memoryview
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _TS_TYPE = pa.timestamp("us", tz="UTC")
+CHUNK = 8192  # records decoded together: their bytes stay in the CPU cache
+GROUP_BYTES = 8 << 20  # decompressed bytes decoded together (one joined buffer)
 _CONTROL_TYPE = struct.Struct(">hh")
 
 
@@ -90,6 +92,8 @@ class RecordsDecoder:
             self._add_aborted(aborted)
         buf = records if isinstance(records, bytes) else memoryview(records).cast("B")
         blocks: list[tuple[bytes | None, int, int, BatchHeader]] = []
+        groups: list[tuple] = []
+        inflated = 0  # bytes of decompressed blocks waiting in ``blocks``
         next_offset = start
         for pos, h in _iter_whole_batches(buf):
             next_offset = max(next_offset, h.base_offset + h.last_offset_delta + 1)
@@ -103,13 +107,21 @@ class RecordsDecoder:
             if h.attributes & CODEC_MASK:
                 block = decompress(h.attributes & CODEC_MASK, memoryview(buf)[lo:hi])
                 blocks.append((block, 0, len(block), h))
+                inflated += len(block)
+                if inflated >= GROUP_BYTES:  # bound the memory (and stay in the cache)
+                    groups.append(_decode(buf, blocks, start, end, self.include_headers))
+                    blocks, inflated = [], 0
             else:
                 blocks.append((None, lo, hi, h))
-        if not blocks:
+        if blocks:
+            groups.append(_decode(buf, blocks, start, end, self.include_headers))
+        groups = [g for g in groups if g is not None]
+        if not groups:
             return None, next_offset
-        cols = _decode(buf, blocks, start, end, self.include_headers)
-        if cols is None:
-            return None, next_offset
+        cols = groups[0] if len(groups) == 1 else [
+            np.concatenate(col) if isinstance(col[0], np.ndarray) else pa.concat_arrays(col)
+            for col in zip(*groups, strict=True)
+        ]
         key, value, offsets, timestamps, types, *headers = cols
         n = len(offsets)
         arrays = [
@@ -213,38 +225,32 @@ def _decode(
             at += len(piece)
         data = b"".join(pieces)
     u8 = np.frombuffer(data, np.uint8)
+    u16 = _u16(u8)
+    # Walk and decode ~CHUNK records at a time: the field passes then find their bytes
+    # in the CPU cache the walk just filled (2-3x fewer cycles than whole responses).
+    parts: list[tuple[np.ndarray, ...]] = []
     runs: list[np.ndarray] = []
-    for lo, hi, h in spans:
-        _walk(data, u8, lo, hi, h.records_count, runs)
-    rec_start = np.concatenate(runs) if len(runs) > 1 else runs[0]
-    n = len(rec_start)
+    ends: list[tuple[int, int]] = []  # (records so far, block end) per batch
+    walked = 0
+    for i, (lo, hi, h) in enumerate(spans):
+        _walk(data, u8, u16, lo, hi, h.records_count, runs)
+        walked += h.records_count
+        ends.append((walked, hi))
+        if walked >= CHUNK or i == len(spans) - 1:
+            rec_start = np.concatenate(runs) if len(runs) > 1 else runs[0]
+            rec_end = np.empty(walked, np.int64)
+            rec_end[:-1] = rec_start[1:]
+            rec_end[[k - 1 for k, _ in ends]] = [e for _, e in ends]
+            for at in range(0, walked, CHUNK):
+                parts.append(
+                    _fields(u8, u16, rec_start[at : at + CHUNK], rec_end[at : at + CHUNK])
+                )
+            runs, ends, walked = [], [], 0
+    ts_delta, offset_delta, key_pos, key_len, value_pos, value_len, p, header_count, rec_end = (
+        np.concatenate(col) if len(parts) > 1 else col[0] for col in zip(*parts, strict=True)
+    )
     counts = np.array([h.records_count for _, _, h in spans], np.int64)
     last = np.cumsum(counts) - 1
-    rec_end = np.empty(n, np.int64)
-    rec_end[:-1] = rec_start[1:]
-    rec_end[last] = [hi for _, hi, _ in spans]
-
-    p = rec_start + _varint_size(u8, rec_start) + 1  # length, attributes
-    ts_delta, size = _varint(u8, p, 10)
-    p += size
-    offset_delta, size = _varint(u8, p, 5)
-    p += size
-    key_len, size = _varint(u8, p, 5)
-    key_pos = p + size
-    p = key_pos + np.maximum(key_len, 0)
-    value_len, size = _varint(u8, p, 5)
-    value_pos = p + size
-    p = value_pos + np.maximum(value_len, 0)
-    header_count, size = _varint(u8, p, 5)
-    p += size
-    if (
-        (key_len < -1).any()
-        or (value_len < -1).any()
-        or (header_count < 0).any()
-        or (p > rec_end).any()
-        or ((header_count == 0) & (p != rec_end)).any()
-    ):
-        raise _corrupt("a record's fields do not match its length")
 
     offsets = np.repeat(np.array([h.base_offset for _, _, h in spans], np.int64), counts)
     offsets += offset_delta
@@ -274,6 +280,33 @@ def _decode(
     if include_headers:
         cols.append(_headers(data, data_buf, p, header_count, rec_end))
     return tuple(cols)
+
+
+def _fields(
+    u8: np.ndarray, u16: np.ndarray, rec_start: np.ndarray, rec_end: np.ndarray
+) -> tuple[np.ndarray, ...]:
+    """Every field of the records at ``rec_start`` (each ending at ``rec_end``)."""
+    p = rec_start + _varint(u8, u16, rec_start, 5)[1] + 1  # length, attributes
+    ts_delta, size = _varint(u8, u16, p, 10)
+    p += size
+    offset_delta, size = _varint(u8, u16, p, 5)
+    p += size
+    key_len, size = _varint(u8, u16, p, 5)
+    key_pos = p + size
+    p = key_pos + np.maximum(key_len, 0)
+    value_len, size = _varint(u8, u16, p, 5)
+    value_pos = p + size
+    p = value_pos + np.maximum(value_len, 0)
+    header_count, size = _varint(u8, u16, p, 5)
+    p += size
+    if (
+        min(key_len.min(), value_len.min()) < -1
+        or header_count.min() < 0
+        or (p > rec_end).any()
+        or ((header_count == 0) & (p != rec_end)).any()
+    ):
+        raise _corrupt("a record's fields do not match its length")
+    return ts_delta, offset_delta, key_pos, key_len, value_pos, value_len, p, header_count, rec_end
 
 
 def _corrupt(message: str) -> KafkaError:
@@ -323,48 +356,84 @@ def _binary(data: pa.Buffer, pos: np.ndarray, length: np.ndarray) -> pa.Array:
     return spans.take(pa.array(index, mask=nulls) if any_null else pa.array(index))
 
 
-def _varint_size(u8: np.ndarray, pos: np.ndarray) -> np.ndarray | int:
-    """Bytes of the varints at ``pos`` (already known to be well formed)."""
-    b = u8.take(pos, mode="clip")
-    more = b >= 0x80
-    if not more.any():
-        return 1
-    size = 1 + more.astype(np.int64)
-    idx = np.flatnonzero(more)
-    k = 1
-    while len(idx):
-        k += 1
-        more = u8.take(pos[idx] + (k - 1), mode="clip") >= 0x80
-        idx = idx[more]
-        size[idx] += 1
-    return size
+def _lookup_tables() -> tuple[np.ndarray, np.ndarray]:
+    """Value and size of the varint starting with each 16-bit little-endian word.
+
+    Size 0 marks a varint of 3 bytes or more (decoded the slow way).
+    """
+    w = np.arange(1 << 16, dtype=np.int64)
+    b0, b1 = w & 0xFF, w >> 8
+    one = b0 < 0x80
+    two = ~one & (b1 < 0x80)
+    z = np.where(one, b0, (b0 & 0x7F) | (b1 << 7))
+    value = np.where(one | two, (z >> 1) ^ -(z & 1), 0)
+    size = np.where(one, 1, np.where(two, 2, 0)).astype(np.int8)
+    return value, size
 
 
-def _varint(u8: np.ndarray, pos: np.ndarray, max_bytes: int) -> tuple[np.ndarray, np.ndarray | int]:
-    """Zigzag varints at ``pos``: (values as int64, their sizes in bytes)."""
+_VALUE16, _SIZE16 = _lookup_tables()
+
+
+def _varint(
+    u8: np.ndarray, u16: np.ndarray, pos: np.ndarray, max_bytes: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Zigzag varints at ``pos`` (increasing): (values as int64, sizes in bytes).
+
+    One 16-bit load per varint and two table look-ups; varints of 3 bytes or more
+    (rare: records of 8 KiB, timestamp deltas of 8 s) are decoded apart.
+    """
+    try:
+        if len(pos) and pos[-1] >= len(u16):  # a varint in the last byte: no 16-bit load
+            w = np.empty(len(pos), np.uint16)
+            w[:-1] = u16[pos[:-1]]
+            w[-1] = u8[pos[-1]] if pos[-1] < len(u8) else 0x80
+        else:
+            w = u16[pos]  # (take() would copy the whole strided view first)
+    except IndexError:
+        raise _corrupt("record fields run past the records") from None
+    value = _VALUE16.take(w)
+    size = _SIZE16.take(w)
+    if len(size) and size.min() == 0:
+        idx = np.flatnonzero(size == 0)
+        value[idx], size[idx] = _varint_any(u8, pos[idx], max_bytes)
+    return value, size
+
+
+def _varint_any(
+    u8: np.ndarray, pos: np.ndarray, max_bytes: int
+) -> tuple[np.ndarray, np.ndarray | int]:
+    """Zigzag varints of any size at ``pos``: (values as int64, sizes in bytes).
+
+    The second byte is read for all records at once (common: value lengths from 64);
+    later bytes only for the records that still continue.
+    """
     b = u8.take(pos, mode="clip")
     more = b >= 0x80
     if not more.any():
         z = b.astype(np.int64)
         return (z >> 1) ^ -(z & 1), 1
-    z = (b & 0x7F).astype(np.uint64)
-    size = np.ones(len(pos), np.int64)
-    idx = np.flatnonzero(more)
-    at = pos[idx]
-    shift = np.uint64(7)
-    for _ in range(1, max_bytes):
-        at = at + 1
-        b = u8.take(at, mode="clip")
-        z[idx] |= (b & 0x7F).astype(np.uint64) << shift
-        size[idx] += 1
-        more = b >= 0x80
-        if not more.any():
-            break
-        idx, at = idx[more], at[more]
-        shift += np.uint64(7)
-    else:
-        raise _corrupt(f"varint longer than {max_bytes} bytes")
-    return (z >> np.uint64(1)).astype(np.int64) ^ -(z & np.uint64(1)).astype(np.int64), size
+    z = (b & 0x7F).astype(np.int64)
+    b = u8.take(pos + 1, mode="clip")
+    z |= (b & 0x7F).astype(np.int64) << 7 & -more.view(np.int8).astype(np.int64)
+    size = 1 + more.view(np.int8).astype(np.int64)
+    more &= b >= 0x80
+    if more.any():
+        idx = np.flatnonzero(more)
+        at = pos[idx] + 1
+        shift = 14
+        for _ in range(2, max_bytes):
+            at = at + 1
+            b = u8.take(at, mode="clip")
+            z[idx] |= (b & 0x7F).astype(np.int64) << shift
+            size[idx] += 1
+            more = b >= 0x80
+            if not more.any():
+                break
+            idx, at = idx[more], at[more]
+            shift += 7
+        else:
+            raise _corrupt(f"varint longer than {max_bytes} bytes")
+    return (z.view(np.uint64) >> np.uint64(1)).view(np.int64) ^ -(z & 1), size
 
 
 # ---------------------------------------------------------------------------------------
@@ -376,10 +445,14 @@ def _varint(u8: np.ndarray, pos: np.ndarray, max_bytes: int) -> tuple[np.ndarray
 _PYTHON_STEPS = 32  # records walked in Python after a short run before trying runs again
 
 
-def _walk(data: Buffer, u8: np.ndarray, pos: int, end: int, count: int,
+def _u16(u8: np.ndarray) -> np.ndarray:
+    """The little-endian 16-bit word at every byte position (a strided view, no copy)."""
+    return np.ndarray((max(len(u8) - 1, 0),), "<u2", u8, 0, (1,))
+
+
+def _walk(data: Buffer, u8: np.ndarray, u16: np.ndarray, pos: int, end: int, count: int,
           out: list[np.ndarray]) -> None:
     """Append the starts of the ``count`` records in ``data[pos:end]``; they must fill it."""
-    u16 = np.ndarray((max(len(u8) - 1, 0),), "<u2", u8, 0, (1,))
     done = 0
     python_steps = 0
     singles: list[int] = []

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from spool.protocol.errors import Errors, KafkaError
 from spool.records import BatchBuilder, build_control_batch, patch_log_append_time
+from spool.spark import arrow_records
 from spool.spark.arrow_records import RecordsDecoder
 from spool.spark.schema import arrow_schema
 
@@ -294,4 +295,25 @@ def test_runs_of_equal_records_then_longer_ones() -> None:
     assert batch.column("key").null_count == 3
     assert batch.column("timestamp").cast(pa.int64()).to_pylist() == [
         (10 + i % 2) * 1000 for i in range(300)
+    ]
+
+
+def test_compressed_responses_decode_in_groups(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inflated blocks are decoded a few at a time (bounded memory), joined into one batch."""
+    raws, values = [], []
+    for i in range(6):
+        b = BatchBuilder(i * 10, compression=3 if i % 3 else 0)
+        for j in range(10):
+            values.append(b"%d-%d" % (i, j) * 20)
+            b.append(None if j == 3 else b"k%d" % j, values[-1], timestamp=j,
+                     headers=[("h", b"%d" % j)])
+        raws.append(b.build())
+    monkeypatch.setattr(arrow_records, "GROUP_BYTES", 500)
+    batch, nxt = RecordsDecoder(TOPIC, PARTITION, True, False).feed(b"".join(raws), None, 5, 57)
+    assert nxt == 60
+    assert batch.column("offset").to_pylist() == list(range(5, 57))
+    assert batch.column("value").to_pylist() == values[5:57]
+    assert batch.column("key").null_count == 5
+    assert batch.column("headers").to_pylist()[:2] == [
+        [{"key": "h", "value": b"5"}], [{"key": "h", "value": b"6"}]
     ]
