@@ -62,13 +62,9 @@ from spool.protocol._generated import (
 )
 from spool.protocol.errors import error_name
 from spool.security.client_config import KNOWN_KEYS, ClientSecurity
+from spool.spark.arrow_records import RecordsDecoder
 from spool.spark.connection import Connection, ConnectionLost
 from spool.spark.options import EARLIEST, SpoolOptions
-
-try:  # helper A's column-wise decoder; the slow stand-in below until it lands
-    from spool.spark.arrow_records import RecordsDecoder
-except ImportError:  # pragma: no cover
-    RecordsDecoder = None  # type: ignore[assignment,misc]
 
 FETCH_VERSION = 12
 METADATA_VERSION = 12
@@ -412,78 +408,6 @@ def _read(link: _Link, opts: SpoolOptions, topic: str, partition: int, start: in
             return
 
 
-def _decoder(topic: str, partition: int, opts: SpoolOptions) -> Any:
-    read_committed = opts.isolation_level == "read_committed"
-    if RecordsDecoder is not None:
-        return RecordsDecoder(topic, partition, opts.include_headers, read_committed)
-    return _SlowDecoder(topic, partition, opts.include_headers, read_committed)
-
-
-class _SlowDecoder:
-    """A stand-in for RecordsDecoder (same contract) on spool.records, record by record."""
-
-    def __init__(self, topic: str, partition: int, include_headers: bool,
-                 read_committed: bool) -> None:
-        self.topic = topic
-        self.partition = partition
-        self.include_headers = include_headers
-        self.read_committed = read_committed
-        self.aborted_producers: set[int] = set()
-
-    def feed(self, records: Any, aborted: list[tuple[int, int]] | None, start: int,
-             end: int) -> tuple[pa.RecordBatch | None, int]:
-        from spool.records import decompress, iter_batches
-        from spool.records.record import ControlRecord, decode_records
-        from spool.spark.schema import HEADER_TYPE, arrow_schema
-
-        queue = sorted(aborted or [], key=lambda a: a[1])
-        nxt = start
-        keys: list = []
-        values: list = []
-        offsets: list = []
-        stamps: list = []
-        kinds: list = []
-        headers: list = []
-        buf = memoryview(records or b"")
-        for pos, h in iter_batches(buf):
-            nxt = max(nxt, h.next_offset)
-            if self.read_committed:
-                while queue and queue[0][1] <= h.last_offset:
-                    self.aborted_producers.add(queue.pop(0)[0])
-            block = buf[pos + _HEADER_SIZE: pos + h.size]
-            if h.is_control:
-                if self.read_committed and h.records_count:
-                    rec = next(decode_records(h, decompress(h.compression, block)))
-                    if ControlRecord.decode(rec.key, rec.value).is_abort:
-                        self.aborted_producers.discard(h.producer_id)
-                continue
-            if (self.read_committed and h.is_transactional
-                    and h.producer_id in self.aborted_producers):
-                continue
-            if h.next_offset <= start or h.base_offset >= end or not h.records_count:
-                continue
-            kind = 1 if h.is_log_append_time else 0
-            for r in decode_records(h, decompress(h.compression, block)):
-                if start <= r.offset < end:
-                    keys.append(r.key)
-                    values.append(r.value)
-                    offsets.append(r.offset)
-                    stamps.append(r.timestamp * 1000)
-                    kinds.append(kind)
-                    if self.include_headers:
-                        headers.append([{"key": k, "value": v} for k, v in r.headers])
-        if not offsets:
-            return None, nxt
-        n = len(offsets)
-        cols = [
-            pa.array(keys, pa.binary()),
-            pa.array(values, pa.binary()),
-            pa.repeat(pa.scalar(self.topic, pa.string()), n),
-            pa.repeat(pa.scalar(self.partition, pa.int32()), n),
-            pa.array(offsets, pa.int64()),
-            pa.array(stamps, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
-            pa.array(kinds, pa.int32()),
-        ]
-        if self.include_headers:
-            cols.append(pa.array(headers, HEADER_TYPE))
-        return pa.RecordBatch.from_arrays(cols, schema=arrow_schema(self.include_headers)), nxt
+def _decoder(topic: str, partition: int, opts: SpoolOptions) -> RecordsDecoder:
+    return RecordsDecoder(topic, partition, opts.include_headers,
+                          opts.isolation_level == "read_committed")
