@@ -29,6 +29,13 @@ so nothing is left behind. ``driver_env()`` is what a driver process needs
 ``apps()``, ``executor_dirs(app_id)``, ``events(app_id)`` and
 ``tasks_by_worker(app_id)`` answer what ran where.
 
+``jvm_options`` (e.g. ``-XX:TieredStopAtLevel=1 -XX:+UseSerialGC``, what the tests use:
+short-lived JVMs on few cores spend less on JIT and GC threads) go to every JVM: the
+daemons through ``SPARK_DAEMON_JAVA_OPTS``, drivers and executors through
+``spark.{driver,executor}.defaultJavaOptions`` (in ``conf/spark-defaults.conf`` and the
+Connect server's settings), which Spark puts before an application's own
+``extraJavaOptions``.
+
 The Connect server uses dynamic allocation (executors given back after a few
 idle seconds): with 1-core workers a server holding its executors for its
 whole life would starve every other application of cores.
@@ -138,6 +145,7 @@ class StandaloneCluster:
     daemon_memory: str = "256m"
     connect_driver_memory: str = "640m"
     python: str = sys.executable
+    jvm_options: str = ""  # for every JVM of the cluster and its applications (see start())
     master_port: int = 0
     webui_port: int = 0
     connect_port: int = 0
@@ -186,6 +194,7 @@ class StandaloneCluster:
         defaults = {
             "spark.executor.memory": self.executor_memory,
             **self._event_log_confs(),
+            **self._jvm_confs(),
             "spark.driver.host": "127.0.0.1",
             "spark.driver.bindAddress": "127.0.0.1",
             "spark.pyspark.python": self.python,
@@ -200,6 +209,14 @@ class StandaloneCluster:
     def _event_log_confs(self) -> dict[str, str]:
         return {"spark.eventLog.enabled": "true", "spark.eventLog.dir": f"file:{self.event_dir}",
                 "spark.eventLog.compress": "false", "spark.eventLog.rolling.enabled": "false"}
+
+    def _jvm_confs(self) -> dict[str, str]:
+        """``jvm_options`` for drivers and executors: the ``defaultJavaOptions`` that Spark puts
+        before an application's own ``extraJavaOptions``."""
+        if not self.jvm_options:
+            return {}
+        return {"spark.driver.defaultJavaOptions": self.jvm_options,
+                "spark.executor.defaultJavaOptions": self.jvm_options}
 
     def _env(self, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in _UNSET}
@@ -216,6 +233,8 @@ class StandaloneCluster:
             PYSPARK_DRIVER_PYTHON=self.python,
             TMPDIR=str(self.local_dir),
         )
+        if self.jvm_options:  # the master's, workers' and Connect server's own JVMs
+            env["SPARK_DAEMON_JAVA_OPTS"] = self.jvm_options
         env.update(extra)
         return env
 
@@ -285,6 +304,7 @@ class StandaloneCluster:
             "spark.executor.memory": self.executor_memory,
             "spark.sql.shuffle.partitions": "2",
             **self._event_log_confs(),
+            **self._jvm_confs(),
             "spark.driver.extraJavaOptions": f"-Djava.io.tmpdir={self.local_dir}",
             # Give the cores back when idle: other applications share these workers.
             "spark.dynamicAllocation.enabled": "true",

@@ -46,6 +46,10 @@ def spark(tmp_path_factory):
     session.stop()
 
 
+# Short-lived JVMs on a shared 2-core machine: no C2 compiler, one GC thread.
+JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
 class SparkClusterHandle:
     """What tests see of the session's standalone cluster (see the module docstring).
 
@@ -116,7 +120,8 @@ def pytest_runtest_makereport(item, call):
 @pytest.fixture(scope="session")
 def spark_cluster(tmp_path_factory):
     cluster = StandaloneCluster(tmp_path_factory.mktemp("spark-cluster"), workers=2,
-                                worker_cores=1, worker_memory="1g", executor_memory="640m")
+                                worker_cores=1, worker_memory="1g", executor_memory="640m",
+                                jvm_options=JVM_OPTIONS)
     handle = SparkClusterHandle(cluster)
     try:
         yield handle

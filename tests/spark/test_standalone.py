@@ -27,6 +27,9 @@ import pytest
 from tests.spark.conftest import consume_all, produce
 from tests.spark.drivers import kill_tree, start_driver
 
+# Two clusters to start and a Spark driver per test: the project-wide 300 s per test is
+# exceeded on a machine shared by several Spark runs.
+pytestmark = pytest.mark.timeout(600)
 T0 = 1_800_000_000_000  # a minute boundary (ms)
 CONNECT_APP = "Spark Connect server"
 
@@ -37,9 +40,10 @@ def run_driver(module: str, args: list[str], log: Path, env: dict[str, str],
     try:
         rc = proc.wait(timeout)
     except subprocess.TimeoutExpired:
-        kill_tree(proc)
         raise AssertionError(f"{module} still running after {timeout} s:\n"
                              f"{log.read_text()[-4000:]}") from None
+    finally:
+        kill_tree(proc)  # (its own process group: pytest's timeout would leave it running)
     out = log.read_text()
     assert rc == 0, f"{module} exited {rc}:\n{out[-4000:]}"
     return out
