@@ -8,7 +8,11 @@ array or map with one such element -> null); a string field given other
 JSON -> that JSON's text; binary fields are base64; field names match
 case-sensitively, unknown fields are ignored; the first JSON value of a text
 is read; single-quoted strings are accepted (Spark's allowSingleQuotes);
-integer timestamps are seconds; zone-less timestamps are UTC.
+integer timestamps are seconds; zone-less timestamps are UTC; a
+timestamp_ntz with a zone offset is null. Timestamps and dates are ISO 8601
+as pyarrow and Python's ``fromisoformat`` read them: Spark's own parser differs
+in corners (it refuses minutes without seconds, accepts ``2024-2-3`` dates and
+more than 6 fractional digits).
 
 Vectorized: the values are joined with newlines and parsed by
 ``pyarrow.json`` with the schema (dates read as strings, then cast); a block
@@ -69,8 +73,8 @@ def _json_wire_type(t: DataType) -> pa.DataType | None:
     """The type pyarrow.json reads ``t`` as (cast to ``arrow_type`` after), None if it cannot."""
     if isinstance(t, BinaryType | MapType):
         return None
-    if isinstance(t, DateType):
-        return pa.string()
+    if isinstance(t, DateType | TimestampNTZType):  # read as text, then cast: the cast to
+        return pa.string()  # timestamp_ntz refuses a zone offset, as Spark does
     if isinstance(t, ArrayType):
         inner = _json_wire_type(t.elementType)
         return None if inner is None else pa.list_(inner)
@@ -104,7 +108,9 @@ def _parse_timestamp(text: str, aware: bool) -> dt.datetime:
         text = text[:-1] + "+00:00"
     value = dt.datetime.fromisoformat(text)
     if not aware:
-        return value.replace(tzinfo=None)
+        if value.tzinfo is not None:
+            raise ValueError("timestamp_ntz with a zone offset")  # null, as in Spark
+        return value
     if value.tzinfo is None:
         value = value.replace(tzinfo=dt.UTC)
     return value.astimezone(dt.UTC)
