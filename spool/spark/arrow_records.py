@@ -82,7 +82,7 @@ class RecordsDecoder:
 
     def feed(
         self,
-        records: Buffer,
+        records: Buffer | None,
         aborted: list[tuple[int, int]] | None,
         start: int,
         end: int,
@@ -90,6 +90,8 @@ class RecordsDecoder:
         """Decode one FetchResponse partition's ``records``; see the module contract."""
         if self.read_committed and aborted:
             self._add_aborted(aborted)
+        if records is None:  # a partition with an error has no records
+            return None, start
         buf = records if isinstance(records, bytes) else memoryview(records).cast("B")
         blocks: list[tuple[bytes | None, int, int, BatchHeader]] = []
         groups: list[tuple] = []
@@ -443,6 +445,7 @@ def _varint_any(
 # varints at pos + r, pos + 2r, ... have the same bytes, those records all have size r.
 
 _PYTHON_STEPS = 32  # records walked in Python after a short run before trying runs again
+_PROBE = 64  # records of a run compared at first
 
 
 def _u16(u8: np.ndarray) -> np.ndarray:
@@ -455,6 +458,8 @@ def _walk(data: Buffer, u8: np.ndarray, u16: np.ndarray, pos: int, end: int, cou
     """Append the starts of the ``count`` records in ``data[pos:end]``; they must fill it."""
     done = 0
     python_steps = 0
+    probe = _PROBE  # records compared at once; doubles while runs go on
+    backoff = _PYTHON_STEPS  # records walked in Python after a short run; doubles
     singles: list[int] = []
     try:
         while done < count:
@@ -479,7 +484,7 @@ def _walk(data: Buffer, u8: np.ndarray, u16: np.ndarray, pos: int, end: int, cou
             if length & 1:
                 raise _corrupt("negative record length")
             r += length >> 1
-            k = min(count - done, (end - pos) // r)
+            k = min(count - done, (end - pos) // r, probe)
             if k < 4:
                 python_steps = max(1, k)
                 continue
@@ -491,8 +496,12 @@ def _walk(data: Buffer, u8: np.ndarray, u16: np.ndarray, pos: int, end: int, cou
             out.append(np.arange(pos, pos + r * m, r, dtype=np.int64))
             pos += r * m
             done += m
-            if m < 8:
-                python_steps = _PYTHON_STEPS
+            probe = min(probe * 2, 1 << 16) if m == k else _PROBE
+            if m < 8:  # sizes vary: walk in Python, try runs again less and less often
+                python_steps = backoff
+                backoff = min(backoff * 2, 1024)
+            else:
+                backoff = _PYTHON_STEPS
     except IndexError:
         raise _corrupt("record is truncated") from None
     if singles:
