@@ -28,6 +28,15 @@ clears its producer; a transactional data batch of a marked producer is
 dropped whole. The marked producers and the transactions not reached yet
 carry across ``feed`` calls. With read_uncommitted ``aborted`` is ignored.
 
+How (per response): batches are chosen in Python from their headers; the
+records blocks (the response itself when nothing is compressed, else the
+inflated blocks joined, 8 MiB at a time) are walked for record starts
+(``spool.spark.record_walk``: the only per-record Python, skipped for runs
+of equal-size records); every field is then decoded with numpy, 8192
+records at a time while their bytes are in the CPU cache; keys and values
+are copied by Arrow (``take`` over one binary array whose elements are the
+spans and the gaps between them), with no Python object per record.
+
 Errors: malformed batches or records raise ``KafkaError`` (CORRUPT_MESSAGE;
 a magic other than 2 is UNSUPPORTED_FOR_MESSAGE_FORMAT). Not thread-safe:
 one decoder per partition read.
@@ -53,7 +62,8 @@ from spool.records.batch import (
 )
 from spool.records.compression import decompress
 from spool.records.record import CONTROL_ABORT, decode_records
-from spool.records.varint import read_uvarint, read_varint
+from spool.records.varint import read_varint
+from spool.spark.record_walk import u16_view, varints, walk
 from spool.spark.schema import HEADER_TYPE, arrow_schema
 
 Buffer = bytes | bytearray | memoryview
@@ -199,7 +209,6 @@ def _is_abort_marker(buf: Buffer, pos: int, h: BatchHeader) -> bool:
     return _CONTROL_TYPE.unpack_from(first.key)[1] == CONTROL_ABORT
 
 
-# ---------------------------------------------------------------------------------------
 # Columns. ``data`` holds the records blocks of the batches to decode (the response
 # itself when none is compressed, else the blocks joined); every column is computed
 # with numpy over all records at once, from the positions the walk found.
@@ -227,7 +236,7 @@ def _decode(
             at += len(piece)
         data = b"".join(pieces)
     u8 = np.frombuffer(data, np.uint8)
-    u16 = _u16(u8)
+    u16 = u16_view(u8)
     # Walk and decode ~CHUNK records at a time: the field passes then find their bytes
     # in the CPU cache the walk just filled (2-3x fewer cycles than whole responses).
     parts: list[tuple[np.ndarray, ...]] = []
@@ -235,7 +244,7 @@ def _decode(
     ends: list[tuple[int, int]] = []  # (records so far, block end) per batch
     walked = 0
     for i, (lo, hi, h) in enumerate(spans):
-        _walk(data, u8, u16, lo, hi, h.records_count, runs)
+        walk(data, u8, u16, lo, hi, h.records_count, runs)
         walked += h.records_count
         ends.append((walked, hi))
         if walked >= CHUNK or i == len(spans) - 1:
@@ -288,18 +297,18 @@ def _fields(
     u8: np.ndarray, u16: np.ndarray, rec_start: np.ndarray, rec_end: np.ndarray
 ) -> tuple[np.ndarray, ...]:
     """Every field of the records at ``rec_start`` (each ending at ``rec_end``)."""
-    p = rec_start + _varint(u8, u16, rec_start, 5)[1] + 1  # length, attributes
-    ts_delta, size = _varint(u8, u16, p, 10)
+    p = rec_start + varints(u8, u16, rec_start, 5)[1] + 1  # length, attributes
+    ts_delta, size = varints(u8, u16, p, 10)
     p += size
-    offset_delta, size = _varint(u8, u16, p, 5)
+    offset_delta, size = varints(u8, u16, p, 5)
     p += size
-    key_len, size = _varint(u8, u16, p, 5)
+    key_len, size = varints(u8, u16, p, 5)
     key_pos = p + size
     p = key_pos + np.maximum(key_len, 0)
-    value_len, size = _varint(u8, u16, p, 5)
+    value_len, size = varints(u8, u16, p, 5)
     value_pos = p + size
     p = value_pos + np.maximum(value_len, 0)
-    header_count, size = _varint(u8, u16, p, 5)
+    header_count, size = varints(u8, u16, p, 5)
     p += size
     if (
         min(key_len.min(), value_len.min()) < -1
@@ -358,180 +367,6 @@ def _binary(data: pa.Buffer, pos: np.ndarray, length: np.ndarray) -> pa.Array:
     return spans.take(pa.array(index, mask=nulls) if any_null else pa.array(index))
 
 
-def _lookup_tables() -> tuple[np.ndarray, np.ndarray]:
-    """Value and size of the varint starting with each 16-bit little-endian word.
-
-    Size 0 marks a varint of 3 bytes or more (decoded the slow way).
-    """
-    w = np.arange(1 << 16, dtype=np.int64)
-    b0, b1 = w & 0xFF, w >> 8
-    one = b0 < 0x80
-    two = ~one & (b1 < 0x80)
-    z = np.where(one, b0, (b0 & 0x7F) | (b1 << 7))
-    value = np.where(one | two, (z >> 1) ^ -(z & 1), 0)
-    size = np.where(one, 1, np.where(two, 2, 0)).astype(np.int8)
-    return value, size
-
-
-_VALUE16, _SIZE16 = _lookup_tables()
-
-
-def _varint(
-    u8: np.ndarray, u16: np.ndarray, pos: np.ndarray, max_bytes: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Zigzag varints at ``pos`` (increasing): (values as int64, sizes in bytes).
-
-    One 16-bit load per varint and two table look-ups; varints of 3 bytes or more
-    (rare: records of 8 KiB, timestamp deltas of 8 s) are decoded apart.
-    """
-    try:
-        if len(pos) and pos[-1] >= len(u16):  # a varint in the last byte: no 16-bit load
-            w = np.empty(len(pos), np.uint16)
-            w[:-1] = u16[pos[:-1]]
-            w[-1] = u8[pos[-1]] if pos[-1] < len(u8) else 0x80
-        else:
-            w = u16[pos]  # (take() would copy the whole strided view first)
-    except IndexError:
-        raise _corrupt("record fields run past the records") from None
-    value = _VALUE16.take(w)
-    size = _SIZE16.take(w)
-    if len(size) and size.min() == 0:
-        idx = np.flatnonzero(size == 0)
-        value[idx], size[idx] = _varint_any(u8, pos[idx], max_bytes)
-    return value, size
-
-
-def _varint_any(
-    u8: np.ndarray, pos: np.ndarray, max_bytes: int
-) -> tuple[np.ndarray, np.ndarray | int]:
-    """Zigzag varints of any size at ``pos``: (values as int64, sizes in bytes).
-
-    The second byte is read for all records at once (common: value lengths from 64);
-    later bytes only for the records that still continue.
-    """
-    b = u8.take(pos, mode="clip")
-    more = b >= 0x80
-    if not more.any():
-        z = b.astype(np.int64)
-        return (z >> 1) ^ -(z & 1), 1
-    z = (b & 0x7F).astype(np.int64)
-    b = u8.take(pos + 1, mode="clip")
-    z |= (b & 0x7F).astype(np.int64) << 7 & -more.view(np.int8).astype(np.int64)
-    size = 1 + more.view(np.int8).astype(np.int64)
-    more &= b >= 0x80
-    if more.any():
-        idx = np.flatnonzero(more)
-        at = pos[idx] + 1
-        shift = 14
-        for _ in range(2, max_bytes):
-            at = at + 1
-            b = u8.take(at, mode="clip")
-            z[idx] |= (b & 0x7F).astype(np.int64) << shift
-            size[idx] += 1
-            more = b >= 0x80
-            if not more.any():
-                break
-            idx, at = idx[more], at[more]
-            shift += 7
-        else:
-            raise _corrupt(f"varint longer than {max_bytes} bytes")
-    return (z.view(np.uint64) >> np.uint64(1)).view(np.int64) ^ -(z & 1), size
-
-
-# ---------------------------------------------------------------------------------------
-# The walk: the only per-record Python. A record's length varint gives the next record's
-# start. Runs of records of one size (the same length varint bytes) are checked with one
-# strided numpy comparison instead: if the record at ``pos`` has size r and the length
-# varints at pos + r, pos + 2r, ... have the same bytes, those records all have size r.
-
-_PYTHON_STEPS = 32  # records walked in Python after a short run before trying runs again
-_PROBE = 64  # records of a run compared at first
-
-
-def _u16(u8: np.ndarray) -> np.ndarray:
-    """The little-endian 16-bit word at every byte position (a strided view, no copy)."""
-    return np.ndarray((max(len(u8) - 1, 0),), "<u2", u8, 0, (1,))
-
-
-def _walk(data: Buffer, u8: np.ndarray, u16: np.ndarray, pos: int, end: int, count: int,
-          out: list[np.ndarray]) -> None:
-    """Append the starts of the ``count`` records in ``data[pos:end]``; they must fill it."""
-    done = 0
-    python_steps = 0
-    probe = _PROBE  # records compared at once; doubles while runs go on
-    backoff = _PYTHON_STEPS  # records walked in Python after a short run; doubles
-    singles: list[int] = []
-    try:
-        while done < count:
-            if python_steps:
-                k = min(python_steps, count - done)
-                pos = _walk_python(data, pos, k, singles)
-                done += k
-                python_steps = 0
-                continue
-            b0 = data[pos]
-            if b0 < 0x80:
-                length, view, word = b0, u8, b0
-                r = 1
-            else:
-                b1 = data[pos + 1]
-                if b1 >= 0x80:  # a record of 8 KiB or more: one step in Python
-                    pos = _walk_python(data, pos, 1, singles)
-                    done += 1
-                    continue
-                length, view, word = (b0 & 0x7F) | (b1 << 7), u16, b0 | (b1 << 8)
-                r = 2
-            if length & 1:
-                raise _corrupt("negative record length")
-            r += length >> 1
-            k = min(count - done, (end - pos) // r, probe)
-            if k < 4:
-                python_steps = max(1, k)
-                continue
-            same = view[pos : pos + r * k : r] == word
-            m = k if same.all() else int(same.argmin())
-            if singles:
-                out.append(np.array(singles, np.int64))
-                singles = []
-            out.append(np.arange(pos, pos + r * m, r, dtype=np.int64))
-            pos += r * m
-            done += m
-            probe = min(probe * 2, 1 << 16) if m == k else _PROBE
-            if m < 8:  # sizes vary: walk in Python, try runs again less and less often
-                python_steps = backoff
-                backoff = min(backoff * 2, 1024)
-            else:
-                backoff = _PYTHON_STEPS
-    except IndexError:
-        raise _corrupt("record is truncated") from None
-    if singles:
-        out.append(np.array(singles, np.int64))
-    if pos != end:
-        raise _corrupt(f"records end at {pos}, the batch at {end}")
-
-
-def _walk_python(data: Buffer, pos: int, count: int, out: list[int]) -> int:
-    append = out.append
-    for _ in range(count):
-        append(pos)
-        b = data[pos]
-        if b < 0x80:
-            n = b
-            pos += 1
-        else:
-            c = data[pos + 1]
-            if c < 0x80:
-                n = (b & 0x7F) | (c << 7)
-                pos += 2
-            else:
-                n, pos = read_uvarint(data, pos)
-        if n & 1:
-            raise _corrupt("negative record length")
-        pos += n >> 1
-    return pos
-
-
-# ---------------------------------------------------------------------------------------
 # Headers, only when asked: positions found in Python per header, arrays built as above.
 
 
