@@ -140,9 +140,9 @@ class Enricher(StatefulProcessor):
         waiting or later order can still need."""
         import pandas as pd
 
-        versions.sort()
+        versions.sort(key=lambda v: v[:3])  # (ts, partition, offset): oldest first
         out, waiting = [], []
-        for order in sorted(pending):
+        for order in sorted(pending, key=lambda o: o[:3]):
             if order[0] > watermark:
                 waiting.append(order)
                 continue

@@ -4,13 +4,16 @@ Each test runs an example pipeline as a driver process on ``spark_cluster``
 (a standalone master and two 1-core workers: the state lives in the
 executors' RocksDB instances, checkpointed under the query's checkpoint),
 reading from and writing to ``spool_cluster`` (three brokers, replication
-factor 3), with a small
-``--max-offsets-per-trigger`` (several micro-batches), kills its whole tree
-as soon as one task of its exactly-once sink has committed micro-batch 1
-(usually before the other task has and before Spark has written
-``commits/1``: the restart re-runs batch 1, whose committed task must be
-skipped and the other must write the same rows as before), then produces the closing records (far-future ticks that move both
-watermarks past everything) and restarts it on the same checkpoint with
+factor 3). The input ends with far-future ticks that move both watermarks
+past everything; ``--max-offsets-per-trigger`` (``PER_BATCH``) splits each
+topic in two micro-batches, the ticks in the second, so a run is: batch 0,
+batch 1 (the rest), batch 2 (no data: the watermark moved, the rest of the
+state is written out). The test kills the driver's whole tree as soon as
+one task of the exactly-once sink has committed micro-batch 1 (usually
+before the other task has and before Spark has written ``commits/1``: the
+restart re-runs batch 1 on the state of batch 0 restored from the
+checkpoint; the committed task must be skipped, the other must write the
+same rows as before) and restarts it on the same checkpoint with
 ``availableNow``. The output topic read with read_committed must then be
 exactly the records computed here from the input: none twice, none missing.
 """
@@ -26,7 +29,7 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from spool.spark.source import ensure_progress_topic
 from tests.spark.conftest import consume_all, produce
@@ -35,6 +38,8 @@ from tests.spark.drivers import kill_tree, start_driver
 T0 = 1_800_000_000_000  # ms, a minute boundary
 MINUTE = 60_000
 PROGRESS_TOPIC = "spool-spark-sink-progress"  # the sink's default progressTopic
+PER_BATCH = 64  # records of each topic per micro-batch: 65..128 make two
+END = T0 + 1440 * MINUTE  # the ticks' time
 RUN_TIMEOUT = 420.0  # one driver run; ~30 s on a quiet machine, 3-4 min seen at load 16-26
 
 pytestmark = pytest.mark.timeout(1200)  # two driver runs per test
@@ -60,9 +65,15 @@ def await_sink_commit(bootstrap: str, checkpoint: Path, batch: int, proc: subpro
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "test-joins", "log_level": 3,
                   "enable.auto.commit": False, "isolation.level": "read_committed"})
     try:
-        _, end = c.get_watermark_offsets(TopicPartition(PROGRESS_TOPIC, 0), timeout=30)
-        c.assign([TopicPartition(PROGRESS_TOPIC, 0, end)])
         deadline = time.monotonic() + timeout
+        while True:  # a topic just created may not have a leader everywhere yet
+            try:
+                _, end = c.get_watermark_offsets(TopicPartition(PROGRESS_TOPIC, 0), timeout=30)
+                break
+            except KafkaException as e:  # NOT_LEADER_FOR_PARTITION, LEADER_NOT_AVAILABLE
+                assert time.monotonic() < deadline, e
+                time.sleep(0.2)
+        c.assign([TopicPartition(PROGRESS_TOPIC, 0, end)])
         while True:
             assert proc.poll() is None, f"driver exited {proc.returncode}: {log.read_text()[-3000:]}"
             assert time.monotonic() < deadline, f"no commit of batch {batch}: {log.read_text()[-3000:]}"
@@ -75,20 +86,19 @@ def await_sink_commit(bootstrap: str, checkpoint: Path, batch: int, proc: subpro
         c.close()
 
 
-def crash_then_finish(module: str, args: list[str], tmp_path: Path, closing, env=None) -> str:
-    """Run ``module`` until its sink has committed part of micro-batch 1, kill -9 its tree, call
-    ``closing()`` (more input), run it again to the end with availableNow; its log."""
+def crash_then_finish(module: str, args: list[str], tmp_path: Path, env: dict) -> str:
+    """Run ``module`` until its sink has committed part of micro-batch 1, kill -9 its tree,
+    run it again to the end with availableNow; its log."""
     cp, log = tmp_path / "cp", tmp_path / "driver.log"
     bootstrap = args[args.index("--bootstrap-server") + 1]
     common = [*args, "--checkpoint", str(cp), "--scratch", str(tmp_path / "scratch"),
               "--delivery-guarantee", "exactly-once"]
-    proc = start_driver(module, [*common, "--trigger", "0", "--max-offsets-per-trigger", "40"],
-                        log, env)
+    proc = start_driver(module, [*common, "--trigger", "0",
+                                 "--max-offsets-per-trigger", str(PER_BATCH)], log, env)
     try:
         await_sink_commit(bootstrap, cp, 1, proc, log)
     finally:
         kill_tree(proc)
-    closing()
     proc = start_driver(module, [*common, "--trigger", "available-now"], log, env)
     try:
         assert proc.wait(RUN_TIMEOUT) == 0, log.read_text()[-3000:]
@@ -144,20 +154,20 @@ def test_orders_payments_left_outer_join_exactly_once_across_driver_kill(
     for t in (orders_t, payments_t, out_t):
         spool_cluster.create_topic(t, 2)
     orders, payments = orders_and_payments(random.Random(19), 100)
-    produce(bootstrap, orders_t, [record(o["id"], {"customer": o["customer"], "amount": o["amount"]},
-                                         o["ts"]) for o in orders])
-    produce(bootstrap, payments_t, [record(p["order"], {"payment_id": p["id"], "amount": p["amount"]},
-                                           p["ts"]) for p in payments])
-
-    def ticks() -> None:  # both watermarks past every order's time + 10 minutes
-        end = T0 + 1440 * MINUTE
-        produce(bootstrap, orders_t, [record("tick-order", {"customer": "-", "amount": 0}, end)])
-        produce(bootstrap, payments_t, [record("tick-payment", {"payment_id": "-", "amount": 0}, end)])
+    assert all(PER_BATCH < n + 1 <= 2 * PER_BATCH for n in (len(orders), len(payments)))
+    produce(bootstrap, orders_t, [
+        *(record(o["id"], {"customer": o["customer"], "amount": o["amount"]}, o["ts"])
+          for o in orders),
+        record("tick-order", {"customer": "-", "amount": 0}, END)])
+    produce(bootstrap, payments_t, [
+        *(record(p["order"], {"payment_id": p["id"], "amount": p["amount"]}, p["ts"])
+          for p in payments),
+        record("tick-payment", {"payment_id": "-", "amount": 0}, END)])
 
     log = crash_then_finish("examples.orders_payments", [
         "--bootstrap-server", bootstrap, "--orders", orders_t, "--payments", payments_t,
         "--sink", out_t, "--join", "left-outer", "--within", "10 minutes",
-        "--watermark", "5 minutes"], tmp_path, ticks, spark_cluster.env())
+        "--watermark", "5 minutes"], tmp_path, spark_cluster.env())
     assert "done: joined orders written to" in log
     want = expected_paid_orders(orders, payments, 10 * MINUTE)
     assert len(want) > len(orders)  # the data has joins, unpaid orders and split payments
@@ -168,12 +178,12 @@ def test_orders_payments_left_outer_join_exactly_once_across_driver_kill(
 
 
 def customer_changelog(rng: random.Random, customers: list[str], n: int) -> list[dict]:
-    """Updates and tombstones, in time order, at 17 s + k * 75 s (never an order's time)."""
+    """Updates and tombstones, in time order, at 17 s + k * 38 s (never an order's time)."""
     out = []
     for k in range(n):
         c = rng.choice(customers)
         profile = None if rng.random() < 0.2 else {"name": f"{c}-v{k}", "tier": rng.randrange(3)}
-        out.append({"customer": c, "profile": profile, "ts": T0 + 17_000 + k * 75_000})
+        out.append({"customer": c, "profile": profile, "ts": T0 + 17_000 + k * 38_000})
     return out
 
 
@@ -196,21 +206,21 @@ def test_enrich_orders_from_changelog_table_exactly_once_across_driver_kill(
     spool_cluster.create_topic(out_t, 2)
     rng = random.Random(20)
     customers = [f"c{i}" for i in range(5)]
-    changelog = customer_changelog(rng, customers, 40)  # 50 minutes of changes
+    changelog = customer_changelog(rng, customers, 80)  # 50 minutes of changes
     orders = [{"id": f"o{i}", "customer": rng.choice([*customers, "c-unknown"]),
                "amount": round(rng.uniform(1, 99), 2), "ts": T0 + i * 30_000} for i in range(100)]
-    produce(bootstrap, customers_t, [record(c["customer"], c["profile"], c["ts"]) for c in changelog])
-    produce(bootstrap, orders_t, [record(o["id"], {"customer": o["customer"], "amount": o["amount"]},
-                                         o["ts"]) for o in orders])
-
-    def ticks() -> None:  # both watermarks past every order
-        end = T0 + 1440 * MINUTE
-        produce(bootstrap, customers_t, [record("tick", {"name": "-"}, end)])
-        produce(bootstrap, orders_t, [record("tick", {"customer": "tick", "amount": 0}, end)])
+    assert all(PER_BATCH < n + 1 <= 2 * PER_BATCH for n in (len(orders), len(changelog)))
+    produce(bootstrap, customers_t, [
+        *(record(c["customer"], c["profile"], c["ts"]) for c in changelog),
+        record("tick", {"name": "-"}, END)])
+    produce(bootstrap, orders_t, [
+        *(record(o["id"], {"customer": o["customer"], "amount": o["amount"]}, o["ts"])
+          for o in orders),
+        record("tick", {"customer": "tick", "amount": 0}, END)])
 
     log = crash_then_finish("examples.enrich_orders", [
         "--bootstrap-server", bootstrap, "--orders", orders_t, "--customers", customers_t,
-        "--sink", out_t, "--watermark", "5 minutes"], tmp_path, ticks, spark_cluster.env())
+        "--sink", out_t, "--watermark", "5 minutes"], tmp_path, spark_cluster.env())
     assert "done: enriched orders written to" in log
     want = expected_enriched(orders, changelog)
     profiles = [json.loads(v)["profile"] for v in want]
