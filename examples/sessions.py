@@ -214,6 +214,10 @@ def main() -> None:
     p.add_argument("--max-offsets-per-trigger", type=int, default=None, metavar="N",
                    help="at most N records per micro-batch (default: no limit)")
     a = p.parse_args()
+    try:
+        interval_ms(a.gap)
+    except ValueError as e:
+        p.error(f"--gap: {e}")
     require_topics(PROG, a.bootstrap, a.source)
     spark = session("sessions", a.scratch, master=a.master, remote=a.remote)
     stop_requested = on_ctrl_c(PROG, graceful=True)  # from now on: stop between micro-batches
