@@ -334,10 +334,11 @@ class StandaloneCluster:
         self._save()
         return self.connect_url
 
-    def stop(self) -> None:
-        """Stop every process this cluster started (Connect server first), and reap them."""
+    def stop(self, grace: float = 15.0) -> None:
+        """Stop every process this cluster started: SIGTERM to every process group (Spark's
+        shutdown hooks run), SIGKILL to what is left after ``grace`` seconds; reap them."""
         order = sorted(self.groups, key=lambda n: (n != "connect", n == "master"))
-        _stop_groups([self.groups[n] for n in order])
+        _stop_groups([self.groups[n] for n in order], grace)
         for p in self._procs:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 p.wait(5)

@@ -76,7 +76,7 @@ class SparkClusterHandle:
 
     def stop(self) -> None:
         self._pool.shutdown(wait=True)
-        self.cluster.stop()
+        self.cluster.stop(grace=3)  # the session is over: 15 s of grace were used up
 
     def env(self, remote: bool = False) -> dict[str, str]:
         if remote:
@@ -145,6 +145,8 @@ def spool_cluster(tmp_path_factory):
         cluster.wait_formed()
         yield handle
     finally:
+        for node in cluster.nodes.values():  # the session is over: no graceful shutdown
+            node.kill()                       # (SIGTERM: ~20 s of controlled shutdowns)
         cluster.stop()
         if handle.failed:
             print(f"\n===== logs of the Spool cluster in {cluster.base_dir} =====\n"
