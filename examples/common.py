@@ -45,14 +45,21 @@ def parser(module: str, description: str, epilog: str | None = None) -> argparse
     return p
 
 
+def local_path(path: str) -> str:
+    """An option's directory made absolute: over Spark Connect (``--remote``) the server
+    resolves paths, so a relative checkpoint would land in the server's working directory."""
+    return os.path.abspath(path)
+
+
 def add_spark(p: argparse.ArgumentParser) -> None:
     """Where Spark runs: ``--master`` (local or a standalone ``spark://``) or ``--remote``."""
     p.add_argument("--master", default=os.environ.get("SPARK_MASTER", "local[2]"),
                    metavar="URL", help="Spark master: local[N] or spark://HOST:PORT of a "
                    "standalone cluster (environment SPARK_MASTER)")
     p.add_argument("--remote", default=os.environ.get("SPARK_REMOTE"), metavar="sc://HOST:PORT",
-                   help="run through a Spark Connect server instead of a driver in this "
-                   "process (environment SPARK_REMOTE; --master is then the server's)")
+                   help="run through a Spark Connect server (environment SPARK_REMOTE; "
+                   "--master is then the server's) (default: none: the driver runs in this "
+                   "process)")
 
 
 def add_bootstrap(p: argparse.ArgumentParser) -> None:

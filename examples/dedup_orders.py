@@ -28,6 +28,7 @@ from __future__ import annotations
 from examples.common import (
     delivery_guarantee,
     interrupted,
+    local_path,
     on_ctrl_c,
     parser,
     require_topics,
@@ -99,7 +100,7 @@ def main() -> None:
     p = parser("dedup_orders", __doc__.splitlines()[0])
     p.add_argument("--source", default="orders", help="topic of orders to read")
     p.add_argument("--sink", default="orders-deduped", help="topic the first copies go to")
-    p.add_argument("--checkpoint", default="./checkpoints/orders-deduped", metavar="DIR",
+    p.add_argument("--checkpoint", default="./checkpoints/orders-deduped", type=local_path, metavar="DIR",
                    help="the query's checkpoint: a re-run continues where this one stopped")
     p.add_argument("--within", default="10 minutes",
                    help="how much later (event time) a repeated order may come and still be "

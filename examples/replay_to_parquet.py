@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from examples.common import parser, require_topics, run, session
+from examples.common import local_path, parser, require_topics, run, session
 
 
 def replay(spark, bootstrap: str, topic: str, out: str, min_partitions: int | None = None) -> int:
@@ -40,7 +40,7 @@ PROG = "python -m examples.replay_to_parquet"
 def main() -> None:
     p = parser("replay_to_parquet", __doc__.splitlines()[0])
     p.add_argument("--topic", default="orders", help="the topic to replay")
-    p.add_argument("--out", default="./tables/orders", metavar="DIR",
+    p.add_argument("--out", default="./tables/orders", type=local_path, metavar="DIR",
                    help="the Parquet table (replaced if it exists)")
     p.add_argument("--min-partitions", type=int, default=None, metavar="N",
                    help="split the read into at least N Spark tasks (default: one per "

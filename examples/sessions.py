@@ -42,6 +42,7 @@ from collections.abc import Iterator
 from examples.common import (
     delivery_guarantee,
     interrupted,
+    local_path,
     on_ctrl_c,
     parser,
     require_topics,
@@ -198,7 +199,7 @@ def main() -> None:
     p = parser("sessions", __doc__.splitlines()[0])
     p.add_argument("--source", default="clicks", help="topic of user events (key = user)")
     p.add_argument("--sink", default="sessions", help="topic the closed sessions go to")
-    p.add_argument("--checkpoint", default="./checkpoints/sessions", metavar="DIR",
+    p.add_argument("--checkpoint", default="./checkpoints/sessions", type=local_path, metavar="DIR",
                    help="the query's checkpoint: a re-run continues where this one stopped")
     p.add_argument("--gap", default="1 minute",
                    help="inactivity (event time) that closes a user's session")

@@ -19,6 +19,7 @@ from __future__ import annotations
 from examples.common import (
     delivery_guarantee,
     interrupted,
+    local_path,
     on_ctrl_c,
     parser,
     progress_line,
@@ -111,7 +112,7 @@ def main() -> None:
     p = parser("windowed_aggregates", __doc__.splitlines()[0])
     p.add_argument("--source", default="orders", help="topic of orders to read")
     p.add_argument("--sink", default="order-totals", help="topic the window totals go to")
-    p.add_argument("--checkpoint", default="./checkpoints/order-totals", metavar="DIR",
+    p.add_argument("--checkpoint", default="./checkpoints/order-totals", type=local_path, metavar="DIR",
                    help="the query's checkpoint: a re-run continues where this one stopped")
     p.add_argument("--window", default="1 minute", help="event-time window length")
     p.add_argument("--watermark", default="1 minute",
