@@ -57,6 +57,7 @@ import json
 from examples.common import (
     delivery_guarantee,
     interrupted,
+    local_path,
     on_ctrl_c,
     parser,
     require_topics,
@@ -235,7 +236,7 @@ def main() -> None:
     p.add_argument("--customers", default="customers",
                    help="compacted topic of customer profiles (key = customer id)")
     p.add_argument("--sink", default="enriched-orders", help="topic the enriched orders go to")
-    p.add_argument("--checkpoint", default="./checkpoints/enriched-orders", metavar="DIR",
+    p.add_argument("--checkpoint", default="./checkpoints/enriched-orders", type=local_path, metavar="DIR",
                    help="the query's checkpoint (offsets, watermark, table and waiting "
                    "orders): a re-run continues where this one stopped")
     p.add_argument("--watermark", default="5 minutes",

@@ -43,6 +43,7 @@ from __future__ import annotations
 from examples.common import (
     delivery_guarantee,
     interrupted,
+    local_path,
     on_ctrl_c,
     parser,
     require_topics,
@@ -158,7 +159,7 @@ def main() -> None:
     p.add_argument("--payments", default="payments",
                    help="topic of payments (key = the order id paid)")
     p.add_argument("--sink", default="paid-orders", help="topic the joined records go to")
-    p.add_argument("--checkpoint", default="./checkpoints/paid-orders", metavar="DIR",
+    p.add_argument("--checkpoint", default="./checkpoints/paid-orders", type=local_path, metavar="DIR",
                    help="the query's checkpoint (offsets, watermark, join state): a re-run "
                    "continues where this one stopped")
     p.add_argument("--within", default="10 minutes",

@@ -101,7 +101,10 @@ class SpoolOptions:
 
     def base_conf(self) -> dict[str, Any]:
         """librdkafka settings shared by every client this connector opens."""
-        return {"bootstrap.servers": self.bootstrap, **self.client_conf}
+        # enable.metrics.push off: librdkafka's KIP-714 telemetry otherwise logs
+        # "Telemetry client instance id changed" on every short-lived client (every trigger).
+        return {"bootstrap.servers": self.bootstrap, "enable.metrics.push": False,
+                **self.client_conf}
 
 
 def _get(opts: Mapping[str, str], name: str) -> str | None:

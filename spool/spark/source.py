@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import time
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -53,18 +54,36 @@ from spool.spark.writer import SpoolAtLeastOnceStreamWriter, SpoolBatchWriter, S
 
 
 def ensure_progress_topic(bootstrap_conf: dict, topic: str) -> None:
+    """Create the exactly-once sink's compacted progress topic unless it exists, replicated
+    as Kafka replicates its own transaction log: on min(3, brokers) brokers with
+    min.insync.replicas=2 when there are 3 (so losing one broker loses no committed batch
+    id), and wait until its partition has a leader (a new topic has none for a moment)."""
     admin = AdminClient(bootstrap_conf)
-    if topic in admin.list_topics(timeout=30).topics:
-        return
-    futures = admin.create_topics(
-        [NewTopic(topic, num_partitions=1, replication_factor=1, config={"cleanup.policy": "compact"})]
-    )
-    for fut in futures.values():
-        try:
-            fut.result(30)
-        except Exception as exc:  # noqa: BLE001 - a concurrent creator is fine
-            if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                raise
+    md = admin.list_topics(timeout=30)
+    if topic not in md.topics:
+        replicas = min(3, len(md.brokers))
+        config = {"cleanup.policy": "compact"}
+        if replicas == 3:
+            config["min.insync.replicas"] = "2"
+        futures = admin.create_topics(
+            [NewTopic(topic, num_partitions=1, replication_factor=replicas, config=config)]
+        )
+        for fut in futures.values():
+            try:
+                fut.result(30)
+            except Exception as exc:  # noqa: BLE001 - a concurrent creator is fine
+                if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                    raise
+    deadline = time.monotonic() + 30
+    while True:
+        t = admin.list_topics(topic, timeout=30).topics.get(topic)
+        if t is not None and t.error is None and t.partitions and all(
+            p.leader >= 0 for p in t.partitions.values()
+        ):
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the progress topic {topic} has no leader after 30 s")
+        time.sleep(0.1)
 
 
 class FormattedBatchReader(SpoolBatchReader):
