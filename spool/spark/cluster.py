@@ -30,6 +30,8 @@ def consumer_conf(opts: SpoolOptions, **extra: Any) -> dict[str, Any]:
         "enable.auto.offset.store": False,
         "isolation.level": opts.isolation_level,
         "auto.offset.reset": "error",
+        # KIP-714 telemetry: librdkafka logs "Telemetry client instance id changed" per consumer
+        "enable.metrics.push": False,
         **extra,
     }
 
