@@ -27,7 +27,12 @@ How (Spool's own protocol code, no per-message objects):
   read into one buffer; ``records`` a memoryview of it), one per broker. The
   next Fetch (its offset read from the last complete batch header) is sent
   before the current response is decoded and yielded, so the broker answers
-  it meanwhile: one request ahead.
+  it meanwhile: one request ahead. Fetching and decoding run on a thread of
+  their own per read (``_overlapped``), up to ``QUEUE_DEPTH`` decoded batches
+  ahead of the task's thread, which hands them to Spark (Arrow IPC to the
+  JVM): socket reads, numpy and Arrow release the GIL, so the two overlap. A
+  fetch error is raised in the task; a read closed early stops the thread,
+  which closes its connections.
 - Decoding is ``spool.spark.arrow_records.RecordsDecoder`` (column-wise into
   Arrow; aborted transactions dropped under read_committed).
 - NOT_LEADER_OR_FOLLOWER, FENCED/UNKNOWN_LEADER_EPOCH, LEADER_NOT_AVAILABLE,
@@ -48,7 +53,9 @@ How (Spool's own protocol code, no per-message objects):
 
 from __future__ import annotations
 
+import queue
 import struct
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -74,6 +81,7 @@ REQUEST_TIMEOUT_MS = 30000
 MAX_WAIT_MS = 500
 FETCH_MAX_BYTES = 64 << 20
 PARTITION_MAX_BYTES = 16 << 20
+QUEUE_DEPTH = 2  # decoded batches the fetch thread may hold ahead of Spark
 
 OFFSET_OUT_OF_RANGE = 1
 # Errors after which the leader is looked up again and the request retried.
@@ -341,11 +349,66 @@ def read_range(
 ) -> Iterator[pa.RecordBatch]:
     if start != EARLIEST and start >= end:
         return
+    yield from _overlapped(lambda: _fetched(opts, topic, partition, start, end))
+
+
+def _fetched(opts: SpoolOptions, topic: str, partition: int, start: int,
+             end: int) -> Iterator[pa.RecordBatch]:
     link = _Link(opts, topic, partition)
     try:
         yield from _read(link, opts, topic, partition, start, end)
     finally:
         link.close()
+
+
+_DONE = object()
+
+
+def _overlapped(make: Any) -> Iterator[pa.RecordBatch]:
+    """The batches of ``make()`` produced on a thread of their own, ``QUEUE_DEPTH`` ahead.
+
+    Fetching and decoding (socket reads, numpy and Arrow kernels: the GIL is released) run
+    while the caller writes the previous batch to the JVM. An exception of the producer is
+    raised here; closing this generator early (Spark stops reading) stops the producer at
+    its next batch, which closes its connections, and waits for it."""
+    q: queue.Queue = queue.Queue(QUEUE_DEPTH)
+    stop = threading.Event()
+
+    def put(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            gen = make()
+            try:
+                for batch in gen:
+                    if not put(batch):
+                        return
+            finally:
+                gen.close()
+            put(_DONE)
+        except BaseException as e:  # noqa: BLE001 (handed to the consumer)
+            put(e)
+
+    thread = threading.Thread(target=produce, name="spool-fetch", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = q.get()
+            if item is _DONE:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        thread.join()
 
 
 def _read(link: _Link, opts: SpoolOptions, topic: str, partition: int, start: int,

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import threading
 
 import pytest
+from confluent_kafka import Producer
 
+from spool.spark.fetch import DataLossError, read_range
+from spool.spark.options import parse_options
 from tests.spark.conftest import create_topic, produce
 
 BASE_TS = 1_700_000_000_000
@@ -128,3 +133,48 @@ def test_reads_over_sasl_ssl_with_scram(spark, tmp_path, topic_name):
         options = {f"kafka.{k}": str(v) for k, v in conf.items() if k != "bootstrap.servers"}
         df = read(spark, b.bootstrap(), subscribe=topic_name, **options)
         assert sorted(bytes(r.value) for r in df.collect()) == sorted(b"s%d" % i for i in range(20))
+
+
+def _fetch_threads():
+    return [t for t in threading.enumerate() if t.name == "spool-fetch"]
+
+
+def _open_sockets():
+    """This process's sockets (Linux: /proc/self/fd)."""
+    out = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except FileNotFoundError:  # closed meanwhile
+            continue
+        if target.startswith("socket:"):
+            out.add(target)
+    return out
+
+
+def test_a_read_closed_early_stops_its_fetch_thread_and_closes_its_sockets(broker, topic_name):
+    create_topic(broker.bootstrap, topic_name, 1)
+    p = Producer({"bootstrap.servers": broker.bootstrap, "batch.size": 1024, "linger.ms": 5})
+    for i in range(2000):  # batches of ~1 KiB: many Fetch requests of 1 KiB
+        p.produce(topic_name, value=b"v%05d" % i, partition=0)
+    assert p.flush(30) == 0
+    opts = parse_options({"kafka.bootstrap.servers": broker.bootstrap, "subscribe": topic_name,
+                          "kafka.max.partition.fetch.bytes": "1024"}, for_read=True)
+    sockets = _open_sockets()
+    batches = read_range(opts, topic_name, 0, 0, 2000)
+    first = next(batches)
+    assert 0 < first.num_rows < 2000
+    assert len(_fetch_threads()) == 1  # reading ahead meanwhile
+    batches.close()  # as Spark does when a query stops reading (e.g. a limit)
+    assert _fetch_threads() == []
+    assert _open_sockets() <= sockets
+
+
+def test_a_read_raises_the_fetch_threads_error(broker, topic_name):
+    create_topic(broker.bootstrap, topic_name, 1)
+    produce(broker.bootstrap, topic_name, [{"value": b"v", "partition": 0}] * 10)
+    opts = parse_options({"kafka.bootstrap.servers": broker.bootstrap, "subscribe": topic_name,
+                          "failOnDataLoss": "true"}, for_read=True)
+    with pytest.raises(DataLossError, match="beyond the end of the log"):
+        list(read_range(opts, topic_name, 0, 100, 200))
+    assert _fetch_threads() == []
