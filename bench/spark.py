@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -273,6 +274,7 @@ def main() -> None:
             spark.stop()
         if broker is not None:
             broker.stop()
+        shutil.rmtree(work, ignore_errors=True)  # the broker's data, Parquet, Spark scratch
 
 
 if __name__ == "__main__":

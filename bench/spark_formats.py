@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import tempfile
 import time
@@ -117,6 +118,7 @@ def spark_rates(n: int, runs: int, raw: pa.Array, framed: pa.Array) -> None:
         if spark is not None:
             spark.stop()
         broker.stop()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def main() -> None:
