@@ -131,7 +131,10 @@ def test_ctrl_c_while_seeding_exits_130_quietly(broker):
     p = subprocess.Popen([sys.executable, "-m", "examples.seed_orders", "--bootstrap-server",
                           broker.bootstrap, "--topic", topic, "--count", "100000000",
                           "--partitions", "1"], cwd=ROOT, text=True,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         # SIGINT at its default, as a terminal's command starts: a run started
+                         # in the background (CI) ignores SIGINT, and a child would inherit that
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     deadline = time.monotonic() + 60
     while topic not in admin.list_topics(timeout=10).topics:  # it is producing from then on

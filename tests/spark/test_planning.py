@@ -25,7 +25,8 @@ def test_options_use_sparks_kafka_names_case_insensitively():
     assert o.starting.kind == "offsets" and o.starting.per_partition == {"a": {0: 5}}
     assert (o.max_offsets_per_trigger, o.min_partitions) == (10, 4)
     assert (o.isolation_level, o.fail_on_data_loss, o.include_headers) == ("read_committed", False, True)
-    assert o.base_conf() == {"bootstrap.servers": "127.0.0.1:1", "client.id": "me"}
+    assert o.base_conf() == {"bootstrap.servers": "127.0.0.1:1", "enable.metrics.push": False,
+                             "client.id": "me"}
     assert parse_options({"bootstrap.servers": "h:1", "subscribePattern": "x.*"}, for_read=True).matches("xy")
 
 
