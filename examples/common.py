@@ -160,3 +160,49 @@ def delivery_guarantee(bootstrap: str, wanted: str) -> str:
         return "exactly-once"
     print("note: the broker has no transactions yet; writing at-least-once")
     return "at-least-once"
+
+
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
+def use_rocksdb(spark) -> None:
+    """The RocksDB state store for the queries started from now on (a checkpoint keeps the
+    provider it was started with)."""
+    spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
+    spark.conf.set("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
+
+
+def start_to_spool(df, bootstrap: str, sink: str, guarantee: str, checkpoint: str,
+                   trigger: str):
+    """Start ``df`` as a streaming query appending to the Spool topic ``sink``
+    (``deliveryGuarantee`` ``guarantee``); ``trigger`` is ``available-now`` or SECONDS."""
+    writer = (
+        df.writeStream.format("spool")
+        .outputMode("append")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", sink)
+        .option("deliveryGuarantee", guarantee)
+        .option("checkpointLocation", checkpoint)
+    )
+    if trigger == "available-now":
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=f"{float(trigger)} seconds")
+    return writer.start()
+
+
+def follow(q, stop_requested=lambda: False, interval_s: float = 0.5) -> bool:
+    """Wait for the query to end, printing one line per finished micro-batch; stops it
+    when ``stop_requested()`` (Ctrl-C) and returns False then."""
+    seen = -1
+    while True:
+        done = q.awaitTermination(interval_s)
+        for p in q.recentProgress:
+            if p["batchId"] > seen:
+                seen = p["batchId"]
+                print(progress_line(p), flush=True)
+        if done:
+            return True
+        if stop_requested():
+            q.stop()
+            return False

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from examples.common import (
     delivery_guarantee,
+    follow,
     interrupted,
     local_path,
     on_ctrl_c,
@@ -34,16 +35,9 @@ from examples.common import (
     require_topics,
     run,
     session,
+    start_to_spool,
+    use_rocksdb,
 )
-
-ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-
-
-def use_rocksdb(spark) -> None:
-    """The RocksDB state store for the queries started from now on (a checkpoint keeps the
-    provider it was started with)."""
-    spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
-    spark.conf.set("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
 
 
 def first_orders(spark, bootstrap: str, source: str, within: str = "10 minutes",
@@ -75,27 +69,16 @@ def start(spark, bootstrap: str, source: str, sink: str, checkpoint: str, guaran
           trigger: str = "available-now", within: str = "10 minutes",
           max_offsets: int | None = None):
     use_rocksdb(spark)
-    writer = (
-        first_orders(spark, bootstrap, source, within, max_offsets)
-        .writeStream.format("spool")
-        .outputMode("append")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("topic", sink)
-        .option("deliveryGuarantee", guarantee)
-        .option("checkpointLocation", checkpoint)
+    return start_to_spool(
+        first_orders(spark, bootstrap, source, within, max_offsets),
+        bootstrap, sink, guarantee, checkpoint, trigger,
     )
-    if trigger == "available-now":
-        writer = writer.trigger(availableNow=True)
-    else:
-        writer = writer.trigger(processingTime=f"{float(trigger)} seconds")
-    return writer.start()
 
 
 PROG = "python -m examples.dedup_orders"
 
 
 def main() -> None:
-    from examples.windowed_aggregates import follow
 
     p = parser("dedup_orders", __doc__.splitlines()[0])
     p.add_argument("--source", default="orders", help="topic of orders to read")

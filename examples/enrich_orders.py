@@ -56,6 +56,7 @@ import json
 
 from examples.common import (
     delivery_guarantee,
+    follow,
     interrupted,
     local_path,
     on_ctrl_c,
@@ -63,9 +64,9 @@ from examples.common import (
     require_topics,
     run,
     session,
+    start_to_spool,
 )
 from examples.orders_payments import read_topic, stateful_settings
-from examples.windowed_aggregates import follow
 
 try:  # the processor's base class; pyspark is there whenever the pipeline runs
     from pyspark.sql.streaming import StatefulProcessor
@@ -210,21 +211,11 @@ def start(spark, bootstrap: str, orders_topic: str, customers_topic: str, sink: 
           checkpoint: str, guarantee: str, trigger: str = "available-now",
           watermark: str = "5 minutes", join: str = "left", max_offsets: int | None = None):
     stateful_settings(spark)
-    writer = (
+    return start_to_spool(
         enriched_orders(spark, bootstrap, orders_topic, customers_topic, watermark, join,
-                        max_offsets)
-        .writeStream.format("spool")
-        .outputMode("append")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("topic", sink)
-        .option("deliveryGuarantee", guarantee)
-        .option("checkpointLocation", checkpoint)
+                    max_offsets),
+        bootstrap, sink, guarantee, checkpoint, trigger,
     )
-    if trigger == "available-now":
-        writer = writer.trigger(availableNow=True)
-    else:
-        writer = writer.trigger(processingTime=f"{float(trigger)} seconds")
-    return writer.start()
 
 
 PROG = "python -m examples.enrich_orders"

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from examples.common import (
     delivery_guarantee,
+    follow,
     interrupted,
     local_path,
     on_ctrl_c,
@@ -49,18 +50,17 @@ from examples.common import (
     require_topics,
     run,
     session,
+    start_to_spool,
+    use_rocksdb,
 )
-from examples.windowed_aggregates import follow
 
-ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 ISO_MS = "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"
 
 
 def stateful_settings(spark) -> None:
     """RocksDB state with changelog checkpointing; times written in UTC. A restarted query
     keeps the provider its checkpoint was started with (Spark records it there)."""
-    spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
-    spark.conf.set("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
+    use_rocksdb(spark)
     spark.conf.set("spark.sql.session.timeZone", "UTC")
 
 
@@ -133,21 +133,11 @@ def start(spark, bootstrap: str, orders_topic: str, payments_topic: str, sink: s
           within: str = "10 minutes", watermark: str = "5 minutes", join: str = "inner",
           max_offsets: int | None = None):
     stateful_settings(spark)
-    writer = (
+    return start_to_spool(
         paid_orders(spark, bootstrap, orders_topic, payments_topic, within, watermark, join,
-                    max_offsets)
-        .writeStream.format("spool")
-        .outputMode("append")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("topic", sink)
-        .option("deliveryGuarantee", guarantee)
-        .option("checkpointLocation", checkpoint)
+                max_offsets),
+        bootstrap, sink, guarantee, checkpoint, trigger,
     )
-    if trigger == "available-now":
-        writer = writer.trigger(availableNow=True)
-    else:
-        writer = writer.trigger(processingTime=f"{float(trigger)} seconds")
-    return writer.start()
 
 
 PROG = "python -m examples.orders_payments"

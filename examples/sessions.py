@@ -41,6 +41,7 @@ from collections.abc import Iterator
 
 from examples.common import (
     delivery_guarantee,
+    follow,
     interrupted,
     local_path,
     on_ctrl_c,
@@ -48,8 +49,9 @@ from examples.common import (
     require_topics,
     run,
     session,
+    start_to_spool,
+    use_rocksdb,
 )
-from examples.dedup_orders import use_rocksdb
 
 try:
     from pyspark.sql.streaming.stateful_processor import StatefulProcessor
@@ -174,27 +176,16 @@ def start(spark, bootstrap: str, source: str, sink: str, checkpoint: str, guaran
           max_offsets: int | None = None):
     use_rocksdb(spark)
     spark.conf.set("spark.sql.session.timeZone", "UTC")  # date_format above writes UTC
-    writer = (
-        sessions(spark, bootstrap, source, gap, watermark, max_offsets)
-        .writeStream.format("spool")
-        .outputMode("append")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("topic", sink)
-        .option("deliveryGuarantee", guarantee)
-        .option("checkpointLocation", checkpoint)
+    return start_to_spool(
+        sessions(spark, bootstrap, source, gap, watermark, max_offsets),
+        bootstrap, sink, guarantee, checkpoint, trigger,
     )
-    if trigger == "available-now":
-        writer = writer.trigger(availableNow=True)
-    else:
-        writer = writer.trigger(processingTime=f"{float(trigger)} seconds")
-    return writer.start()
 
 
 PROG = "python -m examples.sessions"
 
 
 def main() -> None:
-    from examples.windowed_aggregates import follow
 
     p = parser("sessions", __doc__.splitlines()[0])
     p.add_argument("--source", default="clicks", help="topic of user events (key = user)")

@@ -18,14 +18,15 @@ from __future__ import annotations
 
 from examples.common import (
     delivery_guarantee,
+    follow,
     interrupted,
     local_path,
     on_ctrl_c,
     parser,
-    progress_line,
     require_topics,
     run,
     session,
+    start_to_spool,
 )
 
 
@@ -72,40 +73,13 @@ def order_totals(spark, bootstrap: str, source: str, window: str = "1 minute",
 def start(spark, bootstrap: str, source: str, sink: str, checkpoint: str, guarantee: str,
           trigger: str = "available-now", window: str = "1 minute", watermark: str = "1 minute",
           max_offsets: int | None = None):
-    writer = (
-        order_totals(spark, bootstrap, source, window, watermark, max_offsets)
-        .writeStream.format("spool")
-        .outputMode("append")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("topic", sink)
-        .option("deliveryGuarantee", guarantee)
-        .option("checkpointLocation", checkpoint)
+    return start_to_spool(
+        order_totals(spark, bootstrap, source, window, watermark, max_offsets),
+        bootstrap, sink, guarantee, checkpoint, trigger,
     )
-    if trigger == "available-now":
-        writer = writer.trigger(availableNow=True)
-    else:
-        writer = writer.trigger(processingTime=f"{float(trigger)} seconds")
-    return writer.start()
 
 
 PROG = "python -m examples.windowed_aggregates"
-
-
-def follow(q, stop_requested=lambda: False, interval_s: float = 0.5) -> bool:
-    """Wait for the query to end, printing one line per finished micro-batch; stops it
-    when ``stop_requested()`` (Ctrl-C) and returns False then."""
-    seen = -1
-    while True:
-        done = q.awaitTermination(interval_s)
-        for p in q.recentProgress:
-            if p["batchId"] > seen:
-                seen = p["batchId"]
-                print(progress_line(p), flush=True)
-        if done:
-            return True
-        if stop_requested():
-            q.stop()
-            return False
 
 
 def main() -> None:
