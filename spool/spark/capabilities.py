@@ -10,48 +10,36 @@ selects the at-least-once sink instead.
 
 from __future__ import annotations
 
-import socket
-import struct
-
-from spool.protocol._generated import ApiVersionsRequest, ApiVersionsResponse
-from spool.protocol.headers import encode_request_header
+from spool.protocol._generated import ApiVersionsRequest
+from spool.security.client_config import ClientSecurity
+from spool.spark.connection import Connection
 
 TRANSACTION_APIS = {22: "InitProducerId", 24: "AddPartitionsToTxn", 26: "EndTxn"}
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("connection closed by the broker")
-        buf += chunk
-    return bytes(buf)
-
-
-def api_keys(bootstrap: str, timeout: float = 10.0) -> set[int]:
-    """The API keys the first reachable bootstrap broker advertises."""
+def api_keys(bootstrap: str, timeout: float = 10.0,
+             security: ClientSecurity | None = None) -> set[int]:
+    """The API keys the first reachable bootstrap broker advertises (over TLS/SASL when
+    ``security`` says so: the connection the executors' reads use)."""
     last: Exception | None = None
     for server in bootstrap.split(","):
         host, _, port = server.strip().rpartition(":")
+        conn = Connection(host.strip("[]"), int(port), security, timeout=timeout,
+                          connect_timeout=timeout)
         try:
-            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as sock:
-                payload = encode_request_header(18, 0, 1, "spool-spark", False)
-                payload += ApiVersionsRequest().to_bytes(0)
-                sock.sendall(struct.pack(">i", len(payload)) + payload)
-                (size,) = struct.unpack(">i", _recv_exact(sock, 4))
-                frame = _recv_exact(sock, size)
-                resp = ApiVersionsResponse.from_bytes(frame[4:], 0)
-                return {k.api_key for k in resp.api_keys}
+            return {k.api_key for k in conn.request(ApiVersionsRequest(), 0).api_keys}
         except (OSError, ValueError) as exc:
             last = exc
+        finally:
+            conn.close()
     raise ConnectionError(f"no broker reachable at {bootstrap}: {last}")
 
 
-def missing_transaction_apis(bootstrap: str) -> list[str]:
-    have = api_keys(bootstrap)
+def missing_transaction_apis(bootstrap: str,
+                             security: ClientSecurity | None = None) -> list[str]:
+    have = api_keys(bootstrap, security=security)
     return [name for key, name in TRANSACTION_APIS.items() if key not in have]
 
 
-def supports_transactions(bootstrap: str) -> bool:
-    return not missing_transaction_apis(bootstrap)
+def supports_transactions(bootstrap: str, security: ClientSecurity | None = None) -> bool:
+    return not missing_transaction_apis(bootstrap, security)

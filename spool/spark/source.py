@@ -39,6 +39,7 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 from spool.spark.batch_reader import SpoolBatchReader
 from spool.spark.capabilities import missing_transaction_apis
 from spool.spark.ddl import parse_ddl
+from spool.spark.fetch import client_security
 from spool.spark.formats import (
     decode_batches,
     encode_batches,
@@ -174,7 +175,7 @@ class SpoolDataSource(DataSource):
             if opts.formats:
                 return FormattedAtLeastOnceStreamWriter(opts)
             return SpoolAtLeastOnceStreamWriter(opts)
-        missing = missing_transaction_apis(opts.bootstrap)
+        missing = missing_transaction_apis(opts.bootstrap, client_security(opts.client_conf))
         if missing:
             raise RuntimeError(
                 f"deliveryGuarantee=exactly-once needs Kafka transactions, but the broker at "
