@@ -132,17 +132,35 @@ def spark_cluster(tmp_path_factory):
                   f"{cluster.logs()}")
 
 
+def _start_spool_cluster(tmp_path_factory) -> Cluster:
+    """A formed 3-broker cluster. Its ports are picked free before the brokers bind them,
+    and the Spark cluster starting meanwhile on another thread binds ephemeral ports too:
+    a broker that finds its port taken ("Address already in use") means a fresh cluster on
+    fresh ports (at most 3 tries); any other failure is the test's."""
+    for attempt in range(3):
+        cluster = Cluster(tmp_path_factory.mktemp("spool-cluster"), racks=("a", "b", "c"),
+                          proxied=False, log_level="WARNING", overrides={
+                              "offsets.topic.num.partitions": "3",
+                              "transaction.state.log.num.partitions": "3",
+                          })
+        try:
+            cluster.start()
+            cluster.wait_formed()
+            return cluster
+        except RuntimeError as e:
+            for node in cluster.nodes.values():
+                node.kill()
+            cluster.stop()
+            if "Address already in use" not in str(e) or attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
 @pytest.fixture(scope="session")
 def spool_cluster(tmp_path_factory):
-    cluster = Cluster(tmp_path_factory.mktemp("spool-cluster"), racks=("a", "b", "c"),
-                      proxied=False, log_level="WARNING", overrides={
-                          "offsets.topic.num.partitions": "3",
-                          "transaction.state.log.num.partitions": "3",
-                      })
+    cluster = _start_spool_cluster(tmp_path_factory)
     handle = SpoolClusterHandle(cluster)
     try:
-        cluster.start()
-        cluster.wait_formed()
         yield handle
     finally:
         for node in cluster.nodes.values():  # the session is over: no graceful shutdown
