@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import faulthandler
+import os
+import signal
+import sys
+import threading
 import uuid
 
 import pytest
@@ -35,7 +40,89 @@ def pytest_xdist_make_scheduler(config, log):
         def _split_scope(self, nodeid: str) -> str:
             return next((s for s in SERIAL_SCOPES if nodeid.startswith(s)), nodeid)
 
+        def remove_node(self, node):
+            """As LoadScopeScheduling's, except that the test a crashed worker was running
+            is reported as the crash and not handed out again (xdist 3.8 requeues it with
+            the rest of its scope, and a test that hangs would then run and crash on every
+            replacement worker in turn)."""
+            workload = self.assigned_work.pop(node)
+            if not self._pending_of(workload):
+                return None
+            crashitem = next(nodeid for unit in workload.values()
+                             for nodeid, done in unit.items() if not done)
+            for unit in workload.values():
+                if crashitem in unit:
+                    unit[crashitem] = True
+            self.workqueue.update((scope, unit) for scope, unit in workload.items()
+                                  if not all(unit.values()))
+            for other in self.assigned_work:
+                self._reschedule(other)
+            return crashitem
+
     return Scheduler(config, log)
+
+
+WATCHDOG_GRACE_S = 120.0
+
+
+def _descendants(root: int) -> list[int]:
+    """Every live process under ``root`` (read from /proc), children first."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    out: list[int] = []
+    stack = list(children.get(root, []))
+    while stack:
+        pid = stack.pop()
+        out.append(pid)
+        stack.extend(children.get(pid, []))
+    return out
+
+
+def _hung(nodeid: str, after: float) -> None:
+    """The test outlived its pytest-timeout by the grace period: the timeout's exception was
+    swallowed, or a teardown blocks. Dump every thread, kill what this worker started (brokers,
+    JVMs) and end the worker, so xdist reports the crash and the suite goes on instead of
+    running into CI's wall clock."""
+    sys.stderr.write(f"\n+++ watchdog: {nodeid} still running after {after:.0f} s: "
+                     f"killing this test process +++\n")
+    faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+    sys.stderr.flush()
+    for pid in _descendants(os.getpid()):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    os._exit(70)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """A second stage behind pytest-timeout: its signal method only raises once, in the main
+    thread, and a hang in code that catches the exception or in a teardown (a Spark query
+    that never stops) would otherwise hold the whole run until CI's limit."""
+    marker = item.get_closest_marker("timeout")
+    limit = float(marker.args[0]) if marker and marker.args else float(
+        item.config.getini("timeout") or 0)
+    timer = None
+    if limit > 0:
+        after = limit + WATCHDOG_GRACE_S
+        timer = threading.Timer(after, _hung, args=(item.nodeid, after))
+        timer.daemon = True
+        timer.start()
+    try:
+        yield
+    finally:
+        if timer is not None:
+            timer.cancel()
 
 
 @pytest.fixture(scope="session")
