@@ -33,6 +33,8 @@ COMMANDS = [
                 "Print each partition's offset at a time (kafka-get-offsets)."),
     LazyCommand("topics", "spool.cli.topics:app",
                 "Create, list, describe, alter and delete topics."),
+    LazyCommand("schemas", "spool.cli.schemas:app",
+                "Register, list, get, check and delete schemas in a schema registry."),
     LazyCommand("configs", "spool.cli.configs:app",
                 "Describe and alter topic, broker and group configs."),
     LazyCommand("groups", "spool.cli.groups:app",
