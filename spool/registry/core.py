@@ -18,12 +18,13 @@ The rules, Confluent's:
                previous version of another schema type is incompatible (but under NONE).
   modes        the subject's, else the global one, else READWRITE. READONLY refuses
                registrations and deletes (42205); IMPORT accepts an explicit id and
-               version and checks no compatibility; setting IMPORT where schemas exist
-               needs ``force`` (42205). Outside IMPORT an id may not be chosen (42205).
+               version and checks no compatibility; setting IMPORT where schemas were ever
+               registered (soft-deleted ones count) needs ``force`` (42205). Outside IMPORT an id may not be chosen (42205).
   deletes      soft first (DELETE_SUBJECT, or the version re-written ``deleted``), then
                permanent (tombstones; 40405 / 40407 when not soft-deleted first). A
-               version a live version references cannot be deleted (42206). Deleting a
-               subject also drops its level and mode.
+               version a live version references cannot be deleted (42206). The
+               permanent delete of a subject also drops its level and mode (Confluent's
+               since schema-registry#3810; the soft one keeps them).
   references   resolved through the store to (subject, version) texts, transitively,
                and given to the format's ``parse`` by name; a missing one is 42201.
 Stored schemas are parsed on demand and cached by (type, text, references); one that no
@@ -385,9 +386,10 @@ class Core:
                 self._unreferenced(sv)
             if permanent:
                 writes = [records.schema_tombstone(subject, sv.version) for sv in every]
+                writes += self._drop_config_and_mode(subject)
             else:
                 writes = [records.delete_subject_record(subject, every[-1].version)]
-            await self._append(writes + self._drop_config_and_mode(subject))
+            await self._append(writes)
             return [sv.version for sv in (every if permanent else live)]
 
     async def delete_version(self, subject: str, version: int | str,
@@ -464,8 +466,8 @@ class Core:
             raise model.invalid_mode(mode)
         async with self._lock:
             if upper == "IMPORT" and not force:
-                existing = (self.store.subjects() if subject is None
-                            else self.store.versions(subject))
+                existing = (self.store.subjects(deleted=True) if subject is None
+                            else self.store.versions(subject, deleted=True))
                 if existing:
                     raise model.operation_not_permitted(
                         "Cannot import since found existing subjects")

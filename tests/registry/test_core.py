@@ -347,7 +347,7 @@ def test_versions_continue_after_a_soft_delete_and_restart_after_a_permanent_one
     assert run(core.versions("a")) == [1]
 
 
-def test_delete_subject_errors_and_its_config_and_mode_go(reg):
+def test_delete_subject_errors_and_its_config_and_mode_go_with_the_permanent_delete(reg):
     core, _ = reg
     assert error(core.delete_subject("a")) == (404, 40401)
     register(core, "a", s(x="int"))
@@ -356,6 +356,9 @@ def test_delete_subject_errors_and_its_config_and_mode_go(reg):
     assert error(core.delete_subject("a", permanent=True)) == (404, 40405)
     assert run(core.delete_subject("a")) == [1]
     assert error(core.delete_subject("a")) == (404, 40404)
+    assert run(core.get_config("a")) == "FULL"
+    assert run(core.get_mode("a")) == "READWRITE"
+    assert run(core.delete_subject("a", permanent=True)) == [1]
     assert error(core.get_config("a")) == (404, 40408)
     assert error(core.get_mode("a")) == (404, 40409)
 
@@ -445,6 +448,10 @@ def test_import_mode(reg):
     assert register(core, "b", s(x="int"), schema_id=1, version=8) == 1
     assert register(core, "b", s(y="int"), schema_id=10) == 10
     assert run(core.set_mode("a", "IMPORT", force=True)) == "IMPORT"
+    # Soft-deleted schemas count: the subject is not empty.
+    run(core.delete_subject("b"))
+    run(core.delete_mode("b"))
+    assert error(core.set_mode("b", "IMPORT")) == (422, 42205)
     assert register(core, "c", s(x="int")) == 1  # READWRITE globally: no id chosen
 
 
