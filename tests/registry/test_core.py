@@ -16,31 +16,21 @@ import pytest
 
 from spool.registry import compatibility
 from spool.registry.core import Core
+from spool.registry.formats import avro
 from spool.registry.model import InvalidSchema, Reference, RegistryError
 from spool.registry.store import Record, Store
 
 
 class FieldsFormat:
-    """A test-only format: a JSON object of fields, each ``{"type": "int"|"string"|<a
-    reference name>, "default"?: ...}``; a reader reads a writer's data when each of its
-    fields is in the writer with the same type or has a default (Avro's record rules in
-    miniature)."""
+    """A test-only format for ``compatibility``'s unit test: a JSON object of fields,
+    each ``{"type": ..., "default"?: ...}``; a reader reads a writer's data when each of
+    its fields is in the writer with the same type or has a default (Avro's record rules
+    in miniature)."""
 
-    name = "AVRO"
+    name = "FIELDS"
 
     def parse(self, schema: str, references: Mapping[str, str]) -> dict[str, Any]:
-        try:
-            fields = json.loads(schema)
-        except ValueError as e:
-            raise InvalidSchema(f"not JSON: {e}") from e
-        if not isinstance(fields, dict):
-            raise InvalidSchema("not an object")
-        for name, f in fields.items():
-            if not isinstance(f, dict) or "type" not in f:
-                raise InvalidSchema(f"field {name} has no type")
-            if f["type"] not in ("int", "string") and f["type"] not in references:
-                raise InvalidSchema(f"unknown type {f['type']!r}")
-        return fields
+        return json.loads(schema)
 
     def canonical(self, parsed: dict[str, Any]) -> str:
         return json.dumps(parsed, sort_keys=True, separators=(",", ":"))
@@ -55,11 +45,26 @@ class FieldsFormat:
         return found
 
 
-class OtherFormat(FieldsFormat):
+class AnyJson:
+    """A second schema type for the tests that mix types (JSON Schema's own format is
+    another helper's): any JSON text, compatible only with itself."""
+
     name = "JSON"
 
+    def parse(self, schema: str, references: Mapping[str, str]) -> Any:
+        try:
+            return json.loads(schema)
+        except ValueError as e:
+            raise InvalidSchema(f"not JSON: {e}") from e
 
-FORMATS = {"AVRO": FieldsFormat(), "JSON": OtherFormat()}
+    def canonical(self, parsed: Any) -> str:
+        return json.dumps(parsed, sort_keys=True, separators=(",", ":"))
+
+    def incompatibilities(self, reader: Any, writer: Any) -> list[str]:
+        return [] if reader == writer else ["not the same JSON"]
+
+
+FORMATS = {"AVRO": avro.FORMAT, "JSON": AnyJson()}
 
 
 class Log:
@@ -75,12 +80,16 @@ class Log:
             self.store.apply(key, value)
 
 
-def s(**fields: str) -> str:
-    """A schema of fields; ``name="int"``, or ``name="int="`` for one with a default."""
-    out = {}
-    for name, spec in fields.items():
-        out[name] = {"type": spec.rstrip("=")} | ({"default": 0} if spec.endswith("=") else {})
-    return json.dumps(out)
+def s(_name: str = "R", **fields: str) -> str:
+    """An Avro record of fields; ``name="int"``, or ``name="int="`` for one whose default
+    is 0; a type may be a named type defined by a reference."""
+    return json.dumps({"type": "record", "name": _name, "fields": [
+        {"name": name, "type": spec.rstrip("=")} | ({"default": 0} if spec.endswith("=") else {})
+        for name, spec in fields.items()]})
+
+
+def no_default(field: str) -> str:
+    return f"the reader's field '{field}' has no default"
 
 
 @pytest.fixture
@@ -125,7 +134,8 @@ def test_ids_are_global_and_dedupe_writes_nothing(reg):
     assert a == 1
     # The same schema, spelled differently, under the same subject: its id, no record.
     written = len(log.records)
-    assert register(core, "a", json.dumps({"x": {"type": "int"}}, indent=2)) == 1
+    respelled = {"fields": [{"type": "int", "name": "x"}], "name": "R", "type": "record"}
+    assert register(core, "a", json.dumps(respelled, indent=2)) == 1
     assert len(log.records) == written
     # Under another subject: the same id, a new version there.
     assert register(core, "b", s(x="int")) == 1
@@ -144,9 +154,21 @@ def test_ids_are_global_and_dedupe_writes_nothing(reg):
     assert run(core.by_id(3)).schema_type == "JSON"
 
 
+@pytest.mark.xfail(reason="avro.canonical is the Parsing Canonical Form, which drops "
+                   "default, doc, aliases and logicalType: Confluent dedupes on a form "
+                   "that keeps them (reported to the lead)")
+def test_a_new_default_or_logical_type_is_a_new_schema(reg):
+    core, log = reg
+    register(core, "a", s(x="int"))
+    assert register(core, "a", s(x="int=")) == 2
+    assert run(core.version("a", "latest")).schema == s(x="int=")
+    assert register(core, "t", '{"type": "long", "logicalType": "timestamp-millis"}') == 3
+    assert register(core, "u", '"long"') == 4
+
+
 def test_the_registered_text_is_kept(reg):
     core, _ = reg
-    text = '{ "x" : {"type": "int"} }'
+    text = '{ "type" : "record", "name": "R", "fields": [{"name": "x", "type": "int"}] }'
     register(core, "a", text)
     assert run(core.by_id(1)).schema == text
     assert run(core.version("a", 1)).schema == text
@@ -184,7 +206,8 @@ def test_lookup(reg):
     core, _ = reg
     register(core, "a", s(x="int"))
     register(core, "a", s(x="int", y="int="))
-    found = run(core.lookup("a", json.dumps({"x": {"type": "int"}}), "AVRO", []))
+    respelled = {"name": "R", "type": "record", "fields": [{"type": "int", "name": "x"}]}
+    found = run(core.lookup("a", json.dumps(respelled), "AVRO", []))
     assert (found.version, found.id, found.schema) == (1, 1, s(x="int"))
     assert error(core.lookup("a", s(z="int"), "AVRO", [])) == (404, 40403)
     assert error(core.lookup("a", s(x="int"), "JSON", [])) == (404, 40403)
@@ -204,7 +227,7 @@ def test_backward_is_the_default_and_refuses_with_409(reg):
     with pytest.raises(RegistryError) as e:
         run(core.register("a", s(x="int", y="int"), "AVRO", []))
     assert (e.value.status, e.value.error_code) == (409, 409)
-    assert "reader field y has no default" in e.value.message
+    assert no_default("y") in e.value.message
     assert "{oldSchemaVersion: 1}" in e.value.message
     assert "{compatibility: 'BACKWARD'}" in e.value.message
     written = len(log.records)
@@ -269,7 +292,7 @@ def test_check_against_one_version(reg):
     assert result.is_compatible and result.messages == []
     result = run(core.check("a", "latest", s(x="int", z="int="), "AVRO", []))
     assert not result.is_compatible
-    assert "reader field x has no default" in result.messages
+    assert any(no_default("x") in m for m in result.messages)
     assert error(core.check("a", 3, s(x="int"), "AVRO", [])) == (404, 40402)
     assert error(core.check("a", "x", s(x="int"), "AVRO", [])) == (422, 42202)
     assert error(core.check("b", 1, s(x="int"), "AVRO", [])) == (404, 40401)
@@ -367,12 +390,12 @@ def test_delete_subject_errors_and_its_config_and_mode_go_with_the_permanent_del
 
 def test_references_resolve_transitively_and_block_deletes(reg):
     core, _ = reg
-    register(core, "base", s(n="int"))
+    register(core, "base", s("Base", n="int"))
     mid_ref = Reference("Base", "base", 1)
-    register(core, "mid", s(b="Base"), refs=(mid_ref,))
+    register(core, "mid", s("Mid", b="Base"), refs=(mid_ref,))
     top_ref = Reference("Mid", "mid", 1)
     # top names Base too: its text arrives through mid's reference, transitively.
-    top = register(core, "top", s(m="Mid", b="Base"), refs=(top_ref,))
+    top = register(core, "top", s("Top", m="Mid", b="Base"), refs=(top_ref,))
     assert top == 3
     assert run(core.by_id(3)).references == (top_ref,)
     assert run(core.referenced_by("base", 1)) == [2]
@@ -381,8 +404,8 @@ def test_references_resolve_transitively_and_block_deletes(reg):
     assert error(core.delete_version("base", 1)) == (422, 42206)
     assert error(core.delete_subject("mid")) == (422, 42206)
     # The same text with other references is another schema.
-    assert error(core.lookup("top", s(m="Mid", b="Base"), "AVRO", [])) == (422, 42201)
-    assert run(core.lookup("top", s(m="Mid", b="Base"), "AVRO", [top_ref])).id == 3
+    assert error(core.lookup("top", s("Top", m="Mid", b="Base"), "AVRO", [])) == (422, 42201)
+    assert run(core.lookup("top", s("Top", m="Mid", b="Base"), "AVRO", [top_ref])).id == 3
     # Once the referrer is deleted, the referenced may go.
     run(core.delete_subject("top"))
     assert run(core.referenced_by("mid", 1)) == []
@@ -393,7 +416,7 @@ def test_a_missing_reference_is_an_invalid_schema(reg):
     core, log = reg
     ref = Reference("Base", "base", 1)
     assert error(core.register("a", s(b="Base"), "AVRO", [ref])) == (422, 42201)
-    register(core, "base", s(n="int"))
+    register(core, "base", s("Base", n="int"))
     assert error(core.register("a", s(b="Base"), "AVRO", [Reference("Base", "base", 2)])) == (
         422, 42201)
     # A reference to latest is pinned to the version it names at registration.
