@@ -294,6 +294,10 @@ class Core:
     async def register(self, subject: str, schema: str, schema_type: str,
                        references: list[Reference], schema_id: int | None = None,
                        version: int | None = None) -> int:
+        if schema_id is not None and schema_id < 0:
+            schema_id = None  # clients send -1 (or 0 for the version) for "not given"
+        if version == 0:
+            version = None
         async with self._lock:
             mode = self._mode(subject)
             self._writable(subject)

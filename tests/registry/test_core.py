@@ -455,6 +455,10 @@ def test_import_mode(reg):
     core, log = reg
     register(core, "a", s(x="int"))
     assert error(core.register("b", s(x="int"), "AVRO", [], schema_id=9)) == (422, 42205)
+    # -1 and 0 are how some clients say "no id" / "no version".
+    assert register(core, "a", s(x="int"), schema_id=-1, version=0) == 1
+    assert register(core, "a", s(x="int", y="int="), version=2) == 2
+    assert error(core.register("a", s(x="int"), "AVRO", [], version=7)) == (422, 42201)
     assert error(core.set_mode(None, "IMPORT")) == (422, 42205)
     assert error(core.set_mode("a", "IMPORT")) == (422, 42205)
     assert run(core.set_mode("b", "IMPORT")) == "IMPORT"
