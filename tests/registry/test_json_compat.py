@@ -1,0 +1,379 @@
+"""JSON Schema: validity by draft, canonical form, and Confluent's compatibility rules.
+
+Each CASES row is (old, new, backward, forward, the rule): BACKWARD asks whether ``new``
+reads what ``old`` wrote (reader=new, writer=old), FORWARD the other way round; the
+expectations are the (jsonPath, difference type) pairs Confluent's rules give, empty when
+compatible.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from spool.registry.compatibility import check
+from spool.registry.formats.json_schema import FORMAT
+from spool.registry.model import InvalidSchema
+
+D7 = "http://json-schema.org/draft-07/schema#"
+D2020 = "https://json-schema.org/draft/2020-12/schema"
+S = {"type": "string"}
+I = {"type": "integer"}  # noqa: E741
+
+
+def obj(props: dict[str, Any], *, extra: Any = None, required: list[str] | None = None,
+        **more: Any) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": props, **more}
+    if extra is not None:
+        schema["additionalProperties"] = extra
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def field(schema: dict[str, Any]) -> dict[str, Any]:
+    return obj({"f": schema})
+
+
+def parse(schema: Any, references: dict[str, Any] | None = None):
+    text = schema if isinstance(schema, str) else json.dumps(schema)
+    refs = {k: v if isinstance(v, str) else json.dumps(v) for k, v in (references or {}).items()}
+    return FORMAT.parse(text, refs)
+
+
+def found(reader: Any, writer: Any) -> list[tuple[str, str]]:
+    messages = FORMAT.incompatibilities(parse(reader), parse(writer))
+    out = []
+    for m in messages:
+        match = re.fullmatch(r"Found incompatible change: Difference\{jsonPath='(.*)', "
+                             r"type=([A-Z_]+)\}", m)
+        assert match, m
+        out.append((match[1], match[2]))
+    return out
+
+
+TUPLE7 = {"type": "array", "items": [S]}
+TUPLE2020 = {"$schema": D2020, "type": "array", "prefixItems": [S]}
+TREE = {"type": "object", "properties": {"v": I, "kids": {"type": "array", "items": {"$ref": "#"}}}}
+
+CASES: list[tuple[str, Any, Any, list[tuple[str, str]], list[tuple[str, str]]]] = [
+    # id, old, new, backward (reader=new), forward (reader=old)
+    ("open: optional property added", obj({"a": S}), obj({"a": S, "b": S}),
+     [("#/properties/b", "PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL")], []),
+    ("open: property with the empty schema added", obj({"a": S}), obj({"a": S, "b": {}}),
+     [], []),
+    ("closed: optional property added", obj({"a": S}, extra=False),
+     obj({"a": S, "b": S}, extra=False),
+     [], [("#/properties/b", "PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL")]),
+    ("closed: required property added", obj({"a": S}, extra=False),
+     obj({"a": S, "b": S}, extra=False, required=["b"]),
+     [("#/required/b", "REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL")],
+     [("#/properties/b", "PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL")]),
+    ("partially open: added property covered", obj({"a": S}, extra=S),
+     obj({"a": S, "b": S}, extra=S), [], []),
+    ("partially open: added property not covered", obj({"a": S}, extra=S),
+     obj({"a": S, "b": I}, extra=S),
+     [("#/properties/b", "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL")],
+     [("#/properties/b", "PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL")]),
+    ("patternProperties cover an added property",
+     obj({"a": S}, extra=False, patternProperties={"^x_": S}),
+     obj({"a": S, "x_b": S}, extra=False, patternProperties={"^x_": S}), [], []),
+    ("required added to an existing property", obj({"a": S}), obj({"a": S}, required=["a"]),
+     [("#/required/a", "REQUIRED_ATTRIBUTE_ADDED")], []),
+    ("required added to a property with a default", obj({"a": S}),
+     obj({"a": {**S, "default": "x"}}, required=["a"]), [], []),
+    ("additionalProperties true -> false", obj({"a": S}), obj({"a": S}, extra=False),
+     [("#/additionalProperties", "ADDITIONAL_PROPERTIES_REMOVED")], []),
+    ("additionalProperties true -> a schema", obj({"a": S}), obj({"a": S}, extra=S),
+     [("#/additionalProperties", "ADDITIONAL_PROPERTIES_NARROWED")], []),
+    ("additionalProperties schema changed", obj({}, extra=S), obj({}, extra=I),
+     [("#/additionalProperties", "TYPE_CHANGED")], [("#/additionalProperties", "TYPE_CHANGED")]),
+    ("type string -> integer", field(S), field(I),
+     [("#/properties/f", "TYPE_CHANGED")], [("#/properties/f", "TYPE_CHANGED")]),
+    ("type integer -> number (widened)", field(I), field({"type": "number"}),
+     [], [("#/properties/f", "TYPE_NARROWED")]),
+    ("type string -> [string, null]", field(S), field({"type": ["string", "null"]}),
+     [], [("#/properties/f", "TYPE_NARROWED")]),
+    ("root type object -> array", obj({}), {"type": "array"},
+     [("#/", "TYPE_CHANGED")], [("#/", "TYPE_CHANGED")]),
+    ("enum extended", field({"enum": ["a", "b"]}), field({"enum": ["a", "b", "c"]}),
+     [], [("#/properties/f/enum", "ENUM_ARRAY_NARROWED")]),
+    ("enum changed", field({"enum": ["a", "b"]}), field({"enum": ["a", "c"]}),
+     [("#/properties/f/enum", "ENUM_ARRAY_CHANGED")],
+     [("#/properties/f/enum", "ENUM_ARRAY_CHANGED")]),
+    ("enum added to a string", field(S), field({**S, "enum": ["a"]}),
+     [("#/properties/f/enum", "ENUM_ARRAY_NARROWED")], []),
+    ("const changed", field({"const": 1}), field({"const": 2}),
+     [("#/properties/f/const", "ENUM_ARRAY_CHANGED")],
+     [("#/properties/f/const", "ENUM_ARRAY_CHANGED")]),
+    ("maxLength added", field(S), field({**S, "maxLength": 5}),
+     [("#/properties/f/maxLength", "MAX_LENGTH_ADDED")], []),
+    ("maxLength decreased", field({**S, "maxLength": 10}), field({**S, "maxLength": 5}),
+     [("#/properties/f/maxLength", "MAX_LENGTH_DECREASED")], []),
+    ("minLength increased", field({**S, "minLength": 1}), field({**S, "minLength": 3}),
+     [("#/properties/f/minLength", "MIN_LENGTH_INCREASED")], []),
+    ("pattern added", field(S), field({**S, "pattern": "^a"}),
+     [("#/properties/f/pattern", "PATTERN_ADDED")], []),
+    ("pattern changed", field({**S, "pattern": "^a"}), field({**S, "pattern": "^b"}),
+     [("#/properties/f/pattern", "PATTERN_CHANGED")],
+     [("#/properties/f/pattern", "PATTERN_CHANGED")]),
+    ("maximum decreased", field({**I, "maximum": 100}), field({**I, "maximum": 50}),
+     [("#/properties/f/maximum", "MAXIMUM_DECREASED")], []),
+    ("minimum added", field(I), field({**I, "minimum": 0}),
+     [("#/properties/f/minimum", "MINIMUM_ADDED")], []),
+    ("exclusiveMinimum increased", field({**I, "exclusiveMinimum": 0}),
+     field({**I, "exclusiveMinimum": 5}),
+     [("#/properties/f/exclusiveMinimum", "EXCLUSIVE_MINIMUM_INCREASED")], []),
+    ("draft 4 boolean exclusiveMaximum added",
+     {"$schema": "http://json-schema.org/draft-04/schema#", "type": "number", "maximum": 5},
+     {"$schema": "http://json-schema.org/draft-04/schema#", "type": "number", "maximum": 5,
+      "exclusiveMaximum": True},
+     [("#/exclusiveMaximum", "EXCLUSIVE_MAXIMUM_ADDED")], []),
+    ("multipleOf 2 -> 4", field({**I, "multipleOf": 2}), field({**I, "multipleOf": 4}),
+     [("#/properties/f/multipleOf", "MULTIPLE_OF_EXPANDED")], []),
+    ("multipleOf 2 -> 3", field({**I, "multipleOf": 2}), field({**I, "multipleOf": 3}),
+     [("#/properties/f/multipleOf", "MULTIPLE_OF_CHANGED")],
+     [("#/properties/f/multipleOf", "MULTIPLE_OF_CHANGED")]),
+    ("maxProperties added, minProperties increased", obj({}, minProperties=1),
+     obj({}, minProperties=2, maxProperties=5),
+     [("#/maxProperties", "MAX_PROPERTIES_ADDED"), ("#/minProperties", "MIN_PROPERTIES_INCREASED")],
+     []),
+    ("dependency array added", obj({"a": S, "b": S}),
+     obj({"a": S, "b": S}, dependencies={"a": ["b"]}),
+     [("#/dependencies/a", "DEPENDENCY_ARRAY_ADDED")], []),
+    ("array items string -> integer", {"type": "array", "items": S},
+     {"type": "array", "items": I},
+     [("#/items", "TYPE_CHANGED")], [("#/items", "TYPE_CHANGED")]),
+    ("maxItems decreased, minItems added, uniqueItems added",
+     {"type": "array", "maxItems": 10},
+     {"type": "array", "maxItems": 5, "minItems": 1, "uniqueItems": True},
+     [("#/maxItems", "MAX_ITEMS_DECREASED"), ("#/minItems", "MIN_ITEMS_ADDED"),
+      ("#/uniqueItems", "UNIQUE_ITEMS_ADDED")], []),
+    ("draft 7 tuple: position added to an open tuple", TUPLE7, {**TUPLE7, "items": [S, I]},
+     [("#/items/1", "ITEM_ADDED_TO_OPEN_CONTENT_MODEL")], []),
+    ("draft 7 tuple: position added to a closed tuple", {**TUPLE7, "additionalItems": False},
+     {**TUPLE7, "items": [S, I], "additionalItems": False},
+     [], [("#/items/1", "ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL")]),
+    ("2020-12 tuple: position added to an open tuple", TUPLE2020,
+     {**TUPLE2020, "prefixItems": [S, I]},
+     [("#/prefixItems/1", "ITEM_ADDED_TO_OPEN_CONTENT_MODEL")], []),
+    ("2020-12 tuple: rest closed", TUPLE2020, {**TUPLE2020, "items": False},
+     [("#/items", "ADDITIONAL_ITEMS_REMOVED")], []),
+    ("oneOf: branch added", field({"oneOf": [S, I]}), field({"oneOf": [S, I, {"type": "null"}]}),
+     [], [("#/properties/f", "SUM_TYPE_NARROWED")]),
+    ("oneOf -> anyOf", field({"oneOf": [S, I]}), field({"anyOf": [S, I]}),
+     [], [("#/properties/f", "COMBINED_TYPE_CHANGED")]),
+    ("oneOf branch changed", field({"oneOf": [S, I]}), field({"oneOf": [S, {"type": "null"}]}),
+     [("#/properties/f", "COMBINED_TYPE_SUBSCHEMAS_CHANGED")],
+     [("#/properties/f", "COMBINED_TYPE_SUBSCHEMAS_CHANGED")]),
+    ("string -> oneOf [string, null]", field(S), field({"oneOf": [S, {"type": "null"}]}),
+     [], [("#/properties/f", "SUM_TYPE_NARROWED")]),
+    ("anyOf keywords beside the branches", field({"type": "object", "anyOf": [
+        {"required": ["a"]}, {"required": ["b"]}]}),
+     field({"type": "object", "anyOf": [{"required": ["a"]}, {"required": ["b"]}, {}]}),
+     [], [("#/properties/f", "SUM_TYPE_NARROWED")]),
+    ("allOf: conjunct added", {"allOf": [obj({"a": S})]},
+     {"allOf": [obj({"a": S}), {"required": ["a"]}]},
+     [("#/", "PRODUCT_TYPE_EXTENDED")], []),
+    ("allOf on one side merges", obj({"a": S}, required=["a"]),
+     {"allOf": [obj({"a": S}), {"required": ["a"]}]}, [], []),
+    ("not added", {}, {"not": {"type": "null"}}, [("#/not", "NOT_TYPE_NARROWED")], []),
+    ("not narrowed to a smaller set", {"not": {"type": ["null", "string"]}},
+     {"not": {"type": "null"}}, [], [("#/not", "NOT_TYPE_NARROWED")]),
+    ("$ref followed", obj({"a": {"$ref": "#/definitions/x"}}, definitions={"x": S}),
+     obj({"a": {"$ref": "#/definitions/x"}}, definitions={"x": I}),
+     [("#/properties/a", "TYPE_CHANGED")], [("#/properties/a", "TYPE_CHANGED")]),
+    ("2020-12 $ref beside a keyword",
+     {"$schema": D2020, "$defs": {"x": S}, "$ref": "#/$defs/x"},
+     {"$schema": D2020, "$defs": {"x": S}, "$ref": "#/$defs/x", "maxLength": 3},
+     [("#/maxLength", "MAX_LENGTH_ADDED")], []),
+    ("recursive schema unchanged", TREE, TREE, [], []),
+    ("recursive schema changed inside", TREE,
+     {**TREE, "properties": {**TREE["properties"], "v": S}},
+     [("#/properties/v", "TYPE_CHANGED")], [("#/properties/v", "TYPE_CHANGED")]),
+    ("nested property added to an open object", obj({"n": obj({})}),
+     obj({"n": obj({"b": S})}),
+     [("#/properties/n/properties/b", "PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL")], []),
+    ("boolean schema true -> false", True, False, [("#/", "TYPE_NARROWED")], []),
+    ("description and title only", field(S), field({**S, "title": "t", "description": "d"}),
+     [], []),
+    ("contains added (unmodelled keyword)", {"type": "array"},
+     {"type": "array", "contains": S}, [("#/contains", "CONTAINS_CHANGED")], []),
+]
+
+
+@pytest.mark.parametrize("old,new,backward,forward", [c[1:] for c in CASES],
+                         ids=[c[0] for c in CASES])
+def test_compatibility_both_directions(old, new, backward, forward):
+    assert found(reader=new, writer=old) == backward
+    assert found(reader=old, writer=new) == forward
+
+
+INVALID: list[tuple[str, Any, dict[str, Any], str]] = [
+    # id, schema, references, a phrase the message carries
+    ("not JSON", '{"type": "string"', {}, "not JSON"),
+    ("NaN is not JSON", '{"type": "number", "maximum": NaN}', {}, "not JSON"),
+    ("an array", "[1, 2]", {}, "must be a JSON object or boolean"),
+    ("unknown type name", {"type": "strin"}, {}, "#/type"),
+    ("negative minLength", {"type": "string", "minLength": -1}, {}, "#/minLength"),
+    ("bad regex", {"type": "string", "pattern": "("}, {}, "regex"),
+    ("nested fault named by its path", obj({"a": {"type": 5}}), {}, "#/properties/a/type"),
+    ("unknown $schema", {"$schema": "http://example.com/my-draft", "type": "string"}, {},
+     "unknown $schema"),
+    ("2020-12: prefixItems must be an array", {"$schema": D2020, "prefixItems": S}, {},
+     "#/prefixItems"),
+    ("draft 7: items must be a schema or array", {"$schema": D7, "items": 5}, {}, "#/items"),
+    ("$ref to a missing definition", obj({"a": {"$ref": "#/definitions/nope"}}), {},
+     "'#/definitions/nope' at #/properties/a does not resolve"),
+    ("$ref to a reference not given", obj({"a": {"$ref": "customer.json"}}), {},
+     "'customer.json' at #/properties/a does not resolve"),
+    ("a reference that is not JSON", obj({"a": {"$ref": "customer.json"}}),
+     {"customer.json": "{"}, "reference 'customer.json' is not JSON"),
+    ("a reference invalid for its draft", obj({"a": {"$ref": "customer.json"}}),
+     {"customer.json": {"type": "nope"}}, "reference 'customer.json' at #/type"),
+    ("a reference's own $ref not resolving", obj({"a": {"$ref": "customer.json"}}),
+     {"customer.json": obj({"b": {"$ref": "address.json"}})}, "'address.json'"),
+]
+
+
+@pytest.mark.parametrize("schema,references,phrase", [c[1:] for c in INVALID],
+                         ids=[c[0] for c in INVALID])
+def test_invalid_schemas_are_refused_saying_where(schema, references, phrase):
+    with pytest.raises(InvalidSchema) as refused:
+        parse(schema, references)
+    assert phrase in str(refused.value)
+
+
+def test_prefix_items_is_only_a_keyword_in_2020_12():
+    """Validity is by the schema's own draft: draft 7 ignores an unknown keyword."""
+    parse({"$schema": D7, "prefixItems": S})
+    parse({"prefixItems": S})  # no $schema: draft 7, Confluent's default
+
+
+@pytest.mark.parametrize("draft", [
+    "http://json-schema.org/draft-04/schema#", "http://json-schema.org/draft-06/schema#",
+    D7, "https://json-schema.org/draft/2019-09/schema", D2020])
+def test_each_draft_parses(draft):
+    parse({"$schema": draft, **obj({"a": S}, required=["a"])})
+
+
+def test_boolean_schemas_parse():
+    assert FORMAT.canonical(parse(True)) == "true"
+    assert FORMAT.canonical(parse("false")) == "false"
+
+
+def test_canonical_form_ignores_layout_and_key_order():
+    a = parse('{"type": "object",\n  "properties": {"b": {"type": "string"}, "a": {}}}')
+    b = parse('{"properties":{"a":{},"b":{"type":"string"}},"type":"object"}')
+    assert FORMAT.canonical(a) == FORMAT.canonical(b)
+    assert FORMAT.canonical(a) == '{"properties":{"a":{},"b":{"type":"string"}},"type":"object"}'
+    assert FORMAT.canonical(parse({"enum": ["é"]})) == '{"enum":["é"]}'
+
+
+def test_canonical_form_keeps_differences_that_matter():
+    assert FORMAT.canonical(parse(field(S))) != FORMAT.canonical(parse(field(I)))
+    assert FORMAT.canonical(parse({"maximum": 1})) != FORMAT.canonical(parse({"maximum": 1.5}))
+
+
+CUSTOMER = obj({"name": S, "address": {"$ref": "address.json"}})
+ADDRESS = obj({"street": S})
+
+
+def test_references_resolve_by_name_transitively():
+    order = parse(obj({"customer": {"$ref": "customer.json"}}),
+                  {"customer.json": CUSTOMER, "address.json": ADDRESS})
+    same = parse(obj({"customer": {"$ref": "customer.json"}}),
+                 {"customer.json": CUSTOMER, "address.json": ADDRESS})
+    assert FORMAT.incompatibilities(order, same) == []
+
+
+def test_references_resolve_by_name_under_an_id_base_and_into_a_fragment():
+    schema = {"$id": "https://example.com/schemas/order.json", **obj(
+        {"street": {"$ref": "address.json#/properties/street"}})}
+    parse(schema, {"address.json": ADDRESS})
+
+
+def test_reference_by_its_own_id():
+    address = {"$id": "https://example.com/address", **ADDRESS}
+    parse(obj({"a": {"$ref": "https://example.com/address"}}), {"address.json": address})
+
+
+def test_a_change_inside_a_referenced_schema_is_found_through_the_ref():
+    writer = parse(obj({"customer": {"$ref": "customer.json"}}),
+                   {"customer.json": CUSTOMER, "address.json": ADDRESS})
+    reader = parse(obj({"customer": {"$ref": "customer.json"}}),
+                   {"customer.json": CUSTOMER,
+                    "address.json": obj({"street": S, "zip": S}, required=["zip"])})
+    messages = FORMAT.incompatibilities(reader, writer)
+    assert messages == [
+        "Found incompatible change: Difference{jsonPath='#/properties/customer/properties/"
+        "address/properties/zip', type=PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL}",
+        "Found incompatible change: Difference{jsonPath='#/properties/customer/properties/"
+        "address/required/zip', type=REQUIRED_ATTRIBUTE_ADDED}",
+    ]
+    assert FORMAT.incompatibilities(writer, reader) == []
+
+
+def test_mutually_recursive_references_terminate():
+    a = {"type": "object", "properties": {"b": {"$ref": "b.json"}}}
+    b = {"type": "object", "properties": {"a": {"$ref": "a.json"}, "v": S}}
+    b2 = {"type": "object", "properties": {"a": {"$ref": "a.json"}, "v": I}}
+    one = parse(obj({"root": {"$ref": "a.json"}}), {"a.json": a, "b.json": b})
+    two = parse(obj({"root": {"$ref": "a.json"}}), {"a.json": a, "b.json": b2})
+    assert found_parsed(two, two) == []
+    assert found_parsed(two, one) == [("#/properties/root/properties/b/properties/v",
+                                       "TYPE_CHANGED")]
+
+
+def found_parsed(reader: Any, writer: Any) -> list[tuple[str, str]]:
+    out = []
+    for m in FORMAT.incompatibilities(reader, writer):
+        match = re.fullmatch(r".*jsonPath='(.*)', type=([A-Z_]+)\}", m)
+        assert match, m
+        out.append((match[1], match[2]))
+    return out
+
+
+def versions(*schemas: Any) -> list[Any]:
+    return [parse(s) for s in schemas]
+
+
+def test_transitive_levels_check_every_previous_version():
+    """v2 was registered while the subject's level was NONE (a type change); v3 only
+    documents v2. BACKWARD compares v3 with v2 alone, *_TRANSITIVE with v1 too."""
+    v1, v2, v3 = versions(field(S), field(I), field({**I, "description": "count"}))
+    assert check("BACKWARD", v3, [v1, v2], FORMAT) == []
+    assert check("FORWARD", v3, [v1, v2], FORMAT) == []
+    for level in ("BACKWARD_TRANSITIVE", "FORWARD_TRANSITIVE", "FULL_TRANSITIVE"):
+        assert check(level, v3, [v1, v2], FORMAT) == [
+            "Found incompatible change: Difference{jsonPath='#/properties/f', "
+            "type=TYPE_CHANGED} (against previous version 1 of 2)"], level
+
+
+def test_transitive_widening_chain_is_backward_but_not_forward():
+    """integer -> number -> [number, null]: each step widens, so every later schema reads
+    every earlier one; the earliest reads none of the later ones."""
+    v1, v2, v3 = versions(field(I), field({"type": "number"}),
+                          field({"type": ["number", "null"]}))
+    assert check("BACKWARD_TRANSITIVE", v3, [v1, v2], FORMAT) == []
+    forward = check("FORWARD_TRANSITIVE", v3, [v1, v2], FORMAT)
+    assert [m.split(" (against")[0].rsplit("type=", 1)[1] for m in forward] == [
+        "TYPE_NARROWED}", "TYPE_NARROWED}"]
+    assert check("FULL", v3, [v1, v2], FORMAT) == [
+        "Found incompatible change: Difference{jsonPath='#/properties/f', "
+        "type=TYPE_NARROWED}"]
+
+
+def test_closed_model_evolution_full_transitive():
+    """With a closed content model, adding optional properties is BACKWARD, and FULL
+    needs the reader to keep accepting them (partially open: covered)."""
+    v1 = obj({"a": S}, extra=False)
+    v2 = obj({"a": S, "b": S}, extra=False)
+    v3 = obj({"a": S, "b": S, "c": S}, extra=False)
+    assert check("BACKWARD_TRANSITIVE", parse(v3), versions(v1, v2), FORMAT) == []
+    assert len(check("FORWARD_TRANSITIVE", parse(v3), versions(v1, v2), FORMAT)) == 3
+    p1, p2, p3 = (obj(o["properties"], extra=S) for o in (v1, v2, v3))
+    assert check("FULL_TRANSITIVE", parse(p3), versions(p1, p2), FORMAT) == []
