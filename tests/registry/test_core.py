@@ -501,3 +501,23 @@ def test_concurrent_registrations_get_distinct_ids():
     ids = run(many())
     assert sorted(ids) == list(range(1, 21))
     assert len(written) == 20
+
+
+def test_protobuf_imports_through_references():
+    from spool.registry.formats import protobuf
+
+    store = Store()
+    core = Core(store, Log(store), {"AVRO": avro.FORMAT, "PROTOBUF": protobuf.FORMAT})
+    base = 'syntax = "proto3";\npackage a;\nmessage Base { int32 n = 1; }\n'
+    top = ('syntax = "proto3";\npackage b;\nimport "a/base.proto";\n'
+           "message Top { a.Base b = 1; }\n")
+    ref = Reference("a/base.proto", "base", 1)
+    assert register(core, "base", base, "PROTOBUF") == 1
+    assert error(core.register("top", top, "PROTOBUF", [])) == (422, 42201)
+    assert register(core, "top", top, "PROTOBUF", (ref,)) == 2
+    assert register(core, "top", top, "PROTOBUF", (ref,)) == 2  # the same: deduped
+    assert register(core, "top", top.replace("b = 1;", "b = 1; string s = 2;"),
+                    "PROTOBUF", (ref,)) == 3
+    assert run(core.referenced_by("base", 1)) == [2, 3]
+    assert run(core.version("top", 1)).schema_type == "PROTOBUF"
+    assert error(core.delete_version("base", 1)) == (422, 42206)
