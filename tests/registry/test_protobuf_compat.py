@@ -407,3 +407,23 @@ def test_transitive_levels_through_compatibility():
 def test_reference_may_not_take_the_schemas_own_file_name():
     with pytest.raises(model.InvalidSchema, match="schema.proto"):
         FORMAT.parse(V1, {"schema.proto": V1})
+
+
+def test_confluent_and_google_type_imports_need_no_reference():
+    # ProtobufSerializer (skip.known.types) registers no reference for these.
+    pytest.importorskip("google.type.date_pb2")  # googleapis-common-protos
+    text = proto(M.format("confluent.type.Decimal amount = 1 [(confluent.field_meta).doc = "
+                          '"money"]; google.type.Date day = 2;'),
+                 imports=("confluent/meta.proto", "confluent/type/decimal.proto",
+                          "google/type/date.proto"))
+    canonical = FORMAT.canonical(FORMAT.parse(text, {}))
+    assert '".confluent.type.Decimal"' in canonical and '".google.type.Date"' in canonical
+
+
+def test_a_reference_overrides_a_builtin_import():
+    own = proto("message Date { string iso = 1; }\n", package="google.type")
+    text = proto(M.format("google.type.Date day = 1;"), imports=("google/type/date.proto",))
+    parsed = FORMAT.parse(text, {"google/type/date.proto": own})
+    assert "iso" in FORMAT.canonical(FORMAT.parse(own, {}))
+    assert [f.name for f in parsed.imports["google/type/date.proto"].message_type[0].field] \
+        == ["iso"]

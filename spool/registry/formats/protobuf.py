@@ -9,8 +9,12 @@ Both go through grpcio-tools' bundled protoc (``grpc_tools._protoc_compiler``, r
 child process so its stderr is ours to read and a crash is not ours): in a temporary
 directory, text files are written under their import names (the reference's ``name``),
 descriptors go into a ``FileDescriptorSet`` passed with ``--descriptor_set_in``, the
-``google/protobuf/*.proto`` well-known types come from grpc_tools' include directory, and
-protoc writes the resolved ``FileDescriptorSet`` (``--include_imports``). The schema itself
+``google/protobuf/*.proto`` well-known types come from grpc_tools' include directory, the
+other imports Confluent's clients leave out of the references (``skip.known.types``:
+``confluent/meta.proto``, ``confluent/type/*.proto``, ``google/type/*.proto``) from the
+descriptors of the installed ``_pb2`` modules that define them (confluent-kafka's,
+googleapis-common-protos'), when a schema imports one and no reference of that name was
+given, and protoc writes the resolved ``FileDescriptorSet`` (``--include_imports``). The schema itself
 is compiled as ``schema.proto``. protoc's diagnostics become ``model.InvalidSchema``, with
 the temporary paths taken out. Results are cached by (schema, references) text, so a
 schema is compiled once per process however often it is checked or looked up.
@@ -69,6 +73,7 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+import importlib
 import posixpath
 import re
 import subprocess
@@ -144,6 +149,43 @@ def _as_descriptor(name: str, text: str) -> descriptor_pb2.FileDescriptorProto |
     return proto
 
 
+_IMPORT = re.compile(r'^\s*import\s+(?:public\s+|weak\s+)?"([^"]+)"\s*;', re.MULTILINE)
+
+
+def _builtin_module(name: str) -> str | None:
+    """The Python module whose descriptor is the built-in import ``name``, if any."""
+    if not name.endswith(".proto") or not name.replace("/", "").replace("_", "")[:-6].isalnum():
+        return None
+    if name.startswith("google/type/"):
+        return "google.type." + name[len("google/type/"):-6] + "_pb2"
+    if name.startswith("confluent/"):
+        return "confluent_kafka.schema_registry." + name[:-6].replace("/", ".") + "_pb2"
+    return None
+
+
+def _builtins(imported: set[str], given: set[str]) -> list[FDP]:
+    """Descriptors of the built-in imports among ``imported`` (and theirs) that are not
+    ``given`` as references and not well-known (protoc's include directory has those)."""
+    found: dict[str, FDP] = {}
+    todo = [n for n in imported if n not in given]
+    while todo:
+        name = todo.pop()
+        module = _builtin_module(name)
+        if name in found or name in given or module is None:
+            continue
+        try:
+            descriptor = importlib.import_module(module).DESCRIPTOR
+        except ImportError:
+            continue  # protoc will say the import was not found
+        found[name] = FDP.FromString(descriptor.serialized_pb)
+        todo.extend(d.name for d in descriptor.dependencies)
+    return list(found.values())
+
+
+def _imports(text: str, descriptor: FDP | None) -> set[str]:
+    return set(descriptor.dependency) if descriptor is not None else set(_IMPORT.findall(text))
+
+
 def _checked_import_name(name: str) -> str:
     normal = posixpath.normpath(name)
     if (not name or name.startswith("/") or normal != name or normal.startswith("..")
@@ -161,14 +203,17 @@ def _compile(schema: str, references: tuple[tuple[str, str], ...]) -> list[FDP]:
     with tempfile.TemporaryDirectory(prefix="spool-proto-") as tmp:
         src = Path(tmp, "src")
         src.mkdir()
+        imported: set[str] = set()
         for name, text in [*references, (MAIN, schema)]:
             proto = _as_descriptor(_checked_import_name(name), text)
+            imported |= _imports(text, proto)
             if proto is not None:
                 descriptors.file.append(proto)
             else:
                 path = src / name
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(text, encoding="utf-8")
+        descriptors.file.extend(_builtins(imported, names))
         out = Path(tmp, "out.pb")
         args = ["protoc", f"-I{src}", f"-I{_include_dir()}", "--include_imports",
                 f"--descriptor_set_out={out}"]
