@@ -427,3 +427,24 @@ def test_a_reference_overrides_a_builtin_import():
     assert "iso" in FORMAT.canonical(FORMAT.parse(own, {}))
     assert [f.name for f in parsed.imports["google/type/date.proto"].message_type[0].field] \
         == ["iso"]
+
+
+def test_deserializer_builds_the_message_from_the_serialized_form(generated):
+    # ProtobufDeserializer fetches the writer schema and its references with
+    # ?format=serialized and adds them to a DescriptorPool as below.
+    from confluent_kafka.schema_registry.common.protobuf import _init_pool, _str_to_proto
+    from google.protobuf.descriptor_pool import DescriptorPool
+    from google.protobuf.message_factory import GetMessageClass
+
+    pool = DescriptorPool()
+    _init_pool(pool)
+    money = FORMAT.parse(MONEY_V1, {})
+    pool.Add(_str_to_proto("common/money.proto", FORMAT.serialized(money)))
+    user = FORMAT.parse(USER, {"common/money.proto": MONEY_V1})
+    pool.Add(_str_to_proto("default", FORMAT.serialized(user)))
+    cls = GetMessageClass(pool.FindMessageTypeByName("shop.v1.User"))
+    sent = generated.User(name="ada", age=36, tags={"x": 1}, email="a@b", renamed="r")
+    sent.balance.currency = "EUR"
+    got = cls.FromString(sent.SerializeToString())
+    assert (got.name, got.age, dict(got.tags), got.email, got.renamed, got.balance.currency) \
+        == ("ada", 36, {"x": 1}, "a@b", "r", "EUR")
