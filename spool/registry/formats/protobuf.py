@@ -149,7 +149,7 @@ def _as_descriptor(name: str, text: str) -> descriptor_pb2.FileDescriptorProto |
     return proto
 
 
-_IMPORT = re.compile(r'^\s*import\s+(?:public\s+|weak\s+)?"([^"]+)"\s*;', re.MULTILINE)
+_IMPORT = re.compile(r'\bimport\s+(?:public\s+|weak\s+)?"([^"]+)"')
 
 
 def _builtin_module(name: str) -> str | None:
@@ -158,7 +158,7 @@ def _builtin_module(name: str) -> str | None:
         return None
     if name.startswith("google/type/"):
         return "google.type." + name[len("google/type/"):-6] + "_pb2"
-    if name.startswith("confluent/"):
+    if name == "confluent/meta.proto" or name.startswith("confluent/type/"):
         return "confluent_kafka.schema_registry." + name[:-6].replace("/", ".") + "_pb2"
     return None
 
@@ -175,7 +175,7 @@ def _builtins(imported: set[str], given: set[str]) -> list[FDP]:
             continue
         try:
             descriptor = importlib.import_module(module).DESCRIPTOR
-        except ImportError:
+        except (ImportError, AttributeError):
             continue  # protoc will say the import was not found
         found[name] = FDP.FromString(descriptor.serialized_pb)
         todo.extend(d.name for d in descriptor.dependencies)
