@@ -20,7 +20,9 @@ spec states them:
 - Arrays and maps: items and values resolve recursively.
 - Unions: every branch of a writer's union must resolve against the reader; against a
   reader's union, a writer's schema resolves with the *first* reader branch it matches,
-  and it is an error when none matches (or that branch does not resolve).
+  and it is an error when none matches (or that branch does not resolve). So a writer's
+  ``b.X`` read with a reader's ``[a.X, b.X]`` resolves with ``a.X`` (names match
+  unqualified), as fastavro decodes it; Java's decoder would take ``b.X``.
 - Recursive types terminate: a pair of named types already being compared is taken as
   resolving (the check is coinductive), so each pair is reported at most once.
 
@@ -28,8 +30,9 @@ Each message is ``ERROR_TYPE at PATH: what``, where ERROR_TYPE is Avro's own nam
 (NAME_MISMATCH, FIXED_SIZE_MISMATCH, MISSING_ENUM_SYMBOLS,
 READER_FIELD_MISSING_DEFAULT_VALUE, TYPE_MISMATCH, MISSING_UNION_BRANCH) and PATH a JSON
 pointer into the reader's schema (``/fields/2/type``; ``/`` is the whole schema).
-Where Avro's Java ``SchemaCompatibility`` departs from the spec (it accepts a reader
-union when *any* branch resolves, not the first one that matches), this follows the spec.
+Where Avro's ``SchemaCompatibility`` (Java, and the Python port) departs from the spec,
+this follows the spec: a reader's union is resolved with its first matching branch, not
+with whichever branch would resolve; decimals must agree on precision and scale.
 """
 
 from __future__ import annotations
@@ -96,9 +99,9 @@ class _Resolution:
                     messages += self.resolve(r, branch, path)
             return messages
         if isinstance(r, list):
-            for i, branch in enumerate(r):
-                if self.matches(self.reader.resolve(branch), w):
-                    return self.resolve(branch, w, f"{path}/{i}")
+            i = self.branch(r, w)
+            if i is not None:
+                return self.resolve(r[i], w, f"{path}/{i}")
             return [f"MISSING_UNION_BRANCH at {path or '/'}: no branch of the reader's "
                     f"union matches the writer's {_describe(w)}"]
         problem = self.mismatch(r, w)
@@ -115,9 +118,10 @@ class _Resolution:
             return self.record(r, w, path)
         return []
 
-    def matches(self, r: Any, w: Any) -> bool:
-        """The spec's *match* of two non-union schemas (no recursion)."""
-        return self.mismatch(r, w) is None
+    def branch(self, union: list[Any], w: Any) -> int | None:
+        """The reader's branch for the writer's ``w``: the first that matches."""
+        return next((i for i, b in enumerate(union)
+                     if self.mismatch(self.reader.resolve(b), w) is None), None)
 
     def mismatch(self, r: Any, w: Any) -> tuple[str, str] | None:
         """Why two non-union schemas do not match, as (error type, detail), else None."""
