@@ -12,7 +12,8 @@ underlying type. Other unions and recursive records raise ``ValueError``.
 Reading (``decode_avro``), value by value: a value that starts with byte 0
 and decodes exactly (every byte used) after a 5-byte Confluent header (magic
 0, 4-byte schema id) is taken as framed, else as plain Avro binary; the
-schema id is not checked (no schema registry yet: Spool issue 20). A value
+schema id is not checked here (with ``schema.registry.url`` the id names the
+writer schema: ``avro_registry.py``). A value
 that decodes neither way -> null (spark-avro's PERMISSIVE mode). Writing
 (``encode_avro``): fastavro's schemaless writer, with the Confluent header
 when a schema id is given.
@@ -259,11 +260,13 @@ def encode_avro(column: pa.Array, writer_schema: str, schema_id: int | None) -> 
     )
 
 
-def _read_exact(reader: Any, stream: io.BytesIO, start: int, end: int, schema: Any) -> dict | None:
-    """The record that the bytes start..end of ``stream`` hold exactly, else None."""
+def _read_exact(reader: Any, stream: io.BytesIO, start: int, end: int, schema: Any,
+                reader_schema: Any = None) -> dict | None:
+    """The record that the bytes start..end of ``stream`` hold exactly, else None
+    (``schema`` the writer's; ``reader_schema`` the one to resolve it into, if another)."""
     stream.seek(start)
     try:
-        record = reader(stream, schema, None)
+        record = reader(stream, schema, reader_schema)
     except Exception:  # noqa: BLE001 - any decode failure means "not this reading"
         return None
     return record if stream.tell() == end and isinstance(record, dict) else None

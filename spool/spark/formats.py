@@ -8,8 +8,15 @@ Options (all optional; without them ``key`` and ``value`` stay binary):
   same for ``key``.
 * ``valueSchemaId`` / ``keySchemaId`` (avro, writing): frame each record the
   Confluent way (magic byte 0, the id as 4 big-endian bytes, then the Avro
-  binary). There is no schema registry yet (Spool issue 20): the schema is
-  always the one given in the options, the id is written as given.
+  binary), the schema being the one given in the options, the id as given.
+* ``schema.registry.url`` (avro): a schema registry (``spool registry``, or any
+  Confluent-compatible one) names the schemas instead, by subject
+  (``valueSubject``/``keySubject``, default ``<topic>-value``/``<topic>-key``
+  of the one ``subscribe``d topic when reading, of the ``topic`` option when
+  writing): reads decode each value with the writer schema its framing's id
+  names into ``valueSchema`` or else the subject's latest schema, whose fields
+  are the columns; writes register the schema under the subject and frame
+  each value with its id. Not with ``valueSchemaId``. ``avro_registry.py``.
 
 Reading (batch and streaming): the source's readers decode the ``key``/``value``
 column of each Arrow batch the fetch yields, on the executors; the other Kafka
@@ -29,6 +36,7 @@ Invalid options raise ``ValueError`` naming the option.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -36,6 +44,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql.types import DataType, StructField, StructType
 
+from spool.spark import avro_registry
 from spool.spark.avro_format import avro_to_spark, decode_avro, encode_avro, parsed, spark_to_avro
 from spool.spark.ddl import parse_ddl
 from spool.spark.json_format import decode_json, encode_json
@@ -53,11 +62,15 @@ class ColumnFormat:
     avro_writer: str | None = None  # the Avro schema given or derived, JSON text
     avro_reader: str | None = None  # the same without the logical types Spark does not map
     schema_id: int | None = None
+    registry_url: str | None = None  # reads: writer schemas by the framing's id
 
     def decode(self, values: pa.Array) -> pa.Array:
         """Binary values -> the struct column (same length, same order)."""
         if self.kind == "json":
             return decode_json(values, self.spark_type)
+        if self.registry_url is not None:
+            return avro_registry.decode_registry(values, self.avro_reader, self.spark_type,
+                                                 self.registry_url)
         return decode_avro(values, self.avro_reader, self.spark_type)
 
     def encode(self, column: pa.Array) -> pa.Array:
@@ -90,6 +103,10 @@ def parse_column_format(
     kind = _opt(opts, f"{column}Format")
     schema_text = _opt(opts, f"{column}Schema")
     id_text = _opt(opts, f"{column}SchemaId")
+    url = _opt(opts, "schema.registry.url")
+    if kind is not None and kind.strip().lower() == "avro" and url:
+        return _registry_format(opts, column, url, schema_text, id_text, for_read=for_read,
+                                column_type=column_type)
     if kind is None:
         for name, given in ((f"{column}Schema", schema_text), (f"{column}SchemaId", id_text)):
             if given is not None:
@@ -149,6 +166,50 @@ def parse_column_format(
                     f"{column} column has no such field"
                 )
     return ColumnFormat(column, kind, spark_type, writer, reader_text, schema_id)
+
+
+def _subject(opts: Mapping[str, str], column: str, *, for_read: bool) -> str:
+    """``<column>Subject``, else ``<topic>-<column>`` (TopicNameStrategy)."""
+    given = _opt(opts, f"{column}Subject")
+    if given:
+        return given
+    if for_read:
+        topics = [t.strip() for t in (_opt(opts, "subscribe") or "").split(",") if t.strip()]
+        if len(topics) == 1:
+            return f"{topics[0]}-{column}"
+        raise ValueError(f"option schema.registry.url reads subject <topic>-{column} of one "
+                         f"subscribed topic; with several, or subscribePattern or assign, "
+                         f"give the option {column}Subject")
+    topic = _opt(opts, "topic")
+    if topic:
+        return f"{topic}-{column}"
+    raise ValueError(f"option schema.registry.url writes under subject <topic>-{column}: give "
+                     f"the option topic (or {column}Subject)")
+
+
+def _registry_format(opts: Mapping[str, str], column: str, url: str, schema_text: str | None,
+                     id_text: str | None, *, for_read: bool,
+                     column_type: DataType | None) -> ColumnFormat:
+    """``<column>Format=avro`` with ``schema.registry.url``: the subject's schema and ids."""
+    if id_text is not None:
+        raise ValueError(f"option {column}SchemaId and schema.registry.url exclude each "
+                         f"other: the registry gives the id")
+    subject = _subject(opts, column, for_read=for_read)
+    if for_read:
+        if schema_text is None:
+            schema_text = avro_registry.latest_schema(url, subject)
+        fmt = parse_column_format({f"{column}Format": "avro", f"{column}Schema": schema_text},
+                                  column, for_read=True)
+        return dataclasses.replace(fmt, registry_url=url)  # type: ignore[arg-type]
+    if schema_text is None and isinstance(column_type, StructType):
+        name, namespace = avro_registry.latest_name(url, subject)
+        schema_text = json.dumps(spark_to_avro(column_type, name, namespace))
+    given = {f"{column}Format": "avro"}
+    if schema_text is not None:
+        given[f"{column}Schema"] = schema_text
+    fmt = parse_column_format(given, column, for_read=False, column_type=column_type)
+    schema_id = avro_registry.register(url, subject, fmt.avro_writer)  # type: ignore[union-attr, arg-type]
+    return dataclasses.replace(fmt, schema_id=schema_id)  # type: ignore[arg-type]
 
 
 def _check_avro(schema_json: str, column: str) -> None:

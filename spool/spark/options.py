@@ -25,7 +25,9 @@ works by changing only the format string:
 * ``valueFormat`` (``json`` | ``avro``) with ``valueSchema`` (a Spark DDL
   string for json, Avro schema JSON for avro) and ``valueSchemaId`` (avro
   writes: Confluent framing), and the same for ``key`` (``keyFormat``,
-  ``keySchema``, ``keySchemaId``): typed struct columns (``formats.py``).
+  ``keySchema``, ``keySchemaId``): typed struct columns (``formats.py``);
+  ``schema.registry.url`` (with ``valueSubject``/``keySubject``): avro schemas and
+  ids from a schema registry instead (``avro_registry.py``).
 
 Every other ``kafka.<name>`` option is handed to librdkafka as ``<name>``,
 except the few Spark also forbids (group.id, auto.offset.reset, ...).
