@@ -16,6 +16,8 @@ checkpoint; the committed task must be skipped, the other must write the
 same rows as before) and restarts it on the same checkpoint with
 ``availableNow``. The output topic read with read_committed must then be
 exactly the records computed here from the input: none twice, none missing.
+Each pipeline also runs once, to the end, over Spark Connect (the Connect
+server on the same cluster is the driver there), with the same exact check.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ END = T0 + 1440 * MINUTE  # the ticks' time
 RUN_TIMEOUT = 420.0  # one driver run; ~30 s on a quiet machine, 3-4 min seen at load 16-26
 
 pytestmark = pytest.mark.timeout(1200)  # two driver runs per test
+# each pipeline killed mid-run on the standalone cluster, and run once over Spark Connect
+WHERE = pytest.mark.parametrize("remote", [False, True], ids=["cluster", "connect"])
 
 
 def iso(ms: int) -> str:
@@ -88,17 +92,20 @@ def await_sink_commit(bootstrap: str, checkpoint: Path, batch: int, proc: subpro
 
 def crash_then_finish(module: str, args: list[str], tmp_path: Path, env: dict) -> str:
     """Run ``module`` until its sink has committed part of micro-batch 1, kill -9 its tree,
-    run it again to the end with availableNow; its log."""
+    run it again to the end with availableNow; its log. Over Spark Connect (``SPARK_REMOTE``
+    in ``env``) the driver is the Connect server and killing the client would leave the query
+    running there: the pipeline runs once, to the end, with availableNow."""
     cp, log = tmp_path / "cp", tmp_path / "driver.log"
     bootstrap = args[args.index("--bootstrap-server") + 1]
     common = [*args, "--checkpoint", str(cp), "--scratch", str(tmp_path / "scratch"),
               "--delivery-guarantee", "exactly-once"]
-    proc = start_driver(module, [*common, "--trigger", "0",
-                                 "--max-offsets-per-trigger", str(PER_BATCH)], log, env)
-    try:
-        await_sink_commit(bootstrap, cp, 1, proc, log)
-    finally:
-        kill_tree(proc)
+    if "SPARK_REMOTE" not in env:
+        proc = start_driver(module, [*common, "--trigger", "0",
+                                     "--max-offsets-per-trigger", str(PER_BATCH)], log, env)
+        try:
+            await_sink_commit(bootstrap, cp, 1, proc, log)
+        finally:
+            kill_tree(proc)
     proc = start_driver(module, [*common, "--trigger", "available-now"], log, env)
     try:
         assert proc.wait(RUN_TIMEOUT) == 0, log.read_text()[-3000:]
@@ -147,8 +154,9 @@ def expected_paid_orders(orders: list[dict], payments: list[dict], within_ms: in
     return sorted(json.dumps(v, sort_keys=True) for v in out)
 
 
+@WHERE
 def test_orders_payments_left_outer_join_exactly_once_across_driver_kill(
-        spark_cluster, spool_cluster, topic_name, tmp_path):
+        spark_cluster, spool_cluster, topic_name, tmp_path, remote):
     bootstrap = spool_cluster.bootstrap
     orders_t, payments_t, out_t = (f"{topic_name}-{s}" for s in ("orders", "payments", "paid"))
     for t in (orders_t, payments_t, out_t):
@@ -167,7 +175,7 @@ def test_orders_payments_left_outer_join_exactly_once_across_driver_kill(
     log = crash_then_finish("examples.orders_payments", [
         "--bootstrap-server", bootstrap, "--orders", orders_t, "--payments", payments_t,
         "--sink", out_t, "--join", "left-outer", "--within", "10 minutes",
-        "--watermark", "5 minutes"], tmp_path, spark_cluster.env())
+        "--watermark", "5 minutes"], tmp_path, spark_cluster.env(remote))
     assert "done: joined orders written to" in log
     want = expected_paid_orders(orders, payments, 10 * MINUTE)
     assert len(want) > len(orders)  # the data has joins, unpaid orders and split payments
@@ -197,8 +205,9 @@ def expected_enriched(orders: list[dict], changelog: list[dict]) -> list[str]:
     return sorted(json.dumps(v, sort_keys=True) for v in out)
 
 
+@WHERE
 def test_enrich_orders_from_changelog_table_exactly_once_across_driver_kill(
-        spark_cluster, spool_cluster, topic_name, tmp_path):
+        spark_cluster, spool_cluster, topic_name, tmp_path, remote):
     bootstrap = spool_cluster.bootstrap
     orders_t, customers_t, out_t = (f"{topic_name}-{s}" for s in ("orders", "customers", "out"))
     spool_cluster.create_topic(orders_t, 2)
@@ -220,7 +229,7 @@ def test_enrich_orders_from_changelog_table_exactly_once_across_driver_kill(
 
     log = crash_then_finish("examples.enrich_orders", [
         "--bootstrap-server", bootstrap, "--orders", orders_t, "--customers", customers_t,
-        "--sink", out_t, "--watermark", "5 minutes"], tmp_path, spark_cluster.env())
+        "--sink", out_t, "--watermark", "5 minutes"], tmp_path, spark_cluster.env(remote))
     assert "done: enriched orders written to" in log
     want = expected_enriched(orders, changelog)
     profiles = [json.loads(v)["profile"] for v in want]

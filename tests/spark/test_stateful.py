@@ -10,7 +10,10 @@ read with read_committed, against the exact output computed here from the
 input: ``examples.dedup_orders`` (``dropDuplicatesWithinWatermark``) and
 ``examples.sessions`` (``transformWithStateInPandas`` with event-time timers).
 The state must survive the crash: repeated orders and session events that
-arrive after the restart meet state written before it.
+arrive after the restart meet state written before it. Each also runs once,
+to the end, over Spark Connect (``SPARK_REMOTE``: the Connect server on the
+same cluster is the driver, so killing the client process would not be a
+driver crash), with the same exact check.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from tests.spark.conftest import consume_all, produce
 from tests.spark.drivers import kill_tree, start_driver
 
 T0 = 1_800_000_000_000  # event times (ms)
+# each pipeline killed mid-run on the standalone cluster, and run once over Spark Connect
+WHERE = pytest.mark.parametrize("remote", [False, True], ids=["cluster", "connect"])
 RUN_TIMEOUT = 360.0  # per driver run; ~30 s on an idle 2-core machine, minutes under load
 
 
@@ -78,9 +83,10 @@ def finish(proc: subprocess.Popen, log: Path) -> str:
 
 
 @pytest.mark.timeout(900)  # two driver runs (RUN_TIMEOUT each), with the clusters' start-up
+@WHERE
 def test_dedup_orders_exactly_once_across_a_driver_kill(spark_cluster, spool_cluster, topic_name,
-                                                       tmp_path, drivers):
-    bootstrap, env = spool_cluster.bootstrap, spark_cluster.env()
+                                                       tmp_path, drivers, remote):
+    bootstrap, env = spool_cluster.bootstrap, spark_cluster.env(remote)
     src, dst = topic_name + "-orders", topic_name + "-deduped"
     spool_cluster.create_topic(src, 3)
     spool_cluster.create_topic(dst, 2)
@@ -98,9 +104,10 @@ def test_dedup_orders_exactly_once_across_a_driver_kill(spark_cluster, spool_clu
     cp, scratch = tmp_path / "cp", tmp_path / "scratch"
     scratch.mkdir()
     log = scratch / "driver.log"
-    drivers.append(driver("dedup_orders", bootstrap, src, dst, cp, scratch, "0.5", env,
-                          "--max-offsets-per-trigger", "80"))
-    kill_mid_batch(drivers[-1], cp, bootstrap, dst, log)  # in batch 1
+    if not remote:  # over Connect the driver is the server: one run to the end
+        drivers.append(driver("dedup_orders", bootstrap, src, dst, cp, scratch, "0.5", env,
+                              "--max-offsets-per-trigger", "80"))
+        kill_mid_batch(drivers[-1], cp, bootstrap, dst, log)  # in batch 1
     drivers.append(driver("dedup_orders", bootstrap, src, dst, cp, scratch, "available-now",
                           env))
     assert "done: first copies written to" in finish(drivers[-1], log)
@@ -125,9 +132,10 @@ def iso(ms: int) -> str:
 
 
 @pytest.mark.timeout(900)
+@WHERE
 def test_sessions_exactly_once_across_a_driver_kill(spark_cluster, spool_cluster, topic_name,
-                                                    tmp_path, drivers):
-    bootstrap, env = spool_cluster.bootstrap, spark_cluster.env()
+                                                    tmp_path, drivers, remote):
+    bootstrap, env = spool_cluster.bootstrap, spark_cluster.env(remote)
     src, dst = topic_name + "-clicks", topic_name + "-sessions"
     spool_cluster.create_topic(src, 3)
     spool_cluster.create_topic(dst, 2)
@@ -151,11 +159,12 @@ def test_sessions_exactly_once_across_a_driver_kill(spark_cluster, spool_cluster
     cp, scratch = tmp_path / "cp", tmp_path / "scratch"
     scratch.mkdir()
     log = scratch / "driver.log"
-    drivers.append(driver("sessions", bootstrap, src, dst, cp, scratch, "0.5", env,
-                          "--max-offsets-per-trigger", str((len(events) + 1) // 2)))
-    # batch 1 closes the sessions that ended before the first half's watermark; kill in
-    # batch 2 (no data): the one that closes all the others
-    kill_mid_batch(drivers[-1], cp, bootstrap, dst, log)
+    if not remote:  # over Connect the driver is the server: one run to the end
+        drivers.append(driver("sessions", bootstrap, src, dst, cp, scratch, "0.5", env,
+                              "--max-offsets-per-trigger", str((len(events) + 1) // 2)))
+        # batch 1 closes the sessions that ended before the first half's watermark; kill in
+        # batch 2 (no data): the one that closes all the others
+        kill_mid_batch(drivers[-1], cp, bootstrap, dst, log)
     drivers.append(driver("sessions", bootstrap, src, dst, cp, scratch, "available-now", env))
     assert "done: closed sessions written to" in finish(drivers[-1], log)
 
