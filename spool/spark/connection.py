@@ -36,6 +36,7 @@ import socket
 import ssl
 import struct
 from collections import deque
+from collections.abc import Mapping
 from typing import Any
 
 from spool.net.client import AuthenticationError
@@ -47,7 +48,7 @@ from spool.protocol._generated import (
 )
 from spool.protocol.errors import error_name
 from spool.protocol.headers import API_VERSIONS_KEY, encode_request_header, skip_tagged_fields
-from spool.security.client_config import ClientConfigError, ClientSecurity
+from spool.security.client_config import KNOWN_KEYS, ClientConfigError, ClientSecurity
 from spool.security.sasl import client_for
 
 _SIZE = struct.Struct(">i")
@@ -230,3 +231,41 @@ class Connection:
     def request(self, message: Any, version: int) -> Any:
         self.send(message, version)
         return self.receive()
+
+
+# ---- the options' security settings
+
+
+def _jaas_quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def client_security(conf: Mapping[str, str]) -> ClientSecurity:
+    """The ``kafka.*`` client options (without the prefix) as a ClientSecurity: Kafka's Java
+    names (``sasl.jaas.config``, ``ssl.truststore.*``, ...) or librdkafka's
+    (``sasl.username``/``sasl.password``, ``sasl.mechanisms``, ``ssl.ca.location``,
+    ``ssl.certificate.location``/``ssl.key.location``,
+    ``ssl.endpoint.identification.algorithm=none``)."""
+    props = {k: str(v) for k, v in conf.items() if k in KNOWN_KEYS}
+    if "sasl.mechanism" not in props and "sasl.mechanisms" in conf:
+        props["sasl.mechanism"] = conf["sasl.mechanisms"]
+    if "sasl.jaas.config" not in props and "sasl.username" in conf:
+        mech = props.get("sasl.mechanism", "PLAIN").upper()
+        module = ("org.apache.kafka.common.security.plain.PlainLoginModule" if mech == "PLAIN"
+                  else "org.apache.kafka.common.security.scram.ScramLoginModule")
+        props["sasl.jaas.config"] = (
+            f"{module} required username={_jaas_quote(conf['sasl.username'])} "
+            f"password={_jaas_quote(conf.get('sasl.password', ''))};"
+        )
+    if "ssl.ca.location" in conf and "ssl.truststore.location" not in props:
+        props["ssl.truststore.type"] = "PEM"
+        props["ssl.truststore.location"] = conf["ssl.ca.location"]
+    if "ssl.certificate.location" in conf and "ssl.keystore.location" not in props:
+        for key, prop in (("ssl.certificate.location", "ssl.keystore.certificate.chain"),
+                          ("ssl.key.location", "ssl.keystore.key")):
+            if key in conf:
+                with open(conf[key], encoding="ascii") as f:
+                    props[prop] = f.read()
+    if props.get("ssl.endpoint.identification.algorithm", "").lower() == "none":
+        props["ssl.endpoint.identification.algorithm"] = ""
+    return ClientSecurity.from_properties(props)

@@ -48,7 +48,7 @@ How (Spool's own protocol code, no per-message objects):
   librdkafka's (``sasl.username``/``sasl.password``, ``sasl.mechanisms``,
   ``ssl.ca.location``, ``ssl.certificate.location``/``ssl.key.location``,
   ``ssl.endpoint.identification.algorithm=none``) become one
-  ``spool.security.client_config.ClientSecurity`` (``client_security``).
+  ``spool.security.client_config.ClientSecurity`` (``connection.client_security``).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ import queue
 import struct
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -69,9 +69,8 @@ from spool.protocol._generated import (
     MetadataRequest,
 )
 from spool.protocol.errors import error_name
-from spool.security.client_config import KNOWN_KEYS, ClientSecurity
 from spool.spark.arrow_records import RecordsDecoder
-from spool.spark.connection import Connection, ConnectionLost
+from spool.spark.connection import Connection, ConnectionLost, client_security
 from spool.spark.options import EARLIEST, SpoolOptions
 
 FETCH_VERSION = 12
@@ -110,40 +109,6 @@ def data_loss(message: str, fail: bool) -> None:
             f"{message}. Some data may have been lost because it is no longer available in "
             "Spool; set the option failOnDataLoss=false to continue without it."
         )
-
-
-# ---- security
-
-
-def _jaas_quote(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def client_security(conf: Mapping[str, str]) -> ClientSecurity:
-    """The ``kafka.*`` client options (without the prefix) as a ClientSecurity (module doc)."""
-    props = {k: str(v) for k, v in conf.items() if k in KNOWN_KEYS}
-    if "sasl.mechanism" not in props and "sasl.mechanisms" in conf:
-        props["sasl.mechanism"] = conf["sasl.mechanisms"]
-    if "sasl.jaas.config" not in props and "sasl.username" in conf:
-        mech = props.get("sasl.mechanism", "PLAIN").upper()
-        module = ("org.apache.kafka.common.security.plain.PlainLoginModule" if mech == "PLAIN"
-                  else "org.apache.kafka.common.security.scram.ScramLoginModule")
-        props["sasl.jaas.config"] = (
-            f"{module} required username={_jaas_quote(conf['sasl.username'])} "
-            f"password={_jaas_quote(conf.get('sasl.password', ''))};"
-        )
-    if "ssl.ca.location" in conf and "ssl.truststore.location" not in props:
-        props["ssl.truststore.type"] = "PEM"
-        props["ssl.truststore.location"] = conf["ssl.ca.location"]
-    if "ssl.certificate.location" in conf and "ssl.keystore.location" not in props:
-        for key, prop in (("ssl.certificate.location", "ssl.keystore.certificate.chain"),
-                          ("ssl.key.location", "ssl.keystore.key")):
-            if key in conf:
-                with open(conf[key], encoding="ascii") as f:
-                    props[prop] = f.read()
-    if props.get("ssl.endpoint.identification.algorithm", "").lower() == "none":
-        props["ssl.endpoint.identification.algorithm"] = ""
-    return ClientSecurity.from_properties(props)
 
 
 # ---- the connection side: blocking connections, one per broker

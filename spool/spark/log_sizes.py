@@ -19,7 +19,7 @@ with no records has no estimate (nothing to admit there).
 Cost: one metadata request and one DescribeLogDirs per leader per trigger,
 made only when ``maxBytesPerTrigger`` is set. DescribeLogDirs needs DESCRIBE
 on the cluster (Kafka's ACL) and is secured as the executors' fetches are
-(``fetch.client_security``: the ``kafka.security.protocol``, ``kafka.sasl.*``,
+(``connection.client_security``: the ``kafka.security.protocol``, ``kafka.sasl.*``,
 ``kafka.ssl.*`` options); when the question cannot be asked or is refused,
 ``SizeUnavailable`` says why and which option to drop, rather than silently
 admitting unbounded batches.
@@ -27,15 +27,14 @@ admitting unbounded batches.
 
 from __future__ import annotations
 
-import asyncio
 from collections import defaultdict
 
-from spool.net.client import ClientError, NodeClient
+from spool.net.client import AuthenticationError
 from spool.protocol._generated import DescribeLogDirsRequest
 from spool.protocol._generated.describe_log_dirs_request import DescribableLogDirTopic
 from spool.protocol.errors import error_name
 from spool.security.client_config import ClientSecurity
-from spool.spark.fetch import client_security
+from spool.spark.connection import Connection, client_security
 from spool.spark.options import SpoolOptions
 
 TP = tuple[str, int]
@@ -57,25 +56,22 @@ def _security(opts: SpoolOptions) -> ClientSecurity:
             "maxBytesPerTrigger or fix the option") from None
 
 
-async def _ask(host: str, port: int, security: ClientSecurity,
-               tps: list[TP]) -> dict[TP, int]:
+def _request(tps: list[TP]) -> DescribeLogDirsRequest:
     by_topic: dict[str, list[int]] = defaultdict(list)
     for t, p in tps:
         by_topic[t].append(p)
-    req = DescribeLogDirsRequest(topics=[
+    return DescribeLogDirsRequest(topics=[
         DescribableLogDirTopic(topic=t, partitions=sorted(ps)) for t, ps in sorted(by_topic.items())
     ])
-    client = NodeClient(host, port, client_id="spool-spark-sizes", security=security,
-                        request_timeout_ms=TIMEOUT_MS)
-    try:
-        resp = await client.request(req, VERSION)
-    finally:
-        await client.close()
+
+
+def _sizes(conn: Connection) -> dict[TP, int]:
+    resp = conn.receive()
     if resp.error_code:
         raise SizeUnavailable(
-            f"DescribeLogDirs to {host}:{port} failed with {error_name(resp.error_code)} "
-            "(maxBytesPerTrigger needs DESCRIBE on the cluster); drop maxBytesPerTrigger or "
-            "grant it")
+            f"DescribeLogDirs to {conn.host}:{conn.port} failed with "
+            f"{error_name(resp.error_code)} (maxBytesPerTrigger needs DESCRIBE on the cluster); "
+            "drop maxBytesPerTrigger or grant it")
     sizes: dict[TP, int] = {}
     for result in resp.results:
         for topic in result.topics:
@@ -85,11 +81,21 @@ async def _ask(host: str, port: int, security: ClientSecurity,
     return sizes
 
 
-async def _ask_all(jobs: list[tuple[str, int, list[TP]]], security: ClientSecurity) -> dict:
-    found: dict[TP, int] = {}
-    for part in await asyncio.gather(*(_ask(h, p, security, tps) for h, p, tps in jobs)):
-        found.update(part)
-    return found
+def _ask_all(jobs: list[tuple[str, int, list[TP]]], security: ClientSecurity) -> dict[TP, int]:
+    """One DescribeLogDirs per leader, all sent before any answer is read."""
+    conns = [Connection(h, p, security, timeout=TIMEOUT_MS / 1000,
+                        connect_timeout=TIMEOUT_MS / 1000, client_id="spool-spark-sizes")
+             for h, p, _ in jobs]
+    try:
+        for conn, (_, _, tps) in zip(conns, jobs, strict=True):
+            conn.send(_request(tps), VERSION)
+        found: dict[TP, int] = {}
+        for conn in conns:
+            found.update(_sizes(conn))
+        return found
+    finally:
+        for conn in conns:
+            conn.close()
 
 
 def leaders(cluster, tps: list[TP]) -> dict[TP, tuple[str, int]]:
@@ -117,8 +123,8 @@ def bytes_per_offset(opts: SpoolOptions, cluster,
         by_leader[addr].append(tp)
     jobs = [(h, p, tps) for (h, p), tps in sorted(by_leader.items())]
     try:
-        sizes = asyncio.run(_ask_all(jobs, _security(opts)))
-    except ClientError as exc:
+        sizes = _ask_all(jobs, _security(opts))
+    except (ConnectionError, AuthenticationError) as exc:
         raise SizeUnavailable(f"DescribeLogDirs failed: {exc}; maxBytesPerTrigger needs it") from None
     out = {}
     for tp in wanted:

@@ -38,8 +38,8 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 
 from spool.spark.batch_reader import SpoolBatchReader
 from spool.spark.capabilities import missing_transaction_apis
+from spool.spark.connection import client_security
 from spool.spark.ddl import parse_ddl
-from spool.spark.fetch import client_security
 from spool.spark.formats import (
     decode_batches,
     encode_batches,
