@@ -581,3 +581,63 @@ def test_fastavro_decodes_what_is_compatible(case, reader, writer, ok, ok_revers
                                    fastavro.parse_schema(json.loads(json.dumps(r))))
         assert out.read() == b""
 
+
+
+# --- levels, through spool.registry.compatibility ------------------------------------------
+
+LEVELS = ("NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL",
+          "FULL_TRANSITIVE")
+
+# (case, [v1, v2, v3], the levels under which v3 may not follow v1 and v2, why)
+HISTORIES: list[tuple[str, list[Any], set[str], str]] = [
+    ("a field's default dropped",
+     [record(field("a", "int")),
+      record(field("a", "int"), field("b", "string", default="x")),
+      record(field("a", "int"), field("b", "string"))],
+     {"BACKWARD_TRANSITIVE", "FULL_TRANSITIVE"},
+     "v3 reads v2 (which has b) but not v1 (which has not, and v3's b has no default)"),
+    ("a field removed after getting a default",
+     [record(field("a", "int"), field("b", "string")),
+      record(field("a", "int"), field("b", "string", default="x")),
+      record(field("a", "int"))],
+     {"FORWARD_TRANSITIVE", "FULL_TRANSITIVE"},
+     "v3 ignores b of v1 and v2; v2 reads v3 through b's default, v1's b has none"),
+    ("an enum's default dropped",
+     [enum("A", "B", "C"), enum("A", "B", default="A"), enum("A", "B")],
+     {"BACKWARD_TRANSITIVE", "FULL_TRANSITIVE"},
+     "v3 reads v2 (the same symbols) but not v1's C, having no default; v1 and v2 read v3"),
+    ("promotions along the chain", ["int", "long", "float"],
+     {"FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE"},
+     "float reads long and int; neither long nor int reads float"),
+    ("enum symbols added one by one", [enum("A"), enum("A", "B"), enum("A", "B", "C")],
+     {"FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE"},
+     "each enum reads the earlier ones; the earlier ones lack C"),
+    ("optional fields added one by one",
+     [record(field("a", "int")),
+      record(field("a", "int"), field("b", ["null", "string"], default=None)),
+      record(field("a", "int"), field("b", ["null", "string"], default=None),
+             field("c", "long", default=0))],
+     set(), "every field added has a default: fully compatible, transitively"),
+    ("string and bytes back and forth", ["string", "bytes", "string"], set(),
+     "string and bytes promote to each other"),
+]
+
+
+@pytest.mark.parametrize(("case", "versions", "failing", "why"), HISTORIES,
+                         ids=[h[0] for h in HISTORIES])
+@pytest.mark.parametrize("level", LEVELS)
+def test_levels(level, case, versions, failing, why):
+    from spool.registry.compatibility import check
+
+    v1, v2, v3 = (parse(json.dumps(v)) for v in versions)
+    assert bool(check(level, v3, [v1, v2], FORMAT)) == (level in failing), why
+
+
+def test_a_transitive_message_says_which_version():
+    from spool.registry.compatibility import check
+
+    v1, v2, v3 = (parse(json.dumps(v)) for v in HISTORIES[0][1])
+    assert check("BACKWARD", v3, [v1, v2], FORMAT) == []
+    assert check("BACKWARD_TRANSITIVE", v3, [v1, v2], FORMAT) == [
+        "READER_FIELD_MISSING_DEFAULT_VALUE at /fields/1: the reader's field 'b' has no default "
+        "and the writer's record 'R' has no such field (against previous version 1 of 2)"]
