@@ -216,6 +216,17 @@ def test_invalid_schema(text, message):
         parse(text)
 
 
+def test_a_schema_nested_too_deeply_is_invalid_not_a_crash():
+    deep = '{"type": "array", "items": ' * 5000 + '"int"' + "}" * 5000
+    with pytest.raises(InvalidSchema, match=r"^/: (nested too deeply|not JSON)"):
+        parse(deep)
+    nested = '{"type":"record","name":"R0","fields":[{"name":"f","type":' + "".join(
+        f'{{"type":"record","name":"R{i}","fields":[{{"name":"f","type":' for i in range(1, 400)
+    ) + '"int"' + "}]}" * 400
+    with pytest.raises(InvalidSchema, match=r"^/: nested too deeply"):
+        parse(nested)
+
+
 def test_a_union_may_hold_two_records_of_different_full_names():
     parse([record(name="a.X"), record(name="b.X")])
 

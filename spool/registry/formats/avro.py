@@ -234,6 +234,13 @@ def _load_json(text: str, where: str) -> Any:
 
 
 def parse(schema: str, references: Mapping[str, str]) -> AvroSchema:
+    try:
+        return _parse(schema, references)
+    except RecursionError:
+        raise InvalidSchema("/: nested too deeply") from None
+
+
+def _parse(schema: str, references: Mapping[str, str]) -> AvroSchema:
     named: dict[str, dict[str, Any]] = {}
     fastavro_named: dict[str, Any] = {}
     pending = dict(references)
