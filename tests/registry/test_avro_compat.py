@@ -20,7 +20,7 @@ import avro.schema
 import fastavro
 import pytest
 
-from spool.registry.formats.avro import FORMAT, fingerprint64
+from spool.registry.formats.avro import FORMAT, fingerprint64, normalized
 from spool.registry.model import InvalidSchema
 
 
@@ -141,6 +141,32 @@ def test_canonical_form_is_the_same_for_equivalent_texts():
               '  "name": "n.R", "type": "record", "doc": "a record"\n}')
     c = parse('{"type":"record","name":"R","namespace":"n","fields":[{"name":"a","type":"long"}]}')
     assert FORMAT.canonical(a) == FORMAT.canonical(b) != FORMAT.canonical(c)
+
+
+def test_normalized_form_keeps_what_the_canonical_form_drops():
+    base = record(field("a", "int"), namespace="n")
+    same = ('{"fields": [{"type": {"type": "int"}, "order": "ascending", "name": "a"}],'
+            ' "name": "R", "type": "record", "namespace": "n", "aliases": []}')
+    assert normalized(parse(json.dumps(base))) == normalized(parse(same)) == (
+        '{"name":"n.R","type":"record","fields":[{"name":"a","type":"int"}]}')
+    variants = [
+        record(field("a", "int", default=0), namespace="n"),
+        record(field("a", "int", doc="the a"), namespace="n"),
+        record(field("a", "int", aliases=["b"]), namespace="n"),
+        record(field("a", "int", order="descending"), namespace="n"),
+        record(field("a", {"type": "int", "logicalType": "date"}), namespace="n"),
+        record(field("a", "int"), namespace="n", aliases=["Old"]),
+        record(field("a", "int"), namespace="n", doc="a record"),
+        record(field("a", "int"), namespace="n", custom={"y": 1, "x": [2]}),
+    ]
+    forms = {normalized(parse(json.dumps(v))) for v in variants}
+    assert len(forms) == len(variants) and normalized(parse(json.dumps(base))) not in forms
+    assert {FORMAT.canonical(parse(json.dumps(v))) for v in variants} == {
+        FORMAT.canonical(parse(json.dumps(base)))}
+    assert normalized(parse(json.dumps(variants[5]))) == (
+        '{"name":"n.R","type":"record","fields":[{"name":"a","type":"int"}],'
+        '"aliases":["n.Old"]}')
+    assert normalized(parse(json.dumps(variants[7]))).endswith('"custom":{"x":[2],"y":1}}')
 
 
 # The avro package writes {"type": "int"} for a logical type (the spec's [PRIMITIVES]

@@ -22,6 +22,9 @@ custom attributes) is kept as written.
 type appears as its full name (the references are part of a schema's identity besides
 its text), a named type defined in the text appears in full where the text defines it and
 as its full name after. ``fingerprint64`` is the spec's CRC-64-AVRO of it.
+``normalized`` applies the same normalisations but keeps every attribute (``doc``,
+``default``, aliases, ``order``, ``logicalType``, custom ones): two texts have the same
+one when they differ only as Confluent's registry deems the same schema.
 
 ``incompatibilities(reader, writer)`` is ``avro_resolution.incompatibilities``: the
 spec's schema resolution rules.
@@ -299,6 +302,57 @@ def canonical(parsed: AvroSchema) -> str:
     """The spec's Parsing Canonical Form of the schema's own text."""
     return json.dumps(_canonical(parsed.root, set()), separators=(",", ":"),
                       ensure_ascii=False)
+
+
+_SCHEMA_KEYS = ("name", "type", "fields", "symbols", "items", "values", "size")
+
+
+def _attributes(node: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
+    """``node``'s other attributes into ``out``, sorted, those equal to their absence
+    dropped (no aliases, ascending order)."""
+    for key in sorted(node.keys() - set(_SCHEMA_KEYS)):
+        value = node[key]
+        if key == "aliases":
+            if value:
+                out[key] = sorted(value)
+        elif not (key == "order" and value == "ascending"):
+            out[key] = _sorted(value)
+    return out
+
+
+def _sorted(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _sorted(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
+
+
+def _normalized(node: Any) -> Any:
+    if isinstance(node, str):
+        return node
+    if isinstance(node, list):
+        return [_normalized(branch) for branch in node]
+    kind = node["type"]
+    if kind in PRIMITIVES and len(node) == 1:
+        return kind
+    out: dict[str, Any] = {k: node[k] for k in _SCHEMA_KEYS if k in node}
+    for key in ("items", "values"):
+        if key in out:
+            out[key] = _normalized(out[key])
+    if "fields" in out:
+        out["fields"] = [_attributes(f, {"name": f["name"], "type": _normalized(f["type"])})
+                         for f in out["fields"]]
+    return _attributes(node, out)
+
+
+def normalized(parsed: AvroSchema) -> str:
+    """The text with the Parsing Canonical Form's normalisations ([PRIMITIVES] for a
+    primitive with no attribute, [FULLNAMES], aliases included, [ORDER] then the other
+    attributes sorted, [STRINGS], [WHITESPACE]) but every attribute kept: two texts
+    that differ in a ``doc``, ``default``, alias, ``order`` or ``logicalType`` differ
+    here, as they do for Confluent's registry."""
+    return json.dumps(_normalized(parsed.root), separators=(",", ":"), ensure_ascii=False)
 
 
 _EMPTY = 0xC15D213AA4D7A795
