@@ -12,7 +12,10 @@ import json
 import re
 from typing import Any
 
+import jsonschema
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from spool.registry.compatibility import check
 from spool.registry.formats.json_schema import FORMAT
@@ -171,6 +174,11 @@ CASES: list[tuple[str, Any, Any, list[tuple[str, str]], list[tuple[str, str]]]] 
      [("#/properties/f", "COMBINED_TYPE_SUBSCHEMAS_CHANGED")]),
     ("string -> oneOf [string, null]", field(S), field({"oneOf": [S, {"type": "null"}]}),
      [], [("#/properties/f", "SUM_TYPE_NARROWED")]),
+    ("type list <-> anyOf of the same types", field({"type": ["string", "null"]}),
+     field({"anyOf": [S, {"type": "null"}]}), [], []),
+    ("type list -> anyOf missing one", field({"type": ["string", "null", "integer"]}),
+     field({"anyOf": [S, {"type": "null"}]}),
+     [("#/properties/f", "TYPE_CHANGED")], []),
     ("anyOf keywords beside the branches", field({"type": "object", "anyOf": [
         {"required": ["a"]}, {"required": ["b"]}]}),
      field({"type": "object", "anyOf": [{"required": ["a"]}, {"required": ["b"]}, {}]}),
@@ -245,6 +253,23 @@ def test_invalid_schemas_are_refused_saying_where(schema, references, phrase):
     with pytest.raises(InvalidSchema) as refused:
         parse(schema, references)
     assert phrase in str(refused.value)
+
+
+def test_a_schema_nested_too_deeply_is_refused_not_a_crash():
+    deep: Any = S
+    for _ in range(400):
+        deep = obj({"a": deep})
+    with pytest.raises(InvalidSchema, match="nested too deeply"):
+        parse(deep)
+
+
+def test_a_deep_schema_that_parses_compares():
+    def nest(leaf: Any) -> Any:
+        for _ in range(120):
+            leaf = obj({"a": leaf})
+        return leaf
+
+    assert found(nest(I), nest(S)) == [("#" + "/properties/a" * 120, "TYPE_CHANGED")]
 
 
 def test_prefix_items_is_only_a_keyword_in_2020_12():
@@ -377,3 +402,127 @@ def test_closed_model_evolution_full_transitive():
     assert len(check("FORWARD_TRANSITIVE", parse(v3), versions(v1, v2), FORMAT)) == 3
     p1, p2, p3 = (obj(o["properties"], extra=S) for o in (v1, v2, v3))
     assert check("FULL_TRANSITIVE", parse(p3), versions(p1, p2), FORMAT) == []
+
+
+# A compatible verdict must hold for real documents: whatever the writer accepts, the
+# reader accepts (jsonschema's validators decide). Schemas come from a grammar of the
+# keywords the rules cover; oneOf only over distinct types (Confluent reads oneOf as a
+# sum, which overlapping branches are not), no ``default`` (Confluent lets a required
+# property with a default pass, which validation does not).
+NAMES = ["a", "b", "c"]
+SMALL = st.sampled_from([0, 1, 2, 3, 5, 10])
+BOUNDS = ["maxLength", "minLength", "maximum", "minimum", "exclusiveMaximum",
+          "exclusiveMinimum", "multipleOf"]
+STRING_BOUNDS = {"maxLength", "minLength"}
+
+
+def _leaf(kind: str, bounds: dict[str, int]) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": kind}
+    for kw, value in bounds.items():
+        if (kw in STRING_BOUNDS) == (kind == "string") and kind in ("string", "integer",
+                                                                     "number"):
+            schema[kw] = max(value, 1) if kw == "multipleOf" else value
+    return schema
+
+
+LEAVES = st.one_of(
+    st.builds(_leaf, st.sampled_from(["string", "integer", "number", "boolean", "null"]),
+              st.dictionaries(st.sampled_from(BOUNDS), SMALL, max_size=2)),
+    st.lists(st.sampled_from(["string", "integer", "number", "null"]), min_size=1,
+             max_size=3, unique=True).map(lambda ts: {"type": ts}),
+    st.lists(st.sampled_from([0, 1, "a", "b", None, 2.5]), min_size=1, max_size=3,
+             unique=True).map(lambda vs: {"enum": vs}),
+    st.sampled_from([{}, True, False]),
+)
+
+
+def _optional(key: str, strategy: Any) -> Any:
+    return st.one_of(st.just({}), strategy.map(lambda v: {key: v}))
+
+
+def _compound(children: Any) -> Any:
+    props = st.dictionaries(st.sampled_from(NAMES), children, max_size=2)
+    rest = st.one_of(st.just(False), st.just(True), children)
+    objects = st.builds(
+        lambda p, *extras: {"type": "object", "properties": p,
+                            **{k: v for e in extras for k, v in e.items()}},
+        props, _optional("additionalProperties", rest),
+        _optional("required", st.lists(st.sampled_from(NAMES), max_size=2, unique=True)),
+        _optional("patternProperties", st.dictionaries(
+            st.sampled_from(["^a", "^b", "c$", "^x"]), children, max_size=2)),
+        _optional("dependencies", st.dictionaries(st.sampled_from(NAMES), st.one_of(
+            st.lists(st.sampled_from(NAMES), unique=True, max_size=2), children), max_size=2)),
+        _optional("minProperties", SMALL), _optional("maxProperties", SMALL),
+        _optional("propertyNames", st.sampled_from([{"maxLength": 1}, {"enum": ["a", "b"]}])))
+    arrays = st.one_of(
+        st.builds(lambda i, m: {"type": "array", "items": i, **m}, children,
+                  _optional("maxItems", SMALL)),
+        st.builds(lambda i, m: {"type": "array", "items": i, **m},
+                  st.lists(children, min_size=1, max_size=2),
+                  _optional("additionalItems", rest)))
+    combined = st.one_of(
+        st.builds(lambda k, xs: {k: xs}, st.sampled_from(["anyOf", "allOf"]),
+                  st.lists(children, min_size=1, max_size=3)),
+        st.lists(st.sampled_from(["string", "integer", "boolean", "null", "array"]),
+                 min_size=1, max_size=3, unique=True).map(
+                     lambda ts: {"oneOf": [{"type": t} for t in ts]}),
+        children.map(lambda x: {"not": x}))
+    return st.one_of(objects, arrays, combined)
+
+
+SCHEMAS = st.recursive(LEAVES, _compound, max_leaves=6)
+SCALARS = st.sampled_from([None, True, False, 0, 1, 2, 3, 2.5, -1, 7, 10, 11, "", "a", "b",
+                           "abcdef"])
+DOCUMENTS = st.lists(st.recursive(SCALARS, lambda c: st.one_of(
+    st.lists(c, max_size=3), st.dictionaries(st.sampled_from(NAMES), c, max_size=3)),
+    max_leaves=6), min_size=1, max_size=20)
+
+
+def to_2020_12(schema: Any) -> Any:
+    """The same schema in draft 2020-12's words (prefixItems, dependentRequired, ...)."""
+    if isinstance(schema, list):
+        return [to_2020_12(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for kw, value in schema.items():
+        if kw == "items" and isinstance(value, list):
+            out["prefixItems"] = to_2020_12(value)
+        elif kw == "additionalItems":
+            if isinstance(schema.get("items"), list):
+                out["items"] = to_2020_12(value)
+        elif kw == "dependencies":
+            for name, dep in value.items():
+                target = "dependentRequired" if isinstance(dep, list) else "dependentSchemas"
+                out.setdefault(target, {})[name] = to_2020_12(dep)
+        elif kw in ("properties", "patternProperties"):
+            out[kw] = {name: to_2020_12(sub) for name, sub in value.items()}
+        else:
+            out[kw] = to_2020_12(value)
+    return out
+
+
+def with_2020_12(schema: Any) -> Any:
+    return {"$schema": D2020, **to_2020_12(schema)} if isinstance(schema, dict) else schema
+
+
+def assert_verdict_holds(reader: Any, writer: Any, documents: list[Any], cls: Any) -> None:
+    if found(reader, writer):
+        return
+    reads, writes = cls(reader), cls(writer)
+    for doc in documents:
+        if writes.is_valid(doc):
+            assert reads.is_valid(doc), f"compatible, yet the reader refuses {doc!r}"
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(SCHEMAS, SCHEMAS, DOCUMENTS)
+def test_a_compatible_verdict_holds_for_documents_draft_7(reader, writer, documents):
+    assert_verdict_holds(reader, writer, documents, jsonschema.Draft7Validator)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(SCHEMAS, SCHEMAS, DOCUMENTS)
+def test_a_compatible_verdict_holds_for_documents_2020_12(reader, writer, documents):
+    assert_verdict_holds(with_2020_12(reader), with_2020_12(writer), documents,
+                         jsonschema.Draft202012Validator)

@@ -64,7 +64,9 @@ Combined schemas
     else SUM_TYPE_NARROWED (the reader has fewer branches) or
     COMBINED_TYPE_SUBSCHEMAS_CHANGED; oneOf -> anyOf is compatible
     (COMBINED_TYPE_EXTENDED), any other change of kind COMBINED_TYPE_CHANGED. A writer
-    schema that a reader branch reads: compatible (SUM_TYPE_EXTENDED); else TYPE_CHANGED.
+    schema that a reader branch reads (a writer's type list: each of its types by some
+    branch, as Confluent reads ``"type": [...]`` as anyOf): compatible
+    (SUM_TYPE_EXTENDED); else TYPE_CHANGED.
     A writer sum read by a plain reader: each branch must be read, else SUM_TYPE_NARROWED.
     A schema's own keywords beside oneOf/anyOf belong to each of its branches.
   * allOf on both sides: each reader conjunct must read some writer conjunct (or the
@@ -281,7 +283,11 @@ class _Diff:
                         else "COMBINED_TYPE_SUBSCHEMAS_CHANGED")
                 self.add(path, kind)
         elif r_sum:
-            if not any(self.reads(r, writer) for r in self._branches(reader, r_sum)):
+            r_branches = self._branches(reader, r_sum)
+            kinds = writer.schema.get("type")
+            variants = ([writer.child({**writer.schema, "type": t}) for t in kinds]
+                        if isinstance(kinds, list) and len(kinds) > 1 else [writer])
+            if not all(any(self.reads(r, v) for r in r_branches) for v in variants):
                 self.add(path, "TYPE_CHANGED")
         elif w_sum:
             for w in self._branches(writer, w_sum):

@@ -10,14 +10,16 @@ parse
     ``"customer.json#/$defs/address"``; a name joined onto the document's ``$id`` base
     is found by its last segments too), or by a referenced schema's own ``$id``. A
     referenced schema is itself checked against its draft. Failures raise
-    ``model.InvalidSchema`` naming the place.
+    ``model.InvalidSchema`` naming the place; so does nesting deeper than the checks
+    recurse (about 150 levels).
 canonical
     The document re-serialised with sorted keys and no whitespace (``ensure_ascii``
     off): two texts differing only in layout or key order are one schema.
 incompatibilities(reader, writer)
     Confluent's JSON Schema rules (``json_diff``'s docstring lists them): why a document
     valid against ``writer`` may be refused by ``reader``. Each message is Confluent's
-    ``Found incompatible change: Difference{jsonPath='#/...', type=TYPE_NAME}``.
+    ``Found incompatible change: Difference{jsonPath='#/...', type=TYPE_NAME}``. Schemas
+    too deep to compare are reported incompatible, never a crash.
 """
 
 from __future__ import annotations
@@ -58,6 +60,12 @@ class _JsonFormat:
     name = "JSON"
 
     def parse(self, schema: str, references: Mapping[str, str]) -> JsonSchema:
+        try:
+            return self._parse(schema, references)
+        except RecursionError:
+            raise InvalidSchema("schema nested too deeply") from None
+
+    def _parse(self, schema: str, references: Mapping[str, str]) -> JsonSchema:
         document = _load(schema, "schema")
         spec = _check(document, "schema")
         resources: dict[str, Resource[Any]] = {}
@@ -78,7 +86,10 @@ class _JsonFormat:
         return canonical_text(parsed.document)
 
     def incompatibilities(self, reader: JsonSchema, writer: JsonSchema) -> list[str]:
-        return json_diff.incompatibilities(reader.root(), writer.root())
+        try:
+            return json_diff.incompatibilities(reader.root(), writer.root())
+        except RecursionError:
+            return ["Found incompatible change: the schemas are nested too deeply to compare"]
 
 
 FORMAT = _JsonFormat()
