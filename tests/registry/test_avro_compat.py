@@ -20,7 +20,7 @@ import avro.schema
 import fastavro
 import pytest
 
-from spool.registry.formats.avro import FORMAT, fingerprint64, normalized
+from spool.registry.formats.avro import FORMAT, canonical, fingerprint64, normalized
 from spool.registry.model import InvalidSchema
 
 
@@ -132,7 +132,7 @@ CANONICAL = [
 
 @pytest.mark.parametrize(("text", "expected"), CANONICAL)
 def test_parsing_canonical_form(text, expected):
-    assert FORMAT.canonical(parse(text)) == expected
+    assert canonical(parse(text)) == expected
 
 
 def test_canonical_form_is_the_same_for_equivalent_texts():
@@ -140,7 +140,7 @@ def test_canonical_form_is_the_same_for_equivalent_texts():
     b = parse('{\n  "fields": [{"type": {"type": "int"}, "name": "a", "doc": "x"}],\n'
               '  "name": "n.R", "type": "record", "doc": "a record"\n}')
     c = parse('{"type":"record","name":"R","namespace":"n","fields":[{"name":"a","type":"long"}]}')
-    assert FORMAT.canonical(a) == FORMAT.canonical(b) != FORMAT.canonical(c)
+    assert canonical(a) == canonical(b) != canonical(c)
 
 
 def test_normalized_form_keeps_what_the_canonical_form_drops():
@@ -161,12 +161,14 @@ def test_normalized_form_keeps_what_the_canonical_form_drops():
     ]
     forms = {normalized(parse(json.dumps(v))) for v in variants}
     assert len(forms) == len(variants) and normalized(parse(json.dumps(base))) not in forms
-    assert {FORMAT.canonical(parse(json.dumps(v))) for v in variants} == {
-        FORMAT.canonical(parse(json.dumps(base)))}
+    assert {canonical(parse(json.dumps(v))) for v in variants} == {
+        canonical(parse(json.dumps(base)))}
     assert normalized(parse(json.dumps(variants[5]))) == (
         '{"name":"n.R","type":"record","fields":[{"name":"a","type":"int"}],'
         '"aliases":["n.Old"]}')
     assert normalized(parse(json.dumps(variants[7]))).endswith('"custom":{"x":[2],"y":1}}')
+    # what the registry dedupes and looks up on: the normalized form, not the PCF
+    assert {FORMAT.canonical(parse(json.dumps(v))) for v in variants} == forms
 
 
 # The avro package writes {"type": "int"} for a logical type (the spec's [PRIMITIVES]
@@ -181,7 +183,7 @@ ORACLE_CANONICAL = [text for text, _ in CANONICAL
 def test_canonical_form_and_fingerprint_agree_with_the_avro_package(text):
     ours = parse(text)
     theirs = avro.schema.parse(text)
-    assert FORMAT.canonical(ours) == theirs.canonical_form
+    assert canonical(ours) == theirs.canonical_form
     assert fingerprint64(ours).to_bytes(8, "little") == theirs.fingerprint("CRC-64-AVRO")
 
 
@@ -268,7 +270,7 @@ REFERENCES = {"x.Address": ADDRESS, "x.Country": COUNTRY}
 def test_references_resolve_by_full_name_and_stay_names_in_the_canonical_form():
     parsed = parse(record(field("home", "x.Address"), field("work", ["null", "x.Address"])),
                    REFERENCES)
-    assert FORMAT.canonical(parsed) == (
+    assert canonical(parsed) == (
         '{"name":"R","type":"record","fields":[{"name":"home","type":"x.Address"},'
         '{"name":"work","type":["null","x.Address"]}]}')
     assert set(parsed.named) == {"R", "x.Address", "x.Country"}

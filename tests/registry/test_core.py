@@ -154,9 +154,6 @@ def test_ids_are_global_and_dedupe_writes_nothing(reg):
     assert run(core.by_id(3)).schema_type == "JSON"
 
 
-@pytest.mark.xfail(reason="avro.canonical is the Parsing Canonical Form, which drops "
-                   "default, doc, aliases and logicalType: Confluent dedupes on a form "
-                   "that keeps them (reported to the lead)")
 def test_a_new_default_or_logical_type_is_a_new_schema(reg):
     core, log = reg
     register(core, "a", s(x="int"))

@@ -24,7 +24,10 @@ its text), a named type defined in the text appears in full where the text defin
 as its full name after. ``fingerprint64`` is the spec's CRC-64-AVRO of it.
 ``normalized`` applies the same normalisations but keeps every attribute (``doc``,
 ``default``, aliases, ``order``, ``logicalType``, custom ones): two texts have the same
-one when they differ only as Confluent's registry deems the same schema.
+one when they differ only as Confluent's registry deems the same schema. ``FORMAT``'s
+``canonical`` (what the registry dedupes and looks up on) is ``normalized``, not the
+Parsing Canonical Form, which merges texts differing in a default, a logical type or a
+decimal's scale: data written under one id would be read with another's meaning.
 
 ``incompatibilities(reader, writer)`` is ``avro_resolution.incompatibilities``: the
 spec's schema resolution rules.
@@ -382,7 +385,7 @@ def fingerprint64(parsed: AvroSchema) -> int:
 class _Avro:
     name = "AVRO"
     parse = staticmethod(parse)
-    canonical = staticmethod(canonical)
+    canonical = staticmethod(normalized)  # the registry's identity: see the module doc
 
     @staticmethod
     def incompatibilities(reader: AvroSchema, writer: AvroSchema) -> list[str]:
