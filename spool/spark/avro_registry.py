@@ -34,7 +34,6 @@ import json
 from functools import lru_cache
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 from pyspark.sql.types import StructType
 
@@ -208,17 +207,23 @@ def decode_registry(values: pa.Array, reader_schema: str, t: StructType, url: st
     offsets, data = _offsets(values)
     stream = io.BytesIO(data)
     valid = values.is_valid().to_numpy(zero_copy_only=False)
-    raw = np.frombuffer(data, dtype=np.uint8) if len(data) else np.zeros(0, dtype=np.uint8)
+    raw = bytes(data)
+    # per id in this batch: (writer, reader or None when they are the same schema), or None
+    by_id: dict[int, tuple[Any, Any] | None] = {}
     out: list[dict | None] = []
     for i in range(len(values)):
         start, end = int(offsets[i]), int(offsets[i + 1])
         if not valid[i] or end - start < 5 or raw[start] != CONFLUENT_MAGIC:
             out.append(None)
             continue
-        writer_text = writer_schema(url, int.from_bytes(raw[start + 1:start + 5].tobytes(), "big"))
-        if writer_text is None:
+        schema_id = int.from_bytes(raw[start + 1:start + 5], "big")
+        if schema_id not in by_id:
+            text = writer_schema(url, schema_id)
+            by_id[schema_id] = None if text is None else (
+                parsed(text), None if text == reader_schema else reader)
+        schemas = by_id[schema_id]
+        if schemas is None:
             out.append(None)
             continue
-        out.append(_read_exact(schemaless_reader, stream, start + 5, end, parsed(writer_text),
-                               reader))
+        out.append(_read_exact(schemaless_reader, stream, start + 5, end, *schemas))
     return pa.array(out, type=arrow_type(t))
