@@ -591,6 +591,16 @@ BROKER_KEYS: dict[str, ConfigKey] = {
              "Where the broker serves the web console (spool.console), http://host:port; "
              "it reads this broker over its first PLAINTEXT listener. Unset: no console "
              "(Spool's own key)."),
+        # issue 20: the schema registry (spool.registry), served from the broker process
+        _key("schema.registry.listeners", "string", None,
+             Check("empty or http://host:port (port 0: any free one)", _console_listener_ok,
+                   replaces_type=True),
+             "Where the broker serves the schema registry (spool.registry, Confluent's "
+             "REST API), http://host:port; a client of this broker over its first PLAINTEXT "
+             "listener, as `spool registry` would be. Unset: no registry (Spool's own key)."),
+        _key("schema.registry.group.id", "string", "schema-registry", None,
+             "The consumer group the registries of a cluster elect their writer in (and "
+             "the writer's transactional id); Confluent's schema.registry.group.id."),
         # issue 18: logging (spool.util.logs); `spool broker --log-level` wins over it
         _key("log.level", "string", "INFO",
              Check("a level (DEBUG, INFO, WARNING, ERROR), then logger=LEVEL pairs, "

@@ -8,7 +8,9 @@ Once listening it prints one line to stdout,
 ``spool broker <node> listening on HOST:PORT (LISTENER)`` per listener, in
 the order of ``listeners``, then ``spool broker <node> listening on http://HOST:PORT
 (WHAT)`` per HTTP endpoint (``admin``, ``metrics`` per metrics listener, ``console``),
-which tests and scripts read to learn ephemeral ports. The log does not say them again
+which tests and scripts read to learn ephemeral ports; with ``schema.registry.listeners``,
+``spool registry listening on http://HOST:PORT (registry)`` once the registry has read
+its topic (later: it is a client of the broker). The log does not say them again
 (its ``broker N started`` line carries them as fields). A log dir the broker cannot own (locked by
 another process, another node's or cluster's, not a log dir) raises
 ``LogDirError`` from ``run`` before anything was served.
@@ -48,6 +50,11 @@ async def serve(config: BrokerConfig, ready=None, coordinator_writer=None) -> No
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    try:  # binds before the lines below: an address it cannot have fails the start
+        registry = _start_registry(broker)
+    except BaseException:
+        await broker.shutdown()
+        raise
     for name, (host, port) in broker.server.bound_listeners.items():
         print(f"spool broker {broker.node_id} listening on {host}:{port} ({name})", flush=True)
     for what, url in broker.http_endpoints():
@@ -56,7 +63,31 @@ async def serve(config: BrokerConfig, ready=None, coordinator_writer=None) -> No
         ready(broker)
     await stop.wait()
     logging.getLogger("spool.broker").info("shutting down")
+    if registry is not None:  # a client of this broker: first to go
+        await asyncio.to_thread(registry.stop)
     await broker.shutdown()
+
+
+def _start_registry(broker: Broker) -> Any:
+    """``schema.registry.listeners``: the schema registry on a thread and event loop of
+    its own, a Kafka client of this broker's first PLAINTEXT listener (as ``spool
+    registry`` would be). It prints ``spool registry listening on http://HOST:PORT
+    (registry)`` once it has read ``_schemas``. None when the key is unset."""
+    listen = broker.config.get("schema.registry.listeners")
+    if not listen:
+        return None
+    plain = [lst for lst in broker.cluster.broker_listeners if lst.protocol == "PLAINTEXT"]
+    if not plain:
+        logging.getLogger("spool.broker").error(
+            "schema.registry.listeners is set but no broker listener is PLAINTEXT: the "
+            "schema registry does not start")
+        return None
+    from spool.registry.service import RegistryThread  # aiohttp and confluent-kafka: on ask
+
+    host, port = broker.server.bound_listeners[plain[0].name]
+    host = "127.0.0.1" if host in ("0.0.0.0", "") else ("::1" if host == "::" else host)
+    return RegistryThread({"bootstrap.servers": f"{host}:{port}", "log_level": 0}, listen,
+                          group_id=broker.config.get("schema.registry.group.id")).start()
 
 
 def configure_logging(log_level: str = "INFO", log_format: str = "text") -> None:

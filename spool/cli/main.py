@@ -25,6 +25,9 @@ COMMANDS = [
     LazyCommand("dump-log", "spool.cli.dump_log:dump_log_command",
                 "Print a segment file's batches (and records) or an index, offline "
                 "(DumpLogSegments)."),
+    LazyCommand("registry", "spool.cli.registry:registry",
+                "Serve a schema registry (Confluent's REST API) over the cluster's _schemas "
+                "topic."),
     LazyCommand("elect-leaders", "spool.cli.elect_leaders:elect_leaders",
                 "Elect partition leaders (preferred or unclean)."),
     LazyCommand("api-versions", "spool.cli.api_versions:api_versions",

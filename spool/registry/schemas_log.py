@@ -1,0 +1,264 @@
+"""The ``_schemas`` topic as the registry uses it: created, tailed, written.
+
+``ensure_topic(admin, topic)`` creates it when missing: 1 partition,
+``cleanup.policy=compact``, replication factor min(3, brokers), as Confluent's
+KafkaStore does; an existing topic is used as it is.
+
+``SchemasTail(client_config, topic, apply, admin)`` reads the topic from offset 0 to its end
+and on, ``isolation.level=read_committed`` (a fenced primary's aborted writes are never
+applied), with a confluent-kafka consumer that is assigned the partition (no group) and
+polled on a thread of its own. Each record is handed to ``apply(key, value)`` on the
+event loop that called ``start()``, in offset order, so the store it feeds is only ever
+touched by that loop. ``position`` is the next offset to read (past transaction markers:
+librdkafka moves its position over them). ``wait_for(offset)`` returns once ``position``
+has passed ``offset``; ``catch_up()`` once it has reached the end offset (the last stable
+offset, asked of ``admin``: ListOffsets read_committed) read now: what was committed before the call has been applied when it returns.
+
+``SchemasWriter(client_config, topic, transactional_id)`` is the primary's producer:
+``open()`` runs ``init_transactions``, which fences any producer of the same
+transactional id (a stale primary can no longer commit) and aborts its open transaction;
+``write(records)`` writes them in one transaction and returns the offset of the last.
+A producer fenced by a newer one raises ``Fenced``; any other failure ``RegistryError``
+50001 (or 50002 on a timeout), with the transaction aborted.
+
+Lifecycle: ``start()``/``open()`` once, ``close()`` once; the blocking client calls run
+on threads (``asyncio.to_thread`` or the tail's own), never on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import (
+    Consumer,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+
+from spool.registry.model import RegistryError, operation_timeout, store_error
+
+log = logging.getLogger("spool.registry")
+
+Record = tuple[bytes, bytes | None]
+
+# librdkafka's defaults for clients of a local service: no telemetry pushes (each
+# logs 'Telemetry client instance id changed'), its log lines through Python's logging
+_QUIET = {"enable.metrics.push": False}
+
+
+def client_config(base: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {**_QUIET, "logger": logging.getLogger("spool.registry.kafka"), **base, **extra}
+
+
+def ensure_topic(admin: AdminClient, topic: str, timeout: float = 10.0) -> bool:
+    """Create ``topic`` if missing; True when this call created it."""
+    metadata = admin.list_topics(timeout=timeout)
+    if topic in metadata.topics and metadata.topics[topic].error is None:
+        return False
+    rf = max(1, min(3, len(metadata.brokers)))
+    new = NewTopic(topic, num_partitions=1, replication_factor=rf,
+                   config={"cleanup.policy": "compact"})
+    try:
+        admin.create_topics([new], operation_timeout=timeout)[topic].result(timeout)
+    except KafkaException as e:
+        if e.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+            return False
+        raise
+    log.info("created topic %s (1 partition, replication factor %d, compacted)", topic, rf)
+    return True
+
+
+class SchemasTail:
+    """The topic read from offset 0 into ``apply`` (module doc)."""
+
+    def __init__(self, config: dict[str, Any], topic: str,
+                 apply: Callable[[bytes, bytes | None], None], admin: AdminClient) -> None:
+        self.topic = topic
+        self._admin = admin
+        self._apply = apply
+        self._consumer = Consumer(client_config(
+            config, **{"group.id": "spool-registry-tail", "enable.auto.commit": False,
+                       "enable.auto.offset.store": False, "isolation.level": "read_committed",
+                       "fetch.wait.max.ms": 100, "auto.offset.reset": "earliest"}))
+        self.position = 0
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="spool-registry-tail",
+                                        daemon=True)
+
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._consumer.assign([TopicPartition(self.topic, 0, 0)])
+        self._thread.start()
+
+    async def end_offset(self, timeout: float = 10.0) -> int:
+        """The end the committed records reach now (the last stable offset)."""
+        deadline = time.monotonic() + timeout
+
+        def ask(wait: float) -> int:
+            futures = self._admin.list_offsets(
+                {TopicPartition(self.topic, 0): OffsetSpec.latest()},
+                isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=wait)
+            return next(iter(futures.values())).result(wait + 1.0).offset
+
+        while True:
+            try:
+                return await asyncio.to_thread(
+                    ask, max(0.5, min(5.0, deadline - time.monotonic())))
+            except (KafkaException, TimeoutError) as e:  # no leader yet (a topic just made), broker away
+                if time.monotonic() >= deadline:
+                    raise operation_timeout(f"the end offset of {self.topic}: {e}") from None
+                await asyncio.sleep(0.1)
+
+    async def wait_for(self, offset: int, timeout: float) -> None:
+        """Return once the record at ``offset`` (and all before it) has been applied."""
+        if self.position > offset:
+            return
+        assert self._loop is not None
+        fut = self._loop.create_future()
+        self._waiters.append((offset, fut))
+        try:
+            await asyncio.wait_for(fut, timeout)
+        except TimeoutError:
+            raise operation_timeout(f"offset {offset} of {self.topic} was not read back "
+                                    f"within {timeout:g} s (read up to {self.position})"
+                                    ) from None
+        finally:
+            self._waiters = [(o, f) for o, f in self._waiters if f is not fut]
+
+    async def catch_up(self, timeout: float = 10.0) -> None:
+        end = await self.end_offset(timeout)
+        if end > 0:
+            await self.wait_for(end - 1, timeout)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(5.0)
+        with contextlib.suppress(Exception):
+            self._consumer.close()
+
+    # ---- the tail's thread, and what it hands to the loop
+
+    def _run(self) -> None:
+        tp = TopicPartition(self.topic, 0)
+        while not self._stop.is_set():
+            try:
+                messages = self._consumer.consume(500, 0.2)
+                position = self._consumer.position([tp])[0].offset
+            except (KafkaException, RuntimeError) as e:  # closed under us, or a broker error
+                if self._stop.is_set():
+                    return
+                log.warning("reading %s: %s", self.topic, e)
+                time.sleep(0.2)
+                continue
+            records: list[tuple[int, bytes, bytes | None]] = []
+            for m in messages:
+                err = m.error()
+                if err is not None:
+                    if err.code() != KafkaError._PARTITION_EOF:
+                        log.warning("reading %s: %s", self.topic, err)
+                    continue
+                records.append((m.offset(), m.key() or b"", m.value()))
+            if records or position > self.position:
+                assert self._loop is not None
+                with contextlib.suppress(RuntimeError):  # the loop closed: we are stopping
+                    self._loop.call_soon_threadsafe(self._deliver, records, position)
+
+    def _deliver(self, records: list[tuple[int, bytes, bytes | None]], position: int) -> None:
+        for offset, key, value in records:
+            if offset < self.position:
+                continue
+            try:
+                self._apply(key, value)
+            except Exception:  # the store skips bad records itself; this is a bug's net
+                log.exception("applying %s offset %d failed; skipped", self.topic, offset)
+            self.position = offset + 1
+        self.position = max(self.position, position)
+        done = [(o, f) for o, f in self._waiters if o < self.position]
+        for _, fut in done:
+            if not fut.done():
+                fut.set_result(None)
+
+
+class Fenced(Exception):
+    """A newer producer of the same transactional id took over: this one is no primary."""
+
+
+_FENCED = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH,
+           KafkaError.INVALID_PRODUCER_ID_MAPPING}
+
+
+class SchemasWriter:
+    """The primary's transactional producer (module doc)."""
+
+    def __init__(self, config: dict[str, Any], topic: str, transactional_id: str,
+                 timeout: float = 10.0) -> None:
+        self.topic = topic
+        self.timeout = timeout
+        self._producer = Producer(client_config(
+            config, **{"transactional.id": transactional_id, "acks": "all",
+                       "transaction.timeout.ms": 60000, "linger.ms": 0}))
+
+    async def open(self) -> None:
+        try:
+            await asyncio.to_thread(self._producer.init_transactions, self.timeout)
+        except KafkaException as e:
+            raise self._error("init_transactions", e) from None
+
+    async def write(self, records: list[Record]) -> int:
+        """Write ``records`` in one transaction; the offset of the last one."""
+        return await asyncio.to_thread(self._write, records)
+
+    def _write(self, records: list[Record]) -> int:
+        offsets: list[int] = []
+        errors: list[KafkaError] = []
+
+        def delivered(err: KafkaError | None, msg: Any) -> None:
+            if err is not None:
+                errors.append(err)
+            else:
+                offsets.append(msg.offset())
+
+        p = self._producer
+        try:
+            p.begin_transaction()
+            for key, value in records:
+                p.produce(self.topic, key=key, value=value, partition=0, on_delivery=delivered)
+            p.commit_transaction(self.timeout)
+        except KafkaException as e:
+            error = self._error("write", e)
+            if not isinstance(error, Fenced) and e.args[0].txn_requires_abort():
+                with contextlib.suppress(KafkaException):
+                    p.abort_transaction(self.timeout)
+            raise error from None
+        if errors or len(offsets) != len(records):
+            raise store_error(f"writing to {self.topic}: {errors or 'no delivery report'}")
+        return max(offsets)
+
+    def _error(self, what: str, e: KafkaException) -> Exception:
+        err: KafkaError = e.args[0]
+        if err.code() in _FENCED or err.fatal():
+            return Fenced(f"{what}: {err}")
+        if err.code() in (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT):
+            return operation_timeout(f"{what} on {self.topic}: {err}")
+        return store_error(f"{what} on {self.topic}: {err}")
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._producer.flush(1.0)
+
+
+__all__ = ["Fenced", "Record", "RegistryError", "SchemasTail", "SchemasWriter",
+           "client_config", "ensure_topic"]

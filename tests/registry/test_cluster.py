@@ -1,0 +1,171 @@
+"""Two ``spool registry`` processes against one Spool broker: what a user of either sees.
+
+A schema registered through one is served by the other at once (no waiting: a read that
+misses catches up with ``_schemas`` first); a write through the instance that is not the
+primary is forwarded to the primary and answered with its answer (ids and errors); the
+primary killed with SIGKILL, the other takes over writing once the group has timed the
+dead one out, with ids continuing where they were; a paused primary that comes back
+after another took over is fenced: its writes go to the new primary.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from tests.helpers.registry_proc import RegistryProcess, call
+
+pytestmark = pytest.mark.timeout(180)
+
+GROUP = "schema-registry"
+
+
+def avro(*fields: str) -> str:
+    return json.dumps({"type": "record", "name": "Order", "fields": [
+        {"name": f, "type": "string", "default": ""} for f in fields]})
+
+
+@pytest.fixture
+def cluster(fresh_broker, tmp_path):
+    fresh_broker.start()
+    started: list[RegistryProcess] = []
+
+    def start() -> RegistryProcess:
+        r = RegistryProcess(fresh_broker.bootstrap, tmp_path / f"registry{len(started)}.log")
+        started.append(r)
+        return r.start()
+
+    a, b = start(), start()
+    yield fresh_broker, a, b
+    for r in started:
+        r.stop()
+
+
+def primary_url(bootstrap: str, timeout: float = 30.0) -> str:
+    """The advertised URL of the group member that holds _schemas' partition: as a user
+    finds it (``spool groups describe schema-registry``), waiting out a rebalance."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        group = admin.describe_consumer_groups([GROUP])[GROUP].result(10)
+        for m in group.members:
+            if m.assignment and any(tp.partition == 0 for tp in m.assignment.topic_partitions):
+                return m.client_id
+        time.sleep(0.1)
+    raise AssertionError(f"no member of {GROUP} holds _schemas within {timeout} s")
+
+
+def schema_records(bootstrap: str) -> list[tuple[dict, dict | None]]:
+    """Every committed record of _schemas, keys and values decoded."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "test-reader", "log_level": 0,
+                  "isolation.level": "read_committed", "enable.partition.eof": True})
+    c.assign([TopicPartition("_schemas", 0, 0)])
+    out = []
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error():
+                break  # end of partition
+            out.append((json.loads(m.key()), None if m.value() is None else json.loads(m.value())))
+    finally:
+        c.close()
+    return out
+
+
+def register(url: str, subject: str, schema: str, timeout: float = 60.0) -> tuple[int, dict]:
+    return call("POST", f"{url}/subjects/{subject}/versions", {"schema": schema}, timeout)
+
+
+def test_a_schema_registered_through_one_is_served_by_the_other_at_once(cluster):
+    _, a, b = cluster
+    for writer, reader, subject in ((a, b, "orders-value"), (b, a, "payments-value")):
+        status, answer = register(writer.url, subject, avro("id"))
+        assert status == 200, answer
+        schema_id = answer["id"]
+        # no polling: the very next request to the other instance has it
+        assert call("GET", f"{reader.url}/schemas/ids/{schema_id}") == (200, {"schema": avro("id")})
+        assert call("GET", f"{reader.url}/subjects/{subject}/versions/latest") == (
+            200, {"subject": subject, "version": 1, "id": schema_id, "schema": avro("id")})
+    # the same schema under another subject: the same id, wherever it was registered
+    assert call("GET", f"{a.url}/schemas/ids/1/versions") == (
+        200, [{"subject": "orders-value", "version": 1}, {"subject": "payments-value", "version": 1}])
+    assert call("GET", f"{b.url}/subjects") == (200, ["orders-value", "payments-value"])
+
+
+def test_writes_through_the_non_primary_are_forwarded(cluster):
+    broker, a, b = cluster
+    primary = primary_url(broker.bootstrap)
+    assert primary in (a.url, b.url)
+    other = b if primary == a.url else a
+    status, answer = register(other.url, "orders-value", avro("id"))
+    assert (status, answer) == (200, {"id": 1})
+    # read-your-writes on the instance that forwarded
+    assert call("GET", f"{other.url}/subjects/orders-value/versions") == (200, [1])
+    status, answer = register(other.url, "orders-value", avro("id", "total"))
+    assert (status, answer) == (200, {"id": 2})
+    # the primary's refusals come back as they are: an incompatible change (a field
+    # without a default removed... here: one of another type, under BACKWARD) is 409
+    incompatible = json.dumps({"type": "record", "name": "Order", "fields": [
+        {"name": "id", "type": "int"}]})
+    status, answer = register(other.url, "orders-value", incompatible)
+    assert status == 409 and answer["error_code"] == 409, answer
+    status, answer = call("PUT", f"{other.url}/config/orders-value", {"compatibility": "NONE"})
+    assert (status, answer) == (200, {"compatibility": "NONE"})
+    assert call("GET", f"{other.url}/config/orders-value") == (
+        200, {"compatibilityLevel": "NONE"})
+    assert register(other.url, "orders-value", incompatible) == (200, {"id": 3})
+    status, answer = call("DELETE", f"{other.url}/subjects/orders-value/versions/1")
+    assert (status, answer) == (200, 1)
+    assert call("GET", f"{other.url}/subjects/orders-value/versions") == (200, [2, 3])
+    # each write is on the topic once: the forwarding did not write it twice
+    schemas = [(k["subject"], k["version"], v["id"], v["deleted"])
+               for k, v in schema_records(broker.bootstrap) if k["keytype"] == "SCHEMA"]
+    assert schemas == [("orders-value", 1, 1, False), ("orders-value", 2, 2, False),
+                       ("orders-value", 3, 3, False), ("orders-value", 1, 1, True)]
+
+
+def test_killing_the_primary_hands_writing_to_the_other(cluster):
+    broker, a, b = cluster
+    assert register(a.url, "orders-value", avro("id")) == (200, {"id": 1})
+    primary = primary_url(broker.bootstrap)
+    dead, survivor = (a, b) if primary == a.url else (b, a)
+    dead.kill()
+    started = time.monotonic()
+    # the write waits out the dead member's session (6 s) and the rebalance, not fails
+    status, answer = register(survivor.url, "orders-value", avro("id", "total"))
+    took = time.monotonic() - started
+    assert (status, answer) == (200, {"id": 2}), answer
+    assert took < 30, took
+    assert primary_url(broker.bootstrap) == survivor.url
+    assert call("GET", f"{survivor.url}/subjects/orders-value/versions") == (200, [1, 2])
+    assert register(survivor.url, "payments-value", avro("x")) == (200, {"id": 3})
+
+
+def test_a_paused_primary_that_comes_back_is_fenced(cluster):
+    broker, a, b = cluster
+    assert register(a.url, "orders-value", avro("id")) == (200, {"id": 1})
+    primary = primary_url(broker.bootstrap)
+    paused, other = (a, b) if primary == a.url else (b, a)
+    os.kill(paused.proc.pid, signal.SIGSTOP)
+    try:
+        # the other takes over while the paused one still believes it writes
+        assert register(other.url, "orders-value", avro("id", "total")) == (200, {"id": 2})
+        assert primary_url(broker.bootstrap) == other.url
+    finally:
+        os.kill(paused.proc.pid, signal.SIGCONT)
+    # a write through the one that was paused goes to the new primary: no second id 2
+    status, answer = register(paused.url, "payments-value", avro("x"))
+    assert (status, answer) == (200, {"id": 3}), answer
+    assert call("GET", f"{paused.url}/schemas/ids/2") == (200, {"schema": avro("id", "total")})
+    ids = sorted(v["id"] for k, v in schema_records(broker.bootstrap)
+                 if k["keytype"] == "SCHEMA" and v is not None)
+    assert ids == [1, 2, 3]

@@ -1,0 +1,91 @@
+"""The broker with ``schema.registry.listeners`` serves the registry's API itself.
+
+The broker prints ``spool registry listening on http://HOST:PORT (registry)`` once the
+registry has read ``_schemas``; schemas registered there survive a restart of the
+broker (they are records of the topic, read back at start); SIGTERM stops both cleanly;
+an address the registry cannot bind stops the broker from starting, naming it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import time
+
+import pytest
+
+from tests.helpers.broker_proc import BrokerProcess
+from tests.helpers.registry_proc import call
+
+pytestmark = pytest.mark.timeout(120)
+
+LINE = re.compile(r"^spool registry listening on (http://\S+) \(registry\)$")
+SCHEMA = json.dumps({"type": "record", "name": "Order",
+                     "fields": [{"name": "id", "type": "string"}]})
+
+
+def registry_url(broker: BrokerProcess, timeout: float = 60.0) -> str:
+    """The URL from the broker's stdout line (printed after its listeners' lines)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for line in list(broker.stdout_lines):
+            m = LINE.match(line)
+            if m:
+                return m.group(1)
+        if broker.proc is not None and broker.proc.poll() is not None:
+            raise AssertionError(f"broker exited: {broker.log_tail()}")
+        time.sleep(0.05)
+    raise AssertionError(f"no registry line within {timeout} s: {broker.stdout_lines}")
+
+
+def test_the_broker_serves_the_registry(tmp_path):
+    broker = BrokerProcess(tmp_path / "data",
+                           {"schema.registry.listeners": "http://127.0.0.1:0"})
+    broker.start()
+    try:
+        url = registry_url(broker)
+        assert [line for line in broker.stdout_lines if LINE.match(line)] == [
+            f"spool registry listening on {url} (registry)"]
+        assert call("POST", f"{url}/subjects/orders-value/versions",
+                    {"schema": SCHEMA}) == (200, {"id": 1})
+        assert call("GET", f"{url}/schemas/ids/1") == (200, {"schema": SCHEMA})
+        assert call("GET", f"{url}/subjects") == (200, ["orders-value"])
+        assert call("GET", f"{url}/nope")[0] == 404
+        assert broker.stop() == 0
+        # a second life of the broker: the registry reads the schema back from _schemas
+        broker.start()
+        url = registry_url(broker)
+        assert call("GET", f"{url}/subjects/orders-value/versions/1") == (
+            200, {"subject": "orders-value", "version": 1, "id": 1, "schema": SCHEMA})
+        assert call("POST", f"{url}/subjects/payments-value/versions",
+                    {"schema": SCHEMA}) == (200, {"id": 1})
+    finally:
+        assert broker.stop() == 0
+
+
+def test_an_address_the_registry_cannot_bind_stops_the_broker(tmp_path):
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    port = taken.getsockname()[1]
+    broker = BrokerProcess(tmp_path / "data",
+                           {"schema.registry.listeners": f"http://127.0.0.1:{port}"})
+    try:
+        with pytest.raises(RuntimeError, match="broker exited with 1"):
+            broker.start()
+        assert f"registry: cannot listen on 127.0.0.1:{port}: Address already in use" in (
+            broker.log_tail())
+    finally:
+        broker.stop()
+        taken.close()
+
+
+def test_a_malformed_listener_is_refused_at_start(tmp_path):
+    broker = BrokerProcess(tmp_path / "data", {"schema.registry.listeners": "127.0.0.1:8081"})
+    try:
+        with pytest.raises(RuntimeError, match="broker exited with"):
+            broker.start()
+        assert "schema.registry.listeners" in broker.log_tail()
+    finally:
+        broker.stop()
