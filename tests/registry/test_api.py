@@ -10,6 +10,7 @@ the registration's answer (ids are global). Global config and mode are changed o
 from __future__ import annotations
 
 import json
+import urllib.parse
 
 import pytest
 
@@ -293,3 +294,12 @@ def test_global_mode_readonly_and_import(s, own_registry):
         "subject": "imported", "version": 7, "id": 1000, "schema": s.OTHER}
     assert call(url, "PUT", "/mode", {"mode": "READWRITE"}).body == {"mode": "READWRITE"}
     assert call(url, "GET", "/mode").body == {"mode": "READWRITE"}
+
+
+def test_subject_names_are_percent_decoded_and_a_trailing_slash_is_the_same_route(s, sr, subject):
+    name = subject + " ünïcode:value"
+    quoted = urllib.parse.quote(name, safe="")
+    sid = register(sr, quoted, s.V1)
+    assert name in sr("GET", "/subjects/").body
+    assert sr("GET", f"/subjects/{quoted}/versions/1/").body == {
+        "subject": name, "version": 1, "id": sid, "schema": s.V1}
