@@ -22,7 +22,7 @@ from functools import partial
 import pytest
 
 from tests.helpers.broker_proc import BrokerProcess
-from tests.helpers.registry_proc import Answer, RegistryProcess, call
+from tests.helpers.registry_rest import Answer, RegistryProcess, call
 
 
 def _warmed(reg: RegistryProcess) -> RegistryProcess:
