@@ -22,7 +22,8 @@ from functools import partial
 import pytest
 
 from tests.helpers.broker_proc import BrokerProcess
-from tests.helpers.registry_rest import Answer, RegistryProcess, call
+from tests.helpers.registry_proc import RegistryProcess
+from tests.helpers.registry_rest import Answer, call
 
 
 def _warmed(reg: RegistryProcess) -> RegistryProcess:
