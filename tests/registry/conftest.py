@@ -2,7 +2,9 @@
 
 - ``registry``: one registry process for the session, against the session ``broker``.
   Tests share its ``_schemas``: each uses its own subjects (``subject``), and none
-  changes the global config or mode (use ``own_registry`` for that).
+  changes the global config or mode (use ``own_registry`` for that). Another registry
+  started on the session broker must use a ``--group-id`` of its own: joining or leaving
+  this one's group elects a primary again, and the new primary writes a NOOP record.
 - ``own_registry``: a broker and a registry of the module's own, for tests that change
   global state (the global compatibility level, the global mode, IMPORT).
 - ``subject``: a subject name no other test uses.
