@@ -3,7 +3,10 @@
 ``incompatibilities(reader, writer)`` walks both schemas side by side and lists each
 incompatible difference as ``Found incompatible change: Difference{jsonPath='#/...',
 type=NAME}`` (Confluent's words; the path is the reader's). A difference is compatible
-when every document valid against the writer stays valid against the reader. The rules:
+when every document valid against the writer stays valid against the reader; the rules
+below only ever err towards incompatible (the tests check each compatible verdict
+against jsonschema's validation of generated documents), except where Confluent's own
+rules do not (oneOf, a required property with a default). The rules:
 
 Schemas and types
   * ``true``/``{}`` reader, or ``false`` writer: compatible. ``false`` reader of anything
@@ -68,10 +71,17 @@ Combined schemas
     branch, as Confluent reads ``"type": [...]`` as anyOf): compatible
     (SUM_TYPE_EXTENDED); else TYPE_CHANGED.
     A writer sum read by a plain reader: each branch must be read, else SUM_TYPE_NARROWED.
-    A schema's own keywords beside oneOf/anyOf belong to each of its branches.
+    A schema's own keywords beside oneOf/anyOf are merged into each of its branches.
+    oneOf is read as a sum, as Confluent does (branches a document matches twice are
+    not told apart).
   * allOf on both sides: each reader conjunct must read some writer conjunct (or the
     whole writer), else PRODUCT_TYPE_EXTENDED (the reader has more) or
-    COMBINED_TYPE_SUBSCHEMAS_CHANGED; allOf on one side only is merged into one schema.
+    COMBINED_TYPE_SUBSCHEMAS_CHANGED, then the reader's own keywords are compared with
+    the whole writer; allOf on one side only is merged into one schema (``$ref``s in it
+    followed), so allOf [$ref base, own properties] compares like the flat schema.
+  * Merging (``json_merge``) is exact for most keywords; where one schema cannot say
+    both, a writer keeps the one (it then accepts more: a compatible verdict stays
+    safe) and a reader is reported COMBINED_TYPE_CHANGED.
 Keywords modelled nowhere above (contains, if/then/else, unevaluatedItems, ...): the
 reader adding or changing one is incompatible (KEYWORD_CHANGED, e.g. CONTAINS_CHANGED);
 dropping one is compatible.
@@ -89,6 +99,7 @@ from referencing.jsonschema import specification_with
 
 from spool.registry.formats import json_keywords
 from spool.registry.formats.json_keywords import ANNOTATIONS, as_dict, json_key, trivial
+from spool.registry.formats.json_merge import Embedded, Unmergeable, embed, merge
 
 MODELLED = frozenset({
     "$ref", "type", "enum", "const", "not", "allOf", "anyOf", "oneOf",
@@ -116,6 +127,8 @@ class Node:
     spec: Specification[Any]
 
     def child(self, schema: Any) -> Node:
+        if isinstance(schema, Embedded):
+            return schema.node  # a merged-in subschema of another document
         if not isinstance(schema, dict) or not ({"$id", "id", "$schema"} & schema.keys()):
             return Node(schema, self.resolver, self.spec)
         spec = specification_with(schema.get("$schema", ""), default=self.spec)
@@ -165,25 +178,6 @@ def incompatibilities(reader: Node, writer: Node) -> list[str]:
     diffs.compare(reader, writer, "#")
     return [f"Found incompatible change: Difference{{jsonPath='{'#/' if path == '#' else path}', "
             f"type={kind}}}" for path, kind in dict.fromkeys(diffs.found)]
-
-
-def _merge(base: dict[str, Any], extra: Any) -> Any:
-    """One schema asking what both ask (an approximation for properties and types)."""
-    if not isinstance(extra, dict):
-        return extra if extra is False else base
-    merged = dict(base)
-    for key, value in extra.items():
-        if key == "properties" and isinstance(merged.get(key), dict):
-            merged[key] = {**merged[key], **value}
-        elif key == "required" and isinstance(merged.get(key), list):
-            merged[key] = list(dict.fromkeys([*merged[key], *value]))
-        elif key == "type" and key in merged:
-            common = _types_of(merged) & _types_of(extra)
-            common |= {"integer"} if "number" in common else set()
-            merged[key] = sorted(common)
-        else:
-            merged[key] = value
-    return merged
 
 
 def _types_of(schema: dict[str, Any]) -> set[str]:
@@ -244,11 +238,13 @@ class _Diff:
             w = {}
             writer = Node(w, writer.resolver, writer.spec)
         pair = (id(r), id(w))
-        if pair in self._active:
+        if pair in self._active or _same(r, w):
             return
         self._active.add(pair)
         try:
             self._compare_dicts(reader, writer, path)
+        except Unmergeable:
+            self.add(path, "COMBINED_TYPE_CHANGED")
         finally:
             self._active.discard(pair)
 
@@ -264,10 +260,16 @@ class _Diff:
             return
         _structural(self, reader, writer, path)
 
-    def _branches(self, node: Node, key: str) -> list[Node]:
+    def _branches(self, node: Node, key: str, writer: bool) -> list[Node]:
+        """Each branch of ``key``, with the keywords beside it merged in."""
         base = {k: v for k, v in node.schema.items() if k != key}
-        return [node.child(_merge(base, b) if not trivial(base) else b)
-                for b in node.schema[key]]
+        out = []
+        for sub in node.schema[key]:
+            branch = _deref(node.child(sub))
+            if not trivial(base):
+                branch = node.child(merge(base, embed(branch), writer))
+            out.append(branch)
+        return out
 
     def _sums(self, reader: Node, writer: Node, path: str, r_sum: str | None,
               w_sum: str | None) -> None:
@@ -275,55 +277,66 @@ class _Diff:
             if r_sum != w_sum and not (w_sum == "oneOf" and r_sum == "anyOf"):
                 self.add(path, "COMBINED_TYPE_CHANGED")
                 return
-            r_branches = self._branches(reader, r_sum)
-            w_branches = self._branches(writer, w_sum)
+            r_branches = self._branches(reader, r_sum, writer=False)
+            w_branches = self._branches(writer, w_sum, writer=True)
             unread = [w for w in w_branches if not any(self.reads(r, w) for r in r_branches)]
             if unread:
                 kind = ("SUM_TYPE_NARROWED" if len(r_branches) < len(w_branches)
                         else "COMBINED_TYPE_SUBSCHEMAS_CHANGED")
                 self.add(path, kind)
         elif r_sum:
-            r_branches = self._branches(reader, r_sum)
+            r_branches = self._branches(reader, r_sum, writer=False)
             kinds = writer.schema.get("type")
             variants = ([writer.child({**writer.schema, "type": t}) for t in kinds]
                         if isinstance(kinds, list) and len(kinds) > 1 else [writer])
             if not all(any(self.reads(r, v) for r in r_branches) for v in variants):
                 self.add(path, "TYPE_CHANGED")
         elif w_sum:
-            for w in self._branches(writer, w_sum):
+            for w in self._branches(writer, w_sum, writer=True):
                 if not self.reads(reader, w):
                     self.add(path, "SUM_TYPE_NARROWED")
                     return
 
     def _products(self, reader: Node, writer: Node, path: str) -> None:
         r, w = reader.schema, writer.schema
+        whole = _flatten(writer, writer=True)
         if "allOf" in r and "allOf" in w:
-            r_parts = [reader.child(p) for p in r["allOf"]]
-            w_parts = [writer.child(p) for p in w["allOf"]]
-            whole = writer.child(_flatten(w))
+            r_parts = [_deref(reader.child(p)) for p in r["allOf"]]
+            w_parts = [_deref(writer.child(p)) for p in w["allOf"]]
             unmatched = [p for p in r_parts
                          if not any(self.reads(p, q) for q in (*w_parts, whole))]
             if unmatched:
                 self.add(path, "PRODUCT_TYPE_EXTENDED" if len(r_parts) > len(w_parts)
                          else "COMBINED_TYPE_SUBSCHEMAS_CHANGED")
-            rest_r = {k: v for k, v in r.items() if k != "allOf"}
-            rest_w = {k: v for k, v in w.items() if k != "allOf"}
-            self.compare(reader.child(rest_r), writer.child(_flatten(w) | rest_w), path)
+            rest = reader.child({k: v for k, v in r.items() if k != "allOf"})
+            self.compare(rest, whole, path)
             return
-        self.compare(reader.child(_flatten(r)), writer.child(_flatten(w)), path)
+        self.compare(_flatten(reader, writer=False), whole, path)
 
 
-def _flatten(schema: dict[str, Any]) -> dict[str, Any]:
-    """``allOf`` merged into the schema holding it (without following ``$ref``s)."""
-    if "allOf" not in schema:
-        return schema
+def _same(r: Any, w: Any) -> bool:
+    """Equal texts without ``$ref``s (which may lead to different references)."""
+    text = json_key(r)
+    return "$ref" not in text and text == json_key(w)
+
+
+def _flatten(node: Node, writer: bool, depth: int = 0) -> Node:
+    """``allOf`` merged into the schema holding it (``json_merge``), ``$ref``s followed;
+    a writer's ``allOf`` nested 32 deep (a cycle) stops accepting more, a reader's fails."""
+    schema = node.schema
+    if not isinstance(schema, dict) or "allOf" not in schema:
+        return node
+    if depth > 32:
+        if writer:
+            return node.child({})
+        raise Unmergeable("allOf nested too deeply")
     merged: Any = {k: v for k, v in schema.items() if k != "allOf"}
-    for part in schema["allOf"]:
-        part = _flatten(part) if isinstance(part, dict) else part
-        merged = _merge(merged, part)
+    for sub in schema["allOf"]:
+        part = _flatten(_deref(node.child(sub)), writer, depth + 1)
+        merged = merge(merged, embed(part), writer)
         if merged is False:
-            return {"not": {}}
-    return merged
+            return node.child(False)
+    return node.child(merged)
 
 
 def _deref(node: Node) -> Node:
@@ -335,8 +348,8 @@ def _deref(node: Node) -> Node:
         target = node.lookup(schema["$ref"])
         rest = {k: v for k, v in schema.items() if k != "$ref"}
         if node.modern() and not trivial(rest) and isinstance(target.schema, dict):
-            joined = {**rest, "allOf": [*rest.get("allOf", ()), target.schema]}
-            return Node(joined, target.resolver, target.spec)
+            joined = {**rest, "allOf": [*rest.get("allOf", ()), Embedded(target)]}
+            return node.child(joined)
         node = target
     return node
 
