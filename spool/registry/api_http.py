@@ -7,12 +7,13 @@ the best of the first three that ``Accept`` allows (none: the v1 type), else 406
 
 Errors (``confluent_errors``, the middleware) are ``{"error_code", "message"}``: a
 ``RegistryError``'s status and code; an unknown route 404/404, a wrong method 405/405; a
-body that is not JSON 400/400 and JSON of the wrong shape (not an object, a field of the
-wrong type, an empty body) 422/422, as Confluent's rest-utils map Jackson's parse and
-mapping errors; a body over the app's ``MAX_BYTES`` 413/413, refused from its
+body that is not JSON, or JSON of the wrong shape (not an object, a field of the wrong
+type), 400/400 as Confluent 7's rest-utils map Jackson's parse and mapping errors
+(confluentinc/schema-registry#2729), and an empty body 422/422 (its bean validation of
+a null request, #2230); a body over the app's ``MAX_BYTES`` 413/413, refused from its
 Content-Length before it is read (or as soon as a chunked one passes the limit); a bad
-version 422/42202; a schema id that is not an integer 404/404 (Jersey's answer to an
-unparseable path parameter); anything else 500/500 with the exception logged.
+version 422/42202; a schema id, offset or limit that is not an integer 404/404 (Jersey's
+answer to an unparseable path or query parameter); anything else 500/500 with the exception logged.
 
 Query booleans are true when ``true`` in any case (Jersey's ``Boolean.valueOf``), so
 ``deleted=True`` from confluent-kafka-python counts.
@@ -150,8 +151,8 @@ def page(request: web.Request, items: list[Any]) -> list[Any]:
     try:
         offset = max(0, int(request.query.get("offset", "0")))
         limit = int(request.query.get("limit", "-1"))
-    except ValueError as e:
-        raise BadBody(422, f"offset and limit must be integers: {e}") from None
+    except ValueError:
+        raise web.HTTPNotFound() from None
     items = items[offset:]
     return items if limit < 0 else items[:limit]
 
@@ -179,10 +180,10 @@ def schema_id_of(text: str) -> int:
 
 
 async def body(request: web.Request) -> dict[str, Any]:
-    """The request's JSON object (400 when not JSON, 422 when not an object)."""
+    """The request's JSON object (400 when not JSON or not an object, 422 when empty)."""
     data = await request.read()
     if not data.strip():
-        raise BadBody(422, "No content to map due to end-of-input")
+        raise BadBody(422, "The request body must not be empty")
     try:
         value = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError as e:
@@ -190,7 +191,7 @@ async def body(request: web.Request) -> dict[str, Any]:
     except json.JSONDecodeError as e:
         raise BadBody(400, f"Unexpected character in the request body: {e}") from None
     if not isinstance(value, dict):
-        raise BadBody(422, f"The request body must be a JSON object, not "
+        raise BadBody(400, f"The request body must be a JSON object, not "
                       f"{type(value).__name__}")
     return value
 
@@ -204,12 +205,12 @@ class SchemaRequest:
         if schema is None:
             raise model.invalid_schema("Empty schema")
         if not isinstance(schema, str):
-            raise BadBody(422, "Field 'schema' must be a string")
+            raise BadBody(400, "Field 'schema' must be a string")
         self.schema: str = schema
         schema_type = value.get("schemaType")
         schema_type = "AVRO" if schema_type is None else schema_type
         if not isinstance(schema_type, str):
-            raise BadBody(422, "Field 'schemaType' must be a string")
+            raise BadBody(400, "Field 'schemaType' must be a string")
         if schema_type.upper() not in model.SCHEMA_TYPES:
             raise model.invalid_schema(f"Invalid schema type {schema_type}")
         self.schema_type: str = schema_type.upper()
@@ -223,7 +224,7 @@ def _optional_int(value: dict[str, Any], name: str) -> int | None:
     if v is None:
         return None
     if isinstance(v, bool) or not isinstance(v, int):
-        raise BadBody(422, f"Field '{name}' must be an integer")
+        raise BadBody(400, f"Field '{name}' must be an integer")
     return v
 
 
@@ -231,16 +232,16 @@ def _references(value: Any) -> list[model.Reference]:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise BadBody(422, "Field 'references' must be a list")
+        raise BadBody(400, "Field 'references' must be a list")
     out = []
     for r in value:
         if not isinstance(r, dict):
-            raise BadBody(422, "Each reference must be an object with name, subject and "
+            raise BadBody(400, "Each reference must be an object with name, subject and "
                           "version")
         name, subject, version = r.get("name"), r.get("subject"), r.get("version")
         if not isinstance(name, str) or not isinstance(subject, str) \
                 or isinstance(version, bool) or not isinstance(version, int):
-            raise BadBody(422, "Each reference must be an object with name (a string), "
+            raise BadBody(400, "Each reference must be an object with name (a string), "
                           "subject (a string) and version (an integer)")
         out.append(model.Reference(name=name, subject=subject, version=version))
     return out

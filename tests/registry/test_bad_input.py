@@ -1,8 +1,8 @@
 """Bad requests to a real ``spool registry``: each gets Confluent's status and error code,
 and none writes to ``_schemas`` (its end offset is the same before and after).
 
-Malformed JSON is 400/400 and JSON of the wrong shape 422/422 (Confluent's rest-utils
-map Jackson's parse and mapping errors so); a body over the limit (1,000,000 bytes by
+Malformed JSON and JSON of the wrong shape are 400/400 (Confluent 7's rest-utils map
+Jackson's parse and mapping errors so), an empty body 422/422; a body over the limit (1,000,000 bytes by
 default) is 413/413 whether it says its length or comes chunked.
 """
 
@@ -83,14 +83,25 @@ def test_malformed_json_is_400(sr, subject, unwritten, body):
 
 
 @pytest.mark.parametrize("body", [
-    b"", b"[1, 2]", b'"schema"', b'{"schema": 5}', b'{"schema": "\\"int\\"", "references": 3}',
+    b"[1, 2]", b'"schema"', b'{"schema": 5}', b'{"schema": {"type": "string"}}',
+    b'{"schema": "\\"int\\"", "references": 3}',
     b'{"schema": "\\"int\\"", "references": [{"name": "x"}]}',
-], ids=["empty", "array", "string", "schema-not-string", "references-not-list",
-        "reference-incomplete"])
-def test_wrong_shape_is_422(sr, subject, unwritten, body):
+    b'{"schema": "\\"int\\"", "schemaType": ["AVRO"]}',
+], ids=["array", "string", "schema-a-number", "schema-an-object", "references-not-list",
+        "reference-incomplete", "type-a-list"])
+def test_wrong_shape_is_400(sr, subject, unwritten, body):
     refused(sr, "POST", f"/subjects/{subject}/versions", data=body,
             headers={"Content-Type": "application/vnd.schemaregistry.v1+json"},
-            status=422, code=422)
+            status=400, code=400)
+
+
+def test_empty_body_is_422(sr, subject, unwritten):
+    for path in (f"/subjects/{subject}/versions", f"/subjects/{subject}",
+                 f"/compatibility/subjects/{subject}/versions"):
+        refused(sr, "POST", path, data=b"", headers={"Content-Type": "application/json"},
+                status=422, code=422)
+    refused(sr, "PUT", f"/config/{subject}", data=b"",
+            headers={"Content-Type": "application/json"}, status=422, code=422)
 
 
 @pytest.mark.parametrize("ctype", ["text/plain", "application/xml",
@@ -182,3 +193,4 @@ def test_unknown_routes_and_methods(sr, unwritten):
     assert refused(sr, "PATCH", "/subjects", status=405, code=405) \
         == "HTTP 405 Method Not Allowed"
     refused(sr, "POST", "/schemas/types", {}, status=405, code=405)
+    refused(sr, "GET", "/subjects?limit=ten", status=404, code=404)  # Jersey's answer
