@@ -15,6 +15,7 @@ reach within ``--timeout`` is exit 1.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 from typing import TYPE_CHECKING, Annotated
 
@@ -80,11 +81,17 @@ async def _serve(service: RegistryService) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
-        try:
-            await service.start()
-        except Exception as e:  # the cluster not reachable, the topic not creatable
-            raise CliError(f"the registry did not start: {e}") from None
+        started = asyncio.ensure_future(service.start())
+        stopping = asyncio.ensure_future(stop.wait())
+        await asyncio.wait({started, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if not started.done():  # Ctrl-C or SIGTERM while starting: a clean stop
+            started.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await started
+            return
+        if started.exception() is not None:  # the cluster not reachable in --timeout
+            raise CliError(f"the registry did not start: {started.exception()}")
         typer.echo(listening_line(service.url))
-        await stop.wait()
+        await stopping
     finally:
         await service.stop()

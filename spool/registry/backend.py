@@ -4,7 +4,8 @@
 creates the topic when missing (``schemas_log.ensure_topic``), reads it from offset 0
 into a ``store.Store`` (``schemas_log.SchemasTail``) up to the end it had when starting
 (until then every call waits, up to ``timeout``, then 50002), then joins the election
-(``election.Election``). ``await stop()`` leaves the group (another instance takes over
+(``election.Election``). A ``start()`` that failed (``RegistryError``: the cluster did not
+answer within ``timeout``) may be called again. ``await stop()`` leaves the group (another instance takes over
 at once) and closes the clients.
 
 Reads are ``core.Core``'s over this instance's store. A read that finds nothing (a 404)
@@ -18,7 +19,8 @@ Writes go to the primary:
   write before its own. Its writes are ``Core``'s, one at a time (a lock: ids and
   versions are computed from the store), each a transaction whose records are applied
   to the store before the call returns (read-your-writes). A producer fenced meanwhile
-  (a newer primary) makes the write go to the new primary instead.
+  (a newer primary) makes the write go to the new primary instead; a write that fails
+  otherwise (50001, 50002 on a timeout) has the primary start over with a new producer.
 - another instance forwards the call to the primary's URL (``forward.Forwarder``),
   found from the group's description, then catches up with the topic before returning
   (read-your-writes here too). A forward still unanswered when another instance has
@@ -120,13 +122,15 @@ class KafkaRegistry:
                 if time.monotonic() >= deadline:
                     raise operation_timeout(f"creating {self.topic}: {e}") from None
                 await asyncio.sleep(0.2)
-        self._started = True
-        self.tail.start()
+        if not self._started:
+            self._started = True
+            self.tail.start()
         await self.tail.catch_up(max(1.0, deadline - time.monotonic()))
-        self._ready.set()
-        log.info("registry %s read %s up to offset %d", self.url, self.topic,
-                 self.tail.position)
-        self.election.start()
+        if not self._ready.is_set():
+            self._ready.set()
+            log.info("registry %s read %s up to offset %d", self.url, self.topic,
+                     self.tail.position)
+            self.election.start()
 
     async def stop(self) -> None:
         self._term += 1
@@ -198,6 +202,12 @@ class KafkaRegistry:
                 self._writable.clear()
                 await self._drop_writer()
             raise NotPrimary from None
+        except RegistryError:
+            # a transaction that failed (broker away, timed out) may leave the producer
+            # unable to begin another: a new one takes over, fencing this one
+            if self._writer is writer:
+                self._primary_changed(self.election.is_primary)
+            raise
         await self.tail.wait_for(offset, self.timeout)
 
     # ---- how calls are served

@@ -11,7 +11,8 @@ another instance at once).
 
 ``RegistryThread(...)`` runs a service on a thread of its own with its own event loop:
 the broker's ``schema.registry.listeners``. ``start()`` binds (``ListenError`` at once),
-``stop()`` stops it and joins. ``on_ready(url)`` is called once the backend has started.
+``stop()`` stops it and joins. A backend that fails to start (the cluster not ready) is
+started again every second until it starts or the thread is stopped. ``on_ready(url)`` is called once the backend has started.
 
 Either way the line ``spool registry listening on http://HOST:PORT (registry)`` is
 printed once on stdout when the service is ready (tests and scripts read it for the port).
@@ -75,9 +76,11 @@ class RegistryService:
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> None:
-        self._runner = web.AppRunner(self._app, access_log=None, handle_signals=False)
-        await self._runner.setup()
-        await web.SockSite(self._runner, self._sock).start()
+        """Serve, then start the backend; called again after a failure, only the latter."""
+        if self._runner is None:
+            self._runner = web.AppRunner(self._app, access_log=None, handle_signals=False)
+            await self._runner.setup()
+            await web.SockSite(self._runner, self._sock).start()
         await self.registry.start()
 
     async def stop(self) -> None:
@@ -129,18 +132,25 @@ class RegistryThread:
 
     async def _serve(self) -> None:
         assert self.service is not None and self._stopping is not None
+        stopping = asyncio.ensure_future(self._stopping.wait())
         try:
-            started = asyncio.ensure_future(self.service.start())
-            stopping = asyncio.ensure_future(self._stopping.wait())
-            await asyncio.wait({started, stopping}, return_when=asyncio.FIRST_COMPLETED)
-            if started.done() and started.exception() is None:
-                print(listening_line(self.service.url), flush=True)
-                if self._on_ready is not None:
-                    self._on_ready(self.service.url)
-            elif started.done():
-                log.error("the schema registry did not start: %s", started.exception())
-            else:
-                started.cancel()
+            while not stopping.done():
+                started = asyncio.ensure_future(self.service.start())
+                await asyncio.wait({started, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                if not started.done():
+                    started.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await started
+                elif started.exception() is None:
+                    print(listening_line(self.service.url), flush=True)
+                    if self._on_ready is not None:
+                        self._on_ready(self.service.url)
+                    break
+                else:  # the cluster not ready yet (no leader for _schemas): again
+                    log.warning("the schema registry did not start (%s); trying again",
+                                started.exception())
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(asyncio.shield(stopping), 1.0)
             await stopping
         finally:
             await self.service.stop()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import time
 
 import pytest
@@ -43,8 +44,9 @@ def cluster(fresh_broker, tmp_path):
 
     a, b = start(), start()
     yield fresh_broker, a, b
-    for r in started:
-        r.stop()
+    # SIGTERM: a clean exit (a killed one's code stays -9)
+    codes = [(r.proc.returncode if r.proc.poll() is not None else r.stop()) for r in started]
+    assert all(c in (0, -signal.SIGKILL) for c in codes), codes
 
 
 def primary_url(bootstrap: str, timeout: float = 30.0) -> str:
@@ -169,3 +171,18 @@ def test_a_paused_primary_that_comes_back_is_fenced(cluster):
     ids = sorted(v["id"] for k, v in schema_records(broker.bootstrap)
                  if k["keytype"] == "SCHEMA" and v is not None)
     assert ids == [1, 2, 3]
+
+
+def test_a_registry_without_a_cluster_says_so(tmp_path):
+    free = socket.socket()
+    free.bind(("127.0.0.1", 0))
+    port = free.getsockname()[1]
+    free.close()  # nothing listens there now
+    r = RegistryProcess(f"127.0.0.1:{port}", tmp_path / "registry.log", "--timeout", "1")
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="registry exited with 1"):
+        r.start()
+    assert time.monotonic() - started < 20
+    lines = r.log_tail().strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "spool: the registry did not start: Operation timed out: creating _schemas"), lines
