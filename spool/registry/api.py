@@ -18,6 +18,9 @@ Routes (Confluent's paths and answers; ``{v}`` is 1..2^31-1, ``latest`` or -1)::
   GET    /schemas/ids/{id}/versions ?deleted      [{"subject", "version"}]
   GET    /schemas/ids/{id}/subjects ?deleted      [subjects]
   GET    /schemas/types                           ["JSON", "PROTOBUF", "AVRO"]
+  GET    /schemas    ?subjectPrefix ?deleted ?latestOnly ?offset ?limit
+                                                  [{subject, version, id, schema, ...}]
+  GET    /contexts                                ["."] (the default context only)
   POST   /compatibility/subjects/{s}/versions[/{v}] ?verbose
                                                   {"is_compatible"[, "messages"]}
   GET    /config[/{s}]              ?defaultToGlobal   {"compatibilityLevel": level}
@@ -166,6 +169,26 @@ async def schema_types(request: web.Request) -> web.Response:
     return answer(request, SCHEMA_TYPES_ANSWER)
 
 
+async def list_schemas(request: web.Request) -> web.Response:
+    """Every version of every subject (by subject, then version), as Confluent lists them."""
+    reg, deleted = _registry(request), flag(request, "deleted")
+    out = []
+    for subject in await reg.subjects(deleted, request.query.get("subjectPrefix", "")):
+        try:
+            versions = await reg.versions(subject, deleted)
+            if flag(request, "latestOnly"):
+                versions = versions[-1:]
+            out += [schema_json(await reg.version(subject, v, deleted)) for v in versions]
+        except model.RegistryError as e:  # deleted meanwhile
+            if e.status != 404:
+                raise
+    return answer(request, page(request, out))
+
+
+async def contexts(request: web.Request) -> web.Response:
+    return answer(request, ["."])
+
+
 async def check(request: web.Request) -> web.Response:
     version = request.match_info.get("version")
     req = SchemaRequest(await body(request))
@@ -240,6 +263,8 @@ ROUTES = [
     ("GET", "/schemas/ids/{id}/versions", id_versions),
     ("GET", "/schemas/ids/{id}/subjects", id_subjects),
     ("GET", "/schemas/types", schema_types),
+    ("GET", "/schemas", list_schemas),
+    ("GET", "/contexts", contexts),
     ("POST", "/compatibility" + S + "/versions", check),
     ("POST", "/compatibility" + V, check),
     *[(m, p, h) for p in ("/config", "/config/{subject}")

@@ -61,6 +61,26 @@ def test_schema_types(sr):
     assert (a.status, a.body) == (200, ["JSON", "PROTOBUF", "AVRO"])
 
 
+def test_contexts_is_the_default_one(sr):
+    assert sr("GET", "/contexts").body == ["."]
+
+
+def test_list_schemas(s, sr, subject):
+    first, second = subject + "-a", subject + "-b"
+    id1 = register(sr, first, s.V1)
+    id2 = register(sr, first, s.V2)
+    idb = register(sr, second, s.OTHER)
+    v1 = {"subject": first, "version": 1, "id": id1, "schema": s.V1}
+    v2 = {"subject": first, "version": 2, "id": id2, "schema": s.V2}
+    b1 = {"subject": second, "version": 1, "id": idb, "schema": s.OTHER}
+    assert sr("GET", f"/schemas?subjectPrefix={subject}-").body == [v1, v2, b1]
+    assert sr("GET", f"/schemas?subjectPrefix={subject}-&latestOnly=true").body == [v2, b1]
+    assert sr("GET", f"/schemas?subjectPrefix={subject}-&offset=1&limit=1").body == [v2]
+    sr("DELETE", f"/subjects/{first}/versions/2")
+    assert sr("GET", f"/schemas?subjectPrefix={subject}-").body == [v1, b1]
+    assert sr("GET", f"/schemas?subjectPrefix={subject}-&deleted=true").body == [v1, v2, b1]
+
+
 def test_register_and_read_back_every_way(s, sr, subject):
     sid = register(sr, subject, s.V1)
     assert sr("GET", f"/subjects/{subject}/versions").body == [1]
@@ -303,3 +323,26 @@ def test_subject_names_are_percent_decoded_and_a_trailing_slash_is_the_same_rout
     assert name in sr("GET", "/subjects/").body
     assert sr("GET", f"/subjects/{quoted}/versions/1/").body == {
         "subject": name, "version": 1, "id": sid, "schema": s.V1}
+
+
+def test_non_ascii_schema_text_round_trips(sr, subject):
+    schema = avro(f"U{subject.rsplit('-', 1)[1]}",
+                  '{"name":"a","type":"string","doc":"grüße, 日本, 🙂"}')
+    sid = register(sr, subject, schema)
+    assert sr("GET", f"/subjects/{subject}/versions/1").body["schema"] == schema
+    a = sr("GET", f"/schemas/ids/{sid}/schema")
+    assert (a.text, a.headers["Content-Type"]) == (schema, SR_JSON + "; charset=utf-8")
+
+
+def test_concurrent_registrations_get_distinct_ids_and_consecutive_versions(s, sr, subject):
+    from concurrent.futures import ThreadPoolExecutor
+
+    sr("PUT", f"/config/{subject}", {"compatibility": "NONE"})
+    token = subject.rsplit("-", 1)[1]
+    schemas = [avro(f"C{token}x{i}", A) for i in range(12)]
+    with ThreadPoolExecutor(6) as pool:
+        ids = list(pool.map(lambda sch: register(sr, subject, sch), schemas))
+    assert len(set(ids)) == 12
+    assert sr("GET", f"/subjects/{subject}/versions").body == list(range(1, 13))
+    for sch, sid in zip(schemas, ids, strict=True):
+        assert sr("GET", f"/schemas/ids/{sid}").body == {"schema": sch}
