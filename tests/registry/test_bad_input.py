@@ -194,3 +194,19 @@ def test_unknown_routes_and_methods(sr, unwritten):
         == "HTTP 405 Method Not Allowed"
     refused(sr, "POST", "/schemas/types", {}, status=405, code=405)
     refused(sr, "GET", "/subjects?limit=ten", status=404, code=404)  # Jersey's answer
+
+
+def test_a_schema_just_under_the_limit_is_registered_and_read_back(sr, subject):
+    """The limit's other side: the largest bodies fit in a _schemas record."""
+    n = 24_000
+    while True:
+        fields = ",".join(f'{{"name":"f{i}","type":"string"}}' for i in range(n))
+        big = f'{{"type":"record","name":"Big{subject[-8:]}","fields":[{fields}]}}'
+        size = len(json.dumps({"schema": big}).encode())
+        if size <= 1_000_000:
+            break
+        n -= 10
+    assert size > 990_000
+    a = sr("POST", f"/subjects/{subject}/versions", {"schema": big})
+    assert a.status == 200, a.text[:500]
+    assert sr("GET", f"/schemas/ids/{a.body['id']}/schema").text == big
