@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from typing import Any
 
 import jsonschema
@@ -652,3 +653,20 @@ def test_a_compatible_verdict_holds_between_neighbours_2020_12(data, documents):
     one, other = with_2020_12(one), with_2020_12(other)
     assert_verdict_holds(one, other, documents, jsonschema.Draft202012Validator)
     assert_verdict_holds(other, one, documents, jsonschema.Draft202012Validator)
+
+
+def test_a_comparison_too_large_stops_reporting_incompatible():
+    """Nested anyOf 10 levels deep (94 KB) visits 150,000 schema pairs (3 s; 12 levels:
+    over a million, 37 s); the check stops after its budget instead of holding the
+    registry."""
+    def nested(leaf: Any) -> Any:
+        for _ in range(10):
+            leaf = {"anyOf": [leaf, obj({"a": leaf}), {"type": "null"}]}
+        return leaf
+
+    reader, writer = parse(nested(S)), parse(nested(I))
+    started = time.monotonic()
+    messages = FORMAT.incompatibilities(reader, writer)
+    assert time.monotonic() - started < 10
+    assert messages == ["Found incompatible change: the schemas are too complex to compare "
+                        "(over 100000 schema pairs)"]

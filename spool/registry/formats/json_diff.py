@@ -115,6 +115,7 @@ _SCHEMA_ONES = ("additionalProperties", "additionalItems", "unevaluatedPropertie
                 "unevaluatedItems", "not", "if", "then", "else", "contains", "propertyNames")
 _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
 _NUMERIC = {"integer", "number"}
+BUDGET = 100_000  # schema pairs one comparison may visit (about 2 s)
 _ALL_TYPES = frozenset({"null", "boolean", "integer", "number", "string", "array", "object"})
 
 
@@ -173,9 +174,17 @@ def subschemas(node: Node) -> Iterator[tuple[str, Node]]:
             yield f"dependencies/{name}", node.child(sub)
 
 
+class TooComplex(Exception):
+    """The comparison took more than BUDGET schema pairs."""
+
+
 def incompatibilities(reader: Node, writer: Node) -> list[str]:
     diffs = _Diff()
-    diffs.compare(reader, writer, "#")
+    try:
+        diffs.compare(reader, writer, "#")
+    except TooComplex:
+        return [f"Found incompatible change: the schemas are too complex to compare "
+                f"(over {BUDGET} schema pairs)"]
     return [f"Found incompatible change: Difference{{jsonPath='{'#/' if path == '#' else path}', "
             f"type={kind}}}" for path, kind in dict.fromkeys(diffs.found)]
 
@@ -212,21 +221,43 @@ def _numeric_bounds(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 class _Diff:
-    def __init__(self) -> None:
+    """One comparison's findings. ``reads`` answers sub-questions (is this branch read
+    by that one?) in a trial whose verdicts are remembered for the whole comparison:
+    an incompatible one always, a compatible one unless it leaned on a pair still being
+    compared (recursion), which keeps nested combinators from going exponential."""
+
+    def __init__(self, parent: _Diff | None = None) -> None:
         self.found: list[tuple[str, str]] = []
-        self._active: set[tuple[int, int]] = set()
+        self._active: set[tuple[int, int]] = set(parent._active) if parent else set()
+        self._memo: dict[tuple[int, int], tuple[bool, Any, Any]] = (
+            parent._memo if parent else {})
+        self._branch_memo: dict[tuple[int, str, bool], tuple[list[Node], Any]] = (
+            parent._branch_memo if parent else {})
+        self._budget = parent._budget if parent else [BUDGET]
+        self.assumed = False  # a verdict here took a pair in progress as compatible
 
     def add(self, path: str, kind: str) -> None:
         self.found.append((path, kind))
 
     def reads(self, reader: Node, writer: Node) -> bool:
         """Whether ``reader`` reads ``writer``, without recording why not."""
-        trial = _Diff()
-        trial._active = set(self._active)
+        reader, writer = _deref(reader), _deref(writer)
+        key = (id(reader.schema), id(writer.schema))
+        if key in self._memo:
+            return self._memo[key][0]
+        trial = _Diff(self)
         trial.compare(reader, writer, "#")
-        return not trial.found
+        verdict = not trial.found
+        if trial.assumed:
+            self.assumed = True
+        if not verdict or not trial.assumed:  # the schemas pinned: their ids stay theirs
+            self._memo[key] = (verdict, reader.schema, writer.schema)
+        return verdict
 
     def compare(self, reader: Node, writer: Node, path: str) -> None:
+        self._budget[0] -= 1
+        if self._budget[0] < 0:
+            raise TooComplex
         reader, writer = _deref(reader), _deref(writer)
         r, w = reader.schema, writer.schema
         if w is False or trivial(r):
@@ -238,7 +269,10 @@ class _Diff:
             w = {}
             writer = Node(w, writer.resolver, writer.spec)
         pair = (id(r), id(w))
-        if pair in self._active or _same(r, w):
+        if pair in self._active:
+            self.assumed = True
+            return
+        if _same(r, w):
             return
         self._active.add(pair)
         try:
@@ -262,6 +296,9 @@ class _Diff:
 
     def _branches(self, node: Node, key: str, writer: bool) -> list[Node]:
         """Each branch of ``key``, with the keywords beside it merged in."""
+        memo_key = (id(node.schema), key, writer)
+        if memo_key in self._branch_memo:
+            return self._branch_memo[memo_key][0]
         base = {k: v for k, v in node.schema.items() if k != key}
         out = []
         for sub in node.schema[key]:
@@ -269,6 +306,7 @@ class _Diff:
             if not trivial(base):
                 branch = node.child(merge(base, embed(branch), writer))
             out.append(branch)
+        self._branch_memo[memo_key] = (out, node.schema)
         return out
 
     def _sums(self, reader: Node, writer: Node, path: str, r_sum: str | None,

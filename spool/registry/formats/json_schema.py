@@ -19,7 +19,8 @@ incompatibilities(reader, writer)
     Confluent's JSON Schema rules (``json_diff``'s docstring lists them): why a document
     valid against ``writer`` may be refused by ``reader``. Each message is Confluent's
     ``Found incompatible change: Difference{jsonPath='#/...', type=TYPE_NAME}``. Schemas
-    too deep to compare are reported incompatible, never a crash.
+    too deep or too large to compare (``json_diff.BUDGET`` schema pairs, ~2 s) are
+    reported incompatible, never a crash or a stall.
 """
 
 from __future__ import annotations
