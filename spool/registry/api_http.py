@@ -13,7 +13,8 @@ type), 400/400 as Confluent 7's rest-utils map Jackson's parse and mapping error
 a null request, #2230); a body over the app's ``MAX_BYTES`` 413/413, refused from its
 Content-Length before it is read (or as soon as a chunked one passes the limit); a bad
 version 422/42202; a schema id, offset or limit that is not an integer 404/404 (Jersey's
-answer to an unparseable path or query parameter); anything else 500/500 with the exception logged.
+answer to an unparseable path or query parameter); anything else 500/500, the exception
+logged. ``Accept`` is checked first, the body's type and size next, then the route.
 
 Query booleans are true when ``true`` in any case (Jersey's ``Boolean.valueOf``), so
 ``deleted=True`` from confluent-kafka-python counts.

@@ -67,6 +67,12 @@ def test_invalid_json_and_protobuf_schemas(sr, subject, unwritten, schema_type, 
             {"schema": schema, "schemaType": schema_type}, status=422, code=42201)
 
 
+def test_a_subject_with_control_characters_is_not_valid(sr, subject, unwritten):
+    msg = refused(sr, "POST", f"/subjects/{subject}%07bell/versions", {"schema": V1},
+                  status=422, code=42208)
+    assert msg == "The specified subject is not valid."
+
+
 def test_unknown_schema_type_and_missing_schema(sr, subject, unwritten):
     refused(sr, "POST", f"/subjects/{subject}/versions", {"schema": V1, "schemaType": "XML"},
             status=422, code=42201)
