@@ -3,8 +3,8 @@ columns from the subject's latest schema, the sink registering and framing.
 
 Records are written by confluent-kafka's own AvroSerializer (v1, then v2 adding a field
 with a default) and read by the ``spool`` source; the sink's output is read by
-confluent-kafka's AvroDeserializer. A real broker and a real ``spool registry`` process
-(one for the module).
+confluent-kafka's AvroDeserializer. A real broker and a real ``spool registry`` process,
+both the module's own.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerialize
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from spool.spark.formats import parse_column_format
+from tests.helpers.broker_proc import BrokerProcess
 from tests.helpers.registry_proc import RegistryProcess
 from tests.spark.conftest import consume_all, create_topic, produce
 
@@ -32,8 +33,18 @@ V2 = {**V1, "fields": [*V1["fields"],
 
 
 @pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    """A broker of the module's own: its registry's _schemas and group stay apart from the
+    session broker's (tests/registry's registry compares _schemas' end offsets)."""
+    b = BrokerProcess(tmp_path_factory.mktemp("registry-broker") / "data")
+    b.start()
+    yield b
+    b.stop()
+
+
+@pytest.fixture(scope="module")
 def registry(broker, tmp_path_factory):
-    """A ``spool registry`` process on the session broker, for this module."""
+    """A ``spool registry`` process on the module's broker."""
     reg = RegistryProcess(broker.bootstrap, tmp_path_factory.mktemp("registry") / "registry.log")
     reg.start()
     try:
