@@ -8,6 +8,7 @@ compatible.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
@@ -19,8 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spool.registry.compatibility import check
+from spool.registry.core import Core
 from spool.registry.formats.json_schema import FORMAT
-from spool.registry.model import InvalidSchema
+from spool.registry.model import InvalidSchema, Reference, RegistryError
+from spool.registry.store import Store
 
 D7 = "http://json-schema.org/draft-07/schema#"
 D2020 = "https://json-schema.org/draft/2020-12/schema"
@@ -670,3 +673,58 @@ def test_a_comparison_too_large_stops_reporting_incompatible():
     assert time.monotonic() - started < 10
     assert messages == ["Found incompatible change: the schemas are too complex to compare "
                         "(over 100000 schema pairs)"]
+
+
+# Through the registry's core (a real Store over a list-backed log): what a client sees.
+def registry() -> Core:
+    store = Store()
+
+    async def append(batch: list[tuple[bytes, bytes | None]]) -> None:
+        for key, value in batch:
+            store.apply(key, value)
+
+    return Core(store, append)
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def test_json_subjects_evolve_through_the_registry_with_references():
+    core = registry()
+    address = json.dumps(ADDRESS)
+    run(core.register("address", address, "JSON", []))
+    ref = [Reference("address.json", "address", 1)]
+    customer = obj({"name": S, "address": {"$ref": "address.json"}}, extra=False)
+    first = run(core.register("customer", json.dumps(customer), "JSON", ref))
+    # the same schema laid out otherwise is the same schema: same id, no new version
+    relaid = json.dumps(customer, indent=2, sort_keys=True)
+    assert run(core.register("customer", relaid, "JSON", ref)) == first
+    assert run(core.versions("customer")) == [1]
+    # BACKWARD (the default): an optional property added to a closed model is fine...
+    grown = obj({"name": S, "address": {"$ref": "address.json"}, "vip": {"type": "boolean"}},
+                extra=False)
+    assert run(core.register("customer", json.dumps(grown), "JSON", ref)) == first + 1
+    # ...a required one is not: 409 with Confluent's difference
+    required = {**grown, "required": ["email"],
+                "properties": {**grown["properties"], "email": S}}
+    verdict = run(core.check("customer", "latest", json.dumps(required), "JSON", ref))
+    assert not verdict.is_compatible
+    assert verdict.messages[0] == (
+        "Found incompatible change: Difference{jsonPath='#/required/email', "
+        "type=REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL}")
+    with pytest.raises(RegistryError) as refused:
+        run(core.register("customer", json.dumps(required), "JSON", ref))
+    assert (refused.value.status, refused.value.error_code) == (409, 409)
+    assert "REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL" in refused.value.message
+
+
+def test_an_invalid_json_schema_is_42201_through_the_registry():
+    core = registry()
+    with pytest.raises(RegistryError) as refused:
+        run(core.register("s", json.dumps({"type": "strin"}), "JSON", []))
+    assert (refused.value.status, refused.value.error_code) == (422, 42201)
+    assert "#/type" in refused.value.message
+    with pytest.raises(RegistryError) as refused:
+        run(core.register("s", json.dumps(obj({"a": {"$ref": "nope.json"}})), "JSON", []))
+    assert (refused.value.status, refused.value.error_code) == (422, 42201)
