@@ -1,4 +1,4 @@
-"""``spool schemas register|list|get|check|config|delete``: a schema registry's subjects.
+"""``spool schemas register|list|get|check|config|mode|delete``: a registry's subjects.
 
 Contract (over Confluent's REST API, ``spool.registry.client``; any Confluent-compatible
 registry will do, ``spool registry`` or the broker's ``schema.registry.listeners``):
@@ -26,6 +26,10 @@ registry will do, ``spool registry`` or the broker's ``schema.registry.listeners
 - ``config [SUBJECT]``: the compatibility level (a subject's falls back to the global
   one); ``--set LEVEL`` changes it, ``--delete`` removes the subject's own.
   ``--json``: ``{"subject" (null: global), "compatibility"}``.
+- ``mode [SUBJECT]``: the mode (READWRITE, READONLY: writes refused, IMPORT: schemas
+  registered with their ids), a subject's falling back to the global one; ``--set MODE``
+  (``--force``: IMPORT where schemas exist), ``--delete`` the subject's own.
+  ``--json``: ``{"subject", "mode"}``.
 - ``delete SUBJECT [VERSION] [--permanent]``: soft delete (permanent: only after a soft
   delete, as Confluent's rule). Prints the deleted versions. ``--json``:
   ``{"subject", "deleted": [version], "permanent"}``.
@@ -270,6 +274,42 @@ def config(
         print_json({"subject": subject, "compatibility": level})
     else:
         typer.echo(level)
+
+
+@app.command()
+@cli_command
+def mode(
+    subject: Annotated[str | None, typer.Argument(help="A subject (default: the global "
+                                                  "mode).", show_default=False)] = None,
+    set_mode: Annotated[str | None, typer.Option(
+        "--set", metavar="MODE", help="READWRITE, READONLY or IMPORT.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="IMPORT even where schemas "
+                                        "exist.")] = False,
+    delete: Annotated[bool, typer.Option("--delete", help="Remove the subject's own mode "
+                                         "(the global one applies).")] = False,
+    json: JsonFlag = False,
+    url: Url = DEFAULT_URL,
+    timeout: Timeout = 30.0,
+) -> None:
+    """Print or change the mode (READWRITE, READONLY, IMPORT), global or a subject's.
+
+    --json: {"subject", "mode"}."""
+    client = _client(url, timeout)
+    if set_mode is not None and delete:
+        raise CliError("give --set or --delete, not both", 2)
+    if delete:
+        if subject is None:
+            raise CliError("--delete removes a subject's mode: name the SUBJECT", 2)
+        _ask(client.delete_mode, subject)
+        value = _ask(client.get_mode, subject)
+    elif set_mode is not None:
+        value = _ask(client.set_mode, set_mode.upper(), subject, force)
+    else:
+        value = _ask(client.get_mode, subject)
+    if json:
+        print_json({"subject": subject, "mode": value})
+    else:
+        typer.echo(value)
 
 
 @app.command()

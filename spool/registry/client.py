@@ -157,6 +157,18 @@ class RegistryClient:
     def delete_config(self, subject: str) -> Any:
         return self.call("DELETE", f"/config/{_part(subject)}")
 
+    def get_mode(self, subject: str | None = None) -> str:
+        path = "/mode" + (f"/{_part(subject)}" if subject else "")
+        params = {"defaultToGlobal": True} if subject else None
+        return self.call("GET", path, params=params)["mode"]
+
+    def set_mode(self, mode: str, subject: str | None = None, force: bool = False) -> str:
+        path = "/mode" + (f"/{_part(subject)}" if subject else "")
+        return self.call("PUT", path, {"mode": mode}, params={"force": force or None})["mode"]
+
+    def delete_mode(self, subject: str) -> Any:
+        return self.call("DELETE", f"/mode/{_part(subject)}")
+
     def delete_subject(self, subject: str, permanent: bool = False) -> list[int]:
         return self.call("DELETE", f"/subjects/{_part(subject)}",
                          params={"permanent": permanent or None})

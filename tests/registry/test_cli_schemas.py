@@ -112,6 +112,37 @@ def test_config_global_and_per_subject(cli, subject):
         "(error_code 42203)")
 
 
+def test_mode_per_subject(cli, subject):
+    _ok(cli("register", subject, "--schema", json.dumps(V1)))
+    assert _ok(cli("mode")) == "READWRITE\n"  # the global mode (no test changes it)
+    assert _ok(cli("mode", subject, "--set", "readonly")) == "READONLY\n"
+    assert json.loads(_ok(cli("mode", subject, "--json"))) == {
+        "subject": subject, "mode": "READONLY"}
+    line = _failed(cli("register", subject, "--schema", json.dumps(V2_OK)))
+    assert line.endswith("(error_code 42205)")
+    line = _failed(cli("mode", subject, "--set", "IMPORT"))  # schemas exist: needs --force
+    assert line.endswith("(error_code 42205)")
+    assert _ok(cli("mode", subject, "--set", "IMPORT", "--force")) == "IMPORT\n"
+    assert _ok(cli("mode", subject, "--delete")) == "READWRITE\n"
+    _ok(cli("register", subject, "--schema", json.dumps(V2_OK)))
+    assert _failed(cli("mode", subject, "--set", "SIDEWAYS")).endswith("(error_code 42204)")
+
+
+def test_register_with_a_reference(cli, subject):
+    address = {"type": "record", "name": "Address", "namespace": "com.acme",
+               "fields": [{"name": "city", "type": "string"}]}
+    _ok(cli("register", subject + "-address", "--schema", json.dumps(address)))
+    order = {"type": "record", "name": "Order", "namespace": "com.acme",
+             "fields": [{"name": "ship", "type": "com.acme.Address"}]}
+    line = _failed(cli("register", subject, "--schema", json.dumps(order)))
+    assert line.endswith("(error_code 42201)")  # Address unknown without the reference
+    _ok(cli("register", subject, "--schema", json.dumps(order),
+            "--reference", f"com.acme.Address={subject}-address:1"))
+    doc = json.loads(_ok(cli("get", subject, "--json")))
+    assert doc["references"] == [
+        {"name": "com.acme.Address", "subject": f"{subject}-address", "version": 1}]
+
+
 def test_delete_soft_then_permanent(cli, subject):
     _ok(cli("register", subject, "--schema", json.dumps(V1)))
     _ok(cli("config", subject, "--set", "NONE"))
