@@ -165,14 +165,14 @@ class KafkaRegistry:
                 await writer.open()
                 offset = await writer.write([noop_record()])
                 await self.tail.wait_for(offset, self.timeout)
-            except (RegistryError, Fenced) as e:
+            except asyncio.CancelledError:
+                writer.close()
+                raise
+            except Exception as e:  # RegistryError, Fenced, a client that failed
                 writer.close()
                 log.warning("registry %s could not become the primary: %s", self.url, e)
                 await asyncio.sleep(1.0)
                 continue
-            except asyncio.CancelledError:
-                writer.close()
-                raise
             if term != self._term:
                 writer.close()
                 return

@@ -15,6 +15,7 @@ import os
 import signal
 import socket
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
@@ -186,3 +187,23 @@ def test_a_registry_without_a_cluster_says_so(tmp_path):
     lines = r.log_tail().strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(
         "spool: the registry did not start: Operation timed out: creating _schemas"), lines
+
+
+def test_concurrent_writes_through_both_get_distinct_ids(cluster):
+    _, a, b = cluster
+    schemas = [avro(f"f{i}") for i in range(24)]
+
+    def one(i: int) -> tuple[int, dict]:
+        via = (a, b)[i % 2]
+        return register(via.url, f"s{i}-value", schemas[i % 12])  # each schema twice
+
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(one, range(24)))
+    assert all(status == 200 for status, _ in answers), answers
+    ids = [answer["id"] for _, answer in answers]
+    # a schema has one id whichever subject and instance it came through; 12 schemas, 12 ids
+    assert sorted(set(ids)) == list(range(1, 13))
+    assert all(ids[i] == ids[i + 12] for i in range(12))
+    for r in (a, b):
+        for i in range(24):
+            assert call("GET", f"{r.url}/subjects/s{i}-value/versions/1")[1]["id"] == ids[i]
