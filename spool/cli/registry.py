@@ -1,7 +1,8 @@
 """``spool registry``: a schema registry (``spool.registry``) for a cluster.
 
 ``spool registry [--bootstrap-server B] [--listen http://127.0.0.1:8081]
-[--advertised-url URL] [--group-id schema-registry] [--command-config FILE]`` serves
+[--advertised-url URL] [--group-id schema-registry] [--timeout 30] [--log-level INFO]
+[--command-config FILE]`` serves
 Confluent's REST API over the cluster's ``_schemas`` topic (created when missing) until
 Ctrl-C or SIGTERM (both a clean exit 0: it leaves the group, so another instance takes
 over writing at once). Any number may run against one cluster with the same group id:
@@ -9,7 +10,8 @@ one writes, the others forward writes to it at their ``--advertised-url`` (defau
 bound ``--listen`` address). Once it has read the topic it prints one line to stdout,
 ``spool registry listening on http://HOST:PORT (registry)``. A listener it cannot bind
 is one ``spool:`` line and exit 1 (2 for a malformed ``--listen``); a cluster it cannot
-reach within ``--timeout`` is exit 1.
+reach within ``--timeout`` is exit 1. It logs to stderr (``--log-level``): the topic
+read, and when this instance becomes or stops being the writer.
 """
 
 from __future__ import annotations
@@ -49,16 +51,24 @@ def registry(
         "the writer's transactional id.")] = "schema-registry",
     timeout: Annotated[float, typer.Option(
         "--timeout", min=0.1, help="Seconds to wait for the cluster at start.")] = 30.0,
+    log_level: Annotated[str, typer.Option(
+        "--log-level", metavar="LEVEL[,LOGGER=LEVEL...]",
+        help="What to log on stderr (INFO: the topic read, who writes).")] = "INFO",
     command_config: CommandConfigOpt = None,
 ) -> None:
     """Serve a schema registry (Confluent's REST API) over the cluster's _schemas topic."""
     from spool.registry.service import RegistryService
+    from spool.util import logs
     from spool.util.listen import parse_http_listener
 
     try:
         parse_http_listener(listen)
     except ValueError as e:
         raise CliError(f"--listen: {e}", 2) from None
+    try:
+        logs.configure(log_level)
+    except ValueError as e:
+        raise CliError(f"--log-level: {e}", 2) from None
     conf = client_config(bootstrap)
     conf.pop("error_cb", None)
     conf.pop("client.id", None)

@@ -5,7 +5,9 @@ subscribed to ``topic`` with a confluent-kafka consumer whose ``client.id`` is t
 instance's advertised URL, polled on a thread of its own (it reads nothing: the
 partitions it is assigned are paused). Every instance of a registry joins the same
 group; the group coordinator assigns the topic's one partition to one member, and that
-member is the primary, as in Confluent's and Karapace's registries. A member that stops
+member is the primary, as in Confluent's and Karapace's registries. The assignment is
+cooperative-sticky: instances joining or leaving leave the primary where it is. A member
+that stops
 heartbeating (killed) leaves the group after ``session.timeout.ms`` (6 s, the broker's
 minimum by default) and the partition goes to another.
 
@@ -46,10 +48,14 @@ class Election:
         self.group_id = group_id
         self.url = url
         self.is_primary = False
+        self._held: set[tuple[str, int]] = set()  # the group thread's
         self._on_change = on_change
         self._consumer = Consumer(client_config(
             config, **{"group.id": group_id, "client.id": url, "enable.auto.commit": False,
                        "auto.offset.reset": "latest",
+                       # a member joining or leaving moves no partition it need not: the
+                       # primary stays the primary while others come and go
+                       "partition.assignment.strategy": "cooperative-sticky",
                        "session.timeout.ms": session_timeout_ms,
                        "heartbeat.interval.ms": max(100, session_timeout_ms // 6)}))
         self._admin = admin or AdminClient(client_config(config))
@@ -105,15 +111,18 @@ class Election:
             self._consumer.close()
 
     def _assigned(self, consumer: Consumer, partitions: list[Any]) -> None:
-        consumer.assign(partitions)
+        # cooperative-sticky: ``partitions`` are the ones added to what this member holds
+        consumer.incremental_assign(partitions)
         if partitions:
             consumer.pause(partitions)
-        self._notify(any(tp.topic == self.topic and tp.partition == 0 for tp in partitions))
+        self._held |= {(tp.topic, tp.partition) for tp in partitions}
+        self._notify((self.topic, 0) in self._held)
 
     def _revoked(self, consumer: Consumer, partitions: list[Any]) -> None:
+        self._held -= {(tp.topic, tp.partition) for tp in partitions}
         with contextlib.suppress(KafkaException):
-            consumer.unassign()
-        self._notify(False)
+            consumer.incremental_unassign(partitions)
+        self._notify((self.topic, 0) in self._held)
 
     def _notify(self, primary: bool) -> None:
         if self._loop is not None:

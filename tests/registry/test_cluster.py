@@ -4,7 +4,8 @@ A schema registered through one is served by the other at once (no waiting: a re
 misses catches up with ``_schemas`` first); a write through the instance that is not the
 primary is forwarded to the primary and answered with its answer (ids and errors); the
 primary killed with SIGKILL, the other takes over writing once the group has timed the
-dead one out, with ids continuing where they were; a paused primary that comes back
+dead one out, with ids continuing where they were; one stopped with SIGTERM hands over at
+once, and one joining takes nothing from the primary; a paused primary that comes back
 after another took over is fenced: its writes go to the new primary.
 """
 
@@ -44,7 +45,7 @@ def cluster(fresh_broker, tmp_path):
         return r.start()
 
     a, b = start(), start()
-    yield fresh_broker, a, b
+    yield fresh_broker, a, b, start
     # SIGTERM: a clean exit (a killed one's code stays -9)
     codes = [(r.proc.returncode if r.proc.poll() is not None else r.stop()) for r in started]
     assert all(c in (0, -signal.SIGKILL) for c in codes), codes
@@ -89,7 +90,7 @@ def register(url: str, subject: str, schema: str, timeout: float = 60.0) -> tupl
 
 
 def test_a_schema_registered_through_one_is_served_by_the_other_at_once(cluster):
-    _, a, b = cluster
+    _, a, b, _ = cluster
     for writer, reader, subject in ((a, b, "orders-value"), (b, a, "payments-value")):
         status, answer = register(writer.url, subject, avro("id"))
         assert status == 200, answer
@@ -105,7 +106,7 @@ def test_a_schema_registered_through_one_is_served_by_the_other_at_once(cluster)
 
 
 def test_writes_through_the_non_primary_are_forwarded(cluster):
-    broker, a, b = cluster
+    broker, a, b, _ = cluster
     primary = primary_url(broker.bootstrap)
     assert primary in (a.url, b.url)
     other = b if primary == a.url else a
@@ -137,7 +138,7 @@ def test_writes_through_the_non_primary_are_forwarded(cluster):
 
 
 def test_killing_the_primary_hands_writing_to_the_other(cluster):
-    broker, a, b = cluster
+    broker, a, b, _ = cluster
     assert register(a.url, "orders-value", avro("id")) == (200, {"id": 1})
     primary = primary_url(broker.bootstrap)
     dead, survivor = (a, b) if primary == a.url else (b, a)
@@ -154,7 +155,7 @@ def test_killing_the_primary_hands_writing_to_the_other(cluster):
 
 
 def test_a_paused_primary_that_comes_back_is_fenced(cluster):
-    broker, a, b = cluster
+    broker, a, b, _ = cluster
     assert register(a.url, "orders-value", avro("id")) == (200, {"id": 1})
     primary = primary_url(broker.bootstrap)
     paused, other = (a, b) if primary == a.url else (b, a)
@@ -190,7 +191,7 @@ def test_a_registry_without_a_cluster_says_so(tmp_path):
 
 
 def test_concurrent_writes_through_both_get_distinct_ids(cluster):
-    _, a, b = cluster
+    _, a, b, _ = cluster
     schemas = [avro(f"f{i}") for i in range(24)]
 
     def one(i: int) -> tuple[int, dict]:
@@ -207,3 +208,18 @@ def test_concurrent_writes_through_both_get_distinct_ids(cluster):
     for r in (a, b):
         for i in range(24):
             assert call("GET", f"{r.url}/subjects/s{i}-value/versions/1")[1]["id"] == ids[i]
+
+
+def test_instances_joining_leave_the_primary_and_a_stopped_one_hands_over_at_once(cluster):
+    broker, a, b, start = cluster
+    assert register(a.url, "orders-value", avro("id")) == (200, {"id": 1})
+    primary = primary_url(broker.bootstrap)
+    c = start()  # cooperative-sticky: the newcomer takes nothing from the primary
+    assert register(c.url, "orders-value", avro("id", "total")) == (200, {"id": 2})
+    assert primary_url(broker.bootstrap) == primary
+    leaving = a if primary == a.url else b
+    assert leaving.stop() == 0  # SIGTERM: it leaves the group, no session to wait out
+    started = time.monotonic()
+    assert register(c.url, "payments-value", avro("x")) == (200, {"id": 3})
+    assert time.monotonic() - started < 5
+    assert primary_url(broker.bootstrap) in {a.url, b.url, c.url} - {leaving.url}
