@@ -158,7 +158,7 @@ class SchemasTail:
                 # consume(n, timeout) waits out its timeout unless n arrive: the first
                 # record with poll, those already fetched after it without waiting
                 first = self._consumer.poll(0.2)
-                messages = [first, *self._consumer.consume(499, 0)] if first else []
+                messages = [first, *self._consumer.consume(499, 0)] if first is not None else []
                 position = self._consumer.position([tp])[0].offset
             except (KafkaException, RuntimeError) as e:  # closed under us, or a broker error
                 if self._stop.is_set():
