@@ -33,7 +33,8 @@ Routes (Confluent's paths and answers; ``{v}`` is 1..2^31-1, ``latest`` or -1)::
 A schema answer carries ``schemaType`` only when it is not AVRO and ``references`` only
 when there are some, as Confluent's do; ``messages`` only with ``verbose=true`` and
 when there are some. Every route also answers with a trailing slash (Jersey's
-matching). Media types, the body limit and the error bodies: ``api_http``. The
+matching). ``?format`` (PROTOBUF ``serialized``, AVRO ``resolved``) on the routes that
+answer a schema, and ``?normalize=true`` on registration: ``api_format``. Media types, the body limit and the error bodies: ``api_http``. The
 handlers hold no state: every answer is the registry's.
 """
 
@@ -42,6 +43,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from spool.registry import model
+from spool.registry.api_format import formatted, normalized
 from spool.registry.api_http import (
     DEFAULT_MAX_REQUEST_BYTES,
     MAX_BYTES,
@@ -73,6 +75,11 @@ def _version(request: web.Request) -> int | str:
     return version_of(request.match_info["version"])
 
 
+async def _formatted(request: web.Request, v: model.SchemaVersion) -> model.SchemaVersion:
+    """``v`` in the ``format`` the query asks for (``api_format``)."""
+    return await formatted(_registry(request), v, request.query.get("format"))
+
+
 async def root(request: web.Request) -> web.Response:
     return answer(request, {})
 
@@ -102,21 +109,25 @@ async def register(request: web.Request) -> web.Response:
     if not subject.strip() or any(ord(c) < 0x20 for c in subject):
         raise model.RegistryError(422, 42208, "The specified subject is not valid.")
     req = SchemaRequest(await body(request))
+    schema = req.schema
+    if flag(request, "normalize"):
+        schema = await normalized(_registry(request), schema, req.schema_type,
+                                  req.references)
     schema_id = await _registry(request).register(
-        subject, req.schema, req.schema_type, req.references, req.schema_id, req.version)
+        subject, schema, req.schema_type, req.references, req.schema_id, req.version)
     return answer(request, {"id": schema_id})
 
 
 async def get_version(request: web.Request) -> web.Response:
     v = await _registry(request).version(_subject(request), _version(request),
                                          flag(request, "deleted"))
-    return answer(request, schema_json(v))
+    return answer(request, schema_json(await _formatted(request, v)))
 
 
 async def get_version_schema(request: web.Request) -> web.Response:
     v = await _registry(request).version(_subject(request), _version(request),
                                          flag(request, "deleted"))
-    return raw(request, v.schema)
+    return raw(request, (await _formatted(request, v)).schema)
 
 
 async def referenced_by(request: web.Request) -> web.Response:
@@ -134,7 +145,7 @@ async def lookup(request: web.Request) -> web.Response:
     req = SchemaRequest(await body(request))
     v = await _registry(request).lookup(_subject(request), req.schema, req.schema_type,
                                         req.references, flag(request, "deleted"))
-    return answer(request, schema_json(v))
+    return answer(request, schema_json(await _formatted(request, v)))
 
 
 async def delete_subject(request: web.Request) -> web.Response:
@@ -145,12 +156,12 @@ async def delete_subject(request: web.Request) -> web.Response:
 
 async def schema_by_id(request: web.Request) -> web.Response:
     v = await _registry(request).by_id(schema_id_of(request.match_info["id"]))
-    return answer(request, schema_json(v, with_subject=False))
+    return answer(request, schema_json(await _formatted(request, v), with_subject=False))
 
 
 async def schema_text_by_id(request: web.Request) -> web.Response:
     v = await _registry(request).by_id(schema_id_of(request.match_info["id"]))
-    return raw(request, v.schema)
+    return raw(request, (await _formatted(request, v)).schema)
 
 
 async def id_versions(request: web.Request) -> web.Response:
@@ -178,7 +189,9 @@ async def list_schemas(request: web.Request) -> web.Response:
             versions = await reg.versions(subject, deleted)
             if flag(request, "latestOnly"):
                 versions = versions[-1:]
-            out += [schema_json(await reg.version(subject, v, deleted)) for v in versions]
+            out += [schema_json(await _formatted(request, await reg.version(subject, v,
+                                                                            deleted)))
+                    for v in versions]
         except model.RegistryError as e:  # deleted meanwhile
             if e.status != 404:
                 raise
