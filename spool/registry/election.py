@@ -85,7 +85,7 @@ class Election:
         try:
             return await asyncio.to_thread(describe)
         except KafkaException as e:
-            log.warning("describing group %s: %s", self.group_id, e)
+            log.info("describing group %s: %s", self.group_id, e)  # retried by the caller
             return None
 
     def close(self) -> None:
