@@ -223,3 +223,28 @@ def test_instances_joining_leave_the_primary_and_a_stopped_one_hands_over_at_onc
     assert register(c.url, "payments-value", avro("x")) == (200, {"id": 3})
     assert time.monotonic() - started < 5
     assert primary_url(broker.bootstrap) in {a.url, b.url, c.url} - {leaving.url}
+
+
+def test_deletes_through_one_are_seen_by_the_other(cluster):
+    """Null-valued records (a config or mode removed, a permanent delete's tombstone)
+    are applied as the others are: one lost would leave the other instance stale."""
+    _, a, b, _ = cluster
+    assert register(a.url, "orders-value", avro("id")) == (200, {"id": 1})
+    assert register(a.url, "orders-value", avro("id", "total")) == (200, {"id": 2})
+    for writer, reader in ((a, b), (b, a)):
+        assert call("PUT", f"{writer.url}/config/orders-value", {"compatibility": "FULL"})[0] == 200
+        assert call("GET", f"{reader.url}/config/orders-value") == (
+            200, {"compatibilityLevel": "FULL"})
+        assert call("DELETE", f"{writer.url}/config/orders-value") == (
+            200, {"compatibilityLevel": "FULL"})
+        status, answer = call("GET", f"{reader.url}/config/orders-value")
+        assert (status, answer["error_code"]) == (404, 40408), answer
+        assert call("PUT", f"{writer.url}/mode/orders-value", {"mode": "READONLY"})[0] == 200
+        assert call("DELETE", f"{writer.url}/mode/orders-value") == (200, {"mode": "READONLY"})
+        status, answer = call("GET", f"{reader.url}/mode/orders-value")
+        assert (status, answer["error_code"]) == (404, 40409), answer
+    assert call("DELETE", f"{b.url}/subjects/orders-value/versions/1") == (200, 1)
+    assert call("DELETE", f"{b.url}/subjects/orders-value/versions/1?permanent=true") == (200, 1)
+    assert call("GET", f"{a.url}/subjects/orders-value/versions?deleted=true") == (200, [2])
+    status, answer = call("GET", f"{a.url}/schemas/ids/1")
+    assert (status, answer["error_code"]) == (404, 40403), answer
