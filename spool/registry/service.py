@@ -6,8 +6,8 @@ address that cannot be bound raises ``ListenError`` naming it at once; ``url`` i
 bound address and ``advertised_url`` (default ``url``) what the other instances forward
 writes to. ``await start()`` serves HTTP (calls wait while ``_schemas`` is read), then
 starts the backend (``KafkaRegistry.start``: the topic, catching up, the election);
-``await stop()`` stops serving, then the backend (leaving the group hands writing to
-another instance at once).
+``await stop()`` stops serving (requests in flight get 5 s), then the backend (leaving
+the group hands writing to another instance at once).
 
 ``RegistryThread(...)`` runs a service on a thread of its own with its own event loop:
 the broker's ``schema.registry.listeners``. ``start()`` binds (``ListenError`` at once),
@@ -78,7 +78,8 @@ class RegistryService:
     async def start(self) -> None:
         """Serve, then start the backend; called again after a failure, only the latter."""
         if self._runner is None:
-            self._runner = web.AppRunner(self._app, access_log=None, handle_signals=False)
+            self._runner = web.AppRunner(self._app, access_log=None, handle_signals=False,
+                                         shutdown_timeout=5.0)
             await self._runner.setup()
             await web.SockSite(self._runner, self._sock).start()
         await self.registry.start()
