@@ -598,6 +598,11 @@ BROKER_KEYS: dict[str, ConfigKey] = {
              "Where the broker serves the schema registry (spool.registry, Confluent's "
              "REST API), http://host:port; a client of this broker over its first PLAINTEXT "
              "listener, as `spool registry` would be. Unset: no registry (Spool's own key)."),
+        _key("schema.registry.advertised.url", "string", None,
+             Check("empty or http://host:port", _console_listener_ok, replaces_type=True),
+             "The URL the other registries of the cluster forward writes to when this "
+             "broker's is the primary; unset: schema.registry.listeners as bound (Spool's "
+             "own key, as Confluent's host.name)."),
         _key("schema.registry.group.id", "string", "schema-registry", None,
              "The consumer group the registries of a cluster elect their writer in (and "
              "the writer's transactional id); Confluent's schema.registry.group.id."),

@@ -87,6 +87,7 @@ def _start_registry(broker: Broker) -> Any:
     host, port = broker.server.bound_listeners[plain[0].name]
     host = "127.0.0.1" if host in ("0.0.0.0", "") else ("::1" if host == "::" else host)
     return RegistryThread({"bootstrap.servers": f"{host}:{port}", "log_level": 0}, listen,
+                          advertised_url=broker.config.get("schema.registry.advertised.url"),
                           group_id=broker.config.get("schema.registry.group.id")).start()
 
 

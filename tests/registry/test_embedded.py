@@ -3,7 +3,9 @@
 The broker prints ``spool registry listening on http://HOST:PORT (registry)`` once the
 registry has read ``_schemas``; schemas registered there survive a restart of the
 broker (they are records of the topic, read back at start); SIGTERM stops both cleanly;
-an address the registry cannot bind stops the broker from starting, naming it.
+an address the registry cannot bind stops the broker from starting, naming it; the
+broker's registry and a ``spool registry`` share one group, writes forwarded to the
+broker's at its ``schema.registry.advertised.url``.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ import socket
 import time
 
 import pytest
+from confluent_kafka.admin import AdminClient
 
 from tests.helpers.broker_proc import BrokerProcess
-from tests.helpers.registry_proc import call
+from tests.helpers.registry_proc import RegistryProcess, call
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -89,3 +92,42 @@ def test_a_malformed_listener_is_refused_at_start(tmp_path):
         assert "schema.registry.listeners" in broker.log_tail()
     finally:
         broker.stop()
+
+
+def test_the_brokers_registry_and_a_standalone_one_share_the_writing(tmp_path):
+    """One group: the broker's registry (the first member: the primary) is found at its
+    schema.registry.advertised.url, and a standalone one forwards writes there."""
+    free = socket.socket()
+    free.bind(("127.0.0.1", 0))
+    port = free.getsockname()[1]
+    free.close()
+    advertised = f"http://localhost:{port}"
+    broker = BrokerProcess(tmp_path / "data", {
+        "schema.registry.listeners": f"http://127.0.0.1:{port}",
+        "schema.registry.advertised.url": advertised})
+    broker.start()
+    other = None
+    try:
+        url = registry_url(broker)
+        assert url == f"http://127.0.0.1:{port}"
+        assert call("POST", f"{url}/subjects/orders-value/versions",
+                    {"schema": SCHEMA}) == (200, {"id": 1})
+        other = RegistryProcess(broker.bootstrap, tmp_path / "registry.log").start()
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap, "log_level": 0})
+        deadline = time.monotonic() + 30
+        while True:  # the second member's join: a rebalance, when no one holds it
+            group = admin.describe_consumer_groups(["schema-registry"])["schema-registry"]
+            members = group.result(10).members
+            holders = [m.client_id for m in members
+                       if any(tp.partition == 0 for tp in m.assignment.topic_partitions)]
+            if (len(members), holders) == (2, [advertised]) or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert holders == [advertised]
+        assert call("POST", f"{other.url}/subjects/payments-value/versions",
+                    {"schema": SCHEMA.replace("Order", "Payment")}) == (200, {"id": 2})
+        assert call("GET", f"{url}/subjects") == (200, ["orders-value", "payments-value"])
+    finally:
+        if other is not None:
+            assert other.stop() == 0
+        assert broker.stop() == 0
