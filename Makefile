@@ -17,15 +17,25 @@ $(STAMP): pyproject.toml
 run: .venv
 	$(BIN)/spool broker --config config/server.properties
 
-# Tests run on every core (pytest-xdist); each worker starts its own session broker,
-# and the Spark tier runs on one worker (one JVM): see tests/conftest.py.
-# compileall first: each broker process the tests start then reads Spool's bytecode instead
-# of compiling ~550 modules (0.6 s of CPU per process where PYTHONDONTWRITEBYTECODE is set).
+# Two pytest processes side by side: the Spark and console tiers in one process of their
+# own (one JVM and its clusters, one browser; a crash there ends that process and fails the
+# run, it cannot stall it), everything else on every core (pytest-xdist, each worker with
+# its own session broker). The serial tier's output follows the rest's; the run fails if
+# either does. compileall first: each broker process the tests start then reads Spool's
+# bytecode instead of compiling ~550 modules (0.6 s of CPU per process where
+# PYTHONDONTWRITEBYTECODE is set).
+SERIAL_TESTS := tests/spark tests/console
 test: .venv
 	$(BIN)/ruff check .
 	$(BIN)/python -m tools.codegen --check
 	$(BIN)/python -m compileall -q -j 0 spool pyspark_spool.py > /dev/null
-	$(BIN)/python -m pytest -n auto
+	@log=$$(mktemp); \
+	$(BIN)/python -m pytest -p no:xdist -v $(SERIAL_TESTS) > $$log 2>&1 & serial=$$!; \
+	$(BIN)/python -m pytest -n auto $(addprefix --ignore=,$(SERIAL_TESTS)); rest=$$?; \
+	wait $$serial; tier=$$?; \
+	echo "===== $(SERIAL_TESTS), in one process of their own ====="; cat $$log; rm -f $$log; \
+	echo "===== make test: the rest exited $$rest, $(SERIAL_TESTS) exited $$tier ====="; \
+	test $$rest -eq 0 -a $$tier -eq 0
 
 lint: .venv
 	$(BIN)/ruff check .

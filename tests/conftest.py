@@ -1,4 +1,8 @@
-"""Shared fixtures: a real broker process on an ephemeral port; how xdist splits the suite."""
+"""Shared fixtures: a real broker process on an ephemeral port; a watchdog behind pytest-timeout.
+
+`make test` runs tests/spark and tests/console in one pytest process of their own (one JVM
+and its clusters, one browser) beside `pytest -n auto` over the rest (see the Makefile).
+"""
 
 from __future__ import annotations
 
@@ -13,8 +17,6 @@ import pytest
 
 from tests.helpers.broker_proc import BrokerProcess
 
-SERIAL_SCOPES = ("tests/spark/", "tests/console/")  # console: one broker, one browser
-
 
 def pytest_configure(config):
     """Spool's pytest plugin (``spool_broker``, ``spool_topic``) loads through its ``pytest11``
@@ -25,41 +27,6 @@ def pytest_configure(config):
         from spool.testing import pytest_plugin
 
         pm.register(pytest_plugin, "spool")
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config, log):
-    """Under ``pytest -n``: every test is its own work unit, except that each of
-    SERIAL_SCOPES goes to one worker as a whole (the Spark tier shares one JVM per
-    worker; it is the largest unit, so it is handed out first). ``--dist
-    loadgroup`` cannot do this: xdist 3.8 renames ``item._nodeid``, which pytest
-    9.2 no longer reads."""
-    from xdist.scheduler import LoadScopeScheduling
-
-    class Scheduler(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return next((s for s in SERIAL_SCOPES if nodeid.startswith(s)), nodeid)
-
-        def remove_node(self, node):
-            """As LoadScopeScheduling's, except that the test a crashed worker was running
-            is reported as the crash and not handed out again (xdist 3.8 requeues it with
-            the rest of its scope, and a test that hangs would then run and crash on every
-            replacement worker in turn)."""
-            workload = self.assigned_work.pop(node)
-            if not self._pending_of(workload):
-                return None
-            crashitem = next(nodeid for unit in workload.values()
-                             for nodeid, done in unit.items() if not done)
-            for unit in workload.values():
-                if crashitem in unit:
-                    unit[crashitem] = True
-            self.workqueue.update((scope, unit) for scope, unit in workload.items()
-                                  if not all(unit.values()))
-            for other in self.assigned_work:
-                self._reschedule(other)
-            return crashitem
-
-    return Scheduler(config, log)
 
 
 WATCHDOG_GRACE_S = 120.0
@@ -108,7 +75,8 @@ def _hung(nodeid: str, after: float) -> None:
 def pytest_runtest_protocol(item, nextitem):
     """A second stage behind pytest-timeout: its signal method only raises once, in the main
     thread, and a hang in code that catches the exception or in a teardown (a Spark query
-    that never stops) would otherwise hold the whole run until CI's limit."""
+    that never stops) would otherwise hold the whole run until CI's limit. Under xdist the
+    ended worker is reported as a crash while running this test and replaced."""
     marker = item.get_closest_marker("timeout")
     limit = float(marker.args[0]) if marker and marker.args else float(
         item.config.getini("timeout") or 0)

@@ -1,8 +1,8 @@
 """The web console in a real browser (Debian's Chromium through Playwright) against a
 real broker serving it (``console.listeners``): what a user sees.
 
-One broker and one browser for the module (tests/conftest.py keeps tests/console/ on
-one xdist worker). Each test makes its own topics and groups and checks that the pages
+One broker and one browser for the module (``make test`` runs tests/console in one
+process of its own, with tests/spark). Each test makes its own topics and groups and checks that the pages
 show exactly them: the topics and their partitions, a message produced here (key,
 value as text, JSON and hex, headers), a group's lag per partition and its lag chart,
 topic creation and deletion through the forms, and error pages (404/400) for bad

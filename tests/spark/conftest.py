@@ -20,8 +20,8 @@ The ``spark`` extra (pyspark, pyarrow) is required, not optional: ``make``
 installs it with the dev extra, so a missing or broken install fails the
 tier instead of turning it into skips.
 
-Under pytest-xdist one worker runs this whole tier (one JVM): see
-``pytest_xdist_make_scheduler`` in tests/conftest.py.
+``make test`` runs this tier in one pytest process of its own (one JVM, one of each
+cluster), beside ``pytest -n auto`` over the rest: see the Makefile.
 """
 
 from __future__ import annotations
