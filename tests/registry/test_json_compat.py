@@ -728,3 +728,45 @@ def test_an_invalid_json_schema_is_42201_through_the_registry():
     with pytest.raises(RegistryError) as refused:
         run(core.register("s", json.dumps(obj({"a": {"$ref": "nope.json"}})), "JSON", []))
     assert (refused.value.status, refused.value.error_code) == (422, 42201)
+
+
+# Whatever parses compares without an exception: keywords with values of any shape, in
+# every draft (a keyword a draft does not know may hold anything, schemas included).
+ANY_KEYWORD = st.sampled_from([
+    "type", "enum", "const", "not", "allOf", "anyOf", "oneOf", "maxLength", "pattern",
+    "maximum", "exclusiveMaximum", "exclusiveMinimum", "multipleOf", "properties",
+    "patternProperties", "additionalProperties", "unevaluatedProperties", "required",
+    "minProperties", "dependencies", "dependentRequired", "dependentSchemas",
+    "propertyNames", "items", "prefixItems", "additionalItems", "maxItems", "uniqueItems",
+    "$ref", "$defs", "definitions", "contains", "if", "then", "$id", "$schema", "x-custom"])
+ANY_SCALAR = st.one_of(st.none(), st.booleans(), st.integers(-3, 12),
+                       st.sampled_from([0.5, 1e-30, 1e30, 2.5, 3.0, "string", "integer",
+                                        "object", "null", "a", "^a", "#",
+                                        "#/definitions/a", "#/$defs/a", "x.json"]))
+ANY_SCHEMA = st.recursive(
+    st.one_of(st.booleans(), st.just({}), st.builds(lambda k, v: {k: v}, ANY_KEYWORD,
+                                                    ANY_SCALAR)),
+    lambda c: st.one_of(st.booleans(), st.dictionaries(ANY_KEYWORD, st.one_of(
+        ANY_SCALAR, c, st.lists(st.one_of(ANY_SCALAR, c), max_size=3),
+        st.dictionaries(st.sampled_from(["a", "b", "^a"]), st.one_of(
+            c, st.lists(st.sampled_from(["a", "b"]), max_size=2)), max_size=2)), max_size=5)),
+    max_leaves=10)
+DRAFTS = st.sampled_from([None, "http://json-schema.org/draft-04/schema#",
+                          "http://json-schema.org/draft-06/schema#", D7,
+                          "https://json-schema.org/draft/2019-09/schema", D2020])
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
+@given(ANY_SCHEMA, ANY_SCHEMA, DRAFTS)
+def test_whatever_parses_compares_without_an_exception(one, other, draft):
+    parsed = []
+    for schema in (one, other):
+        if isinstance(schema, dict) and draft and "$schema" not in schema:
+            schema = {"$schema": draft, **schema}
+        try:
+            parsed.append(parse(schema, {"x.json": S}))
+        except InvalidSchema:
+            return
+    for reader, writer in (parsed, parsed[::-1]):
+        assert isinstance(FORMAT.incompatibilities(reader, writer), list)
+    assert FORMAT.canonical(parsed[0])

@@ -89,11 +89,13 @@ dropping one is compatible.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import jsonschema
 from referencing import Resource, Specification
 from referencing.jsonschema import specification_with
 
@@ -130,9 +132,11 @@ class Node:
     def child(self, schema: Any) -> Node:
         if isinstance(schema, Embedded):
             return schema.node  # a merged-in subschema of another document
-        if not isinstance(schema, dict) or not ({"$id", "id", "$schema"} & schema.keys()):
+        if not isinstance(schema, dict) or not any(
+                isinstance(schema.get(k), str) for k in ("$id", "id", "$schema")):
             return Node(schema, self.resolver, self.spec)
-        spec = specification_with(schema.get("$schema", ""), default=self.spec)
+        draft = schema.get("$schema")
+        spec = specification_with(draft, default=self.spec) if isinstance(draft, str) else self.spec
         resource = Resource.from_contents(schema, default_specification=spec)
         if resource.id() is None:
             return Node(schema, self.resolver, spec)
@@ -152,10 +156,13 @@ class Node:
 
 
 def subschemas(node: Node) -> Iterator[tuple[str, Node]]:
-    """Each (keyword path, subschema) directly inside ``node``."""
+    """Each (keyword path, subschema) directly inside ``node``, under the keywords its
+    draft knows."""
     schema = node.schema
     if not isinstance(schema, dict):
         return
+    known = vocabulary(node.spec.name)
+    schema = {k: v for k, v in schema.items() if k in known or k in ("$defs", "definitions")}
     for key in _SCHEMA_MAPS:
         for name, sub in as_dict(schema.get(key)).items():
             yield f"{key}/{name}", node.child(sub)
@@ -172,6 +179,24 @@ def subschemas(node: Node) -> Iterator[tuple[str, Node]]:
     for name, sub in as_dict(schema.get("dependencies")).items():
         if not isinstance(sub, list):
             yield f"dependencies/{name}", node.child(sub)
+
+
+_VALIDATORS = {
+    "draft-04": jsonschema.Draft4Validator, "draft-06": jsonschema.Draft6Validator,
+    "draft-07": jsonschema.Draft7Validator, "draft2019-09": jsonschema.Draft201909Validator,
+    "draft2020-12": jsonschema.Draft202012Validator,
+}
+
+
+@functools.cache
+def vocabulary(draft: str) -> frozenset[str]:
+    """The keywords ``draft`` gives meaning to (jsonschema's validators), annotations and
+    what its validators read beside their own keyword."""
+    known = set(_VALIDATORS.get(draft, jsonschema.Draft7Validator).VALIDATORS)
+    known |= {"then", "else"} if "if" in known else set()
+    known |= {"exclusiveMaximum", "exclusiveMinimum"} if draft == "draft-04" else set()
+    known |= {"minContains", "maxContains"} if "unevaluatedItems" in known else set()
+    return frozenset(known | ANNOTATIONS)
 
 
 class TooComplex(Exception):
@@ -234,10 +259,27 @@ class _Diff:
         self._branch_memo: dict[tuple[int, str, bool], tuple[list[Node], Any]] = (
             parent._branch_memo if parent else {})
         self._budget = parent._budget if parent else [BUDGET]
+        self._stripped: dict[int, tuple[Any, dict[str, Any]]] = (
+            parent._stripped if parent else {})
         self.assumed = False  # a verdict here took a pair in progress as compatible
 
     def add(self, path: str, kind: str) -> None:
         self.found.append((path, kind))
+
+    def _known(self, node: Node) -> Node:
+        """``node`` with only the keywords its draft knows (and annotations): anything
+        else constrains nothing, and its value was never checked to be a schema. The
+        same dict stays the same dict (recursion is told by identity)."""
+        schema = node.schema
+        if not isinstance(schema, dict):
+            return Node(schema if isinstance(schema, bool) else True, node.resolver, node.spec)
+        known = vocabulary(node.spec.name)
+        if schema.keys() <= known:
+            return node
+        key = id(schema)
+        if key not in self._stripped:
+            self._stripped[key] = (schema, {k: v for k, v in schema.items() if k in known})
+        return Node(self._stripped[key][1], node.resolver, node.spec)
 
     def reads(self, reader: Node, writer: Node) -> bool:
         """Whether ``reader`` reads ``writer``, without recording why not."""
@@ -258,7 +300,7 @@ class _Diff:
         self._budget[0] -= 1
         if self._budget[0] < 0:
             raise TooComplex
-        reader, writer = _deref(reader), _deref(writer)
+        reader, writer = self._known(_deref(reader)), self._known(_deref(writer))
         r, w = reader.schema, writer.schema
         if w is False or trivial(r):
             return
@@ -407,7 +449,10 @@ def _structural(d: _Diff, reader: Node, writer: Node, path: str) -> None:
         json_keywords.objects(d, reader, writer, path)
     if "array" in shared:
         json_keywords.arrays(d, reader, writer, path)
-    for key in sorted(r.keys() - MODELLED - ANNOTATIONS):
+    unmodelled = r.keys() - MODELLED - ANNOTATIONS
+    if "additionalProperties" in r and "unevaluatedProperties" in r:
+        unmodelled.add("unevaluatedProperties")  # the rest is additionalProperties then
+    for key in sorted(unmodelled):
         if key not in w or json_key(r[key]) != json_key(w[key]):
             name = re.sub(r"(?<!^)(?=[A-Z])", "_", key.lstrip("$")).upper()
             d.add(f"{path}/{key}", f"{name}_CHANGED")

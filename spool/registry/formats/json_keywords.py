@@ -235,10 +235,11 @@ def _dependencies(d: _Diff, reader: Node, writer: Node, path: str) -> None:
             where = f"{path}/{kw}/{name}"
             before = w_deps.get(name)
             if isinstance(dep, list):
+                now = {json_key(n) for n in dep}
                 if not isinstance(before, list):
                     d.add(where, "DEPENDENCY_ARRAY_ADDED")
-                elif not set(dep) <= set(before):
-                    d.add(where, "DEPENDENCY_ARRAY_EXTENDED" if set(before) < set(dep)
+                elif not now <= (then := {json_key(n) for n in before}):
+                    d.add(where, "DEPENDENCY_ARRAY_EXTENDED" if then < now
                           else "DEPENDENCY_ARRAY_CHANGED")
             elif before is None or isinstance(before, list):
                 d.add(where, "DEPENDENCY_SCHEMA_ADDED")

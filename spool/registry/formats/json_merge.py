@@ -16,7 +16,7 @@ Subschemas taken from another document keep their own ``$ref`` resolution: they 
 
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from spool.registry.formats.json_keywords import decimal, json_key
@@ -107,10 +107,19 @@ _NO = object()
 
 
 def _combine(kw: str, mine: Any, value: Any) -> Any:
-    """One value of ``kw`` meaning both, or _NO."""
-    if kw in _SCHEMA_MAPS:
+    """One value of ``kw`` meaning both, or _NO (also for values of a shape the keyword
+    does not have in this draft)."""
+    if type(mine) is not type(value) and not (_number(mine) and _number(value)):
+        return _NO
+    if isinstance(mine, dict) and kw not in (*_SCHEMA_MAPS, "dependencies", *_SCHEMA_ONES,
+                                             "not", "items"):
+        return _NO
+    if kw in _UPPER or kw in _LOWER or kw == "multipleOf":
+        if not (_number(mine) and _number(value)):
+            return _NO
+    if kw in _SCHEMA_MAPS and isinstance(mine, dict):
         return {**mine, **value, **{k: _both(mine[k], value[k]) for k in mine.keys() & value.keys()}}
-    if kw == "dependencies":
+    if kw == "dependencies" and isinstance(mine, dict):
         out = {**mine, **value}
         for k in mine.keys() & value.keys():
             a, b = mine[k], value[k]
@@ -127,13 +136,13 @@ def _combine(kw: str, mine: Any, value: Any) -> Any:
         if not (isinstance(mine, list) and isinstance(value, list)) or len(mine) != len(value):
             return _NO
         return [_both(a, b) for a, b in zip(mine, value, strict=True)]
-    if kw == "anyOf":
+    if kw == "anyOf" and isinstance(mine, list):
         return [_both(x, {"anyOf": value}) for x in mine]
-    if kw in ("required", "allOf"):
+    if kw in ("required", "allOf") and isinstance(mine, list):
         return [*mine, *[v for v in value if v not in mine]]
-    if kw == "type":
+    if kw == "type" and isinstance(mine, (str, list)):
         return sorted(_types(mine) & _types(value))
-    if kw == "enum":
+    if kw == "enum" and isinstance(mine, list):
         keys = {json_key(v) for v in value}
         return [v for v in mine if json_key(v) in keys]
     if kw in _UPPER or kw in _LOWER:
@@ -161,6 +170,13 @@ def _types(kind: Any) -> set[str]:
     return types | ({"integer"} if "number" in types else set())
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _divides(a: Any, b: Any) -> bool:
     x, y = decimal(a), decimal(b)
-    return x != Decimal(0) and y != Decimal(0) and (x % y == 0 or y % x == 0)
+    try:
+        return x != Decimal(0) and y != Decimal(0) and (x % y == 0 or y % x == 0)
+    except InvalidOperation:
+        return False

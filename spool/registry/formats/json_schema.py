@@ -119,6 +119,8 @@ def _check(document: Any, what: str) -> Specification[Any]:
     """The document's draft, after checking it against that draft's meta-schema."""
     cls: Any = DEFAULT_DRAFT
     if isinstance(document, dict) and "$schema" in document:
+        if not isinstance(document["$schema"], str):
+            raise InvalidSchema(f"{what}: $schema must be a string")
         cls = validators.validator_for(document, default=None)
         if cls is None:
             raise InvalidSchema(f"{what}: unknown $schema {document['$schema']!r}")
