@@ -2,7 +2,7 @@
 
 ``spool registry [--bootstrap-server B] [--listen http://127.0.0.1:8081]
 [--advertised-url URL] [--group-id schema-registry] [--timeout 30] [--log-level INFO]
-[--command-config FILE]`` serves
+[--command-config FILE] [--authentication basic]`` serves
 Confluent's REST API over the cluster's ``_schemas`` topic (created when missing) until
 Ctrl-C or SIGTERM (both a clean exit 0: it leaves the group, so another instance takes
 over writing at once). Any number may run against one cluster with the same group id:
@@ -11,7 +11,9 @@ bound ``--listen`` address). Once it has read the topic it prints one line to st
 ``spool registry listening on http://HOST:PORT (registry)``. A listener it cannot bind
 is one ``spool:`` line and exit 1 (2 for a malformed ``--listen``); a cluster it cannot
 reach within ``--timeout`` is exit 1. It logs to stderr (``--log-level``): the topic
-read, and when this instance becomes or stops being the writer.
+read, and when this instance becomes or stops being the writer. ``--authentication
+basic`` asks every request for HTTP basic credentials of one of the cluster's SASL users
+(checked with the command config's SASL mechanism: ``spool.registry.auth``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from spool.cli.common import (
 )
 
 if TYPE_CHECKING:
+    from spool.registry.auth import BasicAuth
     from spool.registry.service import RegistryService
 
 
@@ -55,6 +58,10 @@ def registry(
         "--log-level", metavar="LEVEL[,LOGGER=LEVEL...]",
         help="What to log on stderr (INFO: the topic read, who writes).")] = "INFO",
     command_config: CommandConfigOpt = None,
+    authentication: Annotated[str, typer.Option(
+        "--authentication", metavar="none|basic",
+        help="basic: HTTP basic credentials of the cluster's SASL users, checked with the "
+        "--command-config's SASL mechanism.")] = "none",
 ) -> None:
     """Serve a schema registry (Confluent's REST API) over the cluster's _schemas topic."""
     from spool.registry.service import RegistryService
@@ -69,18 +76,36 @@ def registry(
         logs.configure(log_level)
     except ValueError as e:
         raise CliError(f"--log-level: {e}", 2) from None
+    authenticate = _authentication(authentication, bootstrap)
     conf = client_config(bootstrap)
     conf.pop("error_cb", None)
     conf.pop("client.id", None)
     try:
         service = RegistryService(conf, listen, advertised_url=advertised_url,
-                                  group_id=group_id, timeout=timeout)
+                                  group_id=group_id, timeout=timeout,
+                                  authenticate=authenticate)
     except OSError as e:
         raise CliError(str(e)) from None
     try:
         asyncio.run(_serve(service))
     except KeyboardInterrupt:
         pass
+
+
+def _authentication(kind: str, bootstrap: str) -> BasicAuth | None:
+    from spool.cli.common import command_config
+    from spool.registry.auth import BasicAuth
+    from spool.security.client_config import ClientSecurity
+
+    if kind.lower() == "none":
+        return None
+    if kind.lower() != "basic":
+        raise CliError(f"--authentication: {kind!r} is not none or basic", 2)
+    cc = command_config()
+    try:
+        return BasicAuth(bootstrap, cc.security if cc is not None else ClientSecurity())
+    except ValueError as e:
+        raise CliError(f"--authentication basic: {e}", 2) from None
 
 
 async def _serve(service: RegistryService) -> None:

@@ -45,6 +45,7 @@ from aiohttp import web
 from spool.registry import model
 from spool.registry.api_format import formatted, normalized
 from spool.registry.api_http import (
+    AUTHENTICATE,
     DEFAULT_MAX_REQUEST_BYTES,
     MAX_BYTES,
     REGISTRY,
@@ -52,6 +53,7 @@ from spool.registry.api_http import (
     BadBody,
     SchemaRequest,
     answer,
+    authentication,
     body,
     confluent_errors,
     flag,
@@ -61,6 +63,7 @@ from spool.registry.api_http import (
     schema_json,
     version_of,
 )
+from spool.registry.auth import Authenticate
 
 
 def _registry(request: web.Request) -> model.Registry:
@@ -288,12 +291,16 @@ ROUTES = [
 
 
 def make_app(registry: model.Registry, *,
-             max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> web.Application:
+             max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+             authenticate: Authenticate | None = None) -> web.Application:
     """The aiohttp application serving ``registry``; a body over ``max_request_bytes``
-    (``schema.registry.max.request.bytes``) is refused with 413 before it is parsed."""
-    app = web.Application(middlewares=[confluent_errors], client_max_size=max_request_bytes)
+    (``schema.registry.max.request.bytes``) is refused with 413 before it is parsed;
+    with ``authenticate`` (``auth.BasicAuth``) every request is authenticated first."""
+    app = web.Application(middlewares=[confluent_errors, authentication],
+                          client_max_size=max_request_bytes)
     app[REGISTRY] = registry
     app[MAX_BYTES] = max_request_bytes
+    app[AUTHENTICATE] = authenticate
     for method, path, handler in ROUTES:
         app.router.add_route(method, path, handler)
         if path != "/":

@@ -30,6 +30,7 @@ from typing import Any
 from aiohttp import web
 
 from spool.registry import model
+from spool.registry.auth import FORWARDED_AUTHORIZATION, REALM, Authenticate, Unauthorized
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ MAX_VERSION = 2**31 - 1
 
 REGISTRY = web.AppKey("registry", model.Registry)
 MAX_BYTES = web.AppKey("max_request_bytes", int)
+AUTHENTICATE = web.AppKey("authenticate", Authenticate | None)  # type: ignore[arg-type]
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -132,6 +134,27 @@ async def confluent_errors(request: web.Request, handler: Handler) -> web.Stream
     except Exception:  # a bug or a backend failure: an answer, never a dropped connection
         log.exception("%s %s failed", request.method, request.path)
         return error(500, 500, "Internal Server Error", answer_type)
+
+
+@web.middleware
+async def authentication(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """With the app's ``AUTHENTICATE``: 401 unless the request's credentials are good
+    (``auth``); the header is kept for a write forwarded to the primary."""
+    authenticate = request.app[AUTHENTICATE]
+    if authenticate is None:
+        return await handler(request)
+    header = request.headers.get("Authorization")
+    try:
+        request["user"] = await authenticate(header)
+    except Unauthorized:
+        response = error(401, 401, "Unauthorized", request["answer_type"])
+        response.headers["WWW-Authenticate"] = f'Basic realm="{REALM}"'
+        return response
+    token = FORWARDED_AUTHORIZATION.set(header)
+    try:
+        return await handler(request)
+    finally:
+        FORWARDED_AUTHORIZATION.reset(token)
 
 
 def _too_large(size: int | None, limit: int, answer_type: str) -> web.Response:

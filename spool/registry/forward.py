@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 import aiohttp
 
+from spool.registry.auth import FORWARDED_AUTHORIZATION
 from spool.registry.model import Reference, RegistryError, forward_error
 
 MEDIA_TYPE = "application/vnd.schemaregistry.v1+json"
@@ -92,6 +93,9 @@ class Forwarder:
             self._session = aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=self.timeout))
         headers = {"Accept": MEDIA_TYPE}
+        authorization = FORWARDED_AUTHORIZATION.get()  # the client's, for the primary
+        if authorization:
+            headers["Authorization"] = authorization
         data = None
         if body is not None:
             headers["Content-Type"] = MEDIA_TYPE

@@ -1,0 +1,144 @@
+"""``spool registry --authentication basic``: HTTP basic credentials of the cluster's users.
+
+A broker with SASL/SCRAM users (``registry``, ``alice``, ``bob``) and registry processes
+reaching it as ``registry`` over SCRAM-SHA-256 (``--command-config``): a request is
+answered when its Basic credentials authenticate to the broker, else 401 with
+``WWW-Authenticate: Basic`` and Confluent's body, whatever the route. confluent-kafka's
+``SchemaRegistryClient`` with ``basic.auth.user.info`` works, and so does a write made
+through a second instance (forwarded to the primary with the client's credentials).
+"""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import sys
+import uuid
+
+import pytest
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient, SchemaRegistryError
+
+from tests.helpers.registry_proc import RegistryProcess
+from tests.helpers.registry_rest import call
+from tests.helpers.secure_broker import SCRAM_LOGIN, SecureBroker
+
+pytestmark = pytest.mark.timeout(120)
+
+USERS = {"registry": "registry-secret", "alice": "alice-secret", "bob": "b:ob s3cret"}
+SCHEMA = '{"type": "record", "name": "A", "fields": [{"name": "x", "type": "int"}]}'
+
+
+def basic(user: str, password: str) -> dict[str, str]:
+    token = base64.b64encode(f"{user}:{password}".encode()).decode()
+    return {"Authorization": f"Basic {token}"}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """The SCRAM broker, the registry's command config, and the first registry."""
+    base = tmp_path_factory.mktemp("registry-auth")
+    broker = SecureBroker(base / "data", scram_users=USERS)
+    broker.start()
+    config = base / "registry.properties"
+    config.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
+                      f'sasl.jaas.config={SCRAM_LOGIN} required username="registry" '
+                      'password="registry-secret";\n')
+    reg = RegistryProcess(broker.bootstrap(), base / "registry.log", "--command-config",
+                          str(config), "--authentication", "basic")
+    try:
+        reg.start()
+        yield broker, config, reg, base
+    finally:
+        reg.stop()
+        broker.stop()
+
+
+def test_no_or_bad_credentials_are_401(cluster):
+    _, _, reg, _ = cluster
+    bad = [
+        {},
+        basic("alice", "wrong"),
+        basic("mallory", "alice-secret"),
+        basic("registry", ""),
+        {"Authorization": "Basic not-base64!"},
+        {"Authorization": "Bearer abc"},
+        {"Authorization": "Basic " + base64.b64encode(b"no-colon").decode()},
+    ]
+    for headers in bad:
+        for method, path, body in (("GET", "/subjects", None), ("GET", "/", None),
+                                   ("POST", "/subjects/s/versions", {"schema": SCHEMA}),
+                                   ("GET", "/no/such/route", None)):
+            a = call(reg.url, method, path, body, headers=headers)
+            assert a.status == 401, (headers, path, a.status, a.body)
+            assert a.body == {"error_code": 401, "message": "Unauthorized"}
+            assert a.headers["WWW-Authenticate"] == 'Basic realm="spool-registry"'
+    # nothing was registered
+    a = call(reg.url, "GET", "/subjects", headers=basic("alice", "alice-secret"))
+    assert a.status == 200 and "s" not in a.body
+
+
+def test_the_cluster_users_are_accepted(cluster):
+    _, _, reg, _ = cluster
+    subject = f"auth-{uuid.uuid4().hex[:8]}"
+    a = call(reg.url, "POST", f"/subjects/{subject}/versions", {"schema": SCHEMA},
+             headers=basic("alice", "alice-secret"))
+    assert a.status == 200, a.body
+    for user in ("alice", "bob", "registry"):
+        got = call(reg.url, "GET", f"/subjects/{subject}/versions/1",
+                   headers=basic(user, USERS[user]))
+        assert got.status == 200 and got.body["id"] == a.body["id"], (user, got.body)
+    assert call(reg.url, "GET", "/no/such/route",
+                headers=basic("bob", USERS["bob"])).status == 404
+
+
+def test_confluent_client_with_basic_auth_user_info(cluster):
+    _, _, reg, _ = cluster
+    subject = f"auth-client-{uuid.uuid4().hex[:8]}"
+    good = SchemaRegistryClient({"url": reg.url,
+                                 "basic.auth.user.info": "bob:" + USERS["bob"]})
+    schema_id = good.register_schema(subject, Schema(SCHEMA, "AVRO"))
+    assert good.get_latest_version(subject).schema_id == schema_id
+    for conf in ({"url": reg.url}, {"url": reg.url, "basic.auth.user.info": "bob:nope"}):
+        with pytest.raises(SchemaRegistryError) as e:
+            SchemaRegistryClient(conf).get_subjects()
+        assert (e.value.http_status_code, e.value.error_code) == (401, 401)
+
+
+def test_a_forwarded_write_carries_the_credentials(cluster):
+    """A second instance (not the primary) forwards alice's write with her credentials."""
+    broker, config, first, base = cluster
+    second = RegistryProcess(broker.bootstrap(), base / "second.log", "--command-config",
+                             str(config), "--authentication", "basic")
+    try:
+        second.start()
+        subject = f"auth-fwd-{uuid.uuid4().hex[:8]}"
+        alice = basic("alice", "alice-secret")
+        assert call(second.url, "POST", f"/subjects/{subject}/versions",
+                    {"schema": SCHEMA}).status == 401
+        a = call(second.url, "POST", f"/subjects/{subject}/versions", {"schema": SCHEMA},
+                 headers=alice)
+        assert a.status == 200, (a.body, second.log_tail())
+        got = call(first.url, "GET", f"/subjects/{subject}/versions", headers=alice)
+        assert got.body == [1]
+        # the primary itself
+        b = call(first.url, "PUT", f"/config/{subject}", {"compatibility": "NONE"},
+                 headers=alice)
+        assert b.status == 200, b.body
+        assert call(second.url, "GET", f"/config/{subject}",
+                    headers=alice).body == {"compatibilityLevel": "NONE"}
+    finally:
+        assert second.stop() == 0
+
+
+def test_basic_needs_a_sasl_command_config(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "spool.cli.main", "registry", "--bootstrap-server",
+         "127.0.0.1:1", "--listen", "http://127.0.0.1:0", "--authentication", "basic"],
+        capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "--authentication basic" in done.stderr and "SASL_PLAINTEXT" in done.stderr
+    done = subprocess.run(
+        [sys.executable, "-m", "spool.cli.main", "registry", "--bootstrap-server",
+         "127.0.0.1:1", "--listen", "http://127.0.0.1:0", "--authentication", "digest"],
+        capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "none or basic" in done.stderr
