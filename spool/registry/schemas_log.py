@@ -2,7 +2,8 @@
 
 ``ensure_topic(admin, topic)`` creates it when missing: 1 partition,
 ``cleanup.policy=compact``, replication factor min(3, brokers), as Confluent's
-KafkaStore does; an existing topic is used as it is.
+KafkaStore does; an existing topic is used as it is (one of more partitions: only
+partition 0, with a warning).
 
 ``SchemasTail(client_config, topic, apply, admin)`` reads the topic from offset 0 to its end
 and on, ``isolation.level=read_committed`` (a fenced primary's aborted writes are never
@@ -64,6 +65,9 @@ def ensure_topic(admin: AdminClient, topic: str, timeout: float = 10.0) -> bool:
     """Create ``topic`` if missing; True when this call created it."""
     metadata = admin.list_topics(timeout=timeout)
     if topic in metadata.topics and metadata.topics[topic].error is None:
+        if len(metadata.topics[topic].partitions) != 1:
+            log.warning("%s has %d partitions: only partition 0 is read and written", topic,
+                        len(metadata.topics[topic].partitions))
         return False
     rf = max(1, min(3, len(metadata.brokers)))
     new = NewTopic(topic, num_partitions=1, replication_factor=rf,
@@ -93,6 +97,7 @@ class SchemasTail:
         self.position = 0
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._warned: dict[str, float] = {}  # the tail thread's: line -> when logged
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="spool-registry-tail",
                                         daemon=True)
@@ -163,7 +168,7 @@ class SchemasTail:
             except (KafkaException, RuntimeError) as e:  # closed under us, or a broker error
                 if self._stop.is_set():
                     return
-                log.warning("reading %s: %s", self.topic, e)
+                self._warn(f"reading {self.topic}: {e}")
                 time.sleep(0.2)
                 continue
             records: list[tuple[int, bytes, bytes | None]] = []
@@ -171,13 +176,21 @@ class SchemasTail:
                 err = m.error()
                 if err is not None:
                     if err.code() != KafkaError._PARTITION_EOF:
-                        log.warning("reading %s: %s", self.topic, err)
+                        self._warn(f"reading {self.topic}: {err}")
                     continue
                 records.append((m.offset(), m.key() or b"", m.value()))
             if records or position > self.position:
                 assert self._loop is not None
                 with contextlib.suppress(RuntimeError):  # the loop closed: we are stopping
                     self._loop.call_soon_threadsafe(self._deliver, records, position)
+
+    def _warn(self, line: str) -> None:
+        """Log ``line``, but the same line at most once a minute (a topic deleted under
+        us would say so on every poll)."""
+        now = time.monotonic()
+        if self._warned.get(line, -60.0) <= now - 60.0:
+            self._warned[line] = now
+            log.warning("%s", line)
 
     def _deliver(self, records: list[tuple[int, bytes, bytes | None]], position: int) -> None:
         for offset, key, value in records:
