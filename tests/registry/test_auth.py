@@ -5,7 +5,8 @@ reaching it as ``registry`` over SCRAM-SHA-256 (``--command-config``): a request
 answered when its Basic credentials authenticate to the broker, else 401 with
 ``WWW-Authenticate: Basic`` and Confluent's body, whatever the route. confluent-kafka's
 ``SchemaRegistryClient`` with ``basic.auth.user.info`` works, and so does a write made
-through a second instance (forwarded to the primary with the client's credentials).
+through a second instance (forwarded to the primary with the client's credentials), and
+``spool schemas --url http://user:password@host:port``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import uuid
 import pytest
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient, SchemaRegistryError
 
+from tests.helpers.cli import spool_cli
 from tests.helpers.registry_proc import RegistryProcess
 from tests.helpers.registry_rest import call
 from tests.helpers.secure_broker import SCRAM_LOGIN, SecureBroker
@@ -102,6 +104,18 @@ def test_confluent_client_with_basic_auth_user_info(cluster):
         with pytest.raises(SchemaRegistryError) as e:
             SchemaRegistryClient(conf).get_subjects()
         assert (e.value.http_status_code, e.value.error_code) == (401, 401)
+
+
+def test_spool_schemas_with_credentials_in_the_url(cluster):
+    _, _, reg, _ = cluster
+    subject = f"auth-cli-{uuid.uuid4().hex[:8]}"
+    with_alice = reg.url.replace("http://", "http://alice:alice-secret@")
+    done = spool_cli("schemas", "register", subject, "--schema", SCHEMA, "--url", with_alice)
+    assert done.returncode == 0, done.stderr
+    assert subject in spool_cli("schemas", "list", "--url", with_alice).stdout
+    refused = spool_cli("schemas", "list", "--url", reg.url)
+    assert refused.returncode != 0 and refused.stdout == ""
+    assert "Unauthorized" in refused.stderr and "401" in refused.stderr
 
 
 def test_a_forwarded_write_carries_the_credentials(cluster):
