@@ -261,10 +261,17 @@ class _Diff:
         self._budget = parent._budget if parent else [BUDGET]
         self._stripped: dict[int, tuple[Any, dict[str, Any]]] = (
             parent._stripped if parent else {})
+        self._texts: dict[int, tuple[Any, str]] = parent._texts if parent else {}
         self.assumed = False  # a verdict here took a pair in progress as compatible
 
     def add(self, path: str, kind: str) -> None:
         self.found.append((path, kind))
+
+    def _text(self, schema: Any) -> str:
+        key = id(schema)
+        if key not in self._texts:
+            self._texts[key] = (schema, json_key(schema))
+        return self._texts[key][1]
 
     def _known(self, node: Node) -> Node:
         """``node`` with only the keywords its draft knows (and annotations): anything
@@ -314,8 +321,8 @@ class _Diff:
         if pair in self._active:
             self.assumed = True
             return
-        if _same(r, w):
-            return
+        if self._text(r) == self._text(w) and "$ref" not in self._text(r):
+            return  # the same text, no $ref that could lead to different references
         self._active.add(pair)
         try:
             self._compare_dicts(reader, writer, path)
@@ -392,12 +399,6 @@ class _Diff:
             self.compare(rest, whole, path)
             return
         self.compare(_flatten(reader, writer=False), whole, path)
-
-
-def _same(r: Any, w: Any) -> bool:
-    """Equal texts without ``$ref``s (which may lead to different references)."""
-    text = json_key(r)
-    return "$ref" not in text and text == json_key(w)
 
 
 def _flatten(node: Node, writer: bool, depth: int = 0) -> Node:
