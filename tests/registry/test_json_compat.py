@@ -1,9 +1,13 @@
 """JSON Schema: validity by draft, canonical form, and Confluent's compatibility rules.
 
-Each CASES row is (old, new, backward, forward, the rule): BACKWARD asks whether ``new``
+Each CASES row is (the rule, old, new, backward, forward): BACKWARD asks whether ``new``
 reads what ``old`` wrote (reader=new, writer=old), FORWARD the other way round; the
 expectations are the (jsonPath, difference type) pairs Confluent's rules give, empty when
-compatible.
+compatible. INVALID: schemas refused, saying where. Then references, the transitive
+levels through ``compatibility.check``, the registry's core, and property tests: a
+compatible verdict checked against jsonschema's validation of generated documents (random
+pairs and mutated neighbours, drafts 7 and 2020-12), and any keyword soup that parses
+compares without an exception.
 """
 
 from __future__ import annotations

@@ -82,9 +82,14 @@ Combined schemas
   * Merging (``json_merge``) is exact for most keywords; where one schema cannot say
     both, a writer keeps the one (it then accepts more: a compatible verdict stays
     safe) and a reader is reported COMBINED_TYPE_CHANGED.
-Keywords modelled nowhere above (contains, if/then/else, unevaluatedItems, ...): the
-reader adding or changing one is incompatible (KEYWORD_CHANGED, e.g. CONTAINS_CHANGED);
-dropping one is compatible.
+Keywords: only those the schema's draft gives meaning to count (jsonschema's validators
+for that draft: draft 4 has no const or propertyNames, 2019-09 no dependencies, 2020-12
+no additionalItems); other keys, custom ones included, constrain nothing and are ignored.
+A known keyword modelled nowhere above (contains, if/then/else, unevaluatedItems,
+$dynamicRef, ...): the reader adding or changing one is incompatible (KEYWORD_CHANGED,
+e.g. CONTAINS_CHANGED); dropping one is compatible.
+Cost: sub-verdicts are remembered per comparison; one visiting more than BUDGET schema
+pairs stops (``TooComplex``).
 """
 
 from __future__ import annotations
