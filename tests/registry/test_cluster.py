@@ -20,8 +20,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, ConfigResource
 
+from tests.helpers.cluster_proc import Cluster
 from tests.helpers.registry_proc import RegistryProcess, call
 
 pytestmark = pytest.mark.timeout(180)
@@ -248,3 +249,36 @@ def test_deletes_through_one_are_seen_by_the_other(cluster):
     assert call("GET", f"{a.url}/subjects/orders-value/versions?deleted=true") == (200, [2])
     status, answer = call("GET", f"{a.url}/schemas/ids/1")
     assert (status, answer["error_code"]) == (404, 40403), answer
+
+
+def test_on_a_three_node_cluster_the_leader_of_schemas_can_die(tmp_path):
+    """_schemas gets 3 replicas, compacted; its leader killed, writes and reads go on."""
+    nodes = Cluster(tmp_path / "cluster", proxied=False)
+    registries: list[RegistryProcess] = []
+    try:
+        nodes.start()
+        bootstrap = ",".join(n.bootstrap for n in nodes.brokers)
+        admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+        deadline = time.monotonic() + 60
+        while len(admin.list_topics(timeout=10).brokers) < 3:  # every broker registered
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        for i in range(2):
+            registries.append(RegistryProcess(bootstrap, tmp_path / f"r{i}.log").start())
+        a, b = registries
+        topic = admin.list_topics(timeout=10).topics["_schemas"]
+        assert len(topic.partitions) == 1 and len(topic.partitions[0].replicas) == 3
+        resource = ConfigResource(ConfigResource.Type.TOPIC, "_schemas")
+        configs = admin.describe_configs([resource])[resource].result(10)
+        assert configs["cleanup.policy"].value == "compact"
+        assert register(a.url, "orders-value", avro("id")) == (200, {"id": 1})
+        leader = topic.partitions[0].leader
+        next(n for n in nodes.brokers if n.node_id == leader).kill()
+        assert register(b.url, "orders-value", avro("id", "total"), 60) == (200, {"id": 2})
+        assert register(a.url, "payments-value", avro("x"), 60) == (200, {"id": 3})
+        for r in (a, b):
+            assert call("GET", f"{r.url}/subjects/orders-value/versions") == (200, [1, 2])
+    finally:
+        for r in registries:
+            r.stop()
+        nodes.stop()
