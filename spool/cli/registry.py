@@ -2,7 +2,7 @@
 
 ``spool registry [--bootstrap-server B] [--listen http://127.0.0.1:8081]
 [--advertised-url URL] [--group-id schema-registry] [--timeout 30] [--log-level INFO]
-[--command-config FILE] [--authentication basic]`` serves
+[--command-config FILE] [--authentication basic [--permissions FILE]]`` serves
 Confluent's REST API over the cluster's ``_schemas`` topic (created when missing) until
 Ctrl-C or SIGTERM (both a clean exit 0: it leaves the group, so another instance takes
 over writing at once). Any number may run against one cluster with the same group id:
@@ -13,7 +13,10 @@ is one ``spool:`` line and exit 1 (2 for a malformed ``--listen``); a cluster it
 reach within ``--timeout`` is exit 1. It logs to stderr (``--log-level``): the topic
 read, and when this instance becomes or stops being the writer. ``--authentication
 basic`` asks every request for HTTP basic credentials of one of the cluster's SASL users
-(checked with the command config's SASL mechanism: ``spool.registry.auth``).
+(checked with the command config's SASL mechanism: ``spool.registry.auth``);
+``--permissions FILE`` then allows each user READ or WRITE on subjects by name or prefix
+(``spool.registry.permissions``; anything else 403). A FILE that does not parse is one
+``spool:`` line and exit 2.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from spool.cli.common import (
 
 if TYPE_CHECKING:
     from spool.registry.auth import BasicAuth
+    from spool.registry.permissions import Permissions
     from spool.registry.service import RegistryService
 
 
@@ -62,6 +66,10 @@ def registry(
         "--authentication", metavar="none|basic",
         help="basic: HTTP basic credentials of the cluster's SASL users, checked with the "
         "--command-config's SASL mechanism.")] = "none",
+    permissions_file: Annotated[str | None, typer.Option(
+        "--permissions", metavar="FILE",
+        help="With --authentication basic: lines 'User:NAME READ|WRITE|ALL SUBJECT' "
+        "(SUBJECT a name, a prefix ending in *, or *); anything else is refused.")] = None,
 ) -> None:
     """Serve a schema registry (Confluent's REST API) over the cluster's _schemas topic."""
     from spool.registry.service import RegistryService
@@ -77,13 +85,14 @@ def registry(
     except ValueError as e:
         raise CliError(f"--log-level: {e}", 2) from None
     authenticate = _authentication(authentication, bootstrap)
+    permissions = _permissions(permissions_file, authenticate is not None)
     conf = client_config(bootstrap)
     conf.pop("error_cb", None)
     conf.pop("client.id", None)
     try:
         service = RegistryService(conf, listen, advertised_url=advertised_url,
                                   group_id=group_id, timeout=timeout,
-                                  authenticate=authenticate)
+                                  authenticate=authenticate, permissions=permissions)
     except OSError as e:
         raise CliError(str(e)) from None
     try:
@@ -106,6 +115,19 @@ def _authentication(kind: str, bootstrap: str) -> BasicAuth | None:
         return BasicAuth(bootstrap, cc.security if cc is not None else ClientSecurity())
     except ValueError as e:
         raise CliError(f"--authentication basic: {e}", 2) from None
+
+
+def _permissions(path: str | None, authenticated: bool) -> Permissions | None:
+    from spool.registry.permissions import Permissions
+
+    if path is None:
+        return None
+    if not authenticated:
+        raise CliError("--permissions needs --authentication basic", 2)
+    try:
+        return Permissions.load(path)
+    except (OSError, ValueError) as e:
+        raise CliError(f"--permissions: {e}", 2) from None
 
 
 async def _serve(service: RegistryService) -> None:

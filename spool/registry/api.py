@@ -48,22 +48,26 @@ from spool.registry.api_http import (
     AUTHENTICATE,
     DEFAULT_MAX_REQUEST_BYTES,
     MAX_BYTES,
+    PERMISSIONS,
     REGISTRY,
     SCHEMA_TYPES_ANSWER,
     BadBody,
     SchemaRequest,
     answer,
     authentication,
+    authorization,
     body,
     confluent_errors,
     flag,
     page,
     raw,
+    readable,
     schema_id_of,
     schema_json,
     version_of,
 )
 from spool.registry.auth import Authenticate
+from spool.registry.permissions import Permissions
 
 
 def _registry(request: web.Request) -> model.Registry:
@@ -94,6 +98,7 @@ async def list_subjects(request: web.Request) -> web.Response:
         subjects = [s for s in await reg.subjects(True, prefix) if s not in live]
     else:
         subjects = await reg.subjects(flag(request, "deleted"), prefix)
+    subjects = [s for s in subjects if readable(request, s)]
     return answer(request, page(request, subjects))
 
 
@@ -157,26 +162,40 @@ async def delete_subject(request: web.Request) -> web.Response:
     return answer(request, versions)
 
 
+async def _by_id(request: web.Request) -> model.SchemaVersion:
+    """The schema of the path's id; 403 when the user may read no subject using it."""
+    reg, schema_id = _registry(request), schema_id_of(request.match_info["id"])
+    v = await reg.by_id(schema_id)
+    if request.app[PERMISSIONS] is not None and not any(
+            readable(request, s) for s, _ in await reg.subject_versions_of_id(schema_id,
+                                                                              True)):
+        raise model.RegistryError(403, 40301, "User is denied operation Read on "
+                                  f"Schema: {schema_id}")
+    return v
+
+
 async def schema_by_id(request: web.Request) -> web.Response:
-    v = await _registry(request).by_id(schema_id_of(request.match_info["id"]))
+    v = await _by_id(request)
     return answer(request, schema_json(await _formatted(request, v), with_subject=False))
 
 
 async def schema_text_by_id(request: web.Request) -> web.Response:
-    v = await _registry(request).by_id(schema_id_of(request.match_info["id"]))
+    v = await _by_id(request)
     return raw(request, (await _formatted(request, v)).schema)
 
 
 async def id_versions(request: web.Request) -> web.Response:
     pairs = await _registry(request).subject_versions_of_id(
         schema_id_of(request.match_info["id"]), flag(request, "deleted"))
-    return answer(request, page(request, [{"subject": s, "version": v} for s, v in pairs]))
+    return answer(request, page(request, [{"subject": s, "version": v} for s, v in pairs
+                                          if readable(request, s)]))
 
 
 async def id_subjects(request: web.Request) -> web.Response:
     pairs = await _registry(request).subject_versions_of_id(
         schema_id_of(request.match_info["id"]), flag(request, "deleted"))
-    return answer(request, page(request, list(dict.fromkeys(s for s, _ in pairs))))
+    return answer(request, page(request, list(dict.fromkeys(
+        s for s, _ in pairs if readable(request, s)))))
 
 
 async def schema_types(request: web.Request) -> web.Response:
@@ -188,6 +207,8 @@ async def list_schemas(request: web.Request) -> web.Response:
     reg, deleted = _registry(request), flag(request, "deleted")
     out = []
     for subject in await reg.subjects(deleted, request.query.get("subjectPrefix", "")):
+        if not readable(request, subject):
+            continue
         try:
             versions = await reg.versions(subject, deleted)
             if flag(request, "latestOnly"):
@@ -292,15 +313,20 @@ ROUTES = [
 
 def make_app(registry: model.Registry, *,
              max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
-             authenticate: Authenticate | None = None) -> web.Application:
+             authenticate: Authenticate | None = None,
+             permissions: Permissions | None = None) -> web.Application:
     """The aiohttp application serving ``registry``; a body over ``max_request_bytes``
     (``schema.registry.max.request.bytes``) is refused with 413 before it is parsed;
-    with ``authenticate`` (``auth.BasicAuth``) every request is authenticated first."""
-    app = web.Application(middlewares=[confluent_errors, authentication],
+    with ``authenticate`` (``auth.BasicAuth``) every request is authenticated first, and
+    with ``permissions`` (which needs ``authenticate``) allowed or refused (403)."""
+    if permissions is not None and authenticate is None:
+        raise ValueError("permissions need authentication")
+    app = web.Application(middlewares=[confluent_errors, authentication, authorization],
                           client_max_size=max_request_bytes)
     app[REGISTRY] = registry
     app[MAX_BYTES] = max_request_bytes
     app[AUTHENTICATE] = authenticate
+    app[PERMISSIONS] = permissions
     for method, path, handler in ROUTES:
         app.router.add_route(method, path, handler)
         if path != "/":

@@ -31,6 +31,7 @@ from aiohttp import web
 
 from spool.registry import model
 from spool.registry.auth import FORWARDED_AUTHORIZATION, REALM, Authenticate, Unauthorized
+from spool.registry.permissions import Permissions
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,7 @@ MAX_VERSION = 2**31 - 1
 REGISTRY = web.AppKey("registry", model.Registry)
 MAX_BYTES = web.AppKey("max_request_bytes", int)
 AUTHENTICATE = web.AppKey("authenticate", Authenticate | None)  # type: ignore[arg-type]
+PERMISSIONS = web.AppKey("permissions", Permissions | None)  # type: ignore[arg-type]
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -155,6 +157,43 @@ async def authentication(request: web.Request, handler: Handler) -> web.StreamRe
         return await handler(request)
     finally:
         FORWARDED_AUTHORIZATION.reset(token)
+
+
+def _required(request: web.Request) -> tuple[str, str | None] | None:
+    """The (operation, subject) a request needs (``permissions``), None: none beyond
+    authentication (lists and ids are filtered by their handlers; unknown routes 404)."""
+    resource = request.match_info.route.resource
+    if resource is None:
+        return None
+    template = resource.canonical.rstrip("/") or "/"
+    subject = request.match_info.get("subject")
+    if template.startswith("/compatibility/"):
+        return "READ", subject
+    if subject is not None:
+        reads = request.method == "GET" or (
+            request.method == "POST" and template == "/subjects/{subject}")
+        return ("READ" if reads else "WRITE"), subject
+    if template in ("/config", "/mode") and request.method != "GET":
+        return "WRITE", None
+    return None
+
+
+@web.middleware
+async def authorization(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """With the app's ``PERMISSIONS``: 403/40301 unless the user may do what the route
+    does to its subject (``permissions``)."""
+    permissions = request.app[PERMISSIONS]
+    if permissions is not None:
+        needed = _required(request)
+        if needed is not None:
+            permissions.check(request["user"], *needed)
+    return await handler(request)
+
+
+def readable(request: web.Request, subject: str) -> bool:
+    """The request's user may READ ``subject`` (always, without permissions)."""
+    permissions = request.app[PERMISSIONS]
+    return permissions is None or permissions.allows(request["user"], "READ", subject)
 
 
 def _too_large(size: int | None, limit: int, answer_type: str) -> web.Response:

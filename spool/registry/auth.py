@@ -24,8 +24,8 @@ check: 500/50001 (the store's error), nothing cached.
 handled: a write forwarded to the primary carries it, so the primary checks the same
 user (``forward.Forwarder``).
 
-Permissions are not checked: an authenticated user may do anything (Kafka's ACLs have no
-subject resource type to name a subject's READ or WRITE with).
+Without ``--permissions`` an authenticated user may do anything; with it, what each user
+may do to which subjects is ``permissions``'.
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ from spool.registry.api import make_app
 from spool.registry.api_http import DEFAULT_MAX_REQUEST_BYTES
 from spool.registry.auth import Authenticate
 from spool.registry.backend import DEFAULT_GROUP_ID, KafkaRegistry
+from spool.registry.permissions import Permissions
 from spool.util.listen import ListenError, parse_http_listener
 
 log = logging.getLogger("spool.registry")
@@ -65,7 +66,8 @@ class RegistryService:
     def __init__(self, config: dict[str, Any], listen: str = "http://127.0.0.1:8081", *,
                  advertised_url: str | None = None, group_id: str = DEFAULT_GROUP_ID,
                  max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
-                 timeout: float = 30.0, authenticate: Authenticate | None = None) -> None:
+                 timeout: float = 30.0, authenticate: Authenticate | None = None,
+                 permissions: Permissions | None = None) -> None:
         self._sock = _bind(listen)
         host, port = self._sock.getsockname()[:2]
         shown = "127.0.0.1" if host == "0.0.0.0" else ("::1" if host == "::" else host)
@@ -74,7 +76,7 @@ class RegistryService:
         self.registry = KafkaRegistry(config, self.advertised_url, group_id=group_id,
                                       timeout=timeout)
         self._app = make_app(self.registry, max_request_bytes=max_request_bytes,
-                             authenticate=authenticate)
+                             authenticate=authenticate, permissions=permissions)
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> None:

@@ -6,7 +6,9 @@ answered when its Basic credentials authenticate to the broker, else 401 with
 ``WWW-Authenticate: Basic`` and Confluent's body, whatever the route. confluent-kafka's
 ``SchemaRegistryClient`` with ``basic.auth.user.info`` works, and so does a write made
 through a second instance (forwarded to the primary with the client's credentials), and
-``spool schemas --url http://user:password@host:port``.
+``spool schemas --url http://user:password@host:port``. With ``--permissions``, READ and
+WRITE per subject (name or prefix): lists and ids show only readable subjects, the rest
+is 403/40301.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from tests.helpers.secure_broker import SCRAM_LOGIN, SecureBroker
 
 pytestmark = pytest.mark.timeout(120)
 
-USERS = {"registry": "registry-secret", "alice": "alice-secret", "bob": "b:ob s3cret"}
+USERS = {"registry": "registry-secret", "alice": "alice-secret", "bob": "b:ob s3cret",
+         "carol": "carol-secret"}
 SCHEMA = '{"type": "record", "name": "A", "fields": [{"name": "x", "type": "int"}]}'
 
 
@@ -156,3 +159,97 @@ def test_basic_needs_a_sasl_command_config(tmp_path):
          "127.0.0.1:1", "--listen", "http://127.0.0.1:0", "--authentication", "digest"],
         capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "none or basic" in done.stderr
+
+
+PERMISSIONS = """# who may do what
+User:alice   WRITE  orders-*
+User:bob     READ   orders-value   # one subject
+User:registry ALL   *
+"""
+
+
+def test_permissions_per_subject(cluster):
+    """A second instance with --permissions: READ/WRITE by subject name or prefix; lists
+    and ids show only what the user may read; 403/40301 for the rest."""
+    broker, config, _, base = cluster
+    rules = base / "permissions.txt"
+    rules.write_text(PERMISSIONS)
+    reg = RegistryProcess(broker.bootstrap(), base / "perm.log", "--command-config",
+                          str(config), "--authentication", "basic", "--permissions",
+                          str(rules))
+    alice, bob = basic("alice", USERS["alice"]), basic("bob", USERS["bob"])
+    carol, admin = basic("carol", USERS["carol"]), basic("registry", USERS["registry"])
+    tag = uuid.uuid4().hex[:6]
+    orders, okey, pay = "orders-value", "orders-key", f"payments-{tag}"
+
+    def schema(name: str) -> dict:
+        return {"schema": SCHEMA.replace('"A"', f'"R{name.replace("-", "_")}{tag}"')}
+
+    def status(method: str, path: str, headers: dict, body: dict | None = None) -> tuple:
+        a = call(reg.url, method, path, body, headers=headers)
+        return a.status, (a.body.get("error_code") if isinstance(a.body, dict) else None)
+
+    try:
+        reg.start()
+        ids = {}
+        for subject, who in ((orders, alice), (okey, alice), (pay, admin)):
+            a = call(reg.url, "POST", f"/subjects/{subject}/versions", schema(subject),
+                     headers=who)
+            assert a.status == 200, (subject, a.body)
+            ids[subject] = a.body["id"]
+        denied = call(reg.url, "POST", f"/subjects/{pay}/versions", schema("x"),
+                      headers=alice)
+        assert (denied.status, denied.body) == (403, {
+            "error_code": 40301,
+            "message": f"User is denied operation Write on Subject: {pay}"})
+        assert status("POST", f"/subjects/{orders}/versions", bob, schema("y")) == (403, 40301)
+        assert status("DELETE", f"/subjects/{orders}", bob) == (403, 40301)
+        assert status("PUT", f"/config/{orders}", bob, {"compatibility": "NONE"}) == \
+            (403, 40301)
+        assert status("GET", f"/subjects/{orders}/versions/latest", bob)[0] == 200
+        assert status("POST", f"/subjects/{orders}", bob, schema(orders))[0] == 200  # lookup
+        assert status("POST", f"/compatibility/subjects/{orders}/versions/latest", bob,
+                      schema(orders))[0] == 200
+        assert status("GET", f"/subjects/{okey}/versions", bob) == (403, 40301)
+        assert status("GET", f"/schemas/ids/{ids[orders]}", bob)[0] == 200
+        assert status("GET", f"/schemas/ids/{ids[okey]}/schema", bob) == (403, 40301)
+        assert call(reg.url, "GET", f"/schemas/ids/{ids[orders]}/subjects",
+                    headers=bob).body == [orders]
+        # lists: only what each may read
+        for who, expected in ((alice, {orders, okey}), (bob, {orders}), (carol, set()),
+                              (admin, {orders, okey, pay})):
+            listed = set(call(reg.url, "GET", "/subjects", headers=who).body)
+            schemas = {s["subject"] for s in call(reg.url, "GET", "/schemas",
+                                                  headers=who).body}
+            if who is admin:  # (and the other tests' subjects)
+                assert expected <= listed and expected <= schemas
+            else:
+                assert listed == schemas == expected
+        # subject config: WRITE; global config: reading is open, changing needs WRITE on *
+        assert status("PUT", f"/config/{okey}", alice, {"compatibility": "NONE"})[0] == 200
+        assert status("GET", "/config", carol)[0] == 200
+        assert status("PUT", "/config", alice, {"compatibility": "NONE"}) == (403, 40301)
+        assert status("PUT", "/mode", alice, {"mode": "READONLY"}) == (403, 40301)
+        assert status("GET", "/schemas/types", carol)[0] == 200
+        assert status("GET", "/subjects", basic("carol", "wrong")) == (401, 401)
+    finally:
+        assert reg.stop() == 0
+
+
+def test_permissions_options_are_checked(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("User:alice READ orders\nalice WRITE x\n")
+    base = [sys.executable, "-m", "spool.cli.main", "registry", "--bootstrap-server",
+            "127.0.0.1:1", "--listen", "http://127.0.0.1:0"]
+    done = subprocess.run([*base, "--permissions", str(bad)], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2 and "--permissions needs --authentication basic" in \
+        done.stderr
+    config = tmp_path / "c.properties"
+    config.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
+                      f'sasl.jaas.config={SCRAM_LOGIN} required username="r" password="p";\n')
+    done = subprocess.run([*base, "--command-config", str(config), "--authentication",
+                           "basic", "--permissions", str(bad)], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2 and f"{bad}:2: the principal must be User:NAME" in \
+        done.stderr
