@@ -253,3 +253,40 @@ def test_permissions_options_are_checked(tmp_path):
                           text=True, timeout=60)
     assert done.returncode == 2 and f"{bad}:2: the principal must be User:NAME" in \
         done.stderr
+
+
+def test_basic_auth_checks_once_per_pair_and_forgets(cluster):
+    """``BasicAuth`` in this process against the SCRAM broker: 20 concurrent requests with
+    one pair make one broker check; a wrong password is checked (and refused) each time;
+    a success is asked again once ``cache_s`` has passed."""
+    import asyncio
+    import time
+
+    from spool.registry.auth import BasicAuth, Unauthorized
+    from spool.security.client_config import ClientSecurity
+
+    broker = cluster[0]
+    security = ClientSecurity(protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-512")
+    good = basic("alice", USERS["alice"])["Authorization"]
+    wrong = basic("alice", "nope")["Authorization"]
+
+    async def run() -> None:
+        auth = BasicAuth(broker.bootstrap(), security, cache_s=1.0)
+        started = time.monotonic()
+        assert await asyncio.gather(*[auth(good) for _ in range(20)]) == ["alice"] * 20
+        first = time.monotonic() - started
+        assert auth.checks == 1
+        started = time.monotonic()
+        assert await auth(good) == "alice"
+        assert auth.checks == 1 and time.monotonic() - started < first
+        for n in (2, 3):
+            with pytest.raises(Unauthorized):
+                await auth(wrong)
+            assert auth.checks == n
+        deadline = time.monotonic() + 10
+        while auth.checks == 3 and time.monotonic() < deadline:
+            assert await auth(good) == "alice"
+            await asyncio.sleep(0.1)
+        assert auth.checks == 4
+
+    asyncio.run(asyncio.wait_for(run(), 60))
