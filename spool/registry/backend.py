@@ -4,9 +4,9 @@
 creates the topic when missing (``schemas_log.ensure_topic``), reads it from offset 0
 into a ``store.Store`` (``schemas_log.SchemasTail``) up to the end it had when starting
 (until then every call waits, up to ``timeout``, then 50002), then joins the election
-(``election.Election``). A ``start()`` that failed (``RegistryError``: the cluster did not
-answer within ``timeout``) may be called again. ``await stop()`` leaves the group (another instance takes over
-at once) and closes the clients.
+(``election.Election``). A ``start()`` that failed (``RegistryError``: the cluster did
+not answer within ``timeout``) may be called again. ``await stop()`` leaves the group
+(another instance takes over at once) and closes the clients.
 
 Reads are ``core.Core``'s over this instance's store. A read that finds nothing (a 404)
 first catches up with the topic (reads to the end offset it has now, at most 2 s) and
@@ -24,9 +24,9 @@ Writes go to the primary:
 - another instance forwards the call to the primary's URL (``forward.Forwarder``),
   found from the group's description, then catches up with the topic before returning
   (read-your-writes here too). A forward still unanswered when another instance has
-  become the primary (the old one paused, say) is given up and sent to the new one. A primary not yet elected or not reachable is retried
-  until ``write_timeout`` (30 s: a killed primary's session times out in 6 s), then
-  50003.
+  become the primary (the old one paused, say) is given up and sent to the new one. A
+  primary not yet elected or not reachable is retried until ``write_timeout`` (30 s: a
+  killed primary's session times out in 6 s), then 50003.
 """
 
 from __future__ import annotations

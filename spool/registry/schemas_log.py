@@ -2,25 +2,27 @@
 
 ``ensure_topic(admin, topic)`` creates it when missing: 1 partition,
 ``cleanup.policy=compact``, replication factor min(3, brokers), as Confluent's
-KafkaStore does; an existing topic is used as it is (one of more partitions: only
+KafkaStore does; an existing topic is used as it is (one with more partitions: only
 partition 0, with a warning).
 
-``SchemasTail(client_config, topic, apply, admin)`` reads the topic from offset 0 to its end
-and on, ``isolation.level=read_committed`` (a fenced primary's aborted writes are never
-applied), with a confluent-kafka consumer that is assigned the partition (no group) and
-polled on a thread of its own. Each record is handed to ``apply(key, value)`` on the
+``SchemasTail(client_config, topic, apply, admin)`` reads the topic from offset 0 to its
+end and on, ``isolation.level=read_committed`` (a fenced primary's aborted writes are
+never applied), with a confluent-kafka consumer that is assigned the partition (no group)
+and polled on a thread of its own. Each record is handed to ``apply(key, value)`` on the
 event loop that called ``start()``, in offset order, so the store it feeds is only ever
 touched by that loop. ``position`` is the next offset to read (past transaction markers:
 librdkafka moves its position over them). ``wait_for(offset)`` returns once ``position``
 has passed ``offset``; ``catch_up()`` once it has reached the end offset (the last stable
-offset, asked of ``admin``: ListOffsets read_committed) read now: what was committed before the call has been applied when it returns.
+offset, asked of ``admin``: ListOffsets read_committed) as it is at the call: what was
+committed before the call has been applied when it returns.
 
 ``SchemasWriter(client_config, topic, transactional_id)`` is the primary's producer:
 ``open()`` runs ``init_transactions``, which fences any producer of the same
 transactional id (a stale primary can no longer commit) and aborts its open transaction;
 ``write(records)`` writes them in one transaction and returns the offset of the last.
 A producer fenced by a newer one raises ``Fenced``; any other failure ``RegistryError``
-50001 (or 50002 on a timeout), with the transaction aborted.
+50001 (or 50002 on a timeout), the transaction aborted when the client says it must be
+(the backend then replaces the producer anyway).
 
 Lifecycle: ``start()``/``open()`` once, ``close()`` once; the blocking client calls run
 on threads (``asyncio.to_thread`` or the tail's own), never on the event loop.
@@ -121,7 +123,7 @@ class SchemasTail:
             try:
                 return await asyncio.to_thread(
                     ask, max(0.5, min(5.0, deadline - time.monotonic())))
-            except (KafkaException, TimeoutError) as e:  # no leader yet (a topic just made), broker away
+            except (KafkaException, TimeoutError) as e:  # no leader yet, broker away
                 if time.monotonic() >= deadline:
                     raise operation_timeout(f"the end offset of {self.topic}: {e}") from None
                 await asyncio.sleep(0.1)

@@ -12,7 +12,8 @@ the group hands writing to another instance at once).
 ``RegistryThread(...)`` runs a service on a thread of its own with its own event loop:
 the broker's ``schema.registry.listeners``. ``start()`` binds (``ListenError`` at once),
 ``stop()`` stops it and joins. A backend that fails to start (the cluster not ready) is
-started again every second until it starts or the thread is stopped. ``on_ready(url)`` is called once the backend has started.
+started again every second until it starts or the thread is stopped. ``on_ready(url)``
+is called once the backend has started.
 
 Either way the line ``spool registry listening on http://HOST:PORT (registry)`` is
 printed once on stdout when the service is ready (tests and scripts read it for the port).
@@ -73,6 +74,10 @@ class RegistryService:
         shown = "127.0.0.1" if host == "0.0.0.0" else ("::1" if host == "::" else host)
         self.url = f"http://[{shown}]:{port}" if ":" in shown else f"http://{shown}:{port}"
         self.advertised_url = advertised_url or self.url
+        if advertised_url is None and host in ("0.0.0.0", "::"):
+            log.warning("the registry listens on every interface but advertises %s: other "
+                        "instances on other hosts cannot forward writes there (set the "
+                        "advertised URL)", self.url)
         self.registry = KafkaRegistry(config, self.advertised_url, group_id=group_id,
                                       timeout=timeout)
         self._app = make_app(self.registry, max_request_bytes=max_request_bytes,

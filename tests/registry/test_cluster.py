@@ -101,8 +101,8 @@ def test_a_schema_registered_through_one_is_served_by_the_other_at_once(cluster)
         assert call("GET", f"{reader.url}/subjects/{subject}/versions/latest") == (
             200, {"subject": subject, "version": 1, "id": schema_id, "schema": avro("id")})
     # the same schema under another subject: the same id, wherever it was registered
-    assert call("GET", f"{a.url}/schemas/ids/1/versions") == (
-        200, [{"subject": "orders-value", "version": 1}, {"subject": "payments-value", "version": 1}])
+    assert call("GET", f"{a.url}/schemas/ids/1/versions") == (200, [
+        {"subject": "orders-value", "version": 1}, {"subject": "payments-value", "version": 1}])
     assert call("GET", f"{b.url}/subjects") == (200, ["orders-value", "payments-value"])
 
 
