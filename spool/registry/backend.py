@@ -104,6 +104,7 @@ class KafkaRegistry:
         self._term = 0  # bumped on every change of primacy
         self._lock = asyncio.Lock()
         self._started = False
+        self._promotion_error = ""  # why this instance, assigned the partition, cannot write
 
     @property
     def is_primary(self) -> bool:
@@ -171,12 +172,14 @@ class KafkaRegistry:
             except Exception as e:  # RegistryError, Fenced, a client that failed
                 writer.close()
                 log.warning("registry %s could not become the primary: %s", self.url, e)
+                self._promotion_error = f" (this instance could not become it: {e})"
                 await asyncio.sleep(1.0)
                 continue
             if term != self._term:
                 writer.close()
                 return
             self._writer = writer
+            self._promotion_error = ""
             self._writable.set()
             log.info("registry %s writes %s (read up to offset %d)", self.url, self.topic,
                      self.tail.position)
@@ -253,14 +256,15 @@ class KafkaRegistry:
                         result = await self._forward(url, forward)
                     except Unreachable as e:  # killed, and its session not yet over
                         last = e
-                    except _PrimaryMoved:
-                        continue
+                    except _PrimaryMoved:  # to the new one, after the deadline check
+                        pass
                     else:
                         await self.tail.catch_up(max(1.0, deadline - time.monotonic()))
                         return result
             if time.monotonic() >= deadline:
+                stuck = self._promotion_error if self.election.is_primary else ""
                 raise last or forward_error(f"no primary registry within "
-                                            f"{self.write_timeout:g} s")
+                                            f"{self.write_timeout:g} s{stuck}")
             await asyncio.sleep(0.1)
 
     async def _forward(self, url: str, forward: Callable[[str], Awaitable[T]]) -> T:
