@@ -29,6 +29,9 @@ The rules, Confluent's:
                and given to the format's ``parse`` by name; a missing one is 42201.
 Stored schemas are parsed on demand and cached by (type, text, references); one that no
 longer parses (written by another tool) is logged and left out of matches and checks.
+Before a registration, lookup or check compares against stored schemas not parsed yet
+(every one of the type, the first time after a start: ~40 ms each for PROTOBUF's protoc),
+they are parsed on a worker thread, so the event loop keeps serving meanwhile.
 """
 
 from __future__ import annotations
@@ -144,6 +147,52 @@ class Core:
                 self._parsed[key] = None
         return self._parsed[key]
 
+    async def _warm(self, svs: list[SchemaVersion]) -> None:
+        """Parse, on a worker thread, those of ``svs`` not parsed yet (module doc); their
+        references are resolved here, on the loop's thread, which owns the store."""
+        todo: dict[_Key, tuple[SchemaVersion, dict[str, str]]] = {}
+        for sv in svs:
+            key = (sv.schema_type, sv.schema, sv.references)
+            if key in self._parsed or key in todo:
+                continue
+            try:
+                todo[key] = sv, self._resolve(sv.references)
+            except model.RegistryError:
+                continue  # _parse_stored logs it when it is used
+        if not todo:
+            return
+        fmts: dict[str, Format] = {}
+        for schema_type in {key[0] for key in todo}:
+            try:
+                fmts[schema_type] = self._format(schema_type)
+            except model.RegistryError:
+                continue
+
+        def parse_all() -> dict[_Key, tuple[Any, str] | None]:
+            done: dict[_Key, tuple[Any, str] | None] = {}
+            for key, (sv, refs) in todo.items():
+                fmt = fmts.get(key[0])
+                if fmt is None:
+                    continue
+                try:
+                    parsed = fmt.parse(sv.schema, refs)
+                    done[key] = parsed, fmt.canonical(parsed)
+                except InvalidSchema:
+                    continue  # _parse_stored logs it when it is used
+            return done
+
+        for key, value in (await asyncio.to_thread(parse_all)).items():
+            self._parsed.setdefault(key, value)
+
+    def _candidates(self, schema_type: str, refs: tuple[Reference, ...]) -> list[SchemaVersion]:
+        """The first user of every id that ``_existing_id`` may compare with."""
+        out = []
+        for schema_id in self.store.ids():
+            sv = self.store.users_of_id(schema_id)[0]
+            if sv.schema_type == schema_type and sv.references == refs:
+                out.append(sv)
+        return out
+
     def _same(self, sv: SchemaVersion, schema_type: str, canonical: str,
               refs: tuple[Reference, ...]) -> bool:
         if sv.schema_type != schema_type or sv.references != refs:
@@ -243,6 +292,7 @@ class Core:
     async def lookup(self, subject: str, schema: str, schema_type: str,
                      references: list[Reference], deleted: bool = False) -> SchemaVersion:
         _, canonical, refs = self._parse_new(schema, schema_type, references)
+        await self._warm(self.store.versions(subject, deleted=deleted))
         versions = self.store.versions(subject, deleted=deleted)
         if not versions:
             raise model.subject_not_found(subject)
@@ -279,6 +329,7 @@ class Core:
         if version is not None:
             self._version_number(version)  # 42202 before anything else
         new, _, _ = self._parse_new(schema, schema_type, references)
+        await self._warm(self.store.versions(subject))
         level = self._level(subject)
         if version is None:
             olds = compatibility.against(level, self.store.versions(subject))
@@ -308,6 +359,8 @@ class Core:
             if version is not None:
                 version = self._version_number(version)
             new, canonical, refs = self._parse_new(schema, schema_type, references)
+            await self._warm(self.store.versions(subject)
+                             + self._candidates(schema_type, refs))
             every = self.store.versions(subject, deleted=True)
             live = [sv for sv in every if not sv.deleted]
             for sv in reversed(live):
