@@ -3,7 +3,7 @@
 ``spool registry --authentication basic`` (``BasicAuth(bootstrap, security)``): every
 request must carry ``Authorization: Basic base64(user:password)``, and the pair is good
 when the broker accepts it, i.e. when a connection to the registry's bootstrap broker
-authenticates as that user with the registry's own ``security.protocol`` and
+(the first that can be reached, in the order given) authenticates as that user with the registry's own ``security.protocol`` and
 ``sasl.mechanism`` (its ``--command-config``: SASL_PLAINTEXT or SASL_SSL, and
 SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN). So the registry's users are the cluster's:
 ``spool acls``/``kafka-configs --alter --add-config SCRAM-SHA-256=[...]`` manage both,
@@ -88,11 +88,14 @@ class BasicAuth:
                 "registry's --command-config must set security.protocol SASL_PLAINTEXT or "
                 f"SASL_SSL and sasl.mechanism one of {', '.join(MECHANISMS)} (it has "
                 f"{security.describe()})")
-        first = bootstrap.split(",")[0].strip()
-        host, _, port = first.rpartition(":")
-        if not host or not port.isdigit():
-            raise ValueError(f"not a host:port: {first!r}")
-        self._host, self._port = host.strip("[]"), int(port)
+        self._addresses: list[tuple[str, int]] = []
+        for address in filter(None, (a.strip() for a in bootstrap.split(","))):
+            host, _, port = address.rpartition(":")
+            if not host or not port.isdigit():
+                raise ValueError(f"not a host:port: {address!r}")
+            self._addresses.append((host.strip("[]"), int(port)))
+        if not self._addresses:
+            raise ValueError("no bootstrap address")
         self._security = security
         self._cache_s = cache_s
         self._timeout_s = timeout_s
@@ -124,17 +127,21 @@ class BasicAuth:
 
         self.checks += 1
         timeout_ms = int(self._timeout_s * 1000)
-        client = NodeClient(self._host, self._port, client_id="spool-registry-auth",
-                            request_timeout_ms=timeout_ms, connect_timeout_ms=timeout_ms,
-                            security=dataclasses.replace(self._security, username=user,
-                                                         password=password))
-        try:
-            await client.request(ApiVersionsRequest(), 0)
-        except AuthenticationError as e:
-            log.info("registry: basic authentication of %r refused: %s", user, e)
-            raise Unauthorized(f"{user}: refused") from None
-        except (ClientError, OSError) as e:
-            raise model.store_error(f"cannot check credentials with the cluster: {e}") \
-                from None
-        finally:
-            await client.close()
+        security = dataclasses.replace(self._security, username=user, password=password)
+        failures = []
+        for host, port in self._addresses:
+            client = NodeClient(host, port, client_id="spool-registry-auth",
+                                request_timeout_ms=timeout_ms,
+                                connect_timeout_ms=timeout_ms, security=security)
+            try:
+                await client.request(ApiVersionsRequest(), 0)
+                return
+            except AuthenticationError as e:
+                log.info("registry: basic authentication of %r refused: %s", user, e)
+                raise Unauthorized(f"{user}: refused") from None
+            except (ClientError, OSError) as e:
+                failures.append(str(e))  # that broker is away: the next one
+            finally:
+                await client.close()
+        raise model.store_error("cannot check credentials with the cluster: "
+                                + "; ".join(failures))

@@ -290,3 +290,25 @@ def test_basic_auth_checks_once_per_pair_and_forgets(cluster):
         assert auth.checks == 4
 
     asyncio.run(asyncio.wait_for(run(), 60))
+
+
+def test_basic_auth_tries_each_bootstrap_broker(cluster):
+    """An unreachable first bootstrap address is skipped; none reachable is 500/50001."""
+    import asyncio
+
+    from spool.registry.auth import BasicAuth
+    from spool.registry.model import RegistryError
+    from spool.security.client_config import ClientSecurity
+
+    security = ClientSecurity(protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-256")
+    good = basic("bob", USERS["bob"])["Authorization"]
+
+    async def run() -> None:
+        auth = BasicAuth(f"127.0.0.1:1, {cluster[0].bootstrap()}", security, timeout_s=5)
+        assert await auth(good) == "bob"
+        with pytest.raises(RegistryError) as e:
+            await BasicAuth("127.0.0.1:1", security, timeout_s=5)(good)
+        assert (e.value.status, e.value.error_code) == (500, 50001)
+        assert "cannot check credentials" in e.value.message
+
+    asyncio.run(asyncio.wait_for(run(), 60))
