@@ -8,9 +8,11 @@ into a ``store.Store`` (``schemas_log.SchemasTail``) up to the end it had when s
 not answer within ``timeout``) may be called again. ``await stop()`` leaves the group
 (another instance takes over at once) and closes the clients.
 
-Reads are ``core.Core``'s over this instance's store. A read that finds nothing (a 404)
-first catches up with the topic (reads to the end offset it has now, at most 2 s) and
-asks again, so a schema committed through any instance before the request is found.
+Reads are ``core.Core``'s over this instance's store. On an instance that is not the
+primary a read first catches up with the topic (reads up to the end offset it has now:
+one ListOffsets, ~1 ms), so it sees every write committed through any instance before
+the request; a cluster that does not answer within 1 s leaves it the local copy. The
+primary has applied every write before answering it, so it answers at once.
 
 Writes go to the primary:
 - this instance is the primary once assigned the group's partition 0 *and* promoted:
@@ -21,8 +23,12 @@ Writes go to the primary:
   to the store before the call returns (read-your-writes). A producer fenced meanwhile
   (a newer primary) makes the write go to the new primary instead; a write that fails
   otherwise (50001, 50002 on a timeout) has the primary start over with a new producer.
-- another instance forwards the call to the primary's URL (``forward.Forwarder``),
-  found from the group's description, then catches up with the topic before returning
+- another instance forwards the call to the primary's URL (``forward.Forwarder``): the
+  one the last primary announced on the topic (``schemas_log.PRIMARY_HEADER``, on the
+  NOOP it wrote once it had fenced its predecessor), or when none was read the group's
+  member holding partition 0 (DescribeConsumerGroups: librdkafka's group admin calls can
+  abort the process when the coordinator moves mid-call, librdkafka #4605, so they are
+  the fallback only). It then catches up with the topic before returning
   (read-your-writes here too). A forward still unanswered when another instance has
   become the primary (the old one paused, say) is given up and sent to the new one. A
   primary not yet elected or not reachable is retried until ``write_timeout`` (30 s: a
@@ -119,9 +125,10 @@ class KafkaRegistry:
                 await asyncio.to_thread(ensure_topic, self._admin, self.topic,
                                         max(1.0, deadline - time.monotonic()))
                 break
-            except KafkaException as e:
+            except (KafkaException, TimeoutError) as e:
                 if time.monotonic() >= deadline:
-                    raise operation_timeout(f"creating {self.topic}: {e}") from None
+                    raise operation_timeout(f"creating {self.topic}: "
+                                            f"{e or 'timed out'}") from None
                 await asyncio.sleep(0.2)
         if not self._started:
             self._started = True
@@ -164,7 +171,7 @@ class KafkaRegistry:
             writer = SchemasWriter(self.config, self.topic, self.group_id, self.timeout)
             try:
                 await writer.open()
-                offset = await writer.write([noop_record()])
+                offset = await writer.write([noop_record()], announce=self.url)
                 await self.tail.wait_for(offset, self.timeout)
             except asyncio.CancelledError:
                 writer.close()
@@ -224,13 +231,9 @@ class KafkaRegistry:
 
     async def _read(self, call: Callable[[], Awaitable[T]]) -> T:
         await self._when_ready()
-        try:
-            return await call()
-        except RegistryError as e:
-            if e.status != 404:
-                raise
-        with contextlib.suppress(RegistryError):
-            await self.tail.catch_up(2.0)
+        if not self.is_primary:  # the primary applied every write before answering it
+            with contextlib.suppress(RegistryError):  # no answer in 1 s: the local copy
+                await self.tail.catch_up(1.0)
         return await call()
 
     async def _write(self, local: Callable[[], Awaitable[T]],
@@ -250,7 +253,7 @@ class KafkaRegistry:
                         except NotPrimary:
                             pass
             else:
-                url = await self.election.primary_url(min(5.0, max(0.5, left)))
+                url = await self._primary_url(left)
                 if url and url != self.url:
                     try:
                         result = await self._forward(url, forward)
@@ -283,14 +286,18 @@ class KafkaRegistry:
             return call.result()
         raise _PrimaryMoved
 
+    async def _primary_url(self, left: float) -> str | None:
+        """The primary's URL: the last one announced on the topic, else (none read: the
+        announcement compacted away long after it was written) the group's word."""
+        if self.tail.announced is not None:
+            return self.tail.announced
+        return await self.election.primary_url(min(5.0, max(0.5, left)))
+
     async def _moved_from(self, url: str) -> None:
-        """Return once ``url`` is no longer the primary's (checked every second)."""
+        """Return once ``url`` is no longer the primary's (checked every 0.2 s)."""
         while True:
-            await asyncio.sleep(1.0)
-            if self.election.is_primary:
-                return
-            now = await self.election.primary_url(2.0)
-            if now is not None and now != url:
+            await asyncio.sleep(0.2)
+            if self.election.is_primary or self.tail.announced not in (None, url):
                 return
 
     # ---- model.Registry: reads

@@ -14,7 +14,10 @@ minimum by default) and the partition goes to another.
 ``is_primary`` is this instance's view; ``on_change(is_primary)`` is called on the event
 loop that called ``start()`` whenever it changes. ``primary_url()`` asks the group
 coordinator (DescribeConsumerGroups) which member holds partition 0 and returns its
-``client.id``, or None while no member does (a rebalance).
+``client.id``, or None while no member does (a rebalance) or the call fails. The backend
+asks it only when no primary has announced itself on the topic: librdkafka's group admin
+calls can abort the process when the coordinator moves during one (librdkafka #4605,
+seen here with a broker of three killed).
 
 Being assigned the partition is what makes a primary *want* to write; what makes writing
 safe is the transactional producer's fencing (``schemas_log.SchemasWriter``): two
@@ -84,8 +87,8 @@ class Election:
 
         try:
             return await asyncio.to_thread(describe)
-        except KafkaException as e:
-            log.info("describing group %s: %s", self.group_id, e)  # retried by the caller
+        except (KafkaException, TimeoutError) as e:  # a coordinator moving, a node down
+            log.info("describing group %s: %s", self.group_id, e or "timed out")  # retried
             return None
 
     def close(self) -> None:

@@ -16,6 +16,10 @@ has passed ``offset``; ``catch_up()`` once it has reached the end offset (the la
 offset, asked of ``admin``: ListOffsets read_committed) as it is at the call: what was
 committed before the call has been applied when it returns.
 
+``announced`` is the URL in the ``PRIMARY_HEADER`` header of the last record read that
+had one: the NOOP each primary writes once it has fenced the previous one, so the last
+committed one names the current primary (or the last one, until a new one has written).
+
 ``SchemasWriter(client_config, topic, transactional_id)`` is the primary's producer:
 ``open()`` runs ``init_transactions``, which fences any producer of the same
 transactional id (a stale primary can no longer commit) and aborts its open transaction;
@@ -53,6 +57,11 @@ from spool.registry.model import RegistryError, operation_timeout, store_error
 log = logging.getLogger("spool.registry")
 
 Record = tuple[bytes, bytes | None]
+_Read = tuple[int, bytes, bytes | None, str | None]  # offset, key, value, announced URL
+
+# the header of the NOOP record a new primary writes once it has fenced the previous one:
+# its advertised URL (a header: Confluent's and Karapace's readers ignore headers)
+PRIMARY_HEADER = "spool.registry.primary"
 
 # librdkafka's defaults for clients of a local service: no telemetry pushes (each
 # logs 'Telemetry client instance id changed'), its log lines through Python's logging
@@ -81,7 +90,21 @@ def ensure_topic(admin: AdminClient, topic: str, timeout: float = 10.0) -> bool:
             return False
         raise
     log.info("created topic %s (1 partition, replication factor %d, compacted)", topic, rf)
+    _wait_for_leader(admin, topic, timeout)
     return True
+
+
+def _wait_for_leader(admin: AdminClient, topic: str, timeout: float) -> None:
+    """Until the metadata names a leader of partition 0 (a topic just created has none
+    for a while; librdkafka's cache would answer 'No leaders found' meanwhile)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(KafkaException):
+            found = admin.list_topics(topic, timeout=max(0.5, deadline - time.monotonic()))
+            partitions = found.topics[topic].partitions if topic in found.topics else {}
+            if 0 in partitions and partitions[0].leader >= 0:
+                return
+        time.sleep(0.1)
 
 
 class SchemasTail:
@@ -97,6 +120,7 @@ class SchemasTail:
                        "enable.auto.offset.store": False, "isolation.level": "read_committed",
                        "fetch.wait.max.ms": 100, "auto.offset.reset": "earliest"}))
         self.position = 0
+        self.announced: str | None = None  # the last primary's URL read (PRIMARY_HEADER)
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._warned: dict[str, float] = {}  # the tail thread's: line -> when logged
@@ -124,6 +148,8 @@ class SchemasTail:
                 return await asyncio.to_thread(
                     ask, max(0.5, min(5.0, deadline - time.monotonic())))
             except (KafkaException, TimeoutError) as e:  # no leader yet, broker away
+                with contextlib.suppress(KafkaException):  # a fresh look at the leaders
+                    await asyncio.to_thread(self._admin.list_topics, self.topic, timeout=1.0)
                 if time.monotonic() >= deadline:
                     raise operation_timeout(f"the end offset of {self.topic}: {e}") from None
                 await asyncio.sleep(0.1)
@@ -173,14 +199,16 @@ class SchemasTail:
                 self._warn(f"reading {self.topic}: {e}")
                 time.sleep(0.2)
                 continue
-            records: list[tuple[int, bytes, bytes | None]] = []
+            records: list[_Read] = []
             for m in messages:
                 err = m.error()
                 if err is not None:
                     if err.code() != KafkaError._PARTITION_EOF:
                         self._warn(f"reading {self.topic}: {err}")
                     continue
-                records.append((m.offset(), m.key() or b"", m.value()))
+                announced = dict(m.headers() or ()).get(PRIMARY_HEADER)
+                records.append((m.offset(), m.key() or b"", m.value(),
+                                announced.decode(errors="replace") if announced else None))
             if records or position > self.position:
                 assert self._loop is not None
                 with contextlib.suppress(RuntimeError):  # the loop closed: we are stopping
@@ -194,12 +222,14 @@ class SchemasTail:
             self._warned[line] = now
             log.warning("%s", line)
 
-    def _deliver(self, records: list[tuple[int, bytes, bytes | None]], position: int) -> None:
-        for offset, key, value in records:
+    def _deliver(self, records: list[_Read], position: int) -> None:
+        for offset, key, value, announced in records:
             if offset < self.position:
                 continue
             try:
                 self._apply(key, value)
+                if announced is not None:
+                    self.announced = announced
             except Exception:  # the store skips bad records itself; this is a bug's net
                 log.exception("applying %s offset %d failed; skipped", self.topic, offset)
             self.position = offset + 1
@@ -235,11 +265,13 @@ class SchemasWriter:
         except KafkaException as e:
             raise self._error("init_transactions", e) from None
 
-    async def write(self, records: list[Record]) -> int:
-        """Write ``records`` in one transaction; the offset of the last one."""
-        return await asyncio.to_thread(self._write, records)
+    async def write(self, records: list[Record], announce: str | None = None) -> int:
+        """Write ``records`` in one transaction; the offset of the last one. ``announce``:
+        a URL to carry in each record's ``PRIMARY_HEADER``."""
+        return await asyncio.to_thread(self._write, records, announce)
 
-    def _write(self, records: list[Record]) -> int:
+    def _write(self, records: list[Record], announce: str | None = None) -> int:
+        headers = [(PRIMARY_HEADER, announce.encode())] if announce else None
         offsets: list[int] = []
         errors: list[KafkaError] = []
 
@@ -253,7 +285,8 @@ class SchemasWriter:
         try:
             p.begin_transaction()
             for key, value in records:
-                p.produce(self.topic, key=key, value=value, partition=0, on_delivery=delivered)
+                p.produce(self.topic, key=key, value=value, partition=0, headers=headers,
+                          on_delivery=delivered)
             p.commit_transaction(self.timeout)
         except KafkaException as e:
             error = self._error("write", e)
@@ -278,5 +311,5 @@ class SchemasWriter:
             self._producer.flush(1.0)
 
 
-__all__ = ["Fenced", "Record", "RegistryError", "SchemasTail", "SchemasWriter",
+__all__ = ["PRIMARY_HEADER", "Fenced", "Record", "RegistryError", "SchemasTail", "SchemasWriter",
            "client_config", "ensure_topic"]

@@ -86,6 +86,29 @@ def schema_records(bootstrap: str) -> list[tuple[dict, dict | None]]:
     return out
 
 
+def announcements(bootstrap: str) -> list[str]:
+    """The primaries' URLs in the order they announced themselves on _schemas (the
+    spool.registry.primary header of the NOOP each writes once it has fenced the last)."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "test-reader", "log_level": 0,
+                  "isolation.level": "read_committed", "enable.partition.eof": True})
+    c.assign([TopicPartition("_schemas", 0, 0)])
+    out = []
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error():
+                break
+            url = dict(m.headers() or ()).get("spool.registry.primary")
+            if url is not None:
+                out.append(url.decode())
+    finally:
+        c.close()
+    return out
+
+
 def register(url: str, subject: str, schema: str, timeout: float = 60.0) -> tuple[int, dict]:
     return call("POST", f"{url}/subjects/{subject}/versions", {"schema": schema}, timeout)
 
@@ -151,6 +174,7 @@ def test_killing_the_primary_hands_writing_to_the_other(cluster):
     assert (status, answer) == (200, {"id": 2}), answer
     assert took < 30, took
     assert primary_url(broker.bootstrap) == survivor.url
+    assert announcements(broker.bootstrap) == [dead.url, survivor.url]
     assert call("GET", f"{survivor.url}/subjects/orders-value/versions") == (200, [1, 2])
     assert register(survivor.url, "payments-value", avro("x")) == (200, {"id": 3})
 
@@ -274,8 +298,10 @@ def test_on_a_three_node_cluster_the_leader_of_schemas_can_die(tmp_path):
         assert register(a.url, "orders-value", avro("id")) == (200, {"id": 1})
         leader = topic.partitions[0].leader
         next(n for n in nodes.brokers if n.node_id == leader).kill()
-        assert register(b.url, "orders-value", avro("id", "total"), 60) == (200, {"id": 2})
-        assert register(a.url, "payments-value", avro("x"), 60) == (200, {"id": 3})
+        logs = lambda: "\n".join(r.log_tail() for r in registries)  # noqa: E731
+        assert register(b.url, "orders-value", avro("id", "total"), 60) == (
+            200, {"id": 2}), logs()
+        assert register(a.url, "payments-value", avro("x"), 60) == (200, {"id": 3}), logs()
         for r in (a, b):
             assert call("GET", f"{r.url}/subjects/orders-value/versions") == (200, [1, 2])
     finally:
