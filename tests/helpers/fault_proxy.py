@@ -143,6 +143,8 @@ class LinkProxy:
         with self._cond:
             self._cond.notify_all()
             conns = list(self._conns)
+        with contextlib.suppress(OSError):  # wakes the accept thread (close alone does not)
+            self._srv.shutdown(socket.SHUT_RDWR)
         with contextlib.suppress(OSError):
             self._srv.close()
         for c in conns:
