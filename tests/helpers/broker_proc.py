@@ -38,7 +38,7 @@ class BrokerProcess:
         self.port = 0  # the first listener's
         self.listener_ports: dict[str, int] = {}  # every listener's, by name
         # the HTTP endpoints' http://host:port by what they are: admin, metrics (the first
-        # metrics listener), console; as the broker prints them on stdout
+        # metrics listener), console, registry; as the broker prints them on stdout
         self.http_urls: dict[str, str] = {}
         self.stdout_lines: list[str] = []  # what it printed on stdout, line by line
         self.proc: subprocess.Popen | None = None
@@ -74,7 +74,8 @@ class BrokerProcess:
         expected = max(1, len([x for x in ov["listeners"].split(",") if x.strip()]))
         http_expected = (len([x for x in ov.get("metrics.listeners", "").split(",") if x.strip()])
                          + bool(ov.get("spool.admin.http.listener"))
-                         + bool(ov.get("console.listeners")))
+                         + bool(ov.get("console.listeners"))
+                         + bool(ov.get("schema.registry.listeners")))
         http_seen: list[str] = []
         printed: list[str] = []
         self.stdout_lines = printed

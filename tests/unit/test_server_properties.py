@@ -12,7 +12,8 @@ from spool.broker.config import BrokerConfig, known_key
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "config" / "server.properties"
 TURNED_ON = {"metrics.listeners": "http://127.0.0.1:9404",
-             "console.listeners": "http://127.0.0.1:8080"}
+             "console.listeners": "http://127.0.0.1:8080",
+             "schema.registry.listeners": "http://127.0.0.1:8081"}
 SYNONYM = {"log.retention.hours": "log.retention.ms"}  # the key that says the value
 
 
