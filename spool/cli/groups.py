@@ -69,6 +69,7 @@ import csv
 import re
 import sys
 import time
+from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -237,13 +238,14 @@ def _offsets(admin: AdminClient, group: str, owner: dict[tuple[str, int], str],
 
 
 def _group_doc(bootstrap: str, group: str, timeout: float,
-               admin_endpoint: list[str] | None) -> dict:
-    """One group's document, whatever its type (the module doc's ``describe``)."""
+               admin_endpoint: list[str] | None, admin: Callable[[], AdminClient]) -> dict:
+    """One group's document, whatever its type (the module doc's ``describe``); ``admin``
+    gives the command's one AdminClient (made on first use)."""
     kind, described, coord = wire.run(bootstrap, timeout, lambda a: group_describe.probe(
         a, group, timeout))
     if kind == "consumer":
         doc = group_describe.consumer_doc(described)
-        doc["offsets"] = _offsets(admin_client(bootstrap, timeout), group, {
+        doc["offsets"] = _offsets(admin(), group, {
             (a["topic"], a["partition"]): m["member_id"]
             for m in doc["members"] for a in m["assignment"]}, timeout)
     elif kind == "share":
@@ -251,7 +253,7 @@ def _group_doc(bootstrap: str, group: str, timeout: float,
         if admin_endpoint:
             doc["in_flight"] = group_describe.in_flight(admin_endpoint, group, timeout)
     else:
-        doc = _describe(admin_client(bootstrap, timeout), group, timeout)
+        doc = _describe(admin(), group, timeout)
     doc["coordinator"] = coord
     return doc
 
@@ -302,9 +304,19 @@ def describe(
         groups = [g.group_id for g in listed
                   if g.group_type == "consumer" or g.protocol_type in ("consumer", "")]
     docs = []
+    # one AdminClient for every group: a client made and destroyed per group (hundreds under
+    # --all-groups) aborted the process inside librdkafka's admin code now and then
+    # (rd_kafka_admin_response_parse: Assertion 'rko_result' failed)
+    clients: list[AdminClient] = []
+
+    def admin() -> AdminClient:
+        if not clients:
+            clients.append(admin_client(bootstrap, timeout))
+        return clients[0]
+
     for g in groups or []:
         try:
-            docs.append(_view(_group_doc(bootstrap, g, timeout, admin_endpoint), view))
+            docs.append(_view(_group_doc(bootstrap, g, timeout, admin_endpoint, admin), view))
         except UnicodeDecodeError as e:  # a string field the client cannot decode (not UTF-8)
             if not all_groups:
                 raise CliError(f"group '{g}': its description is not valid UTF-8 "
