@@ -42,6 +42,7 @@ registry will do, ``spool registry`` or the broker's ``schema.registry.listeners
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -125,6 +126,28 @@ def _references(items: list[str] | None) -> list[dict[str, Any]]:
             raise CliError(f"bad --reference {item!r}: expected NAME=SUBJECT:VERSION", 2)
         out.append({"name": name, "subject": subject, "version": int(version)})
     return out
+
+
+def _setting(subject: str | None, new: str | None, delete: bool, json: bool, what: str,
+             key: str, get: Callable[[str | None], str], change: Callable[[str], str],
+             remove: Callable[[str], Any]) -> None:
+    """``config`` and ``mode``: print the setting (``what``, ``key`` in --json), global or
+    a subject's, after ``--set`` (``change``) or ``--delete`` (``remove``) if asked."""
+    if new is not None and delete:
+        raise CliError("give --set or --delete, not both", 2)
+    if delete:
+        if subject is None:
+            raise CliError(f"--delete removes a subject's {what}: name the SUBJECT", 2)
+        _ask(remove, subject)
+        value = _ask(get, subject)
+    elif new is not None:
+        value = _ask(change, new.upper())
+    else:
+        value = _ask(get, subject)
+    if json:
+        print_json({"subject": subject, key: value})
+    else:
+        typer.echo(value)
 
 
 @app.command()
@@ -259,21 +282,8 @@ def config(
 
     --json: {"subject", "compatibility"}."""
     client = _client(url, timeout)
-    if set_level is not None and delete:
-        raise CliError("give --set or --delete, not both", 2)
-    if delete:
-        if subject is None:
-            raise CliError("--delete removes a subject's level: name the SUBJECT", 2)
-        _ask(client.delete_config, subject)
-        level = _ask(client.get_config, subject)
-    elif set_level is not None:
-        level = _ask(client.set_config, set_level.upper(), subject)
-    else:
-        level = _ask(client.get_config, subject)
-    if json:
-        print_json({"subject": subject, "compatibility": level})
-    else:
-        typer.echo(level)
+    _setting(subject, set_level, delete, json, "level", "compatibility", client.get_config,
+             lambda v: client.set_config(v, subject), client.delete_config)
 
 
 @app.command()
@@ -295,21 +305,8 @@ def mode(
 
     --json: {"subject", "mode"}."""
     client = _client(url, timeout)
-    if set_mode is not None and delete:
-        raise CliError("give --set or --delete, not both", 2)
-    if delete:
-        if subject is None:
-            raise CliError("--delete removes a subject's mode: name the SUBJECT", 2)
-        _ask(client.delete_mode, subject)
-        value = _ask(client.get_mode, subject)
-    elif set_mode is not None:
-        value = _ask(client.set_mode, set_mode.upper(), subject, force)
-    else:
-        value = _ask(client.get_mode, subject)
-    if json:
-        print_json({"subject": subject, "mode": value})
-    else:
-        typer.echo(value)
+    _setting(subject, set_mode, delete, json, "mode", "mode", client.get_mode,
+             lambda v: client.set_mode(v, subject, force), client.delete_mode)
 
 
 @app.command()
