@@ -133,7 +133,7 @@ class _Walker:
                 self.named.get(rewritten, rewritten))
             if isinstance(definition, list):
                 raise self.fail(where, "a union may not immediately contain another union")
-            key = _kind(definition)
+            key = node_kind(definition)
             if key in NAMED:
                 key = definition["name"]
             if key in seen:
@@ -223,7 +223,7 @@ class _Walker:
                             "its symbols")
 
 
-def _kind(node: Any) -> str:
+def node_kind(node: Any) -> str:
     """``int``, ``record``, ``array``, ``union``...: what a rewritten node is."""
     if isinstance(node, str):
         return node

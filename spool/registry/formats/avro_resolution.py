@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from spool.registry.formats.avro import AvroSchema
+from spool.registry.formats.avro import AvroSchema, node_kind
 
 PROMOTIONS = {
     "int": frozenset(("long", "float", "double")),
@@ -54,20 +54,12 @@ def incompatibilities(reader: AvroSchema, writer: AvroSchema) -> list[str]:
     return _Resolution(reader, writer).resolve(reader.root, writer.root, "")
 
 
-def _kind(node: Any) -> str:
-    if isinstance(node, str):
-        return node
-    if isinstance(node, list):
-        return "union"
-    return "record" if node["type"] == "error" else node["type"]
-
-
 def _short(full_name: str) -> str:
     return full_name.rpartition(".")[2]
 
 
 def _describe(node: Any) -> str:
-    kind = _kind(node)
+    kind = node_kind(node)
     return f"{kind} {node['name']!r}" if isinstance(node, dict) and "name" in node else kind
 
 
@@ -107,7 +99,7 @@ class _Resolution:
         problem = self.mismatch(r, w)
         if problem:
             return [f"{problem[0]} at {path or '/'}: {problem[1]}"]
-        kind = _kind(r)
+        kind = node_kind(r)
         if kind == "array":
             return self.resolve(r["items"], w["items"], f"{path}/items")
         if kind == "map":
@@ -125,7 +117,7 @@ class _Resolution:
 
     def mismatch(self, r: Any, w: Any) -> tuple[str, str] | None:
         """Why two non-union schemas do not match, as (error type, detail), else None."""
-        rk, wk = _kind(r), _kind(w)
+        rk, wk = node_kind(r), node_kind(w)
         if rk != wk:
             if rk in PROMOTIONS.get(wk, ()):
                 return None
