@@ -1,4 +1,18 @@
-"""A real ``spool registry`` process for tests: start, kill -9, stop; and a tiny HTTP client."""
+"""A real ``spool registry`` process for tests, and the registry's REST API as tests speak it.
+
+``RegistryProcess(bootstrap, log_path, *extra)``: ``spool registry --bootstrap-server B
+--listen http://127.0.0.1:0 EXTRA...`` in a child; ``start`` returns once it printed its
+listening line (``url``), ``kill`` is kill -9, ``stop`` SIGTERM and its exit code.
+
+``call(url, method, path, body)`` is one request with the standard library: a JSON body
+is sent as ``application/vnd.schemaregistry.v1+json`` (or ``data``, bytes as they are,
+with the ``headers`` given); the answer is ``Answer`` (status, the parsed JSON or the
+text, headers), error statuses included, never an exception. ``ask(method, full_url,
+body)`` is the same as ``(status, JSON)``, for asserting on both at once.
+``schemas_end_offset(bootstrap)`` is ``_schemas``' log end offset (0 before it exists).
+``roundtrip(bootstrap, topic, serialize, deserialize, values)`` produces the values
+through a confluent-kafka serializer and consumes them back deserialized.
+"""
 
 from __future__ import annotations
 
@@ -12,11 +26,13 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 _LINE = re.compile(r"spool registry listening on (http://\S+) \(registry\)")
-MEDIA_TYPE = "application/vnd.schemaregistry.v1+json"
 
 
 class RegistryProcess:
@@ -81,14 +97,86 @@ class RegistryProcess:
         return self.proc.returncode
 
 
-def call(method: str, url: str, body: Any = None, timeout: float = 30.0) -> tuple[int, Any]:
-    """One REST call as a client makes it: (status, decoded JSON answer)."""
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method=method,
-                                     headers={"Content-Type": MEDIA_TYPE,
-                                              "Accept": MEDIA_TYPE})
+SR_JSON = "application/vnd.schemaregistry.v1+json"
+
+
+@dataclass
+class Answer:
+    status: int
+    body: Any  # the JSON value, or the text when it is not JSON
+    headers: dict[str, str]
+    text: str
+
+    @property
+    def content_type(self) -> str:
+        return self.headers.get("Content-Type", "").split(";")[0].strip()
+
+
+def call(url: str, method: str, path: str, body: Any = None, *, data: bytes | None = None,
+         headers: dict[str, str] | None = None, timeout: float = 30.0) -> Answer:
+    """``body`` (JSON) or ``data`` (bytes as they are) to ``url + path``."""
+    hdrs = dict(headers or {})
+    if body is not None:
+        data = json.dumps(body).encode()
+        hdrs.setdefault("Content-Type", SR_JSON)
+    req = urllib.request.Request(url.rstrip("/") + path, data=data, method=method,
+                                 headers=hdrs)
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status, json.loads(response.read() or b"null")
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            status, raw, got = r.status, r.read(), dict(r.headers)
     except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"null")
+        status, raw, got = e.code, e.read(), dict(e.headers)
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        value: Any = json.loads(text)
+    except ValueError:
+        value = text
+    return Answer(status, value, got, text)
+
+
+def ask(method: str, url: str, body: Any = None, timeout: float = 30.0) -> tuple[int, Any]:
+    """``call`` to a full URL as ``(status, decoded answer)``."""
+    a = call(url, method, "", body, headers={"Accept": SR_JSON}, timeout=timeout)
+    return a.status, a.body
+
+
+def schemas_end_offset(bootstrap: str, topic: str = "_schemas") -> int:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "end-offset-probe",
+                  "enable.auto.commit": False})
+    try:
+        if topic not in c.list_topics(timeout=10).topics:
+            return 0
+        return c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1]
+    finally:
+        c.close()
+
+
+def roundtrip(bootstrap: str, topic: str, serialize: Callable, deserialize: Callable,
+              values: list) -> list[tuple[bytes, Any]]:
+    """Produce each value serialized to ``topic``; consume them back: (raw, deserialized)
+    for each, in order (until as many as sent, or 30 s)."""
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for value in values:
+        producer.produce(topic, serialize(value, ctx))
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    got: list[tuple[bytes, Any]] = []
+    try:
+        deadline = time.monotonic() + 30
+        while len(got) < len(values) and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error():
+                continue
+            raw = msg.value()
+            got.append((raw, deserialize(raw, ctx)))
+    finally:
+        consumer.close()
+    return got

@@ -17,15 +17,17 @@ compares ``_schemas``' end offset before and after a request sees that request o
 
 from __future__ import annotations
 
+import importlib
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from functools import partial
+from types import ModuleType
 
 import pytest
 
 from tests.helpers.broker_proc import BrokerProcess
-from tests.helpers.registry_proc import RegistryProcess
-from tests.helpers.registry_rest import Answer, call
+from tests.helpers.registry_proc import Answer, RegistryProcess, call
 
 
 def _warmed(reg: RegistryProcess) -> RegistryProcess:
@@ -69,3 +71,27 @@ def subject(request) -> str:
 @pytest.fixture
 def sr(registry) -> Callable[..., Answer]:
     return partial(call, registry.url)
+
+
+@pytest.fixture
+def protoc(tmp_path) -> Iterator[Callable[[dict[str, str], str], ModuleType]]:
+    """``compile({file name: .proto text}, module)``: the files written to tmp_path,
+    compiled by protoc to Python and ``module`` (e.g. ``order_pb2``) imported; tmp_path
+    is on sys.path until the test ends. Give the files names and packages unique to the
+    test: protobuf's default descriptor pool is global."""
+    from grpc_tools import protoc as grpc_protoc
+
+    def compile_(files: dict[str, str], module: str) -> ModuleType:
+        for name, text in files.items():
+            (tmp_path / name).write_text(text)
+        assert grpc_protoc.main(["protoc", f"-I{tmp_path}", f"--python_out={tmp_path}",
+                                 *files]) == 0
+        if str(tmp_path) not in sys.path:
+            sys.path.insert(0, str(tmp_path))
+        return importlib.import_module(module)
+
+    try:
+        yield compile_
+    finally:
+        if str(tmp_path) in sys.path:
+            sys.path.remove(str(tmp_path))

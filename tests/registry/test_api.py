@@ -14,7 +14,7 @@ import urllib.parse
 
 import pytest
 
-from tests.helpers.registry_rest import SR_JSON, call, schemas_end_offset
+from tests.helpers.registry_proc import SR_JSON, call, schemas_end_offset
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -22,8 +22,7 @@ import pytest
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient, SchemaRegistryError
 
 from tests.helpers.cli import spool_cli
-from tests.helpers.registry_proc import RegistryProcess
-from tests.helpers.registry_rest import call
+from tests.helpers.registry_proc import RegistryProcess, call
 from tests.helpers.secure_broker import SCRAM_LOGIN, SecureBroker
 
 pytestmark = pytest.mark.timeout(120)

@@ -23,7 +23,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from tests.helpers.cluster_proc import Cluster
-from tests.helpers.registry_proc import RegistryProcess, call
+from tests.helpers.registry_proc import RegistryProcess, ask
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -66,8 +66,8 @@ def primary_url(bootstrap: str, timeout: float = 30.0) -> str:
     raise AssertionError(f"no member of {GROUP} holds _schemas within {timeout} s")
 
 
-def schema_records(bootstrap: str) -> list[tuple[dict, dict | None]]:
-    """Every committed record of _schemas, keys and values decoded."""
+def _committed(bootstrap: str) -> list:
+    """Every committed message of _schemas, in offset order."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "test-reader", "log_level": 0,
                   "isolation.level": "read_committed", "enable.partition.eof": True})
     c.assign([TopicPartition("_schemas", 0, 0)])
@@ -80,37 +80,28 @@ def schema_records(bootstrap: str) -> list[tuple[dict, dict | None]]:
                 continue
             if m.error():
                 break  # end of partition
-            out.append((json.loads(m.key()), None if m.value() is None else json.loads(m.value())))
+            out.append(m)
     finally:
         c.close()
     return out
+
+
+def schema_records(bootstrap: str) -> list[tuple[dict, dict | None]]:
+    """Every committed record of _schemas, keys and values decoded."""
+    return [(json.loads(m.key()), None if m.value() is None else json.loads(m.value()))
+            for m in _committed(bootstrap)]
 
 
 def announcements(bootstrap: str) -> list[str]:
     """The primaries' URLs in the order they announced themselves on _schemas (the
     spool.registry.primary header of the NOOP each writes once it has fenced the last)."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "test-reader", "log_level": 0,
-                  "isolation.level": "read_committed", "enable.partition.eof": True})
-    c.assign([TopicPartition("_schemas", 0, 0)])
-    out = []
-    try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is None:
-                continue
-            if m.error():
-                break
-            url = dict(m.headers() or ()).get("spool.registry.primary")
-            if url is not None:
-                out.append(url.decode())
-    finally:
-        c.close()
-    return out
+    headers = (dict(m.headers() or ()) for m in _committed(bootstrap))
+    return [h["spool.registry.primary"].decode() for h in headers
+            if "spool.registry.primary" in h]
 
 
 def register(url: str, subject: str, schema: str, timeout: float = 60.0) -> tuple[int, dict]:
-    return call("POST", f"{url}/subjects/{subject}/versions", {"schema": schema}, timeout)
+    return ask("POST", f"{url}/subjects/{subject}/versions", {"schema": schema}, timeout)
 
 
 def test_a_schema_registered_through_one_is_served_by_the_other_at_once(cluster):
@@ -120,13 +111,13 @@ def test_a_schema_registered_through_one_is_served_by_the_other_at_once(cluster)
         assert status == 200, answer
         schema_id = answer["id"]
         # no polling: the very next request to the other instance has it
-        assert call("GET", f"{reader.url}/schemas/ids/{schema_id}") == (200, {"schema": avro("id")})
-        assert call("GET", f"{reader.url}/subjects/{subject}/versions/latest") == (
+        assert ask("GET", f"{reader.url}/schemas/ids/{schema_id}") == (200, {"schema": avro("id")})
+        assert ask("GET", f"{reader.url}/subjects/{subject}/versions/latest") == (
             200, {"subject": subject, "version": 1, "id": schema_id, "schema": avro("id")})
     # the same schema under another subject: the same id, wherever it was registered
-    assert call("GET", f"{a.url}/schemas/ids/1/versions") == (200, [
+    assert ask("GET", f"{a.url}/schemas/ids/1/versions") == (200, [
         {"subject": "orders-value", "version": 1}, {"subject": "payments-value", "version": 1}])
-    assert call("GET", f"{b.url}/subjects") == (200, ["orders-value", "payments-value"])
+    assert ask("GET", f"{b.url}/subjects") == (200, ["orders-value", "payments-value"])
 
 
 def test_writes_through_the_non_primary_are_forwarded(cluster):
@@ -137,7 +128,7 @@ def test_writes_through_the_non_primary_are_forwarded(cluster):
     status, answer = register(other.url, "orders-value", avro("id"))
     assert (status, answer) == (200, {"id": 1})
     # read-your-writes on the instance that forwarded
-    assert call("GET", f"{other.url}/subjects/orders-value/versions") == (200, [1])
+    assert ask("GET", f"{other.url}/subjects/orders-value/versions") == (200, [1])
     status, answer = register(other.url, "orders-value", avro("id", "total"))
     assert (status, answer) == (200, {"id": 2})
     # the primary's refusals come back as they are: an incompatible change (a field
@@ -146,14 +137,14 @@ def test_writes_through_the_non_primary_are_forwarded(cluster):
         {"name": "id", "type": "int"}]})
     status, answer = register(other.url, "orders-value", incompatible)
     assert status == 409 and answer["error_code"] == 409, answer
-    status, answer = call("PUT", f"{other.url}/config/orders-value", {"compatibility": "NONE"})
+    status, answer = ask("PUT", f"{other.url}/config/orders-value", {"compatibility": "NONE"})
     assert (status, answer) == (200, {"compatibility": "NONE"})
-    assert call("GET", f"{other.url}/config/orders-value") == (
+    assert ask("GET", f"{other.url}/config/orders-value") == (
         200, {"compatibilityLevel": "NONE"})
     assert register(other.url, "orders-value", incompatible) == (200, {"id": 3})
-    status, answer = call("DELETE", f"{other.url}/subjects/orders-value/versions/1")
+    status, answer = ask("DELETE", f"{other.url}/subjects/orders-value/versions/1")
     assert (status, answer) == (200, 1)
-    assert call("GET", f"{other.url}/subjects/orders-value/versions") == (200, [2, 3])
+    assert ask("GET", f"{other.url}/subjects/orders-value/versions") == (200, [2, 3])
     # each write is on the topic once: the forwarding did not write it twice
     schemas = [(k["subject"], k["version"], v["id"], v["deleted"])
                for k, v in schema_records(broker.bootstrap) if k["keytype"] == "SCHEMA"]
@@ -175,7 +166,7 @@ def test_killing_the_primary_hands_writing_to_the_other(cluster):
     assert took < 30, took
     assert primary_url(broker.bootstrap) == survivor.url
     assert announcements(broker.bootstrap) == [dead.url, survivor.url]
-    assert call("GET", f"{survivor.url}/subjects/orders-value/versions") == (200, [1, 2])
+    assert ask("GET", f"{survivor.url}/subjects/orders-value/versions") == (200, [1, 2])
     assert register(survivor.url, "payments-value", avro("x")) == (200, {"id": 3})
 
 
@@ -194,7 +185,7 @@ def test_a_paused_primary_that_comes_back_is_fenced(cluster):
     # a write through the one that was paused goes to the new primary: no second id 2
     status, answer = register(paused.url, "payments-value", avro("x"))
     assert (status, answer) == (200, {"id": 3}), answer
-    assert call("GET", f"{paused.url}/schemas/ids/2") == (200, {"schema": avro("id", "total")})
+    assert ask("GET", f"{paused.url}/schemas/ids/2") == (200, {"schema": avro("id", "total")})
     ids = sorted(v["id"] for k, v in schema_records(broker.bootstrap)
                  if k["keytype"] == "SCHEMA" and v is not None)
     assert ids == [1, 2, 3]
@@ -232,7 +223,7 @@ def test_concurrent_writes_through_both_get_distinct_ids(cluster):
     assert all(ids[i] == ids[i + 12] for i in range(12))
     for r in (a, b):
         for i in range(24):
-            assert call("GET", f"{r.url}/subjects/s{i}-value/versions/1")[1]["id"] == ids[i]
+            assert ask("GET", f"{r.url}/subjects/s{i}-value/versions/1")[1]["id"] == ids[i]
 
 
 def test_instances_joining_leave_the_primary_and_a_stopped_one_hands_over_at_once(cluster):
@@ -257,21 +248,21 @@ def test_deletes_through_one_are_seen_by_the_other(cluster):
     assert register(a.url, "orders-value", avro("id")) == (200, {"id": 1})
     assert register(a.url, "orders-value", avro("id", "total")) == (200, {"id": 2})
     for writer, reader in ((a, b), (b, a)):
-        assert call("PUT", f"{writer.url}/config/orders-value", {"compatibility": "FULL"})[0] == 200
-        assert call("GET", f"{reader.url}/config/orders-value") == (
+        assert ask("PUT", f"{writer.url}/config/orders-value", {"compatibility": "FULL"})[0] == 200
+        assert ask("GET", f"{reader.url}/config/orders-value") == (
             200, {"compatibilityLevel": "FULL"})
-        assert call("DELETE", f"{writer.url}/config/orders-value") == (
+        assert ask("DELETE", f"{writer.url}/config/orders-value") == (
             200, {"compatibilityLevel": "FULL"})
-        status, answer = call("GET", f"{reader.url}/config/orders-value")
+        status, answer = ask("GET", f"{reader.url}/config/orders-value")
         assert (status, answer["error_code"]) == (404, 40408), answer
-        assert call("PUT", f"{writer.url}/mode/orders-value", {"mode": "READONLY"})[0] == 200
-        assert call("DELETE", f"{writer.url}/mode/orders-value") == (200, {"mode": "READONLY"})
-        status, answer = call("GET", f"{reader.url}/mode/orders-value")
+        assert ask("PUT", f"{writer.url}/mode/orders-value", {"mode": "READONLY"})[0] == 200
+        assert ask("DELETE", f"{writer.url}/mode/orders-value") == (200, {"mode": "READONLY"})
+        status, answer = ask("GET", f"{reader.url}/mode/orders-value")
         assert (status, answer["error_code"]) == (404, 40409), answer
-    assert call("DELETE", f"{b.url}/subjects/orders-value/versions/1") == (200, 1)
-    assert call("DELETE", f"{b.url}/subjects/orders-value/versions/1?permanent=true") == (200, 1)
-    assert call("GET", f"{a.url}/subjects/orders-value/versions?deleted=true") == (200, [2])
-    status, answer = call("GET", f"{a.url}/schemas/ids/1")
+    assert ask("DELETE", f"{b.url}/subjects/orders-value/versions/1") == (200, 1)
+    assert ask("DELETE", f"{b.url}/subjects/orders-value/versions/1?permanent=true") == (200, 1)
+    assert ask("GET", f"{a.url}/subjects/orders-value/versions?deleted=true") == (200, [2])
+    status, answer = ask("GET", f"{a.url}/schemas/ids/1")
     assert (status, answer["error_code"]) == (404, 40403), answer
 
 
@@ -303,7 +294,7 @@ def test_on_a_three_node_cluster_the_leader_of_schemas_can_die(tmp_path):
             200, {"id": 2}), logs()
         assert register(a.url, "payments-value", avro("x"), 60) == (200, {"id": 3}), logs()
         for r in (a, b):
-            assert call("GET", f"{r.url}/subjects/orders-value/versions") == (200, [1, 2])
+            assert ask("GET", f"{r.url}/subjects/orders-value/versions") == (200, [1, 2])
     finally:
         for r in registries:
             r.stop()

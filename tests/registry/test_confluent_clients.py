@@ -11,14 +11,10 @@ subject's named type and a .proto importing another .proto round-trip too.
 
 from __future__ import annotations
 
-import importlib
 import json
-import sys
-import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer
 from confluent_kafka.schema_registry import (
     Schema,
     SchemaReference,
@@ -28,7 +24,8 @@ from confluent_kafka.schema_registry import (
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
-from confluent_kafka.serialization import MessageField, SerializationContext
+
+from tests.helpers.registry_proc import roundtrip
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -71,27 +68,9 @@ def client(registry) -> SchemaRegistryClient:
 
 def _roundtrip(bootstrap: str, topic: str, serialize, deserialize, values: list) -> list:
     """Produce each value serialized to ``topic``, consume them back deserialized."""
-    producer = Producer({"bootstrap.servers": bootstrap})
-    for value in values:
-        ctx = SerializationContext(topic, MessageField.VALUE)
-        producer.produce(topic, serialize(value, ctx))
-    assert producer.flush(30) == 0
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex}",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
-    consumer.subscribe([topic])
-    got: list = []
-    try:
-        deadline = time.monotonic() + 30
-        while len(got) < len(values) and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None or msg.error():
-                continue
-            raw = msg.value()
-            assert raw[0] == 0  # Confluent framing: magic byte, then the 4-byte id
-            got.append(deserialize(raw, SerializationContext(topic, MessageField.VALUE)))
-    finally:
-        consumer.close()
-    return got
+    got = roundtrip(bootstrap, topic, serialize, deserialize, values)
+    assert all(raw[0] == 0 for raw, _ in got)  # Confluent framing: magic byte, 4-byte id
+    return [value for _, value in got]
 
 
 def test_avro_round_trip(broker, client, topic_name):
@@ -124,21 +103,13 @@ def test_json_schema_round_trip(broker, client, topic_name):
 
 
 @pytest.fixture
-def proto_modules(tmp_path):
+def proto_modules(protoc):
     """Order (importing Customer from another file) compiled by protoc and imported:
     file names and packages unique to the test (protobuf's default pool is global)."""
-    from grpc_tools import protoc
-
     tag = uuid.uuid4().hex[:8]
-    (tmp_path / f"customer_{tag}.proto").write_text(CUSTOMER_PROTO.format(tag=tag))
-    (tmp_path / f"order_{tag}.proto").write_text(ORDER_PROTO.format(tag=tag))
-    assert protoc.main(["protoc", f"-I{tmp_path}", f"--python_out={tmp_path}",
-                        f"customer_{tag}.proto", f"order_{tag}.proto"]) == 0
-    sys.path.insert(0, str(tmp_path))
-    try:
-        yield tag, importlib.import_module(f"order_{tag}_pb2")
-    finally:
-        sys.path.remove(str(tmp_path))
+    pb = protoc({f"customer_{tag}.proto": CUSTOMER_PROTO.format(tag=tag),
+                 f"order_{tag}.proto": ORDER_PROTO.format(tag=tag)}, f"order_{tag}_pb2")
+    return tag, pb
 
 
 def test_protobuf_round_trip_with_an_import(broker, client, topic_name, proto_modules):

@@ -19,7 +19,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from tests.helpers.broker_proc import BrokerProcess
-from tests.helpers.registry_proc import RegistryProcess, call
+from tests.helpers.registry_proc import RegistryProcess, ask
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -50,18 +50,18 @@ def test_the_broker_serves_the_registry(tmp_path):
         url = registry_url(broker)
         assert [line for line in broker.stdout_lines if LINE.match(line)] == [
             f"spool registry listening on {url} (registry)"]
-        assert call("POST", f"{url}/subjects/orders-value/versions",
+        assert ask("POST", f"{url}/subjects/orders-value/versions",
                     {"schema": SCHEMA}) == (200, {"id": 1})
-        assert call("GET", f"{url}/schemas/ids/1") == (200, {"schema": SCHEMA})
-        assert call("GET", f"{url}/subjects") == (200, ["orders-value"])
-        assert call("GET", f"{url}/nope")[0] == 404
+        assert ask("GET", f"{url}/schemas/ids/1") == (200, {"schema": SCHEMA})
+        assert ask("GET", f"{url}/subjects") == (200, ["orders-value"])
+        assert ask("GET", f"{url}/nope")[0] == 404
         assert broker.stop() == 0
         # a second life of the broker: the registry reads the schema back from _schemas
         broker.start()
         url = registry_url(broker)
-        assert call("GET", f"{url}/subjects/orders-value/versions/1") == (
+        assert ask("GET", f"{url}/subjects/orders-value/versions/1") == (
             200, {"subject": "orders-value", "version": 1, "id": 1, "schema": SCHEMA})
-        assert call("POST", f"{url}/subjects/payments-value/versions",
+        assert ask("POST", f"{url}/subjects/payments-value/versions",
                     {"schema": SCHEMA}) == (200, {"id": 1})
     finally:
         assert broker.stop() == 0
@@ -110,7 +110,7 @@ def test_the_brokers_registry_and_a_standalone_one_share_the_writing(tmp_path):
     try:
         url = registry_url(broker)
         assert url == f"http://127.0.0.1:{port}"
-        assert call("POST", f"{url}/subjects/orders-value/versions",
+        assert ask("POST", f"{url}/subjects/orders-value/versions",
                     {"schema": SCHEMA}) == (200, {"id": 1})
         other = RegistryProcess(broker.bootstrap, tmp_path / "registry.log").start()
         admin = AdminClient({"bootstrap.servers": broker.bootstrap, "log_level": 0})
@@ -124,9 +124,9 @@ def test_the_brokers_registry_and_a_standalone_one_share_the_writing(tmp_path):
                 break
             time.sleep(0.1)
         assert holders == [advertised]
-        assert call("POST", f"{other.url}/subjects/payments-value/versions",
+        assert ask("POST", f"{other.url}/subjects/payments-value/versions",
                     {"schema": SCHEMA.replace("Order", "Payment")}) == (200, {"id": 2})
-        assert call("GET", f"{url}/subjects") == (200, ["orders-value", "payments-value"])
+        assert ask("GET", f"{url}/subjects") == (200, ["orders-value", "payments-value"])
     finally:
         if other is not None:
             assert other.stop() == 0

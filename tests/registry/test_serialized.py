@@ -13,19 +13,17 @@ same id for the same schema written otherwise) are checked on the wire.
 from __future__ import annotations
 
 import base64
-import importlib
 import json
-import sys
-import time
 import uuid
 
 import fastavro
 import pytest
-from confluent_kafka import Consumer, Producer
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pb2
+
+from tests.helpers.registry_proc import roundtrip
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -52,17 +50,13 @@ message Order {{
 
 
 @pytest.fixture
-def protos(tmp_path, sr, subject):
+def protos(protoc, sr, subject):
     """customer_<tag>.proto and order_<tag>.proto registered as text over HTTP (the
     order with a reference to the customer's subject), and their compiled _pb2."""
-    from grpc_tools import protoc
-
     tag = uuid.uuid4().hex[:8]
     customer, order = CUSTOMER.format(tag=tag), ORDER.format(tag=tag)
-    (tmp_path / f"customer_{tag}.proto").write_text(customer)
-    (tmp_path / f"order_{tag}.proto").write_text(order)
-    assert protoc.main(["protoc", f"-I{tmp_path}", f"--python_out={tmp_path}",
-                        f"customer_{tag}.proto", f"order_{tag}.proto"]) == 0
+    pb = protoc({f"customer_{tag}.proto": customer, f"order_{tag}.proto": order},
+                f"order_{tag}_pb2")
     customer_subject = f"customer_{tag}.proto"  # the serializer's reference subject
     a = sr("POST", f"/subjects/{customer_subject}/versions",
            {"schema": customer, "schemaType": "PROTOBUF"})
@@ -71,14 +65,8 @@ def protos(tmp_path, sr, subject):
     b = sr("POST", f"/subjects/{subject}-value/versions",
            {"schema": order, "schemaType": "PROTOBUF", "references": [ref]})
     assert b.status == 200, b.body
-    sys.path.insert(0, str(tmp_path))
-    try:
-        pb = importlib.import_module(f"order_{tag}_pb2")
-        yield {"tag": tag, "pb": pb, "order": order, "customer": customer, "ref": ref,
-               "topic": subject, "order_id": b.body["id"],
-               "customer_id": a.body["id"]}
-    finally:
-        sys.path.remove(str(tmp_path))
+    return {"tag": tag, "pb": pb, "order": order, "customer": customer, "ref": ref,
+            "topic": subject, "order_id": b.body["id"], "customer_id": a.body["id"]}
 
 
 def _descriptor(text: str) -> descriptor_pb2.FileDescriptorProto:
@@ -128,28 +116,9 @@ def test_confluent_protobuf_serdes_over_a_text_registration(broker, registry, pr
                                        schema_registry_client=client)
     values = [pb.Order(id=f"o-{i}", qty=i * 10, customer={"name": f"c{i}", "tier": i % 3},
                        tags=[f"t{j}" for j in range(i)]) for i in range(5)]
-    producer = Producer({"bootstrap.servers": broker.bootstrap})
-    for v in values:
-        producer.produce(topic, serialize(v, SerializationContext(topic, MessageField.VALUE)))
-    assert producer.flush(30) == 0
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap,
-                         "group.id": f"g-{uuid.uuid4().hex}",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
-    consumer.subscribe([topic])
-    got, ids = [], set()
-    try:
-        deadline = time.monotonic() + 30
-        while len(got) < len(values) and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None or msg.error():
-                continue
-            raw = msg.value()
-            ids.add(int.from_bytes(raw[1:5], "big"))
-            got.append(deserialize(raw, SerializationContext(topic, MessageField.VALUE)))
-    finally:
-        consumer.close()
-    assert got == values
-    assert ids == {protos["order_id"]}
+    got = roundtrip(broker.bootstrap, topic, serialize, deserialize, values)
+    assert [value for _, value in got] == values
+    assert {int.from_bytes(raw[1:5], "big") for raw, _ in got} == {protos["order_id"]}
     # the client looked nothing up by registering: still one version each
     assert client.get_versions(f"{topic}-value") == [1]
 
