@@ -202,16 +202,24 @@ def objects(d: _Diff, reader: Node, writer: Node, path: str) -> None:
 def _additional(d: _Diff, reader: Node, writer: Node, path: str) -> None:
     ra = _rest(reader.schema, "additionalProperties", reader.modern())
     wa = _rest(writer.schema, "additionalProperties", writer.modern())
-    where = f"{path}/additionalProperties"
-    if ra is True or wa is False:
+    _rest_members(d, reader, writer, ra, wa, f"{path}/additionalProperties", "PROPERTIES")
+
+
+def _rest_members(d: _Diff, reader: Node, writer: Node, r_rest: Any, w_rest: Any,
+                  where: str, what: str) -> None:
+    """The schemas of what the named or positional members leave (``additionalProperties``,
+    ``additionalItems``/``items``): a closed writer or open reader is fine; a reader
+    closing is ``ADDITIONAL_<what>_REMOVED``, one narrowing an open writer
+    ``ADDITIONAL_<what>_NARROWED``; else the two schemas are compared."""
+    if r_rest is True or w_rest is False:
         return
-    if ra is False:
-        d.add(where, "ADDITIONAL_PROPERTIES_REMOVED")
-    elif wa is True:
-        if not trivial(ra):
-            d.add(where, "ADDITIONAL_PROPERTIES_NARROWED")
+    if r_rest is False:
+        d.add(where, f"ADDITIONAL_{what}_REMOVED")
+    elif w_rest is True:
+        if not trivial(r_rest):
+            d.add(where, f"ADDITIONAL_{what}_NARROWED")
     else:
-        d.compare(reader.child(ra), writer.child(wa), where)
+        d.compare(reader.child(r_rest), writer.child(w_rest), where)
 
 
 def _required(d: _Diff, r: dict[str, Any], w: dict[str, Any], path: str,
@@ -286,13 +294,4 @@ def arrays(d: _Diff, reader: Node, writer: Node, path: str) -> None:
                 d.add(where, "ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL")
         elif r_rest is not True and not d.reads(reader.child(r_rest), writer.child(w_pos[i])):
             d.add(where, "ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL")
-    where = f"{path}/{r_rest_kw}"
-    if r_rest is True or w_rest is False:
-        return
-    if r_rest is False:
-        d.add(where, "ADDITIONAL_ITEMS_REMOVED")
-    elif w_rest is True:
-        if not trivial(r_rest):
-            d.add(where, "ADDITIONAL_ITEMS_NARROWED")
-    else:
-        d.compare(reader.child(r_rest), writer.child(w_rest), where)
+    _rest_members(d, reader, writer, r_rest, w_rest, f"{path}/{r_rest_kw}", "ITEMS")
