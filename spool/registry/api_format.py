@@ -11,13 +11,14 @@
                            importing the others by their reference names.
   AVRO     ``resolved``    the schema with each named type that a reference brings in
                            defined where it is first used (a self-contained schema), in
-                           the registry's normalised form (full names, sorted attributes).
+                           the registry's normalised form (full names, attributes in a
+                           fixed order, Parsing Canonical Form's first).
 Any other value (``default``, ``ignore_extensions``, a format of another type, an unknown
 one) answers the schema as registered, as Confluent's does.
 
 ``normalize=true`` on ``POST /subjects/{s}/versions`` registers the schema's normalised
-text (Avro: full names, attributes sorted, no whitespace; JSON: keys sorted, no
-whitespace) instead of the text sent. A PROTOBUF schema keeps its text: there is no
+text (Avro: full names, attributes in that fixed order, no whitespace; JSON: keys
+sorted, no whitespace) instead of the text sent. A PROTOBUF schema keeps its text: there is no
 ``.proto`` printer here, and the registry's identity (the compiled descriptor) already
 treats the same schema written otherwise as one, so the id is the one normalisation
 would give. Lookups and compatibility checks compare normalised forms whatever the
@@ -110,7 +111,7 @@ async def normalized(registry: model.Registry, schema: str, schema_type: str,
 def _inlined(node: Any, named: Any, defined: set[str]) -> Any:
     """An Avro parsed ``node`` (avro.AvroSchema's rewritten form: full names, named
     types referred to by name once defined) with a name not yet defined in this output
-    replaced by its definition, attributes sorted as the registry's normalised form."""
+    replaced by its definition, attributes ordered as the registry's normalised form."""
     from spool.registry.formats.avro import PRIMITIVES, _normalized
 
     if isinstance(node, str):
