@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import os
 import re
-import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
+
+from tests.helpers.child_proc import ChildProcess
 
 _LISTEN = re.compile(rb"listening on ([0-9a-fA-F.:]+):(\d+)(?: \((\w+)\))?")
 _HTTP = re.compile(rb"listening on (http://\S+) \((\w+)\)")
 
 
-class BrokerProcess:
+class BrokerProcess(ChildProcess):
     """``spool broker`` in a child process with its data in ``data_dir``."""
 
     def __init__(
@@ -96,42 +95,12 @@ class BrokerProcess:
                     found.append(int(m.group(2)))
 
         threading.Thread(target=read, daemon=True).start()
-        deadline = time.monotonic() + timeout
-        while len(found) < expected or len(http_seen) < http_expected:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"broker exited with {self.proc.returncode}: {self.log_tail()}")
-            if time.monotonic() > deadline:
-                self.kill()
-                raise RuntimeError(f"broker did not start: {self.log_tail()}")
-            time.sleep(0.02)
+        self.wait_ready("broker", lambda: len(found) >= expected
+                        and len(http_seen) >= http_expected, timeout)
         self.port = found[0]
         self.listener_ports = dict(ports)
         self.http_urls = dict(urls)
         return self
-
-    def log_tail(self, n: int = 4000) -> str:
-        try:
-            return self.log_path.read_bytes()[-n:].decode(errors="replace")
-        except OSError:
-            return ""
-
-    def kill(self) -> None:
-        """kill -9: no flush, no clean shutdown."""
-        if self.proc and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-
-    def stop(self, timeout: float = 20.0) -> int:
-        """SIGTERM and wait for a graceful exit; returns the exit code."""
-        if self.proc is None:
-            return 0
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        return self.proc.returncode
 
     def restart(self) -> BrokerProcess:
         self.kill()

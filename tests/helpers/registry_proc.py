@@ -17,9 +17,7 @@ through a confluent-kafka serializer and consumes them back deserialized.
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -32,10 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.helpers.child_proc import ChildProcess
+
 _LINE = re.compile(r"spool registry listening on (http://\S+) \(registry\)")
 
 
-class RegistryProcess:
+class RegistryProcess(ChildProcess):
     """``spool registry --bootstrap-server B --listen http://127.0.0.1:0`` in a child."""
 
     def __init__(self, bootstrap: str, log_path: Path, *extra: str) -> None:
@@ -60,41 +60,9 @@ class RegistryProcess:
                     found.append(m.group(1))
 
         threading.Thread(target=read, daemon=True).start()
-        deadline = time.monotonic() + timeout
-        while not found:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"registry exited with {self.proc.returncode}: "
-                                   f"{self.log_tail()}")
-            if time.monotonic() > deadline:
-                self.kill()
-                raise RuntimeError(f"registry did not start: {self.log_tail()}")
-            time.sleep(0.02)
+        self.wait_ready("registry", lambda: bool(found), timeout)
         self.url = found[0]
         return self
-
-    def log_tail(self, n: int = 4000) -> str:
-        try:
-            return self.log_path.read_bytes()[-n:].decode(errors="replace")
-        except OSError:
-            return ""
-
-    def kill(self) -> None:
-        """kill -9: no leaving the group, no goodbye."""
-        if self.proc and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-
-    def stop(self, timeout: float = 20.0) -> int:
-        """SIGTERM and wait for a clean exit; its exit code."""
-        if self.proc is None:
-            return 0
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        return self.proc.returncode
 
 
 SR_JSON = "application/vnd.schemaregistry.v1+json"
