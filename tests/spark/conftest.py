@@ -78,6 +78,13 @@ class SparkClusterHandle:
         self._pool.shutdown(wait=True)
         self.cluster.stop(grace=3)  # the session is over: 15 s of grace were used up
 
+    def connect_tasks(self) -> int:
+        """Tasks the Connect server's executors have ended so far (it is the driver of every
+        pipeline run over Spark Connect): grows when a pipeline really ran there."""
+        self.connect  # noqa: B018 (waits for the server)
+        app = next(a["id"] for a in self.cluster.apps() if a["name"] == "Spark Connect server")
+        return sum(self.cluster.tasks_by_worker(app).values())
+
     def env(self, remote: bool = False) -> dict[str, str]:
         if remote:
             return {"SPARK_REMOTE": self.connect}

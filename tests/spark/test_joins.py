@@ -172,11 +172,13 @@ def test_orders_payments_left_outer_join_exactly_once_across_driver_kill(
           for p in payments),
         record("tick-payment", {"payment_id": "-", "amount": 0}, END)])
 
+    before = spark_cluster.connect_tasks() if remote else 0
     log = crash_then_finish("examples.orders_payments", [
         "--bootstrap-server", bootstrap, "--orders", orders_t, "--payments", payments_t,
         "--sink", out_t, "--join", "left-outer", "--within", "10 minutes",
         "--watermark", "5 minutes"], tmp_path, spark_cluster.env(remote))
     assert "done: joined orders written to" in log
+    assert not remote or spark_cluster.connect_tasks() > before  # it ran on the server
     want = expected_paid_orders(orders, payments, 10 * MINUTE)
     assert len(want) > len(orders)  # the data has joins, unpaid orders and split payments
     assert committed_values(bootstrap, out_t) == want
@@ -227,10 +229,12 @@ def test_enrich_orders_from_changelog_table_exactly_once_across_driver_kill(
           for o in orders),
         record("tick", {"customer": "tick", "amount": 0}, END)])
 
+    before = spark_cluster.connect_tasks() if remote else 0
     log = crash_then_finish("examples.enrich_orders", [
         "--bootstrap-server", bootstrap, "--orders", orders_t, "--customers", customers_t,
         "--sink", out_t, "--watermark", "5 minutes"], tmp_path, spark_cluster.env(remote))
     assert "done: enriched orders written to" in log
+    assert not remote or spark_cluster.connect_tasks() > before  # it ran on the server
     want = expected_enriched(orders, changelog)
     profiles = [json.loads(v)["profile"] for v in want]
     assert None in profiles and len({json.dumps(p) for p in profiles}) > 10  # a varied table

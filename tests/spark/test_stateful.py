@@ -104,6 +104,7 @@ def test_dedup_orders_exactly_once_across_a_driver_kill(spark_cluster, spool_clu
     cp, scratch = tmp_path / "cp", tmp_path / "scratch"
     scratch.mkdir()
     log = scratch / "driver.log"
+    before = spark_cluster.connect_tasks() if remote else 0
     if not remote:  # over Connect the driver is the server: one run to the end
         drivers.append(driver("dedup_orders", bootstrap, src, dst, cp, scratch, "0.5", env,
                               "--max-offsets-per-trigger", "80"))
@@ -111,6 +112,7 @@ def test_dedup_orders_exactly_once_across_a_driver_kill(spark_cluster, spool_clu
     drivers.append(driver("dedup_orders", bootstrap, src, dst, cp, scratch, "available-now",
                           env))
     assert "done: first copies written to" in finish(drivers[-1], log)
+    assert not remote or spark_cluster.connect_tasks() > before  # it ran on the server
 
     got = [(m.key(), m.value()) for m in consume_all(bootstrap, dst, isolation="read_committed")]
     assert sorted(got) == sorted((r["key"], r["value"]) for r in firsts)
@@ -159,6 +161,7 @@ def test_sessions_exactly_once_across_a_driver_kill(spark_cluster, spool_cluster
     cp, scratch = tmp_path / "cp", tmp_path / "scratch"
     scratch.mkdir()
     log = scratch / "driver.log"
+    before = spark_cluster.connect_tasks() if remote else 0
     if not remote:  # over Connect the driver is the server: one run to the end
         drivers.append(driver("sessions", bootstrap, src, dst, cp, scratch, "0.5", env,
                               "--max-offsets-per-trigger", str((len(events) + 1) // 2)))
@@ -167,6 +170,7 @@ def test_sessions_exactly_once_across_a_driver_kill(spark_cluster, spool_cluster
         kill_mid_batch(drivers[-1], cp, bootstrap, dst, log)
     drivers.append(driver("sessions", bootstrap, src, dst, cp, scratch, "available-now", env))
     assert "done: closed sessions written to" in finish(drivers[-1], log)
+    assert not remote or spark_cluster.connect_tasks() > before  # it ran on the server
 
     got = [(m.key().decode(), json.loads(m.value()))
            for m in consume_all(bootstrap, dst, isolation="read_committed")]
