@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint check-codegen codegen compat bench soak soak-sim clean
+.PHONY: run test postgres lint check-codegen codegen compat bench soak soak-sim clean
 
 # The environment is (re)built when missing or older than pyproject.toml.
 .venv: $(STAMP)
@@ -25,7 +25,7 @@ run: .venv
 # bytecode instead of compiling ~550 modules (0.6 s of CPU per process where
 # PYTHONDONTWRITEBYTECODE is set).
 SERIAL_TESTS := tests/spark tests/console
-test: .venv
+test: .venv postgres
 	$(BIN)/ruff check .
 	$(BIN)/python -m tools.codegen --check
 	$(BIN)/python -m compileall -q -j 0 spool pyspark_spool.py > /dev/null
@@ -36,6 +36,13 @@ test: .venv
 	echo "===== $(SERIAL_TESTS), in one process of their own ====="; cat $$log; rm -f $$log; \
 	echo "===== make test: the rest exited $$rest, $(SERIAL_TESTS) exited $$tier ====="; \
 	test $$rest -eq 0 -a $$tier -eq 0
+
+# Connect's tests start PostgreSQL servers of their own: Debian's server package, installed
+# here where it is missing (as root, or through sudo).
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || { \
+	  sudo=$$(test "$$(id -u)" = 0 || echo sudo); \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq postgresql; }
 
 lint: .venv
 	$(BIN)/ruff check .
