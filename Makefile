@@ -73,17 +73,21 @@ bench: .venv
 	$(BIN)/python -m bench.share_groups
 	$(BIN)/python -m bench.embedded
 	$(BIN)/python -m bench.cli_startup
+	$(BIN)/python -m bench.connect
 	$(BIN)/python -m bench.compare
 
 # Reliability soak (full counts, ~1 h on 2 cores): rewrites docs/RELIABILITY.md; then the
 # API round trip (tests/integration/test_api_roundtrip.py) at 200 requests per API version,
-# and 4 ShareConsumers on 100,000 records (SPOOL_SHARE_RECORDS; CI reads 20,000).
+# and 4 ShareConsumers on 100,000 records (SPOOL_SHARE_RECORDS; CI reads 20,000); Connect's
+# PostgreSQL -> Spool -> PostgreSQL pipeline through 100,000 changes with the source and the
+# sink worker each killed -9 five times (CI: 5,000 changes, twice each).
 soak: .venv
 	$(BIN)/python -m bench.reliability
 	SPOOL_ROUNDTRIP_EXAMPLES=$${SPOOL_ROUNDTRIP_EXAMPLES:-200} \
 		$(BIN)/python -m pytest tests/integration/test_api_roundtrip.py -q -p no:randomly
 	SPOOL_SHARE_RECORDS=$${SPOOL_SHARE_RECORDS:-100000} \
 		$(BIN)/python -m pytest tests/integration/test_share_groups_consumers.py -q -p no:randomly
+	SPOOL_SOAK=1 $(BIN)/python -m pytest tests/connect/test_e2e_cdc.py -q -p no:randomly
 
 # The simulators (tests/sim) at soak size: SPOOL_SIM_SEEDS Raft seeds,
 # SPOOL_SIM_CONTROLLER_SEEDS with the controller and SPOOL_REPL_SIM_SEEDS of partition
