@@ -100,6 +100,9 @@ def test_check_events():
     # a crash: the last events sent again
     replay = exact[:5] + [(1, "u", 3), (2, "u", 4), (1, "d", 3), (1, "tombstone", None), (3, "c", 5)]
     assert check_events(replay, history) == []
+    assert check_events(exact, history, exactly_once=True) == []
+    assert check_events(replay, history, exactly_once=True)[0] == (
+        "id 1: ('u', 3) delivered again at event 3")
     assert check_events(exact[:-1], history) == [
         "id 3: changes missing from #0: [('c', 5)] (1 in all)"]
     swapped = [exact[2], exact[0], *exact[1:2], *exact[3:]]

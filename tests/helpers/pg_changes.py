@@ -25,8 +25,8 @@ compares), matched by table_a's primary key; the rows only in one, the rows that
 schema envelope) as ``(id, op, rev)`` (op ``"tombstone"``, rev None);
 ``check_events(events, history)`` checks a topic's records against the history: per id,
 the first delivery of each change in commit order, nothing missing or unknown, each delete
-followed by its tombstone; redeliveries (at-least-once after a crash) allowed. It returns
-the problems found (empty when there are none).
+followed by its tombstone; redeliveries (at-least-once after a crash) allowed unless
+``exactly_once``. It returns the problems found (empty when there are none).
 """
 
 from __future__ import annotations
@@ -413,8 +413,10 @@ def decode_event(key: bytes | None, value: bytes | None) -> tuple[int, str, int 
 
 
 def check_events(events: Iterable[tuple[int, str, int | None]],
-                 history: dict[int, list[tuple[str, int]]]) -> list[str]:
-    """Problems with a topic's events (in partition order) against the history (module doc)."""
+                 history: dict[int, list[tuple[str, int]]], *,
+                 exactly_once: bool = False) -> list[str]:
+    """Problems with a topic's events (in partition order) against the history (module doc);
+    ``exactly_once``: a redelivery is a problem too."""
     per_key: dict[int, list[tuple[str, int | None]]] = {}
     for ident, op, rev in events:
         per_key.setdefault(ident, []).append((op, rev))
@@ -435,6 +437,8 @@ def check_events(events: Iterable[tuple[int, str, int | None]],
                 problems.append(f"id {ident}: no tombstone after {pending_tombstone}")
                 pending_tombstone = None
             if ev in seen:
+                if exactly_once:
+                    problems.append(f"id {ident}: {ev} delivered again at event {i}")
                 continue
             seen.add(ev)
             first.append(ev)
