@@ -28,6 +28,8 @@ COMMANDS = [
     LazyCommand("registry", "spool.cli.registry:registry",
                 "Serve a schema registry (Confluent's REST API) over the cluster's _schemas "
                 "topic."),
+    LazyCommand("connect", "spool.cli.connect:connect",
+                "Run a Kafka Connect worker (distributed, or --standalone) with its REST API."),
     LazyCommand("elect-leaders", "spool.cli.elect_leaders:elect_leaders",
                 "Elect partition leaders (preferred or unclean)."),
     LazyCommand("api-versions", "spool.cli.api_versions:api_versions",

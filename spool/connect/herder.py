@@ -158,6 +158,10 @@ class Herder:
         """KIP-558: ``{name: {"topics": [...]}}``, the topics the connector has used."""
         raise NotImplementedError
 
+    async def reset_connector_topics(self, name: str) -> None:
+        """KIP-558 (``PUT /connectors/{name}/topics/reset``): forget the topics recorded."""
+        raise NotImplementedError
+
     async def plugins(self, connectors_only: bool = True) -> list[dict[str, Any]]:
         """``[{"class", "type", "version"}]`` (``GET /connector-plugins``)."""
         raise NotImplementedError
