@@ -1,0 +1,84 @@
+"""``spool connect``'s command line: a worker config that is not valid is one line and exit
+2, a listener in use exit 1, and a standalone worker given connector files runs them and
+stops cleanly (exit 0) on SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.connect_proc import write_properties
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+DISTRIBUTED = {"group.id": "g", "config.storage.topic": "c", "offset.storage.topic": "o",
+               "status.storage.topic": "s", "bootstrap.servers": "127.0.0.1:1",
+               "listeners": "http://127.0.0.1:0"}
+
+
+def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "spool.cli.main", "connect", *args],
+                          capture_output=True, text=True, env=ENV, cwd=ROOT, timeout=timeout)
+
+
+@pytest.mark.parametrize("props, overrides, message", [
+    ({**DISTRIBUTED, "bogus.key": "1"}, [], "Unknown configuration 'bogus.key'"),
+    ({k: v for k, v in DISTRIBUTED.items() if k != "group.id"}, [],
+     'Missing required configuration "group.id" which has no default value.'),
+    (DISTRIBUTED, ["session.timeout.ms=abc"],
+     "Invalid value abc for configuration session.timeout.ms: Not a number of type INT"),
+    (DISTRIBUTED, ["exactly.once.source.support=maybe"],
+     "Invalid value maybe for configuration exactly.once.source.support"),
+], ids=["unknown-key", "missing-required", "wrong-type", "bad-choice"])
+def test_an_invalid_worker_config_is_one_line_and_exit_2(tmp_path, props, overrides, message):
+    path = write_properties(tmp_path / "worker.properties", props)
+    args = ["--config", str(path)]
+    for o in overrides:
+        args += ["--override", o]
+    r = run(*args)
+    assert r.returncode == 2, r.stderr
+    assert message in r.stderr
+    assert r.stderr.startswith("spool")
+    assert "Traceback" not in r.stderr
+    assert "listening on" not in r.stdout
+
+
+def test_standalone_needs_its_offsets_file(tmp_path):
+    path = write_properties(tmp_path / "worker.properties",
+                            {"bootstrap.servers": "127.0.0.1:1"})
+    r = run("--config", str(path), "--standalone")
+    assert r.returncode == 2
+    assert ('Missing required configuration "offset.storage.file.filename" which has no '
+            'default value.') in r.stderr
+
+
+def test_connector_files_need_standalone(tmp_path):
+    path = write_properties(tmp_path / "worker.properties", DISTRIBUTED)
+    conn = write_properties(tmp_path / "c.properties", {"name": "x"})
+    r = run("--config", str(path), str(conn))
+    assert r.returncode == 2
+    assert "connector files are taken with --standalone only" in r.stderr
+
+
+def test_a_config_file_that_is_not_there_is_exit_2(tmp_path):
+    r = run("--config", str(tmp_path / "nope.properties"))
+    assert r.returncode == 2
+    assert "nope.properties: no such file" in r.stderr
+
+
+def test_a_listener_in_use_is_one_line_and_exit_1(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        path = write_properties(tmp_path / "worker.properties",
+                                {**DISTRIBUTED, "listeners": f"http://127.0.0.1:{port}"})
+        r = run("--config", str(path))
+    assert r.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
