@@ -1,0 +1,357 @@
+"""The JDBC sink (spool.connect.postgres.sink) against a real PostgreSQL, driven through
+the SinkTask interface with records shaped as the JSON converter gives them: Debezium
+envelopes (spool.connect.postgres.envelope's schemas) and flattened structs."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import uuid
+
+import psycopg
+import pytest
+
+from spool.connect import data
+from spool.connect.api import ConfigError, ConnectError, Header, RetriableError, SinkRecord
+from spool.connect.data import DataError, Schema, Struct
+from spool.connect.postgres import envelope as env
+from spool.connect.postgres.sink import JdbcSinkConnector, JdbcSinkTask, connect_kwargs
+
+PREFIX = "cdc"
+
+COLUMNS = [
+    ("id", data.INT32),
+    ("name", data.OPTIONAL_STRING),
+    ("price", Schema("bytes", optional=True, name=data.DECIMAL, version=1,
+                     parameters=(("scale", "2"), ("connect.decimal.precision", "10")))),
+    ("qty", data.OPTIONAL_INT64),
+    ("ratio", data.OPTIONAL_FLOAT64),
+    ("active", data.OPTIONAL_BOOLEAN),
+    ("born", Schema("int32", optional=True, name=env.DATE, version=1)),
+    ("seen", Schema("int64", optional=True, name=env.MICRO_TIMESTAMP, version=1)),
+    ("at", Schema("string", optional=True, name=env.ZONED_TIMESTAMP, version=1)),
+    ("doc", Schema("string", optional=True, name=env.JSON, version=1)),
+    ("ref", Schema("string", optional=True, name=env.UUID, version=1)),
+    ("blob", data.OPTIONAL_BYTES),
+    ("amount", env.variable_scale_decimal_schema()),
+]
+KEY_COLUMNS = [("id", data.INT32)]
+REF = uuid.UUID("0b6f7d1e-58f1-4a3b-9c89-2a4b0a4f11aa")
+
+
+def row(i: int, name: str, **extra) -> dict:
+    base = {"id": i, "name": name, "price": decimal.Decimal(f"{i}.25"), "qty": 10 ** 12 + i,
+            "ratio": i / 4, "active": i % 2 == 0, "born": 19000 + i,
+            "seen": 1_700_000_000_123_456 + i, "at": "2024-03-01T10:00:00.5Z",
+            "doc": '{"a": [1, 2], "b": "x"}', "ref": str(REF), "blob": bytes([0, i, 255]),
+            "amount": env.variable_scale_decimal(decimal.Decimal(f"-{i}.0001"))}
+    base.update(extra)
+    return base
+
+
+class Events:
+    """Debezium change events for one table, as the source writes them."""
+
+    def __init__(self, table: str, columns=COLUMNS, key_columns=KEY_COLUMNS) -> None:
+        self.topic = env.topic_name(PREFIX, "public", table)
+        self.table = table
+        self.row_schema = env.row_schema(PREFIX, "public", table, columns)
+        self.value_schema = env.envelope_schema(PREFIX, "public", table, self.row_schema)
+        self.key_schema = env.key_schema(PREFIX, "public", table, key_columns)
+        self.offset = 0
+
+    def _record(self, key: dict, value: Struct | None, partition: int = 0) -> SinkRecord:
+        self.offset += 1
+        return SinkRecord(self.topic, partition, self.key_schema, Struct(self.key_schema, key),
+                          self.value_schema if value is not None else None, value,
+                          kafka_offset=self.offset - 1)
+
+    def change(self, op: str, before: dict | None, after: dict | None) -> SinkRecord:
+        source = env.source_struct(version="test", name=PREFIX, db="src", schema="public",
+                                   table=self.table, ts_us=1_700_000_000_000_000)
+        value = env.envelope(self.value_schema, op,
+                             Struct(self.row_schema, before) if before else None,
+                             Struct(self.row_schema, after) if after else None, source, 0)
+        return self._record({"id": (after or before)["id"]}, value)
+
+    def create(self, r: dict, op: str = "c") -> SinkRecord:
+        return self.change(op, None, r)
+
+    def update(self, r: dict) -> SinkRecord:
+        return self.change("u", {"id": r["id"]}, r)
+
+    def delete(self, i: int) -> list[SinkRecord]:
+        return [self.change("d", {"id": i}, None), self._record({"id": i}, None)]
+
+
+def sink_props(pg, db: str, **over) -> dict[str, str]:
+    props = {"connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",
+             "connection.url": pg.url(db), "connection.username": "postgres",
+             "connection.password": "", "insert.mode": "upsert", "delete.enabled": "true",
+             "primary.key.mode": "record_key", "schema.evolution": "basic",
+             "table.name.format": "${topic}"}
+    props.update(over)
+    return props
+
+
+@pytest.fixture
+def task_for(pg, pg_database):
+    started: list[JdbcSinkTask] = []
+
+    def make(**over) -> JdbcSinkTask:
+        t = JdbcSinkTask()
+        t.start(sink_props(pg, pg_database, **over))
+        started.append(t)
+        return t
+    try:
+        yield make
+    finally:
+        for t in started:
+            t.stop()
+
+
+def query(pg, db: str, sql: str, params=()) -> list[tuple]:
+    with psycopg.connect(pg.dsn(db)) as conn:
+        return conn.execute(sql, params).fetchall()
+
+
+def column_types(pg, db: str, table: str) -> dict[str, str]:
+    return dict(query(pg, db, "SELECT column_name, data_type FROM information_schema.columns "
+                              "WHERE table_name = %s", (table,)))
+
+
+def test_envelopes_create_the_table_and_upsert_and_delete_by_key(pg, pg_database, task_for):
+    ev = Events("items")
+    task = task_for()
+    task.put([ev.create(row(1, "one"), op="r"), ev.create(row(2, "two"), op="r"),
+              ev.create(row(3, "three")), ev.update(row(2, "TWO", qty=None)),
+              *ev.delete(3), ev.create(row(4, "four"))])
+    assert column_types(pg, pg_database, "cdc_public_items") == {
+        "id": "integer", "name": "text", "price": "numeric", "qty": "bigint",
+        "ratio": "double precision", "active": "boolean", "born": "date",
+        "seen": "timestamp without time zone", "at": "timestamp with time zone",
+        "doc": "jsonb", "ref": "uuid", "blob": "bytea", "amount": "numeric"}
+    rows = query(pg, pg_database, "SELECT id, name, price, qty, ratio, active, born, seen, "
+                                  "at, doc, ref, blob, amount FROM cdc_public_items ORDER BY id")
+    assert [r[:2] for r in rows] == [(1, "one"), (2, "TWO"), (4, "four")]
+    one = rows[0]
+    assert one[2:] == (decimal.Decimal("1.25"), 10 ** 12 + 1, 0.25, False,
+                       datetime.date(2022, 1, 9),
+                       datetime.datetime(2023, 11, 14, 22, 13, 20, 123457),
+                       datetime.datetime(2024, 3, 1, 10, 0, 0, 500000, tzinfo=datetime.UTC),
+                       {"a": [1, 2], "b": "x"}, REF, bytes([0, 1, 255]),
+                       decimal.Decimal("-1.0001"))
+    assert rows[1][3] is None  # the update wrote the null
+    pk = query(pg, pg_database, "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON "
+                                "a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) WHERE "
+                                "i.indrelid = 'cdc_public_items'::regclass AND i.indisprimary")
+    assert pk == [("id",)]
+    assert task.pre_commit({(ev.topic, 0): ev.offset}) == {(ev.topic, 0): ev.offset}
+
+
+def test_replay_after_a_restart_ends_with_the_same_table(pg, pg_database, task_for):
+    ev = Events("replayed")
+    history = [ev.create(row(i, f"v{i}")) for i in range(1, 21)]
+    history += [ev.update(row(i, f"w{i}")) for i in range(1, 21, 3)]
+    for i in range(2, 21, 4):
+        history += ev.delete(i)
+    history += [ev.create(row(2, "back"))]
+    task_for().put(history)
+    expected = query(pg, pg_database, "SELECT * FROM cdc_public_replayed ORDER BY id")
+    assert len(expected) == 16
+    again = task_for()  # a new task replays from an older committed offset, twice
+    again.put(history[7:])
+    again.put(history[len(history) // 2:])
+    assert query(pg, pg_database, "SELECT * FROM cdc_public_replayed ORDER BY id") == expected
+
+
+def test_flattened_records_and_tombstones(pg, pg_database, task_for):
+    key_schema = data.struct("k", [("code", data.STRING), ("n", data.INT16)])
+    value_schema = data.struct("v", [("code", data.STRING), ("n", data.INT16),
+                                     ("label", data.OPTIONAL_STRING),
+                                     ("tags", data.array(data.STRING, optional=True))])
+
+    def rec(code: str, n: int, label: str | None, offset: int, tags=None) -> SinkRecord:
+        key = Struct(key_schema, {"code": code, "n": n})
+        value = None if label is None else Struct(value_schema, {
+            "code": code, "n": n, "label": label, "tags": tags})
+        return SinkRecord("flat.topic", 1, key_schema, key,
+                          value_schema if value is not None else None, value,
+                          kafka_offset=offset)
+    task = task_for()
+    task.put([rec("a", 1, "first", 0, ["x", "y"]), rec("b", 2, "second", 1),
+              rec("a", 1, "again", 2, []), rec("b", 2, None, 3), rec("c", 3, "third", 4)])
+    assert query(pg, pg_database, "SELECT code, n, label, tags FROM flat_topic ORDER BY code") \
+        == [("a", 1, "again", []), ("c", 3, "third", None)]
+    assert column_types(pg, pg_database, "flat_topic")["tags"] == "ARRAY"
+    assert task.pre_commit({}) == {("flat.topic", 1): 5}
+
+
+def test_basic_schema_evolution_adds_columns_and_none_refuses(pg, pg_database, task_for):
+    ev = Events("evolving", columns=COLUMNS[:2])
+    task_for().put([ev.create({"id": 1, "name": "old"})])
+    wider = Events("evolving", columns=[*COLUMNS[:2], ("extra", data.OPTIONAL_STRING),
+                                        ("flag", Schema("boolean", default=True))])
+    task_for().put([wider.create({"id": 2, "name": "new", "extra": "e", "flag": False})])
+    assert query(pg, pg_database, "SELECT * FROM cdc_public_evolving ORDER BY id") == [
+        (1, "old", None, True), (2, "new", "e", False)]
+
+    required = Events("evolving", columns=[*COLUMNS[:2], ("must", data.STRING)])
+    with pytest.raises(ConnectError, match="field 'must' is not optional but has no default"):
+        task_for().put([required.create({"id": 3, "name": "x", "must": "m"})])
+
+    frozen = task_for(**{"schema.evolution": "none"})
+    with pytest.raises(ConnectError, match="schema evolution is disabled"):
+        frozen.put([Events("missing").create(row(1, "x"))])
+    even_wider = Events("evolving", columns=[*COLUMNS[:2], ("other", data.OPTIONAL_STRING)])
+    with pytest.raises(ConnectError, match="schema evolution is disabled"):
+        frozen.put([even_wider.create({"id": 4, "name": "y", "other": "o"})])
+    frozen.put([ev.update({"id": 1, "name": "renamed"})])  # an existing table's columns
+    assert query(pg, pg_database, "SELECT name FROM cdc_public_evolving WHERE id = 1") == [
+        ("renamed",)]
+
+
+def test_a_put_is_one_transaction(pg, pg_database, task_for):
+    ev = Events("atomic", columns=COLUMNS[:2])
+    task = task_for(**{"insert.mode": "insert"})
+    task.put([ev.create({"id": 1, "name": "a"})])
+    before = task.pre_commit({})
+    with pytest.raises(ConnectError, match="duplicate key"):
+        task.put([ev.create({"id": 2, "name": "b"}), ev.create({"id": 3, "name": "c"}),
+                  ev.create({"id": 1, "name": "dup"})])
+    assert query(pg, pg_database, "SELECT id, name FROM cdc_public_atomic") == [(1, "a")]
+    assert task.pre_commit({}) == before  # nothing of the failed batch is committed
+    task.put([ev.create({"id": 2, "name": "b"})])  # the same task goes on afterwards
+    assert query(pg, pg_database, "SELECT count(*) FROM cdc_public_atomic") == [(2,)]
+
+
+def test_batches_larger_than_batch_size_and_the_reduction_buffer(pg, pg_database, task_for):
+    ev = Events("many", columns=COLUMNS[:2])
+    records = [ev.create({"id": i % 700, "name": f"n{i}"}) for i in range(3000)]
+    records += [r for i in range(0, 700, 7) for r in ev.delete(i)]
+    task_for(**{"batch.size": "64"}).put(records)
+    expected = query(pg, pg_database, "SELECT * FROM cdc_public_many ORDER BY id")
+    assert len(expected) == 600 and expected[0] == (1, "n2801")
+    with psycopg.connect(pg.dsn(pg_database), autocommit=True) as conn:
+        conn.execute("TRUNCATE cdc_public_many")
+    task_for(**{"use.reduction.buffer": "true"}).put(records)
+    assert query(pg, pg_database, "SELECT * FROM cdc_public_many ORDER BY id") == expected
+
+
+def test_key_modes_kafka_record_value_header_and_update(pg, pg_database, task_for):
+    schema = data.struct("v", [("sku", data.STRING), ("qty", data.INT32)])
+
+    def rec(sku: str, qty: int, offset: int, topic: str = "kafka.keyed", **kw) -> SinkRecord:
+        return SinkRecord(topic, 2, None, None, schema, Struct(schema, {"sku": sku, "qty": qty}),
+                          kafka_offset=offset, **kw)
+    task_for(**{"insert.mode": "insert", "primary.key.mode": "kafka",
+                "delete.enabled": "false"}).put([rec("a", 1, 10), rec("a", 2, 11)])
+    assert query(pg, pg_database, "SELECT * FROM kafka_keyed ORDER BY __connect_offset") == [
+        ("kafka.keyed", 2, 10, "a", 1), ("kafka.keyed", 2, 11, "a", 2)]
+
+    by_value = task_for(**{"primary.key.mode": "record_value", "primary.key.fields": "sku",
+                           "delete.enabled": "false", "table.name.format": "stock"})
+    by_value.put([rec("a", 1, 0, "t"), rec("b", 5, 1, "t"), rec("a", 3, 2, "t")])
+    assert query(pg, pg_database, "SELECT sku, qty FROM stock ORDER BY sku") == [
+        ("a", 3), ("b", 5)]
+    task_for(**{"insert.mode": "update", "primary.key.mode": "record_value",
+                "primary.key.fields": "sku", "delete.enabled": "false",
+                "table.name.format": "stock"}).put([rec("b", 6, 3, "t"), rec("zz", 9, 4, "t")])
+    assert query(pg, pg_database, "SELECT sku, qty FROM stock ORDER BY sku") == [
+        ("a", 3), ("b", 6)]  # update never inserts
+
+    by_header = task_for(**{"primary.key.mode": "record_header", "delete.enabled": "false",
+                            "table.name.format": "by_header"})
+    hdr = (Header("tenant", data.STRING, "acme"),)
+    by_header.put([rec("a", 1, 0, "h", headers=hdr), rec("b", 2, 1, "h", headers=hdr)])
+    assert query(pg, pg_database, "SELECT tenant, sku, qty FROM by_header") == [
+        ("acme", "b", 2)]
+
+
+def test_primitive_and_schemaless_keys_and_values(pg, pg_database, task_for):
+    task = task_for(**{"primary.key.fields": "id", "table.name.format": "loose"})
+    task.put([SinkRecord("t", 0, None, 7, None, {"name": "seven", "meta": {"a": 1}, "n": 1.5},
+                         kafka_offset=0),
+              SinkRecord("t", 0, None, 8, None, {"name": "eight", "meta": None, "n": 2.5},
+                         kafka_offset=1),
+              SinkRecord("t", 0, None, 7, None, None, kafka_offset=2)])
+    assert column_types(pg, pg_database, "loose") == {
+        "id": "bigint", "name": "text", "meta": "jsonb", "n": "double precision"}
+    assert query(pg, pg_database, "SELECT * FROM loose") == [(8, "eight", None, 2.5)]
+    with pytest.raises(ConnectError, match="primary.key.fields configuration must be"):
+        task_for(**{"table.name.format": "loose"}).put(
+            [SinkRecord("t", 0, data.INT64, 9, None, {"name": "x"}, kafka_offset=3)])
+
+
+def test_names_truncate_and_schema_change_events(pg, pg_database, task_for):
+    ev = Events("MixedCase", columns=[("id", data.INT32), ("Title", data.OPTIONAL_STRING)])
+    with psycopg.connect(pg.dsn(pg_database), autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA archive")
+    task_for(**{"table.name.format": "archive.${source.table}_copy"}).put(
+        [ev.create({"id": 1, "Title": "t"})])
+    assert query(pg, pg_database, "SELECT id, title FROM archive.mixedcase_copy") == [(1, "t")]
+    quoted = task_for(**{"quote.identifiers": "true", "truncate.enabled": "true"})
+    quoted.put([ev.create({"id": 2, "Title": "T"})])
+    assert query(pg, pg_database, 'SELECT "Title" FROM "cdc_public_MixedCase"') == [("T",)]
+    quoted.put([ev.change("t", None, {"id": 0})])
+    assert query(pg, pg_database, 'SELECT count(*) FROM "cdc_public_MixedCase"') == [(0,)]
+    change_schema = data.struct("io.debezium.connector.postgresql.SchemaChangeValue",
+                                [("ddl", data.STRING)])
+    with pytest.raises(DataError, match="Schema change records are not supported"):
+        quoted.put([SinkRecord("cdc", 0, None, None, change_schema,
+                               Struct(change_schema, {"ddl": "x"}))])
+
+
+def test_schema_missing_for_the_table_fails_the_put(pg, pg_database, task_for):
+    """table.name.format naming a schema that does not exist: the DDL fails, ConnectError."""
+    ev = Events("noschema", columns=COLUMNS[:2])
+    with pytest.raises(ConnectError, match='schema "nowhere" does not exist'):
+        task_for(**{"table.name.format": "nowhere.t"}).put([ev.create({"id": 1, "name": "a"})])
+
+
+def test_a_lost_connection_is_retriable_and_the_retry_succeeds(pg, pg_database, task_for):
+    ev = Events("retried", columns=COLUMNS[:2])
+    task = task_for()
+    task.put([ev.create({"id": 1, "name": "a"})])
+    query(pg, pg_database, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                           "WHERE datname = %s AND pid <> pg_backend_pid()", (pg_database,))
+    batch = [ev.create({"id": 2, "name": "b"})]
+    with pytest.raises(RetriableError):
+        task.put(batch)
+    task.put(batch)  # the runtime retries the same records: a new connection
+    assert query(pg, pg_database, "SELECT id FROM cdc_public_retried ORDER BY id") == [
+        (1,), (2,)]
+
+
+def test_configuration_is_checked_as_debezium_does(pg):
+    c = JdbcSinkConnector()
+    errors = {n: v.errors for n, v in c.validate({
+        "connection.url": "jdbc:mysql://h/db", "insert.mode": "upsert",
+        "delete.enabled": "true", "batch.size": "zero"}).items() if v.errors}
+    assert errors == {
+        "connection.url": ["Invalid value jdbc:mysql://h/db for configuration connection.url: "
+                           "Only jdbc:postgresql: URLs are supported"],
+        "insert.mode": ["When using UPSERT, please define 'primary.key.mode'."],
+        "delete.enabled": ["When 'delete.enabled' is set to 'true', the 'primary.key.mode' "
+                           "option must be set to 'record_key'."],
+        "batch.size": ["Invalid value zero for configuration batch.size: Not a number of "
+                       "type INT"]}
+    assert c.validate({"connection.url": "jdbc:postgresql://h/db", "insert.mode": "upsert",
+                       "primary.key.mode": "record_value"})["insert.mode"].errors == [
+        "When using UPSERT, please define 'primary.key.fields'."]
+    missing = c.validate({})["connection.url"].errors
+    assert missing == ['Missing required configuration "connection.url" which has no '
+                       'default value.']
+    with pytest.raises(ConfigError, match="insert.mode"):
+        JdbcSinkTask().start({"connection.url": pg.url(), "insert.mode": "merge"})
+    c.start({"connection.url": pg.url(), "primary.key.mode": "record_key"})
+    assert c.task_configs(3) == [{"connection.url": pg.url(),
+                                  "primary.key.mode": "record_key"}] * 3
+    assert connect_kwargs("jdbc:postgresql://db1:6543,db2/shop?sslmode=require"
+                          "&currentSchema=s1&user=u", None, "pw") == {
+        "host": "db1,db2", "port": "6543,5432", "dbname": "shop", "user": "u",
+        "password": "pw", "connect_timeout": 10, "sslmode": "require",
+        "options": "-c search_path=s1"}
+    assert connect_kwargs("jdbc:postgresql:shop", "me", None) == {
+        "host": "localhost", "port": "5432", "dbname": "shop", "user": "me",
+        "connect_timeout": 10}
