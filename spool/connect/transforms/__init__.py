@@ -1,0 +1,9 @@
+"""Single message transforms and predicates, as Kafka's ``org.apache.kafka.connect.transforms``.
+
+- ``fields``: InsertField, ReplaceField, MaskField, ExtractField (each ``$Key`` and
+  ``$Value``), ValueToKey.
+- ``routing``: TimestampRouter, RegexRouter, Filter.
+- ``predicates``: TopicNameMatches, HasHeaderKey, RecordIsTombstone.
+- ``chain``: ``TransformationChain``, a connector's ``transforms``/``predicates`` keys
+  turned into the stages each record goes through.
+"""
