@@ -11,9 +11,10 @@ import uuid
 import psycopg
 import pytest
 
-from spool.connect import data
+from spool.connect import converters, data
 from spool.connect.api import ConfigError, ConnectError, Header, RetriableError, SinkRecord
 from spool.connect.data import DataError, Schema, Struct
+from spool.connect.plugins import Plugins
 from spool.connect.postgres import envelope as env
 from spool.connect.postgres.sink import JdbcSinkConnector, JdbcSinkTask, connect_kwargs
 
@@ -84,6 +85,23 @@ class Events:
         return [self.change("d", {"id": i}, None), self._record({"id": i}, None)]
 
 
+def through_json(records: list[SinkRecord]) -> list[SinkRecord]:
+    """The records as a sink task gets them from Kafka: written and read back by Kafka's
+    JsonConverter (schemas enabled), key and value."""
+    plugins = Plugins.discover()
+    key_conv = converters.make(plugins, "org.apache.kafka.connect.json.JsonConverter", {}, True)
+    value_conv = converters.make(plugins, "org.apache.kafka.connect.json.JsonConverter", {},
+                                 False)
+    out = []
+    for r in records:
+        ks, k = key_conv.to_connect_data(r.topic, None, key_conv.from_connect_data(
+            r.topic, None, r.key_schema, r.key))
+        vs, v = value_conv.to_connect_data(r.topic, None, value_conv.from_connect_data(
+            r.topic, None, r.value_schema, r.value))
+        out.append(r.new_record(key_schema=ks, key=k, value_schema=vs, value=v))
+    return out
+
+
 def sink_props(pg, db: str, **over) -> dict[str, str]:
     props = {"connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",
              "connection.url": pg.url(db), "connection.username": "postgres",
@@ -120,12 +138,15 @@ def column_types(pg, db: str, table: str) -> dict[str, str]:
                               "WHERE table_name = %s", (table,)))
 
 
-def test_envelopes_create_the_table_and_upsert_and_delete_by_key(pg, pg_database, task_for):
+@pytest.mark.parametrize("via_json", [False, True], ids=["structs", "json"])
+def test_envelopes_create_the_table_and_upsert_and_delete_by_key(pg, pg_database, task_for,
+                                                                  via_json):
     ev = Events("items")
     task = task_for()
-    task.put([ev.create(row(1, "one"), op="r"), ev.create(row(2, "two"), op="r"),
-              ev.create(row(3, "three")), ev.update(row(2, "TWO", qty=None)),
-              *ev.delete(3), ev.create(row(4, "four"))])
+    records = [ev.create(row(1, "one"), op="r"), ev.create(row(2, "two"), op="r"),
+               ev.create(row(3, "three")), ev.update(row(2, "TWO", qty=None)),
+               *ev.delete(3), ev.create(row(4, "four"))]
+    task.put(through_json(records) if via_json else records)
     assert column_types(pg, pg_database, "cdc_public_items") == {
         "id": "integer", "name": "text", "price": "numeric", "qty": "bigint",
         "ratio": "double precision", "active": "boolean", "born": "date",
