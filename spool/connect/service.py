@@ -133,9 +133,14 @@ class ConnectService:
             from spool.connect.herder_standalone import StandaloneHerder
 
             return StandaloneHerder(self.config, plugins)
+        import inspect
+
         from spool.connect.herder_distributed import DistributedHerder
 
-        return DistributedHerder(self.config, plugins, rest_client=self.client)
+        extra: dict[str, Any] = {}
+        if "rest_client" in inspect.signature(DistributedHerder).parameters:
+            extra["rest_client"] = self.client  # to reach the leader with task configs
+        return DistributedHerder(self.config, plugins, **extra)
 
     async def start(self) -> None:
         self._runner = web.AppRunner(self._app, access_log=None, handle_signals=False,
