@@ -367,7 +367,20 @@ def _groups(keys: dict[str, ConfigKey]) -> list[str]:
 
 
 def validate(props: dict[str, str], plugins: Plugins, worker: WorkerConfig) -> dict[str, Any]:
-    """Kafka's ConfigInfos for ``props`` (module doc); never raises."""
+    """Kafka's ConfigInfos for ``props`` (module doc); never raises: a plugin failing in an
+    unexpected way is an error on ``connector.class``."""
+    try:
+        return _validate(props, plugins, worker)
+    except Exception as e:  # noqa: BLE001 - a plugin's bug; the answer says so
+        cv = ConfigValue("connector.class", props.get("connector.class"),
+                         errors=[_unexpected(e)])
+        return {"name": props.get("connector.class"), "error_count": 1,
+                "groups": [COMMON_GROUP],
+                "configs": [{"definition": definition(common_def().keys["connector.class"]),
+                             "value": _value(cv, STRING)}]}
+
+
+def _validate(props: dict[str, str], plugins: Plugins, worker: WorkerConfig) -> dict[str, Any]:
     connector_class = props.get("connector.class")
     connector: api.Connector | None = None
     class_error: str | None = None

@@ -332,7 +332,7 @@ class WorkerConfig:
                                             or "rest.host.name" in self.raw):
             return (self.get("rest.host.name") or "127.0.0.1", self.get("rest.port") or 8083)
         u = urlsplit(listeners[0])
-        return (u.hostname or "0.0.0.0", u.port or 8083)
+        return (u.hostname or "0.0.0.0", u.port if u.port is not None else 8083)
 
     @property
     def rest_url(self) -> str:
@@ -342,7 +342,7 @@ class WorkerConfig:
         host = self.get("rest.advertised.host.name") or host
         port = self.get("rest.advertised.port") or port
         scheme = self.get("rest.advertised.listener") or "http"
-        return f"{scheme}://{host}:{port}"
+        return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
 
     @property
     def worker_id(self) -> str:

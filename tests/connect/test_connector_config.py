@@ -50,6 +50,15 @@ class NullSink(api.SinkConnector):
         return [{}]
 
 
+class Broken(NullSink):
+    def config_def(self):
+        return api.ConfigDef().define("x", api.INT, 1, validator=self._explode)
+
+    @staticmethod
+    def _explode(name, value):
+        raise RuntimeError("the plugin's bug")
+
+
 class Upper(api.Transformation):
     def config_def(self):
         return api.ConfigDef().define("field", api.STRING, importance=api.HIGH, doc="A field")
@@ -66,7 +75,7 @@ class Always(api.Predicate):
 @pytest.fixture(scope="module")
 def plugins() -> Plugins:
     p = Plugins.discover()
-    for klass in (CountingSource, EosSource, NullSink, Upper, Always):
+    for klass in (CountingSource, EosSource, NullSink, Broken, Upper, Always):
         p.register(f"test.{klass.__name__}", klass)
     return p
 
@@ -258,3 +267,11 @@ def test_connector_config_parses_and_builds_converters(plugins):
     assert set(e.value.errors) == {"tasks.max", "topics", "topics.regex"}
     with pytest.raises(api.ConfigError, match="Failed to find any class"):
         ConnectorConfig({"name": "s", "connector.class": "Nope"}, plugins, worker)
+
+
+def test_validation_never_raises_for_a_broken_plugin(plugins):
+    infos = validate({"name": "b", "connector.class": "test.Broken", "topics": "t", "x": "2"},
+                     plugins, _worker())
+    assert infos["error_count"] == 1
+    assert _by_name(infos)["connector.class"]["value"]["errors"] == [
+        "An unexpected error occurred during validation: the plugin's bug"]

@@ -54,6 +54,17 @@ def test_overrides_win_and_values_are_typed(tmp_path):
     assert w.get("exactly.once.source.support") == "enabled"
 
 
+def test_an_ephemeral_port_and_an_ipv6_listener():
+    w = WorkerConfig.from_props({**DISTRIBUTED, "listeners": "http://127.0.0.1:0"},
+                                standalone=False)
+    assert w.rest_listen == ("127.0.0.1", 0)
+    v6 = WorkerConfig.from_props({**DISTRIBUTED, "listeners": "http://[::1]:18083"},
+                                 standalone=False)
+    assert v6.rest_listen == ("::1", 18083)
+    assert v6.rest_url == "http://[::1]:18083"
+    assert v6.worker_id == "::1:18083"
+
+
 def test_deprecated_rest_port_is_the_listener_when_no_listeners_are_given():
     w = WorkerConfig.from_props({**DISTRIBUTED, "rest.port": "18999"}, standalone=False)
     assert w.rest_listen == ("127.0.0.1", 18999)
