@@ -18,6 +18,7 @@ import pytest
 
 from spool.connect import api
 from spool.connect.postgres import envelope as env
+from spool.connect.postgres import pgoutput
 from spool.connect.postgres.source import PostgresConnector, PostgresSourceTask
 from tests.helpers.postgres import PostgresServer
 
@@ -105,15 +106,10 @@ def ops(records: list[api.SourceRecord]) -> list[tuple]:
     return out
 
 
-def slot_position(db: psycopg.Connection, slot: str) -> str:
-    return db.execute("SELECT confirmed_flush_lsn::text FROM pg_replication_slots "
-                      "WHERE slot_name = %s", (slot,)).fetchone()[0]
-
-
-def wait_flushed(db: psycopg.Connection) -> None:
-    """The test server runs synchronous_commit=off: decoding sees a commit once its WAL is
-    flushed (within wal_writer_delay); flush now."""
-    db.execute("SELECT pg_switch_wal()") if False else db.execute("CHECKPOINT")
+def slot_position(db: psycopg.Connection, slot: str) -> int:
+    return pgoutput.parse_lsn(db.execute("SELECT confirmed_flush_lsn::text FROM "
+                                         "pg_replication_slots WHERE slot_name = %s",
+                                         (slot,)).fetchone()[0])
 
 
 def test_snapshot_then_stream_in_debeziums_envelope(pg, pg_database, db):
@@ -167,3 +163,268 @@ def test_snapshot_then_stream_in_debeziums_envelope(pg, pg_database, db):
         d.quiet()
     finally:
         d.stop()
+
+
+TYPES_DDL = """CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');
+CREATE DOMAIN posint AS int CHECK (VALUE > 0);
+CREATE TABLE s1.typed (
+  id bigint PRIMARY KEY, i2 smallint, i4 int NOT NULL, f4 real, f8 double precision,
+  b bool, n numeric(12,3), nv numeric, m money, t text, vc varchar(10), ch char(3),
+  d date, tm time, tm3 time(3), ts timestamp, ts3 timestamp(3), tstz timestamptz,
+  ttz timetz, iv interval, by bytea, j json, jb jsonb, u uuid, bit1 bit(1),
+  bits bit(10), ia int[], ta text[], e mood, dom posint, inet_ inet)"""
+
+TYPES_ROW = """INSERT INTO s1.typed VALUES (
+  {id}, -3, 7, 1.5, -2.25e10, true, 12345.678, -0.000123, 12.34, 'héllo', 'v', 'ab',
+  '2024-02-29', '13:14:15.123456', '13:14:15.5', '2024-02-29 13:14:15.123456',
+  '1969-12-31 23:59:59.999', '2024-02-29 13:14:15.5+02', '10:00:00+05:30',
+  '1 year 2 mons 3 days 04:05:06.5', '\\x00ff', '{{"a": [1, 2]}}', '{{"b": null}}',
+  'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', B'1', B'1000000001', '{{1,NULL,3}}',
+  '{{"x,y","q\\"z",NULL}}', 'happy', 5, '10.0.0.1/8')"""
+
+
+def test_column_types_as_debeziums_defaults_alike_in_snapshot_and_stream(pg, pg_database, db):
+    db.execute("CREATE SCHEMA s1")
+    db.execute(TYPES_DDL)
+    db.execute(TYPES_ROW.format(id=1))
+    db.execute("INSERT INTO s1.typed (id, i4) VALUES (2, 0)")  # nulls
+    d = Driver(props(pg, pg_database))
+    try:
+        snap = d.poll(2)
+        d.ack(snap)
+        db.execute(TYPES_ROW.format(id=3))
+        (streamed,) = d.poll(1)
+    finally:
+        d.stop()
+    row = dict(snap[0].value["after"])
+    assert dict(streamed.value["after"]) == {**row, "id": 3}
+    assert streamed.value_schema == snap[0].value_schema
+    schema = snap[0].value_schema.field("after").schema
+    names = {f.name: (f.schema.type, f.schema.name) for f in schema.fields}
+    expect = {
+        "id": (("int64", None), 1), "i2": (("int16", None), -3), "i4": (("int32", None), 7),
+        "f4": (("float32", None), 1.5), "f8": (("float64", None), -2.25e10),
+        "b": (("boolean", None), True),
+        "n": (("bytes", env.DECIMAL), decimal.Decimal("12345.678")),
+        "m": (("bytes", env.DECIMAL), decimal.Decimal("12.34")),
+        "t": (("string", None), "héllo"), "vc": (("string", None), "v"),
+        "ch": (("string", None), "ab "),
+        "d": (("int32", env.DATE), 19782),
+        "tm": (("int64", env.MICRO_TIME), 47655123456),
+        "tm3": (("int32", env.TIME), 47655500),
+        "ts": (("int64", env.MICRO_TIMESTAMP), 1709212455123456),
+        "ts3": (("int64", env.TIMESTAMP), -1),
+        "tstz": (("string", env.ZONED_TIMESTAMP), "2024-02-29T11:14:15.500000Z"),
+        "ttz": (("string", env.ZONED_TIME), "04:30:00.000000Z"),
+        "iv": (("int64", env.MICRO_DURATION),
+               int((365.25 + 2 * 30.4375 + 3) * 86400e6) + (4 * 3600 + 5 * 60 + 6) * 10**6
+               + 500000),
+        "by": (("bytes", None), b"\x00\xff"),
+        "j": (("string", env.JSON), '{"a": [1, 2]}'),
+        "jb": (("string", env.JSON), '{"b": null}'),
+        "u": (("string", env.UUID), "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"),
+        "bit1": (("boolean", None), True),
+        "bits": (("bytes", env.BITS), (0b1000000001).to_bytes(2, "little")),
+        "ia": (("array", None), [1, None, 3]),
+        "ta": (("array", None), ["x,y", 'q"z', None]),
+        "e": (("string", env.ENUM), "happy"),
+        "dom": (("int32", None), 5),
+        "inet_": (("string", None), "10.0.0.1/8"),
+    }
+    for col, (typ, value) in expect.items():
+        assert (col, names[col]) == (col, typ)
+        assert (col, row[col]) == (col, value)
+    nv = row["nv"]
+    assert schema.field("nv").schema.name == env.VARIABLE_SCALE_DECIMAL
+    assert env.decimal_from_variable_scale(nv) == decimal.Decimal("-0.000123")
+    assert schema.field("e").schema.params["allowed"] == "sad,ok,happy"
+    assert schema.field("i4").schema.optional is False
+    assert schema.field("t").schema.optional is True
+    nulls = dict(snap[1].value["after"])
+    assert {k for k, v in nulls.items() if v is not None} == {"id", "i4"}
+
+
+def test_acknowledged_changes_are_not_resent_and_unacknowledged_are(pg, pg_database, db):
+    """The slot moves only in commit(), to what the stored offsets cover; a restarted task
+    sends exactly what was not acknowledged, even from the middle of a transaction."""
+    db.execute("CREATE TABLE t (id int PRIMARY KEY, v int)")
+    p = props(pg, pg_database, snapshot_mode="never")
+    store: dict = {}
+    d = Driver(p, store)
+    try:
+        start = slot_position(db, p["slot.name"])
+        with db.transaction():
+            for i in range(5):
+                db.execute("INSERT INTO t VALUES (%s, 0)", (i,))
+        db.execute("UPDATE t SET v = 1 WHERE id = 0")
+        got = d.poll(6)
+        assert [o[1] for o in ops(got)] == ["c"] * 5 + ["u"]
+        assert slot_position(db, p["slot.name"]) == start  # nothing acknowledged
+        d.ack(got[:3])  # the transaction's first three of five
+        mid = slot_position(db, p["slot.name"])
+        assert mid != start
+    finally:
+        d.stop()
+    d = Driver(p, store)
+    try:
+        again = d.poll(3)  # the rest of the transaction and the update, once
+        assert [(o[1], o[2]) for o in ops(again)] == [("c", {"id": 3}), ("c", {"id": 4}),
+                                                        ("u", {"id": 0})]
+        d.quiet()
+        d.ack(again)
+        assert slot_position(db, p["slot.name"]) > mid
+    finally:
+        d.stop()
+    d = Driver(p, store)
+    try:
+        d.quiet()
+        db.execute("DELETE FROM t WHERE id = 4")
+        assert [o[1] for o in ops(d.poll(2))] == ["d", None]
+    finally:
+        d.stop()  # not acknowledged: sent again
+    d = Driver(p, store)
+    try:
+        assert [o[1] for o in ops(d.poll(2))] == ["d", None]
+    finally:
+        d.stop()
+
+
+def test_snapshot_is_exact_with_the_stream(pg, pg_database, db):
+    """Rows committed after the slot's exported snapshot come once, in the stream; an
+    interrupted snapshot is redone on restart."""
+    db.execute("CREATE TABLE t (id int PRIMARY KEY, v text)")
+    db.execute("INSERT INTO t SELECT g, 'x' FROM generate_series(1, 250) g")
+    p = props(pg, pg_database, max_batch_size="100")
+    store: dict = {}
+    d = Driver(p, store)
+    try:
+        first = d.poll(100)
+        d.ack(first)  # a part of the snapshot only
+    finally:
+        d.stop()
+    d = Driver(p, store)  # snapshot again, from scratch
+    try:
+        db.execute("INSERT INTO t VALUES (251, 'after')")
+        db.execute("UPDATE t SET v = 'y' WHERE id = 1")
+        snap = d.poll(250)
+        assert [r.value["op"] for r in snap] == ["r"] * 250
+        assert sorted(r.key["id"] for r in snap) == list(range(1, 251))
+        assert {r.value["after"]["v"] for r in snap} == {"x"}
+        assert [r.value["source"]["snapshot"] for r in snap[-2:]] == ["true", "last"]
+        d.ack(snap)
+        stream = d.poll(2)
+        assert [(o[1], o[3]) for o in ops(stream)] == [("c", {"id": 251, "v": "after"}),
+                                                       ("u", {"id": 1, "v": "y"})]
+        d.ack(stream)
+        d.quiet()
+    finally:
+        d.stop()
+    d = Driver(p, store)  # snapshot completed: streaming only
+    try:
+        d.quiet()
+    finally:
+        d.stop()
+
+
+def test_filters_filtered_publication_and_uncaptured_traffic(pg, pg_database, db):
+    db.execute("CREATE TABLE a (id int PRIMARY KEY)")
+    db.execute("CREATE TABLE b (id int PRIMARY KEY)")
+    db.execute("CREATE TABLE nokey (v int)")
+    p = props(pg, pg_database, table_include_list="public\\.(a|nokey)",
+              publication_autocreate_mode="filtered", publication_name="pub_f")
+    d = Driver(p)
+    try:
+        published = {r[0] for r in db.execute(
+            "SELECT tablename FROM pg_publication_tables WHERE pubname = 'pub_f'")}
+        assert published == {"a", "nokey"}
+        d.quiet()
+        db.execute("INSERT INTO b VALUES (1)")
+        db.execute("INSERT INTO a VALUES (1)")
+        db.execute("INSERT INTO nokey VALUES (7)")
+        got = d.poll(2)
+        assert ops(got) == [("srv.public.a", "c", {"id": 1}, {"id": 1}),
+                            ("srv.public.nokey", "c", None, {"v": 7})]
+        assert got[1].key_schema is None
+        d.ack(got)
+        before = slot_position(db, p["slot.name"])
+        db.execute("ALTER PUBLICATION pub_f ADD TABLE b")
+        db.execute("INSERT INTO b SELECT generate_series(2, 5)")  # not captured
+        deadline = time.monotonic() + 20
+        while slot_position(db, p["slot.name"]) == before and time.monotonic() < deadline:
+            d.quiet(1)
+            d.ack([])
+        assert slot_position(db, p["slot.name"]) > before  # WAL is not pinned
+    finally:
+        d.stop()
+
+
+def test_replica_identity_full_and_primary_key_changes(pg, pg_database, db):
+    db.execute("CREATE TABLE t (id int PRIMARY KEY, v text)")
+    db.execute("ALTER TABLE t REPLICA IDENTITY FULL")
+    db.execute("INSERT INTO t VALUES (1, 'a')")
+    p = props(pg, pg_database, tombstones_on_delete="false")
+    d = Driver(p)
+    try:
+        d.ack(d.poll(1))
+        db.execute("UPDATE t SET v = 'b' WHERE id = 1")
+        db.execute("UPDATE t SET id = 2 WHERE id = 1")
+        db.execute("DELETE FROM t")
+        got = d.poll(4)
+        assert [(r.value["op"], dict(r.key),
+                 r.value["before"] and dict(r.value["before"]),
+                 r.value["after"] and dict(r.value["after"])) for r in got] == [
+            ("u", {"id": 1}, {"id": 1, "v": "a"}, {"id": 1, "v": "b"}),
+            ("d", {"id": 1}, {"id": 1, "v": "b"}, None),  # the key changed: d, then c
+            ("c", {"id": 2}, None, {"id": 2, "v": "b"}),
+            ("d", {"id": 2}, {"id": 2, "v": "b"}, None)]  # no tombstones
+        d.quiet()
+    finally:
+        d.stop()
+
+
+def test_initial_only_and_slot_drop_on_stop(pg, pg_database, db):
+    db.execute("CREATE TABLE t (id int PRIMARY KEY)")
+    db.execute("INSERT INTO t VALUES (1)")
+    p = props(pg, pg_database, snapshot_mode="initial_only")
+    d = Driver(p)
+    try:
+        d.ack(d.poll(1))
+        db.execute("INSERT INTO t VALUES (2)")
+        d.quiet()
+    finally:
+        d.stop()
+    assert db.execute("SELECT count(*) FROM pg_replication_slots "
+                      "WHERE database = current_database()").fetchone()[0] == 0
+    p = props(pg, pg_database, slot_drop_on_stop="true", snapshot_mode="no_data")
+    d = Driver(p)
+    try:
+        d.quiet()
+        assert slot_position(db, p["slot.name"])
+    finally:
+        d.stop()
+    assert db.execute("SELECT count(*) FROM pg_replication_slots "
+                      "WHERE database = current_database()").fetchone()[0] == 0
+
+
+def test_connector_config_and_validation(pg, pg_database):
+    c = PostgresConnector()
+    ok = props(pg, pg_database)
+    values = c.validate(ok)
+    assert {k: v.errors for k, v in values.items() if v.errors} == {}
+    bad = {**ok, "plugin.name": "decoderbufs", "database.port": "x"}
+    del bad["topic.prefix"]
+    errors = {k: v.errors for k, v in c.validate(bad).items() if v.errors}
+    assert errors == {
+        "plugin.name": ["Invalid value decoderbufs for configuration plugin.name: String "
+                        "must be one of: pgoutput"],
+        "database.port": ["Invalid value x for configuration database.port: Not a number "
+                          "of type INT"],
+        "topic.prefix": ['Missing required configuration "topic.prefix" which has no '
+                         'default value.']}
+    down = c.validate({**ok, "database.dbname": "no_such_db"})
+    assert down["database.hostname"].errors and "no_such_db" in down["database.hostname"].errors[0]
+    c.start(ok)
+    assert c.task_configs(4) == [ok]
+    assert c.task_class() is PostgresSourceTask
+    with pytest.raises(api.ConfigError):
+        PostgresSourceTask().start({**ok, "snapshot.mode": "sometimes"})

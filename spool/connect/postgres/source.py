@@ -569,9 +569,16 @@ class PostgresSourceTask(api.SourceTask):
                             continue
                         out.append(rec.new_record(source_offset={
                             **rec.source_offset, "lsn_events_processed": self._tx_events}))
+        # how far the temporary slot has read: every transaction committed before it has
+        # been returned (pgoutput leaves out transactions with nothing published)
+        (read_to,) = self.conn.execute(
+            "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = %s",
+            (self.temp_slot,)).fetchone() or (None,)
+        if read_to is not None:
+            end_lsn = max(end_lsn, pgoutput.parse_lsn(read_to))
         with self._acks:
             if end_lsn:
-                self._last_end_lsn = end_lsn
+                self._last_end_lsn = max(self._last_end_lsn, end_lsn)
         self._note_polled(out)
         return out
 
