@@ -428,3 +428,132 @@ def test_connector_config_and_validation(pg, pg_database):
     assert c.task_class() is PostgresSourceTask
     with pytest.raises(api.ConfigError):
         PostgresSourceTask().start({**ok, "snapshot.mode": "sometimes"})
+
+
+# ---- through the runtime: a Worker producing to a real broker
+
+
+class _Statuses:
+    def __init__(self) -> None:
+        self.states: dict[Any, list[tuple[str, str | None]]] = {}
+
+    def connector_status(self, name: str, state: str, trace: str | None = None) -> None:
+        self.states.setdefault(name, []).append((state, trace))
+
+    def task_status(self, task_id: Any, state: str, trace: str | None = None) -> None:
+        self.states.setdefault(task_id, []).append((state, trace))
+
+    def connector_topic(self, name: str, topic: str) -> None:
+        pass
+
+    def wait(self, who: Any, state: str, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            got = self.states.get(who, [])
+            if got and got[-1][0] == state:
+                return
+            assert not got or got[-1][0] != "FAILED", got[-1][1]
+            time.sleep(0.05)
+        raise AssertionError(f"{who}: {self.states.get(who)}, not {state}")
+
+
+def _worker(bootstrap: str, **extra: str):
+    from spool.connect.offset_store import KafkaOffsetStore
+    from spool.connect.plugins import Plugins
+    from spool.connect.worker import Worker
+    from spool.connect.worker_config import WorkerConfig
+
+    uid = uuid.uuid4().hex[:8]
+    config = WorkerConfig.from_props({
+        "bootstrap.servers": bootstrap, "group.id": f"pgsrc-{uid}",
+        "config.storage.topic": f"pgsrc-configs-{uid}",
+        "offset.storage.topic": f"pgsrc-offsets-{uid}",
+        "status.storage.topic": f"pgsrc-status-{uid}", "offset.storage.partitions": "1",
+        "offset.flush.interval.ms": "100",
+        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter", **extra},
+        standalone=False)
+    store = KafkaOffsetStore(config)
+    store.start()
+    statuses = _Statuses()
+    return Worker(config, Plugins.discover(), store, statuses), store, statuses
+
+
+def _read(bootstrap: str, topic: str, n: int, timeout: float = 30.0, **conf: str) -> list:
+    from confluent_kafka import Consumer
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"r-{uuid.uuid4().hex[:8]}",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False, **conf})
+    c.subscribe([topic])
+    out: list = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(out) < n and time.monotonic() < deadline:
+            out.extend(m for m in c.consume(100, 0.2) if m.error() is None)
+        extra = c.consume(100, 0.5)  # nothing more
+        out.extend(m for m in extra if m.error() is None)
+    finally:
+        c.close()
+    return out
+
+
+def _changes(msgs: list) -> list[tuple]:
+    import json as _json
+
+    out = []
+    for m in msgs:
+        key = _json.loads(m.key())["payload"]
+        if m.value() is None:
+            out.append((None, key))
+            continue
+        v = _json.loads(m.value())["payload"]
+        out.append((v["op"], key, v["after"] if v["after"] is not None else v["before"]))
+    return out
+
+
+def test_through_the_worker_to_spool(broker, pg, pg_database, db):
+    """Snapshot and stream through the runtime (JsonConverter with schemas) into Spool;
+    the slot advances once the worker commits the offsets; a restarted task resumes after
+    what was acknowledged."""
+    import json as _json
+
+    from spool.connect.herder import TaskId
+
+    db.execute("CREATE TABLE t (id int PRIMARY KEY, v text, n numeric(6,2))")
+    db.execute("INSERT INTO t VALUES (1, 'a', 1.25), (2, 'b', NULL)")
+    prefix = f"cdc{uuid.uuid4().hex[:8]}"
+    topic = f"{prefix}.public.t"
+    p = {**props(pg, pg_database), "name": prefix, "tasks.max": "1", "topic.prefix": prefix}
+    worker, store, statuses = _worker(broker.bootstrap)
+    tid = TaskId(prefix, 0)
+    try:
+        worker.start_connector(prefix, p, "STARTED", lambda _n: None)
+        (tc,) = worker.connector_task_configs(prefix, 1)
+        worker.start_task(tid, p, tc, "STARTED")
+        statuses.wait(tid, "RUNNING")
+        start = slot_position(db, p["slot.name"])
+        db.execute("UPDATE t SET v = 'aa' WHERE id = 1")
+        db.execute("DELETE FROM t WHERE id = 2")
+        msgs = _read(broker.bootstrap, topic, 5)
+        assert _changes(msgs) == [
+            ("r", {"id": 1}, {"id": 1, "v": "a", "n": "fQ=="}),  # Decimal: base64, Kafka's
+            ("r", {"id": 2}, {"id": 2, "v": "b", "n": None}),
+            ("u", {"id": 1}, {"id": 1, "v": "aa", "n": "fQ=="}),
+            ("d", {"id": 2}, {"id": 2, "v": None, "n": None}),
+            (None, {"id": 2})]
+        schema = _json.loads(msgs[0].value())["schema"]
+        assert (schema["name"], schema["version"]) == (f"{topic}.Envelope", 2)
+        assert [f["field"] for f in schema["fields"]][:4] == ["before", "after", "source", "op"]
+        deadline = time.monotonic() + 20
+        while slot_position(db, p["slot.name"]) == start and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert slot_position(db, p["slot.name"]) > start
+        worker.stop_tasks([tid])
+        db.execute("INSERT INTO t VALUES (3, 'c', 0)")
+        worker.start_task(tid, p, tc, "STARTED")
+        msgs = _read(broker.bootstrap, topic, 6)
+        assert _changes(msgs)[5:] == [("c", {"id": 3}, {"id": 3, "v": "c", "n": "AA=="})]
+        assert [s for s, _ in statuses.states[tid]] == ["RUNNING", "UNASSIGNED", "RUNNING"]
+    finally:
+        worker.stop()
+        store.stop()
