@@ -145,7 +145,7 @@ class WorkerSinkTask(WorkerTask):
         topics = [t.strip() for t in self.connector_props.get("topics", "").split(",")
                   if t.strip()]
         pattern = self.connector_props.get("topics.regex", "").strip()
-        subs = [f"^(?:{pattern})$"] if pattern else topics
+        subs = [f"^({pattern})$"] if pattern else topics
         if not subs:
             raise api.ConfigError("Must configure one of topics or topics.regex")
         self.consumer.subscribe(subs, on_assign=self._on_assign, on_revoke=self._on_revoke,

@@ -20,7 +20,8 @@ more, ``task.stop()`` already called from the stopping thread to wake ``poll``.
 **Exactly-once** (worker ``exactly.once.source.support=enabled``, KIP-618): a
 transactional producer, ``transactional.id`` ``<group.id>-<connector>-<task>`` (its
 ``init_transactions`` fences an earlier instance of the same task). A transaction holds
-the records and, written to the offsets topic with ``OffsetStore.record``, the offset of
+the records and, written to the offsets topic with ``OffsetStore.record`` (on the
+partition ``OffsetStore.partition_for`` chooses, as its own writes), the offset of
 each source partition's last record in it; it is committed after each non-empty poll
 (``transaction.boundary=poll``, the default) or once ``transaction.boundary.interval.ms``
 (default ``offset.flush.interval.ms``) has passed (``interval``). ``connector``
@@ -165,6 +166,7 @@ class WorkerSourceTask(WorkerTask):
         else:
             pconf.setdefault("enable.idempotence", True)
         pconf.setdefault("acks", "all")
+        pconf["error_cb"] = self._on_client_error
         self.producer = Producer(pconf)
         self.admin = AdminClient(w.config.client_config("admin"))
         if self.eos:
@@ -345,7 +347,8 @@ class WorkerSourceTask(WorkerTask):
             return
         assert self.admin is not None
         md = self.admin.list_topics(topic=None, timeout=self.flush_timeout)
-        if topic not in md.topics:
+        if topic not in md.topics and self.worker.config.get("topic.creation.enable") \
+                is not False:
             fut = self.admin.create_topics([NewTopic(topic, -1, -1)])[topic]
             try:
                 fut.result(self.flush_timeout)
@@ -380,7 +383,7 @@ class WorkerSourceTask(WorkerTask):
     def _send_transactional(self, records: list[api.SourceRecord]) -> None:
         assert self.producer is not None
         if not self.in_txn:
-            self.producer.begin_transaction()
+            self._txn_call(self.producer.begin_transaction)
             self.in_txn = True
             self.txn_started = time.monotonic()
         for record in records:
@@ -393,6 +396,22 @@ class WorkerSourceTask(WorkerTask):
                 continue
             self._produce(record, converted, self._on_txn_delivery(record))
         self._maybe_end_txn(force=self.boundary != "interval")
+
+    def _on_client_error(self, err: KafkaError) -> None:
+        if err.fatal():  # e.g. fenced by a newer instance of this task: it cannot go on
+            self.failure = api.ConnectError(f"Producer fatal error: {err}")
+        else:
+            log.debug("%s: producer error: %s", self._label(), err)
+
+    def _txn_call(self, fn: Any, *args: Any) -> Any:
+        """``fn(*args)``; a failure (fenced, timed out, a record not delivered) as the
+        ConnectError that fails the task."""
+        try:
+            return fn(*args)
+        except Exception as e:
+            if self.failure is not None:
+                raise self.failure from e
+            raise api.ConnectError(f"Transaction of {self.id} failed: {e}") from e
 
     def _on_txn_delivery(self, record: api.SourceRecord) -> Any:
         def cb(err: KafkaError | None, msg: Any) -> None:
@@ -412,10 +431,10 @@ class WorkerSourceTask(WorkerTask):
         store = self.worker.offsets
         for partition, offset in self.txn_offsets.values():
             key, value = store.record(self.id.connector, partition, offset)
-            self._produce_offset(store.topic, key, value)
-        self.producer.flush(self.flush_timeout)
+            self._produce_offset(store.topic, store.partition_for(key), key, value)
+        self._txn_call(self.producer.flush, self.flush_timeout)
         self._raise_failure()
-        self.producer.commit_transaction(max(self.flush_timeout, 30.0))
+        self._txn_call(self.producer.commit_transaction, max(self.flush_timeout, 30.0))
         self.in_txn = False
         self.txn_offsets.clear()
         acks, self.txn_acks = self.txn_acks, []
@@ -428,7 +447,8 @@ class WorkerSourceTask(WorkerTask):
                 log.exception("%s: exception thrown while calling task.commit()",
                               self._label())
 
-    def _produce_offset(self, topic: str, key: bytes, value: bytes | None) -> None:
+    def _produce_offset(self, topic: str, partition: int, key: bytes,
+                        value: bytes | None) -> None:
         assert self.producer is not None
 
         def cb(err: KafkaError | None, msg: Any) -> None:
@@ -436,7 +456,8 @@ class WorkerSourceTask(WorkerTask):
                 self.failure = api.ConnectError(f"Failed to write offsets to {topic}: {err}")
         while True:
             try:
-                self.producer.produce(topic, key=key, value=value, on_delivery=cb)
+                self.producer.produce(topic, key=key, value=value, partition=partition,
+                                      on_delivery=cb)
                 return
             except BufferError:
                 self.producer.poll(0.1)
