@@ -8,7 +8,9 @@ default, read_uncommitted, unless overridden) subscribes to ``topics`` or
 ``topics.regex`` (matched against the whole topic name, as Java's ``matches``). Each
 batch of messages is converted (header, key, value converters), transformed and given
 to ``task.put``; failures in those stages go through ``errors.ErrorHandler`` (stages
-HEADER_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER, TRANSFORMATION). ``put`` raising
+HEADER_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER, TRANSFORMATION; the consumed message
+is what goes to the dead letter queue, and the DLQ is flushed before each offset
+commit so a skipped record's offset is committed only once it is there). ``put`` raising
 ``RetriableError`` pauses every partition and calls ``put`` again with the same records
 after ``context.timeout(ms)`` (immediately on the next loop without one); any other
 exception fails the task.
@@ -113,6 +115,7 @@ class WorkerSinkTask(WorkerTask):
         self.retry_at = 0.0
         self.consumer_paused: set[TP] = set()
         self.flush_interval = _ms(worker.config.get("offset.flush.interval.ms"), 60000)
+        self.flush_timeout = _ms(worker.config.get("offset.flush.timeout.ms"), 5000)
         self.task_started = False
         self.closing = False
         self.seek_backs: dict[TP, int] = {}  # fetched while paused: read again later
@@ -224,6 +227,11 @@ class WorkerSinkTask(WorkerTask):
             elif (records or offsets) and not self.paused:
                 self._deliver(records, offsets)
 
+    def on_stop(self) -> None:
+        errors = getattr(self, "errors", None)
+        if errors is not None:
+            errors.stop()  # a retry's backoff ends now
+
     def apply_pauses(self) -> None:
         """Pause on the consumer what should be paused, resume the rest."""
         if self.consumer is None or self.context is None:
@@ -302,17 +310,20 @@ class WorkerSinkTask(WorkerTask):
         headers = []
         for k, v in raw_headers:
             hv = errors.execute("HEADER_CONVERTER", self.header_converter.to_connect_header,
-                                topic, k, v)
+                                topic, k, v, original=msg,
+                                executing_class=type(self.header_converter))
             if hv is skip:
                 return None
             headers.append(api.Header(k, hv[0], hv[1]))
         hs = tuple(headers)
         key = errors.execute("KEY_CONVERTER", self.key_converter.to_connect_data,
-                             topic, hs, msg.key())
+                             topic, hs, msg.key(), original=msg,
+                             executing_class=type(self.key_converter))
         if key is skip:
             return None
         value = errors.execute("VALUE_CONVERTER", self.value_converter.to_connect_data,
-                               topic, hs, msg.value())
+                               topic, hs, msg.value(), original=msg,
+                               executing_class=type(self.value_converter))
         if value is skip:
             return None
         ts_type, ts = msg.timestamp()
@@ -321,7 +332,7 @@ class WorkerSinkTask(WorkerTask):
                              timestamp_type=_TS_TYPES.get(ts_type, "NoTimestampType"),
                              original_topic=topic, original_kafka_partition=msg.partition(),
                              original_kafka_offset=msg.offset())
-        out = errors.execute("TRANSFORMATION", self.chain.apply, rec)
+        out = errors.execute("TRANSFORMATION", self.chain.apply, rec, original=msg)
         if out is None or out is skip:
             return None
         return out
@@ -365,6 +376,11 @@ class WorkerSinkTask(WorkerTask):
                      if tp in self.assigned and (only is None or tp in only)
                      and self.committed.get(tp) != int(o)}
         if not to_commit:
+            return
+        try:
+            self.errors.flush(self.flush_timeout)  # skipped records are in the DLQ first
+        except api.ConnectError as e:
+            log.warning("%s: not committing offsets: %s", self._label(), e)
             return
         try:
             self.consumer.commit(offsets=[TopicPartition(t, p, o)

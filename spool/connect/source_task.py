@@ -225,6 +225,9 @@ class WorkerSourceTask(WorkerTask):
             self._raise_failure()
 
     def on_stop(self) -> None:
+        errors = getattr(self, "errors", None)
+        if errors is not None:
+            errors.stop()
         task = self.task
         if task is not None and not self._task_stopped:
             self._task_stopped = True
@@ -263,23 +266,26 @@ class WorkerSourceTask(WorkerTask):
         a transformation dropped it or an error was tolerated."""
         errors = self.errors
         skip = type(errors).SKIP
-        out = errors.execute("TRANSFORMATION", self.chain.apply, record)
+        out = errors.execute("TRANSFORMATION", self.chain.apply, record)  # no DLQ: sources
         if out is None or out is skip:
             return None
         topic = out.topic
         headers = []
         for h in out.headers:
             hv = errors.execute("HEADER_CONVERTER", self.header_converter.from_connect_header,
-                                topic, h.key, h.schema, h.value)
+                                topic, h.key, h.schema, h.value,
+                                executing_class=type(self.header_converter))
             if hv is skip:
                 return None
             headers.append((h.key, hv))
         key = errors.execute("KEY_CONVERTER", self.key_converter.from_connect_data,
-                             topic, out.headers, out.key_schema, out.key)
+                             topic, out.headers, out.key_schema, out.key,
+                             executing_class=type(self.key_converter))
         if key is skip:
             return None
         value = errors.execute("VALUE_CONVERTER", self.value_converter.from_connect_data,
-                               topic, out.headers, out.value_schema, out.value)
+                               topic, out.headers, out.value_schema, out.value,
+                               executing_class=type(self.value_converter))
         if value is skip:
             return None
         return topic, out.kafka_partition, key, value, headers, out.timestamp
