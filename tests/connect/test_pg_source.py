@@ -430,6 +430,27 @@ def test_connector_config_and_validation(pg, pg_database):
         PostgresSourceTask().start({**ok, "snapshot.mode": "sometimes"})
 
 
+def test_a_lost_connection_is_reestablished_without_loss_or_repeats(pg, pg_database, db):
+    db.execute("CREATE TABLE t (id int PRIMARY KEY)")
+    p = props(pg, pg_database, snapshot_mode="never")
+    d = Driver(p)
+    try:
+        db.execute("INSERT INTO t VALUES (1)")
+        first = d.poll(1)  # polled, not acknowledged
+        temp_slot = d.task.temp_slot
+        (pid,) = db.execute("SELECT active_pid FROM pg_replication_slots WHERE slot_name "
+                            "LIKE %s", (p["slot.name"] + "_spool_%",)).fetchone()
+        db.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        db.execute("INSERT INTO t VALUES (2)")
+        rest = d.poll(1)
+        assert [r.key["id"] for r in first + rest] == [1, 2]
+        assert d.task.temp_slot != temp_slot  # a new session, a new temporary slot
+        d.quiet()
+        d.ack(first + rest)
+    finally:
+        d.stop()
+
+
 # ---- through the runtime: a Worker producing to a real broker
 
 

@@ -214,7 +214,7 @@ def conninfo(cfg: dict[str, Any], **extra: Any) -> str:
         host=cfg["database.hostname"], port=cfg["database.port"], user=cfg["database.user"],
         password=cfg["database.password"] or None, dbname=cfg["database.dbname"],
         sslmode=cfg["database.sslmode"], application_name=f"spool-connect-{cfg['topic.prefix']}",
-        **extra)
+        connect_timeout=10, **extra)
 
 
 class TableFilter:
@@ -500,6 +500,13 @@ class PostgresSourceTask(api.SourceTask):
                 return []
             try:
                 records = self._poll_stream()
+            except psycopg.OperationalError as e:  # the connection is lost: reconnect
+                if self._stopping.is_set():
+                    return []
+                log.warning("postgres source %s: connection lost (%s), reconnecting",
+                            self.prefix, str(e).strip())
+                self._reconnect()
+                records = []
             except (psycopg.Error, DataError) as e:
                 if self._stopping.is_set():
                     return []
@@ -581,6 +588,32 @@ class PostgresSourceTask(api.SourceTask):
                 self._last_end_lsn = max(self._last_end_lsn, end_lsn)
         self._note_polled(out)
         return out
+
+    def _reconnect(self) -> None:
+        """A new connection and temporary slot, resuming after the last record polled
+        (the old temporary slot went with the old connection)."""
+        with self._acks:
+            last = self._last_offset
+        if last is not None and not last.get("snapshot"):
+            self._resume = (int(last["lsn_commit"]), int(last["lsn_events_processed"]))
+        self._tx = None
+        old, self.conn = self.conn, None
+        if old is not None:
+            try:
+                old.close()
+            except psycopg.Error:
+                pass
+        try:
+            conn = self._connect()
+            self.temp_slot = f"{self.slot[:40]}_spool_{uuid.uuid4().hex[:12]}"
+            conn.execute("SELECT pg_copy_logical_replication_slot(%s, %s, true)",
+                         (self.slot, self.temp_slot))
+        except psycopg.OperationalError as e:  # not yet: the next poll tries again
+            log.warning("postgres source %s: reconnecting: %s", self.prefix, str(e).strip())
+            self.conn = _Closed()  # type: ignore[assignment]
+            return
+        self.conn = conn
+        self.catalog.conn = conn
 
     def _skip(self) -> bool:
         if self._resume is None or self._tx is None:
@@ -722,3 +755,15 @@ class PostgresSourceTask(api.SourceTask):
 
 
 _ABSENT: Any = object()
+
+
+class _Closed:
+    """Stands for a connection to re-establish: every use raises OperationalError."""
+
+    closed = True
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        raise psycopg.OperationalError("not connected")
+
+    def close(self) -> None:
+        pass
