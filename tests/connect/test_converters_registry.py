@@ -5,6 +5,7 @@ write and write what they read (Confluent's wire format: magic 0 + 4-byte id).""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import decimal
 import uuid
@@ -175,3 +176,75 @@ def test_record_name_strategy(registry: RegistryProcess, topic: str) -> None:
     conv.from_connect_data(topic, None, VALUE, customer(3))
     assert call(registry.url, "GET",
                 f"/subjects/{topic}-server1.public.customers.Value/versions").body == [1]
+
+
+PROTO_VALUE = data.struct("shop.orders.Order", [
+    ("id", data.INT32), ("big", data.INT64), ("note", data.OPTIONAL_STRING),
+    ("ratio", data.FLOAT64), ("paid", data.BOOLEAN), ("blob", data.BYTES),
+    ("tags", data.array(data.STRING)), ("qty", data.map_of(data.STRING, data.INT64)),
+    ("address", ADDRESS)])
+
+
+def test_protobuf_round_trip_and_logical_types(broker, registry: RegistryProcess,
+                                               topic: str) -> None:
+    conv = make(registry, "io.confluent.connect.protobuf.ProtobufConverter")
+    values = [Struct(PROTO_VALUE, {"id": 1, "big": 1 << 40, "note": None, "ratio": 0.5,
+                                   "paid": True, "blob": b"\x01", "tags": ["a"],
+                                   "qty": {"x": 2},
+                                   "address": Struct(ADDRESS, {"city": "Oslo", "zip": "0150"})}),
+              Struct(PROTO_VALUE, {"id": 2, "big": 0, "note": "", "ratio": 0.0, "paid": False,
+                                   "blob": b"", "tags": [], "qty": {}, "address": None})]
+    raw = [conv.from_connect_data(topic, None, PROTO_VALUE, v) for v in values]
+    assert all(r[0] == 0 and r[5] == 0 for r in raw)  # magic, id, message index [0]
+    back = [make(registry, "ProtobufConverter").to_connect_data(topic, None, r)
+            for r in through_topic(broker.bootstrap, topic, raw)]
+    # a nested struct is a nested message: its name is the message's full name
+    read = data.struct("shop.orders.Order", [
+        (f.name, f.schema if f.name != "address"
+         else dataclasses.replace(ADDRESS, name="shop.orders.Order.Address"))
+        for f in PROTO_VALUE.fields])
+    assert [s for s, _ in back] == [read] * 2
+    assert [v for _, v in back] == values
+    logical = data.struct("shop.L", [("price", data.decimal_schema(2)),
+                                     ("day", data.DATE_SCHEMA),
+                                     ("at", data.optional(data.TIMESTAMP_SCHEMA)),
+                                     ("n", data.INT16)])
+    at = datetime.datetime(2024, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
+    one = conv.from_connect_data(f"{topic}-l", None, logical, Struct(logical, {
+        "price": decimal.Decimal("19.90"), "day": datetime.date(1970, 1, 11), "at": at, "n": 3}))
+    schema, value = conv.to_connect_data(f"{topic}-l", None, one)
+    assert value == {"price": "19.90", "day": 10, "at": at, "n": 3}
+    assert schema.field("at").schema == data.optional(data.TIMESTAMP_SCHEMA)
+    key_conv = make(registry, "ProtobufConverter", is_key=True)
+    key = key_conv.from_connect_data(topic, None, data.INT64, 42)
+    assert key_conv.to_connect_data(topic, None, key) == (data.INT64, 42)
+    assert call(registry.url, "GET", f"/subjects/{topic}-value/versions").body == [1]
+
+
+def test_protobuf_reads_confluents_serializer(registry: RegistryProcess, topic: str) -> None:
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+    from google.protobuf import descriptor_pb2
+
+    from spool.connect.converters import protobuf_data
+
+    fd = descriptor_pb2.FieldDescriptorProto
+    fdp = descriptor_pb2.FileDescriptorProto(name="shop/outer.proto", package="shop",
+                                             syntax="proto3")
+    fdp.message_type.add(name="Unused").field.add(name="x", number=1, type=fd.TYPE_INT32,
+                                                  label=fd.LABEL_OPTIONAL)
+    outer = fdp.message_type.add(name="Outer")
+    inner = outer.nested_type.add(name="Line")
+    inner.field.add(name="sku", number=1, type=fd.TYPE_STRING, label=fd.LABEL_OPTIONAL)
+    outer.field.add(name="id", number=1, type=fd.TYPE_INT64, label=fd.LABEL_OPTIONAL)
+    outer.field.add(name="lines", number=2, type=fd.TYPE_MESSAGE, label=fd.LABEL_REPEATED,
+                    type_name=".shop.Outer.Line")
+    cls = protobuf_data.message_class([fdp], "shop.Outer")
+    msg = cls(id=7)
+    msg.lines.add(sku="A-1")
+    sr = SchemaRegistryClient({"url": registry.url})
+    raw = ProtobufSerializer(cls, sr, {"use.deprecated.format": False})(
+        msg, SerializationContext(topic, MessageField.VALUE))
+    schema, value = make(registry, "ProtobufConverter").to_connect_data(topic, None, raw)
+    line = data.struct("shop.Outer.Line", [("sku", data.STRING)])
+    assert schema == data.struct("shop.Outer", [("id", data.INT64), ("lines", data.array(line))])
+    assert value == {"id": 7, "lines": [{"sku": "A-1"}]}

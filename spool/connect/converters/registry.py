@@ -25,6 +25,7 @@ answers 5xx is ``api.RetriableError``.
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import struct as _struct
@@ -33,10 +34,11 @@ import urllib.parse
 from typing import Any
 
 import fastavro
+from google.protobuf import descriptor_pb2
 
 from spool.connect import api
-from spool.connect.converters import avro_data, json_schema_data
-from spool.connect.converters.json import JsonConverter
+from spool.connect.converters import avro_data, json_schema_data, protobuf_data
+from spool.connect.converters.json import JsonConverter, dumps, loads
 from spool.connect.data import DataError, Schema
 from spool.registry.client import (
     RegistryClient,
@@ -114,11 +116,12 @@ class RegistryConverter(api.Converter):
     def encode(self, schema: Schema, value: Any, writer: Any) -> bytes:
         raise NotImplementedError
 
-    def parse_writer(self, text: str) -> tuple[Schema, Any]:
-        """The Connect schema and the parsed writer schema of a registry text."""
+    def parse_writer(self, text: str) -> Any:
+        """A registry text parsed, as ``decode`` needs it."""
         raise NotImplementedError
 
-    def decode(self, schema: Schema, writer: Any, payload: memoryview) -> Any:
+    def decode(self, writer: Any, payload: memoryview) -> tuple[Schema, Any]:
+        """The Connect schema and value of a payload written with ``writer``."""
         raise NotImplementedError
 
     def prepare(self, schema: Schema, text: str) -> Any:
@@ -194,7 +197,7 @@ class RegistryConverter(api.Converter):
                             "Unknown magic byte!")
         schema_id = _struct.unpack(">i", view[1:5])[0]
         try:
-            schema, writer = self._writer(schema_id)
+            writer = self._writer(schema_id)
         except RegistryUnreachable as e:
             raise api.RetriableError(f"Failed to deserialize data for topic {topic} to "
                                      f"{self.NAME}: {e}") from e
@@ -205,18 +208,24 @@ class RegistryConverter(api.Converter):
                             f"Error retrieving {self.NAME} schema for id {schema_id}: "
                             f"{e}") from e
         try:
-            return schema, self.decode(schema, writer, view[5:])
-        except (ValueError, TypeError, KeyError, EOFError, IndexError) as e:
+            return self.decode(writer, view[5:])
+        except DataError as e:
+            raise DataError(f"Failed to deserialize data for topic {topic} to {self.NAME}: "
+                            f"{e}") from e
+        except Exception as e:  # noqa: BLE001 - a decoder's failure on bad bytes is bad data
             raise DataError(f"Failed to deserialize data for topic {topic} to {self.NAME}: "
                             f"{type(e).__name__}: {e}") from e
 
-    def _writer(self, schema_id: int) -> tuple[Schema, Any]:
+    def _writer(self, schema_id: int) -> Any:
         hit = self._by_id.get(schema_id)
         if hit is None:
-            assert self.client is not None
-            doc = self.client.by_id(schema_id)
-            hit = self._by_id[schema_id] = self.parse_writer(doc["schema"])
-        return hit  # type: ignore[no-any-return]
+            hit = self._by_id[schema_id] = self.fetch_writer(schema_id)
+        return hit
+
+    def fetch_writer(self, schema_id: int) -> Any:
+        """The writer's schema ``schema_id`` names, parsed (``parse_writer``)."""
+        assert self.client is not None
+        return self.parse_writer(self.client.by_id(schema_id)["schema"])
 
 
 class AvroConverter(RegistryConverter):
@@ -236,13 +245,14 @@ class AvroConverter(RegistryConverter):
         fastavro.schemaless_writer(out, writer, avro_data.to_avro_value(schema, value))
         return out.getvalue()
 
-    def parse_writer(self, text: str) -> tuple[Schema, Any]:
+    def parse_writer(self, text: str) -> Any:
         doc = json.loads(text)
         return avro_data.to_connect(doc), fastavro.parse_schema(doc)
 
-    def decode(self, schema: Schema, writer: Any, payload: memoryview) -> Any:
-        datum = fastavro.schemaless_reader(io.BytesIO(payload), writer, None)
-        return avro_data.to_connect_value(schema, datum)
+    def decode(self, writer: Any, payload: memoryview) -> tuple[Schema, Any]:
+        schema, parsed = writer
+        datum = fastavro.schemaless_reader(io.BytesIO(payload), parsed, None)
+        return schema, avro_data.to_connect_value(schema, datum)
 
 
 class JsonSchemaConverter(RegistryConverter):
@@ -259,40 +269,55 @@ class JsonSchemaConverter(RegistryConverter):
         return json.dumps(doc, separators=(",", ":")), schema.name
 
     def encode(self, schema: Schema, value: Any, writer: Any) -> bytes:
-        from spool.connect.converters.json import dumps
         return dumps(self.json.to_json(schema, value))
 
-    def parse_writer(self, text: str) -> tuple[Schema, Any]:
-        return json_schema_data.to_connect(json.loads(text)), None
+    def parse_writer(self, text: str) -> Any:
+        return json_schema_data.to_connect(json.loads(text))
 
-    def decode(self, schema: Schema, writer: Any, payload: memoryview) -> Any:
-        from spool.connect.converters.json import loads
-        return self.json.to_connect(schema, loads(payload))
+    def decode(self, writer: Any, payload: memoryview) -> tuple[Schema, Any]:
+        return writer, self.json.to_connect(writer, loads(payload))
 
 
 class ProtobufConverter(RegistryConverter):
     FORMAT, NAME = "PROTOBUF", "Protobuf"
 
     def schema_text(self, schema: Schema) -> tuple[str, str | None]:
-        from spool.connect.converters import protobuf_data
-        return protobuf_data.to_proto(schema), schema.name
+        fdp = protobuf_data.file_descriptor(schema)
+        return protobuf_data.registered_text(fdp), schema.name
 
     def prepare(self, schema: Schema, text: str) -> Any:
-        from spool.connect.converters import protobuf_data
-        return protobuf_data.message_class(schema)
+        fdp = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(text))
+        return protobuf_data.message_class([fdp], protobuf_data.message_by_indexes(fdp, [0]))
 
     def encode(self, schema: Schema, value: Any, writer: Any) -> bytes:
-        from spool.connect.converters import protobuf_data
-        return b"\x00" + protobuf_data.encode(schema, writer, value)
+        return protobuf_data.write_indexes([0]) + protobuf_data.encode(schema, writer, value)
 
-    def parse_writer(self, text: str) -> tuple[Schema, Any]:
-        from spool.connect.converters import protobuf_data
-        return protobuf_data.from_proto(text)
+    def fetch_writer(self, schema_id: int) -> Any:
+        assert self.client is not None
+        doc = self.client.call("GET", f"/schemas/ids/{int(schema_id)}",
+                               params={"format": "serialized"})
+        files = [self._file(doc["schema"])]
+        for ref in doc.get("references") or []:
+            sub = self.client.call(
+                "GET", f"/subjects/{urllib.parse.quote(ref['subject'], safe='')}/versions/"
+                       f"{ref['version']}", params={"format": "serialized"})
+            dep = self._file(sub["schema"])
+            dep.name = ref["name"]
+            files.insert(0, dep)
+        return files, {}
 
-    def decode(self, schema: Schema, writer: Any, payload: memoryview) -> Any:
-        from spool.connect.converters import protobuf_data
-        count, pos = protobuf_data.read_indexes(payload)
-        if count != [0]:
-            raise DataError(f"only the file's first message is supported, found indexes "
-                            f"{count}")
-        return protobuf_data.decode(schema, writer, bytes(payload[pos:]))
+    @staticmethod
+    def _file(text: str) -> descriptor_pb2.FileDescriptorProto:
+        return descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(text))
+
+    def decode(self, writer: Any, payload: memoryview) -> tuple[Schema, Any]:
+        files, by_indexes = writer
+        indexes, pos = protobuf_data.read_indexes(payload)
+        key = tuple(indexes)
+        hit = by_indexes.get(key)
+        if hit is None:
+            name = protobuf_data.message_by_indexes(files[-1], indexes)
+            cls = protobuf_data.message_class(files, name)
+            hit = by_indexes[key] = (protobuf_data.message_schema(cls.DESCRIPTOR), cls)
+        schema, cls = hit
+        return schema, protobuf_data.decode(schema, cls, bytes(payload[pos:]))
