@@ -1,0 +1,136 @@
+"""The distributed herder in real ``spool connect`` workers over a real broker: work spread
+over the group, writes forwarded to the leader, a config change, pause/resume, stop and
+KIP-875 offsets, restart, delete, a worker leaving and one killed with -9 (its work moves
+after the session timeout), and the config topic's records as Kafka writes them."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+from tests.helpers.connect_plugins import counting_config
+from tests.helpers.connect_proc import ConnectProcess, distributed_props, wait_until
+
+
+def _workers(status: dict) -> Counter:
+    return Counter(t["worker_id"] for t in status["tasks"])
+
+
+def _all_running(w: ConnectProcess, name: str, tasks: int, on: set[str] | None = None):
+    a = w.call("GET", f"/connectors/{name}/status")
+    if a.status != 200:
+        return None
+    s = a.body
+    ok = (s["connector"]["state"] == "RUNNING" and len(s["tasks"]) == tasks
+          and all(t["state"] == "RUNNING" for t in s["tasks"])
+          and (on is None or {t["worker_id"] for t in s["tasks"]} | {
+              s["connector"]["worker_id"]} <= on))
+    return s if ok else None
+
+
+def test_workers_share_connectors_and_follow_the_config_topic(broker, tmp_path):
+    group = f"connect-{uuid.uuid4().hex[:8]}"
+    props = distributed_props(broker.bootstrap, group)
+    workers = [ConnectProcess(tmp_path / f"w{i}", props, name=f"w{i}") for i in range(3)]
+    name, topic = "count", f"{group}-out"
+    try:
+        for w in workers:
+            w.start()
+        a, b, c = workers
+        # created through one worker (forwarded to the leader when it is not the leader)
+        r = b.call("POST", "/connectors", {"name": name,
+                                          "config": counting_config(name, topic, 6)})
+        assert r.status == 201, r.body
+        s = wait_until(lambda: _all_running(c, name, 6), 60, what="6 tasks running")
+        # 1 connector + 6 tasks over 3 workers: every worker runs some of it
+        ids = {w.worker_id for w in workers}
+        assert set(_workers(s)) == ids
+        assert max(_workers(s).values()) - min(_workers(s).values()) <= 1
+        assert a.call("POST", "/connectors", {"name": name, "config": counting_config(
+            name, topic, 6)}).status == 409
+        for w in workers:  # every worker answers reads from its own view of the topic
+            assert wait_until(lambda w=w: w.call("GET", f"/connectors/{name}/tasks").body
+                              and len(w.call("GET", f"/connectors/{name}/tasks").body) == 6)
+
+        # a config change: fewer tasks
+        r = c.call("PUT", f"/connectors/{name}/config", counting_config(name, topic, 2))
+        assert r.status == 200, r.body
+        wait_until(lambda: _all_running(a, name, 2), 60, what="2 tasks running")
+
+        # pause / resume, from a non-leader
+        assert a.call("PUT", f"/connectors/{name}/pause").status == 202
+
+        def paused():
+            s = b.call("GET", f"/connectors/{name}/status").body
+            return (s["connector"]["state"] == "PAUSED" and len(s["tasks"]) == 2
+                    and all(t["state"] == "PAUSED" for t in s["tasks"]))
+        wait_until(paused, 30, what="paused")
+        assert b.call("PUT", f"/connectors/{name}/resume").status == 202
+        wait_until(lambda: _all_running(c, name, 2), 60, what="resumed")
+
+        # stop, offsets, resume
+        assert c.call("PUT", f"/connectors/{name}/stop").status == 204
+
+        def stopped():
+            s = a.call("GET", f"/connectors/{name}/status").body
+            return s["connector"]["state"] == "STOPPED" and s["tasks"] == []
+        wait_until(stopped, 30, what="stopped")
+        offsets = wait_until(lambda: a.call("GET", f"/connectors/{name}/offsets").body[
+            "offsets"], 30, what="offsets")
+        assert {o["partition"]["task"] for o in offsets} <= {0, 1, 2, 3, 4, 5}
+        r = b.call("PATCH", f"/connectors/{name}/offsets",
+                   {"offsets": [{"partition": {"task": 0}, "offset": {"seq": 41}}]})
+        assert r.status == 200, r.body
+        got = wait_until(lambda: {o["partition"]["task"]: o["offset"] for o in c.call(
+            "GET", f"/connectors/{name}/offsets").body["offsets"]}.get(0) == {"seq": 41}, 30)
+        assert got
+        assert c.call("PUT", f"/connectors/{name}/resume").status == 202
+        wait_until(lambda: _all_running(b, name, 2), 60, what="running after stop")
+
+        # restart everything: 202 with what restarts, then running again
+        r = a.call("POST", f"/connectors/{name}/restart?includeTasks=true")
+        assert r.status == 202 and r.body["connector"]["state"] == "RESTARTING"
+        assert [t["state"] for t in r.body["tasks"]] == ["RESTARTING", "RESTARTING"]
+        wait_until(lambda: _all_running(a, name, 2), 60, what="running after restart")
+        for w in workers:  # a task restart from any worker reaches the task's worker
+            assert w.call("POST", f"/connectors/{name}/tasks/1/restart").status == 204
+        wait_until(lambda: _all_running(a, name, 2), 60, what="running after task restart")
+
+        # a worker leaving (SIGTERM): its work moves at once; one killed: after the
+        # session timeout (6 s here)
+        a.stop()
+        rest = {b.worker_id, c.worker_id}
+        wait_until(lambda: _all_running(b, name, 2, rest), 60, what="moved off a")
+        r = b.call("PUT", f"/connectors/{name}/config", counting_config(name, topic, 4))
+        assert r.status == 200, r.body
+        wait_until(lambda: _all_running(c, name, 4, rest), 60, what="4 tasks on b, c")
+        c.kill()
+        wait_until(lambda: _all_running(b, name, 4, {b.worker_id}), 60, what="all on b")
+
+        assert b.call("DELETE", f"/connectors/{name}").status == 204
+        assert b.call("GET", "/connectors").body == []
+        assert b.call("GET", f"/connectors/{name}/status").status == 404
+    finally:
+        for w in workers:
+            w.kill()
+
+    # the config topic holds Kafka's records
+    cons = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"{group}-check",
+                     "enable.auto.commit": False})
+    try:
+        cons.assign([TopicPartition(f"{group}-configs", 0, OFFSET_BEGINNING)])
+        keys = []
+        while True:
+            m = cons.poll(3)
+            if m is None:
+                break
+            if m.error() is None:
+                keys.append(m.key().decode())
+    finally:
+        cons.close()
+    assert keys[:2] == ["target-state-count", "connector-count"]
+    assert "commit-count" in keys and "task-count-5" in keys
+    assert "restart-connector-count" in keys and keys[-2:] == ["connector-count",
+                                                                "target-state-count"]
