@@ -72,6 +72,11 @@ class JsonConverter(api.Converter, api.HeaderConverter):
         self.schemas_enable = True
         self.numeric_decimals = False
         self.replace_null_with_default = True
+        # Kafka's schemas.cache.size caches: schema object -> its JSON text; schema JSON
+        # text -> Schema (schemas are immutable; the ones a task sees are few)
+        self._to_json_cache: dict[int, tuple[Schema, bytes]] = {}
+        self._from_json_cache: dict[str, Schema | None] = {}
+        self.cache_size = 1000
 
     def config_def(self) -> api.ConfigDef:
         return config_def()
@@ -83,6 +88,7 @@ class JsonConverter(api.Converter, api.HeaderConverter):
         self.schemas_enable = cfg["schemas.enable"]
         self.numeric_decimals = cfg["decimal.format"].upper() == "NUMERIC"
         self.replace_null_with_default = cfg["replace.null.with.default"]
+        self.cache_size = max(0, cfg["schemas.cache.size"])
 
     # ---- Connect -> bytes
 
@@ -91,13 +97,42 @@ class JsonConverter(api.Converter, api.HeaderConverter):
         if schema is None and value is None:
             return None
         payload = self.to_json(schema, value)
-        doc = {"schema": schema_to_json(schema, self), "payload": payload} \
-            if self.schemas_enable else payload
         try:
-            return dumps(doc)
+            text = dumps(payload, self.numeric_decimals)
+            if not self.schemas_enable:
+                return text
+            return b'{"schema":' + self._schema_text(schema) + b',"payload":' + text + b"}"
         except (TypeError, ValueError) as e:
             raise DataError("Converting Kafka Connect data to byte[] failed due to "
                             f"serialization error: {e}") from e
+
+    def _schema_text(self, schema: Schema | None) -> bytes:
+        if schema is None:
+            return b"null"
+        hit = self._to_json_cache.get(id(schema))
+        if hit is not None and hit[0] is schema:
+            return hit[1]
+        text = dumps(schema_to_json(schema, self))
+        if len(self._to_json_cache) >= self.cache_size:
+            self._to_json_cache.clear()
+        if self.cache_size:
+            self._to_json_cache[id(schema)] = (schema, text)
+        return text
+
+    def _schema_from(self, doc: Any) -> Schema | None:
+        if doc is None:
+            return None
+        key = json.dumps(doc, separators=(",", ":"), default=str)
+        try:
+            return self._from_json_cache[key]
+        except KeyError:
+            pass
+        schema = schema_from_json(doc, self)
+        if len(self._from_json_cache) >= self.cache_size:
+            self._from_json_cache.clear()
+        if self.cache_size:
+            self._from_json_cache[key] = schema
+        return schema
 
     def from_connect_header(self, topic: str, key: str, schema: Schema | None,
                             value: Any) -> bytes | None:
@@ -162,7 +197,8 @@ class JsonConverter(api.Converter, api.HeaderConverter):
             if schema is None:
                 raise DataError(f"Java class {type(value).__name__} does not have "
                                 "corresponding schema type.")
-            if isinstance(value, Struct) and value.schema != schema:
+            if isinstance(value, Struct) and value.schema is not schema \
+                    and value.schema != schema:
                 raise DataError("Mismatching schema.")
             return {f.name: self.to_json(f.schema, value.get(f.name)) for f in schema.fields}
         raise DataError(f"Couldn't convert {value!r} to JSON.")
@@ -181,7 +217,7 @@ class JsonConverter(api.Converter, api.HeaderConverter):
         if self.schemas_enable:
             if not isinstance(doc, dict) or set(doc) != {"schema", "payload"}:
                 raise DataError(ENVELOPE_ERROR)
-            schema = schema_from_json(doc["schema"], self)
+            schema = self._schema_from(doc["schema"])
             payload = doc["payload"]
         else:
             schema, payload = None, doc
@@ -475,9 +511,10 @@ def _contains_number(o: Any) -> bool:
     return False
 
 
-def dumps(doc: Any) -> bytes:
-    """Compact UTF-8 JSON, as Jackson writes it."""
-    if _contains_number(doc):
+def dumps(doc: Any, numbers: bool = True) -> bytes:
+    """Compact UTF-8 JSON, as Jackson writes it (``numbers``: ``doc`` may hold exact
+    NUMERIC decimals)."""
+    if numbers and _contains_number(doc):
         text = "".join(_Encoder(separators=(",", ":"), ensure_ascii=False).iterencode(doc))
     else:
         text = json.dumps(doc, separators=(",", ":"), ensure_ascii=False)

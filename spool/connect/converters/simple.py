@@ -108,6 +108,9 @@ class ByteArrayConverter(api.Converter, api.HeaderConverter):
 
 
 class SimpleHeaderConverter(api.HeaderConverter):
+    def config_def(self) -> api.ConfigDef:
+        return api.ConfigDef()
+
     def configure(self, props: dict[str, Any]) -> None:
         pass
 
