@@ -95,3 +95,26 @@ def test_a_plugin_that_fails_to_import_is_reported_when_loaded() -> None:
 def test_connector_version_defaults_to_spools() -> None:
     from importlib.metadata import version
     assert EchoSink().version() == version("spool")
+
+
+def test_every_registered_plugin_loads() -> None:
+    """Each ``spool.connect.plugins`` entry point imports and implements some kind: a
+    broken registration fails here rather than in a user's connector."""
+    from importlib.metadata import entry_points
+
+    plugins = Plugins.discover()
+    names = {ep.name for ep in entry_points(group="spool.connect.plugins")}
+    listed = {p["class"] for p in plugins.all()}
+    assert names <= listed, sorted(names - listed)
+    shipped = {p["class"]: p["type"] for p in plugins.connectors()}
+    assert shipped == {
+        "io.debezium.connector.jdbc.JdbcSinkConnector": "sink",
+        "io.debezium.connector.postgresql.PostgresConnector": "source",
+        "org.apache.kafka.connect.file.FileStreamSinkConnector": "sink",
+        "org.apache.kafka.connect.file.FileStreamSourceConnector": "source"}
+    for alias, kind in (("FileStreamSource", "connector"), ("PostgresConnector", "connector"),
+                        ("JdbcSink", "connector"), ("AvroConverter", "converter"),
+                        ("RegexRouter", "transformation"), ("InsertField$Value",
+                                                             "transformation"),
+                        ("TopicNameMatches", "predicate")):
+        assert plugins.load(alias, kind) is not None

@@ -177,7 +177,7 @@ def test_chain_config_errors(plugins: Plugins) -> None:
                           "transforms.b.type": "RegexRouter", "transforms.b.regex": "(",
                           "transforms.b.replacement": "x", "transforms.b.predicate": "p",
                           "transforms.b.negate": "maybe"}, plugins)
-    assert errs["transforms"] == ["Invalid value a,b,a for configuration transforms: "
+    assert errs["transforms"] == ["Invalid value [a, b, a] for configuration transforms: "
                                   "Duplicate alias provided."]
     assert errs["transforms.a.type"] == ["Invalid value com.example.Nope for configuration "
                                          "transforms.a.type: Class com.example.Nope could not "
@@ -189,6 +189,10 @@ def test_chain_config_errors(plugins: Plugins) -> None:
                           "transforms.c.predicate": "p", "transforms.c.negate": "maybe"},
                          plugins)
     assert set(errs) == {"transforms.c.negate", "transforms.c.predicate"}
+    assert config_errors({"transforms": "n", "transforms.n.type": "Filter",
+                          "transforms.n.negate": "true"}, plugins) == {"transforms.n.type": [
+        "Config 'transforms.n.negate' was provided but there is no config "
+        "'transforms.n.predicate' defining a predicate to be negated."]}
     assert config_errors({"transforms": "x"}, plugins) == {"transforms.x.type": [
         'Missing required configuration "transforms.x.type" which has no default value.']}
     assert config_errors({"predicates": "p", "predicates.p.type": "TopicNameMatches"},

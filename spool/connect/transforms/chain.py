@@ -5,7 +5,7 @@ Keys (the connector's own properties):
 - ``transforms``: aliases, in order (``Duplicate alias provided.`` when one repeats);
 - ``transforms.<t>.type``: the transformation's class (``plugins.load(.., "transformation")``);
 - ``transforms.<t>.<key>``: its configuration (the prefix stripped, as Kafka's
-  ``originalsWithPrefix``; ``type``/``predicate``/``negate`` included);
+  ``originalsWithPrefix``; ``type`` included, ``predicate``/``negate`` not);
 - ``transforms.<t>.predicate``: an alias from ``predicates``; ``transforms.<t>.negate``
   (false): apply the transformation when the predicate is false instead;
 - ``predicates``, ``predicates.<p>.type``, ``predicates.<p>.<key>``: likewise.
@@ -109,7 +109,7 @@ def _build(props: dict[str, Any],
     for group, kind in (("predicates", "predicate"), ("transforms", "transformation")):
         names = aliases(props, group)
         if len(set(names)) != len(names):
-            err(group, f"Invalid value {props.get(group)} for configuration {group}: "
+            err(group, f"Invalid value [{', '.join(names)}] for configuration {group}: "
                        "Duplicate alias provided.")
         for alias in dict.fromkeys(names):
             prefix = f"{group}.{alias}."
@@ -126,7 +126,8 @@ def _build(props: dict[str, Any],
                         .replace(f'"{n}"', f'"{prefix + n}"'))
             if not bad:
                 try:
-                    obj.configure(dict(own))
+                    obj.configure({k: v for k, v in own.items()
+                                   if kind == "predicate" or k not in ("predicate", "negate")})
                 except api.ConfigError as e:
                     for n, msgs in e.errors.items():
                         for m in msgs:
@@ -167,6 +168,9 @@ def _instance(plugins: Plugins, type_name: Any, kind: str, key: str, err: Any) -
 def _attach_predicate(stage: Stage, own: dict[str, Any], prefix: str,
                       chain: TransformationChain, props: dict[str, Any], err: Any) -> None:
     negate = own.get("negate")
+    if negate is not None and own.get("predicate") is None:
+        err(prefix + "type", f"Config '{prefix}negate' was provided but there is no config "
+                             f"'{prefix}predicate' defining a predicate to be negated.")
     if negate is not None:
         text = str(negate).strip().lower()
         if text not in ("true", "false"):
