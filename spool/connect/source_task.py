@@ -247,10 +247,7 @@ class WorkerSourceTask(WorkerTask):
                     self._maybe_end_txn(force=True)
         finally:
             if self.in_txn and self.producer is not None:
-                try:
-                    self.producer.abort_transaction(self.flush_timeout)
-                except KafkaException:
-                    pass
+                self._abort()
             if self.producer is not None:
                 self.producer.flush(0)
             if getattr(self, "chain", None) is not None:
@@ -405,19 +402,39 @@ class WorkerSourceTask(WorkerTask):
 
     def _on_client_error(self, err: KafkaError) -> None:
         if err.fatal():  # e.g. fenced by a newer instance of this task: it cannot go on
+            # the cause of everything after it (purged records): it wins
             self.failure = api.ConnectError(f"Producer fatal error: {err}")
         else:
             log.debug("%s: producer error: %s", self._label(), err)
 
     def _txn_call(self, fn: Any, *args: Any) -> Any:
-        """``fn(*args)``; a failure (fenced, timed out, a record not delivered) as the
-        ConnectError that fails the task."""
+        """``fn(*args)``; a failure (fenced, timed out, a record not delivered) aborts the
+        transaction and is raised as the ConnectError that fails the task, naming the
+        producer's fatal error (fenced) when there is one."""
         try:
             return fn(*args)
         except Exception as e:
+            cause = self._abort()
+            if cause is not None:
+                raise cause from e
             if self.failure is not None:
                 raise self.failure from e
             raise api.ConnectError(f"Transaction of {self.id} failed: {e}") from e
+
+    def _abort(self) -> api.ConnectError | None:
+        """Abort the open transaction; the producer's fatal error if it has one."""
+        assert self.producer is not None
+        self.in_txn = False
+        try:
+            self.producer.abort_transaction(self.flush_timeout)
+        except KafkaException as ke:
+            err = ke.args[0]
+            if isinstance(err, KafkaError) and err.fatal():
+                self.failure = api.ConnectError(f"Producer fatal error: {err}")
+                return self.failure
+        except Exception:
+            log.debug("%s: abort_transaction failed", self._label(), exc_info=True)
+        return None
 
     def _on_txn_delivery(self, record: api.SourceRecord) -> Any:
         def cb(err: KafkaError | None, msg: Any) -> None:
