@@ -32,7 +32,8 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-PG_EPOCH_US = 946_684_800_000_000  # 2000-01-01 in us since 1970-01-01
+PG_EPOCH_US = 946_684_800_000_000
+_I16, _I32 = struct.Struct(">h"), struct.Struct(">i")  # 2000-01-01 in us since 1970-01-01
 
 
 class _UnchangedToast:
@@ -186,17 +187,26 @@ class _Reader:
         return bytes(v)
 
     def tuple(self) -> Tuple:
+        buf, pos = self.buf, self.pos
+        (n,) = _I16.unpack_from(buf, pos)
+        pos += 2
         out: Tuple = []
-        for _ in range(self.i16()):
-            kind = self.char()
-            if kind == "n":
-                out.append(None)
-            elif kind == "u":
-                out.append(UNCHANGED_TOAST)
-            elif kind == "t":
-                out.append(self.raw(self.i32()).decode())
+        append = out.append
+        for _ in range(n):
+            kind = buf[pos]
+            pos += 1
+            if kind == 0x74:  # 't'
+                (size,) = _I32.unpack_from(buf, pos)
+                pos += 4
+                append(buf[pos:pos + size].decode())
+                pos += size
+            elif kind == 0x6E:  # 'n'
+                append(None)
+            elif kind == 0x75:  # 'u'
+                append(UNCHANGED_TOAST)
             else:  # 'b' (binary) only with the binary option, which is not asked for
-                raise ValueError(f"pgoutput: unknown tuple column kind {kind!r}")
+                raise ValueError(f"pgoutput: unknown tuple column kind {chr(kind)!r}")
+        self.pos = pos
         return out
 
 

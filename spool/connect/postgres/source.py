@@ -326,6 +326,7 @@ class PostgresSourceTask(api.SourceTask):
         self.batch = cfg["max.batch.size"]
         self.poll_interval = cfg["poll.interval.ms"] / 1000
         self.tombstones = cfg["tombstones.on.delete"]
+        self._version = self.version()  # source.version; read once (package metadata)
         reader = getattr(getattr(self, "context", None), "offset_storage_reader", None)
         offset = reader.offset(self.partition) if reader is not None else None
         try:
@@ -529,7 +530,7 @@ class PostgresSourceTask(api.SourceTask):
                       "ts_usec": self._snapshot_ts, "snapshot": True,
                       "last_snapshot_record": last, "snapshot_completed": last}
             source = env.source_struct(
-                version=self.version(), name=self.prefix, db=self.cfg["database.dbname"],
+                version=self._version, name=self.prefix, db=self.cfg["database.dbname"],
                 schema=info.schema_name, table=info.name, ts_us=self._snapshot_ts,
                 snapshot="last" if last else "true", tx_id=self._snapshot.tx_id,  # type: ignore[union-attr]
                 lsn=self._snapshot_lsn)
@@ -574,8 +575,8 @@ class PostgresSourceTask(api.SourceTask):
                         self._tx_events += 1
                         if self._skip():
                             continue
-                        out.append(rec.new_record(source_offset={
-                            **rec.source_offset, "lsn_events_processed": self._tx_events}))
+                        rec.source_offset["lsn_events_processed"] = self._tx_events  # type: ignore[index]
+                        out.append(rec)
         # how far the temporary slot has read: every transaction committed before it has
         # been returned (pgoutput leaves out transactions with nothing published)
         (read_to,) = self.conn.execute(
@@ -647,7 +648,7 @@ class PostgresSourceTask(api.SourceTask):
         seq = json.dumps([str(self._prev_commit_lsn) if self._prev_commit_lsn else None,
                           str(lsn)])
         source = env.source_struct(
-            version=self.version(), name=self.prefix, db=self.cfg["database.dbname"],
+            version=self._version, name=self.prefix, db=self.cfg["database.dbname"],
             schema=info.schema_name, table=info.name, ts_us=tx.commit_ts_us, snapshot="false",
             sequence=seq, tx_id=tx.xid, lsn=lsn)
         old = None
@@ -698,7 +699,7 @@ class PostgresSourceTask(api.SourceTask):
         return SourceRecord(topic=info.topic, kafka_partition=None,
                             key_schema=info.key_schema, key=key,
                             value_schema=info.envelope_schema, value=value,
-                            source_partition=self.partition, source_offset=offset)
+                            source_partition=self.partition, source_offset=dict(offset))
 
     # ---- acknowledgements and the slot
 
