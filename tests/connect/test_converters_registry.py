@@ -248,3 +248,46 @@ def test_protobuf_reads_confluents_serializer(registry: RegistryProcess, topic: 
     line = data.struct("shop.Outer.Line", [("sku", data.STRING)])
     assert schema == data.struct("shop.Outer", [("id", data.INT64), ("lines", data.array(line))])
     assert value == {"id": 7, "lines": [{"sku": "A-1"}]}
+
+
+def debezium_event() -> tuple[data.Schema, Struct, data.Schema, Struct]:
+    """An update event as the PostgreSQL source makes it (its envelope module's schemas)."""
+    from spool.connect.postgres import envelope as env
+
+    cols = [("id", data.INT32), ("name", data.OPTIONAL_STRING),
+            ("price", data.optional(data.decimal_schema(2))),
+            ("amount", env.variable_scale_decimal_schema()),
+            ("born", data.Schema("int32", optional=True, name=env.DATE, version=1)),
+            ("seen", data.Schema("int64", optional=True, name=env.MICRO_TIMESTAMP, version=1)),
+            ("doc", data.Schema("string", optional=True, name=env.JSON, version=1)),
+            ("raw", data.OPTIONAL_BYTES), ("ok", data.OPTIONAL_BOOLEAN),
+            ("ratio", data.OPTIONAL_FLOAT64)]
+    row = env.row_schema("server1", "public", "items", cols)
+    value_schema = env.envelope_schema("server1", "public", "items", row)
+    key_schema = env.key_schema("server1", "public", "items", [("id", data.INT32)])
+    before = Struct(row, {"id": 5, "name": "old", "price": decimal.Decimal("1.00"),
+                          "amount": env.variable_scale_decimal(decimal.Decimal("-3.14159")),
+                          "born": 10, "seen": 1_700_000_000_000_001, "doc": '{"a": 1}',
+                          "raw": b"\x00", "ok": False, "ratio": 0.5})
+    after = Struct(row, {**before, "name": "new", "price": decimal.Decimal("2.50"),
+                         "ok": True})
+    source = env.source_struct(version="2.7.0", name="server1", db="shop", schema="public",
+                               table="items", ts_us=1_700_000_000_000_000, tx_id=77, lsn=123,
+                               snapshot="false")
+    value = env.envelope(value_schema, env.OP_UPDATE, before, after, source,
+                         1_700_000_000_500_000)
+    return key_schema, Struct(key_schema, {"id": 5}), value_schema, value
+
+
+@pytest.mark.parametrize("cls", ["io.confluent.connect.avro.AvroConverter",
+                                 "io.confluent.connect.json.JsonSchemaConverter",
+                                 "org.apache.kafka.connect.json.JsonConverter"])
+def test_debezium_envelopes_round_trip(registry: RegistryProcess, topic: str, cls: str) -> None:
+    key_schema, key, value_schema, value = debezium_event()
+    for is_key, schema, v in ((True, key_schema, key), (False, value_schema, value)):
+        conv = make(registry, cls, is_key=is_key)
+        raw = conv.from_connect_data(topic, None, schema, v)
+        got_schema, got = make(registry, cls, is_key=is_key).to_connect_data(topic, None, raw)
+        assert got_schema == schema
+        assert got == v
+        data.validate(got_schema, got)

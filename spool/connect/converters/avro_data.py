@@ -17,9 +17,9 @@ Timestamp
 optional        the union ``["null", T]``, and a field default of null
 ==============  =========================================================================
 
-Each named, versioned, documented or parametrised schema also carries ``connect.name``,
-``connect.version``, ``connect.doc``, ``connect.parameters`` so reading restores it
-exactly. ``to_connect(avro_schema)`` is the inverse, also for schemas Connect did not
+Each named, versioned, documented, parametrised or defaulted schema also carries
+``connect.name``, ``connect.version``, ``connect.doc``, ``connect.parameters``,
+``connect.default`` (the default in Kafka's JSON form) so reading restores it exactly. ``to_connect(avro_schema)`` is the inverse, also for schemas Connect did not
 write: a record's full name becomes the struct's name, ``enum`` a string, ``fixed``
 bytes; ``["null", T]`` an optional T; other unions are a DataError (not supported).
 ``to_avro_value``/``to_connect_value`` convert values under a pair of schemas; fastavro
@@ -127,6 +127,9 @@ def _avro_required(s: Schema, namer: _Namer, defined: dict[Schema, str]) -> Any:
         node["connect.version"] = s.version
     if s.parameters:
         node["connect.parameters"] = dict(s.parameters)
+    if s.default is not None and t != "struct":
+        from spool.connect.converters.json import JsonConverter
+        node["connect.default"] = JsonConverter().to_json(s, s.default)
     if len(node) == 1:
         return node["type"]
     return node
@@ -202,13 +205,15 @@ def _connect(a: Any, named: dict[str, Schema], namespace: str | None) -> Schema:
         if "precision" in a and a["precision"] != 64:
             params.setdefault("connect.decimal.precision", str(a["precision"]))
         opts.setdefault("version", 1)
-        return Schema("bytes", name=data.DECIMAL, parameters=tuple(params.items()), **opts)
+        return _with_default(Schema("bytes", name=data.DECIMAL,
+                                    parameters=tuple(params.items()), **opts), a)
     for name, lt in _LOGICAL.items():
         if logical == lt or cname == name:
             if name == data.DECIMAL:
                 continue
             opts.setdefault("version", 1)
-            return Schema("int64" if name == data.TIMESTAMP else "int32", name=name, **opts)
+            return _with_default(Schema("int64" if name == data.TIMESTAMP else "int32",
+                                        name=name, **opts), a)
     if isinstance(t, (dict, list)):
         return _connect(t, named, namespace)
     ctype = a.get("connect.type")
@@ -218,7 +223,15 @@ def _connect(a: Any, named: dict[str, Schema], namespace: str | None) -> Schema:
         if t in ("enum", "fixed"):
             return data.STRING
         raise DataError(f"Unknown Avro type {t}")
-    return Schema(base, name=cname, doc=a.get("connect.doc"), **opts)
+    return _with_default(Schema(base, name=cname, doc=a.get("connect.doc"), **opts), a)
+
+
+def _with_default(schema: Schema, a: dict[str, Any]) -> Schema:
+    if a.get("connect.default") is None:
+        return schema
+    from spool.connect.converters.json import JsonConverter
+    return dataclasses.replace(schema, default=JsonConverter().to_connect(
+        schema, a["connect.default"]))
 
 
 def to_avro_value(schema: Schema, value: Any) -> Any:

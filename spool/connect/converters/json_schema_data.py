@@ -9,8 +9,8 @@ string keys ``{"type":"object","additionalProperties":V,"connect.type":"map"}``,
 maps an array of ``{key, value}`` objects with ``"connect.type":"map"``; logical types
 keep their base type and name: Decimal ``{"type":"number","title":"...Decimal",
 "connect.parameters":{"scale":..}}`` (numbers in the payload), Date/Time int32 and
-Timestamp int64 integers. ``title`` is a named schema's name, ``description`` its doc,
-``connect.version``/``connect.parameters`` are kept; optional is
+Timestamp int64 integers. ``title`` is a named schema's name, ``description`` its doc, ``default`` its default (in
+Kafka's JSON form), ``connect.version``/``connect.parameters`` are kept; optional is
 ``{"oneOf":[{"type":"null"},T]}``.
 
 ``to_connect(doc)`` reads it back, also JSON Schemas Connect did not write (``integer``
@@ -80,10 +80,24 @@ def _required(s: Schema) -> dict[str, Any]:
         node["connect.version"] = s.version
     if s.parameters:
         node["connect.parameters"] = dict(s.parameters)
+    if s.default is not None and t != "struct":
+        from spool.connect.converters.json import JsonConverter
+        node["default"] = JsonConverter().to_json(s, s.default)
     return node
 
 
 def to_connect(doc: Any) -> Schema:
+    schema = _to_connect(doc)
+    if isinstance(doc, dict) and doc.get("default") is not None and schema.type != "struct":
+        import dataclasses
+
+        from spool.connect.converters.json import JsonConverter
+        schema = dataclasses.replace(schema, default=JsonConverter().to_connect(
+            dataclasses.replace(schema, optional=True), doc["default"]))
+    return schema
+
+
+def _to_connect(doc: Any) -> Schema:
     if doc is True or doc == {}:
         raise DataError("A JSON Schema accepting anything has no Connect schema")
     if not isinstance(doc, dict):
