@@ -96,6 +96,10 @@ class OffsetStore:
     def stop(self) -> None:
         pass
 
+    def read_to_end(self, timeout: float) -> None:
+        """Block until ``get`` answers every offset committed before the call (a source
+        task reads its offsets only after this, as Kafka's ``get`` reads to the end)."""
+
     def get(self, connector: str, partition: Partition) -> Offset | None:
         with self._lock:
             found = self._data.get(connector, {}).get(_canon(partition))
@@ -178,6 +182,12 @@ class KafkaOffsetStore(OffsetStore):
 
     def stop(self) -> None:
         self._log.stop()
+
+    def read_to_end(self, timeout: float) -> None:
+        try:
+            self._log.read_to_end(timeout)
+        except TimeoutError as e:
+            raise ConnectError(str(e)) from None
 
     def partition_for(self, key: bytes) -> int:
         return partition_for(key, self._log.partitions)

@@ -171,6 +171,8 @@ class WorkerSourceTask(WorkerTask):
         self.admin = AdminClient(w.config.client_config("admin"))
         if self.eos:
             self.producer.init_transactions(max(self.flush_timeout, 30.0))
+        # the offsets of the last instance of this task (maybe on another worker) first
+        w.offsets.read_to_end(max(self.flush_timeout, 30.0))
         task_cls = load_task_class(self.task_props["task.class"])
         self.task = task_cls()
         ctx = api.SourceTaskContext()

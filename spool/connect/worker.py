@@ -15,8 +15,8 @@ Worker and WorkerConnector).
   SUPPORTED (Kafka's messages).
 - ``connector_task_configs(name, max_tasks)``: the connector's ``task_configs``, each with
   ``task.class`` (``module.Class``) and, for sinks, the connector's ``topics`` /
-  ``topics.regex``, as Kafka; ConnectError when the connector is not running or answers
-  more than ``max_tasks`` configs.
+  ``topics.regex``, as Kafka; ConnectError when the connector is not running, or when it
+  answers more than ``max_tasks`` configs (the connector then FAILED, as Kafka 3.8).
 - ``stop_connector(name)``: ``stop()`` on its thread, status UNASSIGNED; returns once done
   (or after ``task.shutdown.graceful.timeout.ms``).
 - ``set_target_state(name, state)``: PAUSED stops the connector (``stop()``) and pauses its
@@ -261,9 +261,11 @@ class Worker:
             configs = wc.connector.task_configs(max_tasks)
             task_cls = wc.connector.task_class()
         if len(configs) > max_tasks:
-            raise api.ConnectError(
+            e = api.ConnectError(
                 f"The connector {name} has generated {len(configs)} tasks, which is greater "
                 f"than {max_tasks}, the maximum number of tasks it is configured to create.")
+            wc.fail(e)  # as Kafka's TooManyTasksException: the connector FAILED
+            raise e
         out = []
         for c in configs:
             tc = {str(k): str(v) for k, v in c.items()}

@@ -160,6 +160,8 @@ def test_connector_task_configs_and_reconfiguration(broker, topic_name):
         assert [c["task.id"] for c in configs] == ["0", "1", "2"]
         assert {c["task.class"] for c in configs} == {
             "tests.connect.worker_plugins.CountingSourceTask"}
+        worker._connector("src").connector.context.request_task_reconfiguration()
+        assert asked == ["src"]
         worker.stop_connector("src")
         props["tasks.generated"] = "4"
         worker.start_connector("src", props, "STARTED", asked.append)
@@ -169,8 +171,7 @@ def test_connector_task_configs_and_reconfiguration(broker, topic_name):
             assert "has generated 4 tasks, which is greater than 3" in str(e)
         else:
             raise AssertionError("4 task configs for tasks.max=3 accepted")
-        worker._connector("src").request_reconfiguration()
-        assert asked == ["src"]
+        assert "has generated 4 tasks" in status.wait_connector("src", "FAILED")
 
 
 def test_stuck_task_is_abandoned_after_the_graceful_timeout(broker, topic_name):
