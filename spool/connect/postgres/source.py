@@ -687,7 +687,8 @@ class PostgresSourceTask(api.SourceTask):
         out = [self._record(info, env.OP_DELETE, old, None, source, offset)]
         if self.tombstones:
             d = out[0]
-            out.append(d.new_record(value_schema=None, value=None))
+            out.append(d.new_record(value_schema=None, value=None,
+                                    source_offset=dict(d.source_offset)))  # type: ignore[arg-type]
         return out
 
     def _record(self, info: TableInfo, op: str, before: Struct | None, after: Struct | None,
