@@ -1,5 +1,6 @@
 """The FileStream connectors (spool.connect.file), driven through the task interfaces with
-real files."""
+real files, then in a real `spool connect --standalone` worker over a real broker (file ->
+topic -> file, stopped and restarted)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from spool.connect.file import (
     FileStreamSourceConnector,
     FileStreamSourceTask,
 )
+from tests.helpers.connect_proc import ConnectProcess, wait_until, write_properties
 
 
 class Offsets(api.OffsetStorageReader):
@@ -155,3 +157,47 @@ def test_sink_appends_values_as_java_prints_them_and_flush_makes_them_durable(tm
         task.stop()
     with pytest.raises(ConnectError, match="Couldn't find or create file"):
         FileStreamSinkTask().start({"file": str(tmp_path / "no" / "such" / "dir")})
+
+
+# ---- through the runtime: a `spool connect --standalone` process
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+
+def test_a_standalone_worker_copies_a_file_through_a_topic(broker, tmp_path, topic_name):
+    src, out = tmp_path / "in.txt", tmp_path / "out.txt"
+    lines = [f"line {i} é" for i in range(600)]
+    src.write_text("".join(f"{x}\n" for x in lines[:300]), encoding="utf-8")
+    string = "org.apache.kafka.connect.storage.StringConverter"
+    worker_props = {"bootstrap.servers": broker.bootstrap,
+                    "offset.storage.file.filename": str(tmp_path / "worker.offsets"),
+                    "offset.flush.interval.ms": "500",
+                    "key.converter": string, "value.converter": string}
+    files = [write_properties(tmp_path / "source.properties", {
+                 "name": "file-source", "connector.class": "FileStreamSource",
+                 "tasks.max": "1", "file": str(src), "topic": topic_name}),
+             write_properties(tmp_path / "sink.properties", {
+                 "name": "file-sink",
+                 "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+                 "tasks.max": "1", "file": str(out), "topics": topic_name})]
+    worker = ConnectProcess(tmp_path / "worker", worker_props, standalone=True,
+                            connector_files=files)
+    try:
+        worker.start()
+        worker.wait_running("file-source", 1)
+        worker.wait_running("file-sink", 1)
+        wait_until(lambda: _lines(out) == lines[:300], 60, what="the first 300 lines")
+        with src.open("a", encoding="utf-8") as f:
+            f.write("".join(f"{x}\n" for x in lines[300:400]))
+        wait_until(lambda: _lines(out) == lines[:400], 60, what="400 lines")
+        assert worker.stop() == 0  # a clean stop commits both connectors' offsets
+        with src.open("a", encoding="utf-8") as f:
+            f.write("".join(f"{x}\n" for x in lines[400:]))
+        worker.restart()
+        wait_until(lambda: _lines(out) == lines, 60, what="all 600 lines, none twice")
+        plugins = worker.call("GET", "/connector-plugins").body
+        assert {"class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+                "type": "source"} in [{k: p[k] for k in ("class", "type")} for p in plugins]
+    finally:
+        worker.kill()

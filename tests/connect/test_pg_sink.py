@@ -17,6 +17,7 @@ from spool.connect.data import DataError, Schema, Struct
 from spool.connect.plugins import Plugins
 from spool.connect.postgres import envelope as env
 from spool.connect.postgres.sink import JdbcSinkConnector, JdbcSinkTask, connect_kwargs
+from tests.helpers.connect_proc import ConnectProcess, wait_until, write_properties
 
 PREFIX = "cdc"
 
@@ -376,3 +377,65 @@ def test_configuration_is_checked_as_debezium_does(pg):
     assert connect_kwargs("jdbc:postgresql:shop", "me", None) == {
         "host": "localhost", "port": "5432", "dbname": "shop", "user": "me",
         "connect_timeout": 10}
+
+
+# ---- through the runtime: a `spool connect` worker reading a real topic
+
+def test_a_sink_worker_killed_mid_stream_ends_with_the_exact_table(pg, pg_database, broker,
+                                                                   tmp_path, topic_name):
+    """Debezium change events on a 3-partition topic (JSON with schemas, as the source
+    writes them) into PostgreSQL through a standalone worker killed with -9 while it
+    writes: after a restart the table is exactly the changes' final state."""
+    import random
+
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic_name, 3, 1)])[topic_name].result(30)
+    ev = Events("killed", columns=COLUMNS[:2])
+    ev.topic = topic_name
+    rng, model, records = random.Random(21), {}, []
+    for n in range(3000):
+        i = rng.randrange(300)
+        if i in model and rng.random() < 0.2:
+            records += ev.delete(i)
+            del model[i]
+        else:
+            records.append((ev.update if i in model else ev.create)({"id": i, "name": f"{n}"}))
+            model[i] = f"{n}"
+    plugins = Plugins.discover()
+    conv = "org.apache.kafka.connect.json.JsonConverter"
+    key_conv = converters.make(plugins, conv, {}, True)
+    value_conv = converters.make(plugins, conv, {}, False)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "enable.idempotence": True})
+    for r in records:
+        producer.produce(topic_name, key=key_conv.from_connect_data(
+            topic_name, None, r.key_schema, r.key), value=value_conv.from_connect_data(
+            topic_name, None, r.value_schema, r.value))
+    assert producer.flush(30) == 0
+
+    worker = ConnectProcess(tmp_path / "worker", {
+        "bootstrap.servers": broker.bootstrap, "key.converter": conv, "value.converter": conv,
+        "offset.storage.file.filename": str(tmp_path / "worker.offsets"),
+        "offset.flush.interval.ms": "300"}, standalone=True, connector_files=[
+        write_properties(tmp_path / "sink.properties", sink_props(
+            pg, pg_database, name="pg-sink", **{"tasks.max": "2", "topics": topic_name,
+                                                "consumer.override.max.poll.records": "50",
+                                                "table.name.format": "killed"}))])
+    table = "SELECT id, name FROM killed ORDER BY id"
+
+    def rows() -> list[tuple]:
+        try:
+            return query(pg, pg_database, table)
+        except psycopg.errors.UndefinedTable:
+            return []
+    try:
+        worker.start()
+        wait_until(lambda: len(rows()) >= 20, 60, interval=0.05, what="the sink writing")
+        worker.kill()
+        worker.restart()
+        wait_until(lambda: rows() == sorted(model.items()), 90, what="the final table")
+        worker.wait_running("pg-sink", 2)
+    finally:
+        worker.kill()
