@@ -45,7 +45,7 @@ def row(i: int, name: str, **extra) -> dict:
     base = {"id": i, "name": name, "price": decimal.Decimal(f"{i}.25"), "qty": 10 ** 12 + i,
             "ratio": i / 4, "active": i % 2 == 0, "born": 19000 + i,
             "seen": 1_700_000_000_123_456 + i, "at": "2024-03-01T10:00:00.5Z",
-            "doc": '{"a": [1, 2], "b": "x"}', "ref": str(REF), "blob": bytes([0, i, 255]),
+            "doc": '{"a": [1, 2], "b": "x"}', "ref": str(REF), "blob": bytes([0, i % 256, 255]),
             "amount": env.variable_scale_decimal(decimal.Decimal(f"-{i}.0001"))}
     base.update(extra)
     return base

@@ -196,6 +196,7 @@ class JdbcSinkTask(api.SinkTask):
         self.conn: psycopg.Connection | None = None
         self.tables: dict[TableId, dict[str, str]] = {}
         self.processed: dict[tuple[str, int], int] = {}
+        self.statements: dict[tuple, str] = {}  # (table, kind, keys, columns) -> SQL
 
     def start(self, props: dict[str, str]) -> None:
         values = config_def().parse(props)
@@ -323,27 +324,42 @@ class JdbcSinkTask(api.SinkTask):
     def _statement(self, ch: Change) -> tuple[str, list[Any]] | None:
         if ch.table not in self.tables:
             return None  # a delete or truncate on a table that does not exist
-        key_names = [n for n, _, _ in ch.keys]
-        key_params = [sink_sql.to_db(s, v) for _, s, v in ch.keys]
+        key_names = tuple(n for n, _, _ in ch.keys)
+        names = tuple(n for n, _, _ in ch.values) if ch.kind == "write" else ()
+        shape = (ch.table, ch.kind, key_names, names)
+        sql = self.statements.get(shape)
+        if sql is None:
+            sql = self.statements[shape] = self._sql(ch.table, ch.kind, list(key_names),
+                                                     list(names))
+        if not sql:
+            return None
         if ch.kind == "truncate":
-            return sink_sql.truncate(ch.table), []
+            return sql, []
+        key_params = [sink_sql.to_db(s, v) for _, s, v in ch.keys]
         if ch.kind == "delete":
-            if not key_names:
-                raise ConnectError(f"Cannot delete from table {ch.table} with no key fields "
-                                   "defined.")
-            return sink_sql.delete(ch.table, key_names), key_params
-        names = [n for n, _, _ in ch.values]
+            return sql, key_params
         params = [sink_sql.to_db(s, v) for _, s, v in ch.values]
-        if self.insert_mode == "upsert":
-            if not key_names:
-                raise ConnectError(f"Cannot write to table {ch.table.table} with no key "
-                                   "fields defined.")
-            return sink_sql.upsert(ch.table, key_names, names), key_params + params
         if self.insert_mode == "update":
-            if not names:
-                return None
-            return sink_sql.update(ch.table, key_names, names), params + key_params
-        return sink_sql.insert(ch.table, key_names + names), key_params + params
+            return sql, params + key_params
+        return sql, key_params + params
+
+    def _sql(self, table: TableId, kind: str, keys: list[str], names: list[str]) -> str:
+        """The statement for a change of this shape ("" when there is nothing to do)."""
+        if kind == "truncate":
+            return sink_sql.truncate(table)
+        if kind == "delete":
+            if not keys:
+                raise ConnectError(f"Cannot delete from table {table} with no key fields "
+                                   "defined.")
+            return sink_sql.delete(table, keys)
+        if self.insert_mode == "upsert":
+            if not keys:
+                raise ConnectError(f"Cannot write to table {table.table} with no key fields "
+                                   "defined.")
+            return sink_sql.upsert(table, keys, names)
+        if self.insert_mode == "update":
+            return sink_sql.update(table, keys, names) if names else ""
+        return sink_sql.insert(table, keys + names)
 
     def _write(self, conn: psycopg.Connection, changes: list[Change]) -> None:
         """Every change in order, in one transaction, consecutive equal statements batched."""
