@@ -422,6 +422,10 @@ def test_a_sink_worker_killed_mid_stream_ends_with_the_exact_table(pg, pg_databa
         write_properties(tmp_path / "sink.properties", sink_props(
             pg, pg_database, name="pg-sink", **{"tasks.max": "2", "topics": topic_name,
                                                 "consumer.override.max.poll.records": "50",
+                                                # the killed consumers leave the group soon
+                                                "consumer.override.session.timeout.ms": "6000",
+                                                "consumer.override.heartbeat.interval.ms":
+                                                    "1000",
                                                 "table.name.format": "killed"}))])
     table = "SELECT id, name FROM killed ORDER BY id"
 
