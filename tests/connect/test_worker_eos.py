@@ -90,3 +90,35 @@ def test_a_second_instance_of_a_task_fences_the_first(broker, topic_name):
             assert "fenced" in trace.lower()
             w2.stop_tasks(ids)
         w1.stop_tasks(ids)
+
+
+def test_interval_boundary_spans_polls(broker, topic_name):
+    rid, run = new_run()
+    with running_worker(broker.bootstrap, **EOS) as (worker, status):
+        props = _props("eos", rid, topic_name, limit="200", batch="2", **{
+            "transaction.boundary": "interval", "transaction.boundary.interval.ms": "300"})
+        _start(worker, "eos", props)
+        wait_until(lambda: worker.offsets.get("eos", {"task": 0}) == {"n": 199})
+        assert _ns(_read_all(broker.bootstrap, topic_name, 200,
+                             **{"isolation.level": "read_committed"})) == list(range(200))
+        wait_until(lambda: len(run.committed) == 200)
+        assert run.commits < 100  # 100 polls of 2 records, fewer transactions
+
+
+def test_a_task_started_paused_sends_nothing_until_resumed(broker, topic_name):
+    rid, run = new_run()
+    with running_worker(broker.bootstrap, **EOS) as (worker, status):
+        props = _props("eos", rid, topic_name, limit="30")
+        worker.start_connector("eos", props, "STARTED", lambda _n: None)
+        tc = worker.connector_task_configs("eos", 1)[0]
+        worker.set_target_state("eos", "PAUSED")  # as a herder restarting a paused one
+        assert status.wait_connector("eos", "PAUSED") is None
+        ids = [TaskId("eos", 0)]
+        worker.start_task(ids[0], props, tc, "PAUSED")
+        status.wait_task(ids[0], "PAUSED")
+        assert run.committed == [] and status.topics.get("eos") is None
+        worker.set_target_state("eos", "STARTED")
+        status.wait_task(ids[0], "RUNNING")
+        wait_until(lambda: len(run.committed) == 30)
+        assert _ns(_read_all(broker.bootstrap, topic_name, 30,
+                             **{"isolation.level": "read_committed"})) == list(range(30))
