@@ -18,9 +18,10 @@ fails to import is left out of the listings and its error reported when it is lo
 
 ``kind`` is one of ``KINDS``; the class must subclass the kind's base in ``api``
 (a class may be of several kinds: StringConverter is a converter and a header
-converter). Anything else raises ``api.ConfigError`` with Kafka's message
-(``Failed to find any class that implements Connector and which name matches X,
-available connectors are: ...``).
+converter). Anything else raises ``api.ConfigError`` with Kafka's message: for a
+connector ``Failed to find any class that implements Connector and which name matches
+X, available connectors are: ...``; for the other kinds (CLASS-typed keys in Kafka)
+``Class X could not be found.``
 
 ``connectors()`` and ``all()`` answer ``GET /connector-plugins`` (``connectorsOnly=true``
 and ``false``): ``{"class", "type", "version"}`` sorted by class (then type).
@@ -157,6 +158,8 @@ class Plugins:
                     if klass is not None and _is(klass, base):
                         return klass
                     break
+        if kind != "connector":  # a CLASS-typed key in Kafka: ConfigDef's message
+            raise api.ConfigError(f"Class {name} could not be found.")
         available = ", ".join(sorted(n for n, k in self._loaded().items() if _is(k, base)))
         raise api.ConfigError(
             f"Failed to find any class that implements {_INTERFACE[kind]} and which name "

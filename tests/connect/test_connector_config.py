@@ -201,9 +201,9 @@ def test_transforms_and_predicates_are_enriched_with_their_keys(plugins):
     assert configs["transforms.up.field"]["value"]["errors"] == [
         'Missing required configuration "transforms.up.field" which has no default value.']
     assert configs["transforms.up.field"]["definition"]["group"] == "Transforms: up"
-    assert configs["transforms.bad.type"]["value"]["errors"][0].startswith(
-        "Invalid value NoSuchSMT for configuration transforms.bad.type: Failed to find any "
-        "class that implements Transformation")
+    assert configs["transforms.bad.type"]["value"]["errors"][0] == (
+        "Invalid value NoSuchSMT for configuration transforms.bad.type: Class NoSuchSMT "
+        "could not be found.")
     assert "Transforms: up" in infos["groups"] and "Predicates: always" in infos["groups"]
     assert infos["error_count"] == 2
     dangling = _by_name(validate({**props, "transforms": "up", "predicates": "",

@@ -39,10 +39,7 @@ def test_kinds_are_checked(plugins: Plugins) -> None:
     assert plugins.load("SimpleHeaderConverter", "header_converter") is SimpleHeaderConverter
     with pytest.raises(api.ConfigError) as e:
         plugins.load("SimpleHeaderConverter", "converter")
-    assert str(e.value).startswith("Failed to find any class that implements Converter and "
-                                   "which name matches SimpleHeaderConverter, available "
-                                   "converters are: ")
-    assert "org.apache.kafka.connect.json.JsonConverter" in str(e.value)
+    assert str(e.value) == "Class SimpleHeaderConverter could not be found."
 
 
 def test_unknown_connector_is_kafkas_error(plugins: Plugins) -> None:
