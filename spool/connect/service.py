@@ -155,7 +155,9 @@ class ConnectService:
             try:
                 await self.herder.put_connector_config(name, config, allow_replace=True)
             except ConnectRestError as e:
-                raise ConnectStartError(f"{path}: connector {name!r}: {e.message}") from None
+                lines = [ln for ln in e.message.splitlines() if ln.strip()]
+                raise ConnectStartError(f"{path}: connector {name!r}: "
+                                        + " ".join(lines)) from None
         self._ready = True
         log.info("worker %s started (%s)", self.config.worker_id,
                  "standalone" if self.standalone else f"group {self.config.get('group.id')}")
