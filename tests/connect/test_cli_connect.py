@@ -4,15 +4,20 @@ stops cleanly (exit 0) on SIGTERM."""
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Consumer
 
-from tests.helpers.connect_proc import write_properties
+from tests.helpers.connect_proc import ConnectProcess, distributed_props, write_properties
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -82,3 +87,73 @@ def test_a_listener_in_use_is_one_line_and_exit_1(tmp_path):
     assert r.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+def _consume(bootstrap: str, topic: str, n: int, timeout: float = 30) -> list:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex}",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c.subscribe([topic])
+    got: list = []
+    try:
+        deadline = time.monotonic() + timeout
+        while len(got) < n and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and not m.error():
+                got.append(json.loads(m.value()))
+    finally:
+        c.close()
+    return got
+
+
+def test_standalone_runs_its_connector_files_and_stops_on_sigterm(broker, tmp_path):
+    topic = f"file-{uuid.uuid4().hex[:10]}"
+    source = tmp_path / "in.txt"
+    source.write_text("".join(f"line {i}\n" for i in range(5)))
+    props_file = write_properties(tmp_path / "file-source.properties", {
+        "name": "file-source", "connector.class": "FileStreamSource", "tasks.max": "1",
+        "file": str(source), "topic": topic})
+    json_file = tmp_path / "counting.json"
+    json_file.write_text(json.dumps({"name": "counting", "config": {
+        "connector.class": "tests.helpers.connect_plugins:CountingSourceConnector",
+        "tasks.max": 2, "topic": f"{topic}-n"}}))
+    w = ConnectProcess(tmp_path, {
+        "bootstrap.servers": broker.bootstrap,
+        "offset.storage.file.filename": str(tmp_path / "offsets"),
+        "offset.flush.interval.ms": "500",
+        "value.converter.schemas.enable": "false"},
+        standalone=True, connector_files=[props_file, json_file])
+    try:
+        w.start()
+        assert w.call("GET", "/connectors").body == ["counting", "file-source"]
+        w.wait_running("file-source", 1)
+        w.wait_running("counting", 2)
+        assert _consume(broker.bootstrap, topic, 5) == [f"line {i}" for i in range(5)]
+        assert w.stop() == 0
+    finally:
+        w.kill()
+    assert "Traceback" not in w.log_tail(20000)
+
+
+def test_standalone_refuses_an_invalid_connector_file(broker, tmp_path):
+    bad = write_properties(tmp_path / "bad.properties", {
+        "name": "bad", "connector.class": "NoSuchConnector", "tasks.max": "1"})
+    worker = write_properties(tmp_path / "worker.properties", {
+        "bootstrap.servers": broker.bootstrap, "listeners": "http://127.0.0.1:0",
+        "offset.storage.file.filename": str(tmp_path / "offsets")})
+    r = run("--config", str(worker), "--standalone", str(bad))
+    assert r.returncode == 1
+    assert "bad.properties" in r.stderr
+    assert "Failed to find any class that implements Connector and which name matches " \
+           "NoSuchConnector" in r.stderr
+    assert "listening on" not in r.stdout
+
+
+def test_sigterm_while_running_distributed_is_exit_0(broker, tmp_path):
+    w = ConnectProcess(tmp_path, distributed_props(broker.bootstrap,
+                                                   f"cli-{uuid.uuid4().hex[:8]}"))
+    try:
+        w.start()
+        assert w.call("GET", "/connectors").body == []
+        assert w.proc is not None
+        w.proc.send_signal(signal.SIGTERM)
+        assert w.proc.wait(30) == 0
+    finally:
+        w.kill()
