@@ -241,7 +241,8 @@ class BaseHerder(Herder):
         from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
         group = sink_group_id(name, props)
         try:
-            fut = self._admin().list_consumer_group_offsets(
+            admin = self._admin()  # kept referenced: a collected client's futures never end
+            fut = admin.list_consumer_group_offsets(
                 [ConsumerGroupTopicPartitions(group)])[group]
             tps = fut.result(timeout=30).topic_partitions or []
         except KafkaException as e:
@@ -277,7 +278,8 @@ class BaseHerder(Herder):
     def _delete_group(self, group: str) -> None:
         from confluent_kafka import KafkaException
         try:
-            self._admin().delete_consumer_groups([group])[group].result(timeout=30)
+            admin = self._admin()
+            admin.delete_consumer_groups([group])[group].result(timeout=30)
         except KafkaException as e:
             if "GROUP_ID_NOT_FOUND" not in str(e):
                 raise ConnectRestError(500, f"Failed to reset offsets for group {group}: {e}") \
@@ -299,7 +301,8 @@ class BaseHerder(Herder):
             tps.append(TopicPartition(str(p["kafka_topic"]), int(p["kafka_partition"]),
                                       int(off["kafka_offset"])))
         group = sink_group_id(name, props)
-        self._admin().alter_consumer_group_offsets(
+        admin = self._admin()
+        admin.alter_consumer_group_offsets(
             [ConsumerGroupTopicPartitions(group, tps)])[group].result(timeout=30)
 
     def _check_offsets_body(self, offsets: Any) -> list[dict[str, Any]]:

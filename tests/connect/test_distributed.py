@@ -1,0 +1,161 @@
+"""Distributed mode with real processes: three ``spool connect`` workers in one group, a
+connector with six tasks spread over them; the REST API answers from any worker (writes
+forwarded to the leader); a worker killed with -9 has its tasks moved to the others once
+its session times out, and they go on counting where their committed offsets say."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+
+import pytest
+from confluent_kafka import Consumer
+
+from tests.helpers.connect_plugins import counting_config
+from tests.helpers.connect_proc import Answer, ConnectProcess, distributed_props, wait_until
+
+pytestmark = pytest.mark.timeout(240)
+
+SESSION_MS = 6000  # distributed_props' session.timeout.ms
+
+
+class Counts:
+    """Reads the counting connector's topic as it grows: each task's numbers seen."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.consumer = Consumer({"bootstrap.servers": bootstrap,
+                                  "group.id": f"read-{uuid.uuid4().hex[:8]}",
+                                  "auto.offset.reset": "earliest",
+                                  "enable.auto.commit": False})
+        self.consumer.subscribe([topic])
+        self.seen: dict[int, set[int]] = {}
+
+    def until(self, done: Callable[[dict[int, set[int]]], bool], timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while not done(self.seen):
+            assert time.monotonic() < deadline, {k: max(v) for k, v in self.seen.items()}
+            for m in self.consumer.consume(500, 0.5):
+                if not m.error():
+                    v = json.loads(m.value())
+                    self.seen.setdefault(v["task"], set()).add(v["seq"])
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+REBALANCING = ("Cannot complete request momentarily due to no known leader URL",
+               "Cannot complete request because of a conflicting operation")
+
+
+def write(w: ConnectProcess, method: str, path: str, body=None) -> Answer:
+    """A write, retried as a client would while the cluster rebalances (Kafka's 409)."""
+    deadline = time.monotonic() + 60
+    while True:
+        a = w.call(method, path, body)
+        if not (a.status == 409 and a.body["message"].startswith(REBALANCING)):
+            return a
+        assert time.monotonic() < deadline, a.body
+        time.sleep(0.5)
+
+
+def _placement(status: dict) -> dict[int, str]:
+    return {t["id"]: t["worker_id"] for t in status["tasks"] if t["state"] == "RUNNING"}
+
+
+def test_three_workers_six_tasks_and_a_worker_killed(broker, tmp_path):
+    group = f"dist-{uuid.uuid4().hex[:8]}"
+    topic = f"{group}-counts"
+    props = distributed_props(broker.bootstrap, group)
+    workers = [ConnectProcess(tmp_path / f"w{i}", props, name=f"w{i}") for i in range(3)]
+    counts = Counts(broker.bootstrap, topic)
+    try:
+        for w in workers:
+            w.start()
+        ids = {w.worker_id for w in workers}
+
+        # create through one worker, update through another: at least one of them is not
+        # the leader, so writes are forwarded
+        config = counting_config("count", topic, 6, **{"poll.interval.ms": 100})
+        created = write(workers[1], "POST", "/connectors", {"name": "count", "config": config})
+        assert created.status == 201, created.text
+        assert created.headers["Location"].endswith("/connectors/count")
+        dup = write(workers[2], "POST", "/connectors", {"name": "count", "config": config})
+        assert (dup.status, dup.body) == (
+            409, {"error_code": 409, "message": "Connector count already exists"})
+
+        def spread() -> dict | None:
+            s = workers[0].call("GET", "/connectors/count/status").body
+            placed = _placement(s) if isinstance(s, dict) and "tasks" in s else {}
+            ok = (len(placed) == 6 and s["connector"]["state"] == "RUNNING"
+                  and set(placed.values()) == ids)
+            return s if ok else None
+
+        status = wait_until(spread, 90, what="6 tasks RUNNING on 3 workers")
+        # round robin: two tasks on each worker
+        assert sorted(Counter(_placement(status).values()).values()) == [2, 2, 2]
+
+        # any worker answers reads, the same way
+        for w in workers:
+            assert w.call("GET", "/connectors").body == ["count"]
+            info = w.call("GET", "/connectors/count").body
+            assert info["config"] == config
+            assert info["tasks"] == [{"connector": "count", "task": i} for i in range(6)]
+            assert len(w.call("GET", "/connectors/count/tasks").body) == 6
+            assert w.call("GET", "/connectors/count/tasks/3/status").body["state"] == "RUNNING"
+
+        counts.until(lambda seen: len(seen) == 6 and all(len(s) >= 30 for s in seen.values()))
+
+        # a write through each worker: forwarded to the leader by the two that are not it
+        for i, w in enumerate(workers):
+            a = write(w, "PATCH", "/connectors/count/config", {"batch.size": str(5 + i)})
+            assert a.status == 200, (w.name, a.text)
+            assert a.body["config"]["batch.size"] == str(5 + i)
+        for w in workers:
+            wait_until(lambda w=w: w.call("GET", "/connectors/count/config").body.get(
+                "batch.size") == "7", 30, what=f"{w.name} sees the last write")
+        status = wait_until(spread, 90, what="6 tasks RUNNING again after the update")
+
+        # kill -9 a worker that runs tasks (not the one we read status from)
+        victim = workers[2]
+        moved = sorted(t for t, wid in _placement(status).items() if wid == victim.worker_id)
+        assert len(moved) == 2
+        before = {t: max(s) for t, s in counts.seen.items()}
+        victim.kill()
+        survivors = {w.worker_id for w in workers[:2]}
+
+        def moved_to_survivors() -> dict | None:
+            s = workers[0].call("GET", "/connectors/count/status").body
+            placed = _placement(s) if isinstance(s, dict) and "tasks" in s else {}
+            ok = (len(placed) == 6 and set(placed.values()) <= survivors
+                  and s["connector"]["worker_id"] in survivors
+                  and s["connector"]["state"] == "RUNNING")
+            return s if ok else None
+
+        # within the session timeout (plus the rebalance and the tasks' start)
+        status = wait_until(moved_to_survivors, SESSION_MS / 1000 + 30,
+                            what="the killed worker's tasks on the others")
+        assert sorted(Counter(_placement(status).values()).values()) == [3, 3]
+        assert workers[1].call("GET", "/connectors/count/status").body["tasks"] \
+            == status["tasks"]
+
+        # every task goes on counting, the moved ones from their committed offsets: no gap
+        counts.until(lambda seen: all(max(seen[t]) >= before[t] + 30 for t in range(6)))
+        for t in range(6):
+            top = max(counts.seen[t])
+            assert counts.seen[t] == set(range(top + 1)), f"task {t} has a gap"
+
+        # writes still work through the survivors
+        assert write(workers[1], "PUT", "/connectors/count/pause").status == 202
+        wait_until(lambda: {t["state"] for t in workers[0].call(
+            "GET", "/connectors/count/status").body["tasks"]} == {"PAUSED"}, 30,
+            what="paused")
+        assert write(workers[0], "DELETE", "/connectors/count").status == 204
+        wait_until(lambda: all(w.call("GET", "/connectors").body == [] for w in workers[:2]),
+                   30, what="deleted everywhere")
+    finally:
+        counts.close()
+        for w in workers:
+            w.stop()
