@@ -77,7 +77,9 @@ PASSTHROUGH_PREFIXES = ("producer.", "consumer.", "admin.", "key.converter.",
 CLIENT_KEYS = ("client.dns.lookup", "metadata.max.age.ms", "reconnect.backoff.ms",
                "reconnect.backoff.max.ms", "retry.backoff.ms", "request.timeout.ms",
                "socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms",
-               "connections.max.idle.ms", "receive.buffer.bytes", "send.buffer.bytes")
+               "connections.max.idle.ms", "receive.buffer.bytes", "send.buffer.bytes",
+               "retry.backoff.max.ms", "metadata.recovery.strategy",
+               "metadata.recovery.rebootstrap.trigger.ms", "enable.metrics.push")
 # librdkafka's names for the Java clients' (None: not passed on: librdkafka has none)
 _LIBRDKAFKA = {"client.dns.lookup": None, "reconnect.backoff.ms": "reconnect.backoff.ms",
                "reconnect.backoff.max.ms": "reconnect.backoff.max.ms",
@@ -88,7 +90,11 @@ _LIBRDKAFKA = {"client.dns.lookup": None, "reconnect.backoff.ms": "reconnect.bac
                "connections.max.idle.ms": "connections.max.idle.ms",
                "receive.buffer.bytes": "socket.receive.buffer.bytes",
                "send.buffer.bytes": "socket.send.buffer.bytes",
-               "metadata.max.age.ms": "metadata.max.age.ms"}
+               "metadata.max.age.ms": "metadata.max.age.ms",
+               "retry.backoff.max.ms": "retry.backoff.max.ms",
+               "metadata.recovery.strategy": "metadata.recovery.strategy",
+               "metadata.recovery.rebootstrap.trigger.ms": None,
+               "enable.metrics.push": "enable.metrics.push"}
 
 
 def _common() -> ConfigDef:

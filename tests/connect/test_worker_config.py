@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from confluent_kafka import Consumer, Producer
 
 from spool.connect.api import ConfigError
 from spool.connect.worker_config import WorkerConfig
@@ -124,6 +125,14 @@ def test_client_configs_per_role():
     assert w.internal_client_config() == {"bootstrap.servers": "a:1,b:2", "client.id": "w1",
                                           **security}
     assert w.security.sasl and w.security.username == "alice"
+    tuned = WorkerConfig.from_props({**DISTRIBUTED, "retry.backoff.max.ms": "2000",
+                                     "receive.buffer.bytes": "65536",
+                                     "client.dns.lookup": "use_all_dns_ips"}, standalone=False)
+    assert tuned.client_config("admin") == {  # librdkafka's names; no equivalent: left out
+        "bootstrap.servers": "127.0.0.1:9092", "retry.backoff.max.ms": "2000",
+        "socket.receive.buffer.bytes": "65536"}
+    Producer(tuned.client_config("producer"))  # librdkafka knows every key
+    Consumer({**tuned.client_config("consumer"), "group.id": "g"}).close()
     with pytest.raises(ValueError):
         w.client_config("streams")
 
