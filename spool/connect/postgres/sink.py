@@ -18,7 +18,8 @@ changed), ``table.name.format`` (default ``${topic}``, dots in the topic as ``_`
 
 Delivery: each ``put`` is one PostgreSQL transaction (every record of the batch, in order,
 pipelined), committed before ``put`` returns; ``pre_commit`` answers the offsets (the
-original topic/partition, KIP-793) after the last record written, so what Kafka commits is
+original topic/partition, KIP-793) after the last record written, for the partitions in the
+runtime's ``offsets`` (those assigned), so what Kafka commits is
 exactly what PostgreSQL has. After a crash the records after the committed offsets are
 written again: upserts and deletes are idempotent, so the table ends the same
 (``insert.mode=insert`` is not: a replayed insert fails on the primary key, as Debezium's).
@@ -249,7 +250,8 @@ class JdbcSinkTask(api.SinkTask):
             self.processed[(topic, partition)] = offset + 1
 
     def pre_commit(self, offsets: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
-        return dict(self.processed)
+        """The offsets after the last record written, of the partitions still assigned."""
+        return {tp: o for tp, o in self.processed.items() if tp in offsets}
 
     def close(self, partitions: list[tuple[str, int]]) -> None:
         for tp in partitions:
