@@ -73,6 +73,10 @@ def test_simple_header_converter_edges(plugins: Plugins) -> None:
     assert c.to_connect_header("t", "h", None) == (None, None)
     assert c.to_connect_header("t", "h", b"") == (data.STRING, "")
     assert c.to_connect_header("t", "h", b"[1, \"x\"]") == (None, [1, "x"])
+    assert c.to_connect_header("t", "h", b"[1, 300, 70000]") == \
+        (data.array(data.INT32), [1, 300, 70000])
+    assert c.to_connect_header("t", "h", b'{"a": 1, "b": 2.5}') == \
+        (data.map_of(data.STRING, data.FLOAT64), {"a": 1.0, "b": 2.5})
     assert c.to_connect_header("t", "h", b"99999999999999999999") == \
         (data.decimal_schema(0), decimal.Decimal("99999999999999999999"))
     assert c.from_connect_header("t", "h", data.BYTES, b"\x00") == b"AA=="

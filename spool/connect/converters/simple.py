@@ -13,7 +13,8 @@
   reads text back inferring the schema as ``Values.parseString``: ``true``/``false``
   boolean; integers the smallest of int8..int64; other numbers float64; those date/time
   forms their logical types; ``[...]``/``{...}`` arrays and maps (a schema when the
-  elements agree, else none); anything else, and the empty string, a string.
+  elements agree, numbers widened to the widest, else none); anything else, and the
+  empty string, a string.
 """
 
 from __future__ import annotations
@@ -230,16 +231,34 @@ def _infer(v: Any) -> tuple[Schema | None, Any]:
         return data.STRING, v
     if isinstance(v, list):
         pairs = [_infer(x) for x in v]
-        schemas = {p[0] for p in pairs}
-        values = [p[1] for p in pairs]
-        if len(schemas) == 1 and None not in schemas:
-            return data.array(schemas.pop()), values
-        return None, values
+        common = _common([p[0] for p in pairs])
+        values = [_widen(common, p[1]) for p in pairs]
+        return (None if common is None else data.array(common)), values
     if isinstance(v, dict):
         pairs = {k: _infer(x) for k, x in v.items()}
-        schemas = {p[0] for p in pairs.values()}
-        values = {k: p[1] for k, p in pairs.items()}
-        if len(schemas) == 1 and None not in schemas:
-            return data.map_of(data.STRING, schemas.pop()), values
-        return None, values
+        common = _common([p[0] for p in pairs.values()])
+        values = {k: _widen(common, p[1]) for k, p in pairs.items()}
+        return (None if common is None else data.map_of(data.STRING, common)), values
     return None, None
+
+
+_NUMERIC_ORDER = ("int8", "int16", "int32", "int64", "float64")
+
+
+def _common(schemas: list[Schema | None]) -> Schema | None:
+    """The one schema the elements agree on, numbers widened (Kafka's Values does too)."""
+    distinct = set(schemas)
+    if len(distinct) == 1:
+        return distinct.pop()
+    if distinct and all(s is not None and s.name is None and s.type in _NUMERIC_ORDER
+                        for s in distinct):
+        return Schema(max((s.type for s in distinct if s is not None),
+                          key=_NUMERIC_ORDER.index))
+    return None
+
+
+def _widen(schema: Schema | None, value: Any) -> Any:
+    if schema is not None and schema.type == "float64" and isinstance(value, int) \
+            and not isinstance(value, bool):
+        return float(value)
+    return value
