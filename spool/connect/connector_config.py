@@ -432,10 +432,12 @@ def _validate(props: dict[str, str], plugins: Plugins, worker: WorkerConfig) -> 
             configs.append({"definition": None, "value": _value(cv, None)})
             error_count += len(cv.errors)
     for name, key in keys.items():
-        cv = values.get(name)
-        configs.append({"definition": definition(key),
-                        "value": None if cv is None else _value(cv, key.type)})
-        error_count += len(cv.errors) if cv is not None else 0
+        # a connector's validate() may leave out some of its keys: their defaults, so
+        # that every entry has a value (readers of the answer need not check for null)
+        cv = values.get(name) or ConfigValue(
+            name, None if key.required else key.default, list(key.recommended))
+        configs.append({"definition": definition(key), "value": _value(cv, key.type)})
+        error_count += len(cv.errors)
     for infos in (_overrides(props, worker, kind), _converters(props, plugins, values)):
         for entry in infos:
             configs_extra.append(entry)

@@ -59,6 +59,16 @@ class Broken(NullSink):
         raise RuntimeError("the plugin's bug")
 
 
+class Terse(NullSink):
+    """Its validate() answers only some of its keys."""
+
+    def config_def(self):
+        return api.ConfigDef().define("a", api.INT, 7).define("b", api.STRING, "x")
+
+    def validate(self, props):
+        return {"a": api.ConfigValue("a", 1)}
+
+
 class Upper(api.Transformation):
     def config_def(self):
         return api.ConfigDef().define("field", api.STRING, importance=api.HIGH, doc="A field")
@@ -75,7 +85,7 @@ class Always(api.Predicate):
 @pytest.fixture(scope="module")
 def plugins() -> Plugins:
     p = Plugins.discover()
-    for klass in (CountingSource, EosSource, NullSink, Broken, Upper, Always):
+    for klass in (CountingSource, EosSource, NullSink, Broken, Terse, Upper, Always):
         p.register(f"test.{klass.__name__}", klass)
     return p
 
@@ -275,3 +285,13 @@ def test_validation_never_raises_for_a_broken_plugin(plugins):
     assert infos["error_count"] == 1
     assert _by_name(infos)["connector.class"]["value"]["errors"] == [
         "An unexpected error occurred during validation: the plugin's bug"]
+
+
+def test_every_key_has_a_value_even_when_the_connector_leaves_some_out(plugins):
+    infos = validate({"name": "t", "connector.class": "test.Terse", "topics": "t"}, plugins,
+                     _worker())
+    assert all(c["value"] is not None for c in infos["configs"])
+    configs = _by_name(infos)
+    assert configs["a"]["value"]["value"] == "1"
+    assert configs["b"]["value"] == {"name": "b", "value": "x", "recommended_values": [],
+                                     "errors": [], "visible": True}
