@@ -118,6 +118,16 @@ def test_three_workers_six_tasks_and_a_worker_killed(broker, tmp_path):
                 "batch.size") == "7", 30, what=f"{w.name} sees the last write")
         status = wait_until(spread, 90, what="6 tasks RUNNING again after the update")
 
+        # a task restart runs where the task does: asked anywhere, it takes up to two hops
+        # (to the leader, then to the task's worker)
+        for t in range(6):
+            a = write(workers[t % 3], "POST", f"/connectors/count/tasks/{t}/restart")
+            assert (a.status, a.text) == (204, ""), (t, a.text)
+        both = write(workers[2], "POST", "/connectors/count/restart?includeTasks=true")
+        assert both.status == 202, both.text
+        assert both.body["name"] == "count" and len(both.body["tasks"]) == 6
+        status = wait_until(spread, 90, what="6 tasks RUNNING after the restarts")
+
         # kill -9 a worker that runs tasks (not the one we read status from)
         victim = workers[2]
         moved = sorted(t for t, wid in _placement(status).items() if wid == victim.worker_id)
