@@ -29,7 +29,6 @@ import base64
 import io
 import json
 import struct as _struct
-import threading
 import urllib.parse
 from typing import Any
 
@@ -74,7 +73,8 @@ class RegistryConverter(api.Converter):
         self._ids: dict[tuple[str, str], int] = {}
         self._by_id: dict[int, Any] = {}
         self._writers: dict[Any, Any] = {}
-        self._lock = threading.Lock()
+        # schema object -> (schema, registry text, record name): schemas are immutable
+        self._texts: dict[int, tuple[Schema, str, str | None]] = {}
 
     def config_def(self) -> api.ConfigDef:
         return config_def()
@@ -146,7 +146,12 @@ class RegistryConverter(api.Converter):
         if schema is None:
             raise DataError(f"Failed to serialize {self.NAME} data from topic {topic} : "
                             "a schema is required")
-        text, record_name = self.schema_text(schema)
+        hit = self._texts.get(id(schema))
+        if hit is None or hit[0] is not schema:
+            if len(self._texts) >= 1000:
+                self._texts.clear()
+            hit = self._texts[id(schema)] = (schema, *self.schema_text(schema))
+        _, text, record_name = hit
         subject = self.subject(topic, record_name)
         try:
             schema_id = self._schema_id(subject, text)
