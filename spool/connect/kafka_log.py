@@ -274,7 +274,11 @@ def ensure_compacted_topic(admin: AdminClient, topic: str, partitions: int,
     """Create ``topic`` compacted when missing, or check the existing one's cleanup policy;
     its partition count."""
     deadline = time.monotonic() + timeout
-    metadata = admin.list_topics(timeout=timeout)
+    try:
+        metadata = admin.list_topics(timeout=timeout)
+    except KafkaException as e:
+        raise ConnectError(f"Unable to read the metadata of topic {topic} within "
+                           f"{timeout:g} s: {e.args[0].str()}") from None
     found = metadata.topics.get(topic)
     if found is None or found.error is not None:
         new = NewTopic(topic, num_partitions=partitions, replication_factor=replication_factor,

@@ -139,3 +139,17 @@ def test_partition_for_is_kafkas_default_partitioner(broker):
     assert murmur2(b"a-little-bit-longer-string") == -1486304829
     assert murmur2(b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8") == -58897971
     assert murmur2(bytes([ord("a"), ord("b"), ord("c")])) == 479470107
+
+
+def test_no_broker_is_a_connect_error(tmp_path):
+    import socket
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = KafkaLog({"bootstrap.servers": f"127.0.0.1:{port}"}, "nowhere",
+                   on_record=Collected())
+    try:
+        with pytest.raises(ConnectError, match="Unable to read the metadata of topic nowhere"):
+            log.start(timeout=2.0)
+    finally:
+        log.stop()
