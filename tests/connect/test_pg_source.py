@@ -532,10 +532,11 @@ def _changes(msgs: list) -> list[tuple]:
     return out
 
 
-def test_through_the_worker_to_spool(broker, pg, pg_database, db):
+@pytest.mark.parametrize("eos", [False, True], ids=["at-least-once", "exactly-once"])
+def test_through_the_worker_to_spool(broker, pg, pg_database, db, eos):
     """Snapshot and stream through the runtime (JsonConverter with schemas) into Spool;
     the slot advances once the worker commits the offsets; a restarted task resumes after
-    what was acknowledged."""
+    what was acknowledged. Exactly-once (KIP-618): records and offsets in transactions."""
     import json as _json
 
     from spool.connect.herder import TaskId
@@ -545,7 +546,9 @@ def test_through_the_worker_to_spool(broker, pg, pg_database, db):
     prefix = f"cdc{uuid.uuid4().hex[:8]}"
     topic = f"{prefix}.public.t"
     p = {**props(pg, pg_database), "name": prefix, "tasks.max": "1", "topic.prefix": prefix}
-    worker, store, statuses = _worker(broker.bootstrap)
+    extra = {"exactly.once.source.support": "enabled"} if eos else {}
+    read = {"isolation.level": "read_committed"} if eos else {}
+    worker, store, statuses = _worker(broker.bootstrap, **extra)
     tid = TaskId(prefix, 0)
     try:
         worker.start_connector(prefix, p, "STARTED", lambda _n: None)
@@ -555,7 +558,7 @@ def test_through_the_worker_to_spool(broker, pg, pg_database, db):
         start = slot_position(db, p["slot.name"])
         db.execute("UPDATE t SET v = 'aa' WHERE id = 1")
         db.execute("DELETE FROM t WHERE id = 2")
-        msgs = _read(broker.bootstrap, topic, 5)
+        msgs = _read(broker.bootstrap, topic, 5, **read)
         assert _changes(msgs) == [
             ("r", {"id": 1}, {"id": 1, "v": "a", "n": "fQ=="}),  # Decimal: base64, Kafka's
             ("r", {"id": 2}, {"id": 2, "v": "b", "n": None}),
@@ -572,7 +575,7 @@ def test_through_the_worker_to_spool(broker, pg, pg_database, db):
         worker.stop_tasks([tid])
         db.execute("INSERT INTO t VALUES (3, 'c', 0)")
         worker.start_task(tid, p, tc, "STARTED")
-        msgs = _read(broker.bootstrap, topic, 6)
+        msgs = _read(broker.bootstrap, topic, 6, **read)
         assert _changes(msgs)[5:] == [("c", {"id": 3}, {"id": 3, "v": "c", "n": "AA=="})]
         assert [s for s, _ in statuses.states[tid]] == ["RUNNING", "UNASSIGNED", "RUNNING"]
     finally:

@@ -35,13 +35,15 @@ snapshot records ``{"lsn", "txId", "ts_usec", "snapshot": true, "last_snapshot_r
 "snapshot_completed"}``. On restart, streamed transactions up to the stored one, and the
 stored one's records up to the stored position, are skipped.
 
-**The slot is advanced only in ``commit()``** (called once the runtime has written the
-offsets of acknowledged records): to the stored offset's transaction's commit LSN (which
-keeps that transaction, whose later records may not be acknowledged yet), or, once every
-polled record is acknowledged and the stored offset is the last one polled, past every
-transaction decoded so far (so traffic on tables not captured does not pin WAL). Nothing
-acknowledged is sent again unless a crash falls between the offset write and the
-advance; nothing unacknowledged is dropped.
+**The slot is advanced only in ``commit()``** (which the runtime calls after writing the
+offsets of acknowledged records; with exactly-once, after each transaction), never past a
+record not acknowledged: with the records acknowledged (``commit_record``) up to some
+record R in poll order, to R's transaction's commit LSN (which keeps that transaction,
+whose later records may not be acknowledged yet); with every polled record acknowledged,
+past every transaction decoded so far (so traffic on tables not captured does not pin
+WAL). After a crash, what was acknowledged but whose offset was not yet written is not
+sent again when the slot is already past it; everything else after the stored offset is.
+Nothing unacknowledged is dropped.
 
 ``before`` carries the old row only as the table's REPLICA IDENTITY logs it: the key
 columns by default (other columns null, or their type's zero when NOT NULL, as Debezium),
@@ -307,9 +309,10 @@ class PostgresSourceTask(api.SourceTask):
         self._tx: pgoutput.Begin | None = None
         self._tx_events = 0
         self._prev_commit_lsn: int | None = None
-        self._polled = 0
-        self._acked = 0
-        self._last_offset: dict[str, Any] | None = None
+        # records polled and not yet acknowledged, in poll order: id(offset) -> [offset, acked]
+        self._pending: dict[int, list[Any]] = {}
+        self._acked_offset: dict[str, Any] | None = None  # the acknowledged prefix's last
+        self._last_offset: dict[str, Any] | None = None  # the last polled
         self._last_end_lsn = 0
         self._advanced_to = 0
 
@@ -708,28 +711,35 @@ class PostgresSourceTask(api.SourceTask):
         if not records:
             return
         with self._acks:
-            self._polled += len(records)
+            for r in records:
+                self._pending[id(r.source_offset)] = [r.source_offset, False]
             self._last_offset = records[-1].source_offset
 
     def commit_record(self, record: SourceRecord, metadata: api.RecordMetadata | None) -> None:
         with self._acks:
-            self._acked += 1
+            entry = self._pending.get(id(record.source_offset))
+            if entry is None:
+                return
+            entry[1] = True
+            pending = self._pending
+            while pending:  # the acknowledged prefix, in poll order
+                first = next(iter(pending))
+                offset, acked = pending[first]
+                if not acked:
+                    break
+                del pending[first]
+                self._acked_offset = offset
 
     def commit(self) -> None:
-        """Advance the slot past what the stored offsets cover (module doc)."""
-        reader = getattr(getattr(self, "context", None), "offset_storage_reader", None)
-        if reader is None or not self.streaming:
-            return
-        stored = reader.offset(self.partition)
-        if stored is not None and stored.get("snapshot"):
+        """Advance the slot past what is acknowledged (module doc)."""
+        if not self.streaming:
             return
         with self._acks:
             if self._snapshot_rows is not None:
                 return
-            target = int(stored["lsn_commit"]) if stored is not None else 0
-            everything = self._acked == self._polled and (
-                self._polled == 0 or stored == self._last_offset)
-            if everything:
+            acked = self._acked_offset
+            target = int(acked["lsn_commit"]) if acked and not acked.get("snapshot") else 0
+            if not self._pending:  # everything polled is acknowledged
                 target = max(target, self._last_end_lsn)
         if target > self._advanced_to:
             self.advance(target)
