@@ -412,3 +412,4 @@ class WorkerSinkTask(WorkerTask):
                         self.closing = True
                         self.assigned.clear()
                         self.consumer.close()
+                        self.consumer = None

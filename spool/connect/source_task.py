@@ -252,6 +252,10 @@ class WorkerSourceTask(WorkerTask):
                 self._abort()
             if self.producer is not None:
                 self.producer.flush(0)
+            # the clients go now, not at the next garbage collection (their delivery
+            # callbacks refer back to this task)
+            self.producer = self.admin = None
+            self.failure = None  # its traceback's frames hold the producer too
             if getattr(self, "chain", None) is not None:
                 self.chain.close()
             if getattr(self, "errors", None) is not None:
@@ -416,12 +420,12 @@ class WorkerSourceTask(WorkerTask):
         try:
             return fn(*args)
         except Exception as e:
-            cause = self._abort()
-            if cause is not None:
-                raise cause from e
-            if self.failure is not None:
-                raise self.failure from e
-            raise api.ConnectError(f"Transaction of {self.id} failed: {e}") from e
+            e.__traceback__ = None  # its frames would keep the producer alive
+            error = self._abort() or self.failure or api.ConnectError(
+                f"Transaction of {self.id} failed: {e}")
+            error.__cause__ = e
+        del fn, args
+        raise error
 
     def _abort(self) -> api.ConnectError | None:
         """Abort the open transaction; the producer's fatal error if it has one."""
