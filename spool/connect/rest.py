@@ -53,6 +53,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import quote, urlencode
 
 import aiohttp
 from aiohttp import web
@@ -160,8 +161,7 @@ async def _forward(request: web.Request, leader_url: str | None) -> None:
         raise ConnectRestError(409, NO_LEADER)
     query = [(k, v) for k, v in request.query.items() if k != "forward"]
     query.append(("forward", "true" if forward is None else "false"))
-    url = (leader_url.rstrip("/") + request.rel_url.raw_path + "?"
-           + "&".join(f"{k}={v}" for k, v in query))
+    url = leader_url.rstrip("/") + request.rel_url.raw_path + "?" + urlencode(query)
     data = await request.read() if request.body_exists else None
     client: RestClient = request.app[CLIENT]  # type: ignore[assignment]
     log.debug("forwarding %s %s to %s", request.method, request.path, url)
@@ -240,8 +240,6 @@ def _herder(request: web.Request) -> Herder:
 
 
 def _location(name: str) -> dict[str, str]:
-    from urllib.parse import quote
-
     return {"Location": "/connectors/" + quote(name, safe="")}
 
 
