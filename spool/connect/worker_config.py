@@ -25,7 +25,9 @@ Reading it: ``get(key)`` (typed: int, bool, list, str; the default when unset),
 ``raw`` (the given strings), ``client_config(role)`` for confluent-kafka (role
 ``producer``, ``consumer`` or ``admin``: ``bootstrap.servers``, ``client.id``, the
 security keys as librdkafka names them (``sasl.jaas.config``'s username and password
-become ``sasl.username``/``sasl.password``, a PEM trust store ``ssl.ca.location``), then
+become ``sasl.username``/``sasl.password``, a PEM trust store ``ssl.ca.location``
+(a PKCS12 trust store is refused at load: librdkafka reads PEM only), a PKCS12 key store
+``ssl.keystore.*``), then
 the role's ``<role>.``-prefixed keys with the prefix stripped, which win),
 ``internal_client_config()`` (the same without any role's keys: the internal topics'
 clients), ``converter_config(which)`` (``key``/``value``/``header``: the converter's own keys,
@@ -279,6 +281,10 @@ class WorkerConfig:
         except ClientConfigError as e:
             errors.setdefault("security.protocol", []).append(str(e))
             security = ClientSecurity()
+        if str(raw.get("ssl.truststore.type", "")).strip().upper() == "PKCS12":
+            errors.setdefault("ssl.truststore.type", []).append(
+                "Invalid value PKCS12 for configuration ssl.truststore.type: the worker's "
+                "clients (librdkafka) read PEM trust stores only")
         if errors:
             raise ConfigError(errors)
         typed = {n: cv.value if n in raw or cv.value is None

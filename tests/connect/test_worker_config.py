@@ -137,6 +137,22 @@ def test_client_configs_per_role():
         w.client_config("streams")
 
 
+def test_tls_keys_become_librdkafkas(tmp_path):
+    w = WorkerConfig.from_props({
+        **DISTRIBUTED, "security.protocol": "SSL", "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": "/etc/ca.pem", "ssl.keystore.type": "PKCS12",
+        "ssl.keystore.location": "/etc/me.p12", "ssl.keystore.password": "pw",
+        "ssl.endpoint.identification.algorithm": ""}, standalone=False)
+    assert w.internal_client_config() == {
+        "bootstrap.servers": "127.0.0.1:9092", "security.protocol": "ssl",
+        "ssl.ca.location": "/etc/ca.pem", "ssl.keystore.location": "/etc/me.p12",
+        "ssl.keystore.password": "pw", "ssl.endpoint.identification.algorithm": "none"}
+    with pytest.raises(ConfigError, match="read PEM trust stores only"):
+        WorkerConfig.from_props({**DISTRIBUTED, "security.protocol": "SSL",
+                                 "ssl.truststore.type": "PKCS12",
+                                 "ssl.truststore.location": "/etc/ca.p12"}, standalone=False)
+
+
 def test_converter_config_strips_the_prefix():
     w = WorkerConfig.from_props({**DISTRIBUTED, "value.converter.schemas.enable": "false",
                                  "key.converter": "org.apache.kafka.connect.storage."
