@@ -172,3 +172,21 @@ def test_bad_config_is_a_config_error() -> None:
         conv(**{"decimal.format": "HEX"})
     with pytest.raises(api.ConfigError, match="schemas.enable"):
         conv(**{"schemas.enable": "maybe"})
+
+
+def test_schemas_read_again_come_from_the_cache_and_stay_right() -> None:
+    c = conv()
+    a = data.struct("A", [("x", data.INT32)])
+    b = data.struct("A", [("x", data.INT32), ("y", data.OPTIONAL_STRING)])
+    raws = [c.from_connect_data("t", None, s, Struct(s, {"x": i}))
+            for i, s in enumerate([a, b, a, b, b, a])]
+    reader = conv()
+    got = [reader.to_connect_data("t", None, r) for r in raws]
+    assert [s for s, _ in got] == [a, b, a, b, b, a]
+    assert [v["x"] for _, v in got] == list(range(6))
+    # the same envelope with spaces, or keys in another order, reads the same
+    spaced = b'{ "payload": {"x": 3}, "schema": {"type": "struct", "name": "A", "fields": ' \
+             b'[{"type": "int32", "field": "x"}]} }'
+    assert reader.to_connect_data("t", None, spaced) == (a, {"x": 3})
+    with pytest.raises(DataError, match="JsonConverter with schemas.enable requires"):
+        reader.to_connect_data("t", None, raws[0][:-1] + b',"extra":1}')

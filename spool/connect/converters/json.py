@@ -76,6 +76,7 @@ class JsonConverter(api.Converter, api.HeaderConverter):
         # text -> Schema (schemas are immutable; the ones a task sees are few)
         self._to_json_cache: dict[int, tuple[Schema, bytes]] = {}
         self._from_json_cache: dict[str, Schema | None] = {}
+        self._recent: list[tuple[str, Schema | None]] = []  # the last schema texts read
         self.cache_size = 1000
 
     def config_def(self) -> api.ConfigDef:
@@ -209,6 +210,10 @@ class JsonConverter(api.Converter, api.HeaderConverter):
                         raw: bytes | None) -> tuple[Schema | None, Any]:
         if raw is None:
             return None, None
+        if self.schemas_enable:
+            fast = self._compact_envelope(raw)
+            if fast is not None:
+                return fast[0], self.to_connect(fast[0], fast[1])
         try:
             doc = loads(raw)
         except ValueError as e:
@@ -222,6 +227,47 @@ class JsonConverter(api.Converter, api.HeaderConverter):
         else:
             schema, payload = None, doc
         return schema, self.to_connect(schema, payload)
+
+    def _compact_envelope(self, raw: bytes) -> tuple[Schema | None, Any] | None:
+        """The schema and payload of ``{"schema":S,"payload":P}`` written compactly (as
+        Kafka and this converter write it), S looked up by its text: a schema seen before
+        is not parsed again. None for any other shape (the general path decides)."""
+        try:
+            text = raw.decode("utf-8") if isinstance(raw, bytes) else bytes(raw).decode()
+        except UnicodeDecodeError:
+            return None
+        if not text.startswith('{"schema":'):
+            return None
+        schema: Schema | None = None
+        end = -1
+        for known, parsed in self._recent:
+            if text.startswith(known, 10) and text.startswith(',"payload":', 10 + len(known)):
+                schema, end = parsed, 10 + len(known)
+                break
+        try:
+            if end < 0:
+                doc, end = _DECODER.raw_decode(text, 10)
+                if not text.startswith(',"payload":', end):
+                    return None
+                schema = self._schema_from_text(text[10:end], doc)
+            payload, stop = _DECODER.raw_decode(text, end + 11)
+        except ValueError:
+            return None
+        if text[stop:].strip() != "}":
+            return None
+        return schema, payload
+
+    def _schema_from_text(self, key: str, doc: Any) -> Schema | None:
+        try:
+            schema = self._from_json_cache[key]
+        except KeyError:
+            schema = schema_from_json(doc, self)
+            if len(self._from_json_cache) >= self.cache_size:
+                self._from_json_cache.clear()
+            if self.cache_size:
+                self._from_json_cache[key] = schema
+        self._recent = [(key, schema), *[r for r in self._recent if r[0] != key]][:4]
+        return schema
 
     def to_connect_header(self, topic: str, key: str,
                           raw: bytes | None) -> tuple[Schema | None, Any]:
@@ -521,11 +567,17 @@ def dumps(doc: Any, numbers: bool = True) -> bytes:
     return text.encode("utf-8")
 
 
+def _constant(c: str) -> float:
+    return float(c.replace("Infinity", "inf"))
+
+
+_DECODER = json.JSONDecoder(parse_float=decimal.Decimal, parse_constant=_constant)
+
+
 def loads(raw: bytes | bytearray | memoryview | str) -> Any:
     """JSON with non-integral numbers as ``decimal.Decimal`` (exact for decimals)."""
     text = raw if isinstance(raw, str) else bytes(raw).decode("utf-8")
-    return json.loads(text, parse_float=decimal.Decimal,
-                      parse_constant=lambda c: float(c.replace("Infinity", "inf")))
+    return json.loads(text, parse_float=decimal.Decimal, parse_constant=_constant)
 
 
 def _schemaless(value: Any) -> Any:
