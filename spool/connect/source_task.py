@@ -72,8 +72,14 @@ def load_task_class(name: str) -> type:
     return obj
 
 
-def partition_key(partition: dict[str, Any]) -> str:
-    return json.dumps(partition, sort_keys=True, separators=(",", ":"), default=str)
+def partition_key(partition: dict[str, Any]) -> Any:
+    """A hashable key equal for equal source partitions."""
+    try:
+        key: Any = tuple(sorted(partition.items()))
+        hash(key)
+        return key
+    except TypeError:  # nested values
+        return json.dumps(partition, sort_keys=True, separators=(",", ":"), default=str)
 
 
 @dataclass
@@ -88,13 +94,18 @@ class SubmittedRecords:
     used by the task's thread only."""
 
     def __init__(self) -> None:
-        self._queues: dict[str, deque[Submitted]] = {}
+        self._queues: dict[Any, deque[Submitted]] = {}
+        self._last: tuple[dict[str, Any] | None, Any] = (None, None)
 
     def submit(self, record: api.SourceRecord) -> Submitted | None:
         if record.source_partition is None or record.source_offset is None:
             return None
         s = Submitted(record.source_partition, record.source_offset)
-        self._queues.setdefault(partition_key(s.partition), deque()).append(s)
+        last, key = self._last
+        if last is not s.partition:  # records of one poll often share the partition dict
+            key = partition_key(s.partition)
+            self._last = (s.partition, key)
+        self._queues.setdefault(key, deque()).append(s)
         return s
 
     def committable(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -140,7 +151,7 @@ class WorkerSourceTask(WorkerTask):
                                      self.flush_interval * 1000) if self.eos else 0.0
         self.in_txn = False
         self.txn_started = 0.0
-        self.txn_offsets: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+        self.txn_offsets: dict[Any, tuple[dict[str, Any], dict[str, Any]]] = {}
         self.txn_acks: list[tuple[api.SourceRecord, api.RecordMetadata | None]] = []
         self._task_stopped = False
 
