@@ -134,6 +134,7 @@ def test_three_workers_six_tasks_and_a_worker_killed(broker, tmp_path):
         assert len(moved) == 2
         before = {t: max(s) for t, s in counts.seen.items()}
         victim.kill()
+        killed_at = time.monotonic()
         survivors = {w.worker_id for w in workers[:2]}
 
         def moved_to_survivors() -> dict | None:
@@ -147,6 +148,8 @@ def test_three_workers_six_tasks_and_a_worker_killed(broker, tmp_path):
         # within the session timeout (plus the rebalance and the tasks' start)
         status = wait_until(moved_to_survivors, SESSION_MS / 1000 + 30,
                             what="the killed worker's tasks on the others")
+        print(f"the killed worker's tasks RUNNING elsewhere after "
+              f"{time.monotonic() - killed_at:.1f} s (session.timeout.ms={SESSION_MS})")
         assert sorted(Counter(_placement(status).values()).values()) == [3, 3]
         assert workers[1].call("GET", "/connectors/count/status").body["tasks"] \
             == status["tasks"]
