@@ -293,6 +293,22 @@ def test_key_modes_kafka_record_value_header_and_update(pg, pg_database, task_fo
         ("acme", "b", 2)]
 
 
+def test_field_include_and_exclude_lists(pg, pg_database, task_for):
+    ev = Events("filtered", columns=COLUMNS[:4])
+    r = ev.create({"id": 1, "name": "n", "price": decimal.Decimal("2.50"), "qty": 3})
+    task_for(**{"field.exclude.list": f"{ev.topic}:price,other.topic:name",
+                "table.name.format": "excluded"}).put([r])
+    assert query(pg, pg_database, "SELECT * FROM excluded") == [(1, "n", 3)]
+    task_for(**{"field.include.list": f"{ev.topic}:id,{ev.topic}:qty",
+                "table.name.format": "included"}).put([r])
+    assert query(pg, pg_database, "SELECT * FROM included") == [(1, 3)]
+    both = JdbcSinkConnector().validate({"connection.url": pg.url(), "field.include.list": "a:b",
+                                         "field.exclude.list": "a:c"})
+    assert both["field.exclude.list"].errors == [
+        "Cannot define both column.exclude.list and column.include.list. Please specify "
+        "only one."]
+
+
 def test_primitive_and_schemaless_keys_and_values(pg, pg_database, task_for):
     task = task_for(**{"primary.key.fields": "id", "table.name.format": "loose"})
     task.put([SinkRecord("t", 0, None, 7, None, {"name": "seven", "meta": {"a": 1}, "n": 1.5},

@@ -13,7 +13,9 @@ schema, missing columns added with ALTER TABLE ADD COLUMN; columns are never dro
 changed), ``table.name.format`` (default ``${topic}``, dots in the topic as ``_``),
 ``quote.identifiers``, ``database.time_zone`` (the session's TimeZone, default UTC),
 ``batch.size`` (statements per pipeline round trip), ``use.reduction.buffer`` (within one
-``put``, only the last change of each key is written). How records are read:
+``put``, only the last change of each key is written), ``field.include.list`` /
+``field.exclude.list``. Debezium's ``connection.pool.*``, ``hibernate.*`` and naming
+strategy keys are accepted and ignored (one connection per task). How records are read:
 ``sink_records``; types and statements: ``sink_sql``.
 
 Delivery: each ``put`` is one PostgreSQL transaction (every record of the batch, in order,
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 import urllib.parse
 from typing import Any
 
@@ -115,7 +118,13 @@ def config_def() -> ConfigDef:
                     validator=at_least(1), group=d, order=10)
             .define("use.reduction.buffer", BOOLEAN, False, LOW,
                     "Write only the most recent change of each key within a put.",
-                    group=d, order=11))
+                    group=d, order=11)
+            .define("field.include.list", LIST, "", LOW,
+                    "Fields written, as <topic>:<field> entries (all when empty).",
+                    group="Filters", order=1)
+            .define("field.exclude.list", LIST, "", LOW,
+                    "Fields not written, as <topic>:<field> entries.", group="Filters",
+                    order=2))
 
 
 def cross_check(values: dict[str, Any], given: dict[str, str]) -> dict[str, list[str]]:
@@ -127,6 +136,9 @@ def cross_check(values: dict[str, Any], given: dict[str, str]) -> dict[str, list
             errors["insert.mode"] = ["When using UPSERT, please define 'primary.key.mode'."]
         elif pk_mode == "record_value" and not values.get("primary.key.fields"):
             errors["insert.mode"] = ["When using UPSERT, please define 'primary.key.fields'."]
+    if values.get("field.include.list") and values.get("field.exclude.list"):
+        errors["field.exclude.list"] = ["Cannot define both column.exclude.list and "
+                                        "column.include.list. Please specify only one."]
     for key in ("delete.enabled", "truncate.enabled"):
         if values.get(key) is True and pk_mode != "record_key":
             errors[key] = [f"When '{key}' is set to 'true', the 'primary.key.mode' option "
@@ -211,9 +223,13 @@ class JdbcSinkTask(api.SinkTask):
         self.batch_size = values["batch.size"]
         self.reduce = values["use.reduction.buffer"]
         self.time_zone = values["database.time_zone"]
+        listed = values["field.exclude.list"] or values["field.include.list"]
+        entries = frozenset(tuple(e.strip().split(":")) for e in listed
+                            if e.count(":") == 1)
         self.settings = Settings(values["table.name.format"], values["primary.key.mode"].lower(),
                                  tuple(values["primary.key.fields"]), values["delete.enabled"],
-                                 values["truncate.enabled"], not values["quote.identifiers"])
+                                 values["truncate.enabled"], not values["quote.identifiers"],
+                                 entries, not values["field.exclude.list"])
         self._connect()
 
     def _connect(self) -> psycopg.Connection:
@@ -231,6 +247,7 @@ class JdbcSinkTask(api.SinkTask):
     # ---- SinkTask
 
     def put(self, records: list[SinkRecord]) -> None:
+        started = time.perf_counter()
         changes = [c for r in records if (c := describe(r, self.settings)) is not None]
         if self.reduce:
             changes = _reduced(changes)
@@ -248,6 +265,9 @@ class JdbcSinkTask(api.SinkTask):
         for r in records:
             topic, partition, offset = original_offset(r)
             self.processed[(topic, partition)] = offset + 1
+        if records:
+            log.debug("put of %d records (%d changes) in %.1f ms", len(records), len(changes),
+                      (time.perf_counter() - started) * 1000)
 
     def pre_commit(self, offsets: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
         """The offsets after the last record written, of the partitions still assigned."""

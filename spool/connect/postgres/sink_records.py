@@ -20,7 +20,8 @@ The row's primary key comes from ``primary.key.mode``: ``none``; ``kafka`` (colu
 key struct's fields, ``primary.key.fields`` selecting some; a primitive key needs one name
 in ``primary.key.fields``); ``record_value`` (the row's fields named in
 ``primary.key.fields``, all when empty); ``record_header`` (the headers'). Key columns
-come first, then the row's other fields. ``Change.offset`` is the record's original
+come first, then the row's other fields. ``field.include.list`` / ``field.exclude.list``
+(``<topic>:<field>`` entries, exact names, as Debezium's) keep or drop fields of both. ``Change.offset`` is the record's original
 (before transformations) topic, partition and offset.
 
 The table is ``table.name.format`` with ``${topic}`` replaced by the topic with dots as
@@ -55,6 +56,14 @@ class Settings:
     delete_enabled: bool = False
     truncate_enabled: bool = False
     lower: bool = True  # quote.identifiers=false
+    field_list: frozenset[tuple[str, str]] = frozenset()  # (topic, field) entries
+    field_list_includes: bool = False  # field.include.list (else field.exclude.list)
+
+    def keeps(self, topic: str, name: str) -> bool:
+        """``field.include.list``/``field.exclude.list`` (``<topic>:<field>``, exact names)."""
+        if not self.field_list:
+            return True
+        return ((topic, name) in self.field_list) == self.field_list_includes
 
 
 @dataclass
@@ -130,7 +139,7 @@ def _key_columns(record: SinkRecord, s: Settings, row: list[Column]) -> list[Col
         cols = [(h.key, h.schema, h.value) for h in record.headers]
     else:
         raise ConnectError(f"Unexpected primary key mode: {mode}")
-    return [c for c in cols if not wanted or c[0] in wanted]
+    return [c for c in cols if (not wanted or c[0] in wanted) and s.keeps(record.topic, c[0])]
 
 
 def describe(record: SinkRecord, s: Settings) -> Change | None:
@@ -163,12 +172,14 @@ def describe(record: SinkRecord, s: Settings) -> Change | None:
         row = _fields(after_schema, envelope.get("after"), "record value")
         change.keys = _key_columns(record, s, row)
         key_names = {c[0] for c in change.keys}
-        change.values = [c for c in row if c[0] not in key_names]
+        change.values = [c for c in row if c[0] not in key_names
+                         and s.keeps(record.topic, c[0])]
     else:
         row = _fields(schema, value, "record value")
         change.keys = _key_columns(record, s, row)
         key_names = {c[0] for c in change.keys}
-        change.values = [c for c in row if c[0] not in key_names]
+        change.values = [c for c in row if c[0] not in key_names
+                         and s.keeps(record.topic, c[0])]
     if s.lower:
         change.keys = [(n.lower(), sch, v) for n, sch, v in change.keys]
         change.values = [(n.lower(), sch, v) for n, sch, v in change.values]

@@ -270,7 +270,11 @@ def insert(table: TableId, columns: list[str]) -> str:
 
 
 def upsert(table: TableId, keys: list[str], others: list[str]) -> str:
-    head = insert(table, keys + others) + f" ON CONFLICT ({', '.join(quote(k) for k in keys)})"
+    """INSERT ... ON CONFLICT; the table aliased, so one named ``excluded`` works too."""
+    columns = keys + others
+    head = (f"INSERT INTO {table.sql} AS \"target\" ({', '.join(quote(c) for c in columns)}) "
+            f"VALUES ({_marks(len(columns))}) "
+            f"ON CONFLICT ({', '.join(quote(k) for k in keys)})")
     if not others:
         return head + " DO NOTHING"
     return head + " DO UPDATE SET " + ", ".join(f"{quote(c)} = EXCLUDED.{quote(c)}"
