@@ -166,6 +166,9 @@ def test_a_source_connectors_life(worker, broker):
     assert (stopped.status, stopped.text) == (204, "")
     _wait_state(worker, name, "STOPPED", [])
     assert worker.call("GET", f"/connectors/{name}/tasks").body == []
+    reset_topics = worker.call("PUT", f"/connectors/{name}/topics/reset")
+    assert (reset_topics.status, reset_topics.text) == (202, "")
+    assert worker.call("GET", f"/connectors/{name}/topics").body == {name: {"topics": []}}
 
     altered = worker.call("PATCH", f"/connectors/{name}/offsets", {"offsets": [
         {"partition": {"task": 0}, "offset": {"seq": 999}}]})
