@@ -224,7 +224,7 @@ class WorkerSinkTask(WorkerTask):
             if self.retry_batch is not None:
                 if time.monotonic() >= self.retry_at:
                     self._deliver(self.retry_batch, self.retry_offsets)
-            elif (records or offsets) and not self.paused:
+            elif not self.paused:  # put([]) too, as Kafka: a task may flush on time
                 self._deliver(records, offsets)
 
     def on_stop(self) -> None:
@@ -340,8 +340,7 @@ class WorkerSinkTask(WorkerTask):
     def _deliver(self, records: list[api.SinkRecord], offsets: dict[TP, int]) -> None:
         assert self.task is not None and self.context is not None
         try:
-            if records:
-                self.task.put(list(records))
+            self.task.put(list(records))
         except api.RetriableError as e:
             log.warning("%s: put failed, will retry: %s", self._label(), e)
             self.retry_batch, self.retry_offsets = records, offsets

@@ -213,7 +213,7 @@ class WorkerSourceTask(WorkerTask):
             if self.check_paused():
                 self.await_unpaused(1.0)
                 continue
-            records = self.task.poll() if self.task else []  # type: ignore[union-attr]
+            records = self._poll()
             if records:
                 if self.eos:
                     self._send_transactional(records)
@@ -229,6 +229,15 @@ class WorkerSourceTask(WorkerTask):
             if not self.eos and now - last_flush >= self.flush_interval:
                 self.commit_offsets()
                 last_flush = now
+
+    def _poll(self) -> list[api.SourceRecord]:
+        assert self.task is not None
+        try:
+            return self.task.poll() or []
+        except api.RetriableError as e:  # as Kafka: logged, polled again
+            log.warning("%s: poll() threw a RetriableError, will retry: %s", self._label(), e)
+            self.sleep(0.1)
+            return []
 
     def on_pause(self) -> None:
         if self.eos:

@@ -131,6 +131,18 @@ def test_pause_stops_polling_and_resume_continues(broker, topic_name):
         wait_until(lambda: _end_offset(broker.bootstrap, topic_name) > first + 20)
 
 
+def test_retriable_poll_error_is_retried(broker, topic_name):
+    rid, run = new_run()
+    with running_worker(broker.bootstrap) as (worker, status):
+        ids = _start(worker, "src", _props("src", rid, topic_name, limit="30", batch="10", **{
+            "retry.at": "15"}))
+        wait_until(lambda: worker.offsets.get("src", {"task": 0}) == {"n": 29})
+        assert not run.retry_once
+        assert [json.loads(m.value())["n"] for m in _read_all(
+            broker.bootstrap, topic_name, 30)] == list(range(30))
+        assert [s for s, _ in status.tasks[ids[0]]] == ["RUNNING"]
+
+
 def test_task_and_connector_failures_are_reported_with_traces(broker, topic_name):
     rid, _ = new_run()
     with running_worker(broker.bootstrap) as (worker, status):

@@ -7,7 +7,8 @@ collecting what the tasks saw and holding what they should do.
 - ``CountingSource``: ``tasks.max`` tasks; task ``i`` produces ``{"task": i, "n": n}`` to
   ``topic`` with source partition ``{"task": i}`` and offset ``{"n": n}``, ``batch``
   records per poll, from the stored offset + 1 up to ``limit`` (then idles); it raises
-  at ``fail.at`` (when set) and gives a value no converter can write at ``poison.at``.
+  at ``fail.at`` (when set), raises RetriableError once at ``retry.at``, and gives a
+  value no converter can write at ``poison.at`` (once).
 - ``RecordingSink``: ``put`` appends to ``Run.records``; ``pre_commit`` answers
   ``Run.pre_commit(offsets)`` when set; ``put`` raises ``Run.put_errors`` in turn.
 """
@@ -41,6 +42,7 @@ class Run:
     started_with: list[dict] = field(default_factory=list)
     block_stop: threading.Event | None = None
     poison_once: bool = True
+    retry_once: bool = True
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -84,6 +86,7 @@ class CountingSourceTask(api.SourceTask):
         self.limit = int(props.get("limit", "-1"))
         self.fail_at = int(props.get("fail.at", "-1"))
         self.poison_at = int(props.get("poison.at", "-1"))
+        self.retry_at = int(props.get("retry.at", "-1"))
         self.partition = {"task": self.tid}
         last = self.context.offset_storage_reader.offset(self.partition)
         self.next = last["n"] + 1 if last else 0
@@ -98,6 +101,9 @@ class CountingSourceTask(api.SourceTask):
             self.stopped.wait(0.05)
             return []
         out = []
+        if self.next <= self.retry_at < end and self.run.retry_once:
+            self.run.retry_once = False
+            raise api.RetriableError("source busy")
         for n in range(self.next, end):
             if n == self.fail_at:
                 raise api.ConnectError(f"task failed at {n}")
