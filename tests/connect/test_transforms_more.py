@@ -152,3 +152,39 @@ def test_extract_new_record_state(plugins: Plugins) -> None:
     assert set(config_errors({"transforms": "u", "transforms.u.type": UNWRAP,
                               "transforms.u.delete.tombstone.handling.mode": "keep"},
                              plugins)) == {"transforms.u.delete.tombstone.handling.mode"}
+
+
+def test_timestamp_converter(plugins: Plugins) -> None:
+    import datetime
+
+    t = "spool.connect.transforms.timestamps:TimestampConverterValue"
+    schema = data.struct("E", [("id", data.INT32), ("at", data.OPTIONAL_STRING)])
+    to_ts = build(plugins, transforms="t", transforms__t__type=t,
+                  **{"transforms.t.target.type": "Timestamp", "transforms.t.field": "at",
+                     "transforms.t.format": "yyyy-MM-dd HH:mm:ss.SSSX"})
+    out = to_ts.apply(rec(Struct(schema, {"id": 1, "at": "2024-02-29 13:05:07.123+02:00"}),
+                          schema))
+    assert out.value_schema.field("at").schema == data.optional(data.TIMESTAMP_SCHEMA)
+    assert out.value["at"] == datetime.datetime(2024, 2, 29, 11, 5, 7, 123000,
+                                                tzinfo=datetime.UTC)
+    assert to_ts.apply(rec(Struct(schema, {"id": 2, "at": None}), schema)).value["at"] is None
+    with pytest.raises(DataError, match="Could not parse timestamp"):
+        to_ts.apply(rec(Struct(schema, {"id": 3, "at": "yesterday"}), schema))
+    to_unix = build(plugins, transforms="t", transforms__t__type=t,
+                    **{"transforms.t.target.type": "unix",
+                       "transforms.t.unix.precision": "microseconds"})
+    out = to_unix.apply(rec(datetime.datetime(1970, 1, 1, 0, 0, 1, 5, tzinfo=datetime.UTC),
+                            data.TIMESTAMP_SCHEMA))
+    assert (out.value_schema, out.value) == (data.INT64, 1_000_005)
+    to_text = build(plugins, transforms="t", transforms__t__type=t,
+                    **{"transforms.t.target.type": "string", "transforms.t.field": "ms",
+                       "transforms.t.format": "yyyyMMdd'T'HHmm"})
+    assert to_text.apply(rec({"ms": 1_700_000_000_123}, None)).value == {"ms": "20231114T2213"}
+    to_date = build(plugins, transforms="t", transforms__t__type=t,
+                    **{"transforms.t.target.type": "Date"})
+    assert to_date.apply(rec(1_700_000_000_123, data.INT64)).value == \
+        datetime.date(2023, 11, 14)
+    assert config_errors({"transforms": "t", "transforms.t.type": t,
+                          "transforms.t.target.type": "string"}, plugins) == {
+        "transforms.t.format": ["TimestampConverter requires format option to be specified "
+                                "when using string timestamps"]}
