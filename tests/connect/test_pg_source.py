@@ -358,6 +358,26 @@ def test_filters_filtered_publication_and_uncaptured_traffic(pg, pg_database, db
         d.stop()
 
 
+def test_partitions_are_captured_as_their_own_tables(pg, pg_database, db):
+    db.execute("CREATE TABLE m (id int, at date, PRIMARY KEY (id, at)) PARTITION BY RANGE (at)")
+    db.execute("CREATE TABLE m_2023 PARTITION OF m FOR VALUES FROM ('2023-01-01') TO "
+               "('2024-01-01')")
+    db.execute("CREATE TABLE m_2024 PARTITION OF m FOR VALUES FROM ('2024-01-01') TO "
+               "('2025-01-01')")
+    db.execute("INSERT INTO m VALUES (1, '2023-05-01')")
+    d = Driver(props(pg, pg_database))
+    try:
+        (snap,) = d.poll(1)
+        d.ack([snap])
+        db.execute("INSERT INTO m VALUES (2, '2024-05-01')")
+        (streamed,) = d.poll(1)
+        assert [(r.topic, dict(r.key)) for r in (snap, streamed)] == [
+            ("srv.public.m_2023", {"id": 1, "at": 19478}),
+            ("srv.public.m_2024", {"id": 2, "at": 19844})]
+    finally:
+        d.stop()
+
+
 def test_replica_identity_full_and_primary_key_changes(pg, pg_database, db):
     db.execute("CREATE TABLE t (id int PRIMARY KEY, v text)")
     db.execute("ALTER TABLE t REPLICA IDENTITY FULL")

@@ -242,10 +242,11 @@ class TableFilter:
 
 
 def captured_tables(conn: psycopg.Connection, accept: TableFilter) -> list[tuple[int, str, str]]:
-    """(oid, schema, table) of the captured ordinary tables, by schema then name."""
+    """(oid, schema, table) of the captured ordinary tables, by schema then name; a
+    partitioned table's rows are its partitions' (as pgoutput publishes them)."""
     rows = conn.execute(
         "SELECT c.oid, n.nspname, c.relname FROM pg_class c JOIN pg_namespace n "
-        "ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND NOT c.relispartition "
+        "ON n.oid = c.relnamespace WHERE c.relkind = 'r' "
         "ORDER BY n.nspname, c.relname").fetchall()
     return [(int(o), s, t) for o, s, t in rows if accept(s, t)]
 
