@@ -12,7 +12,8 @@ Modules (each one's docstring is its contract):
 - ``errors``: ``errors.tolerance``, retries, the dead letter queue.
 - ``kafka_log``, ``offset_store``, ``config_log``, ``status_log``: the internal topics
   (``connect-offsets``, ``connect-configs``, ``connect-status``) in Kafka's record formats.
-- ``worker``, ``source_task``, ``sink_task``: running connectors and tasks.
+- ``worker``, ``source_task``, ``sink_task`` (``worker_task``: what both share):
+  running connectors and tasks.
 - ``herder``, ``herder_standalone``, ``herder_distributed``, ``membership``,
   ``assignor``: the cluster of workers (group protocol type ``connect``).
 - ``rest``: Kafka Connect's REST API; ``service``: the ``spool connect`` process.
