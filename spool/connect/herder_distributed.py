@@ -118,6 +118,7 @@ class DistributedHerder(BaseHerder):
             heartbeat_interval_ms=_int(config, "heartbeat.interval.ms", 3000),
             client_id=f"connect-{self.worker_id}", security=_security(config))
         self._sync_timeout = _int(config, "worker.sync.timeout.ms", 3000) / 1000
+        self._write_wait = min(60.0, self.member.rebalance_timeout_ms / 1000)
         self._assignment: ConnectAssignment | None = None
         self._owners: dict[object, str] = {}  # leader only: connector/TaskId -> worker URL
         self._known: dict[str, int] = {}  # connectors and task counts the assignment knew
@@ -147,6 +148,7 @@ class DistributedHerder(BaseHerder):
         await self.member.stop(leave=True)  # revokes: stops every task and connector
         for t in list(self._tasks):
             t.cancel()
+        await asyncio.to_thread(self.worker.stop)  # whatever a cancelled revoke left
         for stop in (self.config_log.stop, self.statuses.stop, self.offsets.stop):
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(stop)
@@ -163,6 +165,7 @@ class DistributedHerder(BaseHerder):
         return encode_metadata(WorkerState(self.url, self.config_log.offset))
 
     async def _revoke(self) -> None:
+        self._joined.clear()
         async with self._lock:
             self._assignment = None
             await asyncio.to_thread(self.worker.stop)
@@ -213,6 +216,13 @@ class DistributedHerder(BaseHerder):
             for t in a.tasks:
                 await self._start_task(t, snap)
             self._joined.set()
+
+    async def _leader_wait(self) -> ConnectAssignment:
+        """The assignment, once no rebalance is under way (REST writes wait for it, as
+        Kafka's queue of herder requests does), when this worker leads; NotLeaderError."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._joined.wait(), self._write_wait)
+        return self._leader()
 
     def _leader(self) -> ConnectAssignment:
         a = self._assignment
@@ -414,9 +424,9 @@ class DistributedHerder(BaseHerder):
     async def put_connector_config(self, name: str, config: dict[str, str], *,
                                    allow_replace: bool,
                                    initial_state: str = "STARTED") -> tuple[bool, dict[str, Any]]:
-        self._leader()
+        await self._leader_wait()
         config = await self._validated(name, config)
-        self._leader()
+        await self._leader_wait()
         exists = name in self._state().connectors
         if exists and not allow_replace:
             raise ConnectRestError(409, f"Connector {name} already exists")
@@ -426,7 +436,7 @@ class DistributedHerder(BaseHerder):
 
     async def patch_connector_config(self, name: str,
                                      patch: dict[str, str | None]) -> dict[str, Any]:
-        self._leader()
+        await self._leader_wait()
         merged = dict(self._props(name))
         for k, v in patch.items():
             if v is None:
@@ -437,12 +447,12 @@ class DistributedHerder(BaseHerder):
         return info
 
     async def delete_connector(self, name: str) -> None:
-        self._leader()
+        await self._leader_wait()
         self._props(name)
         await self._write(self.config_log.remove_connector_config, name)
 
     async def put_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
-        self._leader()
+        await self._leader_wait()
         snap = self._state()
         if name not in snap.connectors:
             raise not_found(name)
@@ -454,7 +464,7 @@ class DistributedHerder(BaseHerder):
 
     async def restart_connector(self, name: str, *, include_tasks: bool = False,
                                 only_failed: bool = False) -> dict[str, Any] | None:
-        self._leader()
+        await self._leader_wait()
         self._props(name)
         answer = None
         if include_tasks or only_failed:
@@ -478,7 +488,7 @@ class DistributedHerder(BaseHerder):
                 await self._stop_tasks([task])
                 await self._start_task(task, self.config_log.snapshot())
                 return
-        self._leader()  # only the leader knows where each task runs
+        await self._leader_wait()  # only the leader knows where each task runs
         owner = self._owners.get(task)
         if owner is None or owner == self.url:
             raise ConnectRestError(409, f"Task {task} is not assigned to any worker; a "
@@ -486,30 +496,30 @@ class DistributedHerder(BaseHerder):
         raise NotLeaderError(owner)
 
     async def pause_connector(self, name: str) -> None:
-        self._leader()
+        await self._leader_wait()
         self._props(name)
         await self._write(self.config_log.put_target_state, name, "PAUSED")
 
     async def resume_connector(self, name: str) -> None:
-        self._leader()
+        await self._leader_wait()
         self._props(name)
         await self._write(self.config_log.put_target_state, name, "STARTED")
 
     async def stop_connector(self, name: str) -> None:
-        self._leader()
+        await self._leader_wait()
         self._props(name)
         await self._write(self.config_log.put_task_configs, name, [])
         await self._write(self.config_log.put_target_state, name, "STOPPED")
 
     async def alter_connector_offsets(self, name: str, offsets: list[dict[str, Any]]) -> str:
-        self._leader()
+        await self._leader_wait()
         offsets = self._check_offsets_body(offsets)
         props = self._check_stopped(name)
         await asyncio.to_thread(self._alter_sync, name, props, offsets)
         return ALTERED
 
     async def reset_connector_offsets(self, name: str) -> str:
-        self._leader()
+        await self._leader_wait()
         props = self._check_stopped(name)
         await asyncio.to_thread(self._alter_sync, name, props, None)
         return RESET
