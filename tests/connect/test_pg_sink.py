@@ -293,6 +293,27 @@ def test_key_modes_kafka_record_value_header_and_update(pg, pg_database, task_fo
         ("acme", "b", 2)]
 
 
+def test_infinite_and_out_of_python_range_dates_and_times(pg, pg_database, task_for):
+    """pgsource's markers for infinity (PostgreSQL JDBC's) and dates Python's datetime
+    cannot hold (BC, after 9999) arrive as PostgreSQL has them."""
+    cols = [("id", data.INT32), ("born", COLUMNS[6][1]), ("seen", COLUMNS[7][1]),
+            ("clock", Schema("int64", optional=True, name=env.MICRO_TIME, version=1))]
+    ev = Events("temporal", columns=cols)
+    day_us = 86_400_000_000
+    values = [(1, 106751991, 9223372036825200000, 0),  # +infinity
+              (2, -106751992, -9223372036832400000, day_us),  # -infinity, 24:00
+              (3, -719528 - 366, (-719528 - 366) * day_us + 1, 1),  # 2 BC
+              (4, 2932897, 2932897 * day_us + 5_000_000, 3_723_000_004)]  # year 10000
+    task_for().put([ev.create({"id": i, "born": b, "seen": s, "clock": c})
+                    for i, b, s, c in values])
+    assert query(pg, pg_database, "SELECT born::text, seen::text, clock::text FROM "
+                                  "cdc_public_temporal ORDER BY id") == [
+        ("infinity", "infinity", "00:00:00"),
+        ("-infinity", "-infinity", "24:00:00"),
+        ("0002-01-01 BC", "0002-01-01 00:00:00.000001 BC", "00:00:00.000001"),
+        ("10000-01-01", "10000-01-01 00:00:05", "01:02:03.000004")]
+
+
 def test_field_include_and_exclude_lists(pg, pg_database, task_for):
     ev = Events("filtered", columns=COLUMNS[:4])
     r = ev.create({"id": 1, "name": "n", "price": decimal.Decimal("2.50"), "qty": 3})

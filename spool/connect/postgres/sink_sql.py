@@ -19,8 +19,10 @@
   (``column.propagate.source.type``) wins when present. A schemaless value's column type
   is guessed from its Python type (``guess_type``).
 - ``to_db(schema, value)``: a Connect value as the psycopg parameter for that column
-  (Debezium's epoch-based temporal ints as ``date``/``time``/``datetime``, unscaled
-  decimal bytes as ``Decimal``, maps/structs as JSON text). Strings are sent untyped, so
+  (Debezium's epoch-based temporal ints as ``date``/``time``/``datetime``; its infinity
+  markers as ``infinity``/``-infinity``, and dates Python cannot hold (BC, after 9999) as
+  PostgreSQL's text for them; unscaled decimal bytes as ``Decimal``, maps/structs as JSON
+  text). Strings are sent untyped, so
   PostgreSQL reads them as the column's type (uuid, jsonb, timestamptz...).
 - ``read_table(conn, table)``: the table's columns and types, or None when it is missing.
 - ``create_table``, ``add_columns``, ``insert``, ``upsert``, ``update``, ``delete``,
@@ -192,21 +194,70 @@ def to_db(schema: Schema | None, value: Any) -> Any:
     return value
 
 
+# PostgreSQL JDBC's (and so Debezium's) markers for infinite timestamps and dates
+POS_INFINITY_US = 9223372036825200000
+NEG_INFINITY_US = -9223372036832400000
+_DAY_US = 86_400_000_000
+POS_INFINITY_DAYS = POS_INFINITY_US // _DAY_US
+NEG_INFINITY_DAYS = NEG_INFINITY_US // _DAY_US
+
+
+def _civil_from_days(z: int) -> tuple[int, int, int]:
+    """(year, month, day) of a proleptic Gregorian day count since 1970-01-01, any year."""
+    z += 719468
+    era = (z if z >= 0 else z - 146096) // 146097
+    doe = z - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    d = doy - (153 * mp + 2) // 5 + 1
+    m = mp + (3 if mp < 10 else -9)
+    return yoe + era * 400 + (m <= 2), m, d
+
+
+def _date(days: int) -> Any:
+    """A ``date``, or PostgreSQL's text for one Python cannot hold (BC, after 9999)."""
+    if days >= POS_INFINITY_DAYS:
+        return "infinity"
+    if days <= NEG_INFINITY_DAYS:
+        return "-infinity"
+    y, m, d = _civil_from_days(days)
+    if 1 <= y <= 9999:
+        return datetime.date(y, m, d)
+    return f"{y if y > 0 else 1 - y:04d}-{m:02d}-{d:02d}" + ("" if y > 0 else " BC")
+
+
+def _timestamp(us: int) -> Any:
+    if us >= POS_INFINITY_US:
+        return "infinity"
+    if us <= NEG_INFINITY_US:
+        return "-infinity"
+    days, tod = divmod(us, _DAY_US)
+    day = _date(days)
+    clock = (EPOCH + datetime.timedelta(microseconds=tod)).time()
+    if isinstance(day, datetime.date):
+        return datetime.datetime.combine(day, clock)
+    date_text, bc, _ = day.partition(" BC")
+    return f"{date_text} {clock.isoformat()}{' BC' if bc else ''}"
+
+
 def _from_epoch(name: str, v: int) -> Any:
     if name in (DBZ_DATE, data.DATE):
-        return EPOCH_DATE + datetime.timedelta(days=v)
+        return _date(v)
     if name == DBZ_MICRO_TIMESTAMP:
-        return EPOCH + datetime.timedelta(microseconds=v)
+        return _timestamp(v)
     if name in (DBZ_TIMESTAMP, data.TIMESTAMP):
-        return EPOCH + datetime.timedelta(milliseconds=v)
+        return _timestamp(v * 1000)
     if name == DBZ_NANO_TIMESTAMP:
-        return EPOCH + datetime.timedelta(microseconds=v // 1000)
+        return _timestamp(v // 1000)
     if name == DBZ_MICRO_DURATION:
         return datetime.timedelta(microseconds=v)
     micros = {DBZ_TIME: v * 1000, data.TIME: v * 1000, DBZ_MICRO_TIME: v,
               DBZ_NANO_TIME: v // 1000}.get(name)
     if micros is not None:
-        micros %= 86_400_000_000
+        if micros == _DAY_US:
+            return "24:00:00"  # PostgreSQL's time allows the end of the day
+        micros %= _DAY_US
         return (EPOCH + datetime.timedelta(microseconds=micros)).time()
     return None
 
