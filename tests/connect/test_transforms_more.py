@@ -188,3 +188,17 @@ def test_timestamp_converter(plugins: Plugins) -> None:
                           "transforms.t.target.type": "string"}, plugins) == {
         "transforms.t.format": ["TimestampConverter requires format option to be specified "
                                 "when using string timestamps"]}
+
+
+def test_extract_field_nested_path(plugins: Plugins) -> None:
+    _, _, event = events()
+    c = build(plugins, transforms="x", transforms__x__type="ExtractField$Value",
+              **{"transforms.x.field": "after.name", "transforms.x.field.syntax.version": "V2"})
+    out = c.apply(event("u", None, {"id": 1, "name": "b"}))
+    assert (out.value_schema, out.value) == (data.OPTIONAL_STRING, "b")
+    assert c.apply(event("d", {"id": 1, "name": "b"}, None)).value is None
+    assert c.apply(rec({"after": {"name": "m"}}, None)).value == "m"
+    v1 = build(plugins, transforms="x", transforms__x__type="ExtractField$Value",
+               **{"transforms.x.field": "after.name"})
+    with pytest.raises(DataError, match="Unknown field: after.name"):
+        v1.apply(event("u", None, {"id": 1, "name": "b"}))

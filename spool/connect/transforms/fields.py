@@ -12,7 +12,8 @@ and ``$Value`` each) and ValueToKey, with Kafka's keys and behaviour.
   empty value (0, 0.0, false, "", b"", Decimal 0, the epoch, [] or {}) or
   ``replacement`` converted to the field's type.
 - **ExtractField**: ``field``: the record's key/value becomes that field (schemaless
-  maps: the entry, or None).
+  maps: the entry, or None); with ``field.syntax.version=V2`` a dotted path
+  (``after.id``) into nested structs/maps (KIP-821).
 - **ValueToKey**: ``fields``: the key becomes a struct (or map) of those value fields.
 
 A null key/value (a tombstone) passes through unchanged, as in Kafka 3.x. Wrong shapes
@@ -331,25 +332,38 @@ class ExtractField(KeyOrValue):
         return (api.ConfigDef()
                 .define("field", api.STRING, api.REQUIRED, api.MEDIUM,
                         "Field name to extract.", validator=_non_empty_string)
+                .define("field.syntax.version", api.STRING, "V1", api.MEDIUM,
+                        "V1: a field name; V2: a dotted path into nested structs/maps.",
+                        validator=api.in_values("V1", "V2"))
                 .define("replace.null.with.default", api.BOOLEAN, True, api.MEDIUM,
                         "Whether to replace fields that have a default value and that are "
                         "null to the default value."))
 
     def configure(self, props: dict[str, Any]) -> None:
-        self.field = self.config_def().parse(props)["field"]
+        cfg = self.config_def().parse(props)
+        self.field = cfg["field"]
+        self.path = self.field.split(".") if cfg["field.syntax.version"].upper() == "V2" \
+            else [self.field]
 
     def apply(self, record: api.ConnectRecord) -> api.ConnectRecord | None:
         schema, value = self.operating(record)
         if schema is None:
             if value is None:
                 return self.updated(record, None, None)
-            return self.updated(record, None, require_map(value, self.PURPOSE).get(self.field))
+            v: Any = require_map(value, self.PURPOSE)
+            for part in self.path:
+                v = v.get(part) if isinstance(v, dict) else None
+            return self.updated(record, None, v)
         if value is not None:
             require_struct(value, self.PURPOSE)
-        f = schema.field(self.field)
-        if f is None:
-            raise DataError(f"Unknown field: {self.field}")
-        return self.updated(record, f.schema, None if value is None else value.get(self.field))
+        s: Schema | None = schema
+        for part in self.path:
+            f = s.field(part) if s is not None and s.type == "struct" else None
+            if f is None:
+                raise DataError(f"Unknown field: {self.field}")
+            s = f.schema
+            value = value.get(part) if isinstance(value, dict) else None
+        return self.updated(record, s, value)
 
 
 class ExtractFieldKey(ExtractField):
