@@ -15,7 +15,7 @@ from tests.helpers.pg_changes import ChangeGenerator, check_events, compare_tabl
 
 @pytest.fixture
 def two_dbs(pg, pg_database):
-    other = pg.create_database(f"{pg_database[:40]}_b")
+    other = pg.create_database(f"{pg_database}_b")
     return pg.dsn(pg_database), pg.dsn(other)
 
 

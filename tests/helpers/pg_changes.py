@@ -56,6 +56,8 @@ NULLABLE = [c for c, _ in COLUMNS if c not in ("id", "rev")]
 _WORDS = ["alpha", "naïve", "日本語", "o'brien", 'quo"te', "back\\slash", "tab\there", "emoji 🚀",
           "", "line\nbreak", "Zürich", "comma,semi;colon"]
 _EPOCH = dt.datetime(1970, 1, 1)
+# changes per transaction on average (_txn_size: 60% 1-3, 35% 4-20, 5% 21-200), for pacing
+MEAN_TXN_SIZE = 0.6 * 2 + 0.35 * 12 + 0.05 * 110.5
 
 
 @dataclass
