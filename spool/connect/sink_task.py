@@ -221,10 +221,12 @@ class WorkerSinkTask(WorkerTask):
             if self.stopping:
                 break
             records, offsets = self._convert(msgs)
+            if self.paused:
+                continue
             if self.retry_batch is not None:
                 if time.monotonic() >= self.retry_at:
                     self._deliver(self.retry_batch, self.retry_offsets)
-            elif not self.paused:  # put([]) too, as Kafka: a task may flush on time
+            else:  # put([]) too, as Kafka: a task may flush on time
                 self._deliver(records, offsets)
 
     def on_stop(self) -> None:
