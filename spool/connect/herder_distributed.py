@@ -239,8 +239,13 @@ class DistributedHerder(BaseHerder):
         if target == "STOPPED":
             self.listener.connector_status(name, "STOPPED")
             return
-        await asyncio.to_thread(self.worker.start_connector, name, snap.connectors[name],
-                                target, self._on_reconfigure)
+        try:
+            await asyncio.to_thread(self.worker.start_connector, name, snap.connectors[name],
+                                    target, self._on_reconfigure)
+        except Exception as e:  # noqa: BLE001 - reported; the rest of the assignment runs
+            log.error("connector %s did not start: %s", name, e)
+            self.listener.connector_status(name, "FAILED", str(e))
+            return
         if target == "STARTED":
             await self._publish_tasks(name, snap)
 

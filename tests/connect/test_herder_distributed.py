@@ -14,6 +14,16 @@ from tests.helpers.connect_plugins import counting_config
 from tests.helpers.connect_proc import ConnectProcess, distributed_props, wait_until
 
 
+def _end_offset(bootstrap: str, topic: str) -> int:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"probe-{uuid.uuid4().hex[:6]}"})
+    try:
+        parts = c.list_topics(topic, timeout=10).topics[topic].partitions
+        return sum(c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                   for p in parts)
+    finally:
+        c.close()
+
+
 def _workers(status: dict) -> Counter:
     return Counter(t["worker_id"] for t in status["tasks"])
 
@@ -134,3 +144,41 @@ def test_workers_share_connectors_and_follow_the_config_topic(broker, tmp_path):
     assert "commit-count" in keys and "task-count-5" in keys
     assert "restart-connector-count" in keys and keys[-2:] == ["connector-count",
                                                                 "target-state-count"]
+
+
+def test_a_restarted_worker_replays_its_connectors_and_their_states(broker, tmp_path):
+    group = f"connect-{uuid.uuid4().hex[:8]}"
+    w = ConnectProcess(tmp_path / "w", distributed_props(broker.bootstrap, group), name="w")
+    try:
+        w.start()
+        for name, tasks in (("running", 2), ("paused", 1), ("stopped", 1)):
+            r = w.call("POST", "/connectors", {"name": name, "config": counting_config(
+                name, f"{group}-{name}", tasks)})
+            assert r.status == 201, r.body
+            wait_until(lambda n=name, t=tasks: _all_running(w, n, t), 60, what=name)
+        assert w.call("PUT", "/connectors/paused/pause").status == 202
+        assert w.call("PUT", "/connectors/stopped/stop").status == 204
+        gen = w.call("GET", "/connectors/running/status").body
+
+        before = _end_offset(broker.bootstrap, f"{group}-running")
+        w.kill()
+        w.restart()  # same port, so the same worker id; a new member of the group
+        s = wait_until(lambda: _all_running(w, "running", 2), 60, what="running again")
+        assert s["connector"]["worker_id"] == gen["connector"]["worker_id"]
+        # it runs again (records after the kill's), not only says so
+        wait_until(lambda: _end_offset(broker.bootstrap, f"{group}-running") > before + 20, 60,
+                   what="new records")
+
+        def state(name: str) -> tuple:
+            b = w.call("GET", f"/connectors/{name}/status").body
+            return b["connector"]["state"], [t["state"] for t in b["tasks"]]
+        assert state("paused") == ("PAUSED", ["PAUSED"])
+        assert state("stopped") == ("STOPPED", [])
+        assert sorted(w.call("GET", "/connectors").body) == ["paused", "running", "stopped"]
+        assert w.call("GET", "/connectors/stopped").body["tasks"] == []
+        # what the topic kept: both come back when resumed
+        for name in ("paused", "stopped"):
+            assert w.call("PUT", f"/connectors/{name}/resume").status == 202
+            wait_until(lambda n=name: _all_running(w, n, 1), 60, what=f"{name} resumed")
+    finally:
+        w.kill()

@@ -1,6 +1,6 @@
 """Connect's group protocol against a real broker: three members join, the leader assigns
 with the eager assignor, a member that leaves or stops heartbeating loses its work to
-the others; plus ConnectProtocol v0's bytes and the assignor."""
+the others; plus ConnectProtocol v0's bytes."""
 
 from __future__ import annotations
 
@@ -40,17 +40,6 @@ def test_assignment_bytes_are_kafkas():
     assert back == a and not back.failed
     assert decode_assignment(encode_assignment(
         ConnectAssignment(CONFIG_MISMATCH, "m", "u", 1))).failed
-
-
-def test_assignor_round_robins_connectors_then_tasks():
-    out = assign(["b", "a", "c"], ["x", "y"], {"x": 3, "y": 2})
-    assert out == {
-        "a": (["x"], [TaskId("x", 1), TaskId("y", 1)]),
-        "b": (["y"], [TaskId("x", 2)]),
-        "c": ([], [TaskId("x", 0), TaskId("y", 0)]),
-    }
-    assert assign([], ["x"], {"x": 1}) == {}
-    assert assign(["a"], [], {}) == {"a": ([], [])}
 
 
 class Member:
