@@ -471,6 +471,9 @@ class HeaderConverter:
     def configure(self, props: dict[str, Any]) -> None:
         pass
 
+    def config_def(self) -> ConfigDef:
+        return ConfigDef()
+
     def from_connect_header(self, topic: str, key: str, schema: Schema | None,
                             value: Any) -> bytes | None:
         raise NotImplementedError
