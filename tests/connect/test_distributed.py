@@ -1,7 +1,8 @@
 """Distributed mode with real processes: three ``spool connect`` workers in one group, a
 connector with six tasks spread over them; the REST API answers from any worker (writes
-forwarded to the leader); a worker killed with -9 has its tasks moved to the others once
-its session times out, and they go on counting where their committed offsets say."""
+forwarded to the leader, ``forward=false`` refused by the others as Kafka does); a worker
+killed with -9 (a follower, or the leader) has its tasks moved to the others once its
+session times out, and they go on counting where their committed offsets say."""
 
 from __future__ import annotations
 
@@ -65,7 +66,22 @@ def _placement(status: dict) -> dict[int, str]:
     return {t["id"]: t["worker_id"] for t in status["tasks"] if t["state"] == "RUNNING"}
 
 
-def test_three_workers_six_tasks_and_a_worker_killed(broker, tmp_path):
+def _leader(workers: list[ConnectProcess]) -> ConnectProcess | None:
+    """The one worker that takes a write itself: asked with ``forward=false`` the others
+    answer Kafka's 409 instead of forwarding it."""
+    answers = [w.call("POST", "/connectors/count/restart?forward=false") for w in workers]
+    took = [w for w, a in zip(workers, answers, strict=True) if a.status == 204]
+    refused = [a for a in answers if a.status == 409]
+    if len(took) != 1 or len(refused) != len(workers) - 1:
+        return None
+    assert all(a.body == {"error_code": 409, "message": "Cannot complete request because "
+                          "of a conflicting operation (e.g. worker rebalance)"}
+               for a in refused)
+    return took[0]
+
+
+@pytest.mark.parametrize("victim_role", ["follower", "leader"])
+def test_three_workers_six_tasks_and_a_worker_killed(broker, tmp_path, victim_role):
     group = f"dist-{uuid.uuid4().hex[:8]}"
     topic = f"{group}-counts"
     props = distributed_props(broker.bootstrap, group)
@@ -128,17 +144,20 @@ def test_three_workers_six_tasks_and_a_worker_killed(broker, tmp_path):
         assert both.body["name"] == "count" and len(both.body["tasks"]) == 6
         status = wait_until(spread, 90, what="6 tasks RUNNING after the restarts")
 
-        # kill -9 a worker that runs tasks (not the one we read status from)
-        victim = workers[2]
+        # kill -9 a worker (the leader, or one that is not); all run tasks
+        leader = wait_until(lambda: _leader(workers), 30, what="one leader")
+        victim = leader if victim_role == "leader" else next(
+            w for w in workers if w is not leader)
+        alive = [w for w in workers if w is not victim]
         moved = sorted(t for t, wid in _placement(status).items() if wid == victim.worker_id)
         assert len(moved) == 2
         before = {t: max(s) for t, s in counts.seen.items()}
         victim.kill()
         killed_at = time.monotonic()
-        survivors = {w.worker_id for w in workers[:2]}
+        survivors = {w.worker_id for w in alive}
 
         def moved_to_survivors() -> dict | None:
-            s = workers[0].call("GET", "/connectors/count/status").body
+            s = alive[0].call("GET", "/connectors/count/status").body
             placed = _placement(s) if isinstance(s, dict) and "tasks" in s else {}
             ok = (len(placed) == 6 and set(placed.values()) <= survivors
                   and s["connector"]["worker_id"] in survivors
@@ -148,10 +167,10 @@ def test_three_workers_six_tasks_and_a_worker_killed(broker, tmp_path):
         # within the session timeout (plus the rebalance and the tasks' start)
         status = wait_until(moved_to_survivors, SESSION_MS / 1000 + 30,
                             what="the killed worker's tasks on the others")
-        print(f"the killed worker's tasks RUNNING elsewhere after "
+        print(f"the killed {victim_role}'s tasks RUNNING elsewhere after "
               f"{time.monotonic() - killed_at:.1f} s (session.timeout.ms={SESSION_MS})")
         assert sorted(Counter(_placement(status).values()).values()) == [3, 3]
-        assert workers[1].call("GET", "/connectors/count/status").body["tasks"] \
+        assert alive[1].call("GET", "/connectors/count/status").body["tasks"] \
             == status["tasks"]
 
         # every task goes on counting, the moved ones from their committed offsets: no gap
@@ -161,12 +180,12 @@ def test_three_workers_six_tasks_and_a_worker_killed(broker, tmp_path):
             assert counts.seen[t] == set(range(top + 1)), f"task {t} has a gap"
 
         # writes still work through the survivors
-        assert write(workers[1], "PUT", "/connectors/count/pause").status == 202
-        wait_until(lambda: {t["state"] for t in workers[0].call(
+        assert write(alive[1], "PUT", "/connectors/count/pause").status == 202
+        wait_until(lambda: {t["state"] for t in alive[0].call(
             "GET", "/connectors/count/status").body["tasks"]} == {"PAUSED"}, 30,
             what="paused")
-        assert write(workers[0], "DELETE", "/connectors/count").status == 204
-        wait_until(lambda: all(w.call("GET", "/connectors").body == [] for w in workers[:2]),
+        assert write(alive[0], "DELETE", "/connectors/count").status == 204
+        wait_until(lambda: all(w.call("GET", "/connectors").body == [] for w in alive),
                    30, what="deleted everywhere")
     finally:
         counts.close()
