@@ -244,6 +244,53 @@ def test_column_types_as_debeziums_defaults_alike_in_snapshot_and_stream(pg, pg_
     assert {k for k, v in nulls.items() if v is not None} == {"id", "i4"}
 
 
+@pytest.mark.parametrize("sql_value, pg_type, expected", [
+    ("'2024-02-29'", "date", 19782),
+    ("'0044-03-15 BC'", "date", -735_160),
+    ("'12345-01-01'", "date", 3_789_391),
+    ("'infinity'", "date", 106_751_991),
+    ("'1900-01-01 00:00:00.000001'", "timestamp", -2_208_988_799_999_999),
+    ("'-infinity'", "timestamp", -9223372036832400000),
+    ("'2024-01-01 00:00:00+14'", "timestamptz", "2023-12-31T10:00:00.000000Z"),
+    ("'0010-06-01 12:00:00.25 BC'", "timestamptz(2)", "-0009-06-01T12:00:00.25Z"),
+    ("'12345-06-01 00:00:00'", "timestamptz(0)", "+12345-06-01T00:00:00Z"),
+    ("'24:00:00'", "time", 86_400_000_000),
+    ("'23:59:59.999-08'", "timetz(3)", "07:59:59.999Z"),
+    ("'-1 years -2 mons +3 days -04:05:06.5'", "interval",
+     -(14 * 30.4375 - 3) * 86_400_000_000 - (4 * 3600 + 5 * 60 + 6.5) * 1_000_000),
+    ("'NaN'", "float8", "nan"),
+    ("'-Infinity'", "float4", float("-inf")),
+    ("'-$1,234.50'", "money", decimal.Decimal("-1234.50")),
+    ("'{\"a\\\\b\",\"\",\"NULL\"}'", "text[]", ["a\\b", "", "NULL"]),
+    ("'[0:1]={1,2}'", "int[]", [1, 2]),
+    ("B'0000000011'", "varbit", b"\x03\x00"),
+])
+def test_text_outputs_read_as_debezium_values(pg, pg_database, db, sql_value, pg_type,
+                                              expected):
+    """PostgreSQL's text output of edge values (the session settings the task uses) read
+    as Debezium's values: BC and five-digit years, infinities, offsets, negative intervals,
+    NaN, money, arrays with quotes and backslashes."""
+    from spool.connect.postgres.pg_types import SESSION_SETTINGS, Catalog
+    from spool.connect.postgres.snapshot import text_loaders
+
+    for setting in SESSION_SETTINGS:
+        db.execute(setting)
+    db.execute(f"CREATE TEMP TABLE tt (v {pg_type})")
+    db.execute(f"INSERT INTO tt VALUES ({sql_value})")
+    oid, typmod = db.execute("SELECT atttypid, atttypmod FROM pg_attribute WHERE attrelid = "
+                             "'tt'::regclass AND attname = 'v'").fetchone()
+    text_loaders(db, {int(oid)})
+    (text,) = db.execute("SELECT v FROM tt").fetchone()
+    _, parse = Catalog(db, topic_prefix="x").column_type(int(oid), int(typmod))
+    got = parse(text)
+    if expected == "nan":
+        assert got != got
+    elif isinstance(expected, float) and not isinstance(got, str):
+        assert got == pytest.approx(expected, abs=1)
+    else:
+        assert got == expected, text
+
+
 def test_acknowledged_changes_are_not_resent_and_unacknowledged_are(pg, pg_database, db):
     """The slot moves only in commit(), to what the stored offsets cover; a restarted task
     sends exactly what was not acknowledged, even from the middle of a transaction."""

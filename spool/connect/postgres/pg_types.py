@@ -166,7 +166,7 @@ def _days(s: str) -> int:
 def _civil_days(y: int, m: int, d: int) -> int:
     """Days since 1970-01-01 of a proleptic Gregorian date of any year."""
     y -= m <= 2
-    era = (y if y >= 0 else y - 399) // 400
+    era = y // 400  # floor division: Python's // is already what C's needs y-399 for
     yoe = y - era * 400
     doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
     doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
@@ -228,7 +228,7 @@ def _zoned_timestamp(width: int) -> Parser:
 
 def _civil_from_days(z: int) -> tuple[int, int, int]:
     z += 719468
-    era = (z if z >= 0 else z - 146096) // 146097
+    era = z // 146097
     doe = z - era * 146097
     yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
     y = yoe + era * 400
