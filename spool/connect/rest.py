@@ -39,7 +39,8 @@ they are (Kafka's HerderRequestHandler). A request that already carries
 ``forward=false`` is not forwarded again: 409 ``Cannot complete request because of a
 conflicting operation (e.g. worker rebalance)``; no known leader: 409 ``Cannot complete
 request momentarily due to no known leader URL, likely because a rebalance was
-underway.``; a leader that cannot be reached: 409 naming it.
+underway.``; a leader that cannot be reached: 500 ``IO Error trying to forward REST
+request: ...`` (Kafka's RestClient).
 
 ``RestClient(timeout)``: one aiohttp session for worker-to-worker requests
 (``request(method, url, body) -> (status, JSON or text)``, never raising for an error
@@ -169,8 +170,8 @@ async def _forward(request: web.Request, leader_url: str | None) -> None:
         status, body, headers = await client.raw(request.method, url, data or None,
                                                request.headers.get("Content-Type", JSON_TYPE))
     except (aiohttp.ClientError, TimeoutError, OSError) as e:
-        raise ConnectRestError(409, f"Cannot complete request: the leader at {leader_url} "
-                                    f"could not be reached ({e or type(e).__name__})") from None
+        raise ConnectRestError(500, "IO Error trying to forward REST request: "
+                                    f"{e or type(e).__name__} ({leader_url})") from None
     raise Relayed(status, body, headers)
 
 

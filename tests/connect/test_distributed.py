@@ -154,6 +154,13 @@ def test_three_workers_six_tasks_and_a_worker_killed(broker, tmp_path, victim_ro
         before = {t: max(s) for t, s in counts.seen.items()}
         victim.kill()
         killed_at = time.monotonic()
+        if victim_role == "leader":
+            # until the group notices, a write cannot reach the leader: Kafka's answers
+            a = alive[0].call("PUT", "/connectors/count/resume")
+            assert (a.status, a.body["message"].split(":")[0]) in (
+                (500, "IO Error trying to forward REST request"),
+                (409, "Cannot complete request momentarily due to no known leader URL, "
+                      "likely because a rebalance was underway.")), a.text
         survivors = {w.worker_id for w in alive}
 
         def moved_to_survivors() -> dict | None:
