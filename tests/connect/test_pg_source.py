@@ -377,20 +377,23 @@ def test_filters_filtered_publication_and_uncaptured_traffic(pg, pg_database, db
     db.execute("CREATE TABLE a (id int PRIMARY KEY)")
     db.execute("CREATE TABLE b (id int PRIMARY KEY)")
     db.execute("CREATE TABLE nokey (v int)")
-    p = props(pg, pg_database, table_include_list="public\\.(a|nokey)",
+    db.execute('CREATE TABLE "Odd tablé" (id int PRIMARY KEY)')
+    p = props(pg, pg_database, table_include_list="public\\.(a|nokey|Odd.*)",
               publication_autocreate_mode="filtered", publication_name="pub_f")
     d = Driver(p)
     try:
         published = {r[0] for r in db.execute(
             "SELECT tablename FROM pg_publication_tables WHERE pubname = 'pub_f'")}
-        assert published == {"a", "nokey"}
+        assert published == {"a", "nokey", "Odd tablé"}
         d.quiet()
         db.execute("INSERT INTO b VALUES (1)")
         db.execute("INSERT INTO a VALUES (1)")
         db.execute("INSERT INTO nokey VALUES (7)")
-        got = d.poll(2)
+        db.execute('INSERT INTO "Odd tablé" VALUES (3)')
+        got = d.poll(3)
         assert ops(got) == [("srv.public.a", "c", {"id": 1}, {"id": 1}),
-                            ("srv.public.nokey", "c", None, {"v": 7})]
+                            ("srv.public.nokey", "c", None, {"v": 7}),
+                            ("srv.public.Odd_tabl_", "c", {"id": 3}, {"id": 3})]
         assert got[1].key_schema is None
         d.ack(got)
         before = slot_position(db, p["slot.name"])

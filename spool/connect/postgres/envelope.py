@@ -28,6 +28,7 @@ value big-endian two's complement, as Debezium: ``variable_scale_decimal(d)`` ma
 from __future__ import annotations
 
 import decimal
+import re
 from typing import Any
 
 from spool.connect import data
@@ -108,7 +109,12 @@ TRANSACTION_SCHEMA = data.struct("event.block", [
 
 
 def topic_name(prefix: str, schema: str, table: str) -> str:
-    return f"{prefix}.{schema}.{table}"
+    """``<prefix>.<schema>.<table>``, each character Kafka refuses in a topic name replaced
+    by ``_`` (as Debezium's topic naming strategy)."""
+    return _INVALID_TOPIC_CHARS.sub("_", f"{prefix}.{schema}.{table}")
+
+
+_INVALID_TOPIC_CHARS = re.compile(r"[^A-Za-z0-9._-]")
 
 
 def key_schema(prefix: str, schema: str, table: str,
