@@ -198,3 +198,35 @@ def test_three_workers_six_tasks_and_a_worker_killed(broker, tmp_path, victim_ro
         counts.close()
         for w in workers:
             w.stop()
+
+
+def test_a_worker_stopped_with_sigterm_hands_its_tasks_over_at_once(broker, tmp_path):
+    """SIGTERM is a clean stop: the worker leaves the group, so its tasks move without
+    waiting for its session (45 s here) to time out."""
+    group = f"term-{uuid.uuid4().hex[:8]}"
+    props = distributed_props(broker.bootstrap, group, **{"session.timeout.ms": "45000",
+                                                          "rebalance.timeout.ms": "20000"})
+    workers = [ConnectProcess(tmp_path / f"w{i}", props, name=f"w{i}") for i in range(2)]
+    try:
+        for w in workers:
+            w.start()
+        config = counting_config("count", f"{group}-counts", 4)
+        assert write(workers[0], "POST", "/connectors",
+                     {"name": "count", "config": config}).status == 201
+
+        def placed_on(ids: set[str]) -> dict | None:
+            s = workers[0].call("GET", "/connectors/count/status").body
+            placed = _placement(s) if isinstance(s, dict) and "tasks" in s else {}
+            return s if len(placed) == 4 and set(placed.values()) == ids else None
+
+        wait_until(lambda: placed_on({w.worker_id for w in workers}), 60,
+                   what="4 tasks on 2 workers")
+        stopped_at = time.monotonic()
+        assert workers[1].stop() == 0
+        # well before the 45 s session timeout
+        wait_until(lambda: placed_on({workers[0].worker_id}), 30,
+                   what="the stopped worker's tasks on the other")
+        print(f"tasks moved {time.monotonic() - stopped_at:.1f} s after SIGTERM")
+    finally:
+        for w in workers:
+            w.stop()
