@@ -143,6 +143,20 @@ def _numeric_precise(s: str) -> Any:
     return None if s == "NaN" else decimal.Decimal(s)
 
 
+def _attach(schema: Schema, value: Any) -> Any:
+    """``value`` with its structs carrying ``schema``'s struct schemas (a converter refuses
+    a struct whose schema is not its field's: "Mismatching schema.")."""
+    if isinstance(value, Struct) and schema.type == "struct":
+        return Struct(schema, value)
+    if isinstance(value, list) and schema.type == "array" and schema.value_schema is not None:
+        return [_attach(schema.value_schema, v) for v in value]
+    return value
+
+
+def _carrying(schema: Schema, parse: Parser) -> Parser:
+    return lambda v: _attach(schema, parse(v))
+
+
 def _money(s: str) -> decimal.Decimal:
     neg = s.startswith("-") or s.startswith("(")
     d = decimal.Decimal(re.sub(r"[^0-9.]", "", s)).quantize(decimal.Decimal("0.01"))
@@ -463,6 +477,8 @@ class Catalog:
             schema, parse = self.column_type(type_oid, typmod)
             if not notnull.get(name, False):
                 schema = replace(schema, optional=True)
+                if schema.type in ("struct", "array"):  # its structs must carry this schema
+                    parse = _carrying(schema, parse)
             infos.append(ColumnInfo(name, type_oid, schema, parse))
         fields = [(c.name, c.schema) for c in infos]
         by = {c.name: c for c in infos}
