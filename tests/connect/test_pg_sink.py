@@ -6,18 +6,21 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import time
 import uuid
 
 import psycopg
 import pytest
 
-from spool.connect import converters, data
+from spool.connect import api, converters, data
 from spool.connect.api import ConfigError, ConnectError, Header, RetriableError, SinkRecord
 from spool.connect.data import DataError, Schema, Struct
 from spool.connect.plugins import Plugins
 from spool.connect.postgres import envelope as env
 from spool.connect.postgres.sink import JdbcSinkConnector, JdbcSinkTask, connect_kwargs
+from spool.connect.postgres.source import PostgresSourceTask
 from tests.helpers.connect_proc import ConnectProcess, wait_until, write_properties
+from tests.helpers.pg_changes import compare_tables
 
 PREFIX = "cdc"
 
@@ -483,3 +486,89 @@ def test_a_sink_worker_killed_mid_stream_ends_with_the_exact_table(pg, pg_databa
         worker.wait_running("pg-sink", 2)
     finally:
         worker.kill()
+
+
+# ---- with the real source: PostgresSourceTask's events, through JSON, into the sink
+
+class _Offsets(api.OffsetStorageReader):
+    def offset(self, partition: dict) -> dict | None:
+        return None
+
+
+class _SourceContext(api.SourceTaskContext):
+    def __init__(self, props: dict[str, str]) -> None:
+        self.offset_storage_reader = _Offsets()
+        self.configs = props
+
+
+WIDE = """CREATE TABLE wide (id int PRIMARY KEY, b bool, i2 int2, i8 int8, f4 float4,
+    f8 float8, n numeric(10,3), nu numeric, m money, t text, vc varchar(10), ch char(4),
+    d date, tm time(0), tm6 time, ttz timetz, ts timestamp(3), ts6 timestamp,
+    tstz timestamptz, iv interval, ba bytea, bt bit(5), vb varbit, js jsonb, x xml,
+    u uuid, e mood, ia int4[], ta text[], addr inet)"""
+WIDE_ROWS = [
+    "(1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
+    " NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
+    "(2, true, -32768, 9223372036854775807, 1.5, -2.25e-300, 1234567.125, -0.000001234,"
+    " 12.34, 'naïve ''q'' \"d\" \\ 日本', 'short', 'ab', '2024-02-29', '23:59:59',"
+    " '12:34:56.789012', '10:11:12.5+05:30', '2024-01-01 00:00:00.123',"
+    " '1999-12-31 23:59:59.999999', '2024-05-01 10:00:00.25+02', '3 days 04:05:06.7',"
+    " '\\x00ff10', B'00101', B'1011', '{\"k\": [1, null, \"v\"], \"n\": 1.50}',"
+    " '<a x=\"1\">t</a>', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', 'happy', '{1,NULL,-3}',"
+    " '{\"a b\",NULL,\"\"}', '192.168.0.1/24')",
+    # (infinite and BC values: test_infinite_and_out_of_python_range_dates_and_times;
+    # compare_tables reads rows into Python's datetime, which cannot hold them, and NaN is
+    # not equal to itself there. A varbit's leading zeros are lost: Debezium's Bits is the
+    # bit string's number, and its length parameter is the column's maximum)
+    "(3, false, 0, 0, '-Infinity', 'Infinity', 0, 0, 0, '', '', '', '0001-01-01', '00:00:00',"
+    " '00:00:00.000001', '00:00:00Z', '1970-01-01', '9999-12-31 23:59:59.999999',"
+    " '2000-01-01 00:00:00+00', '0',"
+    " '\\x', B'00000', B'', '[]', '', '00000000-0000-0000-0000-000000000000', 'sad', '{}',"
+    " '{}', '::1')",
+]
+
+
+def test_every_column_type_of_the_source_arrives_equal(pg, pg_database, task_for):
+    """The PostgreSQL source's events for a table of 30 column types (snapshot, then
+    inserts, an update, a delete), through Kafka's JsonConverter, into the sink: the two
+    tables are equal (tests/helpers/pg_changes.compare_tables)."""
+    src_db = pg.create_database(f"{pg_database[:40]}_src")
+    src, sink = pg.dsn(src_db), pg.dsn(pg_database)
+    for dsn in (src, sink):
+        with psycopg.connect(dsn, autocommit=True) as c:
+            c.execute("CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy')")
+    with psycopg.connect(src, autocommit=True) as c:
+        c.execute(WIDE)
+        c.execute("ALTER TABLE wide REPLICA IDENTITY FULL")
+        c.execute("INSERT INTO wide VALUES " + ", ".join(WIDE_ROWS[:2]))
+    source_props = {
+        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "database.hostname": pg.host, "database.port": str(pg.port),
+        "database.user": "postgres", "database.dbname": src_db, "topic.prefix": "srv",
+        "table.include.list": "public.wide", "slot.name": f"s_{uuid.uuid4().hex[:10]}",
+        "slot.drop.on.stop": "true", "poll.interval.ms": "50"}
+    source = PostgresSourceTask()
+    source.initialize(_SourceContext(source_props))
+    source.start(source_props)
+    events: list[api.SourceRecord] = []
+
+    def polled(n: int) -> None:
+        deadline = time.monotonic() + 30
+        while len(events) < n and time.monotonic() < deadline:
+            events.extend(source.poll())
+        assert len(events) == n
+    try:
+        polled(2)  # the snapshot
+        with psycopg.connect(src, autocommit=True) as c:
+            c.execute("INSERT INTO wide VALUES " + WIDE_ROWS[2])
+            c.execute("UPDATE wide SET t = 'changed', ia = '{7}', ts6 = now() WHERE id = 2")
+            c.execute("INSERT INTO wide (id, t) VALUES (4, 'gone')")
+            c.execute("DELETE FROM wide WHERE id = 4")
+        polled(7)  # c, u, c, d and its tombstone
+    finally:
+        source.stop()
+    records = [SinkRecord(r.topic, 0, r.key_schema, r.key, r.value_schema, r.value,
+                          kafka_offset=i) for i, r in enumerate(events)]
+    task_for().put(through_json(records))
+    diff = compare_tables(src, sink, "wide", "srv_public_wide")
+    assert diff.identical, str(diff)

@@ -13,7 +13,7 @@
   ``connect.decimal.precision``), Kafka's and Debezium's Date ``date``, Time/MicroTime/
   NanoTime ``time``, Timestamp/MicroTimestamp/NanoTimestamp ``timestamp``,
   ZonedTimestamp ``timestamptz``, ZonedTime ``timetz``, MicroDuration/Interval
-  ``interval``, ``io.debezium.data.Json`` ``jsonb`` (Debezium writes ``json``; ``jsonb``
+  ``interval``, Bits ``bit varying(length)``, ``io.debezium.data.Json`` ``jsonb`` (Debezium writes ``json``; ``jsonb``
   has equality, so tables can be compared and keyed), Uuid ``uuid``, Xml ``xml``, arrays
   ``<element>[]``, maps and other structs ``jsonb``. ``__debezium.source.column.type``
   (``column.propagate.source.type``) wins when present. A schemaless value's column type
@@ -120,6 +120,10 @@ def column_type(schema: Schema) -> str:
         if t in _SIZED_SOURCE_TYPES and length and length.isdigit() and int(length) > 0:
             t += f"({length},{scale})" if scale and t in ("numeric", "decimal") else f"({length})"
         return t
+    if schema.name == envelope.BITS:
+        length = params.get("length", "")
+        return (f"bit varying({length})" if length.isdigit() and 0 < int(length) < MAX_BITS
+                else "bit varying")
     if schema.name == data.DECIMAL:
         precision = params.get("connect.decimal.precision")
         return f"numeric({precision},{params.get('scale', '0')})" if precision else "numeric"
@@ -158,6 +162,19 @@ def _unscaled(raw: Any, scale: int) -> decimal.Decimal:
     return decimal.Decimal(unscaled).scaleb(-scale)
 
 
+MAX_BITS = 2147483647
+
+
+def _bit_string(value: bytes, length: str) -> str:
+    """Debezium's Bits (the bit string's number, little-endian bytes) as '0101...',
+    zero-padded to the column's ``length`` when it has one."""
+    if not value:
+        return ""
+    n = int.from_bytes(value, "little")
+    width = int(length) if length.isdigit() and 0 < int(length) < MAX_BITS else 0
+    return format(n, f"0{width}b")
+
+
 def _json_default(v: Any) -> Any:
     if isinstance(v, (bytes, bytearray)):
         return base64.b64encode(v).decode()
@@ -177,6 +194,8 @@ def to_db(schema: Schema | None, value: Any) -> Any:
             return _unscaled(value, int(schema.params.get("scale", "0")))
         if name == DBZ_VARIABLE_DECIMAL:
             return _unscaled(value["value"], int(value["scale"]))
+        if name == envelope.BITS and isinstance(value, (bytes, bytearray)):
+            return _bit_string(bytes(value), schema.params.get("length", ""))
         if isinstance(value, int) and not isinstance(value, bool):
             converted = _from_epoch(name, value)
             if converted is not None:
