@@ -452,6 +452,39 @@ def test_replica_identity_full_and_primary_key_changes(pg, pg_database, db):
         d.stop()
 
 
+def test_unchanged_toast_values_and_schema_changes(pg, pg_database, db):
+    """An update leaving a TOASTed value unchanged: the value from the old row under
+    REPLICA IDENTITY FULL, Debezium's placeholder otherwise. A column added or dropped
+    while streaming changes the events' schema from the next change on."""
+    big = uuid.uuid4().hex * 400  # 12,800 characters, incompressible enough to be TOASTed
+    db.execute("CREATE TABLE full_ (id int PRIMARY KEY, v int, doc text)")
+    db.execute("ALTER TABLE full_ REPLICA IDENTITY FULL")
+    db.execute("CREATE TABLE dflt (id int PRIMARY KEY, v int, doc text)")
+    for t in ("full_", "dflt"):
+        db.execute(f"ALTER TABLE {t} ALTER COLUMN doc SET STORAGE EXTERNAL")
+        db.execute(f"INSERT INTO {t} VALUES (1, 0, %s)", (big,))
+    d = Driver(props(pg, pg_database, snapshot_mode="no_data"))
+    try:
+        db.execute("UPDATE full_ SET v = 1")
+        db.execute("UPDATE dflt SET v = 1")
+        full, dflt = d.poll(2)
+        assert full.value["after"]["doc"] == big and full.value["before"]["doc"] == big
+        assert dflt.value["after"]["doc"] == "__debezium_unavailable_value"
+        d.ack([full, dflt])
+        db.execute("ALTER TABLE dflt ADD COLUMN extra numeric(4,1) NOT NULL DEFAULT 2.5")
+        db.execute("UPDATE dflt SET v = 2, doc = 'small'")
+        db.execute("ALTER TABLE dflt DROP COLUMN doc")
+        db.execute("INSERT INTO dflt VALUES (2, 3)")
+        added, dropped = d.poll(2)
+        assert dict(added.value["after"]) == {"id": 1, "v": 2, "doc": "small",
+                                              "extra": decimal.Decimal("2.5")}
+        assert added.value_schema.field("after").schema.field("extra").schema.optional is False
+        assert dict(dropped.value["after"]) == {"id": 2, "v": 3, "extra": decimal.Decimal("2.5")}
+        d.ack([added, dropped])
+    finally:
+        d.stop()
+
+
 def test_initial_only_and_slot_drop_on_stop(pg, pg_database, db):
     db.execute("CREATE TABLE t (id int PRIMARY KEY)")
     db.execute("INSERT INTO t VALUES (1)")
