@@ -484,6 +484,18 @@ def test_a_sink_worker_killed_mid_stream_ends_with_the_exact_table(pg, pg_databa
         worker.restart()
         wait_until(lambda: rows() == sorted(model.items()), 90, what="the final table")
         worker.wait_running("pg-sink", 2)
+        bad = {"name": "bad-sink", "connector.class": "JdbcSinkConnector", "topics": topic_name,
+               "connection.url": "jdbc:mysql://h/db", "insert.mode": "upsert"}
+        a = worker.call("PUT", "/connector-plugins/JdbcSinkConnector/config/validate", bad)
+        assert a.status == 200 and a.body["error_count"] == 2
+        assert {c["value"]["name"]: c["value"]["errors"] for c in a.body["configs"]
+                if c["value"]["errors"]} == {
+            "connection.url": ["Invalid value jdbc:mysql://h/db for configuration "
+                               "connection.url: Only jdbc:postgresql: URLs are supported"],
+            "insert.mode": ["When using UPSERT, please define 'primary.key.mode'."]}
+        a = worker.call("POST", "/connectors", {"name": "bad-sink", "config": bad})
+        assert a.status == 400 and a.body["message"].startswith(
+            "Connector configuration is invalid and contains the following 2 error(s):")
     finally:
         worker.kill()
 
