@@ -72,7 +72,7 @@ from spool.connect.connect_protocol import (
     encode_metadata,
 )
 from spool.connect.herder import ConnectRestError, NotLeaderError, TaskId, not_found
-from spool.connect.herder_common import ALTERED, RESET, BaseHerder
+from spool.connect.herder_common import ALTERED, RESET, BaseHerder, client_security
 from spool.connect.herder_standalone import tasks_max
 from spool.connect.membership import WorkerGroupMember
 from spool.connect.status_log import KafkaStatusStore
@@ -116,7 +116,7 @@ class DistributedHerder(BaseHerder):
             session_timeout_ms=_int(config, "session.timeout.ms", 10000),
             rebalance_timeout_ms=_int(config, "rebalance.timeout.ms", 60000),
             heartbeat_interval_ms=_int(config, "heartbeat.interval.ms", 3000),
-            client_id=f"connect-{self.worker_id}", security=_security(config))
+            client_id=f"connect-{self.worker_id}", security=client_security(config))
         self._sync_timeout = _int(config, "worker.sync.timeout.ms", 3000) / 1000
         self._write_wait = min(60.0, self.member.rebalance_timeout_ms / 1000)
         self._assignment: ConnectAssignment | None = None
@@ -529,12 +529,3 @@ class DistributedHerder(BaseHerder):
         await asyncio.to_thread(self._alter_sync, name, props, None)
         return RESET
 
-
-def _security(config: Any) -> Any:
-    try:
-        from spool.security.client_config import ClientSecurity
-        raw = {k: str(v) for k, v in getattr(config, "raw", {}).items()}
-        return ClientSecurity.from_properties(raw)
-    except Exception as e:  # noqa: BLE001 - plaintext then; the group join will say why
-        log.warning("group client security not understood (%s); using PLAINTEXT", e)
-        return None

@@ -185,3 +185,54 @@ def test_connector_files(tmp_path):
     j = tmp_path / "c.json"
     j.write_text('{"name": "b", "config": {"connector.class": "X", "tasks.max": 3}}')
     assert load_connector_file(j) == {"name": "b", "connector.class": "X", "tasks.max": "3"}
+
+
+def test_sink_offsets_kip875(herder_config, broker, tmp_path):
+    from confluent_kafka import Producer
+
+    name, topic = f"sink-{uuid.uuid4().hex[:6]}", f"sink-{uuid.uuid4().hex[:6]}"
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(3):
+        p.produce(topic, f'"line {i}"'.encode(), partition=0)
+    assert p.flush(10) == 0
+    out = tmp_path / "out.txt"
+
+    async def main() -> None:
+        h = StandaloneHerder(herder_config, Plugins.discover())
+        await h.start()
+        try:
+            await h.put_connector_config(name, {
+                "connector.class": "FileStreamSink", "tasks.max": "1", "topics": topic,
+                "file": str(out)}, allow_replace=False)
+            await _until(lambda: _lines(out, 3))
+            await h.stop_connector(name)
+
+            async def offsets() -> list:
+                return (await h.connector_offsets(name))["offsets"]
+            part = {"kafka_topic": topic, "kafka_partition": 0}
+            assert await _until(offsets) == [{"partition": part, "offset": {"kafka_offset": 3}}]
+            await h.alter_connector_offsets(name, [{"partition": part,
+                                                    "offset": {"kafka_offset": 1}}])
+            assert await offsets() == [{"partition": part, "offset": {"kafka_offset": 1}}]
+            await h.alter_connector_offsets(name, [{"partition": part, "offset": None}])
+            assert await offsets() == []
+            with pytest.raises(ConnectRestError) as e:
+                await h.alter_connector_offsets(name, [{"partition": {"topic": topic},
+                                                        "offset": None}])
+            assert e.value.status == 400 and "'kafka_topic'" in e.value.message
+            # resumed at offset 2: the sink writes "line 2" once more
+            await h.alter_connector_offsets(name, [{"partition": part,
+                                                    "offset": {"kafka_offset": 2}}])
+            await h.resume_connector(name)
+            await _until(lambda: _lines(out, 4))
+            await h.stop_connector(name)
+            assert "reset successfully" in await h.reset_connector_offsets(name)
+            assert await offsets() == []
+        finally:
+            await h.stop()
+
+    asyncio.run(main())
+
+
+async def _lines(path, n: int) -> bool:
+    return path.exists() and len(path.read_text().splitlines()) == n
