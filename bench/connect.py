@@ -18,7 +18,8 @@ converters with schemas; offsets flushed every second). Each run, on a new table
   runs from the create request until the sink's table holds every row (its consumer's
   group join included: under a second with the broker's initial rebalance delay at 0).
 
-Reported: rows/s, median of the runs (min-max), and the worker's CPU seconds per phase; in
+Reported: rows/s, median of the runs (min-max), and the CPU seconds the worker, the broker
+and PostgreSQL (the postmaster and its backends) spent in each phase; in
 ``docs/bench-connect.json`` and the section between ``<!-- connect:begin -->`` and
 ``<!-- connect:end -->`` of docs/BENCHMARKS.md.
 """
@@ -37,7 +38,7 @@ from pathlib import Path
 import psycopg
 from confluent_kafka import Consumer, TopicPartition
 
-from bench.brokers import spool_broker, usage
+from bench.brokers import CLK_TCK, spool_broker
 from bench.compare import stats
 from bench.reliability.common import commit
 from bench.report import write_section
@@ -53,16 +54,56 @@ SCHEMAS = {"key.converter": JSON, "value.converter": JSON,
            "key.converter.schemas.enable": "true", "value.converter.schemas.enable": "true"}
 
 
-def high_watermark(bootstrap: str, topic: str) -> int:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-connect-watermarks"})
-    try:
-        md = c.list_topics(topic, timeout=10).topics.get(topic)
+class Watermarks:
+    """The sum of a topic's high watermarks, asked of one long-lived consumer (a consumer per
+    question would cost more CPU than the worker under test on a small machine)."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-connect",
+                           "log_level": 3})
+
+    def __call__(self, topic: str) -> int:
+        md = self.c.list_topics(topic, timeout=10).topics.get(topic)
         if md is None or md.error is not None:
             return 0
-        return sum(c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+        return sum(self.c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
                    for p in md.partitions)
-    finally:
-        c.close()
+
+    def close(self) -> None:
+        self.c.close()
+
+
+def tree_cpu(root: int) -> float:
+    """CPU seconds (user + system) of ``root`` and every live process under it, with what
+    their exited children used (PostgreSQL's backends are the postmaster's children)."""
+    stats: dict[int, list[str]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                raw = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            stats[int(entry)] = raw.rsplit(")", 1)[1].split()
+    tree, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        tree.add(pid)
+        todo.extend(p for p, f in stats.items() if int(f[1]) == pid and p not in tree)
+    return sum(sum(int(x) for x in stats[p][11:15]) for p in tree if p in stats) / CLK_TCK
+
+
+class Cpu:
+    """CPU seconds so far of the worker, the broker and PostgreSQL."""
+
+    def __init__(self, worker: int, broker: int, postgres: int) -> None:
+        self.pids = {"worker": worker, "broker": broker, "postgres": postgres}
+
+    def __call__(self) -> dict[str, float]:
+        return {k: tree_cpu(p) for k, p in self.pids.items()}
+
+    @staticmethod
+    def spent(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
+        return {k: b[k] - a[k] for k in a}
 
 
 def count(dsn: str, table: str) -> int:
@@ -79,7 +120,7 @@ def slot_exists(dsn: str, slot: str) -> bool:
                             (slot,)).fetchone() is not None
 
 
-def one_run(pg: PostgresServer, worker: ConnectProcess, bootstrap: str, rows: int,
+def one_run(pg: PostgresServer, worker: ConnectProcess, hw: Watermarks, cpu: Cpu, rows: int,
             run: int) -> dict:
     uid = uuid.uuid4().hex[:8]
     src_db = pg.create_database(f"bench_src_{uid}")
@@ -101,14 +142,14 @@ def one_run(pg: PostgresServer, worker: ConnectProcess, bootstrap: str, rows: in
     worker.wait_running(f"src-{uid}", 1, timeout=120)
     wait_until(lambda: slot_exists(src, f"slot_{uid}"), 60, what="the replication slot")
 
-    cpu0, _ = usage(worker.proc.pid)
+    cpu0 = cpu()
     t0 = time.perf_counter()
     gen.bulk_insert(src, rows, per_txn=1000)
     inserted = time.perf_counter() - t0
-    wait_until(lambda: high_watermark(bootstrap, topic) >= rows, 1800, interval=0.1,
+    wait_until(lambda: hw(topic) >= rows, 1800, interval=0.1,
                what=f"{rows} records in {topic}")
     cdc = time.perf_counter() - t0
-    cpu1, _ = usage(worker.proc.pid)
+    cpu1 = cpu()
     worker.call("DELETE", f"/connectors/src-{uid}")
 
     t0 = time.perf_counter()
@@ -122,7 +163,7 @@ def one_run(pg: PostgresServer, worker: ConnectProcess, bootstrap: str, rows: in
     wait_until(lambda: count(sink, table) >= rows, 1800, interval=0.1,
                what=f"{rows} rows in {table}")
     sunk = time.perf_counter() - t0
-    cpu2, _ = usage(worker.proc.pid)
+    cpu2 = cpu()
     worker.call("DELETE", f"/connectors/sink-{uid}")
     with psycopg.connect(src, autocommit=True) as conn:
         wait_until(lambda: conn.execute(
@@ -131,7 +172,9 @@ def one_run(pg: PostgresServer, worker: ConnectProcess, bootstrap: str, rows: in
         conn.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
                      "WHERE slot_name = %s", (f"slot_{uid}",))
     return {"cdc_rows_s": rows / cdc, "insert_rows_s": rows / inserted,
-            "sink_rows_s": rows / sunk, "cdc_cpu_s": cpu1 - cpu0, "sink_cpu_s": cpu2 - cpu1}
+            "sink_rows_s": rows / sunk,
+            **{f"cdc_cpu_{k}": v for k, v in Cpu.spent(cpu0, cpu1).items()},
+            **{f"sink_cpu_{k}": v for k, v in Cpu.spent(cpu1, cpu2).items()}}
 
 
 def run(rows: int, runs: int) -> dict:
@@ -143,11 +186,14 @@ def run(rows: int, runs: int) -> dict:
             worker = ConnectProcess(tmp / "worker", distributed_props(
                 b.bootstrap, "bench-connect", **{"offset.flush.interval.ms": "1000"}),
                 name="worker").start()
+            hw = Watermarks(b.bootstrap)
             try:
                 for i in range(runs):
-                    results.append(one_run(pg, worker, b.bootstrap, rows, i))
+                    cpu = Cpu(worker.proc.pid, b.pid, pg.proc.pid)
+                    results.append(one_run(pg, worker, hw, cpu, rows, i))
                     print(f"run {i + 1}/{runs}: {results[-1]}", flush=True)
             finally:
+                hw.close()
                 worker.stop()
     finally:
         pg.stop()
@@ -168,12 +214,17 @@ def section(r: dict) -> str:
         f"table), JSON converters with schemas; median of {r['runs']} runs (min-max); "
         f"commit {r['commit']}.",
         "",
-        "| phase | rows/s | worker CPU s |",
-        "|---|---|---|",
-        f"| CDC: PostgreSQL (pgoutput) -> Spool, Debezium envelopes | {rate(r['cdc_rows_s'])} "
-        f"| {r['cdc_cpu_s']['median']:.1f} |",
-        f"| sink: Spool -> PostgreSQL, upsert by key | {rate(r['sink_rows_s'])} "
-        f"| {r['sink_cpu_s']['median']:.1f} |",
+        "| phase | rows/s | CPU s: worker | broker | PostgreSQL |",
+        "|---|---|---|---|---|",
+        *(f"| {label} | {rate(r[f'{ph}_rows_s'])} | "
+          + " | ".join(f"{r[f'{ph}_cpu_{k}']['median']:.1f}"
+                       for k in ("worker", "broker", "postgres")) + " |"
+          for ph, label in (("cdc", "CDC: PostgreSQL (pgoutput) -> Spool, Debezium envelopes"),
+                            ("sink", "sink: Spool -> PostgreSQL, upsert by key"))),
+        "",
+        "Per CPU second of the worker (steadier than rows/s on a shared machine): CDC "
+        f"{r['rows'] / r['cdc_cpu_worker']['median']:,.0f} rows, sink "
+        f"{r['rows'] / r['sink_cpu_worker']['median']:,.0f} rows.",
         "",
         f"The CDC phase's inserts (COPY, 1,000 rows a transaction) ran at "
         f"{rate(r['insert_rows_s'])} rows/s: PostgreSQL is not the limit.",
