@@ -93,26 +93,34 @@ def test_compare_tables_reads_b_as_a_types(two_dbs):
 
 
 def test_check_events():
-    history = {1: [("c", 1), ("u", 3), ("d", 3)], 2: [("r", 2), ("u", 4)], 3: [("c", 5)]}
-    exact = [(1, "c", 1), (2, "r", 2), (1, "u", 3), (2, "u", 4), (1, "d", 3), (1, "tombstone", None),
-             (3, "c", 5)]
+    history = {1: [("c", 1), ("u", 3), ("d", 3), ("c", 6)], 2: [("r", 2), ("u", 4)],
+               3: [("c", 5)]}
+    t = "tombstone", None
+    exact = [(1, "c", 1), (2, "r", 2), (1, "u", 3), (2, "u", 4), (1, "d", 3), (1, *t),
+             (3, "c", 5), (1, "c", 6)]
     assert check_events(exact, history) == []
-    # a crash: the last events sent again
-    replay = exact[:5] + [(1, "u", 3), (2, "u", 4), (1, "d", 3), (1, "tombstone", None), (3, "c", 5)]
-    assert check_events(replay, history) == []
     assert check_events(exact, history, exactly_once=True) == []
-    assert check_events(replay, history, exactly_once=True)[0] == (
-        "id 1: ('u', 3) delivered again at event 3")
-    assert check_events(exact[:-1], history) == [
-        "id 3: changes missing from #0: [('c', 5)] (1 in all)"]
+    # a crash: everything after the delete sent again (the tombstone now follows a create)
+    replay = [*exact, (1, *t), (3, "c", 5), (1, "c", 6)]
+    assert check_events(replay, history) == []
+    assert check_events(replay, history, exactly_once=True) == [
+        "id 1: record 5 ('tombstone', None) delivered again",
+        "id 3: record 1 ('c', 5) delivered again"]
+    assert check_events(exact[:-2], history) == [
+        "id 1: missing from ('c', 6) (1 of 5)", "id 3: missing from ('c', 5) (1 of 1)"]
     swapped = [exact[2], exact[0], *exact[1:2], *exact[3:]]
-    assert any("id 1: changes differ at #0" in p for p in check_events(swapped, history))
+    assert check_events(swapped, history) == [
+        "id 1: record 0 is ('u', 3), expected ('c', 1) (after [])"]
     no_tomb = [e for e in exact if e[1] != "tombstone"]
-    assert check_events(no_tomb, history) == ["id 1: no tombstone after ('d', 3)"]
-    stray = [*exact, (3, "tombstone", None)]
-    assert check_events(stray, history) == ["id 3: a tombstone not after a delete at event 1"]
+    assert check_events(no_tomb, history) == [
+        "id 1: record 3 is ('c', 6), expected ('tombstone', None) (after [('u', 3), ('d', 3)])"]
+    assert check_events([*exact, (3, *t)], history) == [
+        "id 3: record 1 is ('tombstone', None), expected nothing (after [('c', 5)])"]
     assert check_events([*exact, (9, "c", 9)], history) == [
-        "id 9: changes unexpected from #0: [('c', 9)]"]
+        "id 9: record 0 is ('c', 9), expected nothing (after [])"]
+    # a replay that stops short leaves the row as it was before its last change
+    assert check_events([*exact, (2, "r", 2)], history) == [
+        "id 2: ends with a redelivered ('r', 2), not with ('u', 4)"]
 
 
 def test_bulk_insert_writes_the_rows_it_plans(two_dbs):

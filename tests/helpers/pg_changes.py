@@ -24,9 +24,10 @@ compares), matched by table_a's primary key; the rows only in one, the rows that
 ``decode_event(key, value)`` reads a Debezium change record (JSON, with or without the
 schema envelope) as ``(id, op, rev)`` (op ``"tombstone"``, rev None);
 ``check_events(events, history)`` checks a topic's records against the history: per id,
-the first delivery of each change in commit order, nothing missing or unknown, each delete
-followed by its tombstone; redeliveries (at-least-once after a crash) allowed unless
-``exactly_once``. It returns the problems found (empty when there are none).
+every change in commit order, each delete followed by its tombstone, nothing missing or
+unknown, and redeliveries (at-least-once after a crash: going back to a record already
+delivered and on from there) allowed unless ``exactly_once``. It returns the problems found
+(empty when there are none).
 """
 
 from __future__ import annotations
@@ -414,49 +415,54 @@ def decode_event(key: bytes | None, value: bytes | None) -> tuple[int, str, int 
     return ident, v["op"], int(row["rev"])
 
 
+def expected_events(history: list[tuple[str, int]]) -> list[tuple[str, int | None]]:
+    """One id's records in commit order: its changes, a tombstone after each delete."""
+    out: list[tuple[str, int | None]] = []
+    for op, rev in history:
+        out.append((op, rev))
+        if op == "d":
+            out.append(("tombstone", None))
+    return out
+
+
 def check_events(events: Iterable[tuple[int, str, int | None]],
                  history: dict[int, list[tuple[str, int]]], *,
                  exactly_once: bool = False) -> list[str]:
-    """Problems with a topic's events (in partition order) against the history (module doc);
-    ``exactly_once``: a redelivery is a problem too."""
+    """Problems with a topic's events (in partition order) against the history (module doc).
+
+    Per id, the records must be ``expected_events(history[id])`` in order, except that at
+    any point the stream may go back to a record already delivered and go on from there
+    (a redelivery after a crash: the records after the last committed offset sent again),
+    which ``exactly_once`` forbids; and the last record must be the last expected one (a
+    replay that stopped short would leave an old row behind)."""
     per_key: dict[int, list[tuple[str, int | None]]] = {}
     for ident, op, rev in events:
         per_key.setdefault(ident, []).append((op, rev))
     problems: list[str] = []
     for ident in sorted(per_key.keys() | {k for k, h in history.items() if h}):
-        got = per_key.get(ident, [])
-        want = history.get(ident, [])
-        first: list[tuple[str, int]] = []
-        seen: set[tuple[str, int]] = set()
-        pending_tombstone: tuple[str, int] | None = None
-        for i, ev in enumerate(got):
-            if ev[0] == "tombstone":
-                if i == 0 or got[i - 1][0] not in ("d", "tombstone"):
-                    problems.append(f"id {ident}: a tombstone not after a delete at event {i}")
-                pending_tombstone = None
-                continue
-            if pending_tombstone is not None and ev not in seen:
-                problems.append(f"id {ident}: no tombstone after {pending_tombstone}")
-                pending_tombstone = None
-            if ev in seen:
-                if exactly_once:
-                    problems.append(f"id {ident}: {ev} delivered again at event {i}")
-                continue
-            seen.add(ev)
-            first.append(ev)
-            if ev[0] == "d":
-                pending_tombstone = ev
-        if pending_tombstone is not None:
-            problems.append(f"id {ident}: no tombstone after {pending_tombstone}")
-        if first != want:
-            problems.append(f"id {ident}: changes {_first_gap(first, want)}")
+        problem = _check_key(per_key.get(ident, []), expected_events(history.get(ident, [])),
+                             exactly_once)
+        if problem:
+            problems.append(f"id {ident}: {problem}")
     return problems
 
 
-def _first_gap(got: list, want: list) -> str:
-    for i, (g, w) in enumerate(zip(got, want, strict=False)):
-        if g != w:
-            return f"differ at #{i}: got {got[i:i + 3]}, want {want[i:i + 3]}"
-    if len(got) < len(want):
-        return f"missing from #{len(got)}: {want[len(got):len(got) + 3]} ({len(want)} in all)"
-    return f"unexpected from #{len(want)}: {got[len(want):len(want) + 3]}"
+def _check_key(got: list, want: list, exactly_once: bool) -> str | None:
+    cur = reached = -1  # positions in want: of the last record, of the furthest one
+    for i, ev in enumerate(got):
+        if cur + 1 < len(want) and want[cur + 1] == ev:
+            cur += 1
+        else:
+            back = [j for j in range(reached + 1) if want[j] == ev]
+            if not back:
+                nxt = want[reached + 1] if reached + 1 < len(want) else "nothing"
+                return f"record {i} is {ev}, expected {nxt} (after {want[:reached + 1][-2:]})"
+            if exactly_once:
+                return f"record {i} {ev} delivered again"
+            cur = back[-1]
+        reached = max(reached, cur)
+    if reached + 1 < len(want):
+        return f"missing from {want[reached + 1]} ({len(want) - reached - 1} of {len(want)})"
+    if cur != reached:
+        return f"ends with a redelivered {want[cur]}, not with {want[reached]}"
+    return None
