@@ -5,6 +5,7 @@ topic -> file, stopped and restarted)."""
 from __future__ import annotations
 
 import threading
+import uuid
 from pathlib import Path
 
 import pytest
@@ -170,23 +171,25 @@ def test_a_standalone_worker_copies_a_file_through_a_topic(broker, tmp_path, top
     lines = [f"line {i} é" for i in range(600)]
     src.write_text("".join(f"{x}\n" for x in lines[:300]), encoding="utf-8")
     string = "org.apache.kafka.connect.storage.StringConverter"
+    uid = uuid.uuid4().hex[:8]  # the sink's group is connect-<name> on the shared broker
+    source_name, sink_name = f"file-source-{uid}", f"file-sink-{uid}"
     worker_props = {"bootstrap.servers": broker.bootstrap,
                     "offset.storage.file.filename": str(tmp_path / "worker.offsets"),
                     "offset.flush.interval.ms": "500",
                     "key.converter": string, "value.converter": string}
     files = [write_properties(tmp_path / "source.properties", {
-                 "name": "file-source", "connector.class": "FileStreamSource",
+                 "name": source_name, "connector.class": "FileStreamSource",
                  "tasks.max": "1", "file": str(src), "topic": topic_name}),
              write_properties(tmp_path / "sink.properties", {
-                 "name": "file-sink",
+                 "name": sink_name,
                  "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
                  "tasks.max": "1", "file": str(out), "topics": topic_name})]
     worker = ConnectProcess(tmp_path / "worker", worker_props, standalone=True,
                             connector_files=files)
     try:
         worker.start()
-        worker.wait_running("file-source", 1)
-        worker.wait_running("file-sink", 1)
+        worker.wait_running(source_name, 1)
+        worker.wait_running(sink_name, 1)
         wait_until(lambda: _lines(out) == lines[:300], 60, what="the first 300 lines")
         with src.open("a", encoding="utf-8") as f:
             f.write("".join(f"{x}\n" for x in lines[300:400]))

@@ -458,12 +458,13 @@ def test_a_sink_worker_killed_mid_stream_ends_with_the_exact_table(pg, pg_databa
             topic_name, None, r.value_schema, r.value))
     assert producer.flush(30) == 0
 
+    sink_name = f"pg-sink-{uuid.uuid4().hex[:8]}"  # its group connect-<name> on the shared broker
     worker = ConnectProcess(tmp_path / "worker", {
         "bootstrap.servers": broker.bootstrap, "key.converter": conv, "value.converter": conv,
         "offset.storage.file.filename": str(tmp_path / "worker.offsets"),
         "offset.flush.interval.ms": "300"}, standalone=True, connector_files=[
         write_properties(tmp_path / "sink.properties", sink_props(
-            pg, pg_database, name="pg-sink", **{"tasks.max": "2", "topics": topic_name,
+            pg, pg_database, name=sink_name, **{"tasks.max": "2", "topics": topic_name,
                                                 "consumer.override.max.poll.records": "50",
                                                 # the killed consumers leave the group soon
                                                 "consumer.override.session.timeout.ms": "6000",
@@ -483,7 +484,7 @@ def test_a_sink_worker_killed_mid_stream_ends_with_the_exact_table(pg, pg_databa
         worker.kill()
         worker.restart()
         wait_until(lambda: rows() == sorted(model.items()), 90, what="the final table")
-        worker.wait_running("pg-sink", 2)
+        worker.wait_running(sink_name, 2)
         bad = {"name": "bad-sink", "connector.class": "JdbcSinkConnector", "topics": topic_name,
                "connection.url": "jdbc:mysql://h/db", "insert.mode": "upsert"}
         a = worker.call("PUT", "/connector-plugins/JdbcSinkConnector/config/validate", bad)
