@@ -360,9 +360,13 @@ class DistributedHerder(BaseHerder):
             elif ch.kind == CONNECTOR:
                 if name not in self._known:
                     self._rebalance_if(True)
-                elif own_conn and name in snap.connectors:
-                    await self._stop_connector(name)
-                    await self._start_connector(name, snap)
+                elif name in snap.connectors:
+                    if own_conn:
+                        await self._stop_connector(name)
+                        await self._start_connector(name, snap)
+                    for t in own_tasks:  # new converters, clients... even if their own
+                        await self._stop_tasks([t])  # configs come out the same
+                        await self._start_task(t, snap)
             elif ch.kind == TASKS:
                 if snap.task_count(name) != self._known.get(name):
                     self._rebalance_if(True)

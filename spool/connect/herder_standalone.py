@@ -130,15 +130,16 @@ class StandaloneHerder(BaseHerder):
         try:
             configs = await asyncio.to_thread(self.worker.connector_task_configs, name,
                                               tasks_max(props))
-        except Exception as e:  # noqa: BLE001 - its status says FAILED; tasks stay as they were
+        except Exception as e:  # noqa: BLE001 - its status says why; the tasks it had run
             log.warning("connector %s gave no task configs: %s", name, e)
-            return
-        if configs == self._image.tasks.get(name):
-            return
-        await self._stop_tasks(name)
-        self._image.tasks[name] = [dict(c) for c in configs]
-        for t in self._image.task_ids(name):
-            await self._start_task(t)
+            configs = self._image.tasks.get(name, [])
+        if configs != self._image.tasks.get(name):
+            await self._stop_tasks(name)
+            self._image.tasks[name] = [dict(c) for c in configs]
+        running = self.worker.tasks()
+        for t in self._image.task_ids(name):  # all of them, or those a replace stopped
+            if t not in running:
+                await self._start_task(t)
 
     async def _start_task(self, t: TaskId) -> None:
         await asyncio.to_thread(self.worker.start_task, t, self._image.connectors[t.connector],
@@ -281,6 +282,8 @@ class StandaloneHerder(BaseHerder):
                 await self._start_connector(name)
             elif before != state:
                 await asyncio.to_thread(self.worker.set_target_state, name, state)
+                if state == "STARTED":  # a connector created PAUSED has no tasks yet
+                    await self._update_tasks(name)
 
     # ---- KIP-875
 

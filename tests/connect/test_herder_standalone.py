@@ -112,6 +112,11 @@ def test_connector_lifecycle(herder_config):
             patched = await h.patch_connector_config(name, {"tasks.max": "1", "batch.size": None})
             assert patched["config"]["tasks.max"] == "1" and "batch.size" not in patched["config"]
             await _until(lambda: running(1))
+            # replaced by the same config: the same task configs, the tasks run again
+            await h.put_connector_config(name, await h.connector_config(name),
+                                         allow_replace=True)
+            await _until(lambda: running(1))
+            assert h.worker.tasks() == {TaskId(name, 0)}
 
             # restart with tasks: the answer marks what restarts
             answer = await h.restart_connector(name, include_tasks=True)
@@ -126,6 +131,14 @@ def test_connector_lifecycle(herder_config):
 
             await h.delete_connector(name)
             assert await h.connectors() == [] and h.worker.tasks() == set()
+
+            # created PAUSED: no tasks until resumed
+            await h.put_connector_config(name, counting_config(name, topic, 2),
+                                         allow_replace=False, initial_state="PAUSED")
+            assert _states(await h.connector_status(name)) == ("PAUSED", [])
+            await h.resume_connector(name)
+            await _until(running)
+            await h.delete_connector(name)
             with pytest.raises(ConnectRestError) as e:
                 await h.connector_status(name)
             assert (e.value.status, e.value.message) == (404, f"Connector {name} not found")
