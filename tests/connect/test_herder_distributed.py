@@ -169,16 +169,25 @@ def test_a_restarted_worker_replays_its_connectors_and_their_states(broker, tmp_
         wait_until(lambda: _end_offset(broker.bootstrap, f"{group}-running") > before + 20, 60,
                    what="new records")
 
-        def state(name: str) -> tuple:
+        def state_of(name: str) -> tuple:
             b = w.call("GET", f"/connectors/{name}/status").body
             return b["connector"]["state"], [t["state"] for t in b["tasks"]]
-        assert state("paused") == ("PAUSED", ["PAUSED"])
-        assert state("stopped") == ("STOPPED", [])
+        assert state_of("paused") == ("PAUSED", ["PAUSED"])
+        assert state_of("stopped") == ("STOPPED", [])
         assert sorted(w.call("GET", "/connectors").body) == ["paused", "running", "stopped"]
         assert w.call("GET", "/connectors/stopped").body["tasks"] == []
         # what the topic kept: both come back when resumed
         for name in ("paused", "stopped"):
             assert w.call("PUT", f"/connectors/{name}/resume").status == 202
             wait_until(lambda n=name: _all_running(w, n, 1), 60, what=f"{name} resumed")
+
+        # created PAUSED or STOPPED (KIP-980's initial_state): no tasks until resumed
+        for name, state in (("born-paused", "PAUSED"), ("born-stopped", "STOPPED")):
+            r = w.call("POST", "/connectors", {"name": name, "initial_state": state,
+                                              "config": counting_config(name, f"{group}-b", 2)})
+            assert r.status == 201, r.body
+            wait_until(lambda n=name, st=state: state_of(n) == (st, []), 30, what=name)
+            assert w.call("PUT", f"/connectors/{name}/resume").status == 202
+            wait_until(lambda n=name: _all_running(w, n, 2), 60, what=f"{name} resumed")
     finally:
         w.kill()
