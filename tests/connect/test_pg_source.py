@@ -485,6 +485,29 @@ def test_unchanged_toast_values_and_schema_changes(pg, pg_database, db):
         d.stop()
 
 
+def test_source_types_propagated_as_debezium_does(pg, pg_database, db):
+    db.execute("CREATE TABLE t (id int PRIMARY KEY, name varchar(40), price numeric(12,2), "
+               "code char(3), n int)")
+    db.execute("INSERT INTO t VALUES (1, 'a', 1, 'x', 2)")
+    d = Driver(props(pg, pg_database, column_propagate_source_type="public\\.t\\.(name|price)",
+                     datatype_propagate_source_type="bpchar"))
+    try:
+        (r,) = d.poll(1)
+    finally:
+        d.stop()
+    row = r.value_schema.field("after").schema
+    assert {f.name: f.schema.params for f in row.fields
+            if any(k.startswith("__debezium") for k in f.schema.params)} == {
+        "name": {"__debezium.source.column.type": "VARCHAR",
+                 "__debezium.source.column.length": "40"},
+        "price": {"scale": "2", "connect.decimal.precision": "12",
+                  "__debezium.source.column.type": "NUMERIC",
+                  "__debezium.source.column.length": "12",
+                  "__debezium.source.column.scale": "2"},
+        "code": {"__debezium.source.column.type": "BPCHAR",
+                 "__debezium.source.column.length": "3"}}
+
+
 def test_initial_only_and_slot_drop_on_stop(pg, pg_database, db):
     db.execute("CREATE TABLE t (id int PRIMARY KEY)")
     db.execute("INSERT INTO t VALUES (1)")

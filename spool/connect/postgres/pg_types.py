@@ -323,6 +323,21 @@ def _array(elem: Parser) -> Parser:
     return parse
 
 
+def source_type_params(type_name: str, typmod: int) -> tuple[tuple[str, str], ...]:
+    """Debezium's ``__debezium.source.column.*`` schema parameters (what
+    ``column.propagate.source.type`` adds): the type's name in upper case, and its length
+    and scale where its modifier has them."""
+    out = [("__debezium.source.column.type", type_name.upper())]
+    if type_name in ("varchar", "bpchar") and typmod >= 4:
+        out.append(("__debezium.source.column.length", str(typmod - 4)))
+    elif type_name == "numeric" and typmod >= 4:
+        out += [("__debezium.source.column.length", str(((typmod - 4) >> 16) & 0xFFFF)),
+                ("__debezium.source.column.scale", str((typmod - 4) & 0xFFFF))]
+    elif type_name in ("bit", "varbit") and typmod > 0:
+        out.append(("__debezium.source.column.length", str(typmod)))
+    return tuple(out)
+
+
 # ---- the mapping
 
 def _precision(typmod: int, default: int = 6) -> int:
@@ -344,10 +359,12 @@ class TypeInfo:
 class Catalog:
     """Tables' and types' definitions read from ``pg_catalog`` (module doc)."""
 
-    def __init__(self, conn: Any, *, topic_prefix: str, decimal_mode: str = "precise") -> None:
+    def __init__(self, conn: Any, *, topic_prefix: str, decimal_mode: str = "precise",
+                 propagate: Callable[[str, str], bool] | None = None) -> None:
         self.conn = conn
         self.prefix = topic_prefix
         self.decimal_mode = decimal_mode
+        self.propagate = propagate  # (schema.table.column, type name): add source params?
         self._types: dict[int, TypeInfo] = {}
 
     # types
@@ -477,6 +494,11 @@ class Catalog:
             schema, parse = self.column_type(type_oid, typmod)
             if not notnull.get(name, False):
                 schema = replace(schema, optional=True)
+            if self.propagate is not None:
+                type_name = self.type_info(type_oid).name
+                if self.propagate(f"{nsp}.{rel}.{name}", type_name):
+                    schema = replace(schema, parameters=schema.parameters
+                                     + source_type_params(type_name, typmod))
                 if schema.type in ("struct", "array"):  # its structs must carry this schema
                     parse = _carrying(schema, parse)
             infos.append(ColumnInfo(name, type_oid, schema, parse))

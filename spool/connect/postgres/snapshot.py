@@ -46,13 +46,14 @@ class Snapshot:
 
     def __init__(self, dsn: str, tables: list[int], *, topic_prefix: str,
                  decimal_mode: str = "precise", snapshot_name: str | None = None,
-                 fetch_size: int = 10240) -> None:
+                 fetch_size: int = 10240, propagate: Any = None) -> None:
         self.dsn = dsn
         self.tables = tables
         self.snapshot_name = snapshot_name
         self.fetch_size = fetch_size
         self.prefix = topic_prefix
         self.decimal_mode = decimal_mode
+        self.propagate = propagate
         self.conn: psycopg.Connection | None = None
         self.tx_id: int | None = None
         self.catalog: Catalog | None = None
@@ -70,7 +71,7 @@ class Snapshot:
             (tx,) = conn.execute("SELECT txid_current()").fetchone()  # type: ignore[misc]
             self.tx_id = int(tx)
             self.catalog = Catalog(conn, topic_prefix=self.prefix,
-                                   decimal_mode=self.decimal_mode)
+                                   decimal_mode=self.decimal_mode, propagate=self.propagate)
         except BaseException:
             conn.close()
             raise

@@ -45,6 +45,11 @@ WAL). After a crash, what was acknowledged but whose offset was not yet written 
 sent again when the slot is already past it; everything else after the stored offset is.
 Nothing unacknowledged is dropped.
 
+Columns matching ``column.propagate.source.type`` (regexes on ``schema.table.column``) or
+``datatype.propagate.source.type`` (on the type name) get Debezium's
+``__debezium.source.column.type``/``length``/``scale`` schema parameters (the JDBC sink
+creates ``varchar(40)``, ``numeric(12,2)`` from them).
+
 ``before`` carries the old row only as the table's REPLICA IDENTITY logs it: the key
 columns by default (other columns null, or their type's zero when NOT NULL, as Debezium),
 the whole row with ``ALTER TABLE ... REPLICA IDENTITY FULL``. Unchanged TOASTed values are
@@ -198,6 +203,14 @@ CONFIG_DEF = (
             "events: precise, string, double.",
             validator=in_values("precise", "string", "double"),
             recommended=("precise", "string", "double"), **_group("Connector"))
+    .define("column.propagate.source.type", LIST, "", LOW,
+            "Columns (regular expressions on schema.table.column) whose schemas get the "
+            "__debezium.source.column.type/length/scale parameters.",
+            validator=_regex_list, **_group("Connector"))
+    .define("datatype.propagate.source.type", LIST, "", LOW,
+            "Data types (regular expressions on the type name) whose columns' schemas get "
+            "the __debezium.source.column.type/length/scale parameters.",
+            validator=_regex_list, **_group("Connector"))
     .define("max.batch.size", INT, 2048, MEDIUM,
             "Maximum size of each batch of source records.", validator=at_least(1),
             **_group("Connector"))
@@ -249,6 +262,20 @@ def captured_tables(conn: psycopg.Connection, accept: TableFilter) -> list[tuple
         "ON n.oid = c.relnamespace WHERE c.relkind = 'r' "
         "ORDER BY n.nspname, c.relname").fetchall()
     return [(int(o), s, t) for o, s, t in rows if accept(s, t)]
+
+
+def source_type_propagation(cfg: dict[str, Any]) -> Any:
+    """``(schema.table.column, type name) -> bool`` from column/datatype.propagate.source.type,
+    None when both are empty."""
+    cols = [re.compile(r, re.IGNORECASE) for r in cfg["column.propagate.source.type"] if r]
+    types = [re.compile(r, re.IGNORECASE) for r in cfg["datatype.propagate.source.type"] if r]
+    if not cols and not types:
+        return None
+
+    def propagate(column: str, type_name: str) -> bool:
+        return any(p.fullmatch(column) for p in cols) or any(p.fullmatch(type_name)
+                                                              for p in types)
+    return propagate
 
 
 class PostgresConnector(api.SourceConnector):
@@ -342,8 +369,9 @@ class PostgresSourceTask(api.SourceTask):
     def _start(self, offset: dict[str, Any] | None) -> None:
         cfg = self.cfg
         self.conn = self._connect()
+        propagate = source_type_propagation(cfg)
         self.catalog = Catalog(self.conn, topic_prefix=self.prefix,
-                               decimal_mode=cfg["decimal.handling.mode"])
+                               decimal_mode=cfg["decimal.handling.mode"], propagate=propagate)
         mode = cfg["snapshot.mode"].lower()
         snapshot_done = offset is not None and (not offset.get("snapshot")
                                                 or bool(offset.get("last_snapshot_record"))
@@ -373,7 +401,8 @@ class PostgresSourceTask(api.SourceTask):
                 snap = Snapshot(self.dsn, tables, topic_prefix=self.prefix,
                                 decimal_mode=cfg["decimal.handling.mode"],
                                 snapshot_name=snapshot_name,
-                                fetch_size=cfg["snapshot.fetch.size"]).open()
+                                fetch_size=cfg["snapshot.fetch.size"],
+                                propagate=propagate).open()
                 self._snapshot = snap
                 if not consistent_lsn:
                     consistent_lsn = pgoutput.parse_lsn(self.conn.execute(
