@@ -261,6 +261,10 @@ class JdbcSinkTask(api.SinkTask):
                 raise RetriableError(f"Lost the connection to PostgreSQL: {e}") from e
             except psycopg.Error as e:
                 self.tables.clear()  # a failed DDL or write: read the catalog again
+                try:
+                    conn.rollback()  # a failed catalog read leaves its transaction aborted
+                except psycopg.Error:
+                    self._drop_connection()
                 raise ConnectError(f"Failed to process a sink record: {e}") from e
         for r in records:
             topic, partition, offset = original_offset(r)
