@@ -172,8 +172,7 @@ class WorkerSinkTask(WorkerTask):
             consumer.assign(partitions)
         for topic in sorted({t for t, _ in tps}):
             self.worker.topic_used(self.id.connector, topic)
-        self.consumer_paused.difference_update(tps)
-        self._pause_pending = True
+        self.consumer_paused.difference_update(tps)  # paused (again) by apply_pauses
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         if self.closing:
@@ -202,8 +201,6 @@ class WorkerSinkTask(WorkerTask):
                 self.consumer_paused.discard(tp)
 
     # ---- the loop
-
-    _pause_pending = False
 
     def execute(self) -> None:
         assert self.consumer is not None and self.context is not None
@@ -296,7 +293,7 @@ class WorkerSinkTask(WorkerTask):
                 continue
             if tp in self.context.rewinds or tp in self.seek_backs:
                 continue  # read again from where it is sought
-            if hold or tp in self.consumer_paused:
+            if hold or tp in self.consumer_paused or tp in self.context.paused:
                 self._seek_back(msg)
                 continue
             offsets[tp] = msg.offset() + 1

@@ -231,3 +231,35 @@ def test_tolerated_bad_records_go_to_the_dead_letter_queue(broker, topic_name):
         assert headers["__connect.errors.topic"] == topic_name.encode()
         assert headers["__connect.errors.offset"] == b"2"
         assert headers["__connect.errors.stage"] == b"VALUE_CONVERTER"
+
+
+def test_task_pauses_a_partition_and_requests_commits(broker, topic_name):
+    _topic(broker.bootstrap, topic_name, 2)
+    _produce(broker.bootstrap, topic_name, 20, 2)
+    rid, run = new_run()
+    contexts: list = []
+
+    def on_open(ctx, partitions):
+        contexts.append(ctx)
+        ctx.pause((topic_name, 1))
+        ctx.request_commit()
+
+    run.on_open = on_open
+    name = f"sink-{uuid.uuid4().hex[:6]}"
+    # offsets are committed on request only: the interval is longer than the test
+    with running_worker(broker.bootstrap, **{"offset.flush.interval.ms": "600000"}) as (
+            worker, status):
+        _start(worker, name, _props(name, rid, topic_name))
+        wait_until(lambda: len(_values(run)) >= 10)
+        assert sorted(_values(run)) == list(range(0, 20, 2))  # partition 0 only
+        assert contexts[0].assignment() == {(topic_name, 0), (topic_name, 1)}
+        threading.Event().wait(0.5)
+        assert len(_values(run)) == 10
+        contexts[0].request_commit()
+        wait_until(lambda: _committed(broker.bootstrap, f"connect-{name}", topic_name, 2)
+                   == {0: 10, 1: -1001}, what="the requested commit")
+        run.on_open = None
+        run.resume = (topic_name, 1)  # resumed from put, on the task's thread
+        _produce(broker.bootstrap, topic_name, 2, 2, start=20)
+        wait_until(lambda: len(_values(run)) == 22)
+        assert sorted(_values(run)) == list(range(22))

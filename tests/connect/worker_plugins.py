@@ -42,6 +42,7 @@ class Run:
     started_with: list[dict] = field(default_factory=list)
     block_stop: threading.Event | None = None
     poison_once: bool = True
+    resume: tuple[str, int] | None = None  # put() resumes this partition
     retry_once: bool = True
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -177,6 +178,9 @@ class RecordingSinkTask(api.SinkTask):
             self.run.closed.append(list(partitions))
 
     def put(self, records: list[api.SinkRecord]) -> None:
+        if self.run.resume is not None:
+            self.context.resume(self.run.resume)
+            self.run.resume = None
         if self.run.put_errors and records:
             err = self.run.put_errors.pop(0)
             if isinstance(err, api.RetriableError):
