@@ -9,7 +9,9 @@ internal topics), standalone with ``--standalone`` (offsets in
 through the REST API). Once the herder has started it prints one line to stdout,
 ``spool connect listening on http://HOST:PORT`` (the advertised REST URL), then serves
 Kafka Connect's REST API until Ctrl-C or SIGTERM (both a clean exit 0: a distributed
-worker leaves its group, so its connectors and tasks move at once).
+worker leaves its group, so its connectors and tasks move at once). While it starts, the
+REST API answers 503; a SIGTERM then stops it at once (exit 0), even while it is still
+waiting for a cluster that does not answer.
 
 Exit 2: a worker config that is not valid (an unknown key, a bad value, a missing
 required key: Kafka's message), connector files without ``--standalone``, a bad
@@ -31,6 +33,8 @@ from spool.cli.common import CliError, cli_command
 
 if TYPE_CHECKING:
     from spool.connect.service import ConnectService
+
+STOP_TIMEOUT = 60.0  # seconds a stop (tasks, offsets, leaving the group) may take
 
 
 @cli_command
@@ -83,12 +87,43 @@ def connect(
         raise CliError(str(e)) from None
     except ConfigError as e:
         raise CliError(f"invalid worker configuration: {e}", 2) from None
+    loop = asyncio.new_event_loop()
     try:
-        asyncio.run(_serve(service))
+        loop.run_until_complete(_serve(service))
     except ConnectStartError as e:
         raise CliError(f"the worker did not start: {e}") from None
     except KeyboardInterrupt:
         pass
+    finally:
+        with contextlib.suppress(Exception):
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()  # its executor's idle threads end; a stuck one is not waited for
+    _exit_if_threads_linger()
+
+
+def _exit_if_threads_linger(grace: float = 10.0) -> None:
+    """After a clean stop, threads still blocked in a client call (a cluster that never
+    answered while the worker was starting) must not keep the process alive: once
+    ``grace`` seconds have passed, exit 0 without waiting for them."""
+    import logging
+    import os
+    import sys
+    import threading
+    import time
+
+    deadline = time.monotonic() + grace
+    for t in threading.enumerate():
+        if t is not threading.main_thread() and not t.daemon:
+            t.join(max(0.0, deadline - time.monotonic()))
+    stuck = [t.name for t in threading.enumerate()
+             if t is not threading.main_thread() and not t.daemon and t.is_alive()]
+    if stuck:
+        logging.getLogger("spool.connect").warning(
+            "stopped; not waiting for %d blocked thread(s): %s", len(stuck), ", ".join(stuck))
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 async def _serve(service: ConnectService) -> None:
@@ -104,7 +139,7 @@ async def _serve(service: ConnectService) -> None:
         await asyncio.wait({started, stopping}, return_when=asyncio.FIRST_COMPLETED)
         if not started.done():  # Ctrl-C or SIGTERM while starting: a clean stop
             started.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await started
             return
         exc = started.exception()
@@ -117,4 +152,10 @@ async def _serve(service: ConnectService) -> None:
         typer.echo(listening_line(service.url))
         await stopping
     finally:
-        await service.stop()
+        try:
+            await asyncio.wait_for(service.stop(), STOP_TIMEOUT)
+        except TimeoutError:
+            import logging
+
+            logging.getLogger("spool.connect").warning(
+                "the worker did not stop within %s s; exiting anyway", STOP_TIMEOUT)

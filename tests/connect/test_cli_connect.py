@@ -17,7 +17,13 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer
 
-from tests.helpers.connect_proc import ConnectProcess, distributed_props, write_properties
+from tests.helpers.connect_proc import (
+    ConnectProcess,
+    call,
+    distributed_props,
+    wait_until,
+    write_properties,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -157,3 +163,30 @@ def test_sigterm_while_running_distributed_is_exit_0(broker, tmp_path):
         assert w.proc.wait(30) == 0
     finally:
         w.kill()
+
+
+def test_while_starting_it_answers_503_and_sigterm_stops_it(tmp_path):
+    """A cluster that does not answer: the worker never finishes starting; meanwhile its
+    REST API answers 503, and SIGTERM still stops it cleanly (exit 0)."""
+    with socket.socket() as s:  # a port free now (the worker binds it at once)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    path = write_properties(tmp_path / "worker.properties",
+                            {**DISTRIBUTED, "listeners": f"http://127.0.0.1:{port}"})
+    with open(tmp_path / "worker.log", "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "spool.cli.main", "connect",
+                                 "--config", str(path)], stdout=subprocess.PIPE,
+                                stderr=log, env=ENV, cwd=ROOT)
+    try:
+        a = wait_until(lambda: call(f"http://127.0.0.1:{port}", "GET", "/connectors"), 30,
+                       what="an answer")
+        assert (a.status, a.body) == (503, {
+            "error_code": 503,
+            "message": "Request cannot be completed because the worker is starting up"})
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 0
+        assert proc.stdout is not None and b"listening on" not in proc.stdout.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
