@@ -19,8 +19,9 @@ v3 and LeaveGroup v3 through ``spool.net.client.NodeClient`` (``security`` a
    member has a generation and is not joining (so also while the herder revokes or
    applies an assignment): REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION or
    UNKNOWN_MEMBER_ID (this one also forgets the member id) mean join again;
-   NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE mean find the coordinator again. A
-   dropped connection or a refused request backs off ``retry_backoff_ms``.
+   NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE or a failed heartbeat mean find the
+   coordinator again, keeping the generation and what is assigned (the group outlives
+   its coordinator's move). A refused join backs off ``retry_backoff_ms``.
 
 ``request_rejoin()`` (any time, on the loop) makes the next step a join: how the herder
 starts a rebalance when connectors or task counts change. A member not heard from for
@@ -97,6 +98,7 @@ class WorkerGroupMember:
         self.member_id = ""
         self.generation = -1
         self.leader_id: str | None = None
+        self.heartbeats = 0  # answered without error
         self._coordinator: NodeClient | None = None
         self._needs_join = True
         self._assigned = False
@@ -146,6 +148,7 @@ class WorkerGroupMember:
 
     async def run(self) -> None:
         beats = asyncio.ensure_future(self._heartbeats())
+        failures = 0  # in a row: the backoff doubles up to 1 s, the log says it once
         try:
             while not self._stopping:
                 try:
@@ -155,20 +158,17 @@ class WorkerGroupMember:
                         await self._join()
                     else:
                         await self._wake.wait()
-                        self._wake.clear()
+                        self._wake.clear()  # rejoin asked, coordinator lost, or stopping
+                    failures = 0
                 except asyncio.CancelledError:
                     raise
-                except _Retry as e:
-                    log.info("group %s: %s", self.group_id, e)
-                    if e.lost:
+                except (_Retry, ClientError, OSError, TimeoutError) as e:
+                    (log.info if failures == 0 else log.debug)("group %s: %s", self.group_id, e)
+                    if not isinstance(e, _Retry) or e.lost:
                         await self._close()
-                    await asyncio.sleep(self.retry_backoff_ms / 1000)
-                except (ClientError, OSError, TimeoutError) as e:
-                    log.info("group %s: coordinator unreachable (%s); finding it again",
-                             self.group_id, e)
-                    self._needs_join = True
-                    await self._close()
-                    await asyncio.sleep(self.retry_backoff_ms / 1000)
+                    failures += 1
+                    await asyncio.sleep(min(1.0, self.retry_backoff_ms / 1000
+                                            * 2 ** min(failures - 1, 10)))
                 except Exception:  # noqa: BLE001 - a callback failed: log it, join again
                     log.exception("group %s: rebalance failed; joining again", self.group_id)
                     self._needs_join = True
@@ -246,18 +246,32 @@ class WorkerGroupMember:
                     group_id=self.group_id, generation_id=self.generation,
                     member_id=self.member_id), 3, timeout_ms=max(self.session_timeout_ms, 5000))
             except (ClientError, OSError, TimeoutError) as e:
-                log.info("group %s: heartbeat failed (%s)", self.group_id, e)
+                log.info("group %s: heartbeat failed (%s); finding the coordinator again",
+                         self.group_id, e)
+                await self._lost(c)
                 continue
-            if r.error_code == NONE or self._joining or self._needs_join:
+            if r.error_code == NONE:
+                self.heartbeats += 1
+                continue
+            if self._joining or self._needs_join:
+                continue
+            if r.error_code in _COORDINATOR_ERRORS:  # it moved: the membership did not
+                log.info("group %s: heartbeat: %s; finding the coordinator again",
+                         self.group_id, error_name(r.error_code))
+                await self._lost(c)
                 continue
             log.info("group %s: heartbeat: %s; rejoining", self.group_id,
                      error_name(r.error_code))
             if r.error_code == UNKNOWN_MEMBER_ID:
                 self.member_id = ""
-            if r.error_code in _COORDINATOR_ERRORS and self._coordinator is c:
-                self._coordinator = None
-                await c.close()
             self.request_rejoin()
+
+    async def _lost(self, c: NodeClient) -> None:
+        """Forget coordinator ``c``; the loop finds it again (and keeps the generation)."""
+        if self._coordinator is c:
+            self._coordinator = None
+            self._wake.set()
+            await c.close()
 
     def _check(self, code: int, what: str) -> None:
         if code == NONE:

@@ -132,3 +132,29 @@ def test_three_members_share_the_work_and_take_over_from_one_that_dies(broker):
                 await m.m.stop()
 
     asyncio.run(main())
+
+
+def test_the_group_outlives_a_broker_restart(fresh_broker):
+    fresh_broker.start()
+    group = f"connect-test-{uuid.uuid4().hex[:8]}"
+
+    async def main() -> None:
+        members = [Member(fresh_broker.bootstrap, group, n) for n in range(2)]
+        try:
+            for m in members:
+                m.m.start()
+            await _until(lambda: _settled(members))
+            await asyncio.to_thread(fresh_broker.kill)
+            await asyncio.to_thread(fresh_broker.restart)
+            beats = [m.m.heartbeats for m in members]
+            # heartbeats fail, the coordinator is found again; whether the group kept its
+            # generation or rebalanced, both members heartbeat again and hold all the work
+            await _until(lambda: _settled(members) and all(
+                m.m.heartbeats > b + 1 for m, b in zip(members, beats, strict=True)),
+                         timeout=60)
+            assert _work(members) == ALL
+        finally:
+            for m in members:
+                await m.m.stop()
+
+    asyncio.run(main())
