@@ -16,7 +16,8 @@ waiting for a cluster that does not answer.
 Exit 2: a worker config that is not valid (an unknown key, a bad value, a missing
 required key: Kafka's message), connector files without ``--standalone``, a bad
 ``--log-level``. Exit 1: the REST listener cannot be bound, the herder cannot start (the
-cluster not reachable), a connector file that cannot be read or is refused.
+cluster not reachable within ``--start-timeout``), a connector file that cannot be read
+or is refused.
 """
 
 from __future__ import annotations
@@ -54,6 +55,10 @@ def connect(
     log_level: Annotated[str, typer.Option(
         "--log-level", metavar="LEVEL[,LOGGER=LEVEL...]",
         help="What to log on stderr.")] = "INFO",
+    start_timeout: Annotated[float, typer.Option(
+        "--start-timeout", min=0.1, metavar="SECONDS",
+        help="Give up (exit 1) when the worker has not started in this long (the cluster "
+        "not reachable).")] = 120.0,
 ) -> None:
     """Run a Kafka Connect worker (distributed, or --standalone) with its REST API."""
     from spool.connect.api import ConfigError
@@ -82,29 +87,34 @@ def connect(
     except OSError as e:
         raise CliError(f"--config {config}: {e.strerror or e}", 2) from None
     try:
-        service = ConnectService(worker, standalone, files)
+        service = ConnectService(worker, standalone, files, start_timeout=start_timeout)
     except OSError as e:
         raise CliError(str(e)) from None
     except ConfigError as e:
         raise CliError(f"invalid worker configuration: {e}", 2) from None
+    failed = ""
     loop = asyncio.new_event_loop()
     try:
         loop.run_until_complete(_serve(service))
     except ConnectStartError as e:
-        raise CliError(f"the worker did not start: {e}") from None
+        failed = f"the worker did not start: {e}"
     except KeyboardInterrupt:
         pass
     finally:
         with contextlib.suppress(Exception):
             loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()  # its executor's idle threads end; a stuck one is not waited for
-    _exit_if_threads_linger()
+    if failed:
+        typer.echo(f"spool: {failed}", err=True)
+        _exit_if_threads_linger(1)
+        raise typer.Exit(1)
+    _exit_if_threads_linger(0)
 
 
-def _exit_if_threads_linger(grace: float = 10.0) -> None:
-    """After a clean stop, threads still blocked in a client call (a cluster that never
-    answered while the worker was starting) must not keep the process alive: once
-    ``grace`` seconds have passed, exit 0 without waiting for them."""
+def _exit_if_threads_linger(code: int, grace: float = 5.0) -> None:
+    """After a stop, threads still blocked in a client call (a cluster that never answered
+    while the worker was starting) must not keep the process alive: once ``grace``
+    seconds have passed, exit with ``code`` without waiting for them."""
     import logging
     import os
     import sys
@@ -123,7 +133,7 @@ def _exit_if_threads_linger(grace: float = 10.0) -> None:
         logging.shutdown()
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(0)
+        os._exit(code)
 
 
 async def _serve(service: ConnectService) -> None:

@@ -7,7 +7,8 @@ and ``rest_url`` are the bound ones unless ``rest.advertised.*`` says otherwise)
 ``await start()`` serves HTTP (answering 503 until the herder has started, except the
 internal ``POST /connectors/{name}/tasks``), builds the plugins, then the herder
 (``herder_standalone.StandaloneHerder`` or ``herder_distributed.DistributedHerder``,
-which own the worker, the offset store and the internal topics), starts it, and in
+which own the worker, the offset store and the internal topics), starts it (``ConnectStartError`` when that takes over ``start_timeout``, 120 s: the
+cluster not reachable), and in
 standalone mode creates (or replaces) each connector of ``connector_files``
 (``.properties`` or ``.json``: a flat object of strings, or ``{"name", "config"}`` as
 ``POST /connectors`` takes); a file that cannot be read or a config the herder refuses
@@ -96,7 +97,7 @@ class ConnectService:
 
     def __init__(self, worker_config: WorkerConfig, standalone: bool,
                  connector_files: list[str] | tuple[str, ...] = (), *,
-                 request_timeout: float = 90.0) -> None:
+                 request_timeout: float = 90.0, start_timeout: float = 120.0) -> None:
         host, port = worker_config.rest_listen
         self._sock = bind(host, port)
         bound = self._sock.getsockname()[1]
@@ -110,6 +111,7 @@ class ConnectService:
         self.connector_files = list(connector_files)
         self.url = worker_config.rest_url
         self.client = RestClient(request_timeout)
+        self.start_timeout = start_timeout
         self.herder: Herder | None = None
         self._ready = False
         self._app = make_app(lambda: self.herder, request_timeout=request_timeout,
@@ -149,7 +151,15 @@ class ConnectService:
         await web.SockSite(self._runner, self._sock).start()
         configs = [(f, read_connector_file(f)) for f in self.connector_files]
         self.herder = await asyncio.to_thread(self._make_herder)
-        await self.herder.start()
+        try:
+            await asyncio.wait_for(self.herder.start(), self.start_timeout)
+        except TimeoutError:
+            servers = self.config.get("bootstrap.servers")
+            if isinstance(servers, list):
+                servers = ",".join(servers)
+            raise ConnectStartError(
+                f"not started within {self.start_timeout:g} s: is the cluster at "
+                f"{servers} reachable?") from None
         for path, config in configs:
             name = config.get("name", "")
             try:

@@ -190,3 +190,12 @@ def test_while_starting_it_answers_503_and_sigterm_stops_it(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_cluster_that_does_not_answer_is_exit_1_after_the_start_timeout(tmp_path):
+    path = write_properties(tmp_path / "worker.properties", DISTRIBUTED)
+    r = run("--config", str(path), "--start-timeout", "3")
+    assert r.returncode == 1, r.stderr
+    assert ("spool: the worker did not start: not started within 3 s: is the cluster at "
+            "127.0.0.1:1 reachable?") in r.stderr
+    assert "listening on" not in r.stdout
