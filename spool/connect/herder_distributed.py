@@ -9,10 +9,12 @@ and its ``membership.WorkerGroupMember`` in ``group.id`` (``session.timeout.ms``
 ``heartbeat.interval.ms``, ``rebalance.timeout.ms``). ``rest_client`` (``rest.RestClient``)
 carries task configs to the leader.
 
-One writer per fact, as Kafka: the group's **leader** writes the config topic (REST
-writes reaching another worker raise ``NotLeaderError(leader_url)`` and the REST layer
-forwards them); **every** worker, the leader included, changes what it runs only from
-what it reads back from the topic and from its assignment:
+One writer per fact, as Kafka: the group's **leader** writes the config topic (a REST
+write waits for a rebalance under way to end, up to min(``rebalance.timeout.ms``, 60 s),
+as Kafka's queue of herder requests does; reaching another worker it raises
+``NotLeaderError(leader_url)`` and the REST layer forwards it); **every** worker, the
+leader included, changes what it runs only from what it reads back from the topic and
+from its assignment:
 
 - ``start()`` starts the offset, status and config stores (each read to its end), then
   joins the group and waits (up to ``rebalance.timeout.ms``) for a first assignment.
@@ -23,8 +25,8 @@ what it reads back from the topic and from its assignment:
   gets CONFIG_MISMATCH and rejoins.
 - Config records read after the assignment's offset are applied as Kafka does: a
   connector added or removed, or a connector's task count changed, makes the worker ask
-  for a rebalance; a changed config restarts the connector where it runs (and its tasks
-  once new task configs are committed); target states pause/resume/stop what runs here;
+  for a rebalance; a changed config restarts the connector where it runs and the
+  connector's tasks where they run (again if new task configs are committed); target states pause/resume/stop what runs here;
   ``restart-connector-*`` requests restart what runs here (``onlyFailed``: only FAILED ones).
 - The worker running a connector asks it for task configs (at start, on
   ``request_task_reconfiguration``, on resume) and, when they differ from the committed
