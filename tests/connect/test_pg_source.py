@@ -336,6 +336,32 @@ def test_acknowledged_changes_are_not_resent_and_unacknowledged_are(pg, pg_datab
         d.stop()
 
 
+def test_a_large_transaction_is_handed_out_in_batches(pg, pg_database, db):
+    db.execute("CREATE TABLE t (id int PRIMARY KEY)")
+    p = props(pg, pg_database, snapshot_mode="never", max_batch_size="100")
+    store: dict = {}
+    d = Driver(p, store)
+    try:
+        db.execute("INSERT INTO t SELECT generate_series(1, 1000)")
+        sizes, got = [], []
+        while len(got) < 250:
+            batch = d.task.poll()
+            if batch:
+                sizes.append(len(batch))
+                got += batch
+        assert sizes == [100, 100, 100]
+        d.ack(got[:250])
+    finally:
+        d.stop()
+    d = Driver(p, store)
+    try:
+        rest = d.poll(750)
+        assert [r.key["id"] for r in rest] == list(range(251, 1001))
+        assert rest[-1].source_offset["lsn_events_processed"] == 1000
+    finally:
+        d.stop()
+
+
 def test_snapshot_is_exact_with_the_stream(pg, pg_database, db):
     """Rows committed after the slot's exported snapshot come once, in the stream; an
     interrupted snapshot is redone on restart."""

@@ -20,7 +20,8 @@ its slot into a temporary slot of its session (``pg_copy_logical_replication_slo
 dropped with the connection) and consumes that one with
 ``pg_logical_slot_get_binary_changes(..., 'proto_version', '1', 'publication_names',
 <publication>)``, decoding pgoutput (``pgoutput.py``). Whole transactions arrive in commit
-order; each insert/update/delete of a captured table is a record (``envelope.py``), a delete
+order (read ``max.batch.size`` changes or more at a time, handed out ``max.batch.size``
+records at a time); each insert/update/delete of a captured table is a record (``envelope.py``), a delete
 is followed by a tombstone when ``tombstones.on.delete``, an update changing the primary
 key is a delete (+ tombstone) of the old key and a create of the new. Truncates are
 skipped (Debezium's ``skipped.operations=t``). Only tables matching
@@ -59,6 +60,7 @@ The slot stays when the task stops unless ``slot.drop.on.stop``.
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
 import re
@@ -343,6 +345,8 @@ class PostgresSourceTask(api.SourceTask):
         self._last_offset: dict[str, Any] | None = None  # the last polled
         self._last_end_lsn = 0
         self._advanced_to = 0
+        self._buffer: collections.deque[tuple[str, bytes]] = collections.deque()
+        self._buffer_read_to = 0
 
     # ---- lifecycle
 
@@ -581,16 +585,26 @@ class PostgresSourceTask(api.SourceTask):
         return out
 
     def _poll_stream(self) -> list[SourceRecord]:
+        """At most ``max.batch.size`` records from the changes read; read more (whole
+        transactions, at least ``max.batch.size`` changes) when all are handed out."""
         assert self.conn is not None
-        rows = self.conn.execute(
-            "SELECT lsn::text, data FROM pg_logical_slot_get_binary_changes(%s, NULL, %s, "
-            "'proto_version', '1', 'publication_names', %s)",
-            (self.temp_slot, self.batch, self.publication)).fetchall()
+        if not self._buffer:
+            self._buffer = collections.deque(self.conn.execute(
+                "SELECT lsn::text, data FROM pg_logical_slot_get_binary_changes(%s, NULL, %s, "
+                "'proto_version', '1', 'publication_names', %s)",
+                (self.temp_slot, self.batch, self.publication)).fetchall())
+            # how far the temporary slot has read: every transaction committed before it
+            # is in what was returned (pgoutput leaves out those with nothing published)
+            (read_to,) = self.conn.execute(
+                "SELECT confirmed_flush_lsn::text FROM pg_replication_slots "
+                "WHERE slot_name = %s", (self.temp_slot,)).fetchone() or (None,)
+            self._buffer_read_to = pgoutput.parse_lsn(read_to) if read_to else 0
         out: list[SourceRecord] = []
         end_lsn = 0
-        for lsn_text, payload in rows:
+        buffer = self._buffer
+        while buffer and len(out) < self.batch:
+            lsn_text, payload = buffer.popleft()
             msg = pgoutput.decode(payload)
-            lsn = pgoutput.parse_lsn(lsn_text)
             if isinstance(msg, pgoutput.Begin):
                 self._tx, self._tx_events = msg, 0
             elif isinstance(msg, pgoutput.Commit):
@@ -604,23 +618,16 @@ class PostgresSourceTask(api.SourceTask):
             elif isinstance(msg, (pgoutput.Insert, pgoutput.Update, pgoutput.Delete)):
                 info = self._tables.get(msg.relation_oid)
                 if info is not None and self._tx is not None:
-                    for rec in self._change(info, msg, lsn):
+                    for rec in self._change(info, msg, pgoutput.parse_lsn(lsn_text)):
                         self._tx_events += 1
                         if self._skip():
                             continue
                         rec.source_offset["lsn_events_processed"] = self._tx_events  # type: ignore[index]
                         out.append(rec)
-        # how far the temporary slot has read: every transaction committed before it has
-        # been returned (pgoutput leaves out transactions with nothing published)
-        (read_to,) = self.conn.execute(
-            "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = %s",
-            (self.temp_slot,)).fetchone() or (None,)
-        if read_to is not None:
-            end_lsn = max(end_lsn, pgoutput.parse_lsn(read_to))
-        with self._acks:
-            if end_lsn:
-                self._last_end_lsn = max(self._last_end_lsn, end_lsn)
-        self._note_polled(out)
+        if not buffer:
+            end_lsn = max(end_lsn, self._buffer_read_to)
+        # one step, records first: commit() must never see the end LSN without them pending
+        self._note_polled(out, end_lsn)
         return out
 
     def _reconnect(self) -> None:
@@ -631,6 +638,7 @@ class PostgresSourceTask(api.SourceTask):
         if last is not None and not last.get("snapshot"):
             self._resume = (int(last["lsn_commit"]), int(last["lsn_events_processed"]))
         self._tx = None
+        self._buffer.clear()
         old, self.conn = self.conn, None
         if old is not None:
             try:
@@ -737,13 +745,14 @@ class PostgresSourceTask(api.SourceTask):
 
     # ---- acknowledgements and the slot
 
-    def _note_polled(self, records: list[SourceRecord]) -> None:
-        if not records:
-            return
+    def _note_polled(self, records: list[SourceRecord], end_lsn: int = 0) -> None:
+        """``records`` are handed out; ``end_lsn``: every transaction before it has been."""
         with self._acks:
             for r in records:
                 self._pending[id(r.source_offset)] = [r.source_offset, False]
-            self._last_offset = records[-1].source_offset
+            if records:
+                self._last_offset = records[-1].source_offset
+            self._last_end_lsn = max(self._last_end_lsn, end_lsn)
 
     def commit_record(self, record: SourceRecord, metadata: api.RecordMetadata | None) -> None:
         with self._acks:
