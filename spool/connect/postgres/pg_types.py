@@ -499,8 +499,8 @@ class Catalog:
                 if self.propagate(f"{nsp}.{rel}.{name}", type_name):
                     schema = replace(schema, parameters=schema.parameters
                                      + source_type_params(type_name, typmod))
-                if schema.type in ("struct", "array"):  # its structs must carry this schema
-                    parse = _carrying(schema, parse)
+            if schema.type in ("struct", "array"):  # its structs must carry this schema
+                parse = _carrying(schema, parse)
             infos.append(ColumnInfo(name, type_oid, schema, parse))
         fields = [(c.name, c.schema) for c in infos]
         by = {c.name: c for c in infos}
