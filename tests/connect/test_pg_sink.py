@@ -190,6 +190,18 @@ def test_replay_after_a_restart_ends_with_the_same_table(pg, pg_database, task_f
     assert query(pg, pg_database, "SELECT * FROM cdc_public_replayed ORDER BY id") == expected
 
 
+def test_unavailable_toasted_values_leave_the_column_as_it_is(pg, pg_database, task_for):
+    ev = Events("toasted", columns=[("id", data.INT32), ("name", data.OPTIONAL_STRING),
+                                    ("big", data.OPTIONAL_STRING),
+                                    ("raw", data.OPTIONAL_BYTES)])
+    task = task_for()
+    task.put([ev.create({"id": 1, "name": "a", "big": "x" * 10000, "raw": b"r" * 5000})])
+    task.put([ev.update({"id": 1, "name": "b", "big": "__debezium_unavailable_value",
+                         "raw": b"__debezium_unavailable_value"})])
+    assert query(pg, pg_database, "SELECT name, length(big), length(raw) FROM "
+                                  "cdc_public_toasted") == [("b", 10000, 5000)]
+
+
 def test_flattened_records_and_tombstones(pg, pg_database, task_for):
     key_schema = data.struct("k", [("code", data.STRING), ("n", data.INT16)])
     value_schema = data.struct("v", [("code", data.STRING), ("n", data.INT16),
@@ -541,11 +553,13 @@ WIDE_ROWS = [
 ]
 
 
-def test_every_column_type_of_the_source_arrives_equal(pg, pg_database, task_for):
+@pytest.mark.parametrize("propagate", [False, True], ids=["default", "propagated-types"])
+def test_every_column_type_of_the_source_arrives_equal(pg, pg_database, task_for, propagate):
     """The PostgreSQL source's events for a table of 30 column types (snapshot, then
     inserts, an update, a delete), through Kafka's JsonConverter, into the sink: the two
-    tables are equal (tests/helpers/pg_changes.compare_tables)."""
-    src_db = pg.create_database(f"{pg_database[:40]}_src")
+    tables are equal (tests/helpers/pg_changes.compare_tables). With
+    ``column.propagate.source.type`` the sink's columns have the source's types."""
+    src_db = pg.create_database(f"src_{uuid.uuid4().hex[:12]}")
     src, sink = pg.dsn(src_db), pg.dsn(pg_database)
     for dsn in (src, sink):
         with psycopg.connect(dsn, autocommit=True) as c:
@@ -559,7 +573,8 @@ def test_every_column_type_of_the_source_arrives_equal(pg, pg_database, task_for
         "database.hostname": pg.host, "database.port": str(pg.port),
         "database.user": "postgres", "database.dbname": src_db, "topic.prefix": "srv",
         "table.include.list": "public.wide", "slot.name": f"s_{uuid.uuid4().hex[:10]}",
-        "slot.drop.on.stop": "true", "poll.interval.ms": "50"}
+        "slot.drop.on.stop": "true", "poll.interval.ms": "50",
+        **({"column.propagate.source.type": ".*"} if propagate else {})}
     source = PostgresSourceTask()
     source.initialize(_SourceContext(source_props))
     source.start(source_props)
@@ -585,3 +600,16 @@ def test_every_column_type_of_the_source_arrives_equal(pg, pg_database, task_for
     task_for().put(through_json(records))
     diff = compare_tables(src, sink, "wide", "srv_public_wide")
     assert diff.identical, str(diff)
+    types = dict(query(pg, src_db, TYPES, ("wide",)))
+    sunk = dict(query(pg, pg_database, TYPES, ("srv_public_wide",)))
+    differ = {c: sunk[c] for c, t in types.items() if sunk[c] != t}
+    if propagate:  # every type but the fractional precision of time(0) and timestamp(3)
+        assert differ == {"tm": "time without time zone", "ts": "timestamp without time zone"}
+    else:
+        assert differ == {"m": "numeric", "vc": "text", "ch": "text",
+                          "ts": "timestamp without time zone", "tm": "time without time zone",
+                          "e": "text", "addr": "text", "bt": "bit varying(5)"}
+
+
+TYPES = ("SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute WHERE "
+         "attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum")

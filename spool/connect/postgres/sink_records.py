@@ -6,7 +6,9 @@ A record is one of (the Debezium JDBC sink's reading, ``SinkRecordDescriptor``):
   writes, value schema ``<prefix>.<schema>.<table>.Envelope``), or,
   schemaless, a dict with ``op`` and ``before``/``after``. ``op`` ``c``/``r``/``u`` write
   ``after``; ``d`` deletes (when ``delete.enabled``, else skipped); ``t`` truncates (when
-  ``truncate.enabled``); other ops (``m`` messages) are skipped.
+  ``truncate.enabled``); other ops (``m`` messages) are skipped. A column of ``after``
+  holding Debezium's ``__debezium_unavailable_value`` (an unchanged TOASTed value under
+  REPLICA IDENTITY DEFAULT) is left out of the write, so the row keeps its value.
 - a **tombstone** (value None): a delete by the record's key when ``delete.enabled``,
   else skipped. (Debezium's sink skips the tombstone that follows a ``d`` event and deletes
   on a flattened record's null value; deleting again is a no-op, so both work here, and a
@@ -41,6 +43,8 @@ from spool.connect.data import DataError, Schema
 from spool.connect.postgres.envelope import is_envelope
 from spool.connect.postgres.sink_sql import TableId
 
+UNAVAILABLE = "__debezium_unavailable_value"  # an unchanged TOASTed value (Debezium's)
+UNAVAILABLE_BYTES = UNAVAILABLE.encode()
 KAFKA_KEY = (("__connect_topic", data.STRING), ("__connect_partition", data.INT32),
              ("__connect_offset", data.INT64))
 _SOURCE_PLACEHOLDER = re.compile(r"\$\{source\.(.*?)}")
@@ -169,7 +173,8 @@ def describe(record: SinkRecord, s: Settings) -> Change | None:
             return None
         after_schema = schema.field("after").schema if schema is not None \
             and schema.field("after") else None
-        row = _fields(after_schema, envelope.get("after"), "record value")
+        row = [c for c in _fields(after_schema, envelope.get("after"), "record value")
+               if c[2] != UNAVAILABLE and c[2] != UNAVAILABLE_BYTES]
         change.keys = _key_columns(record, s, row)
         key_names = {c[0] for c in change.keys}
         change.values = [c for c in row if c[0] not in key_names
