@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import select
 import sys
 import threading
 from typing import IO, Any
@@ -167,8 +168,9 @@ class FileStreamSourceTask(api.SourceTask):
         stream = self.stream
         if stream is None or self.stopping.is_set():
             return b""
-        if stream is sys.stdin.buffer:
-            return stream.read1(_READ_SIZE)  # type: ignore[attr-defined]
+        if stream is sys.stdin.buffer:  # wait at most a second, so stop() is seen
+            ready, _, _ = select.select([stream], [], [], 1.0)
+            return stream.read1(_READ_SIZE) if ready else b""  # type: ignore[attr-defined]
         try:
             return stream.read(_READ_SIZE)
         except (OSError, ValueError):

@@ -14,7 +14,10 @@ A record is one of (the Debezium JDBC sink's reading, ``SinkRecordDescriptor``):
   on a flattened record's null value; deleting again is a no-op, so both work here, and a
   flattened topic's tombstones delete even when the converter dropped the value schema.)
 - a **flattened** record (``ExtractNewRecordState``'s output or any struct): its fields
-  are the row.
+  are the row. Without a schema (JSON with ``schemas.enable=false``) a dict's keys are the
+  columns, typed from the values when a table is created (Debezium's sink needs schemas;
+  logical types then arrive as their JSON forms: a Decimal as base64 text, a date as an
+  int).
 - a schema-change event (value schema name containing ``SchemaChangeValue``): DataError.
 
 The row's primary key comes from ``primary.key.mode``: ``none``; ``kafka`` (columns
