@@ -166,9 +166,11 @@ class KafkaStatusStore(MemoryStatusStore):
                        _topic_value(connector, topic, task))
 
     def reset_topics(self, connector: str) -> None:
+        """Tombstones for the connector's topics, read back before it returns."""
         for topic in self.topics(connector):
             self._send(f"status-topic-{topic}:connector-{connector}", None)
         self.flush()
+        self.read_to_end()
 
     def remove_task(self, task: TaskId) -> None:
         self._send(f"status-task-{task.connector}-{task.task}", None)

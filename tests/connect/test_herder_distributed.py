@@ -156,6 +156,12 @@ def test_a_restarted_worker_replays_its_connectors_and_their_states(broker, tmp_
                 name, f"{group}-{name}", tasks)})
             assert r.status == 201, r.body
             wait_until(lambda n=name, t=tasks: _all_running(w, n, t), 60, what=name)
+        # KIP-558: the topics a connector used, kept in connect-status
+        topics = wait_until(lambda: w.call("GET", "/connectors/running/topics").body[
+            "running"]["topics"], 30, what="active topics")
+        assert topics == [f"{group}-running"]
+        assert w.call("PUT", "/connectors/running/topics/reset").status == 202
+        assert w.call("GET", "/connectors/running/topics").body == {"running": {"topics": []}}
         assert w.call("PUT", "/connectors/paused/pause").status == 202
         assert w.call("PUT", "/connectors/stopped/stop").status == 204
         gen = w.call("GET", "/connectors/running/status").body
