@@ -558,6 +558,30 @@ def test_initial_only_and_slot_drop_on_stop(pg, pg_database, db):
                       "WHERE database = current_database()").fetchone()[0] == 0
 
 
+def test_snapshot_always_disabled_publication_and_a_foreign_slot(pg, pg_database, db):
+    db.execute("CREATE TABLE t (id int PRIMARY KEY)")
+    db.execute("INSERT INTO t VALUES (1)")
+    p = props(pg, pg_database, snapshot_mode="always")
+    store: dict = {}
+    for _ in range(2):  # a snapshot at every start
+        d = Driver(p, store)
+        try:
+            assert [r.value["op"] for r in d.poll(1)] == ["r"]
+            d.ack([])
+            d.quiet()
+        finally:
+            d.stop()
+    with pytest.raises(api.ConnectError, match="Publication autocreation is disabled"):
+        Driver(props(pg, pg_database, publication_autocreate_mode="disabled",
+                     publication_name="nope"))
+    db.execute("SELECT pg_create_logical_replication_slot('foreign_slot', 'test_decoding')")
+    try:
+        with pytest.raises(api.ConnectError, match="exists for plugin test_decoding"):
+            Driver(props(pg, pg_database, slot_name="foreign_slot", snapshot_mode="never"))
+    finally:
+        db.execute("SELECT pg_drop_replication_slot('foreign_slot')")
+
+
 def test_connector_config_and_validation(pg, pg_database):
     c = PostgresConnector()
     ok = props(pg, pg_database)
