@@ -77,8 +77,8 @@ def test_sink_puts_converted_records_and_commits_what_was_put(broker, topic_name
         assert rec.value_schema is None  # JsonConverter with schemas.enable=false
         assert [(h.key, h.value) for h in rec.headers] == [("h", "v4")]
         assert rec.timestamp_type == "CreateTime" and rec.timestamp > 0
-        assert sorted(tp for ps in run.opened for tp in ps) == [(topic_name, p)
-                                                                for p in range(3)]
+        # (the second task's join may move partitions: each is opened at least once)
+        assert {tp for ps in run.opened for tp in ps} == {(topic_name, p) for p in range(3)}
         wait_until(lambda: _committed(broker.bootstrap, f"connect-{name}", topic_name, 3)
                    == {0: 20, 1: 20, 2: 20}, what="offsets 20 committed")
         assert status.topics[name] == [topic_name]
