@@ -15,7 +15,9 @@ Modules (each one's docstring is its contract):
 - ``worker``, ``source_task``, ``sink_task`` (``worker_task``: what both share):
   running connectors and tasks.
 - ``herder``, ``herder_standalone``, ``herder_distributed``, ``membership``,
-  ``assignor``: the cluster of workers (group protocol type ``connect``).
+  ``assignor``: the cluster of workers (group protocol type ``connect``);
+  ``herder_common`` and ``herder_offsets`` (KIP-875) are what both herders share,
+  ``connect_protocol`` the group protocol's payloads.
 - ``rest``: Kafka Connect's REST API; ``service``: the ``spool connect`` process.
 - ``file``, ``postgres/``: the shipped connectors (FileStream, PostgreSQL CDC and sink).
 

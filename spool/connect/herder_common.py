@@ -2,7 +2,7 @@
 
 ``BaseHerder(config, plugins, offsets, statuses)`` implements the read side of
 ``herder.Herder`` (connector info, statuses, task configs, plugins, validation, KIP-875
-offsets reads, KIP-558 topics) over two things a subclass provides:
+offsets, KIP-558 topics) over two things a subclass provides:
 
 - ``_state()``: a ``config_log.ConfigState`` (the standalone herder's own image; the
   distributed herder's replayed copy of ``connect-configs``);
@@ -18,7 +18,8 @@ Kafka's herders do.
 error>\\nYou can also find the above list of errors at the endpoint
 `/connector-plugins/{connectorType}/config/validate```.
 
-Blocking calls (validation, plugin loading, the admin client, the offset store) run in
+KIP-875's offsets (list, alter, reset) are ``herder_offsets.OffsetsMixin``'s. Blocking
+calls (validation, plugin loading, the admin client, the offset store) run in
 ``asyncio.to_thread``; nothing here blocks the loop.
 """
 
@@ -32,19 +33,11 @@ from typing import Any
 from spool.connect import api
 from spool.connect.config_log import ConfigState
 from spool.connect.herder import ConnectRestError, Herder, TaskId, not_found
+from spool.connect.herder_offsets import OffsetsMixin
 from spool.connect.status_log import MemoryStatusStore
 
 log = logging.getLogger("spool.connect")
 
-MUST_BE_STOPPED = ("Connectors must be in the STOPPED state before their offsets can be "
-                   "modified. This can be done for the specified connector by issuing a "
-                   "'PUT' request to the '/connectors/{}/stop' endpoint")
-ALTERED = ("The Connect framework-managed offsets for this connector have been altered "
-           "successfully. However, if this connector manages offsets externally, they will "
-           "need to be manually altered in the system that the connector uses.")
-RESET = ("The Connect framework-managed offsets for this connector have been reset "
-         "successfully. However, if this connector manages offsets externally, they will "
-         "need to be manually reset in the system that the connector uses.")
 PLUGIN_KINDS = ("connector", "converter", "header_converter", "transformation", "predicate")
 
 
@@ -56,10 +49,6 @@ def validation_error(infos: dict[str, Any]) -> ConnectRestError:
     msg.append("You can also find the above list of errors at the endpoint "
                "`/connector-plugins/{connectorType}/config/validate`")
     return ConnectRestError(400, "\n".join(msg))
-
-
-def sink_group_id(name: str, props: dict[str, str]) -> str:
-    return props.get("consumer.override.group.id") or f"connect-{name}"
 
 
 class StatusRecorder:
@@ -84,7 +73,7 @@ class StatusRecorder:
         self.herder.statuses.put_topic(name, topic)
 
 
-class BaseHerder(Herder):
+class BaseHerder(OffsetsMixin, Herder):
     """The shared read side and status listener (module doc)."""
 
     def __init__(self, config: Any, plugins: Any, offsets: Any,
@@ -224,152 +213,6 @@ class BaseHerder(Herder):
         config.setdefault("connector.class", plugin)
         return await asyncio.to_thread(self._validate_sync, config)
 
-    # ---- KIP-875 offsets
-
-    async def connector_offsets(self, name: str) -> dict[str, Any]:
-        props = self._props(name)
-        if self._kind(props) == "sink":
-            return {"offsets": await asyncio.to_thread(self._sink_offsets, name, props)}
-        pairs = await asyncio.to_thread(self.offsets.connector_offsets, name)
-        return {"offsets": [{"partition": p, "offset": o} for p, o in pairs]}
-
-    def _admin(self) -> Any:
-        from confluent_kafka.admin import AdminClient
-        return AdminClient(self.config.client_config("admin"))
-
-    def _sink_offsets(self, name: str, props: dict[str, str]) -> list[dict[str, Any]]:
-        from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
-        group = sink_group_id(name, props)
-        try:
-            admin = self._admin()  # kept referenced: a collected client's futures never end
-            fut = admin.list_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(group)])[group]
-            tps = fut.result(timeout=30).topic_partitions or []
-        except KafkaException as e:
-            if "GROUP_ID_NOT_FOUND" in str(e):
-                return []
-            raise
-        return [{"partition": {"kafka_topic": tp.topic, "kafka_partition": tp.partition},
-                 "offset": {"kafka_offset": tp.offset}}
-                for tp in sorted(tps, key=lambda tp: (tp.topic, tp.partition)) if tp.offset >= 0]
-
-    def _check_stopped(self, name: str) -> dict[str, str]:
-        props = self._props(name)
-        state = self._state()
-        if state.target_state(name) != "STOPPED" or state.task_count(name):
-            raise ConnectRestError(400, MUST_BE_STOPPED.format(name))
-        return props
-
-    def _alter_sync(self, name: str, props: dict[str, str],
-                    offsets: list[dict[str, Any]] | None) -> None:
-        sink = self._kind(props) == "sink"
-        if offsets is None:  # reset
-            if sink:
-                self._delete_group(sink_group_id(name, props))
-            else:
-                pairs = self.offsets.connector_offsets(name)
-                self.offsets.put(name, [(p, None) for p, _ in pairs], 30)
-            return
-        if sink:
-            self._alter_sink(name, props, offsets)
-        else:
-            self.offsets.put(name, [(o["partition"], o.get("offset")) for o in offsets], 30)
-
-    def _delete_group(self, group: str) -> None:
-        from confluent_kafka import KafkaException
-        try:
-            admin = self._admin()
-            admin.delete_consumer_groups([group])[group].result(timeout=30)
-        except KafkaException as e:
-            if "GROUP_ID_NOT_FOUND" not in str(e):
-                raise ConnectRestError(500, f"Failed to reset offsets for group {group}: {e}") \
-                    from None
-
-    def _alter_sink(self, name: str, props: dict[str, str],
-                    offsets: list[dict[str, Any]]) -> None:
-        """KIP-875 for a sink: its consumer group's committed offsets; a null offset
-        deletes that partition's (OffsetDelete, as Kafka's deleteConsumerGroupOffsets)."""
-        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-        alter, delete = [], []
-        for o in offsets:
-            p, off = o["partition"], o.get("offset")
-            if not isinstance(p, dict) or "kafka_topic" not in p or "kafka_partition" not in p:
-                raise ConnectRestError(400, "The partition for a sink connector offset must "
-                                            "contain the keys 'kafka_topic' and "
-                                            "'kafka_partition'.")
-            try:
-                tp = (str(p["kafka_topic"]), int(p["kafka_partition"]))
-                if off is None:
-                    delete.append(tp)
-                    continue
-                if "kafka_offset" not in off:
-                    raise ValueError
-                alter.append(TopicPartition(*tp, int(off["kafka_offset"])))
-            except (TypeError, ValueError):
-                raise ConnectRestError(400, "The offset for a sink connector should either be "
-                                            "null or contain the key 'kafka_offset' (a "
-                                            "number); partitions are numbers") from None
-        group = sink_group_id(name, props)
-        if alter:
-            admin = self._admin()
-            admin.alter_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(group, alter)])[group].result(timeout=30)
-        if delete:
-            asyncio.run(delete_group_offsets(self.config, group, delete))
-
-    def _check_offsets_body(self, offsets: Any) -> list[dict[str, Any]]:
-        if not isinstance(offsets, list) or not offsets:
-            raise ConnectRestError(400, "Partitions / offsets need to be provided for an "
-                                        "alter offsets request")
-        for o in offsets:
-            if not isinstance(o, dict) or not isinstance(o.get("partition"), dict):
-                raise ConnectRestError(400, "Each entry needs a 'partition' object")
-            if o.get("offset") is not None and not isinstance(o["offset"], dict):
-                raise ConnectRestError(400, "An entry's 'offset' must be an object or null")
-        return offsets
-
-
-async def delete_group_offsets(config: Any, group: str, tps: list[tuple[str, int]]) -> None:
-    """OffsetDelete v0 to ``group``'s coordinator (found through the bootstrap servers);
-    ConnectRestError(500) naming the first partition the coordinator refused."""
-    from spool.net.client import NodeClient
-    from spool.protocol._generated.find_coordinator_request import FindCoordinatorRequest
-    from spool.protocol._generated.offset_delete_request import (
-        OffsetDeleteRequest,
-        OffsetDeleteRequestPartition,
-        OffsetDeleteRequestTopic,
-    )
-    from spool.protocol.errors import error_name
-
-    security = client_security(config)
-    host, _, port = str(list(config.get("bootstrap.servers"))[0]).rpartition(":")
-    boot = NodeClient(host.strip("[]"), int(port), security=security)
-    try:
-        fc = await boot.request(FindCoordinatorRequest(key=group, key_type=0), 3)
-    finally:
-        await boot.close()
-    if fc.error_code:
-        raise ConnectRestError(500, f"Could not find the coordinator of group {group}: "
-                                    f"{error_name(fc.error_code)}")
-    coord = NodeClient(fc.host, fc.port, security=security)
-    by_topic: dict[str, list[int]] = {}
-    for t, p in tps:
-        by_topic.setdefault(t, []).append(p)
-    try:
-        r = await coord.request(OffsetDeleteRequest(group_id=group, topics=[
-            OffsetDeleteRequestTopic(name=t, partitions=[
-                OffsetDeleteRequestPartition(partition_index=p) for p in ps])
-            for t, ps in by_topic.items()]), 0)
-    finally:
-        await coord.close()
-    errors = [f"{t.name}-{p.partition_index}: {error_name(p.error_code)}"
-              for t in r.topics for p in t.partitions if p.error_code]
-    if r.error_code and error_name(r.error_code) != "GROUP_ID_NOT_FOUND":
-        errors.insert(0, error_name(r.error_code))
-    if errors:
-        raise ConnectRestError(500, f"Failed to delete offsets of group {group}: "
-                                    f"{', '.join(errors)}")
-
 
 def client_security(config: Any) -> Any:
     """The worker's ``security.protocol``/``sasl.*``/``ssl.*`` keys for spool.net clients
@@ -395,3 +238,4 @@ def _key_info(k: api.ConfigKey) -> dict[str, Any]:
             "importance": k.importance, "documentation": k.doc, "group": k.group,
             "width": "NONE", "display_name": k.display_name or k.name, "dependents": [],
             "order": k.order}
+

@@ -74,7 +74,8 @@ from spool.connect.connect_protocol import (
     encode_metadata,
 )
 from spool.connect.herder import ConnectRestError, NotLeaderError, TaskId, not_found
-from spool.connect.herder_common import ALTERED, RESET, BaseHerder, client_security
+from spool.connect.herder_common import BaseHerder, client_security
+from spool.connect.herder_offsets import ALTERED, RESET
 from spool.connect.herder_standalone import tasks_max
 from spool.connect.membership import WorkerGroupMember
 from spool.connect.status_log import KafkaStatusStore

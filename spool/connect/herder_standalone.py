@@ -39,7 +39,8 @@ from typing import Any
 
 from spool.connect.config_log import ConfigState
 from spool.connect.herder import ConnectRestError, TaskId
-from spool.connect.herder_common import ALTERED, RESET, BaseHerder
+from spool.connect.herder_common import BaseHerder
+from spool.connect.herder_offsets import ALTERED, RESET
 from spool.connect.status_log import MemoryStatusStore
 
 log = logging.getLogger("spool.connect")
