@@ -8,5 +8,6 @@
 - ``snapshot``: the initial snapshot from the slot's exported snapshot.
 - ``pg_types``: PostgreSQL column types -> Connect schemas and values (Debezium's defaults).
 - ``envelope``: the envelope's schemas, shared by the source and the sink.
-- ``sink``: ``JdbcSinkConnector`` / ``JdbcSinkTask``.
+- ``sink``: ``JdbcSinkConnector`` / ``JdbcSinkTask``; ``sink_records`` (what a record
+  asks of the table), ``sink_sql`` (names, column types, statements).
 """
