@@ -582,6 +582,37 @@ def test_snapshot_always_disabled_publication_and_a_foreign_slot(pg, pg_database
         db.execute("SELECT pg_drop_replication_slot('foreign_slot')")
 
 
+def test_skipped_operations_and_message_key_columns(pg, pg_database, db):
+    db.execute("CREATE TABLE t (id int PRIMARY KEY, code text NOT NULL, v int)")
+    db.execute("ALTER TABLE t REPLICA IDENTITY FULL")  # a delete's key needs code
+    db.execute("CREATE TABLE nokey (a int NOT NULL, b int)")
+    p = props(pg, pg_database, snapshot_mode="never", skipped_operations="u,t",
+              message_key_columns="public\\.t:code;public\\.no.*:a")
+    d = Driver(p)
+    try:
+        db.execute("INSERT INTO t VALUES (1, 'x', 0)")
+        db.execute("UPDATE t SET v = 1")
+        db.execute("DELETE FROM t")
+        db.execute("INSERT INTO nokey VALUES (5, 6)")
+        db.execute("TRUNCATE nokey")
+        got = d.poll(4)
+        assert [(r.topic, r.value and r.value["op"], dict(r.key)) for r in got] == [
+            ("srv.public.t", "c", {"code": "x"}), ("srv.public.t", "d", {"code": "x"}),
+            ("srv.public.t", None, {"code": "x"}), ("srv.public.nokey", "c", {"a": 5})]
+        assert got[0].key_schema.name == "srv.public.t.Key"
+        d.quiet()
+    finally:
+        d.stop()
+    errors = PostgresConnector().validate({**p, "message.key.columns": "public.t",
+                                           "skipped.operations": "x"})
+    assert errors["message.key.columns"].errors == [
+        "Invalid value public.t for configuration message.key.columns: 'public.t' is not "
+        "'<table regex>:<column>[,<column>...]'"]
+    assert errors["skipped.operations"].errors == [
+        "Invalid value x for configuration skipped.operations: String must be one of: "
+        "c, u, d, t, none"]
+
+
 def test_connector_config_and_validation(pg, pg_database):
     c = PostgresConnector()
     ok = props(pg, pg_database)

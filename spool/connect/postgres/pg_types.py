@@ -360,8 +360,10 @@ class Catalog:
     """Tables' and types' definitions read from ``pg_catalog`` (module doc)."""
 
     def __init__(self, conn: Any, *, topic_prefix: str, decimal_mode: str = "precise",
-                 propagate: Callable[[str, str], bool] | None = None) -> None:
+                 propagate: Callable[[str, str], bool] | None = None,
+                 key_override: Callable[[str], tuple[str, ...] | None] | None = None) -> None:
         self.conn = conn
+        self.key_override = key_override  # schema.table -> key columns (message.key.columns)
         self.prefix = topic_prefix
         self.decimal_mode = decimal_mode
         self.propagate = propagate  # (schema.table.column, type name): add source params?
@@ -504,7 +506,8 @@ class Catalog:
             infos.append(ColumnInfo(name, type_oid, schema, parse))
         fields = [(c.name, c.schema) for c in infos]
         by = {c.name: c for c in infos}
-        key = tuple(k for k in key if k in by)
+        override = self.key_override(f"{nsp}.{rel}") if self.key_override else None
+        key = tuple(k for k in (key if override is None else override) if k in by)
         row_schema = env.row_schema(self.prefix, nsp, rel, fields)
         return TableInfo(oid, nsp, rel, tuple(infos), key,
                          env.topic_name(self.prefix, nsp, rel),

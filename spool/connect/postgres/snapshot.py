@@ -46,7 +46,8 @@ class Snapshot:
 
     def __init__(self, dsn: str, tables: list[int], *, topic_prefix: str,
                  decimal_mode: str = "precise", snapshot_name: str | None = None,
-                 fetch_size: int = 10240, propagate: Any = None) -> None:
+                 fetch_size: int = 10240, propagate: Any = None,
+                 key_override: Any = None) -> None:
         self.dsn = dsn
         self.tables = tables
         self.snapshot_name = snapshot_name
@@ -54,6 +55,7 @@ class Snapshot:
         self.prefix = topic_prefix
         self.decimal_mode = decimal_mode
         self.propagate = propagate
+        self.key_override = key_override
         self.conn: psycopg.Connection | None = None
         self.tx_id: int | None = None
         self.catalog: Catalog | None = None
@@ -71,7 +73,8 @@ class Snapshot:
             (tx,) = conn.execute("SELECT txid_current()").fetchone()  # type: ignore[misc]
             self.tx_id = int(tx)
             self.catalog = Catalog(conn, topic_prefix=self.prefix,
-                                   decimal_mode=self.decimal_mode, propagate=self.propagate)
+                                   decimal_mode=self.decimal_mode, propagate=self.propagate,
+                                   key_override=self.key_override)
         except BaseException:
             conn.close()
             raise

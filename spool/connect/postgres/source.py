@@ -24,7 +24,11 @@ order (read ``max.batch.size`` changes or more at a time, handed out ``max.batch
 records at a time); each insert/update/delete of a captured table is a record (``envelope.py``), a delete
 is followed by a tombstone when ``tombstones.on.delete``, an update changing the primary
 key is a delete (+ tombstone) of the old key and a create of the new. Truncates are
-skipped (Debezium's ``skipped.operations=t``). Only tables matching
+never emitted; ``skipped.operations`` (Debezium's, default ``t``) leaves out creates
+(``c``), updates (``u``) or deletes (``d``, with their tombstones) too.
+``message.key.columns`` (``<schema.table regex>:<column>,...;...``) keys a table by other
+columns than its primary key (or gives one without a primary key a key; a delete carries
+those columns only when the replica identity has them, e.g. FULL). Only tables matching
 ``schema.include.list``/``schema.exclude.list`` (regexes on the schema name) and
 ``table.include.list``/``table.exclude.list`` (regexes on ``schema.table``) are captured.
 
@@ -124,6 +128,28 @@ def _slot_name(name: str, value: Any) -> None:
             "<= 63"]})
 
 
+def parse_key_columns(value: str) -> list[tuple[re.Pattern[str], tuple[str, ...]]]:
+    """``message.key.columns``: ``regex:col,col;regex:col`` -> [(pattern, columns)]."""
+    out = []
+    for part in (value or "").split(";"):
+        if not part.strip():
+            continue
+        table, sep, cols = part.strip().rpartition(":")
+        columns = tuple(c.strip() for c in cols.split(",") if c.strip())
+        if not sep or not table or not columns:
+            raise ValueError(f"'{part.strip()}' is not '<table regex>:<column>[,<column>...]'")
+        out.append((re.compile(table, re.IGNORECASE), columns))
+    return out
+
+
+def _key_columns(name: str, value: Any) -> None:
+    try:
+        parse_key_columns(value)
+    except (ValueError, re.error) as e:
+        raise ConfigError({name: [f"Invalid value {value} for configuration {name}: {e}"]}) \
+            from None
+
+
 def _topic_prefix(name: str, value: Any) -> None:
     if not re.fullmatch(r"[A-Za-z0-9._-]+", value or ""):
         raise ConfigError({name: [
@@ -213,6 +239,14 @@ CONFIG_DEF = (
             "Data types (regular expressions on the type name) whose columns' schemas get "
             "the __debezium.source.column.type/length/scale parameters.",
             validator=_regex_list, **_group("Connector"))
+    .define("message.key.columns", STRING, "", LOW,
+            "The columns of each table's message key instead of its primary key: "
+            "'<schema.table regex>:<column>,<column>;...'.", validator=_key_columns,
+            **_group("Connector"))
+    .define("skipped.operations", LIST, "t", LOW,
+            "The operations not emitted: c (create), u (update), d (delete, with its "
+            "tombstone), t (truncate: never emitted), none.",
+            validator=in_values("c", "u", "d", "t", "none"), **_group("Connector"))
     .define("max.batch.size", INT, 2048, MEDIUM,
             "Maximum size of each batch of source records.", validator=at_least(1),
             **_group("Connector"))
@@ -264,6 +298,17 @@ def captured_tables(conn: psycopg.Connection, accept: TableFilter) -> list[tuple
         "ON n.oid = c.relnamespace WHERE c.relkind = 'r' "
         "ORDER BY n.nspname, c.relname").fetchall()
     return [(int(o), s, t) for o, s, t in rows if accept(s, t)]
+
+
+def key_override(cfg: dict[str, Any]) -> Any:
+    """``schema.table -> key columns | None`` from message.key.columns (None when unset)."""
+    rules = parse_key_columns(cfg["message.key.columns"])
+    if not rules:
+        return None
+
+    def columns(table: str) -> tuple[str, ...] | None:
+        return next((cols for p, cols in rules if p.fullmatch(table)), None)
+    return columns
 
 
 def source_type_propagation(cfg: dict[str, Any]) -> Any:
@@ -334,6 +379,7 @@ class PostgresSourceTask(api.SourceTask):
         self.streaming = False
         self.temp_slot: str | None = None
         self._tables: dict[int, TableInfo | None] = {}
+        self._identity: dict[int, frozenset[str]] = {}  # the replica identity's columns
         self._table_cache: dict[tuple, TableInfo] = {}
         self._resume: tuple[int, int] | None = None  # (lsn_commit, events) to skip
         self._tx: pgoutput.Begin | None = None
@@ -361,6 +407,7 @@ class PostgresSourceTask(api.SourceTask):
         self.batch = cfg["max.batch.size"]
         self.poll_interval = cfg["poll.interval.ms"] / 1000
         self.tombstones = cfg["tombstones.on.delete"]
+        self.skipped = {op.lower() for op in cfg["skipped.operations"]} - {"none"}
         self._version = self.version()  # source.version; read once (package metadata)
         reader = getattr(getattr(self, "context", None), "offset_storage_reader", None)
         offset = reader.offset(self.partition) if reader is not None else None
@@ -373,9 +420,10 @@ class PostgresSourceTask(api.SourceTask):
     def _start(self, offset: dict[str, Any] | None) -> None:
         cfg = self.cfg
         self.conn = self._connect()
-        propagate = source_type_propagation(cfg)
+        propagate, keys = source_type_propagation(cfg), key_override(cfg)
         self.catalog = Catalog(self.conn, topic_prefix=self.prefix,
-                               decimal_mode=cfg["decimal.handling.mode"], propagate=propagate)
+                               decimal_mode=cfg["decimal.handling.mode"], propagate=propagate,
+                               key_override=keys)
         mode = cfg["snapshot.mode"].lower()
         snapshot_done = offset is not None and (not offset.get("snapshot")
                                                 or bool(offset.get("last_snapshot_record"))
@@ -406,7 +454,7 @@ class PostgresSourceTask(api.SourceTask):
                                 decimal_mode=cfg["decimal.handling.mode"],
                                 snapshot_name=snapshot_name,
                                 fetch_size=cfg["snapshot.fetch.size"],
-                                propagate=propagate).open()
+                                propagate=propagate, key_override=keys).open()
                 self._snapshot = snap
                 if not consistent_lsn:
                     consistent_lsn = pgoutput.parse_lsn(self.conn.execute(
@@ -619,6 +667,9 @@ class PostgresSourceTask(api.SourceTask):
                 info = self._tables.get(msg.relation_oid)
                 if info is not None and self._tx is not None:
                     for rec in self._change(info, msg, pgoutput.parse_lsn(lsn_text)):
+                        if self.skipped and (rec.value["op"] if rec.value is not None
+                                             else "d") in self.skipped:
+                            continue
                         self._tx_events += 1
                         if self._skip():
                             continue
@@ -678,6 +729,7 @@ class PostgresSourceTask(api.SourceTask):
                                           tuple(c.name for c in msg.columns if c.is_key))
             self._table_cache[key] = info
         self._tables[msg.oid] = info
+        self._identity[msg.oid] = frozenset(c.name for c in msg.columns if c.is_key)
 
     def _change(self, info: TableInfo, msg: Any, lsn: int) -> list[SourceRecord]:
         tx = self._tx
@@ -695,7 +747,8 @@ class PostgresSourceTask(api.SourceTask):
         old = None
         old_kind = getattr(msg, "old_kind", None)
         if getattr(msg, "old", None) is not None:
-            old = self._old_row(info, msg.old, old_kind)
+            old = self._old_row(info, msg.old, old_kind,
+                                self._identity.get(msg.relation_oid, frozenset()))
         if isinstance(msg, pgoutput.Insert):
             return [self._record(info, env.OP_CREATE, None, info.row(msg.new), source, offset)]
         if isinstance(msg, pgoutput.Delete):
@@ -712,10 +765,12 @@ class PostgresSourceTask(api.SourceTask):
                     self._record(info, env.OP_CREATE, None, after, source, offset)]
         return [self._record(info, env.OP_UPDATE, old, after, source, offset)]
 
-    def _old_row(self, info: TableInfo, texts: list[Any], kind: str | None) -> Struct:
+    def _old_row(self, info: TableInfo, texts: list[Any], kind: str | None,
+                 keys: frozenset[str]) -> Struct:
+        """The old row of an update or delete; under a ``K`` tuple only the replica
+        identity's columns (``keys``) are there."""
         if kind != "K":
             return info.row(texts)
-        keys = set(info.key_columns)
 
         def absent(col: ColumnInfo) -> Any:
             return None if col.schema.optional else zero_value(col.schema)
