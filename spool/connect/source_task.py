@@ -243,7 +243,9 @@ class WorkerSourceTask(WorkerTask):
         if self.eos:
             self._maybe_end_txn(force=True)
         elif self.producer is not None:
-            self.producer.flush(self.flush_timeout)
+            # everything sent before PAUSED is reported (flush(timeout) may leave some)
+            while self.producer.flush(self.flush_timeout) and not self.stopping:
+                self._raise_failure()
             self._raise_failure()
 
     def on_stop(self) -> None:
