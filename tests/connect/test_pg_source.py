@@ -242,6 +242,13 @@ def test_column_types_as_debeziums_defaults_alike_in_snapshot_and_stream(pg, pg_
     assert schema.field("t").schema.optional is True
     nulls = dict(snap[1].value["after"])
     assert {k for k, v in nulls.items() if v is not None} == {"id", "i4"}
+    from spool.connect.converters.json import JsonConverter  # every value fits its schema
+    conv = JsonConverter()
+    conv.configure({}, False)
+    for r in (*snap, streamed):
+        schema, value = conv.to_connect_data(
+            r.topic, None, conv.from_connect_data(r.topic, None, r.value_schema, r.value))
+        assert value["after"]["id"] == r.value["after"]["id"]
 
 
 @pytest.mark.parametrize("sql_value, pg_type, expected", [
