@@ -5,7 +5,7 @@
 column's text output), primary key, and the change events' schemas (``envelope``). Both
 the snapshot and the stream read values in PostgreSQL's text output (the stream's
 pgoutput v1 has nothing else); the connection must use ``SESSION_SETTINGS`` (UTC,
-ISO dates, ISO 8601 intervals) so the texts have one form.
+ISO dates, ISO 8601 intervals, C money) so the texts have one form.
 
 Mapping (``time.precision.mode=adaptive``, ``binary.handling.mode=bytes``,
 ``interval.handling.mode=numeric``, ``decimal.handling.mode`` precise|double|string):
@@ -55,7 +55,7 @@ from spool.connect.postgres import envelope as env
 
 SESSION_SETTINGS = ("SET TimeZone = 'UTC'", "SET DateStyle = 'ISO, YMD'",
                     "SET IntervalStyle = 'iso_8601'", "SET extra_float_digits = 3",
-                    "SET bytea_output = 'hex'")
+                    "SET bytea_output = 'hex'", "SET lc_monetary = 'C'")
 
 _EPOCH = datetime.date(1970, 1, 1)
 _POS_INF_US = 9223372036825200000
