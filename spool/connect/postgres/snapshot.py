@@ -13,7 +13,7 @@ values in their text output (``pg_types``). ``tx_id`` is the snapshot transactio
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import psycopg
@@ -31,7 +31,7 @@ class _Text(Loader):
         return bytes(data).decode()
 
 
-def text_loaders(conn: psycopg.Connection, oids: set[int] = frozenset()) -> None:  # type: ignore[assignment]
+def text_loaders(conn: psycopg.Connection, oids: Iterable[int] = ()) -> None:
     """Make ``conn`` return every column as ``str``."""
     for t in psycopg.postgres.types:
         conn.adapters.register_loader(t.oid, _Text)

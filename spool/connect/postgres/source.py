@@ -21,9 +21,12 @@ dropped with the connection) and consumes that one with
 ``pg_logical_slot_get_binary_changes(..., 'proto_version', '1', 'publication_names',
 <publication>)``, decoding pgoutput (``pgoutput.py``). Whole transactions arrive in commit
 order (read ``max.batch.size`` changes or more at a time, handed out ``max.batch.size``
-records at a time); each insert/update/delete of a captured table is a record (``envelope.py``), a delete
-is followed by a tombstone when ``tombstones.on.delete``, an update changing the primary
-key is a delete (+ tombstone) of the old key and a create of the new. Truncates are
+records at a time; a transaction is held in memory until handed out); each
+insert/update/delete of a captured table is a record (``envelope.py``), a delete is
+followed by a tombstone when ``tombstones.on.delete``, an update changing the primary
+key is a delete (+ tombstone) of the old key and a create of the new. A lost connection
+is re-established at the next polls (a new temporary slot, resuming after the last
+record polled). Truncates are
 never emitted; ``skipped.operations`` (Debezium's, default ``t``) leaves out creates
 (``c``), updates (``u``) or deletes (``d``, with their tombstones) too.
 ``message.key.columns`` (``<schema.table regex>:<column>,...;...``) keys a table by other
@@ -607,17 +610,18 @@ class PostgresSourceTask(api.SourceTask):
         rows = self._snapshot_rows
         item = self._lookahead if self._lookahead is not None else next(rows, None)
         self._lookahead = None
+        tx_id = self._snapshot.tx_id if self._snapshot is not None else None
         while item is not None:
             nxt = next(rows, None)
             info, row = item
             last = nxt is None
-            offset = {"lsn": self._snapshot_lsn, "txId": self._snapshot.tx_id,  # type: ignore[union-attr]
+            offset = {"lsn": self._snapshot_lsn, "txId": tx_id,
                       "ts_usec": self._snapshot_ts, "snapshot": True,
                       "last_snapshot_record": last, "snapshot_completed": last}
             source = env.source_struct(
                 version=self._version, name=self.prefix, db=self.cfg["database.dbname"],
                 schema=info.schema_name, table=info.name, ts_us=self._snapshot_ts,
-                snapshot="last" if last else "true", tx_id=self._snapshot.tx_id,  # type: ignore[union-attr]
+                snapshot="last" if last else "true", tx_id=tx_id,
                 lsn=self._snapshot_lsn)
             out.append(self._record(info, env.OP_READ, None, row, source, offset))
             item = nxt
@@ -673,7 +677,9 @@ class PostgresSourceTask(api.SourceTask):
                         self._tx_events += 1
                         if self._skip():
                             continue
-                        rec.source_offset["lsn_events_processed"] = self._tx_events  # type: ignore[index]
+                        offset = rec.source_offset
+                        assert offset is not None
+                        offset["lsn_events_processed"] = self._tx_events
                         out.append(rec)
         if not buffer:
             end_lsn = max(end_lsn, self._buffer_read_to)
