@@ -41,7 +41,7 @@ STOP_TIMEOUT = 60.0  # seconds a stop (tasks, offsets, leaving the group) may ta
 @cli_command
 def connect(
     connector_files: Annotated[list[str] | None, typer.Argument(
-        metavar="[CONNECTOR_FILE]...",
+        metavar="CONNECTOR_FILE",
         help="With --standalone: connector configs (.properties or .json) to create at "
         "start.")] = None,
     config: Annotated[Path | None, typer.Option(
