@@ -7,9 +7,11 @@ worker the JDBC sink connector (upsert by record key, deletes on tombstones, the
 auto-created) into the second. Both use the JSON converter with schemas.
 
 The table starts with rows (read by the connector's initial snapshot); then N seeded mixed
-changes (tests/helpers/pg_changes.py) are committed, paced over about 4.5 s per kill, and
-as each (i + 1) / (2K + 1) of them is in, the source worker or the sink worker (in turn)
-is killed with -9 and started again while the changes go on. At the end:
+changes (tests/helpers/pg_changes.py) are committed in 2K+1 bursts, as fast as one
+connection commits them; during each of the first 2K bursts the source worker or the sink
+worker (in turn) is killed with -9 once it is busy with the burst (a quarter of the
+burst's records produced, or a quarter of its changes written to the sink's table), and
+started again. At the end:
 
 - the sink's table is identical to the source's (every column, compared as the source's
   types), and
@@ -35,7 +37,6 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from tests.helpers.connect_proc import ConnectProcess, distributed_props, wait_until
 from tests.helpers.pg_changes import (
-    MEAN_TXN_SIZE,
     ChangeGenerator,
     check_events,
     decode_event,
@@ -116,37 +117,69 @@ def _running(worker: ConnectProcess, name: str) -> None:
     worker.wait_running(name, 1, timeout=90)
 
 
-def changes_with_crashes(gen: ChangeGenerator, dsn: str, n: int,
-                         victims: list[tuple[ConnectProcess, str]], seconds: float) -> list[int]:
-    """Commit ``n`` changes on a thread, paced to take about ``seconds``; meanwhile, as each
-    ``(i + 1) / (len(victims) + 1)`` of them is committed, kill -9 victim i, start it again
-    and wait for its connector to run. How many changes were committed at each kill."""
-    base = gen.applied
-    errors: list[BaseException] = []
+class Progress:
+    """How far the pipeline got: the change topic's records (the sum of its high
+    watermarks), the sink table's highest ``rev`` (0 before it exists)."""
 
-    def commit() -> None:
+    def __init__(self, bootstrap: str, topic: str, sink_dsn: str, sink_table: str) -> None:
+        self.topic = topic
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "log_level": 3,
+                                  "group.id": f"e2e-progress-{uuid.uuid4().hex}"})
+        self.conn = psycopg.connect(sink_dsn, autocommit=True)
+        self.sink_table = sink_table
+
+    def topic_end(self) -> int:
+        md = self.consumer.list_topics(self.topic, timeout=10).topics[self.topic]
+        return sum(self.consumer.get_watermark_offsets(TopicPartition(self.topic, p),
+                                                       timeout=10)[1] for p in md.partitions)
+
+    def sink_rev(self) -> int:
         try:
-            gen.run(dsn, n, pause_s=seconds / max(1.0, n / MEAN_TXN_SIZE))
-        except BaseException as e:  # noqa: BLE001 - reported by the caller's thread
-            errors.append(e)
+            q = f'SELECT coalesce(max(rev), 0) FROM "{self.sink_table}"'
+            return self.conn.execute(q).fetchone()[0]
+        except psycopg.errors.UndefinedTable:
+            return 0
 
-    t = threading.Thread(target=commit, name="changes")
-    t.start()
-    killed_at = []
-    try:
-        for i, (worker, name) in enumerate(victims):
-            mark = base + n * (i + 1) // (len(victims) + 1)
-            wait_until(lambda m=mark: gen.applied >= m or not t.is_alive(), timeout=600,
-                       what=f"{mark} changes")
-            killed_at.append(gen.applied - base)
-            worker.kill()
-            time.sleep(0.3 * (i % 3))
-            worker.restart()
-            _running(worker, name)
-    finally:
-        t.join()
-    assert not errors, errors
-    return killed_at
+    def close(self) -> None:
+        self.consumer.close()
+        self.conn.close()
+
+
+def changes_with_crashes(gen: ChangeGenerator, dsn: str, n: int, progress: Progress,
+                         victims: list[tuple[ConnectProcess, str]]) -> None:
+    """Commit ``n`` changes in ``len(victims) + 1`` bursts, each as fast as one connection
+    commits them; during burst i, once victim i is busy with it (the source: a quarter of
+    the burst's records produced; the sink: a quarter of its changes written), kill -9 the
+    victim, start it again and wait for its connector to run."""
+    sizes = [n // (len(victims) + 1)] * len(victims)
+    sizes.append(n - sum(sizes))
+    for i, size in enumerate(sizes):
+        errors: list[BaseException] = []
+        records, rev = progress.topic_end(), gen.next_rev
+
+        def commit(size: int = size, errors: list[BaseException] = errors) -> None:
+            try:
+                gen.run(dsn, size)
+            except BaseException as e:  # noqa: BLE001 - reported by the caller's thread
+                errors.append(e)
+
+        t = threading.Thread(target=commit, name="changes")
+        t.start()
+        try:
+            if i < len(victims):
+                worker, name = victims[i]
+                if name == "pg-source":
+                    busy = lambda r=records, z=size: progress.topic_end() >= r + z // 4  # noqa: E731
+                else:
+                    busy = lambda r=rev, z=size: progress.sink_rev() >= r + z // 4  # noqa: E731
+                wait_until(busy, timeout=120, interval=0.005, what=f"{name} busy")
+                worker.kill()
+                time.sleep(0.3 * (i % 3))
+                worker.restart()
+                _running(worker, name)
+        finally:
+            t.join()
+        assert not errors, errors
 
 
 def _diagnosis(*workers: ConnectProcess) -> str:
@@ -196,10 +229,13 @@ def test_cdc_to_postgres_survives_kill_9_of_both_workers(fresh_broker, pg, pg_da
         diff = wait_identical(src_dsn, sink_dsn, "items", sink_table, timeout=90)
         assert diff.identical, f"after the snapshot: {diff}\n{_diagnosis(source, sink)}"
 
-        killed_at = changes_with_crashes(gen, src_dsn, N,
-                                         [(source, "pg-source"), (sink, "pg-sink")] * K,
-                                         seconds=4.5 * 2 * K)
-        assert gen.applied == INITIAL_ROWS + N and len(killed_at) == 2 * K
+        progress = Progress(broker.bootstrap, topic, sink_dsn, sink_table)
+        try:
+            changes_with_crashes(gen, src_dsn, N, progress,
+                                 [(source, "pg-source"), (sink, "pg-sink")] * K)
+        finally:
+            progress.close()
+        assert gen.applied == INITIAL_ROWS + N
 
         diff = wait_identical(src_dsn, sink_dsn, "items", sink_table,
                               timeout=600 if SOAK else 120)
