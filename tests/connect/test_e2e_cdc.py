@@ -19,7 +19,8 @@ started again. At the end:
   deliveries), each delete followed by its tombstone; ``at_least_once``: redeliveries
   after a crash allowed; ``exactly_once`` (the source worker with
   ``exactly.once.source.support=enabled``, the connector ``exactly.once.support=required``:
-  KIP-618, records and offsets in one transaction), read with read_committed: none.
+  KIP-618, records and offsets in one transaction), read with read_committed (the sink's
+  consumer too, ``consumer.override.isolation.level``): none.
 
 N=5,000 and K=2 by default; N=100,000 and K=5 under ``SPOOL_SOAK=1`` (``make soak``).
 """
@@ -71,8 +72,9 @@ def source_config(pg, db: str, prefix: str, uid: str, eos: bool) -> dict[str, st
     }
 
 
-def sink_config(pg, db: str, topic: str) -> dict[str, str]:
+def sink_config(pg, db: str, topic: str, eos: bool) -> dict[str, str]:
     return {
+        **({"consumer.override.isolation.level": "read_committed"} if eos else {}),
         "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",
         "tasks.max": "1",
         "topics": topic,
@@ -223,7 +225,7 @@ def test_cdc_to_postgres_survives_kill_9_of_both_workers(fresh_broker, pg, pg_da
         assert a.status == 201, a.text
         _running(source, "pg-source")
         a = sink.call("POST", "/connectors", {"name": "pg-sink",
-                                             "config": sink_config(pg, sink_db, topic)})
+                                             "config": sink_config(pg, sink_db, topic, eos)})
         assert a.status == 201, a.text
         _running(sink, "pg-sink")
         diff = wait_identical(src_dsn, sink_dsn, "items", sink_table, timeout=90)
