@@ -20,13 +20,16 @@ started again. At the end:
   after a crash allowed; ``exactly_once`` (the source worker with
   ``exactly.once.source.support=enabled``, the connector ``exactly.once.support=required``:
   KIP-618, records and offsets in one transaction), read with read_committed (the sink's
-  consumer too, ``consumer.override.isolation.level``): none.
+  consumer too, ``consumer.override.isolation.level``): none;
+- the replication slot is confirmed past the last change's LSN (the connector committed
+  the acknowledged LSNs back to PostgreSQL).
 
 N=5,000 and K=2 by default; N=100,000 and K=5 under ``SPOOL_SOAK=1`` (``make soak``).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -86,8 +89,9 @@ def sink_config(pg, db: str, topic: str, eos: bool) -> dict[str, str]:
     }
 
 
-def read_topic(bootstrap: str, topic: str) -> list[tuple[int, str, int | None]]:
-    """Every record of the topic, decoded, partition by partition, in offset order."""
+def read_topic(bootstrap: str, topic: str) -> tuple[list[tuple[int, str, int | None]], int]:
+    """Every record of the topic, decoded, partition by partition, in offset order; and the
+    highest ``source.lsn`` among them."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"e2e-check-{uuid.uuid4().hex}",
                   "enable.auto.commit": False, "enable.partition.eof": True})
     try:
@@ -95,6 +99,7 @@ def read_topic(bootstrap: str, topic: str) -> list[tuple[int, str, int | None]]:
         ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
                 for p in parts}
         events: list[tuple[int, str, int | None]] = []
+        lsn = 0
         for p in parts:
             if ends[p] == 0:
                 continue
@@ -109,8 +114,10 @@ def read_topic(bootstrap: str, topic: str) -> list[tuple[int, str, int | None]]:
                         break  # the end (a transaction marker may sit at ends[p] - 1)
                     raise AssertionError(f"reading {topic}: {m.error()}")
                 events.append(decode_event(m.key(), m.value()))
+                if m.value() is not None:
+                    lsn = max(lsn, json.loads(m.value())["payload"]["source"]["lsn"] or 0)
                 pos = m.offset() + 1
-        return events
+        return events, lsn
     finally:
         c.close()
 
@@ -242,12 +249,17 @@ def test_cdc_to_postgres_survives_kill_9_of_both_workers(fresh_broker, pg, pg_da
         diff = wait_identical(src_dsn, sink_dsn, "items", sink_table,
                               timeout=600 if SOAK else 120)
         assert diff.identical, f"{diff}\n{_diagnosis(source, sink)}"
-        events = read_topic(broker.bootstrap, topic)
+        events, lsn = read_topic(broker.bootstrap, topic)
         problems = check_events(events, gen.history, exactly_once=eos)
         assert not problems, (f"{len(problems)} problems in {len(events)} records of {topic}: "
                               f"{problems[:10]}")
-        changes = sum(len(h) for h in gen.history.values())
-        assert len(events) >= changes
+        # everything acknowledged: the slot is moved past the last change (WAL released)
+        assert lsn > 0
+        with psycopg.connect(src_dsn, autocommit=True) as conn:
+            wait_until(lambda: conn.execute(
+                "SELECT confirmed_flush_lsn >= %s::pg_lsn FROM pg_replication_slots "
+                "WHERE slot_name = %s", (f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}", f"slot_{uid}")
+            ).fetchone()[0], timeout=30, what=f"slot_{uid} confirmed past {lsn}")
     finally:
         for w in (source, sink):
             w.stop()
