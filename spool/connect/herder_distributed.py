@@ -131,6 +131,10 @@ class DistributedHerder(BaseHerder):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._joined = asyncio.Event()
         self._tasks: set[asyncio.Task] = set()
+        self._closing = False
+        self._sending: dict[str, list[dict[str, str]]] = {}  # task configs on their way
+        self._attempted: set[str] = set()  # connectors started (or tried) since assigned
+        self._reconcile_s = max(1.0, _int(config, "heartbeat.interval.ms", 3000) / 1000)
 
     def _state(self) -> ConfigState:
         return self.config_log.snapshot()
@@ -143,11 +147,13 @@ class DistributedHerder(BaseHerder):
         await asyncio.to_thread(self.statuses.start)
         await asyncio.to_thread(self.config_log.start)
         self._spawn(self._process_changes())
+        self._spawn(self._reconcile_loop())
         self.member.start()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._joined.wait(), self.member.rebalance_timeout_ms / 1000)
 
     async def stop(self) -> None:
+        self._closing = True
         await self.member.stop(leave=True)  # revokes: stops every task and connector
         for t in list(self._tasks):
             t.cancel()
@@ -171,6 +177,7 @@ class DistributedHerder(BaseHerder):
         self._joined.clear()
         async with self._lock:
             self._assignment = None
+            self._attempted.clear()
             await asyncio.to_thread(self.worker.stop)
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(self.statuses.flush)
@@ -211,6 +218,8 @@ class DistributedHerder(BaseHerder):
             self._generation = generation
             self._assignment = a
             snap = self.config_log.snapshot()
+            log.info("generation %d: running connectors %s, tasks %s (config offset %d)",
+                     generation, a.connectors, [str(t) for t in a.tasks], snap.offset)
             self._applied_offset = snap.offset
             self._known = {n: snap.task_count(n) for n in snap.connectors}
             for name in a.connectors:
@@ -242,6 +251,7 @@ class DistributedHerder(BaseHerder):
         if target == "STOPPED":
             self.listener.connector_status(name, "STOPPED")
             return
+        self._attempted.add(name)
         try:
             await asyncio.to_thread(self.worker.start_connector, name, snap.connectors[name],
                                     target, self._on_reconfigure)
@@ -264,6 +274,7 @@ class DistributedHerder(BaseHerder):
             self.listener.task_status(t, "FAILED", str(e))
 
     async def _stop_connector(self, name: str) -> None:
+        self._attempted.discard(name)
         if name in self.worker.connectors():
             await asyncio.to_thread(self.worker.stop_connector, name)
 
@@ -292,10 +303,18 @@ class DistributedHerder(BaseHerder):
             return
         if name not in snap.inconsistent and configs == snap.tasks.get(name):
             return
-        self._spawn(self._send_task_configs(name, configs))
+        if self._sending.get(name) == configs:
+            return  # already on its way
+        log.info("connector %s: %d new task configs for the leader", name, len(configs))
+        self._sending[name] = configs
+        task = self._spawn(self._send_task_configs(name, configs))
+        task.add_done_callback(lambda _t: self._sending.pop(name, None)
+                               if self._sending.get(name) is configs else None)
 
     async def _send_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
         for attempt in range(30):
+            if self._closing:
+                return
             a = self._assignment
             if a is not None and name not in a.connectors:
                 return  # no longer ours
@@ -338,18 +357,22 @@ class DistributedHerder(BaseHerder):
             self._loop.call_soon_threadsafe(self._changes.put_nowait, (offset, changes))
 
     async def _process_changes(self) -> None:
-        while True:
+        while not self._closing:  # not only cancelled: 3.11's wait_for may drop that
             offset, changes = await self._changes.get()
             try:
                 async with self._lock:
                     if self._assignment is not None and offset >= self._applied_offset:
                         await self._apply(changes)
+                    else:
+                        log.debug("config changes %s at %d: left to the assignment", changes,
+                                  offset)
             except Exception:  # noqa: BLE001 - one bad change must not stop the others
                 log.exception("applying config changes %s failed", changes)
 
     async def _apply(self, changes: list[Change]) -> None:
         snap = self.config_log.snapshot()
         for ch in changes:
+            log.debug("config change %s", ch)
             name = ch.connector
             own_conn, own_tasks = self._mine(name)
             if ch.kind == REMOVED:
@@ -381,6 +404,50 @@ class DistributedHerder(BaseHerder):
                 await self._target_state(name, snap, own_conn, own_tasks)
             elif ch.kind == RESTART:
                 await self._restart(name, snap, own_conn, own_tasks, *ch.detail)
+
+    async def _reconcile_loop(self) -> None:
+        """Every heartbeat interval, make what runs here what the config topic and the
+        assignment say, whatever event was missed: an assigned connector or task that
+        should run and does not is started; a running connector's task configs that
+        differ from the committed ones are handed to the leader; a committed task count
+        the assignment did not know asks for a rebalance."""
+        while not self._closing:
+            await asyncio.sleep(self._reconcile_s)
+            try:
+                async with self._lock:
+                    if self._assignment is not None:
+                        await self._reconcile()
+            except Exception:  # noqa: BLE001 - next time
+                log.exception("reconciling the assignment failed")
+
+    async def _reconcile(self) -> None:
+        a = self._assignment
+        assert a is not None
+        snap = self.config_log.snapshot()
+        if snap.offset < self._applied_offset:
+            return
+        if set(snap.connectors) != set(self._known) or any(
+                snap.task_count(n) != self._known[n] for n in snap.connectors):
+            log.info("the connectors or their task counts changed since the assignment; "
+                     "rebalancing")
+            self.member.request_rejoin()
+            return
+        running = self.worker.connectors()
+        for name in a.connectors:
+            target = snap.target_state(name)
+            if target == "STOPPED" or name in self._attempted:
+                continue
+            if name not in running:
+                log.info("connector %s should run here: starting it", name)
+                await self._start_connector(name, snap)
+            elif target == "STARTED" and self.worker.connector_running(name):
+                await self._publish_tasks(name, snap)
+        tasks = self.worker.tasks()
+        for t in a.tasks:
+            if t not in tasks and snap.task_config(t) is not None \
+                    and snap.target_state(t.connector) != "STOPPED":
+                log.info("task %s should run here: starting it", t)
+                await self._start_task(t, snap)
 
     def _rebalance_if(self, needed: bool) -> None:
         if needed:
@@ -471,8 +538,11 @@ class DistributedHerder(BaseHerder):
         if name not in snap.inconsistent and snap.tasks.get(name) == configs:
             return
         if snap.target_state(name) == "STOPPED" and configs:
+            log.info("connector %s is STOPPED: its %d task configs are not written", name,
+                     len(configs))
             return  # a late answer from before the stop: STOPPED keeps zero tasks
         await self._write(self.config_log.put_task_configs, name, configs)
+        log.info("connector %s: %d task configs written", name, len(configs))
 
     async def restart_connector(self, name: str, *, include_tasks: bool = False,
                                 only_failed: bool = False) -> dict[str, Any] | None:

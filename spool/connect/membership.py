@@ -121,6 +121,16 @@ class WorkerGroupMember:
     def is_leader(self) -> bool:
         return not self._needs_join and self.leader_id == self.member_id != ""
 
+    async def halt(self) -> None:
+        """End the loops as a killed process would: no revoke, no LeaveGroup (tests)."""
+        self._stopping = True
+        self._wake.set()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+        await self._close()
+
     async def stop(self, leave: bool = True) -> None:
         self._stopping = True
         self._wake.set()
@@ -236,10 +246,11 @@ class WorkerGroupMember:
     async def _heartbeats(self) -> None:
         """Heartbeat every interval while a member of a generation and not joining (also
         while the herder revokes or applies an assignment)."""
-        while True:
+        while not self._stopping:  # not only cancelled: 3.11's wait_for may drop that
             await asyncio.sleep(self.heartbeat_interval_ms / 1000)
             c = self._coordinator
-            if c is None or self._joining or self.generation < 0 or not self.member_id:
+            if (c is None or self._joining or self._stopping or self.generation < 0
+                    or not self.member_id):
                 continue
             try:
                 r = await c.request(HeartbeatRequest(

@@ -62,7 +62,7 @@ def test_workers_share_connectors_and_follow_the_config_topic(broker, tmp_path):
             name, topic, 6)}).status == 409
         for w in workers:  # every worker answers reads from its own view of the topic
             assert wait_until(lambda w=w: w.call("GET", f"/connectors/{name}/tasks").body
-                              and len(w.call("GET", f"/connectors/{name}/tasks").body) == 6)
+                              and len(w.call("GET", f"/connectors/{name}/tasks").body) == 6, 60)
 
         # a config change: fewer tasks
         r = c.call("PUT", f"/connectors/{name}/config", counting_config(name, topic, 2))
@@ -76,7 +76,7 @@ def test_workers_share_connectors_and_follow_the_config_topic(broker, tmp_path):
             s = b.call("GET", f"/connectors/{name}/status").body
             return (s["connector"]["state"] == "PAUSED" and len(s["tasks"]) == 2
                     and all(t["state"] == "PAUSED" for t in s["tasks"]))
-        wait_until(paused, 30, what="paused")
+        wait_until(paused, 60, what="paused")
         assert b.call("PUT", f"/connectors/{name}/resume").status == 202
         wait_until(lambda: _all_running(c, name, 2), 60, what="resumed")
 
@@ -86,15 +86,15 @@ def test_workers_share_connectors_and_follow_the_config_topic(broker, tmp_path):
         def stopped():
             s = a.call("GET", f"/connectors/{name}/status").body
             return s["connector"]["state"] == "STOPPED" and s["tasks"] == []
-        wait_until(stopped, 30, what="stopped")
+        wait_until(stopped, 60, what="stopped")
         offsets = wait_until(lambda: a.call("GET", f"/connectors/{name}/offsets").body[
-            "offsets"], 30, what="offsets")
+            "offsets"], 60, what="offsets")
         assert {o["partition"]["task"] for o in offsets} <= {0, 1, 2, 3, 4, 5}
         r = b.call("PATCH", f"/connectors/{name}/offsets",
                    {"offsets": [{"partition": {"task": 0}, "offset": {"seq": 41}}]})
         assert r.status == 200, r.body
         got = wait_until(lambda: {o["partition"]["task"]: o["offset"] for o in c.call(
-            "GET", f"/connectors/{name}/offsets").body["offsets"]}.get(0) == {"seq": 41}, 30)
+            "GET", f"/connectors/{name}/offsets").body["offsets"]}.get(0) == {"seq": 41}, 60)
         assert got
         assert c.call("PUT", f"/connectors/{name}/resume").status == 202
         wait_until(lambda: _all_running(b, name, 2), 60, what="running after stop")
@@ -158,7 +158,7 @@ def test_a_restarted_worker_replays_its_connectors_and_their_states(broker, tmp_
             wait_until(lambda n=name, t=tasks: _all_running(w, n, t), 60, what=name)
         # KIP-558: the topics a connector used, kept in connect-status
         topics = wait_until(lambda: w.call("GET", "/connectors/running/topics").body[
-            "running"]["topics"], 30, what="active topics")
+            "running"]["topics"], 60, what="active topics")
         assert topics == [f"{group}-running"]
         assert w.call("PUT", "/connectors/running/topics/reset").status == 202
         assert w.call("GET", "/connectors/running/topics").body == {"running": {"topics": []}}
@@ -192,7 +192,7 @@ def test_a_restarted_worker_replays_its_connectors_and_their_states(broker, tmp_
             r = w.call("POST", "/connectors", {"name": name, "initial_state": state,
                                               "config": counting_config(name, f"{group}-b", 2)})
             assert r.status == 201, r.body
-            wait_until(lambda n=name, st=state: state_of(n) == (st, []), 30, what=name)
+            wait_until(lambda n=name, st=state: state_of(n) == (st, []), 60, what=name)
             assert w.call("PUT", f"/connectors/{name}/resume").status == 202
             wait_until(lambda n=name: _all_running(w, n, 2), 60, what=f"{name} resumed")
     finally:

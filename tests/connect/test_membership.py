@@ -102,7 +102,7 @@ def test_three_members_share_the_work_and_take_over_from_one_that_dies(broker):
         try:
             for m in members:
                 m.m.start()
-            await _until(lambda: _settled(members))
+            await _until(lambda: _settled(members), timeout=60)
             assert _work(members) == ALL
             leaders = {m.assignment.leader for m in members}
             assert len(leaders) == 1
@@ -116,17 +116,16 @@ def test_three_members_share_the_work_and_take_over_from_one_that_dies(broker):
             gen = members[0].m.generation
             gone = members.pop(0)
             await gone.m.stop()
-            await _until(lambda: _settled(members, gen))
+            await _until(lambda: _settled(members, gen), timeout=60)
             assert _work(members) == ALL
 
             # a member that stops heartbeating (as a killed worker): after the session
             # timeout the last one holds all the work
             gen = members[0].m.generation
             dead = members.pop(0)
-            dead.m._task.cancel()
-            await _until(lambda: _settled(members, gen), timeout=30)
+            await dead.m.halt()
+            await _until(lambda: _settled(members, gen), timeout=60)
             assert _work(members) == ALL
-            await dead.m._close()
         finally:
             for m in members:
                 await m.m.stop()
