@@ -13,10 +13,8 @@ offsets, KIP-558 topics) over two things a subclass provides:
 worker's id and the current group generation (``_generation``, -1 standalone), as
 Kafka's herders do.
 
-``validation_error(infos)`` is Kafka's 400 message for an invalid config:
-``Connector configuration is invalid and contains the following N error(s):\\n<each
-error>\\nYou can also find the above list of errors at the endpoint
-`/connector-plugins/{connectorType}/config/validate```.
+An invalid config is refused with 400 and ``connector_config.invalid_message``
+(Kafka's wording).
 
 KIP-875's offsets (list, alter, reset) are ``herder_offsets.OffsetsMixin``'s. Blocking
 calls (validation, plugin loading, the admin client, the offset store) run in
@@ -32,6 +30,7 @@ from typing import Any
 
 from spool.connect import api
 from spool.connect.config_log import ConfigState
+from spool.connect.connector_config import invalid_message
 from spool.connect.herder import ConnectRestError, Herder, TaskId, not_found
 from spool.connect.herder_offsets import OffsetsMixin
 from spool.connect.status_log import MemoryStatusStore
@@ -39,16 +38,6 @@ from spool.connect.status_log import MemoryStatusStore
 log = logging.getLogger("spool.connect")
 
 PLUGIN_KINDS = ("connector", "converter", "header_converter", "transformation", "predicate")
-
-
-def validation_error(infos: dict[str, Any]) -> ConnectRestError:
-    msg = [f"Connector configuration is invalid and contains the following "
-           f"{infos.get('error_count', 0)} error(s):"]
-    for c in infos.get("configs", []):
-        msg.extend(c.get("value", {}).get("errors") or [])
-    msg.append("You can also find the above list of errors at the endpoint "
-               "`/connector-plugins/{connectorType}/config/validate`")
-    return ConnectRestError(400, "\n".join(msg))
 
 
 class StatusRecorder:
@@ -108,8 +97,9 @@ class BaseHerder(OffsetsMixin, Herder):
     async def _validated(self, name: str, config: dict[str, str]) -> dict[str, str]:
         config = {**config, "name": config.get("name") or name}
         infos = await asyncio.to_thread(self._validate_sync, config)
-        if infos.get("error_count", 0) > 0:
-            raise validation_error(infos)
+        message = invalid_message(infos)
+        if message is not None:
+            raise ConnectRestError(400, message)
         return config
 
     def _validate_sync(self, config: dict[str, str]) -> dict[str, Any]:
