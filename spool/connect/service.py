@@ -33,7 +33,7 @@ from aiohttp import web
 from spool.connect.herder import ConnectRestError, Herder
 from spool.connect.rest import RestClient, error_body, make_app
 from spool.connect.worker_config import WorkerConfig
-from spool.util.listen import ListenError
+from spool.util.listen import bind_listener
 
 log = logging.getLogger("spool.connect")
 
@@ -47,18 +47,7 @@ def listening_line(url: str) -> str:
 
 
 def bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-        sock.listen(128)
-    except OSError as e:
-        sock.close()
-        raise ListenError(e.errno, f"connect: cannot listen on {host}:{port} (listeners): "
-                                   f"{e.strerror}") from None
-    sock.setblocking(False)
-    return sock
+    return bind_listener(host, port, "connect")
 
 
 def read_connector_file(path: str) -> dict[str, str]:

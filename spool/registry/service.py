@@ -36,7 +36,7 @@ from spool.registry.api_http import DEFAULT_MAX_REQUEST_BYTES
 from spool.registry.auth import Authenticate
 from spool.registry.backend import DEFAULT_GROUP_ID, KafkaRegistry
 from spool.registry.permissions import Permissions
-from spool.util.listen import ListenError, parse_http_listener
+from spool.util.listen import bind_listener, parse_http_listener
 
 log = logging.getLogger("spool.registry")
 
@@ -46,19 +46,7 @@ def listening_line(url: str) -> str:
 
 
 def _bind(listen: str) -> socket.socket:
-    host, port = parse_http_listener(listen)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-        sock.listen(128)
-    except OSError as e:
-        sock.close()
-        raise ListenError(e.errno, f"registry: cannot listen on {host}:{port}: "
-                                   f"{e.strerror}") from None
-    sock.setblocking(False)
-    return sock
+    return bind_listener(*parse_http_listener(listen), "registry")
 
 
 class RegistryService:

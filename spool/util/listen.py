@@ -9,12 +9,17 @@ address that cannot be bound (Kafka's listeners, the HTTP endpoints, the console
 ``str()`` is the one line naming it ("cannot listen on 127.0.0.1:9092 (listener
 PLAINTEXT): Address already in use").
 
+``bind_listener(host, port, what)``: a non-blocking listening socket (SO_REUSEADDR,
+backlog 128), or ``ListenError`` ("<what>: cannot listen on host:port: <reason>"); the
+registry's and Connect's HTTP servers hand it to aiohttp.
+
 The one parser of ``metrics.listeners``, ``console.listeners`` and ``spool console
 --listen``. Imports nothing but the standard library.
 """
 
 from __future__ import annotations
 
+import socket
 from urllib.parse import urlsplit
 
 
@@ -47,3 +52,18 @@ def parse_http_listeners(value: str | list[str]) -> list[tuple[str, int]]:
     """A comma-separated list (or its items) of ``http://host:port``."""
     items = value.split(",") if isinstance(value, str) else value
     return [parse_http_listener(item) for item in items if item.strip()]
+
+
+def bind_listener(host: str, port: int, what: str) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as e:
+        sock.close()
+        raise ListenError(e.errno, f"{what}: cannot listen on {host}:{port}: "
+                                   f"{e.strerror}") from None
+    sock.setblocking(False)
+    return sock
