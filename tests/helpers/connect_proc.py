@@ -21,7 +21,6 @@ for a test: its own group id and internal topics, short flush and session timeou
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -31,46 +30,23 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from tests.helpers import http
 from tests.helpers.child_proc import ChildProcess
+from tests.helpers.http import Answer
 
 _LINE = re.compile(r"spool connect listening on (http://\S+)")
 _ROOT = Path(__file__).resolve().parents[2]  # this checkout: the code the child must run
 T = TypeVar("T")
 
 
-@dataclass
-class Answer:
-    status: int
-    body: Any  # the JSON value, or the text when it is not JSON
-    headers: dict[str, str]
-    text: str
-
-
-def call(url: str, method: str, path: str, body: Any = None, *, data: bytes | None = None,
-         headers: dict[str, str] | None = None, timeout: float = 30.0) -> Answer:
-    """``body`` (sent as JSON) or ``data`` (bytes as they are) to ``url + path``."""
-    hdrs = dict(headers or {})
-    if body is not None:
-        data = json.dumps(body).encode()
-        hdrs.setdefault("Content-Type", "application/json")
-    hdrs.setdefault("Accept", "application/json")
-    req = urllib.request.Request(url.rstrip("/") + path, data=data, method=method,
-                                 headers=hdrs)
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            status, raw, got = r.status, r.read(), dict(r.headers)
-    except urllib.error.HTTPError as e:
-        status, raw, got = e.code, e.read(), dict(e.headers)
-    text = raw.decode("utf-8", errors="replace")
-    try:
-        value: Any = json.loads(text) if text else None
-    except ValueError:
-        value = text
-    return Answer(status, value, got, text)
+def call(url: str, method: str, path: str, body: Any = None, *,
+         headers: dict[str, str] | None = None, **kw: Any) -> Answer:
+    """``http.call`` asking for JSON (Accept: application/json unless ``headers`` say)."""
+    return http.call(url, method, path, body, headers={"Accept": "application/json",
+                                                       **(headers or {})}, **kw)
 
 
 def wait_until(fn: Callable[[], T], timeout: float = 30.0, interval: float = 0.2,

@@ -16,21 +16,19 @@ through a confluent-kafka serializer and consumes them back deserialized.
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.helpers import http
 from tests.helpers.child_proc import ChildProcess
+from tests.helpers.http import Answer
 
 _LINE = re.compile(r"spool registry listening on (http://\S+) \(registry\)")
 
@@ -68,38 +66,9 @@ class RegistryProcess(ChildProcess):
 SR_JSON = "application/vnd.schemaregistry.v1+json"
 
 
-@dataclass
-class Answer:
-    status: int
-    body: Any  # the JSON value, or the text when it is not JSON
-    headers: dict[str, str]
-    text: str
-
-    @property
-    def content_type(self) -> str:
-        return self.headers.get("Content-Type", "").split(";")[0].strip()
-
-
-def call(url: str, method: str, path: str, body: Any = None, *, data: bytes | None = None,
-         headers: dict[str, str] | None = None, timeout: float = 30.0) -> Answer:
-    """``body`` (JSON) or ``data`` (bytes as they are) to ``url + path``."""
-    hdrs = dict(headers or {})
-    if body is not None:
-        data = json.dumps(body).encode()
-        hdrs.setdefault("Content-Type", SR_JSON)
-    req = urllib.request.Request(url.rstrip("/") + path, data=data, method=method,
-                                 headers=hdrs)
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            status, raw, got = r.status, r.read(), dict(r.headers)
-    except urllib.error.HTTPError as e:
-        status, raw, got = e.code, e.read(), dict(e.headers)
-    text = raw.decode("utf-8", errors="replace")
-    try:
-        value: Any = json.loads(text)
-    except ValueError:
-        value = text
-    return Answer(status, value, got, text)
+def call(url: str, method: str, path: str, body: Any = None, **kw: Any) -> Answer:
+    """``http.call`` with the registry's content type for a JSON ``body``."""
+    return http.call(url, method, path, body, content_type=SR_JSON, **kw)
 
 
 def ask(method: str, url: str, body: Any = None, timeout: float = 30.0) -> tuple[int, Any]:
