@@ -138,6 +138,17 @@ class BaseHerder(OffsetsMixin, Herder):
     async def connector_config(self, name: str) -> dict[str, str]:
         return dict(self._props(name))
 
+    async def patch_connector_config(self, name: str,
+                                     patch: dict[str, str | None]) -> dict[str, Any]:
+        merged = dict(self._props(name))
+        for k, v in patch.items():
+            if v is None:
+                merged.pop(k, None)
+            else:
+                merged[k] = v
+        _, info = await self.put_connector_config(name, merged, allow_replace=True)
+        return info
+
     async def task_configs(self, name: str) -> list[dict[str, Any]]:
         state = self._state()
         if name not in state.connectors:

@@ -516,14 +516,7 @@ class DistributedHerder(BaseHerder):
     async def patch_connector_config(self, name: str,
                                      patch: dict[str, str | None]) -> dict[str, Any]:
         await self._leader_wait()
-        merged = dict(self._props(name))
-        for k, v in patch.items():
-            if v is None:
-                merged.pop(k, None)
-            else:
-                merged[k] = v
-        _, info = await self.put_connector_config(name, merged, allow_replace=True)
-        return info
+        return await super().patch_connector_config(name, patch)
 
     async def delete_connector(self, name: str) -> None:
         await self._leader_wait()

@@ -189,17 +189,6 @@ class StandaloneHerder(BaseHerder):
             await self._start_connector(name)
         return not exists, await self.connector_info(name)
 
-    async def patch_connector_config(self, name: str,
-                                     patch: dict[str, str | None]) -> dict[str, Any]:
-        merged = dict(self._props(name))
-        for k, v in patch.items():
-            if v is None:
-                merged.pop(k, None)
-            else:
-                merged[k] = v
-        _, info = await self.put_connector_config(name, merged, allow_replace=True)
-        return info
-
     async def delete_connector(self, name: str) -> None:
         async with self._lock:
             self._props(name)
