@@ -11,6 +11,8 @@ writes it, compact; None is a tombstone)::
     task-<name>-<n>         {"properties": {...}}           held back until the commit
     commit-<name>           {"tasks": n}                    tasks 0..n-1 become current
     restart-connector-<name> {"include-tasks": bool, "only-failed": bool}   (KIP-745)
+    tasks-fencing-<name>    {"task-count": n}               (KIP-618) the leader fenced the
+                                                            previous generation's producers
 
 ``ConfigState`` is the replayed image, a pure state machine: ``apply(key, value,
 offset)`` is its only mutator and answers what changed (``Change`` items). A connector
@@ -19,6 +21,10 @@ kept aside; the commit makes exactly tasks 0..n-1 current when all of them were 
 else the connector's tasks are *inconsistent* (not run) until a later commit. A
 connector's tombstone removes its config, target state and tasks. ``offset`` is the
 next offset to read (the last record's offset + 1), what the group protocol compares.
+KIP-618, as Kafka's ``ClusterConfigState``: a commit puts the connector in
+``pending_fencing`` (its new tasks need a round of zombie fencing before they start, when
+exactly-once sources are enabled); a ``tasks-fencing-<name>`` record takes it out and sets
+``task_count_records[name]`` (the task count fenced next time): ``Change(FENCED, name)``.
 
 ``ConfigLog(client_config, topic, on_change, replication_factor=-1)`` is the shell over
 ``kafka_log.KafkaLog``: the group leader writes (``put_*``, durable when they return);
@@ -39,13 +45,13 @@ from typing import Any
 
 from spool.connect.herder import TaskId
 
-CONNECTOR, TARGET_STATE, TASKS, RESTART, REMOVED = (
-    "connector", "target_state", "tasks", "restart", "removed")
+CONNECTOR, TARGET_STATE, TASKS, RESTART, REMOVED, FENCED = (
+    "connector", "target_state", "tasks", "restart", "removed", "fenced")
 
 
 @dataclass(frozen=True)
 class Change:
-    kind: str  # CONNECTOR, TARGET_STATE, TASKS, RESTART, REMOVED
+    kind: str  # CONNECTOR, TARGET_STATE, TASKS, RESTART, REMOVED, FENCED
     connector: str
     detail: Any = None  # RESTART: (include_tasks, only_failed)
 
@@ -63,6 +69,8 @@ class ConfigState:
     target_states: dict[str, str] = field(default_factory=dict)
     tasks: dict[str, list[dict[str, str]]] = field(default_factory=dict)
     inconsistent: set[str] = field(default_factory=set)
+    task_count_records: dict[str, int] = field(default_factory=dict)
+    pending_fencing: set[str] = field(default_factory=set)
     _deferred: dict[str, dict[int, dict[str, str]]] = field(default_factory=dict)
 
     def target_state(self, name: str) -> str:
@@ -101,6 +109,8 @@ class ConfigState:
             return []
         if k.startswith("commit-"):
             return self._commit(k[len("commit-"):], v)
+        if k.startswith("tasks-fencing-"):
+            return self._task_count_record(k[len("tasks-fencing-"):], v)
         if k.startswith("restart-connector-") and isinstance(v, dict):
             name = k[len("restart-connector-"):]
             if name in self.connectors:
@@ -111,9 +121,11 @@ class ConfigState:
     def _connector(self, name: str, v: Any) -> list[Change]:
         if v is None:
             existed = name in self.connectors
-            for d in (self.connectors, self.target_states, self.tasks, self._deferred):
+            for d in (self.connectors, self.target_states, self.tasks, self._deferred,
+                      self.task_count_records):
                 d.pop(name, None)
             self.inconsistent.discard(name)
+            self.pending_fencing.discard(name)
             return [Change(REMOVED, name)] if existed else []
         self.connectors[name] = _props(v)
         return [Change(CONNECTOR, name)]
@@ -139,7 +151,15 @@ class ConfigState:
         else:
             self.inconsistent.discard(name)
             self.tasks[name] = [deferred[i] for i in range(n)]
+        self.pending_fencing.add(name)
         return [Change(TASKS, name)]
+
+    def _task_count_record(self, name: str, v: Any) -> list[Change]:
+        if not isinstance(v, dict) or not isinstance(v.get("task-count"), int):
+            return []
+        self.task_count_records[name] = v["task-count"]
+        self.pending_fencing.discard(name)
+        return [Change(FENCED, name)]
 
 
 def _props(v: Any) -> dict[str, str]:
@@ -214,6 +234,9 @@ class ConfigLog:
 
     def put_target_state(self, name: str, state: str) -> None:
         self._write([(f"target-state-{name}", target_state_value(state))])
+
+    def put_task_count_record(self, name: str, task_count: int) -> None:
+        self._write([(f"tasks-fencing-{name}", {"task-count": task_count})])
 
     def put_restart_request(self, name: str, include_tasks: bool, only_failed: bool) -> None:
         self._write([(f"restart-connector-{name}",

@@ -36,6 +36,15 @@ from its assignment:
   state; the connector's owner stops it and reports STOPPED.
 - ``restart_task`` runs where the task does: the leader knows the owners from the
   assignment it made and sends the request there (``NotLeaderError(owner_url)``).
+- KIP-618 zombie fencing (``exactly.once.source.support=enabled``): after committing new
+  task configs of a source connector, the leader fences the transactional producers of
+  every task of the previous generation (``fencing.fence_producers`` on
+  ``<group.id>-<connector>-<task>`` for task < the last ``tasks-fencing-<connector>``
+  record's count), then writes ``tasks-fencing-<connector>`` ``{"task-count": n}``. A
+  task of a connector pending fencing (``ConfigState.pending_fencing``) does not start
+  until that record is read back; a fencing that failed (or a leader that died before
+  writing it) is retried by the leader's reconcile loop. As Kafka, a generation of zero
+  tasks (STOPPED) is not fenced until tasks are to start again.
 - ``stop()`` stops the worker's tasks and connectors, leaves the group (the others
   rebalance at once), then stops the stores.
 
@@ -56,6 +65,7 @@ from typing import Any
 from spool.connect.assignor import assign
 from spool.connect.config_log import (
     CONNECTOR,
+    FENCED,
     REMOVED,
     RESTART,
     TARGET_STATE,
@@ -135,6 +145,9 @@ class DistributedHerder(BaseHerder):
         self._sending: dict[str, list[dict[str, str]]] = {}  # task configs on their way
         self._attempted: set[str] = set()  # connectors started (or tried) since assigned
         self._reconcile_s = max(1.0, _int(config, "heartbeat.interval.ms", 3000) / 1000)
+        self._eos = str(config.get("exactly.once.source.support") or "").lower() == "enabled"
+        self._fence_lock = asyncio.Lock()  # leader: task config commits and their fencing
+        self._fencing: set[str] = set()  # leader: fencings the reconcile loop started
 
     def _state(self) -> ConfigState:
         return self.config_log.snapshot()
@@ -265,6 +278,9 @@ class DistributedHerder(BaseHerder):
     async def _start_task(self, t: TaskId, snap: ConfigState) -> None:
         props, tc = snap.connectors.get(t.connector), snap.task_config(t)
         if props is None or tc is None or snap.target_state(t.connector) == "STOPPED":
+            return
+        if self._needs_fencing(t.connector, snap):
+            log.info("task %s waits for the fencing of its connector's previous tasks", t)
             return
         try:
             await asyncio.to_thread(self.worker.start_task, t, props, tc,
@@ -404,6 +420,11 @@ class DistributedHerder(BaseHerder):
                 await self._target_state(name, snap, own_conn, own_tasks)
             elif ch.kind == RESTART:
                 await self._restart(name, snap, own_conn, own_tasks, *ch.detail)
+            elif ch.kind == FENCED:
+                running = self.worker.tasks()
+                for t in own_tasks:
+                    if t not in running:
+                        await self._start_task(t, snap)
 
     async def _reconcile_loop(self) -> None:
         """Every heartbeat interval, make what runs here what the config topic and the
@@ -432,6 +453,12 @@ class DistributedHerder(BaseHerder):
                      "rebalancing")
             self.member.request_rejoin()
             return
+        if a.leader == self.member.member_id:
+            for name in snap.pending_fencing - self._fencing:
+                if self._needs_fencing(name, snap):
+                    self._fencing.add(name)
+                    self._spawn(self._fence_zombies(name)).add_done_callback(
+                        lambda _t, n=name: self._fencing.discard(n))
         running = self.worker.connectors()
         for name in a.connectors:
             target = snap.target_state(name)
@@ -534,8 +561,41 @@ class DistributedHerder(BaseHerder):
             log.info("connector %s is STOPPED: its %d task configs are not written", name,
                      len(configs))
             return  # a late answer from before the stop: STOPPED keeps zero tasks
-        await self._write(self.config_log.put_task_configs, name, configs)
-        log.info("connector %s: %d task configs written", name, len(configs))
+        async with self._fence_lock:
+            await self._write(self.config_log.put_task_configs, name, configs)
+            log.info("connector %s: %d task configs written", name, len(configs))
+            await self._fence_zombies(name, locked=True)
+
+    # ---- KIP-618 zombie fencing (the leader's)
+
+    def _needs_fencing(self, name: str, snap: ConfigState) -> bool:
+        props = snap.connectors.get(name)
+        return (self._eos and props is not None and name in snap.pending_fencing
+                and snap.task_count(name) > 0 and self._kind(props) == "source")
+
+    async def _fence_zombies(self, name: str, *, locked: bool = False) -> None:
+        """Fence the previous generation's producers, then record the new task count."""
+        if not locked:
+            async with self._fence_lock:
+                return await self._fence_zombies(name, locked=True)
+        from spool.connect.fencing import fence_producers, transactional_ids
+        await asyncio.to_thread(self.config_log.read_to_end)
+        snap = self.config_log.snapshot()
+        if not self._needs_fencing(name, snap):
+            return
+        previous = snap.task_count_records.get(name, 0)
+        ids = transactional_ids(self.config.get("group.id"), name, previous)
+        try:
+            await fence_producers(list(self.config.get("bootstrap.servers")), ids,
+                                  security=client_security(self.config),
+                                  client_id=f"connect-{self.worker_id}-fencing")
+            await self._write(self.config_log.put_task_count_record, name,
+                              snap.task_count(name))
+        except Exception as e:  # noqa: BLE001 - the reconcile loop tries again
+            log.error("zombie fencing of connector %s failed (its tasks wait): %s", name, e)
+            return
+        log.info("connector %s: fenced the producers of its %d previous tasks; %d tasks may "
+                 "start", name, previous, snap.task_count(name))
 
     async def restart_connector(self, name: str, *, include_tasks: bool = False,
                                 only_failed: bool = False) -> dict[str, Any] | None:
