@@ -32,8 +32,8 @@ NONE, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR =
 CONCURRENT_TRANSACTIONS = 51
 _RETRIABLE = {COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR,
               CONCURRENT_TRANSACTIONS}
-# Kafka's FenceProducersOptions default: the timeout only matters to the (empty)
-# transaction the fencing leaves behind, which never expires while empty.
+# The transaction timeout InitProducerId asks for: it only matters to the (empty)
+# transaction state the fencing leaves behind, which never expires while empty.
 FENCING_TRANSACTION_TIMEOUT_MS = 60000
 
 
