@@ -3,7 +3,9 @@ Kafka's ClusterConfigState reads them, ``fencing.fence_producers`` against a rea
 transaction coordinator, and a real distributed ``spool connect`` worker with
 exactly-once sources fencing a shrunk connector's old task generation: a producer with a
 transactional id of that generation (a zombie: a confluent-kafka transactional Producer
-here) holding an open transaction cannot commit it."""
+here) holding an open transaction cannot commit it; a commit left without its fencing
+(written by the test, as a leader that died in between leaves it) is fenced by the
+leader's reconcile loop before the task runs again."""
 
 from __future__ import annotations
 
@@ -142,6 +144,18 @@ def test_a_shrunk_connector_fences_its_old_task_generation(broker, tmp_path):
         assert w.call("PUT", f"/connectors/{name}/resume").status == 202
         wait_until(lambda: _running(w, name, 1), 60, what="1 task running")
         _assert_fenced(zombie)
+
+        # a commit left without its fencing (a leader that died in between): the leader's
+        # reconcile loop fences it, then the task runs again
+        (task,) = w.call("GET", f"/connectors/{name}/tasks").body
+        p = Producer({"bootstrap.servers": broker.bootstrap})
+        p.produce(f"{group}-configs", key=f"task-{name}-0".encode(),
+                  value=dumps({"properties": task["config"]}))
+        p.produce(f"{group}-configs", key=f"commit-{name}".encode(), value=dumps({"tasks": 1}))
+        assert p.flush(30) == 0
+        wait_until(lambda: [k for k, _ in _config_records(broker.bootstrap, f"{group}-configs")
+                            ].count(f"tasks-fencing-{name}") == 3, 60, what="fenced again")
+        wait_until(lambda: _running(w, name, 1), 60, what="1 task running again")
     finally:
         w.kill()
     assert b"zombie" not in _values(broker.bootstrap, topic, committed=True)
@@ -151,4 +165,5 @@ def test_a_shrunk_connector_fences_its_old_task_generation(broker, tmp_path):
     ours = [(k, v) for k, v in records if k in (f"commit-{name}", f"tasks-fencing-{name}")]
     assert ours == [(f"commit-{name}", {"tasks": 3}), (f"tasks-fencing-{name}", {"task-count": 3}),
                     (f"commit-{name}", {"tasks": 0}), (f"commit-{name}", {"tasks": 1}),
-                    (f"tasks-fencing-{name}", {"task-count": 1})]
+                    (f"tasks-fencing-{name}", {"task-count": 1}),
+                    (f"commit-{name}", {"tasks": 1}), (f"tasks-fencing-{name}", {"task-count": 1})]
