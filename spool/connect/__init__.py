@@ -17,7 +17,8 @@ Modules (each one's docstring is its contract):
 - ``herder``, ``herder_standalone``, ``herder_distributed``, ``membership``,
   ``assignor``: the cluster of workers (group protocol type ``connect``);
   ``herder_common`` and ``herder_offsets`` (KIP-875) are what both herders share,
-  ``connect_protocol`` the group protocol's payloads.
+  ``connect_protocol`` the group protocol's payloads, ``fencing`` KIP-618's zombie
+  fencing of exactly-once source tasks (``Admin.fenceProducers`` over ``spool.net``).
 - ``rest``: Kafka Connect's REST API; ``service``: the ``spool connect`` process.
 - ``file``, ``postgres/``: the shipped connectors (FileStream, PostgreSQL CDC and sink).
 
