@@ -405,10 +405,6 @@ def _validate(props: dict[str, str], plugins: Plugins, worker: WorkerConfig) -> 
         _validate_sink(props, values, worker)
     elif kind == "source" and connector is not None:
         _validate_source(props, values, worker, connector)  # type: ignore[arg-type]
-    for name, v in props.items():
-        if v is None:
-            values.setdefault(name, ConfigValue(name)).errors.append(
-                "Null value can not be supplied as the configuration value.")
 
     keys = dict(d.keys)
     groups = _groups(keys)
@@ -425,6 +421,10 @@ def _validate(props: dict[str, str], plugins: Plugins, worker: WorkerConfig) -> 
                 values[name].errors.extend(e for e in cv.errors if e not in values[name].errors)
             else:
                 values[name] = cv
+    for name, v in props.items():  # after the connector's own: its keys too
+        if v is None:
+            values.setdefault(name, ConfigValue(name)).errors.append(
+                "Null value can not be supplied as the configuration value.")
     error_count = 0
     configs: list[dict[str, Any]] = []
     for name, cv in values.items():  # values without a key first, as Kafka's

@@ -165,14 +165,18 @@ class BaseHerder(OffsetsMixin, Herder):
         return out
 
     async def connector_status(self, name: str) -> dict[str, Any]:
+        """Kafka's AbstractHerder.connectorStatus: 404 ``No status found for connector
+        <name>`` until the connector's status is known (a connector just created, not yet
+        started anywhere) and once it is deleted."""
         state = self._state()
         props = state.connectors.get(name)
-        if props is None:
-            raise not_found(name)
+        connector = self.statuses.connector(name)
+        if props is None or connector is None:
+            raise ConnectRestError(404, f"No status found for connector {name}")
         statuses = self.statuses.tasks(name)
         tasks = [{"id": t.task, **self._status_entry(statuses[t])}
                  for t in state.task_ids(name) if t in statuses]
-        return {"name": name, "connector": self._status_entry(self.statuses.connector(name)),
+        return {"name": name, "connector": self._status_entry(connector),
                 "tasks": tasks, "type": self._kind(props)}
 
     async def task_status(self, task: TaskId) -> dict[str, Any]:
@@ -211,7 +215,8 @@ class BaseHerder(OffsetsMixin, Herder):
 
     async def validate(self, plugin: str, config: dict[str, str]) -> dict[str, Any]:
         config = {**config}
-        config.setdefault("connector.class", plugin)
+        if config.get("connector.class") is None:
+            config["connector.class"] = plugin
         return await asyncio.to_thread(self._validate_sync, config)
 
 

@@ -552,6 +552,11 @@ class DistributedHerder(BaseHerder):
 
     async def put_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
         await self._leader_wait()
+        # Judged on the topic read to its end: the sender decided from what it read, which
+        # the leader's own reader may not have applied yet (a resume the leader wrote and
+        # its sender saw first would look STOPPED here: the configs dropped, nothing
+        # rebalancing, the connector running without tasks).
+        await asyncio.to_thread(self.config_log.read_to_end)
         snap = self._state()
         if name not in snap.connectors:
             raise not_found(name)

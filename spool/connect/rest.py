@@ -191,7 +191,9 @@ async def _body(request: web.Request) -> Any:
 
 def _str_map(value: Any, what: str, *, allow_null: bool = False) -> dict[str, Any]:
     """A JSON object of strings (numbers and booleans taken as their text, as Kafka's
-    Jackson does); ``None`` values only where ``allow_null``."""
+    Jackson does); ``None`` values kept where ``allow_null`` (a config's null is an error
+    on its key in validation, as Kafka's AbstractHerder says: "Null value can not be
+    supplied as the configuration value."), else left out."""
     if not isinstance(value, dict):
         raise BadRequest(f"{what} must be a JSON object of strings")
     out: dict[str, Any] = {}
@@ -288,7 +290,7 @@ async def create_connector(request: web.Request) -> web.Response:
         raise BadRequest("connector name should not contain '/'")
     if body.get("config") is None:
         raise BadRequest("Connector config must be provided (the request's 'config')")
-    config = _str_map(body["config"], "config")
+    config = _str_map(body["config"], "config", allow_null=True)  # refused by validation
     _check_name(name, config)
     state = body.get("initial_state")
     if state is None:
@@ -323,7 +325,7 @@ async def put_config(request: web.Request) -> web.Response:
     body = await _body(request)
     if body is None:
         raise BadRequest("Connector config must be provided (a JSON object)")
-    config = _str_map(body, "Connector config")
+    config = _str_map(body, "Connector config", allow_null=True)  # refused by validation
     _check_name(name, config)
     created, info = await _call(request, _herder(request).put_connector_config, name,
                                 config, allow_replace=True)
@@ -458,12 +460,13 @@ async def validate(request: web.Request) -> web.Response:
     body = await _body(request)
     if body is None:
         raise BadRequest("Connector config must be provided (a JSON object)")
-    config = _str_map(body, "Connector config")
+    config = _str_map(body, "Connector config", allow_null=True)  # an error on the key
     included = config.get("connector.class")
     if included is not None and not _normalized(included).endswith(_normalized(plugin)):
         raise BadRequest(f"Included connector type {included} does not match request type "
                          f"{plugin}")
-    config.setdefault("connector.class", plugin)
+    if config.get("connector.class") is None:
+        config["connector.class"] = plugin
     return _json(await _call(request, _herder(request).validate, plugin, config))
 
 

@@ -5,12 +5,22 @@ after the session timeout), and the config topic's records as Kafka writes them.
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import time
 import uuid
 from collections import Counter
+from typing import Any
 
+import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-from tests.helpers.connect_plugins import counting_config
+from spool.connect.config_log import ConfigLog
+from spool.connect.herder import ConnectRestError
+from spool.connect.herder_distributed import DistributedHerder
+from spool.connect.plugins import Plugins
+from spool.connect.worker_config import WorkerConfig
+from tests.helpers.connect_plugins import CountingSourceConnector, counting_config
 from tests.helpers.connect_proc import ConnectProcess, distributed_props, wait_until
 
 
@@ -176,8 +186,10 @@ def test_a_restarted_worker_replays_its_connectors_and_their_states(broker, tmp_
                    what="new records")
 
         def state_of(name: str) -> tuple:
-            b = w.call("GET", f"/connectors/{name}/status").body
-            return b["connector"]["state"], [t["state"] for t in b["tasks"]]
+            a = w.call("GET", f"/connectors/{name}/status")
+            if a.status == 404:  # no status yet: not started anywhere so far
+                return ()
+            return a.body["connector"]["state"], [t["state"] for t in a.body["tasks"]]
         assert state_of("paused") == ("PAUSED", ["PAUSED"])
         assert state_of("stopped") == ("STOPPED", [])
         assert sorted(w.call("GET", "/connectors").body) == ["paused", "running", "stopped"]
@@ -197,3 +209,124 @@ def test_a_restarted_worker_replays_its_connectors_and_their_states(broker, tmp_
             wait_until(lambda n=name: _all_running(w, n, 2), 60, what=f"{name} resumed")
     finally:
         w.kill()
+
+
+# ---- in-process herders: what only a herder's own timing shows
+
+GATE = threading.Event()
+
+
+class GatedConnector(CountingSourceConnector):
+    """A counting source whose start() waits for ``GATE`` (at most 30 s)."""
+
+    def start(self, props: dict[str, str]) -> None:
+        GATE.wait(30)
+        super().start(props)
+
+
+def _herder_config(bootstrap: str, group: str) -> WorkerConfig:
+    props = distributed_props(bootstrap, group, listeners="http://127.0.0.1:18093")
+    return WorkerConfig.load(None, [f"{k}={v}" for k, v in props.items()], standalone=False)
+
+
+async def _until(fn: Any, timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        got = await fn()
+        if got:
+            return got
+        assert time.monotonic() < deadline, f"not reached in {timeout} s; last: {got!r}"
+        await asyncio.sleep(0.1)
+
+
+def test_no_status_until_the_connector_has_started(broker):
+    """Kafka's AbstractHerder.connectorStatus: a connector created but not started yet
+    has no status: 404 ``No status found for connector <name>``, not UNASSIGNED."""
+    group = f"connect-{uuid.uuid4().hex[:8]}"
+    name = "gated"
+    GATE.clear()
+
+    async def main() -> None:
+        h = DistributedHerder(_herder_config(broker.bootstrap, group), Plugins.discover())
+        await h.start()
+        try:
+            config = {**counting_config(name, f"{group}-out", 1),
+                      "connector.class": f"{__name__}:GatedConnector"}
+            created, _ = await h.put_connector_config(name, config, allow_replace=False)
+            assert created
+            assert (await h.connectors()) == [name]
+            # the rebalance that assigns it starts it: its start() waits at the gate
+            await _until(lambda: asyncio.sleep(0, name in h.worker.connectors()))
+            with pytest.raises(ConnectRestError) as e:
+                await h.connector_status(name)
+            assert (e.value.status, e.value.message) == (
+                404, f"No status found for connector {name}")
+            GATE.set()
+
+            async def running() -> bool:
+                try:
+                    s = await h.connector_status(name)
+                except ConnectRestError:
+                    return False
+                return s["connector"]["state"] == "RUNNING" and [
+                    t["state"] for t in s["tasks"]] == ["RUNNING"]
+            await _until(running)
+        finally:
+            GATE.set()
+            await h.stop()
+
+    asyncio.run(main())
+
+
+def test_task_configs_are_judged_on_the_config_topic_read_to_its_end(broker):
+    """The leader takes a connector's new task configs by what the config topic says read
+    to its end, not by what its own reader has applied so far: the worker sending them
+    decided from records the leader wrote and may have read first. A resume after a stop
+    whose task configs reached a leader still seeing STOPPED were dropped, and the
+    connector ran without tasks, nothing asking for a rebalance (seen under load). The
+    leader's reader is made slow here to show it every time."""
+    group = f"connect-{uuid.uuid4().hex[:8]}"
+    name = "count"
+    cfg = _herder_config(broker.bootstrap, group)
+
+    async def main() -> None:
+        h = DistributedHerder(cfg, Plugins.discover())
+        await h.start()
+        other = ConfigLog(cfg.internal_client_config(), f"{group}-configs")
+        await asyncio.to_thread(other.start)
+        try:
+            await h.put_connector_config(name, counting_config(name, f"{group}-out", 2),
+                                         allow_replace=False)
+            await _until(lambda: _task_count(h, name, 2))
+            await h.stop_connector(name)
+            assert await h.task_configs(name) == []
+
+            # the leader's reader applies the next target-state record 2 s late
+            reader = h.config_log._log
+            applied = reader._on_record
+            key = f"target-state-{name}".encode()
+
+            def late(k: bytes | None, v: bytes | None, partition: int, offset: int) -> None:
+                if k == key:
+                    time.sleep(2)
+                applied(k, v, partition, offset)
+            reader._on_record = late
+            # the resume as another worker reads it, then its connector's task configs
+            await asyncio.to_thread(other.put_target_state, name, "STARTED")
+            configs = [{**counting_config(name, f"{group}-out", 2), "task.index": str(i),
+                        "task.class": "tests.helpers.connect_plugins.CountingSourceTask"}
+                       for i in range(2)]  # as its connector gives them
+            await h.put_task_configs(name, configs)
+            await asyncio.to_thread(other.read_to_end)
+            snap = other.snapshot()
+            assert snap.target_state(name) == "STARTED"
+            assert snap.tasks.get(name) == configs  # written, not dropped as STOPPED
+        finally:
+            await asyncio.to_thread(other.stop)
+            await h.stop()
+
+    asyncio.run(main())
+
+
+async def _task_count(h: DistributedHerder, name: str, n: int) -> bool:
+    return len(await h.task_configs(name)) == n

@@ -141,7 +141,8 @@ def test_connector_lifecycle(herder_config):
             await h.delete_connector(name)
             with pytest.raises(ConnectRestError) as e:
                 await h.connector_status(name)
-            assert (e.value.status, e.value.message) == (404, f"Connector {name} not found")
+            assert (e.value.status, e.value.message) == (
+                404, f"No status found for connector {name}")
         finally:
             await h.stop()
 

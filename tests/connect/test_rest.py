@@ -321,6 +321,49 @@ def test_error_answers(worker):
                          ("GET", "/offsets"), ("DELETE", "/offsets"),
                          ("POST", "/tasks/0/restart")]:
         a = worker.call(method, f"/connectors/{missing}{path}")
-        assert err(a) == (404, 404, f"Connector {missing} not found"), (method, path, a.text)
+        # Kafka's AbstractHerder.connectorStatus asks the status store only
+        message = f"No status found for connector {missing}" if path == "/status" \
+            else f"Connector {missing} not found"
+        assert err(a) == (404, 404, message), (method, path, a.text)
     internal = worker.call("POST", f"/connectors/{missing}/tasks", [{"a": "b"}])
     assert internal.status in (400, 404)
+
+
+NULL_VALUE = "Null value can not be supplied as the configuration value."
+
+
+def err(a) -> tuple[int, int, str]:
+    return a.status, a.body["error_code"], a.body["message"]
+
+
+def test_a_null_config_value_is_refused(worker, broker):
+    """A JSON null as a key's value is an error on that key (Kafka's AbstractHerder), in
+    /config/validate and in create and update alike; nothing is created or changed."""
+    name, topic = f"nul-{_uid()}", f"nul-{_uid()}"
+    config = counting_config(name, topic, 1)
+    for key in ("batch.size", "errors.tolerance", "not.a.key"):
+        bad = {**config, key: None}
+        validated = worker.call(
+            "PUT", "/connector-plugins/CountingSourceConnector/config/validate", bad)
+        assert validated.status == 200, validated.text
+        errors = {c["value"]["name"]: c["value"]["errors"] for c in validated.body["configs"]
+                  if c["value"]["errors"]}
+        assert (validated.body["error_count"], errors) == (1, {key: [NULL_VALUE]})
+        message = (f"Connector configuration is invalid and contains the following 1 "
+                   f"error(s):\n{NULL_VALUE}\nYou can also find the above list of errors at "
+                   "the endpoint `/connector-plugins/{connectorType}/config/validate`")
+        created = worker.call("POST", "/connectors", {"name": name, "config": bad})
+        assert err(created) == (400, 400, message), (key, created.text)
+        put = worker.call("PUT", f"/connectors/{name}/config", bad)
+        assert err(put) == (400, 400, message), (key, put.text)
+        assert name not in worker.call("GET", "/connectors").body
+    # an existing connector's config is kept as it was
+    assert worker.call("POST", "/connectors", {"name": name, "config": config}).status == 201
+    try:
+        put = worker.call("PUT", f"/connectors/{name}/config", {**config, "topic": None})
+        assert put.status == 400 and NULL_VALUE in put.body["message"], put.text
+        assert worker.call("GET", f"/connectors/{name}/config").body == config
+    finally:
+        assert worker.call("DELETE", f"/connectors/{name}").status == 204
+    assert err(worker.call("GET", f"/connectors/{name}/status")) == (
+        404, 404, f"No status found for connector {name}")
