@@ -179,6 +179,16 @@ class BaseHerder(OffsetsMixin, Herder):
         return {"name": name, "connector": self._status_entry(connector),
                 "tasks": tasks, "type": self._kind(props)}
 
+    async def _restart_status(self, name: str) -> dict[str, Any]:
+        """The connector's status for a restart's answer (Kafka's buildRestartPlan): 404
+        ``Status for connector <name> not found`` when it has none yet."""
+        try:
+            return await self.connector_status(name)
+        except ConnectRestError as e:
+            if e.status != 404 or name not in self._state().connectors:
+                raise
+            raise ConnectRestError(404, f"Status for connector {name} not found") from None
+
     async def task_status(self, task: TaskId) -> dict[str, Any]:
         state = self._state()
         if task.connector not in state.connectors:

@@ -608,7 +608,12 @@ class DistributedHerder(BaseHerder):
         self._props(name)
         answer = None
         if include_tasks or only_failed:
-            answer = await self.connector_status(name)
+            try:
+                answer = await self._restart_status(name)
+            except ConnectRestError:  # as Kafka: the request is written all the same
+                await self._write(self.config_log.put_restart_request, name, include_tasks,
+                                  only_failed)
+                raise
             if not only_failed or answer["connector"]["state"] == "FAILED":
                 answer["connector"]["state"] = "RESTARTING"
             for t in answer["tasks"]:

@@ -208,7 +208,7 @@ class StandaloneHerder(BaseHerder):
             async with self._lock:
                 await self._restart(name, True, [])
             return None
-        status = await self.connector_status(name)
+        status = await self._restart_status(name)
         conn = not only_failed or status["connector"]["state"] == "FAILED"
         tasks = [TaskId(name, t["id"]) for t in status["tasks"]
                  if include_tasks and (not only_failed or t["state"] == "FAILED")]

@@ -241,7 +241,8 @@ async def _until(fn: Any, timeout: float = 30.0) -> Any:
 
 def test_no_status_until_the_connector_has_started(broker):
     """Kafka's AbstractHerder.connectorStatus: a connector created but not started yet
-    has no status: 404 ``No status found for connector <name>``, not UNASSIGNED."""
+    has no status: 404 ``No status found for connector <name>``, not UNASSIGNED; a
+    restart asking for statuses: 404 ``Status for connector <name> not found``."""
     group = f"connect-{uuid.uuid4().hex[:8]}"
     name = "gated"
     GATE.clear()
@@ -261,6 +262,11 @@ def test_no_status_until_the_connector_has_started(broker):
                 await h.connector_status(name)
             assert (e.value.status, e.value.message) == (
                 404, f"No status found for connector {name}")
+            # a restart that answers with statuses has none to answer with (Kafka's words)
+            with pytest.raises(ConnectRestError) as e:
+                await h.restart_connector(name, include_tasks=True)
+            assert (e.value.status, e.value.message) == (
+                404, f"Status for connector {name} not found")
             GATE.set()
 
             async def running() -> bool:
