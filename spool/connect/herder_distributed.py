@@ -22,7 +22,9 @@ from its assignment:
   runs (their statuses are flushed), then runs what the leader assigned (the round robin
   of ``assignor``) once it has read the config topic up to the assignment's offset (else
   it rejoins). The leader assigns from its own view read to the end; a member ahead of it
-  gets CONFIG_MISMATCH and rejoins.
+  gets CONFIG_MISMATCH and rejoins. A connector or task-configs record at or past the
+  assignment's config offset (written after the leader assigned), read before or while
+  the assignment is applied, makes the worker ask for another rebalance.
 - Config records read after the assignment's offset are applied as Kafka does: a
   connector added or removed, or a connector's task count changed, makes the worker ask
   for a rebalance; a changed config restarts the connector where it runs and the
@@ -93,6 +95,9 @@ from spool.connect.status_log import KafkaStatusStore
 log = logging.getLogger("spool.connect")
 
 
+_TOPOLOGY = (CONNECTOR, REMOVED, TASKS)  # what an assignment is computed from
+
+
 def _int(config: Any, key: str, default: int) -> int:
     v = config.get(key)
     return default if v is None else int(v)
@@ -136,6 +141,7 @@ class DistributedHerder(BaseHerder):
         self._owners: dict[object, str] = {}  # leader only: connector/TaskId -> worker URL
         self._known: dict[str, int] = {}  # connectors and task counts the assignment knew
         self._applied_offset = 0
+        self._topology_offset = -1  # the last connector/task-configs record read
         self._lock = asyncio.Lock()
         self._changes: asyncio.Queue[tuple[int, list[Change]]] = asyncio.Queue()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -235,6 +241,12 @@ class DistributedHerder(BaseHerder):
                      generation, a.connectors, [str(t) for t in a.tasks], snap.offset)
             self._applied_offset = snap.offset
             self._known = {n: snap.task_count(n) for n in snap.connectors}
+            if self._topology_offset >= a.config_offset:
+                # read here after the leader assigned: connectors or tasks the assignment
+                # does not have, and nothing else would notice (_known includes them)
+                log.info("connector or task configs after the assignment's config offset "
+                         "%d; rebalancing", a.config_offset)
+                self.member.request_rejoin()
             for name in a.connectors:
                 if name in snap.connectors:
                     await self._start_connector(name, snap)
@@ -369,6 +381,8 @@ class DistributedHerder(BaseHerder):
     # ---- config changes read back from the topic
 
     def _on_config_change(self, changes: list[Change], offset: int) -> None:
+        if any(ch.kind in _TOPOLOGY for ch in changes):
+            self._topology_offset = max(self._topology_offset, offset)
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._changes.put_nowait, (offset, changes))
 
@@ -377,8 +391,14 @@ class DistributedHerder(BaseHerder):
             offset, changes = await self._changes.get()
             try:
                 async with self._lock:
-                    if self._assignment is not None and offset >= self._applied_offset:
+                    a = self._assignment
+                    if a is not None and offset >= self._applied_offset:
                         await self._apply(changes)
+                    elif a is not None and offset >= a.config_offset and any(
+                            ch.kind in _TOPOLOGY for ch in changes):
+                        log.info("config changes %s at %d: after the assignment's config "
+                                 "offset %d; rebalancing", changes, offset, a.config_offset)
+                        self.member.request_rejoin()
                     else:
                         log.debug("config changes %s at %d: left to the assignment", changes,
                                   offset)

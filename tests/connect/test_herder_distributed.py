@@ -336,3 +336,47 @@ def test_task_configs_are_judged_on_the_config_topic_read_to_its_end(broker):
 
 async def _task_count(h: DistributedHerder, name: str, n: int) -> bool:
     return len(await h.task_configs(name)) == n
+
+
+def test_a_connector_written_while_the_leader_assigns_is_assigned(broker):
+    """A connector config written after the leader computed an assignment but read by a
+    worker before it applies that assignment: the worker asks for another rebalance, so
+    the connector is assigned and runs (else nothing would: the worker's view already
+    holds it, no later record changes anything). The write is placed in that window by
+    making it from inside the leader's assignment callback."""
+    group = f"connect-{uuid.uuid4().hex[:8]}"
+    cfg = _herder_config(broker.bootstrap, group)
+
+    async def main() -> None:
+        h = DistributedHerder(cfg, Plugins.discover())
+        await h.start()
+        other = ConfigLog(cfg.internal_client_config(), f"{group}-configs")
+        await asyncio.to_thread(other.start)
+        try:
+            assign = h.member.on_assign
+            armed = [True]
+
+            async def assign_then_write(leader: str, members: list) -> dict:
+                out = await assign(leader, members)
+                if armed.pop() if armed else False:
+                    await asyncio.to_thread(other.put_connector_config, "late", counting_config(
+                        "late", f"{group}-out", 1), "STARTED")
+                    await asyncio.to_thread(h.config_log.read_to_end)
+                return out
+            h.member.on_assign = assign_then_write
+            h.member.request_rejoin()  # a rebalance, as another worker joining would make
+
+            async def late_running() -> bool:
+                try:
+                    s = await h.connector_status("late")
+                except ConnectRestError:
+                    return False
+                return s["connector"]["state"] == "RUNNING" and [
+                    t["state"] for t in s["tasks"]] == ["RUNNING"]
+            await _until(late_running, 20)
+            assert not armed  # the write did happen inside the assignment
+        finally:
+            await asyncio.to_thread(other.stop)
+            await h.stop()
+
+    asyncio.run(main())
