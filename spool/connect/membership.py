@@ -119,7 +119,8 @@ class WorkerGroupMember:
 
     @property
     def is_leader(self) -> bool:
-        return not self._needs_join and self.leader_id == self.member_id != ""
+        return (not self._needs_join and not self._joining
+                and self.leader_id == self.member_id != "")
 
     async def halt(self) -> None:
         """End the loops as a killed process would: no revoke, no LeaveGroup (tests)."""
@@ -212,6 +213,7 @@ class WorkerGroupMember:
             self._assigned = False
             await self.on_revoke()
         self._joining = True
+        self._needs_join = False  # a request_rejoin() from here on asks for another join
         try:
             r = await self._coordinator.request(JoinGroupRequest(
                 group_id=self.group_id, session_timeout_ms=self.session_timeout_ms,
@@ -221,6 +223,7 @@ class WorkerGroupMember:
                 timeout_ms=self.rebalance_timeout_ms + 10000)
             if r.error_code == MEMBER_ID_REQUIRED:
                 self.member_id = r.member_id
+                self._needs_join = True
                 return
             self._check(r.error_code, "JoinGroup")
             self.generation, self.member_id, self.leader_id = (
@@ -235,9 +238,11 @@ class WorkerGroupMember:
                              for m, a in assignments.items()]), 3,
                 timeout_ms=self.rebalance_timeout_ms + 10000)
             self._check(s.error_code, "SyncGroup")
+        except BaseException:
+            self._needs_join = True
+            raise
         finally:
             self._joining = False
-        self._needs_join = False
         self._assigned = True
         log.info("group %s: joined generation %d as %s (leader %s)", self.group_id,
                  self.generation, self.member_id, self.leader_id)

@@ -157,3 +157,31 @@ def test_the_group_outlives_a_broker_restart(fresh_broker):
                 await m.m.stop()
 
     asyncio.run(main())
+
+
+def test_a_rejoin_asked_for_during_a_rebalance_is_not_lost(broker):
+    """The herder asks for a rebalance when the config topic changes, which can happen
+    while the leader computes an assignment: that request must lead to another join."""
+    group = f"connect-test-{uuid.uuid4().hex[:8]}"
+
+    async def main() -> None:
+        member = Member(broker.bootstrap, group, 0)
+        assign = member._assign
+        asked = []
+
+        async def assign_and_ask(leader: str, members: list[tuple[str, bytes]]):
+            if not asked:  # once: as a connector written while the leader assigns
+                asked.append(member.m.generation)
+                member.m.request_rejoin()
+            return await assign(leader, members)
+
+        member.m.on_assign = assign_and_ask
+        try:
+            member.m.start()
+            await _until(lambda: asked and member.assignment is not None
+                         and member.m.generation > asked[0], timeout=60)
+            assert _work([member]) == ALL
+        finally:
+            await member.m.stop()
+
+    asyncio.run(main())
