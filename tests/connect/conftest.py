@@ -4,6 +4,7 @@
   process (per xdist worker), ``wal_level=logical``, stopped at the session's end. Tests
   share it: each makes the databases it uses with ``pg_database``.
 - ``pg_database``: a new database on ``pg``, named after the test; its name.
+- ``registry``: a ``spool registry`` process on the session's broker, for the module.
 - ``broker`` (tests/conftest.py): the session's broker; ``fresh_broker`` one of the test's
   own.
 """
@@ -18,6 +19,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.helpers.postgres import PostgresServer
+from tests.helpers.registry_proc import RegistryProcess
 
 
 @pytest.fixture(scope="session")
@@ -34,3 +36,13 @@ def pg() -> Iterator[PostgresServer]:
 def pg_database(pg: PostgresServer, request) -> str:
     base = re.sub(r"[^a-z0-9]+", "_", request.node.name.lower())[:40]
     return pg.create_database(f"{base}_{uuid.uuid4().hex[:6]}")
+
+
+@pytest.fixture(scope="module")
+def registry(broker, tmp_path_factory) -> Iterator[RegistryProcess]:
+    reg = RegistryProcess(broker.bootstrap, tmp_path_factory.mktemp("registry") / "registry.log")
+    reg.start()
+    try:
+        yield reg
+    finally:
+        reg.stop()

@@ -9,7 +9,6 @@ import dataclasses
 import datetime
 import decimal
 import uuid
-from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import Consumer, Producer
@@ -43,17 +42,6 @@ def customer(i: int, name: str | None = "Ada") -> Struct:
         "at": datetime.datetime(2024, 1, 2, 3, 4, 5, 678000, tzinfo=UTC),
         "tags": ["a", "b"], "attrs": {"x": 1},
         "address": Struct(ADDRESS, {"city": "Paris", "zip": None}) if i % 2 else None})
-
-
-@pytest.fixture(scope="module")
-def registry(broker, tmp_path_factory) -> Iterator[RegistryProcess]:
-    reg = RegistryProcess(broker.bootstrap,
-                          tmp_path_factory.mktemp("connect-registry") / "registry.log")
-    reg.start()
-    try:
-        yield reg
-    finally:
-        reg.stop()
 
 
 @pytest.fixture

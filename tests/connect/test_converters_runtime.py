@@ -68,17 +68,6 @@ class PaymentsConnector(api.SourceConnector):
         return api.ConfigDef().define("topic", api.STRING, importance=api.HIGH)
 
 
-@pytest.fixture(scope="module")
-def registry(broker, tmp_path_factory) -> Iterator[RegistryProcess]:
-    reg = RegistryProcess(broker.bootstrap,
-                          tmp_path_factory.mktemp("runtime-registry") / "registry.log")
-    reg.start()
-    try:
-        yield reg
-    finally:
-        reg.stop()
-
-
 @pytest.fixture
 def worker(broker, registry: RegistryProcess, tmp_path) -> Iterator[ConnectProcess]:
     w = ConnectProcess(tmp_path, {
