@@ -406,6 +406,39 @@ def test_snapshot_is_exact_with_the_stream(pg, pg_database, db):
         d.stop()
 
 
+def test_changes_while_an_interrupted_snapshot_is_down_are_streamed_after_it(
+        pg, pg_database, db):
+    """A row sent by a snapshot that was then interrupted, and deleted (or updated) before
+    the snapshot is taken again, gets its delete: the slot is kept, and what changed while
+    the task was down is streamed after the new snapshot."""
+    db.execute("CREATE TABLE t (id int PRIMARY KEY, v text)")
+    db.execute("INSERT INTO t SELECT g, 'x' FROM generate_series(1, 5) g")
+    p = props(pg, pg_database, max_batch_size="2")
+    store: dict = {}
+    d = Driver(p, store)
+    try:
+        first = d.poll(2)
+        assert sorted(r.key["id"] for r in first) == [1, 2]
+        d.ack(first)  # a part of the snapshot only
+    finally:
+        d.stop()
+    db.execute("DELETE FROM t WHERE id = 2")
+    db.execute("UPDATE t SET v = 'y' WHERE id = 1")
+    d = Driver(p, store)
+    try:
+        snap = d.poll(4)
+        assert sorted((r.key["id"], r.value["after"]["v"]) for r in snap) == [
+            (1, "y"), (3, "x"), (4, "x"), (5, "x")]
+        d.ack(snap)
+        stream = d.poll(3)
+        assert [(o[1], o[2]) for o in ops(stream)] == [("d", {"id": 2}), (None, {"id": 2}),
+                                                       ("u", {"id": 1})]
+        d.ack(stream)
+        d.quiet()
+    finally:
+        d.stop()
+
+
 def test_filters_filtered_publication_and_uncaptured_traffic(pg, pg_database, db):
     db.execute("CREATE TABLE a (id int PRIMARY KEY)")
     db.execute("CREATE TABLE b (id int PRIMARY KEY)")

@@ -11,7 +11,9 @@ on every start), ``disabled``) and the logical replication slot ``slot.name``
   read in that exported snapshot (``snapshot.py``, op ``"r"``, ``source.snapshot``
   ``"true"``, ``"last"`` on the last row); streaming then starts at the slot's
   consistent point, so snapshot + stream are exact. A snapshot interrupted before its
-  last record was committed is redone from scratch on restart.
+  last record was committed is redone from scratch on restart, keeping the slot it
+  created: the stream then replays from the slot what changed since (deletes included)
+  after the new snapshot's rows, which end in the database's state.
 - ``always``: the same at every start; ``initial_only``: the snapshot, no stream (and no
   slot); ``never`` / ``no_data``: no snapshot, stream from the slot (created if missing).
 
@@ -441,7 +443,14 @@ class PostgresSourceTask(api.SourceTask):
         try:
             if self.streaming:
                 self._ensure_publication()
-                if do_snapshot:
+                if do_snapshot and mode != "always" and self._slot_exists():
+                    # a snapshot interrupted (or never recorded) with the slot created: keep
+                    # the slot, so what changed while the task was down (deletes among it)
+                    # is streamed after the new snapshot, which is read in a snapshot of its
+                    # own; the replay ends in the database's state
+                    log.info("postgres source %s: slot %s kept for the snapshot taken again",
+                             self.prefix, self.slot)
+                elif do_snapshot:
                     self._drop_slot(self.conn, self.slot)
                     repl, consistent_lsn, snapshot_name = self._create_slot(export=True)
                 elif not self._slot_exists():
