@@ -100,10 +100,7 @@ class WorkerSinkTask(WorkerTask):
     def __init__(self, worker: Worker, task_id: TaskId, connector_props: dict[str, str],
                  task_props: dict[str, str], status: StatusListener,
                  target_state: str) -> None:
-        super().__init__(task_id, status, target_state)
-        self.worker = worker
-        self.connector_props = connector_props
-        self.task_props = task_props
+        super().__init__(worker, task_id, connector_props, task_props, status, target_state)
         self.task: api.SinkTask | None = None
         self.consumer: Consumer | None = None
         self.assigned: set[TP] = set()

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from spool.connect.herder import TaskId
-    from spool.connect.worker import StatusListener
+    from spool.connect.worker import StatusListener, Worker
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,12 @@ log = logging.getLogger(__name__)
 class WorkerTask:
     """Base of ``source_task.WorkerSourceTask`` and ``sink_task.WorkerSinkTask``."""
 
-    def __init__(self, task_id: TaskId, status: StatusListener, target_state: str) -> None:
+    def __init__(self, worker: Worker, task_id: TaskId, connector_props: dict[str, str],
+                 task_props: dict[str, str], status: StatusListener,
+                 target_state: str) -> None:
+        self.worker = worker
+        self.connector_props = connector_props
+        self.task_props = task_props
         self.id = task_id
         self._status = status
         self._target = target_state
