@@ -63,6 +63,7 @@ from spool.broker.config_view import (
 from spool.broker.coordinator_log import CoordinatorLogWriter, PartitionLogWriter
 from spool.broker.dispatch import Dispatcher
 from spool.broker.dynamic_config import apply_changes
+from spool.broker.fetch_sessions import FetchSessionCache
 from spool.broker.group_configs import GroupConfigs
 from spool.broker.group_runtime import GroupRuntime
 from spool.broker.metadata_view import MetadataView, SingleNodeView
@@ -144,6 +145,9 @@ class Broker:
         self.groups: GroupRuntime | None = None
         self.transactions: TransactionRuntime | None = None
         self.share_manager = None  # share-partition leader, sessions: spool.broker.share_manager
+        # KIP-227 fetch sessions (spool.broker.fetch_sessions), consumers' and followers'
+        self.fetch_sessions = FetchSessionCache(
+            config.get_int("max.incremental.fetch.session.cache.slots"))
         # the share coordinator (KIP-932, __share_group_state) and the persister over it
         # (spool.share.persister's contract: here, or an RPC to the key's coordinator)
         self.share_state: ShareStateRuntime | None = None

@@ -343,6 +343,9 @@ BROKER_KEYS: dict[str, ConfigKey] = {
              "Timeout of a follower's requests to its leader (plus replica.fetch.wait.max.ms)."),
         _key("num.replica.fetchers", "int", 1, at_least(1),
              "Fetch loops (connections) per leader broker a follower uses.", CLUSTER_WIDE),
+        _key("max.incremental.fetch.session.cache.slots", "int", 1000, at_least(0),
+             "Fetch sessions (KIP-227) the broker keeps, consumers' and followers' "
+             "(0: none, every Fetch is a full one)."),
         ConfigKey("internal.segment.bytes.enable", "boolean", False, (), None,
                   "Test-only: accept the topic config internal.segment.bytes (segments "
                   "below segment.bytes' 1 MiB minimum) from clients.", internal=True),
@@ -634,7 +637,7 @@ early.start.listeners eligible.leader.replicas.enable
 fetch.purgatory.purge.interval.requests group.coordinator.append.linger.ms
 group.coordinator.threads kafka.metrics.polling.interval.secs
 kafka.metrics.reporters log.dir.failure.timeout.ms log.initial.task.delay.ms
-max.incremental.fetch.session.cache.slots max.request.partition.size.limit
+max.request.partition.size.limit
 metadata.log.segment.min.bytes metadata.log.segment.ms metrics.num.samples
 metrics.recording.level metrics.sample.window.ms
 num.replica.alter.log.dirs.threads offsets.load.buffer.size

@@ -14,8 +14,11 @@ as soon as its client hangs up (an empty answer nobody reads: the wait and
 its file regions end with the connection, not with ``max_wait_ms``).
 A partition whose file cannot be duplicated (no descriptors left) is
 answered without records rather than failing the request.
-Fetch sessions (KIP-227) are not kept: ``session_id`` 0 tells clients to
-send full requests.
+Fetch sessions (KIP-227, v7+): ``spool.broker.fetch_sessions`` decides what a request
+reads (its partitions, or its session's) and what the answer names (every partition, or
+only those with something new for an incremental session), and answers the session
+errors; the read, the long poll (on every partition read) and the rest below are the same
+for all.
 
 Versions, as Kafka 4.2 serves them:
 
@@ -65,9 +68,11 @@ import logging
 import time
 
 from spool.broker.authz import allowed_cluster, allowed_names
+from spool.broker.fetch_sessions import new_context
 from spool.broker.registry import handles
 from spool.broker.server import FileRegion, RateLimitedLog
 from spool.protocol._generated import FetchRequest, FetchResponse
+from spool.protocol._generated.fetch_request import FetchTopic
 from spool.protocol._generated.fetch_response import (
     AbortedTransaction,
     FetchableTopicResponse,
@@ -117,12 +122,16 @@ def replica_id_of(req: FetchRequest, version: int) -> int:
     return req.replica_state.replica_id if version >= REPLICA_STATE_VERSION else req.replica_id
 
 
-def topic_names(broker, req: FetchRequest, version: int) -> list[str | None]:
-    """The name of each requested topic: from v13 its ID's (None: no such ID)."""
+def topic_names(broker, req: FetchRequest, version: int,
+                topics: list[FetchTopic] | None = None) -> list[str | None]:
+    """The name of each requested topic (of ``topics``, default the request's): from v13
+    its ID's (None: no such ID)."""
+    if topics is None:
+        topics = req.topics
     if version < TOPIC_IDS_VERSION:
-        return [t.topic for t in req.topics]
+        return [t.topic for t in topics]
     name_of = broker.view.topic_name
-    return [name_of(t.topic_id) for t in req.topics]
+    return [name_of(t.topic_id) for t in topics]
 
 
 def _unknown_topic_id(t) -> FetchableTopicResponse:
@@ -148,8 +157,10 @@ def _denied_topics(ctx, names: list[str | None]) -> set[str]:
 
 
 def _read_all(broker, req: FetchRequest, version: int, names: list[str | None],
-              denied: set[str] | frozenset[str] = frozenset()):
-    """One pass over the requested partitions; returns (topics, bytes, any_error): any_error
+              denied: set[str] | frozenset[str] = frozenset(),
+              fetch_topics: list[FetchTopic] | None = None):
+    """One pass over the requested partitions (``fetch_topics``, default the request's);
+    returns (topics, bytes, any_error): any_error
     also when a consumer was sent to a preferred read replica (both answer at once). A
     topic in ``denied`` is TOPIC_AUTHORIZATION_FAILED for each partition, not an error
     that ends a long poll (Kafka leaves it out of the read)."""
@@ -166,7 +177,8 @@ def _read_all(broker, req: FetchRequest, version: int, names: list[str | None],
     total = 0
     any_error = False
     topics = []
-    for t, name in zip(req.topics, names, strict=True):
+    for t, name in zip(req.topics if fetch_topics is None else fetch_topics, names,
+                       strict=True):
         if name is None:  # v13+: an ID nobody knows (Kafka: per partition)
             topics.append(_unknown_topic_id(t))
             any_error = True
@@ -313,20 +325,26 @@ def _release(topics) -> None:
 async def fetch(ctx, req: FetchRequest) -> FetchResponse:
     broker = ctx.broker
     version = ctx.api_version
-    names = topic_names(broker, req, version)
+    follower = replica_id_of(req, version) >= 0
     denied: set[str] | frozenset[str] = frozenset()
-    if broker.authorizer is not None:
-        if replica_id_of(req, version) >= 0:  # a follower needs CLUSTER_ACTION
-            if not allowed_cluster(ctx, AclOperation.CLUSTER_ACTION):
-                return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=[
-                    _refused(t, name, Errors.TOPIC_AUTHORIZATION_FAILED)
-                    for t, name in zip(req.topics, names, strict=True)])
-        else:
-            denied = _denied_topics(ctx, names)
-    topics, total, any_error = _read_all(broker, req, version, names, denied)
-    pairs = [(name, p.partition) for t, name in zip(req.topics, names, strict=True)
+    if broker.authorizer is not None and follower:  # a follower needs CLUSTER_ACTION
+        if not allowed_cluster(ctx, AclOperation.CLUSTER_ACTION):
+            return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=[
+                _refused(t, name, Errors.TOPIC_AUTHORIZATION_FAILED)
+                for t, name in zip(req.topics, topic_names(broker, req, version), strict=True)])
+    # KIP-227: what is read (the request's partitions or its session's), how it is answered
+    fctx = new_context(broker.fetch_sessions, version, req, follower, broker.clock.now_ms())
+    if fctx.error:
+        return FetchResponse(throttle_time_ms=0, error_code=fctx.error, session_id=0,
+                             responses=[])
+    wanted = fctx.topics
+    names = topic_names(broker, req, version, wanted)
+    if broker.authorizer is not None and not follower:
+        denied = _denied_topics(ctx, names)
+    topics, total, any_error = _read_all(broker, req, version, names, denied, wanted)
+    pairs = [(name, p.partition) for t, name in zip(wanted, names, strict=True)
              if name is not None and name not in denied for p in t.partitions]
-    if replica_id_of(req, version) >= 0:  # a follower waits for appends, a consumer for the HW
+    if follower:  # a follower waits for appends, a consumer for the HW
         keys = [(REPLICA_KEY, name, p) for name, p in pairs]
     else:
         keys = pairs
@@ -346,12 +364,14 @@ async def fetch(ctx, req: FetchRequest) -> FetchResponse:
             if conn.gone:  # the client hung up: nobody reads the answer
                 return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=[])
             if version >= TOPIC_IDS_VERSION:  # a topic deleted meanwhile answers no more
-                names = topic_names(broker, req, version)
-            topics, total, any_error = _read_all(broker, req, version, names, denied)
+                names = topic_names(broker, req, version, wanted)
+            topics, total, any_error = _read_all(broker, req, version, names, denied, wanted)
     except BaseException:  # cancelled (shutdown)
         _release(topics)
         raise
-    _count(broker.metrics, topics, replica_id_of(req, version) >= 0)
-    return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=topics,
+    _count(broker.metrics, topics, follower)
+    session_id, topics = fctx.respond(topics, broker.clock.now_ms())
+    return FetchResponse(throttle_time_ms=0, error_code=0, session_id=session_id,
+                         responses=topics,
                          node_endpoints=_leader_endpoints(ctx, topics)
                          if version >= LEADER_HINTS_VERSION and any_error else [])
