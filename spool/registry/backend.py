@@ -25,10 +25,12 @@ Writes go to the primary:
   otherwise (50001, 50002 on a timeout) has the primary start over with a new producer.
 - another instance forwards the call to the primary's URL (``forward.Forwarder``): the
   one the last primary announced on the topic (``schemas_log.PRIMARY_HEADER``, on the
-  NOOP it wrote once it had fenced its predecessor), or when none was read the group's
-  member holding partition 0 (DescribeConsumerGroups: librdkafka's group admin calls can
-  abort the process when the coordinator moves mid-call, librdkafka #4605, so they are
-  the fallback only). It then catches up with the topic before returning
+  NOOP it wrote once it had fenced its predecessor), or when none was read (compacted
+  away: the NOOP is a tombstone) the group's member holding partition 0, asked of the
+  group coordinator over Spool's own client (``election.Election.primary_url``: not
+  librdkafka's DescribeConsumerGroups, which can abort the process when the coordinator
+  moves mid-call, librdkafka #4605), logged when it changes. It then catches up with the
+  topic before returning
   (read-your-writes here too). A forward still unanswered when another instance has
   become the primary (the old one paused, say) is given up and sent to the new one. A
   primary not yet elected or not reachable is retried until ``write_timeout`` (30 s: a
@@ -110,6 +112,7 @@ class KafkaRegistry:
         self._term = 0  # bumped on every change of primacy
         self._lock = asyncio.Lock()
         self._started = False
+        self._group_primary: str | None = None  # the last primary_url() found (logged)
         self._promotion_error = ""  # why this instance, assigned the partition, cannot write
 
     @property
@@ -291,7 +294,12 @@ class KafkaRegistry:
         announcement compacted away long after it was written) the group's word."""
         if self.tail.announced is not None:
             return self.tail.announced
-        return await self.election.primary_url(min(5.0, max(0.5, left)))
+        url = await self.election.primary_url(min(5.0, max(0.5, left)))
+        if url is not None and url != self._group_primary:
+            self._group_primary = url
+            log.info("no primary announced on %s: group %s says %s is the primary", self.topic,
+                     self.group_id, url)
+        return url
 
     async def _moved_from(self, url: str) -> None:
         """Return once ``url`` is no longer the primary's (checked every 0.2 s)."""

@@ -13,11 +13,14 @@ minimum by default) and the partition goes to another.
 
 ``is_primary`` is this instance's view; ``on_change(is_primary)`` is called on the event
 loop that called ``start()`` whenever it changes. ``primary_url()`` asks the group
-coordinator (DescribeConsumerGroups) which member holds partition 0 and returns its
-``client.id``, or None while no member does (a rebalance) or the call fails. The backend
-asks it only when no primary has announced itself on the topic: librdkafka's group admin
-calls can abort the process when the coordinator moves during one (librdkafka #4605,
-seen here with a broker of three killed).
+coordinator which member holds partition 0 and returns its ``client.id``, or None while
+no member does (a rebalance) or the question fails (the caller asks again). It asks over
+Spool's own client (``group_wire.partition_holder``: FindCoordinator, DescribeGroups),
+not librdkafka's DescribeConsumerGroups, which can abort the process when the
+coordinator moves during the call (librdkafka #4605, seen here with a broker of three
+killed); only a configuration whose security ``group_wire.wire_security`` cannot map
+(said once in the log, at start) keeps librdkafka's call. The backend asks it only when
+no primary has announced itself on the topic.
 
 Being assigned the partition is what makes a primary *want* to write; what makes writing
 safe is the transactional producer's fencing (``schemas_log.SchemasWriter``): two
@@ -36,7 +39,14 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException
 from confluent_kafka.admin import AdminClient
 
+from spool.registry.group_wire import (
+    GroupWireError,
+    bootstrap_addresses,
+    partition_holder,
+    wire_security,
+)
 from spool.registry.schemas_log import client_config
+from spool.security.client_config import ClientConfigError
 
 log = logging.getLogger("spool.registry")
 
@@ -61,7 +71,15 @@ class Election:
                        "partition.assignment.strategy": "cooperative-sticky",
                        "session.timeout.ms": session_timeout_ms,
                        "heartbeat.interval.ms": max(100, session_timeout_ms // 6)}))
-        self._admin = admin or AdminClient(client_config(config))
+        try:
+            self._wire = (bootstrap_addresses(config), wire_security(config))
+        except ClientConfigError as e:
+            self._wire = None
+            log.info("group %s is described through librdkafka's admin client: Spool's "
+                     "client cannot use the configuration's %s", group_id, e)
+        self._admin = admin
+        if admin is None and self._wire is None:
+            self._admin = AdminClient(client_config(config))
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="spool-registry-election",
@@ -75,6 +93,20 @@ class Election:
 
     async def primary_url(self, timeout: float = 5.0) -> str | None:
         """The advertised URL of the member holding partition 0 now, if any."""
+        if self._wire is None:
+            return await self._described(timeout)
+        addresses, security = self._wire
+        try:
+            return await partition_holder(addresses, security, self.group_id, self.topic, 0,
+                                          timeout=timeout)
+        except GroupWireError as e:  # refused (an ACL...): said, and asked again
+            log.info("describing group %s: %s", self.group_id, e)
+            return None
+
+    async def _described(self, timeout: float) -> str | None:
+        """``primary_url`` through librdkafka (a configuration group_wire cannot map)."""
+        assert self._admin is not None
+
         def describe() -> str | None:
             futures = self._admin.describe_consumer_groups([self.group_id],
                                                            request_timeout=timeout)

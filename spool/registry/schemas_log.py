@@ -14,7 +14,10 @@ touched by that loop. ``position`` is the next offset to read (past transaction 
 librdkafka moves its position over them). ``wait_for(offset)`` returns once ``position``
 has passed ``offset``; ``catch_up()`` once it has reached the end offset (the last stable
 offset, asked of ``admin``: ListOffsets read_committed) as it is at the call: what was
-committed before the call has been applied when it returns.
+committed before the call has been applied when it returns. A tail that has read nothing
+yet also asks the log start offset: records deleted below it (retention on a
+``compact,delete`` topic, DeleteRecords) leave librdkafka's position unreported until a
+record is read, so the position starts there.
 
 ``announced`` is the URL in the ``PRIMARY_HEADER`` header of the last record read that
 had one: the NOOP each primary writes once it has fenced the previous one, so the last
@@ -133,13 +136,14 @@ class SchemasTail:
         self._consumer.assign([TopicPartition(self.topic, 0, 0)])
         self._thread.start()
 
-    async def end_offset(self, timeout: float = 10.0) -> int:
-        """The end the committed records reach now (the last stable offset)."""
+    async def end_offset(self, timeout: float = 10.0, spec: OffsetSpec | None = None) -> int:
+        """The end the committed records reach now (the last stable offset), or with
+        ``spec`` ``OffsetSpec.earliest()`` the log start offset."""
         deadline = time.monotonic() + timeout
 
         def ask(wait: float) -> int:
             futures = self._admin.list_offsets(
-                {TopicPartition(self.topic, 0): OffsetSpec.latest()},
+                {TopicPartition(self.topic, 0): spec or OffsetSpec.latest()},
                 isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=wait)
             return next(iter(futures.values())).result(wait + 1.0).offset
 
@@ -172,6 +176,10 @@ class SchemasTail:
 
     async def catch_up(self, timeout: float = 10.0) -> None:
         end = await self.end_offset(timeout)
+        if end > self.position == 0:  # nothing read yet: are there records to read?
+            start = await self.end_offset(timeout, OffsetSpec.earliest())
+            if start > self.position:  # deleted below it (retention, DeleteRecords): the
+                self._deliver([], start)  # consumer skips there but reports no position
         if end > 0:
             await self.wait_for(end - 1, timeout)
 

@@ -6,7 +6,8 @@ primary is forwarded to the primary and answered with its answer (ids and errors
 primary killed with SIGKILL, the other takes over writing once the group has timed the
 dead one out, with ids continuing where they were; one stopped with SIGTERM hands over at
 once, and one joining takes nothing from the primary; a paused primary that comes back
-after another took over is fenced: its writes go to the new primary.
+after another took over is fenced: its writes go to the new primary; one that has read
+no primary's announcement (deleted) finds the primary in the group and forwards to it.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from tests.helpers.cluster_proc import Cluster
-from tests.helpers.registry_proc import RegistryProcess, ask
+from tests.helpers.registry_proc import RegistryProcess, ask, schemas_end_offset
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -279,6 +280,42 @@ def test_deletes_through_one_are_seen_by_the_other(cluster):
     assert ask("GET", f"{a.url}/subjects/orders-value/versions?deleted=true") == (200, [2])
     status, answer = ask("GET", f"{a.url}/schemas/ids/1")
     assert (status, answer["error_code"]) == (404, 40403), answer
+
+
+def test_a_primary_whose_announcement_is_gone_is_found_in_the_group(fresh_broker, tmp_path):
+    """No primary announced on _schemas (the NOOP naming it is a tombstone: compaction
+    removes it; here its records are deleted): an instance started then has read no
+    announcement, asks the group which member holds the partition, and forwards there."""
+    fresh_broker.start()
+    bootstrap = fresh_broker.bootstrap
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    # compact,delete: Kafka refuses DeleteRecords on a topic that is only compacted
+    admin.create_topics([NewTopic("_schemas", 1, 1, config={
+        "cleanup.policy": "compact,delete", "retention.ms": "-1"})])["_schemas"].result(10)
+    registries: list[RegistryProcess] = []
+    try:
+        registries.append(RegistryProcess(bootstrap, tmp_path / "a.log").start())
+        a = registries[0]
+        assert register(a.url, "orders-value", avro("id")) == (200, {"id": 1})
+        assert announcements(bootstrap) == [a.url]
+        end = schemas_end_offset(bootstrap)
+        [done] = admin.delete_records([TopicPartition("_schemas", 0, end)]).values()
+        assert done.result(10).low_watermark == end
+        assert announcements(bootstrap) == []
+        registries.append(RegistryProcess(bootstrap, tmp_path / "b.log").start())
+        b = registries[1]
+        # b read nothing, a is still the primary (cooperative-sticky): b's write goes to a
+        assert register(b.url, "payments-value", avro("x")) == (200, {"id": 2}), b.log_tail()
+        assert primary_url(bootstrap) == a.url
+        log = b.log_path.read_text()
+        assert f"group {GROUP} says {a.url} is the primary" in log
+        assert "librdkafka's admin client" not in log  # asked over Spool's own client
+        assert ask("GET", f"{b.url}/subjects/payments-value/versions") == (200, [1])
+        assert ask("GET", f"{a.url}/schemas/ids/1") == (200, {"schema": avro("id")})
+        assert announcements(bootstrap) == []  # a wrote no second announcement
+    finally:
+        codes = [r.stop() for r in registries]
+    assert codes == [0] * len(codes)
 
 
 @pytest.mark.timeout(480)  # three brokers, two registries, two failover writes of up to 150 s
