@@ -21,10 +21,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec
 
 from tests.helpers.cluster_proc import Cluster
-from tests.helpers.registry_proc import RegistryProcess, ask, schemas_end_offset
+from tests.helpers.registry_proc import RegistryProcess, ask
+from tests.helpers.secure_broker import SCRAM_LOGIN, SecureBroker
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -53,10 +54,10 @@ def cluster(fresh_broker, tmp_path):
     assert all(c in (0, -signal.SIGKILL) for c in codes), codes
 
 
-def primary_url(bootstrap: str, timeout: float = 30.0) -> str:
+def primary_url(bootstrap: str, timeout: float = 30.0, conf: dict | None = None) -> str:
     """The advertised URL of the group member that holds _schemas' partition: as a user
     finds it (``spool groups describe schema-registry``), waiting out a rebalance."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin = AdminClient(conf or {"bootstrap.servers": bootstrap, "log_level": 0})
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         group = admin.describe_consumer_groups([GROUP])[GROUP].result(10)
@@ -67,10 +68,11 @@ def primary_url(bootstrap: str, timeout: float = 30.0) -> str:
     raise AssertionError(f"no member of {GROUP} holds _schemas within {timeout} s")
 
 
-def _committed(bootstrap: str) -> list:
+def _committed(bootstrap: str, conf: dict | None = None) -> list:
     """Every committed message of _schemas, in offset order."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "test-reader", "log_level": 0,
-                  "isolation.level": "read_committed", "enable.partition.eof": True})
+    c = Consumer({"bootstrap.servers": bootstrap, **(conf or {}), "group.id": "test-reader",
+                  "log_level": 0, "isolation.level": "read_committed",
+                  "enable.partition.eof": True})
     c.assign([TopicPartition("_schemas", 0, 0)])
     out = []
     try:
@@ -93,10 +95,10 @@ def schema_records(bootstrap: str) -> list[tuple[dict, dict | None]]:
             for m in _committed(bootstrap)]
 
 
-def announcements(bootstrap: str) -> list[str]:
+def announcements(bootstrap: str, conf: dict | None = None) -> list[str]:
     """The primaries' URLs in the order they announced themselves on _schemas (the
     spool.registry.primary header of the NOOP each writes once it has fenced the last)."""
-    headers = (dict(m.headers() or ()) for m in _committed(bootstrap))
+    headers = (dict(m.headers() or ()) for m in _committed(bootstrap, conf))
     return [h["spool.registry.primary"].decode() for h in headers
             if "spool.registry.primary" in h]
 
@@ -282,41 +284,68 @@ def test_deletes_through_one_are_seen_by_the_other(cluster):
     assert (status, answer["error_code"]) == (404, 40403), answer
 
 
-def test_a_primary_whose_announcement_is_gone_is_found_in_the_group(fresh_broker, tmp_path):
+
+@pytest.fixture(params=["PLAINTEXT", "SASL_SSL"])
+def own_cluster(request, tmp_path):
+    """A broker of the test's own: (bootstrap, a librdkafka admin config, the registry's
+    extra arguments). SASL_SSL: SCRAM-SHA-512 over TLS, the registry's --command-config
+    in Kafka's client properties (a PEM truststore)."""
+    if request.param == "PLAINTEXT":
+        broker = request.getfixturevalue("fresh_broker").start()
+        yield broker.bootstrap, {"bootstrap.servers": broker.bootstrap, "log_level": 0}, []
+        return
+    broker = SecureBroker(tmp_path / "data", listeners=("SASL_SSL",),
+                          scram_users={"registry": "registry-secret"})
+    try:
+        broker.start()
+        assert broker.pki is not None
+        config = tmp_path / "registry.properties"
+        config.write_text("security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"
+                          f'sasl.jaas.config={SCRAM_LOGIN} required username="registry" '
+                          'password="registry-secret";\n'
+                          f"ssl.truststore.type=PEM\nssl.truststore.location={broker.pki.ca_pem}\n")
+        yield (broker.bootstrap(), broker.confluent("admin", log_level=0),
+               ["--command-config", str(config)])
+    finally:
+        broker.stop()
+
+
+def test_a_primary_whose_announcement_is_gone_is_found_in_the_group(own_cluster, tmp_path):
     """No primary announced on _schemas (the NOOP naming it is a tombstone: compaction
     removes it; here its records are deleted): an instance started then has read no
-    announcement, asks the group which member holds the partition, and forwards there."""
-    fresh_broker.start()
-    bootstrap = fresh_broker.bootstrap
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    announcement, asks the group which member holds the partition (over Spool's own
+    client, with the registry's security settings), and forwards its writes there."""
+    bootstrap, conf, extra = own_cluster
+    admin = AdminClient(conf)
     # compact,delete: Kafka refuses DeleteRecords on a topic that is only compacted
     admin.create_topics([NewTopic("_schemas", 1, 1, config={
         "cleanup.policy": "compact,delete", "retention.ms": "-1"})])["_schemas"].result(10)
     registries: list[RegistryProcess] = []
     try:
-        registries.append(RegistryProcess(bootstrap, tmp_path / "a.log").start())
+        registries.append(RegistryProcess(bootstrap, tmp_path / "a.log", *extra).start())
         a = registries[0]
         assert register(a.url, "orders-value", avro("id")) == (200, {"id": 1})
-        assert announcements(bootstrap) == [a.url]
-        end = schemas_end_offset(bootstrap)
+        assert announcements(bootstrap, conf) == [a.url]
+        [part] = admin.list_offsets({TopicPartition("_schemas", 0): OffsetSpec.latest()}
+                                    ).values()
+        end = part.result(10).offset
         [done] = admin.delete_records([TopicPartition("_schemas", 0, end)]).values()
         assert done.result(10).low_watermark == end
-        assert announcements(bootstrap) == []
-        registries.append(RegistryProcess(bootstrap, tmp_path / "b.log").start())
+        assert announcements(bootstrap, conf) == []
+        registries.append(RegistryProcess(bootstrap, tmp_path / "b.log", *extra).start())
         b = registries[1]
         # b read nothing, a is still the primary (cooperative-sticky): b's write goes to a
         assert register(b.url, "payments-value", avro("x")) == (200, {"id": 2}), b.log_tail()
-        assert primary_url(bootstrap) == a.url
+        assert primary_url(bootstrap, conf=conf) == a.url
         log = b.log_path.read_text()
         assert f"group {GROUP} says {a.url} is the primary" in log
         assert "librdkafka's admin client" not in log  # asked over Spool's own client
         assert ask("GET", f"{b.url}/subjects/payments-value/versions") == (200, [1])
         assert ask("GET", f"{a.url}/schemas/ids/1") == (200, {"schema": avro("id")})
-        assert announcements(bootstrap) == []  # a wrote no second announcement
+        assert announcements(bootstrap, conf) == []  # a wrote no second announcement
     finally:
         codes = [r.stop() for r in registries]
     assert codes == [0] * len(codes)
-
 
 @pytest.mark.timeout(480)  # three brokers, two registries, two failover writes of up to 150 s
 def test_on_a_three_node_cluster_the_leader_of_schemas_can_die(tmp_path):
