@@ -176,7 +176,7 @@ class SchemasTail:
 
     async def catch_up(self, timeout: float = 10.0) -> None:
         end = await self.end_offset(timeout)
-        if end > self.position == 0:  # nothing read yet: are there records to read?
+        if self.position == 0 < end:  # nothing read yet, but records were written
             start = await self.end_offset(timeout, OffsetSpec.earliest())
             if start > self.position:  # deleted below it (retention, DeleteRecords): the
                 self._deliver([], start)  # consumer skips there but reports no position
