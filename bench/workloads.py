@@ -36,8 +36,16 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
 
 def produce(bootstrap: str, topic: str, records: int, size: int, acks: str = "1") -> float:
     """Seconds to produce and have acknowledged ``records`` records of ``size`` bytes."""
+    return produce_timed(bootstrap, topic, records, size, acks)[0]
+
+
+def produce_timed(bootstrap: str, topic: str, records: int, size: int,
+                  acks: str = "1") -> tuple[float, float]:
+    """``produce``'s seconds, and the client's CPU seconds (this process, all its threads:
+    Python and librdkafka's) over the same span."""
     p = Producer({"bootstrap.servers": bootstrap, **PRODUCER, "acks": acks})
     chunk = [{"value": b"x" * size}] * CHUNK
+    cpu0 = time.process_time()
     t0 = time.perf_counter()
     sent = 0
     while sent < records:
@@ -49,9 +57,20 @@ def produce(bootstrap: str, topic: str, records: int, size: int, acks: str = "1"
             p.poll(0.002)
     left = p.flush(300)
     elapsed = time.perf_counter() - t0
+    cpu = time.process_time() - cpu0
     if left:
         raise RuntimeError(f"{left} records not delivered")
-    return elapsed
+    return elapsed, cpu
+
+
+def watermarks(bootstrap: str, topic: str, partitions: int) -> list[int]:
+    """Each partition's high watermark (its record count when written from offset 0)."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-watermarks"})
+    try:
+        return [c.get_watermark_offsets(TopicPartition(topic, p), 30)[1]
+                for p in range(partitions)]
+    finally:
+        c.close()
 
 
 def consume(bootstrap: str, topic: str, partitions: int, records: int,
@@ -73,7 +92,8 @@ def consume(bootstrap: str, topic: str, partitions: int, records: int,
 
 
 def enqueue_only(records: int, size: int) -> float:
-    """Seconds to hand ``records`` to librdkafka's queue with nowhere to send them."""
+    """Seconds to hand ``records`` to librdkafka's queue with nowhere to send them (the
+    producer's ceiling without any network; ``bench.mock_cluster`` gives the one with it)."""
     p = Producer({"bootstrap.servers": "127.0.0.1:1", "linger.ms": 60_000, "log_level": 0,
                   "batch.size": 1 << 20, "queue.buffering.max.messages": 2_000_000,
                   "queue.buffering.max.kbytes": 1 << 22, "message.timeout.ms": 600_000})
