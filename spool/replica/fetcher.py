@@ -13,7 +13,9 @@ looked up again after a failure) and loops::
     fetching partitions    Fetch v12 (replica_id, replica.fetch.wait.max.ms,
                            replica.fetch.min.bytes, replica.fetch.response.max.bytes,
                            replica.fetch.max.bytes per partition, current_leader_epoch,
-                           full fetches: no fetch session)
+                           in an incremental fetch session, KIP-227:
+                           spool.replica.fetch_session; a partition left out of an
+                           answer has nothing new)
                            -> append the leader's batches as they are (offsets and
                            leader epochs kept), HW = min(leader's HW, LEO), log start
                            follows the leader's, ``on_append(partition)``
@@ -62,7 +64,7 @@ from spool.protocol._generated import (
     ListOffsetsRequest,
     OffsetForLeaderEpochRequest,
 )
-from spool.protocol._generated.fetch_request import FetchPartition, FetchTopic
+from spool.protocol._generated.fetch_request import FetchPartition
 from spool.protocol._generated.list_offsets_request import (
     ListOffsetsPartition,
     ListOffsetsTopic,
@@ -73,6 +75,7 @@ from spool.protocol._generated.offset_for_leader_epoch_request import (
 )
 from spool.protocol.errors import Errors
 from spool.records.batch import _HEADER, HEADER_SIZE, LOG_OVERHEAD
+from spool.replica.fetch_session import FetchSessionHandler
 from spool.replica.partition import Partition
 from spool.security.client_config import ClientSecurity
 from spool.storage.leader_epoch import LeaderEpochCache
@@ -87,6 +90,9 @@ EARLIEST_TIMESTAMP = -2
 UNDEFINED = -1
 
 Key = tuple[str, int]
+_SESSION_ERRORS = frozenset({Errors.FETCH_SESSION_ID_NOT_FOUND,
+                             Errors.INVALID_FETCH_SESSION_EPOCH,
+                             Errors.FETCH_SESSION_TOPIC_ID_ERROR})
 
 
 @dataclass(eq=False)
@@ -306,6 +312,7 @@ class ReplicaFetcher:
         self.states: dict[Key, PartitionFetchState] = {}
         self._wake = asyncio.Event()
         self._client: NodeClient | None = None
+        self._session = FetchSessionHandler()  # the fetch session (KIP-227) with the leader
         self._stopping = False
         self._task = asyncio.get_running_loop().create_task(
             self._run(), name=f"replica-fetcher-{leader_id}-{index}")
@@ -439,25 +446,31 @@ class ReplicaFetcher:
 
     async def _fetch(self, client: NodeClient, states: list[PartitionFetchState]) -> None:
         cfg = self.manager.config
-        by_topic: dict[str, list[FetchPartition]] = {}
+        wanted: dict[Key, FetchPartition] = {}
         sent: dict[Key, tuple[PartitionFetchState, int]] = {}
         for s in states:
             plog = s.partition.log
             offset = plog.log_end_offset
             sent[s.key] = (s, offset)
-            by_topic.setdefault(s.partition.topic, []).append(FetchPartition(
+            wanted[s.key] = FetchPartition(
                 partition=s.partition.partition, current_leader_epoch=s.leader_epoch,
                 fetch_offset=offset, last_fetched_epoch=UNDEFINED,
-                log_start_offset=plog.log_start_offset, partition_max_bytes=cfg.max_bytes))
+                log_start_offset=plog.log_start_offset, partition_max_bytes=cfg.max_bytes)
+        # KIP-227: only what changed is named; the leader answers only what has news
+        session_id, epoch, topics, forgotten = self._session.build(wanted)
         req = FetchRequest(
             replica_id=self.manager.node_id, max_wait_ms=cfg.wait_max_ms,
             min_bytes=cfg.min_bytes, max_bytes=cfg.response_max_bytes, isolation_level=0,
-            session_id=0, session_epoch=-1,
-            topics=[FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
-            forgotten_topics_data=[], rack_id="")
-        resp = await client.request(req, FETCH_VERSION)
-        if resp.error_code:
-            self._back_off(states, f"Fetch error {resp.error_code}")
+            session_id=session_id, session_epoch=epoch, topics=topics,
+            forgotten_topics_data=forgotten, rack_id="")
+        try:
+            resp = await client.request(req, FETCH_VERSION)
+        except BaseException:  # what the leader's session holds is unknown: start a new one
+            self._session.reset()
+            raise
+        if not self._session.handle_response(resp):
+            if resp.error_code not in _SESSION_ERRORS:  # (those: a full fetch next round)
+                self._back_off(states, f"Fetch error {resp.error_code}")
             return
         appends = []
         answers = ((t.topic, r.partition_index, r) for t in resp.responses for r in t.partitions)

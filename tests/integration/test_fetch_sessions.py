@@ -293,3 +293,56 @@ def test_kafka_python_reads_every_record_of_many_partitions_through_a_session(
         consumer.close()
     assert sorted(got) == sorted(expected)  # every record, once
     assert sessions and all(s != 0 for s in sessions)  # the broker kept its session
+
+
+def test_a_replica_fetcher_follows_many_partitions_in_an_incremental_session(
+        broker, topic_name, tmp_path):
+    """The follower side (spool.replica.fetch_session): a fetcher following 30 partitions
+    (as replica id -1: a single node answers a non-replica's follower fetch with
+    NOT_LEADER_OR_FOLLOWER) keeps one session through rounds of appends to a few of them,
+    and ends with each log byte-identical to the leader's and its high watermark."""
+    from spool.cluster.image import PartitionRegistration
+    from spool.replica.fetcher import FetchConfig, ReplicaFetcherManager
+    from spool.replica.partition import Partition
+    from spool.storage.log import PartitionLog
+
+    n = 30
+    create(broker.bootstrap, topic_name, n)
+    parts = []
+    for i in range(n):
+        log = PartitionLog(tmp_path / "follower" / f"{topic_name}-{i}", hw_follows_leo=False)
+        part = Partition(topic_name, i, log, node_id=1)
+        part.make_follower(PartitionRegistration(replicas=(0, 1), isr=(0, 1), leader=0,
+                                                 leader_epoch=0))
+        parts.append(part)
+    sent: dict[int, list[bytes]] = {i: [] for i in range(n)}
+
+    async def go():
+        fm = ReplicaFetcherManager(-1, FetchConfig(wait_max_ms=100, backoff_ms=100),
+                                   lambda node: ("127.0.0.1", broker.port), lambda p: None)
+        fm.add(parts)
+        try:
+            async with Client(broker.port, topic_name, NAMES) as c:
+                for rnd in range(6):
+                    for i in (rnd, rnd + 7, 29 - rnd):
+                        v = f"{rnd}-{i}".encode()
+                        await c.produce(i, v)
+                        sent[i].append(v)
+                    deadline = time.monotonic() + 30
+                    while any(p.log_end_offset != len(sent[p.partition]) or
+                              p.high_watermark != len(sent[p.partition]) for p in parts):
+                        assert time.monotonic() < deadline, "the follower did not catch up"
+                        await asyncio.sleep(0.05)
+            [fetcher] = fm.fetchers.values()
+            session = fetcher._session
+            assert session.session_id != 0 and session.epoch > 6  # incremental throughout
+            assert len(session.session) == n
+        finally:
+            await fm.shutdown()
+
+    asyncio.run(go())
+    for p in parts:
+        got = [bytes(r.value) for b in p.log.iter_batches()
+               for r in iter_records(bytes(b), 0)]
+        assert got == sent[p.partition], p.partition
+        p.log.close()
