@@ -75,6 +75,7 @@ bench: .venv
 	$(BIN)/python -m bench.cli_startup
 	$(BIN)/python -m bench.connect
 	$(BIN)/python -m bench.compare
+	$(BIN)/python -m bench.scale
 
 # Reliability soak (full counts, ~1 h on 2 cores): rewrites docs/RELIABILITY.md; then the
 # API round trip (tests/integration/test_api_roundtrip.py) at 200 requests per API version,
