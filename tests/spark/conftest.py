@@ -26,6 +26,7 @@ cluster), beside ``pytest -n auto`` over the rest: see the Makefile.
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow  # noqa: F401  (required: a missing install fails collection)
@@ -194,8 +195,53 @@ def produce(bootstrap: str, topic: str, records: list[dict]) -> None:
     assert p.flush(30) == 0
 
 
+# How long consume_all(read_committed) waits for the transactions on a topic to complete:
+# a transaction a killed producer left open ends at its transaction.timeout.ms (60 s in the
+# exactly-once sink) plus the broker's abort sweep (10 s), and a committed one within
+# moments (its markers are written after EndTxn's answer, as in Kafka).
+STABLE_TIMEOUT = 90.0
+
+
+def wait_until_stable(bootstrap: str, topic: str, timeout: float = STABLE_TIMEOUT) -> None:
+    """Wait until no transaction is open on any partition of ``topic``: each one's last stable
+    offset (what a read_committed consumer can read up to) has reached its high watermark.
+
+    A producer's ``commit_transaction()`` returns once the coordinator has logged the commit;
+    the COMMIT markers reach the partitions after that (on a cluster, over WriteTxnMarkers to
+    the partitions' leaders, then replicated), so for a moment the records are written but
+    not yet readable with read_committed. A test that reads "everything committed" right after
+    the writer ended must wait for that, or it reads up to the LSO and misses the last
+    transactions."""
+    plain = Consumer({"bootstrap.servers": bootstrap, "group.id": "spool-spark-tests",
+                      "isolation.level": "read_uncommitted"})
+    committed = Consumer({"bootstrap.servers": bootstrap, "group.id": "spool-spark-tests",
+                          "isolation.level": "read_committed"})
+    try:
+        tps = [TopicPartition(topic, p)
+               for p in plain.list_topics(topic, timeout=30).topics[topic].partitions]
+        deadline = time.monotonic() + timeout
+        while True:
+            high = [plain.get_watermark_offsets(tp, timeout=30, cached=False)[1] for tp in tps]
+            lso = [committed.get_watermark_offsets(tp, timeout=30, cached=False)[1] for tp in tps]
+            open_ = {tp.partition: (s, h) for tp, s, h in zip(tps, lso, high, strict=True)
+                     if s < h}
+            if not open_:
+                return
+            assert time.monotonic() < deadline, (
+                f"{topic}: transactions still open after {timeout} s "
+                f"(partition: (last stable offset, high watermark)) {open_}")
+            time.sleep(0.05)
+    finally:
+        committed.close()
+        plain.close()
+
+
 def consume_all(bootstrap: str, topic: str, isolation: str = "read_uncommitted") -> list:
-    """Every record of every partition of ``topic`` now, in (partition, offset) order."""
+    """Every record of every partition of ``topic`` now, in (partition, offset) order. With
+    ``read_committed``: every committed record once no transaction is open on the topic
+    (``wait_until_stable``), so the last transactions committed are read too."""
+    if isolation == "read_committed":
+        wait_until_stable(bootstrap, topic)
     c = Consumer(
         {
             "bootstrap.servers": bootstrap,
