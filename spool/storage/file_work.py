@@ -13,6 +13,9 @@ before it closes, deletes or truncates (``wait``), and a log being opened
 waits for all jobs queued so far (``drain``): no job of an earlier instance
 of its directory (a test's simulated crash) runs under its load. Jobs never
 wait on each other, so waiting from any thread but the worker's is safe.
+Jobs are numbered as they are queued and the worker counts those it finished (one worker,
+first in first out), so ``drain`` with nothing queued returns at once: opening thousands of
+logs at start-up does not hand a no-op job to the worker and wait for it once per log.
 """
 
 from __future__ import annotations
@@ -25,24 +28,36 @@ from concurrent.futures import Future, ThreadPoolExecutor
 log = logging.getLogger(__name__)
 
 _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spool-file-work")
+_submit_lock = threading.Lock()  # numbering and queueing as one: numbers follow queue order
+_queued = 0  # jobs queued so far
+_finished = 0  # jobs the worker finished (jobs 1.._finished, in queue order); worker-written
 
 
 def _run(fn: Callable[[], object]) -> None:
+    global _finished
     try:
         fn()
     except Exception:  # a cache or a preparation: log it, the log goes on without it
         log.exception("deferred file work failed: %r", fn)
+    finally:
+        _finished += 1
 
 
 def submit(fn: Callable[[], object]) -> Future:
-    return _POOL.submit(_run, fn)
+    global _queued
+    with _submit_lock:
+        _queued += 1
+        return _POOL.submit(_run, fn)
 
 
 def drain() -> None:
-    """Wait until every job submitted so far ran (one worker: a no-op queued last)."""
+    """Wait until every job submitted so far ran (one worker: a no-op queued last; none
+    when every job queued so far has finished)."""
+    if _finished >= _queued:  # jobs finish in queue order: all queued so far are done
+        return
     if threading.current_thread().name.startswith("spool-file-work"):
         return
-    _POOL.submit(lambda: None).result()
+    submit(lambda: None).result()
 
 
 def wait(futures: list[Future]) -> None:

@@ -130,21 +130,24 @@ def complete_swaps(directory: Path) -> tuple[list[str], list[str]]:
 
 
 def _remove_leftovers(directory: Path) -> list[int]:
-    complete_swaps(directory)
-    bases = []
+    """Step 1; the base offsets of the live ``.log`` files, sorted. One directory listing
+    when no compaction swap was interrupted (the usual case: thousands of partitions)."""
     names = os.listdir(directory)
+    if any(n.endswith((CLEANED_SUFFIX, SWAP_SUFFIX)) for n in names):
+        complete_swaps(directory)
+        names = os.listdir(directory)
+    bases = []
     live_logs = {n[: -len(LOG_SUFFIX)] for n in names if n.endswith(LOG_SUFFIX)}
     for name in names:
-        path = directory / name
         if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX, TMP_SUFFIX)):
-            path.unlink(missing_ok=True)
+            (directory / name).unlink(missing_ok=True)
         elif name.endswith(LOG_SUFFIX):
             stem = name[: -len(LOG_SUFFIX)]
             if stem.isdigit():
                 bases.append(int(stem))
         elif name.endswith(INDEX_SUFFIXES):
             if name.rsplit(".", 1)[0] not in live_logs:
-                path.unlink(missing_ok=True)
+                (directory / name).unlink(missing_ok=True)
     return sorted(bases)
 
 
