@@ -69,6 +69,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from spool.net.frames import FrameReader, open_frame_connection
 from spool.protocol._generated import API_BY_KEY
 from spool.protocol._generated.api_versions_request import ApiVersionsRequest
 from spool.protocol._generated.sasl_authenticate_request import SaslAuthenticateRequest
@@ -297,9 +298,10 @@ class NodeClient:
             "ssl": self._ssl, "server_hostname": self.host,
             "ssl_handshake_timeout": self.connect_timeout_ms / 1000}
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port, **tls),
-                self.connect_timeout_ms / 1000)
+            opening = (open_frame_connection(self.host, self.port, self.max_response_bytes)
+                       if self._ssl is None else
+                       asyncio.open_connection(self.host, self.port, **tls))
+            reader, writer = await asyncio.wait_for(opening, self.connect_timeout_ms / 1000)
         except ssl.SSLError as e:
             detail = getattr(e, "verify_message", None)
             raise self._auth_failed(f"TLS handshake failed: {e.reason or e}"
@@ -410,8 +412,11 @@ class NodeClient:
                 self._drop(DisconnectedError(f"{self}: re-authentication failed"))
             raise
 
-    async def _read_loop(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _read_loop(self, reader: asyncio.StreamReader | FrameReader,
+                         writer: asyncio.StreamWriter) -> None:
         try:
+            while isinstance(reader, FrameReader):  # plain TCP (spool.net.frames)
+                self._complete(await reader.read_frame())
             while True:
                 head = await reader.readexactly(4)
                 (size,) = _SIZE.unpack(head)
@@ -442,7 +447,7 @@ class NodeClient:
         except ProtocolDecodeError as e:
             self._drop(DisconnectedError(f"{self}: bad response: {e}"), writer=writer)
 
-    def _complete(self, frame: bytes) -> None:
+    def _complete(self, frame: bytes | bytearray) -> None:
         (cid,) = struct.unpack_from(">i", frame, 0)
         if not self._in_flight or self._in_flight[0].correlation_id != cid:
             expected = self._in_flight[0].correlation_id if self._in_flight else None
@@ -459,7 +464,7 @@ class NodeClient:
         if req.api_key == API_VERSIONS_KEY and len(frame) >= pos + 2 and (
                 struct.unpack_from(">h", frame, pos)[0] == _UNSUPPORTED_VERSION):
             version = 0  # Kafka answers an unknown ApiVersions version with a v0 body
-        response, _ = entry.response.decode(memoryview(frame), pos, version)
+        response, _ = entry.response.decode(memoryview(frame).toreadonly(), pos, version)
         req.future.set_result(response)
 
     def _drop(self, error: Exception, *, writer: asyncio.StreamWriter | None = None,
