@@ -36,11 +36,13 @@ start (ListOffsets EARLIEST) past this log's end -> the log restarts empty at it
 (``truncate_fully``); otherwise the partition truncates again by epoch. A connection error or
 timeout backs off the whole fetcher.
 
-Concurrency: everything runs on the event loop except the log work (append, truncation, log
-start moves), which runs in the executor, one job at a time per partition (a new job waits
-for the previous one, also across fetchers when the leader changes), the partitions of one
-response side by side. An append the log refuses backs the partition off and makes it
-truncate by epoch again. ``remove`` marks the
+Concurrency: everything runs on the event loop, appends too (as the leader's produce
+appends: the bytes go to the page cache, and the next fetch follows without an executor
+round trip), except the rest of the log work (truncation, log start moves, a restart of the
+log, a due ``flush.messages`` fsync, and an append while such a job is queued), which runs
+in the executor, one job at a time per partition (a new job waits for the previous one,
+also across fetchers when the leader changes), the partitions of one response side by side.
+An append the log refuses backs the partition off and makes it truncate by epoch again. ``remove`` marks the
 partitions gone (a job that has not started does nothing) and returns once no job of theirs
 is running. No per-partition task or timer: a fetcher sleeps until its earliest backoff ends
 or a partition is added.
@@ -122,18 +124,26 @@ def whole_batches(records: memoryview) -> memoryview:
     return records[:pos]
 
 
-def append_as_follower(p: Partition, records: memoryview) -> Any:
-    """The executor job of a fetched response. An empty log whose start lies inside the
-    leader's first batch (the leader's log start moved mid-batch: DeleteRecords) restarts
-    at that batch's base first, as Kafka's follower does; the log start then follows the
-    leader's again."""
+def restarts_log(p: Partition, records: memoryview) -> bool:
+    """The log is empty and its start lies inside the leader's first batch (the leader's
+    log start moved mid-batch: DeleteRecords)."""
     plog = p.log
     leo = plog.log_end_offset
     fields = _HEADER.unpack_from(records, 0)
     base, last = fields[0], fields[0] + fields[6]  # baseOffset, + lastOffsetDelta
-    if leo == plog.log_start_offset and base < leo <= last:
-        log.info("%s-%d: the leader's first batch [%d, %d] starts before this empty log "
-                 "(at %d): the log restarts at %d", p.topic, p.partition, base, last, leo, base)
+    return leo == plog.log_start_offset and base < leo <= last
+
+
+def append_as_follower(p: Partition, records: memoryview) -> Any:
+    """The executor job of a fetched response. An empty log whose start lies inside the
+    leader's first batch (``restarts_log``) restarts at that batch's base first, as Kafka's
+    follower does; the log start then follows the leader's again."""
+    if restarts_log(p, records):
+        plog = p.log
+        base = _HEADER.unpack_from(records, 0)[0]
+        log.info("%s-%d: the leader's first batch starts at %d, before this empty log (at "
+                 "%d): the log restarts at %d", p.topic, p.partition, base,
+                 plog.log_end_offset, base)
         plog.truncate_fully(base)
     return p.append_as_follower(records)
 
@@ -280,6 +290,11 @@ class ReplicaFetcherManager:
         jobs = list(self._jobs.values())
         if jobs:
             await asyncio.gather(*jobs, return_exceptions=True)
+
+    def job_pending(self, key: Key) -> bool:
+        """A log job of the partition is queued or running."""
+        job = self._jobs.get(key)
+        return job is not None and not job.done()
 
     async def run_log_job(self, state: PartitionFetchState, fn: Callable[[], Any]) -> Any:
         """Run ``fn`` in the executor after the partition's previous job; None, without
@@ -501,7 +516,7 @@ class ReplicaFetcher:
         plog = p.log
         records = whole_batches(memoryview(r.records)) if r.records else memoryview(b"")
         if len(records) and plog.log_end_offset == offset:
-            info = await self.manager.run_log_job(s, lambda: append_as_follower(p, records))
+            info = await self._append(s, records)
             if info is None or s.removed:
                 return
             if self.manager.on_bytes_in is not None:
@@ -517,6 +532,25 @@ class ReplicaFetcher:
         p.update_high_watermark_from_leader(r.high_watermark)
         if len(records) or plog.high_watermark != hw_before:
             self.manager.on_append(p)
+
+    async def _append(self, s: PartitionFetchState, records: memoryview) -> Any:
+        """Append a response's batches; None if ``s`` was removed. On the event loop, as
+        the leader's produce appends (the bytes go to the page cache; no executor round
+        trip between a response and the next fetch), unless the partition has a log job
+        queued or running or the log restarts first (then an executor job, after the
+        others). A due ``flush.messages`` fsync runs in the executor and is awaited: the
+        next fetch reports what the flush policy made durable, as before."""
+        mgr = self.manager
+        p = s.partition
+        if mgr.job_pending(s.key) or restarts_log(p, records):
+            return await mgr.run_log_job(s, lambda: append_as_follower(p, records))
+        if s.removed:
+            return None
+        info = p.append_as_follower(records, flush=False)
+        plog = p.log
+        if plog.flush_due():
+            await mgr.run_log_job(s, plog.flush)
+        return info
 
     async def _out_of_range(self, client: NodeClient, s: PartitionFetchState,
                             offset: int) -> None:

@@ -305,12 +305,13 @@ class Partition:
 
     # -- follower side
 
-    def append_as_follower(self, records) -> AppendInfo:
+    def append_as_follower(self, records, *, flush: bool = True) -> AppendInfo:
         """Append the leader's batches with their offsets and leader epochs
-        (NOT_LEADER_OR_FOLLOWER once this broker leads: a fetch in flight lost the race)."""
+        (NOT_LEADER_OR_FOLLOWER once this broker leads: a fetch in flight lost the race);
+        ``flush=False``: a due ``flush.messages`` fsync is the caller's (``log.flush``)."""
         if self.is_leader:
             raise self._not_leader()
-        return self.log.append(records, assign_offsets=False)
+        return self.log.append(records, assign_offsets=False, flush=flush)
 
     def truncate_to(self, offset: int) -> None:
         """Remove every offset >= ``offset`` (the log truncates its leader epoch cache)."""
