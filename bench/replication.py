@@ -24,9 +24,27 @@ followers may start fetching only after ``replica.fetch.backoff.ms``, 1 s,
 which would otherwise show as the first second's latency).
 Reported: records/s and MB/s (median of the runs, min-max) and the ratio the
 issue asks for (RF=3 acks=all / single-node acks=1, at least 0.5), latency
-percentiles. Results go to ``docs/bench-replication.json`` and to the
-section between ``<!-- replication:begin -->`` and ``<!-- replication:end -->``
-of docs/BENCHMARKS.md.
+percentiles, and for the cluster cases the CPU seconds (user+system, /proc) of
+the partition's leader and of its two followers from the start of the produce
+until the high watermark covers every record (every replica holds them: for
+acks=1 the followers may still be fetching when the producer is done), the
+followers' per MB of record values replicated (each follower's bytes: records x
+1 KiB; the batch framing adds ~7%).
+
+``--kills N`` (default 0: none; the issue's figure is ``--kills 20``) also
+measures failover: ``bench.reliability.replication.run`` on a fresh 3-node
+cluster (its settings: ``broker.session.timeout.ms`` 3000, a 200 records/s
+idempotent acks=all writer over 3 partitions of RF=3, min.insync.replicas=2)
+kills -9 the leader of a partition N times, restarting it each time; per kill,
+the seconds from the kill to the first acknowledgement of a record of that
+partition sent after the kill (``failover_s``), and to the new leader in
+Metadata (``elected_s``); reported as p50/p99 (nearest rank) with min and max,
+and whether the run's judge found every acknowledged record, once, in order, on
+every replica. ``--no-throughput`` skips the produce runs and keeps the
+figures already in docs/bench-replication.json (to add failover alone).
+Results go to ``docs/bench-replication.json`` and to the section between
+``<!-- replication:begin -->`` and ``<!-- replication:end -->`` of
+docs/BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -34,16 +52,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import tempfile
 import time
 from pathlib import Path
 
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench import workloads
-from bench.brokers import spool_broker
-from bench.compare import pct, stats
-from bench.reliability.common import commit
+from bench.brokers import spool_broker, usage
+from bench.reliability import replication as kill_loop
+from bench.reliability.common import commit, percentile
 from bench.reliability.replication import full_isr
 from bench.report import write_section
 from tests.helpers.cluster_proc import Cluster
@@ -55,6 +75,46 @@ RATE = 10_000
 SIZE = 1024
 CASES = ("single node, acks=1", "RF=3, acks=all", "RF=3, acks=1")
 LINGERS_MS = (0, 5)
+
+
+def stats(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+def high_watermark(bootstrap: str, topic: str) -> int:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-replication-hw"})
+    try:
+        return c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1]
+    finally:
+        c.close()
+
+
+def replicated_cpu(cluster: Cluster, topic: str, records: int, size: int, acks: str
+                   ) -> tuple[float, dict[str, float]]:
+    """Produce on the cluster; (seconds, CPU of the leader and of the followers per MB)."""
+    parts = cluster.partitions(cluster.brokers[0].node_id, topic)
+    if isinstance(parts, str):
+        raise RuntimeError(parts)
+    leader = parts[0].leader
+    end = high_watermark(cluster.bootstrap, topic) + records
+    pids = {b.node_id: b.proc.pid for b in cluster.brokers if b.proc is not None}
+    cpu0 = {n: usage(pid)[0] for n, pid in pids.items()}
+    seconds = workloads.produce(cluster.bootstrap, topic, records, size, acks)
+    deadline = time.monotonic() + 60
+    while high_watermark(cluster.bootstrap, topic) < end:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{topic}: the high watermark did not reach {end}")
+        time.sleep(0.05)
+    cpu = {n: usage(pid)[0] - cpu0[n] for n, pid in pids.items()}
+    mb = records * size / 1e6
+    followers = [v for n, v in cpu.items() if n != leader]
+    return seconds, {"leader_cpu_s": cpu[leader],
+                     "follower_cpu_s_per_mb": sum(followers) / len(followers) / mb}
 
 
 def cluster_topic(cluster: Cluster, tag: str) -> str:
@@ -87,10 +147,34 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--scale", type=float, default=1.0, help="multiply the record count")
     ap.add_argument("--latency-seconds", type=float, default=5.0)
+    ap.add_argument("--kills", type=int, default=0, help="failover: kill -9 a leader N times")
+    ap.add_argument("--no-throughput", action="store_true",
+                    help="only the failover; keep the throughput figures already written")
     ap.add_argument("--no-write", action="store_true", help="print only; leave docs/ alone")
     args = ap.parse_args()
+    results: dict = {}
+    if args.no_throughput:
+        page = DOCS / "bench-replication.json"
+        if page.exists():
+            results = {k: v for k, v in json.loads(page.read_text()).items()
+                       if k != "failover"}
+    else:
+        results = throughput(args)
+    if args.kills:
+        results["failover"] = failover(args.kills)
+    text = section(results)
+    print(text)
+    if not args.no_write:
+        (DOCS / "bench-replication.json").write_text(json.dumps(results, indent=1) + "\n")
+        write(text, DOCS / "BENCHMARKS.md")
+        print("wrote docs/BENCHMARKS.md, docs/bench-replication.json")
+
+
+def throughput(args: argparse.Namespace) -> dict:
     n = max(1000, int(200_000 * args.scale))
     tput: dict[str, list[float]] = {c: [] for c in CASES}
+    cpu: dict[str, dict[str, list[float]]] = {
+        c: {"leader_cpu_s": [], "follower_cpu_s_per_mb": []} for c in CASES[1:]}
     lat: dict[str, dict[str, list[float]]] = {
         f"{c}, linger.ms={ms}": {"p50": [], "p99": []} for c in CASES for ms in LINGERS_MS}
     with tempfile.TemporaryDirectory(dir=".") as tmp, spool_broker(Path(tmp)) as single:
@@ -112,9 +196,18 @@ def main() -> None:
                 for case in CASES if run % 2 == 0 else tuple(reversed(CASES)):
                     bootstrap, topic, acks = target(case, f"t{run}")
                     os.sync()
-                    tput[case].append(n / workloads.produce(bootstrap, topic, n, SIZE, acks))
+                    if case.startswith("single"):
+                        seconds = workloads.produce(bootstrap, topic, n, SIZE, acks)
+                    else:
+                        seconds, used = replicated_cpu(cluster, topic, n, SIZE, acks)
+                        for k, v in used.items():
+                            cpu[case][k].append(v)
+                    tput[case].append(n / seconds)
                 print(f"throughput run {run + 1}/{args.runs}: " + ", ".join(
-                    f"{c} {tput[c][-1]:,.0f}" for c in CASES), flush=True)
+                    f"{c} {tput[c][-1]:,.0f}" for c in CASES) + "; " + ", ".join(
+                    f"{c}: leader {m['leader_cpu_s'][-1]:.2f} s, followers "
+                    f"{m['follower_cpu_s_per_mb'][-1] * 1000:.2f} ms/MB"
+                    for c, m in cpu.items()), flush=True)
                 for case in CASES:
                     for ms in LINGERS_MS:
                         bootstrap, topic, acks = target(case, f"l{run}-{ms}")
@@ -131,22 +224,69 @@ def main() -> None:
             cluster.stop()
     results = {
         "commit": commit(), "finished_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
-        "loadavg_at_end": os.getloadavg()[0], "runs": args.runs, "records": n, "size": SIZE, "rate": RATE,
-        "latency_seconds": args.latency_seconds, "cores": os.cpu_count(),
+        "loadavg_at_end": os.getloadavg()[0], "runs": args.runs, "records": n, "size": SIZE,
+        "rate": RATE, "latency_seconds": args.latency_seconds, "cores": os.cpu_count(),
         "throughput": {c: stats(v) for c, v in tput.items()},
+        "cpu": {c: {k: stats(v) for k, v in m.items()} for c, m in cpu.items()},
         "latency": {c: {k: stats(v) for k, v in m.items()} for c, m in lat.items()},
     }
     results["ratio"] = (results["throughput"]["RF=3, acks=all"]["median"]
                         / results["throughput"]["single node, acks=1"]["median"])
-    text = section(results)
-    print(text)
-    if not args.no_write:
-        (DOCS / "bench-replication.json").write_text(json.dumps(results, indent=1) + "\n")
-        write(text, DOCS / "BENCHMARKS.md")
-        print("wrote docs/BENCHMARKS.md, docs/bench-replication.json")
+    return results
+
+
+def judged(j: dict) -> dict:
+    """The kill loop judge's counts, summed over the reads (consumer, each replica)."""
+    if "timeout" in j:
+        return {"judge": "timed out"}
+    out = {k: sum((j.get(k) or {}).values()) for k in ("lost", "duplicated", "reordered")}
+    out["diverged"] = len(j.get("diverged") or ())
+    return out
+
+
+def failover(kills: int) -> dict:
+    """The kill loop of bench.reliability.replication (module doc); its figures."""
+    with tempfile.TemporaryDirectory(dir=".") as tmp:
+        r = kill_loop.run(Path(tmp) / "failover", kills)
+    out: dict = {"kills_asked": kills, "kills_done": r["kills_done"], "ok": r["ok"],
+                 "overrides": r["overrides"], "rate": r["rate"], "commit": commit(),
+                 "finished_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+                 "loadavg_at_end": os.getloadavg()[0],
+                 "judge": judged(r.get("judge", {}))}
+    done = [x for x in r["rounds"] if "failover_s" in x]
+    for key in ("failover_s", "elected_s"):
+        xs = [x[key] for x in done]
+        if xs:
+            out[key] = {"p50": percentile(xs, 50), "p99": percentile(xs, 99),
+                        "min": min(xs), "max": max(xs), "all": xs}
+    return out
 
 
 def section(r: dict) -> str:
+    out = throughput_section(r) if "throughput" in r else [
+        "## Replication (`python -m bench.replication`)", ""]
+    f = r.get("failover")
+    if f and "failover_s" in f:
+        fs, es = f["failover_s"], f.get("elected_s")
+        judge = ", ".join(f"{k} {v}" for k, v in f["judge"].items())
+        out += ["", f"Failover (`--kills {f['kills_asked']}`, bench.reliability.replication's "
+                f"cluster: {', '.join(f'{k}={v}' for k, v in f['overrides'].items())}; "
+                f"{f['rate']} records/s idempotent acks=all; measured at commit "
+                f"`{f['commit']}`, finished {f['finished_utc']} UTC, 1-min load average "
+                f"{f['loadavg_at_end']:.1f}): kill -9 of the partition leader, "
+                f"{f['kills_done']} kills, seconds:", "",
+                "| from the kill to | p50 | p99 | min | max |", "|---|---|---|---|---|",
+                f"| first acknowledged produce | {fs['p50']:.2f} | {fs['p99']:.2f} "
+                f"| {fs['min']:.2f} | {fs['max']:.2f} |"]
+        if es:
+            out.append(f"| new leader in Metadata | {es['p50']:.2f} | {es['p99']:.2f} "
+                       f"| {es['min']:.2f} | {es['max']:.2f} |")
+        out += ["", f"Every acknowledged record read back once and in order from the "
+                f"consumer and every replica: {'yes' if f['ok'] else 'NO'} ({judge})."]
+    return "\n".join(out) + "\n"
+
+
+def throughput_section(r: dict) -> list[str]:
     size = r["size"]
     out = [
         "## Replication (`python -m bench.replication`)",
@@ -171,7 +311,17 @@ def section(r: dict) -> str:
     for case, m in r["latency"].items():
         out.append(f"| {case} | {m['p50']['median']:.2f} | {m['p99']['median']:.2f} "
                    f"({m['p99']['min']:.2f}-{m['p99']['max']:.2f}) |")
-    return "\n".join(out) + "\n"
+    if r.get("cpu"):
+        out += ["", "CPU seconds (user+system) from the start of the produce until every "
+                "replica holds every record, median (min-max); the followers' per MB of "
+                "record values each received:", "",
+                "| case | leader CPU s | follower CPU ms per MB |", "|---|---|---|"]
+        for case, m in r["cpu"].items():
+            ld, fl = m["leader_cpu_s"], m["follower_cpu_s_per_mb"]
+            out.append(f"| {case} | {ld['median']:.2f} ({ld['min']:.2f}-{ld['max']:.2f}) "
+                       f"| {fl['median'] * 1000:.2f} ({fl['min'] * 1000:.2f}-"
+                       f"{fl['max'] * 1000:.2f}) |")
+    return out
 
 
 def write(text: str, page: Path) -> None:
