@@ -496,7 +496,7 @@ class ReplicaFetcher:
                 self._partition_error(s, r.error_code, "Fetch")
             else:
                 appends.append((s, self._process(s, offset, r)))
-        # partitions' log jobs are independent: run them side by side in the executor
+        # appends run on the loop; partitions' executor jobs are independent: side by side
         results = await asyncio.gather(*(c for _, c in appends), return_exceptions=True)
         for (s, _), result in zip(appends, results, strict=True):
             if isinstance(result, asyncio.CancelledError):
