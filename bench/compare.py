@@ -1,6 +1,6 @@
 """Spool against a reference broker (Tansu 0.6, Rust, in memory), side by side, one run.
 
-    python -m bench.compare [--runs 5] [--scale 1.0] [--consumers 2] [--no-write]
+    python -m bench.compare [--runs 5] [--scale 1.0] [--consumers 3] [--no-write]
                             [--only d] [--profile DIR]
 
 Workloads (issue 22): (a) produce 1,000,000 x 100 B, one partition; (b) 200,000 x 1 KiB;
@@ -11,7 +11,10 @@ after ``sync()``, so one run's writeback does not slow the next.
 
 Produce is one confluent-kafka producer (``bench.workloads.produce``); consume is
 ``--consumers`` consumer processes (``bench.consumers``), partitions dealt among them, the
-slowest setting the time. The client's ceilings are measured in the same run, beside every
+slowest setting the time. Three by default: on this 2-core machine (Spool, 200k x 1 KiB
+and 1M x 100 B, 6 and 64 partitions) one consumer process reads 410-590k records/s, two
+520-720k, three 740-920k, four no more (690-940k); the consumers' CPU is the same in total
+(0.3-0.4 s per 200 MB), and the broker's 0.03-0.05 s. The client's ceilings are measured in the same run, beside every
 figure: produce into librdkafka's mock cluster (``bench.mock_cluster``, the same producer
 config, in a process of its own) and enqueue-only (no network at all); consume from the
 same processes' prefetch queues holding the same bytes (Spool's topic, fetched ahead).
@@ -23,7 +26,9 @@ file-to-loopback-socket, raw fetch), and the verdict of each of the issue's targ
 ``bench.report``, to ``docs/BENCHMARKS.md`` and ``docs/bench-compare.png``.
 
 ``--profile DIR`` records the Spool broker with py-spy (raw folded stacks, 200 Hz,
-``--nonblocking``) during every produce and consume, one file per workload, phase and run.
+``--nonblocking --idle``: waits too, so wall time can be split) during every produce and
+consume, one file per workload, phase and run; the event loop's stacks are those through
+``Runner.run``.
 """
 
 from __future__ import annotations
@@ -76,8 +81,8 @@ def profiled(pid: int, out: Path | None) -> Iterator[None]:
     if out is None:
         yield
         return
-    proc = subprocess.Popen([str(PY_SPY), "record", "--nonblocking", "-r", "200", "-p", str(pid),
-                             "-f", "raw", "-o", str(out)],
+    proc = subprocess.Popen([str(PY_SPY), "record", "--nonblocking", "--idle", "-r", "200",
+                             "-p", str(pid), "-f", "raw", "-o", str(out)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.5)  # py-spy attaches
     try:
@@ -204,7 +209,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--scale", type=float, default=1.0, help="multiply record counts")
-    ap.add_argument("--consumers", type=int, default=2,
+    ap.add_argument("--consumers", type=int, default=3,
                     help="consumer processes per consume (at most one per partition)")
     ap.add_argument("--latency-seconds", type=float, default=3.0)
     ap.add_argument("--only", nargs="*", help="workload letters to run (e.g. d); no latency")
