@@ -15,6 +15,11 @@ nothing else, whichever way the broker runs:
   ``MetadataImage`` built from the committed metadata log, replaced whole
   each time the broker publishes a new image.
 
+``topic(name)`` returns the same ``TopicView`` object for as long as the topic is unchanged
+(the single node caches them by the metadata store's version and the log manager's
+generation; a cluster view is immutable and caches them for its life), so a handler may
+cache what it builds from one by identity (Metadata does, ``spool.broker.handlers.metadata``).
+
 A view is a snapshot as far as one call goes: each method answers from one
 consistent state; two calls may see two states (the single node's store
 changes under it, a cluster broker publishes new images). Handlers that
@@ -143,6 +148,8 @@ class SingleNodeView:
         self._logs = logs
         self._endpoint = endpoint
         self._led = {}  # cache of this node's PartitionView by partition index (all epoch 0)
+        self._topics: dict[str, TopicView] = {}  # topic() answers, valid while _version is
+        self._version: tuple = ()
 
     def _me(self, listener: str | None) -> BrokerEndpoint:
         host, port = self._endpoint(listener)
@@ -173,11 +180,19 @@ class SingleNodeView:
         return led
 
     def topic(self, name: str) -> TopicView | None:
+        version = (self._metadata.version(), self._logs.generation)  # before what it covers
+        if version != self._version:
+            self._topics, self._version = {}, version
+        cached = self._topics.get(name)
+        if cached is not None:
+            return cached
         t = self._metadata.topic(name)
         if t is None:
             return None
-        return TopicView(name, uuid.UUID(t.topic_id),
-                         [self._partition(name, i) for i in range(t.partitions)], t.configs)
+        view = TopicView(name, uuid.UUID(t.topic_id),
+                         tuple(self._partition(name, i) for i in range(t.partitions)), t.configs)
+        self._topics[name] = view
+        return view
 
     def topic_id(self, name: str) -> uuid.UUID | None:
         t = self._metadata.topic(name)

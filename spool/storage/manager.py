@@ -62,6 +62,9 @@ HW = min(replication-offset-checkpoint, LEO) and leaves moving it to the broker.
 The metadata log always follows its LEO (Raft keeps its own HW).
 
 Concurrency: ``_lock`` guards the partition map; each log has its own lock.
+``generation`` grows after every change of the partition map (a log opened, created,
+deleted; the map cleared): something built from ``get`` after reading the generation
+stays true while the generation is the same (``spool.broker.metadata_view`` caches so).
 Configs: a partition's ``LogConfig`` = its topic's overrides over the dynamic
 broker config over the static broker properties (``spool.storage.config``).
 """
@@ -149,6 +152,7 @@ class LogManager:
         self._lock = threading.RLock()
         self._checkpoint_lock = threading.Lock()
         self._logs: dict[TopicPartition, PartitionLog] = {}
+        self.generation = 0  # grows after each change of _logs (module doc)
         self._topic_overrides: dict[str, dict[str, str]] = {
             t: dict(c) for t, c in (topic_overrides or {}).items()
         }
@@ -292,6 +296,7 @@ class LogManager:
         with self._lock:
             self._logs.update(loaded)
             self._dir_of.update(seen)
+            self.generation += 1
         for d in self.log_dirs:
             try:
                 self.checkpoints[d].write()
@@ -382,6 +387,7 @@ class LogManager:
                     counts[parent] += 1
                     self._logs[(topic, partition)] = plog
                     self._dir_of[(topic, partition)] = path
+                    self.generation += 1
                     out.append(plog)
         except OSError:
             for parent in touched:  # best effort: keep the first error, not a second EMFILE
@@ -424,6 +430,7 @@ class LogManager:
             with self._lock:
                 self._logs[(topic, partition)] = plog
                 self._dir_of[(topic, partition)] = found[0]
+                self.generation += 1
             opened.append(partition)
         return opened
 
@@ -443,6 +450,7 @@ class LogManager:
         with self._lock:
             plog = self._logs.pop((topic, partition), None)
             self._dir_of.pop((topic, partition), None)
+            self.generation += 1
         if plog is None:
             return False
         plog.delete()
@@ -604,6 +612,7 @@ class LogManager:
                 fsync_dir(d)
         with self._lock:
             self._logs.clear()
+            self.generation += 1
 
 
 def _size(n: int) -> str:

@@ -270,6 +270,12 @@ class MetadataStore:
 
     # -- reads ---------------------------------------------------------------------
 
+    def version(self) -> tuple[int, int]:
+        """Changes whenever the image does (a new image, or a record applied): what a
+        reader caching something built from the image compares (read it first)."""
+        image = self.image
+        return id(image), image.last_offset
+
     def topics(self) -> dict[str, TopicImage]:
         with self._image_lock:
             return copy.deepcopy(self.image.topics)

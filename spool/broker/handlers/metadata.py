@@ -41,6 +41,9 @@ on each topic (TOPIC_AUTHORIZATION_FAILED for each of its partitions).
 
 from __future__ import annotations
 
+import copy
+import weakref
+
 from spool.broker.authz import (
     CLUSTER_NAME,
     allowed,
@@ -78,13 +81,29 @@ AUTHORIZED_OPERATIONS_OMITTED = OMITTED
 BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2  # DescribeCluster endpoint types (KIP-919)
 
 
+# broker -> (its view, {topic name: (TopicView, the entry built from it)}): an entry is
+# reused while the view returns the same TopicView object (spool.broker.metadata_view: it
+# does until the topic changes). Entries are shared between responses: never mutated
+# (``_metadata_authorized_operations`` copies before it sets a field).
+_ENTRIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+MAX_CACHED_ENTRIES = 100_000
+
+
 def _topic_entry(broker, name: str) -> MetadataResponseTopic:
-    topic = broker.view.topic(name)
+    view = broker.view
+    topic = view.topic(name)
     if topic is None:
-        if broker.view.clustered:  # created by the controller, not in this broker's view yet
+        if view.clustered:  # created by the controller, not in this broker's view yet
             return _error_topic(name, Errors.LEADER_NOT_AVAILABLE)
         return _error_topic(name, Errors.UNKNOWN_TOPIC_OR_PARTITION)  # deleted meanwhile
-    return MetadataResponseTopic(
+    cached_view, entries = _ENTRIES.get(broker, (None, None))
+    if cached_view is not view or entries is None:
+        entries = {}
+        _ENTRIES[broker] = (view, entries)
+    hit = entries.get(name)
+    if hit is not None and hit[0] is topic:
+        return hit[1]
+    entry = MetadataResponseTopic(
         error_code=0,
         name=name,
         topic_id=topic.topic_id,
@@ -100,6 +119,10 @@ def _topic_entry(broker, name: str) -> MetadataResponseTopic:
         ],
         topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
     )
+    if len(entries) >= MAX_CACHED_ENTRIES:
+        entries.clear()  # deleted topics' entries linger: drop them all now and then
+    entries[name] = (topic, entry)
+    return entry
 
 
 def _error_topic(name: str, code: int) -> MetadataResponseTopic:
@@ -260,8 +283,9 @@ def _metadata_authorized_operations(ctx, req: MetadataRequest, topics) -> int:
     if ctx.api_version < 8:
         return OMITTED
     if req.include_topic_authorized_operations:
-        for t in topics:
+        for i, t in enumerate(topics):
             if t.name is not None and t.error_code != Errors.TOPIC_AUTHORIZATION_FAILED:
+                topics[i] = t = copy.copy(t)  # entries are shared (``_topic_entry``)
                 t.topic_authorized_operations = authorized_operations(ctx, ResourceType.TOPIC,
                                                                       t.name)
     if ctx.api_version <= 10 and req.include_cluster_authorized_operations:
