@@ -4,12 +4,15 @@
                           [--big 10000] [--scale 1.0] [--no-write]
 
 - ``partitions``: one producer (confluent-kafka, acks=1, linger.ms=5, batch.size 1 MiB)
-  writes 200,000 x 1 KiB to a topic of 1, 10, 100 and 1,000 partitions, record i to
-  partition i % n (explicitly: librdkafka's sticky partitioner would put each 10 ms of
-  keyless records into one partition, so the broker would not see the partitions), so
-  each Produce request carries every partition with small batches: the per-partition
+  writes 200,000 x 1 KiB to a topic of 1, 10, 100 and 1,000 partitions (each partition
+  first written to once, timed apart: a partition's first append writes its
+  leader-epoch checkpoint), dealt over the partitions in turn, 10,000 / n records at a
+  time (``produce_batch``'s ``partition``; librdkafka's sticky partitioner would put each
+  10 ms of keyless records into one partition), so each Produce request carries many
+  partitions with small batches: the per-partition
   cost. Records/s and broker CPU seconds. Then produce latency at a fixed rate (10,000 x
-  1 KiB records/s for ``--latency-seconds``, acks=1, linger.ms=0, same round robin): p50
+  1 KiB records/s for ``--latency-seconds``, acks=1, linger.ms=0, record i to partition
+  i % n): p50
   and p99 ms from produce() to the delivery report, and the broker's CPU per record then.
 - ``startup`` (Spool only: Tansu keeps its data in memory): ``bench.scale_startup``, at
   1,000 and ``--big`` partitions.
@@ -74,20 +77,26 @@ def spool_cap() -> int:
     return min(20_000, by_fds) - 3
 
 
-def produce_rr(bootstrap: str, topic: str, partitions: int, records: int, size: int) -> float:
-    """Seconds to produce ``records`` with record i to partition i % ``partitions``."""
+def produce_rr(bootstrap: str, topic: str, partitions: int, records: int, size: int,
+               per: int | None = None) -> float:
+    """Seconds to produce ``records``, dealt over the partitions in turn, ``per`` (default
+    ``CHUNK / partitions``, at least 1) to a partition at a time (``produce_batch`` with its
+    ``partition`` argument: a message dict's own "partition" is ignored)."""
     p = Producer({"bootstrap.servers": bootstrap, **workloads.PRODUCER})
-    value = b"x" * size  # CHUNK is a multiple of every partition count: i % n carries on
-    chunk = [{"value": value, "partition": i % partitions} for i in range(workloads.CHUNK)]
+    per = per or max(1, workloads.CHUNK // partitions)
+    block = [{"value": b"x" * size}] * per
     t0 = time.perf_counter()
-    sent = 0
+    sent, part = 0, 0
     while sent < records:
-        n = min(workloads.CHUNK, records - sent)
-        accepted = p.produce_batch(topic, chunk[:n])
-        sent += accepted
-        p.poll(0)
-        if accepted < n:
-            p.poll(0.002)
+        n = min(per, records - sent)
+        done = 0
+        while done < n:
+            done += p.produce_batch(topic, block[: n - done], partition=part)
+            p.poll(0)
+            if done < n:
+                p.poll(0.002)
+        sent += n
+        part = (part + 1) % partitions
     left = p.flush(300)
     elapsed = time.perf_counter() - t0
     if left:
@@ -142,6 +151,8 @@ def part_partitions(brokers: list[Running], runs: int, records: int, seconds: fl
                 topic = f"scale-p{n}-{time.time_ns()}"
                 os.sync()
                 workloads.create_topic(b.bootstrap, topic, n)
+                cpu_w = usage(b.pid)[0]
+                first = produce_rr(b.bootstrap, topic, n, n, SIZE, per=1)  # 1 record each
                 cpu0 = usage(b.pid)[0]
                 s = produce_rr(b.bootstrap, topic, n, records, SIZE)
                 cpu1 = usage(b.pid)[0]
@@ -149,6 +160,7 @@ def part_partitions(brokers: list[Running], runs: int, records: int, seconds: fl
                 cpu2 = usage(b.pid)[0]
                 m = per[b.name]
                 for k, v in (("produce", records / s), ("produce_cpu", cpu1 - cpu0),
+                             ("first_s", first), ("first_cpu", cpu0 - cpu_w),
                              ("p50", pct(lat, 0.5)), ("p99", pct(lat, 0.99)),
                              ("latency_cpu_us", (cpu2 - cpu1) / len(lat) * 1e6)):
                     m.setdefault(k, []).append(v)
