@@ -158,8 +158,11 @@ def _walk_records(buf: Buffer, pos: int, end: int, count: int) -> None:
     try:
         for _ in range(count):
             b = buf[pos]
-            if b < 0x80:
+            if b < 0x80:  # a record under 64 bytes
                 n, pos = (b >> 1) ^ -(b & 1), pos + 1
+            elif buf[pos + 1] < 0x80:  # under 8 KiB: two bytes, inline (no call per record)
+                u = (b & 0x7F) | (buf[pos + 1] << 7)
+                n, pos = (u >> 1) ^ -(u & 1), pos + 2
             else:
                 n, pos = read_varint(buf, pos)
             if n < MIN_RECORD_SIZE - 1 or pos + n > end:

@@ -191,3 +191,27 @@ def test_control_record_decode_errors() -> None:
         ControlRecord(1, 2, 1)
     )
     assert ControlRecord.decode(b"\x00\x00\x00\x03", None) == ControlRecord(3, -1, 0)
+
+
+@pytest.mark.parametrize("size", [40, 100, 1024, 20_000])  # length varints of 1, 2, 2, 3 bytes
+def test_record_count_walk_counts_records_of_every_length_varint(size: int) -> None:
+    from spool.records.batch import BatchHeader
+    from spool.records.builder import BatchBuilder
+    from spool.records.record import check_record_count
+
+    b = BatchBuilder()
+    for _ in range(5):
+        b.append(None, b"x" * size, timestamp=0)
+    buf = bytearray(b.build())
+    check_record_count(buf, 0, BatchHeader.parse(buf))  # exactly 5: accepted
+    for claimed in (4, 6):
+        h = BatchHeader.parse(buf)._replace(records_count=claimed)
+        with pytest.raises(KafkaError) as e:
+            check_record_count(buf, 0, h)
+        assert e.value.code == Errors.INVALID_RECORD
+    # the last record cut short: premature end
+    cut = buf[:-(size + 4)]
+    struct.pack_into(">i", cut, 8, len(cut) - 12)
+    with pytest.raises(KafkaError) as e:
+        check_record_count(cut, 0, BatchHeader.parse(cut))
+    assert e.value.code == Errors.INVALID_RECORD
