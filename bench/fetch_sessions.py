@@ -17,13 +17,16 @@ answered only with what has news).
   1 KiB are produced with acks=all.
 
 Every run goes under the shared lock: ``flock /tmp/spool-bench.lock python -m
-bench.fetch_sessions``.
+bench.fetch_sessions``; ``--write`` merges the run into ``docs/bench-sessions.json`` (one
+``--slots`` value per run keeps each locked run short) and writes the section of
+``docs/BENCHMARKS.md`` between ``<!-- sessions:begin -->`` and ``<!-- sessions:end -->``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import tempfile
 import time
@@ -34,7 +37,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench import workloads
 from bench.brokers import spool_broker, usage
+from bench.reliability.common import commit
 from bench.reliability.replication import full_isr
+from bench.report import write_section
 from spool.net.client import NodeClient
 from spool.protocol._generated import FetchRequest
 from spool.protocol._generated.fetch_request import FetchPartition
@@ -42,6 +47,9 @@ from spool.replica.fetch_session import FetchSessionHandler
 from tests.helpers.cluster_proc import Cluster
 
 SLOTS = ("0", "1000")
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+BEGIN = "<!-- sessions:begin -->"
+END = "<!-- sessions:end -->"
 
 
 def fill(bootstrap: str, topic: str, partitions: int) -> None:
@@ -126,6 +134,37 @@ def follower_case(tmp: Path, slots: str, partitions: int, idle_s: float, records
             "produce_rec_per_s": records / secs}
 
 
+def section(r: dict) -> str:
+    """The BENCHMARKS.md section of the results (``docs/bench-sessions.json``)."""
+    rows = []
+    for slots in SLOTS:
+        c, f = r.get("consumer", {}).get(slots), r.get("follower", {}).get(slots)
+        if c is None or f is None:
+            continue
+        name = "no sessions (slots=0)" if slots == "0" else f"sessions (slots={slots})"
+        rows.append(
+            f"| {name} | {c['broker_cpu_us_per_fetch']:,.0f} | {c['request_bytes']:,.0f} | "
+            f"{c['partitions_answered']:,.0f} | {f['idle_cpu_s_per_s']:.3f} | "
+            f"{f['produce_rec_per_s']:,.0f} | {f['produce_cpu_s']:.2f} | "
+            f"{c['loadavg']:.1f} / {f['loadavg']:.1f} |")
+    n, rec = r["partitions"], r["records"]
+    return (
+        "## Fetch sessions (KIP-227)\n\n"
+        f"`flock /tmp/spool-bench.lock python -m bench.fetch_sessions --write` ({r['commit']}, "
+        f"{r['finished_utc']} UTC, {r['cores']} cores shared). The same clients against "
+        "brokers with `max.incremental.fetch.session.cache.slots` 0 and 1000. Consumer: "
+        f"Fetch v12 of {n:,} quiet partitions (each at its high watermark, max_wait 0), "
+        f"{r['fetches']} in a row, one broker. Followers: a 3-node cluster, {n:,} "
+        f"partitions RF=3: idle (every fetcher long-polls 500 ms), then {rec:,} x 1 KiB "
+        "acks=all (CPU: the three brokers').\n\n"
+        "| | consumer: broker CPU us / Fetch | request bytes | partitions answered | "
+        "followers idle: CPU s / s | acks=all rec/s | acks=all CPU s | load (1 min) |\n"
+        "|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n\n"
+        "What is left with a session is the read: every partition of the session is looked "
+        "at on every Fetch (Kafka does the same), about 1.5 us per partition here; the "
+        "request and the answer no longer grow with the partitions.\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--partitions", type=int, default=1000)
@@ -135,25 +174,38 @@ def main() -> None:
     ap.add_argument("--skip-follower", action="store_true")
     ap.add_argument("--slots", nargs="*", default=list(SLOTS),
                     help="max.incremental.fetch.session.cache.slots values to run")
+    ap.add_argument("--write", action="store_true",
+                    help="merge into docs/bench-sessions.json, write the BENCHMARKS.md section")
     args = ap.parse_args()
+    page = DOCS / "bench-sessions.json"
+    results: dict = json.loads(page.read_text()) if args.write and page.exists() else {}
+    results.update({"partitions": args.partitions, "fetches": args.fetches,
+                    "records": args.records, "cores": os.cpu_count(), "commit": commit(),
+                    "finished_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime())})
     with tempfile.TemporaryDirectory(dir=".") as d:
         tmp = Path(d)
         for slots in args.slots:
             r = consumer_case(tmp, slots, args.partitions, args.fetches)
+            r["loadavg"] = os.getloadavg()[0]
+            results.setdefault("consumer", {})[slots] = r
             print(f"consumer, {args.partitions} partitions, slots={slots}: "
                   f"broker {r['broker_cpu_us_per_fetch']:,.0f} us CPU/fetch, client "
                   f"{r['client_wall_us_per_fetch']:,.0f} us/fetch, request "
                   f"{r['request_bytes']:,.0f} B, {r['partitions_answered']:,.0f} partitions "
-                  f"answered, session={r['session']}; load {os.getloadavg()[0]:.2f}",
-                  flush=True)
-        if args.skip_follower:
-            return
-        for slots in args.slots:
+                  f"answered, session={r['session']}; load {r['loadavg']:.2f}", flush=True)
+            if args.skip_follower:
+                continue
             r = follower_case(tmp, slots, args.partitions, args.idle_seconds, args.records)
+            r["loadavg"] = os.getloadavg()[0]
+            results.setdefault("follower", {})[slots] = r
             print(f"followers, {args.partitions} partitions RF=3, slots={slots}: idle "
                   f"{r['idle_cpu_s_per_s']:.3f} CPU s/s (3 brokers); {args.records:,} x 1 KiB "
                   f"acks=all: {r['produce_rec_per_s']:,.0f} rec/s, {r['produce_cpu_s']:.2f} "
-                  f"CPU s; load {os.getloadavg()[0]:.2f}", flush=True)
+                  f"CPU s; load {r['loadavg']:.2f}", flush=True)
+    if args.write:
+        page.write_text(json.dumps(results, indent=1) + "\n")
+        write_section(DOCS / "BENCHMARKS.md", BEGIN, END, section(results))
+        print("wrote docs/bench-sessions.json, docs/BENCHMARKS.md")
 
 
 if __name__ == "__main__":
