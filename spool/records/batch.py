@@ -159,9 +159,27 @@ def check_batch(
     ``lastOffsetDelta + 1 != recordsCount``, or a control batch, passes.
     """
     avail = len(buf) - pos
+    if avail >= HEADER_SIZE:  # the common case: one unpack for every check (same order)
+        h = BatchHeader._make(_HEADER.unpack_from(buf, pos))
+        batch_length, magic = h.batch_length, h.magic
+        size = LOG_OVERHEAD + batch_length
+        if (magic != 2 or batch_length < HEADER_SIZE - LOG_OVERHEAD or size > avail
+                or (max_size is not None and size > max_size)):
+            _check_length_magic(batch_length, magic, avail, max_size)
+        if crc32c(memoryview(buf)[pos + ATTRIBUTES_OFFSET : pos + size]) != h.crc:
+            raise KafkaError(Errors.CORRUPT_MESSAGE, "record batch CRC-32C mismatch")
+        if h.attributes & CODEC_MASK > 4:
+            raise KafkaError(Errors.CORRUPT_MESSAGE, f"unknown compression codec {h.compression}")
+        return h
     if avail < LOG_OVERHEAD + 5:
         raise KafkaError(Errors.CORRUPT_MESSAGE, "record batch is truncated")
     _, batch_length, _, magic = _LENGTH_MAGIC.unpack_from(buf, pos)
+    _check_length_magic(batch_length, magic, avail, max_size)
+    raise AssertionError("a batch of fewer than 61 bytes passed its length check")
+
+
+def _check_length_magic(batch_length: int, magic: int, avail: int, max_size: int | None) -> None:
+    """``check_batch``'s checks of the first 17 bytes, in Kafka's order (raises)."""
     if magic != 2:
         raise KafkaError(
             Errors.UNSUPPORTED_FOR_MESSAGE_FORMAT, f"record batch magic {magic} is not 2"
@@ -175,12 +193,6 @@ def check_batch(
         raise KafkaError(
             Errors.CORRUPT_MESSAGE, f"record batch needs {size} bytes, {avail} present"
         )
-    h = BatchHeader._make(_HEADER.unpack_from(buf, pos))
-    if compute_crc(buf, pos, size) != h.crc:
-        raise KafkaError(Errors.CORRUPT_MESSAGE, "record batch CRC-32C mismatch")
-    if h.compression > 4:
-        raise KafkaError(Errors.CORRUPT_MESSAGE, f"unknown compression codec {h.compression}")
-    return h
 
 
 def validate_batch(
@@ -199,16 +211,18 @@ def validate_batch(
     (INVALID_RECORD).
     """
     h = check_batch(buf, pos, max_size=max_size)
-    if h.records_count < 0 or h.last_offset_delta < 0:
+    count, delta, attrs = h.records_count, h.last_offset_delta, h.attributes
+    if count < 0 or delta < 0:
         raise KafkaError(Errors.INVALID_RECORD, "negative record count or offset delta")
-    if h.last_offset_delta + 1 != h.records_count and not h.is_control:
+    control = attrs & CONTROL_MASK
+    if delta + 1 != count and not control:
         raise KafkaError(
             Errors.INVALID_RECORD,
-            f"lastOffsetDelta {h.last_offset_delta} does not match recordsCount {h.records_count}",
+            f"lastOffsetDelta {delta} does not match recordsCount {count}",
         )
-    if h.is_control and not allow_control:
+    if control and not allow_control:
         raise KafkaError(Errors.INVALID_RECORD, "clients may not produce control batches")
-    if h.is_transactional and h.producer_id < 0:
+    if attrs & TRANSACTIONAL_MASK and h.producer_id < 0:
         raise KafkaError(Errors.INVALID_RECORD, "transactional batch without a producer id")
     return h
 

@@ -190,19 +190,20 @@ class Partition:
                          transaction_version: int = 0) -> AppendInfo:
         """Append in this leader epoch (module doc: min.insync.replicas); the HW moves at
         once when the ISR is this broker alone. ``now_ms`` is the request's time."""
-        if not self.is_leader:
+        if self.leader_id != self.node_id:
             raise self._not_leader()
-        min_isr = self.min_insync_replicas
-        if acks == -1 and len(self.isr) < min_isr:
+        if acks == -1 and len(self.isr) < (min_isr := self.min_insync_replicas):
             raise KafkaError(
                 Errors.NOT_ENOUGH_REPLICAS,
                 f"the in-sync replica set of {self.topic}-{self.partition} has {len(self.isr)} "
                 f"replica(s), fewer than min.insync.replicas={min_isr}")
-        info = self.log.append(records, leader_epoch=self.leader_epoch,
-                               log_append_time_ms=log_append_time_ms, flush=flush,
-                               verification_guard=verification_guard,
-                               transaction_version=transaction_version)
-        self._maybe_increment_hw()
+        log = self.log
+        info = log.append(records, leader_epoch=self.leader_epoch,
+                          log_append_time_ms=log_append_time_ms, flush=flush,
+                          verification_guard=verification_guard,
+                          transaction_version=transaction_version)
+        if not log.hw_follows_leo:  # (else the log moved it: a single node)
+            self._maybe_increment_hw()
         return info
 
     def _maybe_increment_hw(self) -> bool:

@@ -70,9 +70,7 @@ from spool.records.batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     BatchHeader,
-    patch_base_offset,
     patch_log_append_time,
-    patch_partition_leader_epoch,
 )
 from spool.records.batch import (
     iter_batches as iter_batch_headers,
@@ -94,8 +92,7 @@ from spool.util.logs import fields
 
 log = logging.getLogger(__name__)
 
-_PRODUCER_ID = struct.Struct(">q")
-_PRODUCER_ID_OFFSET = 43
+_OFFSET_EPOCH = struct.Struct(">qii")  # baseOffset, batchLength (unchanged), leader epoch
 DELETE_DIR_SUFFIX = "-delete"
 SPARE_NAME = "spare.log" + TMP_SUFFIX  # the next segment's .log, prepared (a leftover is removed)
 
@@ -144,19 +141,20 @@ def parse_dir_name(name: str) -> tuple[str, int]:
     return topic, int(partition)
 
 
-def _batch_chain(buf: memoryview) -> list[tuple[int, int, int, int, int, int]]:
-    """(pos, last_offset_delta, max_timestamp, size, base_offset, partition_leader_epoch) per
-    batch; must tile ``buf``."""
+def _batch_chain(buf: memoryview) -> list[tuple[int, int, int, int, int, int, int]]:
+    """(pos, last_offset_delta, max_timestamp, size, base_offset, partition_leader_epoch,
+    producer_id) per batch; must tile ``buf``."""
     out = []
     pos, end = 0, len(buf)
+    unpack = _HEADER.unpack_from
     while pos < end:
         if end - pos < HEADER_SIZE:
             raise KafkaError(Errors.CORRUPT_MESSAGE, "trailing bytes after the last batch")
-        base, length, epoch, magic, _, _, lod, _, max_ts = _HEADER.unpack_from(buf, pos)[:9]
+        base, length, epoch, magic, _, _, lod, _, max_ts, pid = unpack(buf, pos)[:10]
         size = LOG_OVERHEAD + length
         if magic != 2 or length < HEADER_SIZE - LOG_OVERHEAD or pos + size > end or lod < 0:
             raise KafkaError(Errors.CORRUPT_MESSAGE, f"malformed batch at {pos}")
-        out.append((pos, lod, max_ts, size, base, epoch))
+        out.append((pos, lod, max_ts, size, base, epoch, pid))
         pos += size
     if not out:
         raise KafkaError(Errors.CORRUPT_MESSAGE, "no record batch to append")
@@ -324,19 +322,25 @@ class PartitionLog:
         j = self._config.segment_jitter_ms
         return random.randrange(j) if j > 0 else 0
 
-    def _should_roll(self, seg: LogSegment, size: int, max_ts: int, last: int, now: int) -> bool:
+    def _should_roll(self, seg: LogSegment, size: int, max_ts: int, last: int,
+                     now: int | None = None) -> bool:
         """Kafka's rule: size, segment.ms (record time since the first batch; at most
         max.compaction.lag.ms on a compacted log, KIP-354), full
-        indexes, or offsets that no longer fit the segment's int32 relative range."""
+        indexes, or offsets that no longer fit the segment's int32 relative range.
+        ``now``: the clock's time, read here when needed if not given."""
         if last - seg.base_offset > MAX_RELATIVE_OFFSET:
             return True
-        if seg.size == 0:
+        seg_size = seg.size
+        if seg_size == 0:
             return False
         cfg = self._config
-        if seg.size > cfg.segment_size - size or seg.indexes_full():
+        if seg_size > cfg.segment_size - size or seg.indexes_full():
             return True
         first_ts = seg.first_batch_timestamp()
-        waited = max_ts - first_ts if first_ts is not None and first_ts >= 0 else now - seg.created_ms
+        if first_ts is not None and first_ts >= 0:
+            waited = max_ts - first_ts
+        else:
+            waited = (self.clock.now_ms() if now is None else now) - seg.created_ms
         return waited > cfg.max_segment_ms - self._roll_jitter
 
     def roll(self, new_base: int | None = None) -> LogSegment:
@@ -458,31 +462,32 @@ class PartitionLog:
         ``transaction_version``: of a coordinator's marker (2: its epoch must be above the
         producer's).
         """
-        view = memoryview(records).cast("B")
+        view = memoryview(records)
+        if view.format != "B" or view.ndim != 1:
+            view = view.cast("B")
         if view.readonly and (assign_offsets or log_append_time_ms is not None):
             view = memoryview(bytearray(view))
         chain = _batch_chain(view)
         with self._lock:
-            self._ensure_open()
+            if self.closed:
+                self._ensure_open()
             first = next_off = self._leo
             batches = []
             max_ts, off_max_ts, n = -1, first, 0
-            producer_batches = [pos for pos, *_ in chain
-                                if _PRODUCER_ID.unpack_from(view, pos + _PRODUCER_ID_OFFSET)[0] >= 0]
+            producer_batches = [b[0] for b in chain if b[6] >= 0]
             if producer_batches and assign_offsets:
                 dup = self._check_producers(view, producer_batches, verification_guard,
                                             transaction_version)
                 if dup is not None:
                     return AppendInfo(dup[0], dup[1], -1, -1, -1, self._log_start, 0, 0)
-            epochs = self.leader_epochs
-            latest = epochs.latest
+            latest = self.leader_epochs.latest
             new_epochs = []  # (epoch, start offset) where the batches' leader epoch changes
             if assign_offsets and leader_epoch != latest and leader_epoch >= 0:
                 new_epochs.append((leader_epoch, next_off))
-            for pos, lod, ts, size, base, epoch in chain:
+            for pos, lod, ts, size, base, epoch, _ in chain:
                 if assign_offsets:
-                    patch_base_offset(view, pos, next_off)
-                    patch_partition_leader_epoch(view, pos, leader_epoch)
+                    _OFFSET_EPOCH.pack_into(view, pos, next_off, size - LOG_OVERHEAD,
+                                            leader_epoch)
                     base = next_off
                 elif base < next_off:
                     raise KafkaError(
@@ -502,8 +507,8 @@ class PartitionLog:
                 batches.append((pos, last, ts, size))
                 n += lod + 1
                 next_off = last + 1
-            seg = self._segments[-1]
-            if self._should_roll(seg, len(view), max_ts, next_off - 1, self.clock.now_ms()):
+            seg = self._state[0][-1]
+            if self._should_roll(seg, len(view), max_ts, next_off - 1):
                 seg = self.roll(first)
             for epoch, start in new_epochs:
                 self._assign_epoch(epoch, start)
@@ -513,7 +518,9 @@ class PartitionLog:
                 self._hw = next_off
             if producer_batches:
                 self._update_producers(view, producer_batches, seg)
-            self._check_offsets()
+            if self._first_unstable is not None or not (
+                    self._log_start <= self._hw <= next_off):
+                self._check_offsets()
             info = AppendInfo(first, next_off - 1, max_ts, off_max_ts,
                               -1 if log_append_time_ms is None else log_append_time_ms,
                               self._log_start, n, len(view))

@@ -471,12 +471,15 @@ class LogSegment:
         """Write ``data`` (whole batches) at the end; ``batches`` = (rel pos, last offset,
         max timestamp, size) for each. Returns the position written at."""
         position = self.size
-        with self.pinned() as fd:
-            try:
-                write_all(fd, data, position)
-            except OSError as e:
-                os.ftruncate(fd, position)
-                raise KafkaError(Errors.KAFKA_STORAGE_ERROR, f"append failed: {e}") from e
+        fd = self._pin()  # (not ``pinned()``: no generator on the hot path)
+        try:
+            if os.pwrite(fd, data, position) != len(data):
+                write_all(fd, data, position)  # a short write: the rest (or its OSError)
+        except OSError as e:
+            os.ftruncate(fd, position)
+            raise KafkaError(Errors.KAFKA_STORAGE_ERROR, f"append failed: {e}") from e
+        finally:
+            self._unpin()
         for rel, last_offset, max_ts, size in batches:
             self._index_batch(position + rel, last_offset, max_ts, size)
         if self._first_batch_ts is None and position == 0 and batches:

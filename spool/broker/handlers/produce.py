@@ -81,7 +81,13 @@ from spool.protocol._generated.produce_response import (
 )
 from spool.protocol.acl import AclOperation, ResourceType
 from spool.protocol.errors import Errors, KafkaError, error_name
-from spool.records.batch import HEADER_SIZE, TRANSACTIONAL_MASK, BatchHeader, validate_batch
+from spool.records.batch import (
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    TRANSACTIONAL_MASK,
+    BatchHeader,
+    validate_batch,
+)
 from spool.records.record import check_record_count
 from spool.replica.partition import NotLeader
 from spool.storage.producer_state import ONGOING
@@ -92,79 +98,102 @@ log = logging.getLogger("spool.produce")
 MIN_SERVED_VERSION = 3
 
 
-def append_partition(
-    broker, topic: str, partition: int, records, now_ms: int, acks: int = 1, flush: bool = True,
-    pending: list | None = None, verification_guard: object | None = None,
-    topic_id: uuid.UUID | None = None,
-) -> PartitionProduceResponse:
-    """Validate and append one partition's batch; with ``flush=False`` a due
-    ``flush.messages`` fsync is left to the caller (``flush_due_partitions``). An acks=-1
-    batch not yet replicated goes into ``pending`` as (topic, response, last offset):
-    the caller waits for it (``wait_replicated``). With ``topic_id`` (v13) a replica of
-    another topic ID is UNKNOWN_TOPIC_ID."""
-    resp = PartitionProduceResponse(index=partition, error_code=0, base_offset=-1,
-                                    log_append_time_ms=-1, log_start_offset=-1)
-    stats = None
-    try:
-        replicas = broker.replicas
-        part = replicas.leader_partition(topic, partition)
-        stats = broker.metrics.topic(topic)  # BrokerTopicMetrics (spool.broker.metrics)
-        stats.total_produce_requests += 1
-        if topic_id is not None and part.topic_id is not None and part.topic_id != topic_id:
-            raise KafkaError(Errors.UNKNOWN_TOPIC_ID,
-                             f"{topic}-{partition} is not of topic id {topic_id}")
-        if records is None or len(records) == 0:
-            raise KafkaError(Errors.INVALID_RECORD, "produce request without records")
-        plog = part.log
-        cfg = plog.config
-        header = validate_batch(records, 0, max_size=cfg.max_message_bytes)
-        if header.size != len(records):
-            raise KafkaError(
-                Errors.INVALID_RECORD, "a produce request must carry exactly one record batch per partition"
-            )
-        check_record_count(records, 0, header)
-        if header.producer_id >= 0 and header.base_sequence < 0:
-            raise KafkaError(Errors.INVALID_RECORD, "a batch with a producer id needs a sequence")
-        if needs_record_checks(cfg, header, now_ms):  # keys, timestamps: most topics skip it
-            check_records(records, cfg, now_ms, f"{topic}-{partition}")
-        append_time = now_ms if cfg.uses_log_append_time else None
-        info = replicas.append_as_leader(part, records, acks=acks, now_ms=now_ms,
-                                         log_append_time_ms=append_time, flush=flush,
-                                         verification_guard=verification_guard)
-    except NotLeader as e:
-        resp.error_code = e.code
-        resp.error_message = e.message
-        resp.current_leader = LeaderIdAndEpoch(leader_id=e.leader, leader_epoch=e.leader_epoch)
-        return resp
-    except RecordErrors as e:
-        _refused_records(resp, e, part.log.log_start_offset)
-        stats.failed_produce_requests += 1
-        return resp
-    except KafkaError as e:
-        resp.error_code = e.code
-        resp.error_message = e.message
-        if stats is not None:
-            _count_failure(stats, e.code, records)
-        return resp
-    except OSError as e:  # storage failed (a full disk): this partition's error, not the connection's
-        log.warning("produce to %s-%d failed: %s", topic, partition, e)
-        resp.error_code = Errors.KAFKA_STORAGE_ERROR
-        resp.error_message = str(e)
-        return resp
-    stats.messages_in += info.num_records
-    stats.bytes_in += info.size
-    resp.base_offset = info.first_offset
-    resp.log_append_time_ms = append_time if append_time is not None else -1
-    resp.log_start_offset = plog.log_start_offset
-    if acks == -1:  # a single node: done at once (the ISR is this broker)
-        done, code = part.replication_status(info.last_offset + 1)
-        if not done:
-            if pending is None:
-                raise RuntimeError("an acks=-1 append needs a pending list to wait in")
-            pending.append((topic, resp, info.last_offset))
-        elif code:
-            resp.error_code = code
-    return resp
+_NO_LEADER = LeaderIdAndEpoch()  # the answers that name no leader share it (never mutated)
+_NO_RECORD_ERRORS = ()  # likewise; an answer naming failed records gets its own list
+
+
+def append_topic(
+    broker, topic: str, partition_data: list, now_ms: int, acks: int, pending: list,
+    appended: list, guards: dict, refused: dict, topic_id: uuid.UUID | None = None,
+) -> tuple[list[PartitionProduceResponse], bool]:
+    """Validate and append each partition's batch of one topic, in one pass: (the answers,
+    whether one is NOT_LEADER_OR_FOLLOWER). A partition in ``refused`` (its transaction's
+    verification) is answered with that error. A due ``flush.messages`` fsync is left to the
+    caller: each appended partition goes into ``appended`` as (topic, answer, log)
+    (``flush_due_partitions``). An acks=-1 batch not yet replicated goes into ``pending`` as
+    (topic, answer, last offset): the caller waits for it (``wait_replicated``). With
+    ``topic_id`` (v13) a replica of another topic ID is UNKNOWN_TOPIC_ID."""
+    replicas = broker.replicas
+    leader_partition = replicas.leader_partition
+    append_as_leader = replicas.append_as_leader
+    stats = None  # BrokerTopicMetrics (spool.broker.metrics), once a partition is found
+    out = []
+    not_leader = False
+    for p in partition_data:
+        index = p.index
+        if refused and (topic, index) in refused:
+            code, message = refused[(topic, index)]
+            out.append(PartitionProduceResponse(index, code, -1, -1, -1, _NO_RECORD_ERRORS,
+                                                message, _NO_LEADER))
+            continue
+        records = p.records
+        resp = PartitionProduceResponse(index, 0, -1, -1, -1, _NO_RECORD_ERRORS, None, _NO_LEADER)
+        out.append(resp)
+        counted = None
+        try:
+            part = leader_partition(topic, index)
+            if stats is None:
+                stats = broker.metrics.topic(topic)
+            counted = stats
+            stats.total_produce_requests += 1
+            if topic_id is not None and part.topic_id is not None and part.topic_id != topic_id:
+                raise KafkaError(Errors.UNKNOWN_TOPIC_ID,
+                                 f"{topic}-{index} is not of topic id {topic_id}")
+            if records is None or len(records) == 0:
+                raise KafkaError(Errors.INVALID_RECORD, "produce request without records")
+            plog = part.log
+            cfg = plog.config
+            header = validate_batch(records, 0, max_size=cfg.max_message_bytes)
+            if header.batch_length + LOG_OVERHEAD != len(records):
+                raise KafkaError(Errors.INVALID_RECORD,
+                                 "a produce request must carry exactly one record batch per "
+                                 "partition")
+            check_record_count(records, 0, header)
+            if header.producer_id >= 0 and header.base_sequence < 0:
+                raise KafkaError(Errors.INVALID_RECORD, "a batch with a producer id needs a sequence")
+            if needs_record_checks(cfg, header, now_ms):  # keys, timestamps: most topics skip it
+                check_records(records, cfg, now_ms, f"{topic}-{index}")
+            append_time = now_ms if cfg.uses_log_append_time else None
+            info = append_as_leader(part, records, acks=acks, now_ms=now_ms,
+                                    log_append_time_ms=append_time, flush=False,
+                                    verification_guard=guards.get((topic, index)) if guards
+                                    else None)
+        except NotLeader as e:
+            resp.error_code = e.code
+            resp.error_message = e.message
+            resp.current_leader = LeaderIdAndEpoch(leader_id=e.leader, leader_epoch=e.leader_epoch)
+            not_leader = True
+            continue
+        except RecordErrors as e:
+            _refused_records(resp, e, part.log.log_start_offset)
+            stats.failed_produce_requests += 1
+            continue
+        except KafkaError as e:
+            resp.error_code = e.code
+            resp.error_message = e.message
+            if counted is not None:
+                _count_failure(counted, e.code, records)
+            continue
+        except OSError as e:  # storage failed (a full disk): this partition's error only
+            log.warning("produce to %s-%d failed: %s", topic, index, e)
+            resp.error_code = Errors.KAFKA_STORAGE_ERROR
+            resp.error_message = str(e)
+            continue
+        stats.messages_in += info.num_records
+        stats.bytes_in += info.size
+        resp.base_offset = info.first_offset
+        if append_time is not None:
+            resp.log_append_time_ms = append_time
+        resp.log_start_offset = plog.log_start_offset
+        if acks == -1:  # a single node: done at once (the ISR is this broker)
+            done, code = part.replication_status(info.last_offset + 1)
+            if not done:
+                pending.append((topic, resp, info.last_offset))
+            elif code:
+                resp.error_code = code
+                continue
+        appended.append((topic, resp, plog))
+    return out, not_leader
 
 
 # Not counted as failed produce requests (Kafka's appendToLocalLog: these are expected;
@@ -207,10 +236,13 @@ async def wait_replicated(broker, pending: list, timeout_ms: int) -> None:
         await asyncio.gather(*(one(*p) for p in pending))
 
 
-async def flush_due_partitions(broker, appended: list[tuple[str, PartitionProduceResponse]]) -> None:
+async def flush_due_partitions(broker, appended: list) -> None:
     """``flush.messages`` reached: fsync in the executor (not on the event loop); the
-    answer waits for it, and a failed fsync is KAFKA_STORAGE_ERROR for the partition."""
-    for topic, part in appended:
+    answer waits for it, and a failed fsync is KAFKA_STORAGE_ERROR for the partition.
+    ``appended``: (topic, answer, the log appended to)."""
+    for topic, part, appended_to in appended:
+        if not appended_to.flush_due():
+            continue
         try:
             plog = broker.get_log(topic, part.index)
         except KafkaError:  # deleted meanwhile: nothing left to flush
@@ -261,8 +293,9 @@ async def produce(ctx, req: ProduceRequest) -> ProduceResponse | None:
         refused, guards = await transactional_verification(broker, req, version, now_ms,
                                                            topic_name)
     topics = []
-    appended: list[tuple[str, PartitionProduceResponse]] = []
+    appended: list = []
     pending: list = []
+    any_not_leader = False
     for t in req.topic_data:
         name = names[id(t)] if by_id else t.name
         if by_id and name is None:
@@ -275,24 +308,18 @@ async def produce(ctx, req: ProduceRequest) -> ProduceResponse | None:
                     _refused_partition(p, Errors.TOPIC_AUTHORIZATION_FAILED)
                     for p in t.partition_data]))
             continue
-        parts = []
-        for p in t.partition_data:
-            if version < MIN_SERVED_VERSION:
-                parts.append(PartitionProduceResponse(index=p.index, error_code=Errors.UNSUPPORTED_VERSION))
-            elif req.acks not in (0, 1, -1):
-                parts.append(PartitionProduceResponse(index=p.index, error_code=Errors.INVALID_REQUIRED_ACKS))
-            elif (name, p.index) in refused:
-                code, message = refused[(name, p.index)]
-                parts.append(PartitionProduceResponse(index=p.index, error_code=code,
-                                                      error_message=message, base_offset=-1,
-                                                      log_append_time_ms=-1, log_start_offset=-1))
-            else:
-                parts.append(append_partition(broker, name, p.index, p.records, now_ms,
-                                              req.acks, flush=False, pending=pending,
-                                              verification_guard=guards.get((name, p.index)),
-                                              topic_id=t.topic_id if by_id else None))
-                if parts[-1].error_code == 0:
-                    appended.append((name, parts[-1]))
+        if version < MIN_SERVED_VERSION:
+            parts = [PartitionProduceResponse(index=p.index, error_code=Errors.UNSUPPORTED_VERSION)
+                     for p in t.partition_data]
+        elif req.acks not in (0, 1, -1):
+            parts = [PartitionProduceResponse(index=p.index,
+                                              error_code=Errors.INVALID_REQUIRED_ACKS)
+                     for p in t.partition_data]
+        else:
+            parts, not_leader = append_topic(broker, name, t.partition_data, now_ms, req.acks,
+                                             pending, appended, guards, refused,
+                                             t.topic_id if by_id else None)
+            any_not_leader = any_not_leader or not_leader
         topics.append(TopicProduceResponse(name=name, topic_id=t.topic_id,
                                            partition_responses=parts))
     await flush_due_partitions(broker, appended)
@@ -304,7 +331,8 @@ async def produce(ctx, req: ProduceRequest) -> ProduceResponse | None:
         _close_if_failed(ctx, topics)
         return None
     return ProduceResponse(responses=topics, throttle_time_ms=0,
-                           node_endpoints=_leader_endpoints(ctx, topics) if version >= 10 else [])
+                           node_endpoints=_leader_endpoints(ctx, topics)
+                           if version >= 10 and any_not_leader else [])
 
 
 def _has_transactional_records(req: ProduceRequest) -> bool:
