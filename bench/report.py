@@ -182,7 +182,8 @@ def chart(r: dict, path: Path) -> None:
                        color="black", label="client ceiling", zorder=3)
         ax.set_xticks(list(xs), [n.split(":")[1].strip() for n in names], rotation=15, fontsize=8)
         ax.set_title(f"{op} (records/s, median of {r['runs']})")
-        ax.legend()
+        ax.set_ylim(top=ax.get_ylim()[1] * 1.3)  # room for the legend above the bars
+        ax.legend(loc="upper left", fontsize=8, ncols=3)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 
