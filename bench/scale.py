@@ -22,7 +22,10 @@
 - ``connections``: ``bench.scale_conns`` with 1, 100 and 1,000 connections on a topic of
   10 partitions, 16 x 1 KiB per request, 5 in flight per connection, ``--conn-seconds``.
 
-Both brokers run side by side for a part and take turns within each run. This machine's
+Both brokers run side by side for a part and take turns within each run. The whole
+default run takes about 17 min on 2 quiet cores (partitions 4-7, connections 2-3,
+metadata 4, start-up 6); ``--only`` runs parts alone (each under ~5 min) and merges them
+into the JSON. This machine's
 descriptor limit (``ulimit -Hn``) caps a Spool broker's partitions (2 descriptors a
 partition, ``spool.broker.broker``): ``--big`` is lowered to the cap (to a multiple of
 100) and the figure used is reported. Results: docs/bench-scale.json, the

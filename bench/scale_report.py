@@ -166,7 +166,11 @@ NOTES = [
     "- Produce over 100 connections against 1: per request the same decode "
     "(`_d_ProduceRequest_v9`, the topic name's UTF-8 each time), dispatch and one "
     "`sock_sendall` a response; with 1 connection 5 pipelined requests arrive in one read "
-    "and the event loop's own poll is 29% of the samples, with 100 connections 5%.",
+    "and the event loop's own poll is 29% of the samples, with 100 connections 5%. "
+    "Measured again at 17:50 UTC on main (1-min load 10.4): broker CPU 5.1 / 8.8 / 9.0 us a "
+    "record at 1 / 100 / 1,000 connections (Tansu 7.4 / 14.7 / 12.8), the same as the "
+    "table's; the rates, 88k / 58k / 71k (Tansu 90k / 62k / 69k), only show the load "
+    "(`connections_rerun` in docs/bench-scale.json).",
     "- Metadata, all of 9,400 topics, before 6d24da1c (17:00 UTC, load 6.7): p50 472 ms, "
     "p99 1,147 ms, 64% in `MetadataStore.topic`, a `copy.deepcopy` of each topic for every "
     "request, 72% in `_topic_entry` in all, the encode 3%. 6d24da1c builds a topic's entry "
