@@ -58,7 +58,6 @@ Durability: always fsynced: a change that returned survives power loss.
 
 from __future__ import annotations
 
-import copy
 import json
 import threading
 import uuid
@@ -128,6 +127,11 @@ class TopicImage:
     topic_id: str
     partitions: int = 0
     configs: dict[str, str] = field(default_factory=dict)
+
+    def copy(self) -> TopicImage:
+        """A copy sharing nothing mutable (what ``copy.deepcopy`` gave, without its cost:
+        a Metadata request for 10,000 topics takes 10,000)."""
+        return TopicImage(self.name, self.topic_id, self.partitions, dict(self.configs))
 
 
 @dataclass
@@ -278,7 +282,7 @@ class MetadataStore:
 
     def topics(self) -> dict[str, TopicImage]:
         with self._image_lock:
-            return copy.deepcopy(self.image.topics)
+            return {n: t.copy() for n, t in self.image.topics.items()}
 
     def topic_names(self) -> list[str]:
         with self._image_lock:
@@ -287,7 +291,7 @@ class MetadataStore:
     def topic(self, name: str) -> TopicImage | None:
         with self._image_lock:
             t = self.image.topics.get(name)
-            return None if t is None else copy.deepcopy(t)
+            return None if t is None else t.copy()
 
     def topic_name(self, topic_id: str) -> str | None:
         with self._image_lock:
