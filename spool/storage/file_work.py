@@ -2,7 +2,8 @@
 
 One worker thread runs the jobs in submission order: writing a rolled
 segment's index files, writing producer-state snapshots, preparing the
-next segment's empty ``.log`` ahead of a roll. Every job writes a cache or
+next segment's empty ``.log`` ahead of a roll, the fsyncs of a leader epoch
+checkpoint an append changed (``spool.storage.leader_epoch``). Every job writes a cache or
 a preparation, never something an acknowledgement depends on: if the
 process dies first, the loader rebuilds the indexes, replays the log
 instead of the snapshot, and removes the prepared ``*.tmp`` file. A job's

@@ -17,6 +17,12 @@ File ``<partition dir>/leader-epoch-checkpoint``, Kafka's text format::
 
 written with ``spool.util.fileio.atomic_write`` (tmp, fsync, rename, fsync
 dir) whenever the entries change, so a crash leaves the old or the new file.
+``assign(..., durable=False)`` (an append's new epoch, on the event loop) writes and
+renames at once but leaves both fsyncs to the file-work thread
+(``spool.storage.file_work``): a killed process loses nothing (the page cache keeps
+the new file); power lost before the job runs may leave the old file, as Kafka's
+``LeaderEpochFileCache.assign`` since KAFKA-15046 (it flushes the checkpoint
+asynchronously too). Truncations and ``clear`` stay synchronous.
 A file that is missing or does not parse loads as ``None`` from
 ``read_entries``: ``PartitionLog`` then rebuilds the entries from its batch
 headers (each batch carries the partitionLeaderEpoch that wrote it).
@@ -45,11 +51,13 @@ from __future__ import annotations
 
 import bisect
 import logging
+import os
 import threading
 from pathlib import Path
 from typing import NamedTuple
 
-from spool.util.fileio import atomic_write
+from spool.storage import file_work
+from spool.util.fileio import atomic_write, fsync_dir
 
 log = logging.getLogger(__name__)
 
@@ -155,11 +163,12 @@ class LeaderEpochCache:
 
     # -- mutations ---------------------------------------------------------------------
 
-    def assign(self, epoch: int, start_offset: int) -> bool:
-        """Record that ``epoch`` starts at ``start_offset``; True when the entries changed."""
-        return self.assign_all([(epoch, start_offset)])
+    def assign(self, epoch: int, start_offset: int, *, durable: bool = True) -> bool:
+        """Record that ``epoch`` starts at ``start_offset``; True when the entries changed.
+        ``durable=False``: the fsyncs are left to the file-work thread (module doc)."""
+        return self.assign_all([(epoch, start_offset)], durable=durable)
 
-    def assign_all(self, pairs: list[tuple[int, int]]) -> bool:
+    def assign_all(self, pairs: list[tuple[int, int]], *, durable: bool = True) -> bool:
         """``assign`` each (epoch, start offset) in turn, writing the file once."""
         with self._lock:
             entries = list(self._entries)
@@ -167,7 +176,7 @@ class LeaderEpochCache:
             for epoch, start in pairs:
                 changed |= self._assign(entries, epoch, start)
             if changed:
-                self._set(entries)
+                self._set(entries, durable=durable)
         return changed
 
     def _assign(self, entries: list[EpochEntry], epoch: int, start: int) -> bool:
@@ -216,11 +225,31 @@ class LeaderEpochCache:
         with self._lock:
             atomic_write(self.path, format_entries(self._entries))
 
-    def _set(self, entries: list[EpochEntry]) -> None:
-        """Under the lock: swap the entries in and write the file."""
+    def _set(self, entries: list[EpochEntry], *, durable: bool = True) -> None:
+        """Under the lock: swap the entries in and write the file (its fsyncs deferred
+        unless ``durable``)."""
         self._entries = tuple(entries)
         self.latest = entries[-1].epoch if entries else UNDEFINED_EPOCH
-        atomic_write(self.path, format_entries(self._entries))
+        atomic_write(self.path, format_entries(self._entries), durable=durable)
+        if not durable:
+            file_work.submit(self._sync)
+
+    def _sync(self) -> None:
+        """The deferred fsyncs of the file as it is now and of its directory; gone
+        meanwhile (the partition deleted or moved) is nothing to do."""
+        path = self.path
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            fsync_dir(path.parent)
+        except FileNotFoundError:
+            pass
 
     def __repr__(self) -> str:
         return f"LeaderEpochCache({self.dir.name}, {list(self._entries)})"

@@ -536,7 +536,7 @@ class PartitionLog:
         the leader epoch cache (KAFKA_STORAGE_ERROR, nothing appended, if its file cannot be
         written; the entry stays in memory and holds for the next append)."""
         try:
-            self.leader_epochs.assign(epoch, start)
+            self.leader_epochs.assign(epoch, start, durable=False)  # fsyncs off the loop
         except OSError as e:
             raise KafkaError(Errors.KAFKA_STORAGE_ERROR,
                              f"{self.tp}: leader epoch checkpoint not written: {e}") from e
@@ -566,6 +566,19 @@ class PartitionLog:
                 cache.write()  # no epoch in any batch: the empty file, so no rescan next time
             log.info("%s: leader epoch cache rebuilt from the batches: %s", self.tp,
                      list(cache.entries()))
+        elif entries is not None and self.load_result.recovered_segments:
+            # an append's checkpoint is fsynced later (leader_epoch: durable=False): power
+            # lost first may leave an older file; the recovered tail's batches name the
+            # epochs it lacks (Kafka's LogSegment.recover: epochs above the latest only)
+            found = []
+            latest = cache.latest
+            for seg in self._segments[-self.load_result.recovered_segments:]:
+                for _, h in seg.batches():
+                    if h.partition_leader_epoch > latest:
+                        latest = h.partition_leader_epoch
+                        found.append((latest, h.base_offset))
+            if found and cache.assign_all(found):
+                log.info("%s: leader epochs %s found in the recovered tail", self.tp, found)
         self._cut_leader_epochs(cache, self._log_start, self._leo)
         return cache
 

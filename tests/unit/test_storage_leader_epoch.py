@@ -296,3 +296,53 @@ def test_truncate_at_the_log_end_drops_an_epoch_started_there(tmp_path):
     log.append(follower_batch(4, 2, 1), assign_offsets=False)  # more of epoch 1, from the leader
     assert entries(log.leader_epochs) == [(1, 0)]
     log.close()
+
+
+def test_an_appends_new_epoch_is_written_at_once_and_fsynced_off_the_callers_thread(
+        tmp_path, monkeypatch):
+    """The file is there for a reopen at once (a killed process loses nothing); its fsyncs
+    (file and directory) run on the file-work thread, not on the event loop's."""
+    import threading
+
+    from spool.storage import file_work
+
+    log = open_log(tmp_path)
+    file_work.drain()
+    real_fsync = os.fsync
+    synced_on: list[str] = []
+
+    def spy(fd: int) -> None:  # records where each fsync runs; the real one still runs
+        synced_on.append(threading.current_thread().name)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", spy)
+    log.append(make_batch(3), leader_epoch=0)
+    log.append(make_batch(2), leader_epoch=4)
+    caller = threading.current_thread().name
+    assert read_entries(log.dir / LEADER_EPOCH_CHECKPOINT) == [(0, 0), (4, 3)]
+    file_work.drain()
+    assert synced_on and caller not in synced_on
+    assert all(name.startswith("spool-file-work") for name in synced_on)
+    monkeypatch.undo()
+    log.close()
+    reopened = open_log(tmp_path)
+    assert entries(reopened.leader_epochs) == [(0, 0), (4, 3)]
+    reopened.close()
+
+
+def test_a_stale_checkpoint_gets_the_epochs_of_the_recovered_tail(tmp_path):
+    """Power lost before an append's deferred fsync may leave the previous checkpoint: the
+    unclean load's recovery finds the newer epochs in the tail's batches (as Kafka's
+    LogSegment.recover); epochs not above the file's latest change nothing."""
+    log = open_log(tmp_path)
+    log.append(make_batch(3), leader_epoch=1)
+    old = (log.dir / LEADER_EPOCH_CHECKPOINT).read_text()  # [(1, 0)]
+    log.append(make_batch(2), leader_epoch=2)
+    log.append(make_batch(2), leader_epoch=4)
+    log.close()
+    (log.dir / LEADER_EPOCH_CHECKPOINT).write_text(old)  # the old file came back
+    log = open_log(tmp_path)  # unclean (no clean-shutdown marker): the tail is recovered
+    assert log.load_result.recovered_segments >= 1
+    assert entries(log.leader_epochs) == [(1, 0), (2, 3), (4, 5)]
+    assert read_entries(log.dir / LEADER_EPOCH_CHECKPOINT) == [(1, 0), (2, 3), (4, 5)]
+    log.close()
