@@ -283,8 +283,41 @@ def section(r: dict) -> str:
             out.append(f"| new leader in Metadata | {es['p50']:.2f} | {es['p99']:.2f} "
                        f"| {es['min']:.2f} | {es['max']:.2f} |")
         out += ["", f"Every acknowledged record read back once and in order from the "
-                f"consumer and every replica: {'yes' if f['ok'] else 'NO'} ({judge})."]
+                f"consumer and every replica: {'yes' if f['ok'] else 'NO'} ({judge}).", "",
+                FAILOVER_NOTE]
+    if "throughput" in r:
+        out += ["", BOUNDS_NOTE]
     return "\n".join(out) + "\n"
+
+
+# What the profiles showed (perf and py-spy of each broker, 2026-11-27); not measured per run.
+BOUNDS_NOTE = (
+    "What bounds RF=3 acks=all (perf and py-spy of each broker, 2026-11-27): the "
+    "replication rate. A follower's fetch carries at most `replica.fetch.max.bytes` (1 MiB, "
+    "Kafka's default): one of the producer's ~1 MB batches, so each follower replicates "
+    "1 MiB per fetch round trip, and the round trip (median 2.2-3.6 ms) is mostly the fetch "
+    "waiting on the leader's one event loop behind produce requests (~1.3 ms of CPU per "
+    "1 MB request: receive, copies, the record walk, the write). The leader's CPU is about "
+    "twice the single node's (0.5 s against 0.25 s for 200 MB): a quarter of it is "
+    "`sendfile` of every byte to two followers over loopback (the receiving side's TCP work "
+    "runs in the sender's context). A follower spends ~1 ms of CPU per MB (pwrite to the "
+    "page cache a quarter, socket reads an eighth, Python a fifth): responses are read "
+    "straight into their own buffers (`spool.net.frames`; before, asyncio's stream buffer "
+    "copies and their page faults were ~30% of it) and appended on the event loop (before, "
+    "an executor round trip per response). Three brokers and the producer share 2 cores: "
+    "the ratio moves with the machine's load (0.51 and 0.60 in two quiet runs of the same "
+    "workload by a separate script, 0.3-0.45 with other work running; 0.40 before these "
+    "changes). The linger.ms=0 latency with acks=all is the leader's per-Produce-request "
+    "cost: librdkafka sends requests of a record or two, each parked until both followers "
+    "fetched again, and the leader's loop is busy with them (~65% of a core at 10,000 "
+    "records/s; handlers/produce.py's path, not the fetch).")
+FAILOVER_NOTE = (
+    "The failover times are bimodal: ~3 s (the controller fences the dead broker after "
+    "`broker.session.timeout.ms`) and ~5-7 s, probably the kills of a node that was also "
+    "the active controller (combined nodes: a KRaft election comes first; not checked per "
+    "kill). From the new leader in Metadata to the first acknowledgement takes 0-1.7 s "
+    "(the remaining follower truncates and fetches in the new epoch; the producer refreshes "
+    "its metadata).")
 
 
 def throughput_section(r: dict) -> list[str]:
