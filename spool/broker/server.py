@@ -228,6 +228,15 @@ def _weigh(chunks) -> tuple[int, int]:
     return size, regions
 
 
+def _cork(sock: socket.socket, on: int) -> bool:
+    """TCP_CORK on or off (off sends what it held); False where it is not available."""
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, on)
+    except (OSError, AttributeError):
+        return False
+    return True
+
+
 def _close_regions(chunks) -> None:
     if chunks:
         for c in chunks:
@@ -659,11 +668,15 @@ class Connection:
                 return
 
     async def _send(self, chunks: list) -> None:
-        loop = self._loop
+        """The chunks in order. Around file regions the socket is corked (TCP_CORK): the
+        bytes before each region (the partition's header) and the region leave in full
+        segments instead of a small packet each, and the bytes between regions are written
+        at once when the socket takes them (no await per partition)."""
         sock = self.sock
         pending = bytearray()
         hooks: list[SendHook] = []
         send_start = time.perf_counter()
+        corked = False
         try:
             for i, c in enumerate(chunks):
                 if isinstance(c, _BYTES):
@@ -672,17 +685,29 @@ class Connection:
                 if isinstance(c, SendHook):
                     hooks.append(c)
                     continue
+                if not corked:
+                    corked = _cork(sock, 1)
                 if pending:
-                    await loop.sock_sendall(sock, pending)
+                    await self._send_bytes(pending)
                     pending = bytearray()
                 await self._sendfile(c)
                 chunks[i] = b""
             if pending:
-                await loop.sock_sendall(sock, pending)
+                await self._send_bytes(pending)
         finally:
+            if corked:
+                _cork(sock, 0)  # (flushes what the cork held)
             _close_regions(chunks)
         if hooks:
             _sent(hooks, send_start)
+
+    async def _send_bytes(self, data: bytearray) -> None:
+        try:
+            n = self.sock.send(data)
+        except (BlockingIOError, InterruptedError):
+            n = 0
+        if n < len(data):
+            await self._loop.sock_sendall(self.sock, memoryview(data)[n:])
 
     async def _sendfile(self, region: FileRegion) -> None:
         fd = self.fd
