@@ -20,9 +20,13 @@ dir) whenever the entries change, so a crash leaves the old or the new file.
 ``assign(..., durable=False)`` (an append's new epoch, on the event loop) writes and
 renames at once but leaves both fsyncs to the file-work thread
 (``spool.storage.file_work``): a killed process loses nothing (the page cache keeps
-the new file); power lost before the job runs may leave the old file, as Kafka's
-``LeaderEpochFileCache.assign`` since KAFKA-15046 (it flushes the checkpoint
-asynchronously too). Truncations and ``clear`` stay synchronous.
+the new file). Power lost before the job runs may leave the old file: Kafka's
+``assign`` fsyncs at once instead (KAFKA-16541), on one of its many request threads,
+where Spool's one event loop would stall every connection. What keeps the entries
+complete here: the log's ``flush`` calls ``sync_if_unsynced`` before it moves the
+recovery point, and an unclean load rescans the batches above the recovery point for
+epochs the file lacks (``PartitionLog._load_leader_epochs``, as Kafka's
+``LogSegment.recover``). Truncations and ``clear`` stay synchronous.
 A file that is missing or does not parse loads as ``None`` from
 ``read_entries``: ``PartitionLog`` then rebuilds the entries from its batch
 headers (each batch carries the partitionLeaderEpoch that wrote it).
@@ -120,6 +124,7 @@ class LeaderEpochCache:
         self._lock = threading.Lock()
         self._entries: tuple[EpochEntry, ...] = tuple(entries)
         self.latest: int = self._entries[-1].epoch if self._entries else UNDEFINED_EPOCH
+        self._unsynced = False  # a durable=False write still waits for its fsyncs
 
     @property
     def path(self) -> Path:
@@ -231,12 +236,19 @@ class LeaderEpochCache:
         self._entries = tuple(entries)
         self.latest = entries[-1].epoch if entries else UNDEFINED_EPOCH
         atomic_write(self.path, format_entries(self._entries), durable=durable)
+        self._unsynced = not durable
         if not durable:
             file_work.submit(self._sync)
+
+    def sync_if_unsynced(self) -> None:
+        """The deferred fsyncs now, if a write still waits for them (any thread)."""
+        if self._unsynced:
+            self._sync()
 
     def _sync(self) -> None:
         """The deferred fsyncs of the file as it is now and of its directory; gone
         meanwhile (the partition deleted or moved) is nothing to do."""
+        self._unsynced = False  # (before the fsyncs: a write meanwhile sets it again)
         path = self.path
         try:
             fd = os.open(path, os.O_RDONLY)

@@ -866,6 +866,9 @@ class PartitionLog:
                     raise
         if dir_dirty:
             fsync_dir(self.dir)
+        # an epoch entry the recovery point is about to pass must be durable first: the
+        # load rescans only what lies above the recovery point (_load_leader_epochs)
+        self.leader_epochs.sync_if_unsynced()
         with self._lock:
             self._last_flush_ms = self.clock.now_ms()
             if target > self._recovery_point:

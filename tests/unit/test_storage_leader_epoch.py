@@ -346,3 +346,37 @@ def test_a_stale_checkpoint_gets_the_epochs_of_the_recovered_tail(tmp_path):
     assert entries(log.leader_epochs) == [(1, 0), (2, 3), (4, 5)]
     assert read_entries(log.dir / LEADER_EPOCH_CHECKPOINT) == [(1, 0), (2, 3), (4, 5)]
     log.close()
+
+
+def test_a_flush_makes_the_epoch_checkpoint_durable_before_moving_the_recovery_point(
+        tmp_path, monkeypatch):
+    """While the file-work thread is busy, the log's flush (which moves the recovery point
+    past the new epoch's batches, so a later load would not rescan them) fsyncs the
+    checkpoint itself, on the flushing thread."""
+    import threading
+
+    from spool.storage import file_work
+
+    log = open_log(tmp_path)
+    file_work.drain()
+    release = threading.Event()
+    busy = file_work.submit(lambda: release.wait(10))  # holds the worker
+    real_fsync = os.fsync
+    synced: list[str] = []
+
+    def spy(fd: int) -> None:  # records which file each fsync is for; the real one runs
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    try:
+        monkeypatch.setattr(os, "fsync", spy)
+        log.append(make_batch(3), leader_epoch=2)
+        assert not any(p.endswith(LEADER_EPOCH_CHECKPOINT) for p in synced)  # deferred
+        log.flush()
+        assert any(p.endswith(LEADER_EPOCH_CHECKPOINT) for p in synced)
+        assert log.recovery_point == 3
+    finally:
+        release.set()
+        busy.result(10)
+        monkeypatch.undo()
+    log.close()
