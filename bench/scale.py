@@ -117,22 +117,7 @@ def latency_rr(bootstrap: str, topic: str, partitions: int, rate: int, seconds: 
             lat.append((time.time_ns() - workloads._TS.unpack_from(msg.value())[0]) / 1e6)
 
     p = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 0})
-    pad = b"x" * (size - 8)
-    n_total = int(rate * seconds)
-    t0 = time.perf_counter()
-    for i in range(n_total):
-        target = t0 + i / rate
-        while True:
-            now = time.perf_counter()
-            if now >= target:
-                break
-            p.poll(0)
-            if target - now > 0.0005:
-                time.sleep(0.0002)
-        p.produce(topic, value=workloads._TS.pack(time.time_ns()) + pad,
-                  partition=i % partitions, on_delivery=on_delivery)
-        p.poll(0)
-    p.flush(60)
+    n_total = workloads.paced(p, topic, rate, seconds, size, on_delivery, partitions=partitions)
     if len(lat) < n_total:
         raise RuntimeError(f"latency: {len(lat)} of {n_total} delivered")
     return lat

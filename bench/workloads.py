@@ -107,8 +107,10 @@ def enqueue_only(records: int, size: int) -> float:
     return elapsed
 
 
-def _paced(p: Producer, topic: str, rate: int, seconds: float, size: int, on_delivery=None) -> int:
-    """Produce at ``rate`` records/s for ``seconds``; each value starts with time.time_ns()."""
+def paced(p: Producer, topic: str, rate: int, seconds: float, size: int, on_delivery=None,
+           partitions: int = 0) -> int:
+    """Produce at ``rate`` records/s for ``seconds``; each value starts with time.time_ns().
+    ``partitions``: record i goes to partition i % partitions (0: the client's partitioner)."""
     pad = b"x" * max(0, size - 8)
     n_total = int(rate * seconds)
     t0 = time.perf_counter()
@@ -122,6 +124,8 @@ def _paced(p: Producer, topic: str, rate: int, seconds: float, size: int, on_del
             if target - now > 0.0005:
                 time.sleep(0.0002)
         kw = {"on_delivery": on_delivery} if on_delivery else {}
+        if partitions:
+            kw["partition"] = i % partitions
         p.produce(topic, value=_TS.pack(time.time_ns()) + pad, **kw)
         p.poll(0)
     p.flush(60)
@@ -139,7 +143,7 @@ def produce_latency(bootstrap: str, topic: str, rate: int, seconds: float,
             lat.append((time.time_ns() - _TS.unpack_from(msg.value())[0]) / 1e6)
 
     p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": linger_ms})
-    _paced(p, topic, rate, seconds, size, on_delivery)
+    paced(p, topic, rate, seconds, size, on_delivery)
     return lat
 
 
@@ -170,7 +174,7 @@ def end_to_end_latency(bootstrap: str, topic: str, rate: int, seconds: float,
     ready.wait(10)
     time.sleep(1.0)  # let the consumer's first fetch reach the broker
     p = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 0})
-    _paced(p, topic, rate, seconds, size)
+    paced(p, topic, rate, seconds, size)
     stop_by[0] = time.monotonic() + 10
     done.set()
     t.join(15)
