@@ -5,7 +5,10 @@ request). The reader waits for the socket to be readable, then receives
 into one buffer shared by the whole server, so an idle connection holds no
 receive buffer; it yields to the event loop after every receive, so a client
 that never stops sending cannot starve the others (``bench.stall``); the ``FrameDecoder`` keeps only the bytes of frames not yet
-whole, and gives memory back once they are handed out. Each whole frame is
+whole, and gives memory back once they are handed out. A frame larger than
+``IN_PLACE_FRAME`` is received straight into its own buffer once its size prefix
+has arrived (``FrameDecoder.receive_target``), which becomes the request's frame:
+its bytes are not copied through the shared buffer and the decoder's. Each whole frame is
 checked and decoded by the dispatcher *synchronously, in arrival order*
 (``Dispatcher.prepare``): a frame that is malformed, or that the dispatcher
 refuses (``CloseConnection``), condemns the connection before any later
@@ -92,6 +95,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("spool.server")
 
 RECV_SIZE = 256 * 1024  # the server's one receive buffer
+IN_PLACE_FRAME = 64 * 1024  # a frame larger than this is received into its own buffer
 MAX_QUEUED_RESPONSE_BYTES = 64 * 1024 * 1024  # finished, unsent responses of one connection
 MAX_QUEUED_FILE_REGIONS = 256  # segment descriptors pinned by one connection's unsent responses
 FETCH_API_KEY = 1  # the requests whose answers may pin segment descriptors
@@ -435,6 +439,8 @@ class Connection:
         prepare = server.dispatcher.prepare
         loop = self._loop
         pool = server.request_bytes
+        take_frame = decoder.take_frame
+        receive_target = decoder.receive_target
         while not self.closed:
             if self.muted_until:
                 if await self._muted():
@@ -443,14 +449,12 @@ class Connection:
             dispatched = False
             while self._has_room():
                 try:
-                    whole = decoder.next_frame()
+                    frame = take_frame()
                 except FrameError as e:
                     self._condemn(str(e))
                     return False
-                if whole is None:
+                if frame is None:
                     break
-                frame = bytearray(whole)
-                whole.release()
                 try:
                     work = prepare(self, frame)
                 except CloseConnection as e:
@@ -474,8 +478,10 @@ class Connection:
                 if await self._stalled(pool.full and not mid_frame):
                     return True
                 continue
+            # a large frame is received straight into its own buffer (no copies)
+            target = receive_target(IN_PLACE_FRAME) if mid_frame else None
             try:
-                n = recv_into(buf)
+                n = recv_into(buf if target is None else target)
             except (BlockingIOError, InterruptedError):
                 await _readable(self._loop, self.fd)
                 continue
@@ -484,8 +490,12 @@ class Connection:
             if n == 0:
                 return True
             self.last_active = time.monotonic()
-            decoder.feed(view[:n])
-            self._count_buffered(decoder)
+            if target is None:
+                decoder.feed(view[:n])
+                self._count_buffered(decoder)
+            else:
+                target.release()
+                decoder.received(n)  # (counted at its declared size already)
             # yield after every receive: a client that keeps sending must not keep the
             # loop (and every other connection, and its own queued tasks) waiting
             await asyncio.sleep(0)
