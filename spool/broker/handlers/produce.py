@@ -408,7 +408,7 @@ def _transactional_batches(broker, req: ProduceRequest, now_ms: int, topic_name)
             try:
                 plog = broker.replicas.leader_partition(name, p.index).log
             except (NotLeader, KafkaError):
-                continue  # append_partition answers it
+                continue  # append_topic answers it
             guard = ONGOING if req.transactional_id is None else (
                 plog.start_transaction_verification(h.producer_id, h.base_sequence,
                                                     h.producer_epoch, now_ms))
