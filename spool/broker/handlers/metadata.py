@@ -81,9 +81,10 @@ AUTHORIZED_OPERATIONS_OMITTED = OMITTED
 BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2  # DescribeCluster endpoint types (KIP-919)
 
 
-# broker -> (its view, {topic name: (TopicView, the entry built from it)}): an entry is
-# reused while the view returns the same TopicView object (spool.broker.metadata_view: it
-# does until the topic changes). Entries are shared between responses: never mutated
+# a broker's view -> {topic name: (TopicView, the entry built from it)}: an entry is reused
+# while the view returns the same TopicView object (spool.broker.metadata_view: it does
+# until the topic changes); a view replaced (a new metadata image) takes its entries with
+# it. Entries are shared between responses: never mutated
 # (``_metadata_authorized_operations`` copies before it sets a field).
 _ENTRIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 MAX_CACHED_ENTRIES = 100_000
@@ -96,10 +97,12 @@ def _topic_entry(broker, name: str) -> MetadataResponseTopic:
         if view.clustered:  # created by the controller, not in this broker's view yet
             return _error_topic(name, Errors.LEADER_NOT_AVAILABLE)
         return _error_topic(name, Errors.UNKNOWN_TOPIC_OR_PARTITION)  # deleted meanwhile
-    cached_view, entries = _ENTRIES.get(broker, (None, None))
-    if cached_view is not view or entries is None:
+    try:
+        entries = _ENTRIES.get(view)
+        if entries is None:
+            entries = _ENTRIES[view] = {}
+    except TypeError:  # a view that cannot be weakly referenced (a stand-in): no reuse
         entries = {}
-        _ENTRIES[broker] = (view, entries)
     hit = entries.get(name)
     if hit is not None and hit[0] is topic:
         return hit[1]
