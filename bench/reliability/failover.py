@@ -17,7 +17,8 @@ then, ``--kills`` times (``--quick``: 5):
    the new leader still has the killed broker registered (DescribeCluster v2
    with fenced brokers: ``registration_during_outage``), and until a
    CreateTopics of a new topic through that AdminClient is acknowledged
-   (``create_ok_s``, one attempt after another with a 3 s timeout);
+   (``create_ok_s``, one attempt after another with a 3 s timeout; the client refreshes
+   its metadata every second, see ``_admin``, else it may wait for the killed node);
 4. restarts the killed node on its data and measures, from the restart,
    the seconds until it is back in the quorum as a follower, caught up (the
    leader reports its log end offset at the high watermark:
@@ -60,7 +61,15 @@ QUIET.setLevel(logging.CRITICAL)
 def _admin(bootstrap: str):
     from confluent_kafka.admin import AdminClient
 
-    return AdminClient({"bootstrap.servers": bootstrap, "logger": QUIET})
+    # librdkafka's admin requests wait for the controller id of its last Metadata response
+    # to be connected; it asks for Metadata again only on a new connection or on its periodic
+    # refresh (5 min by default, brokers-only at most every 10 s). When the id it holds is
+    # the node just killed (a restarted node names itself until it learns the leader, and
+    # may win the next election), a client on the defaults waits for that node to come
+    # back: "Timed out waiting for controller" (CI, once: 60 s of it). An application that
+    # keeps one AdminClient across controller failovers refreshes more often.
+    return AdminClient({"bootstrap.servers": bootstrap, "logger": QUIET,
+                        "topic.metadata.refresh.interval.ms": 1000})
 
 
 def _views(cluster: Cluster, history: History) -> list:
