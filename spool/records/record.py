@@ -159,6 +159,8 @@ def _walk_records(buf: Buffer, pos: int, end: int, count: int) -> None:
         raise KafkaError(Errors.INVALID_RECORD,
                          f"recordsCount {count} does not fit in {end - pos} bytes of records")
     try:
+        if count < 24:  # a jump pays from about 20 records of one length
+            pos, count = _walk_plain(buf, pos, end, count), 0
         while count:
             prev = -1
             # one by one until a record repeats the last one's length
@@ -184,7 +186,8 @@ def _walk_records(buf: Buffer, pos: int, end: int, count: int) -> None:
             # records after it with that length (and the same length varint).
             pos += n
             count -= walked + 1
-            if not count:
+            if count < 16:  # too few left for a jump to pay: the rest one by one
+                pos, count = _walk_plain(buf, pos, end, count), 0
                 break
             n2, q = _length(buf, pos)
             run = same_length_run(buf, pos, end, q - pos + n, q - pos, count) if n2 == n else 0
