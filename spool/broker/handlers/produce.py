@@ -322,6 +322,8 @@ async def produce(ctx, req: ProduceRequest) -> ProduceResponse | None:
             any_not_leader = any_not_leader or not_leader
         topics.append(TopicProduceResponse(name=name, topic_id=t.topic_id,
                                            partition_responses=parts))
+    if pending:  # parked: the request's frame is not needed any more (see _release_records)
+        _release_records(req)
     await flush_due_partitions(broker, appended)
     if pending:  # the delayed produce: RequestMetrics' remote time
         waited = time.perf_counter()
@@ -333,6 +335,16 @@ async def produce(ctx, req: ProduceRequest) -> ProduceResponse | None:
     return ProduceResponse(responses=topics, throttle_time_ms=0,
                            node_endpoints=_leader_endpoints(ctx, topics)
                            if version >= 10 and any_not_leader else [])
+
+
+def _release_records(req: ProduceRequest) -> None:
+    """Drop the request's views of its frame once every batch is appended, so a delayed
+    produce (acks=-1, parked until the followers have the batches) does not hold its
+    ~1 MB frame: with hundreds parked, every new frame was fresh memory (page faults in
+    the receive, ~10% of an RF=3 leader's CPU) instead of the one just freed."""
+    for t in req.topic_data:
+        for p in t.partition_data:
+            p.records = None
 
 
 def _has_transactional_records(req: ProduceRequest) -> bool:
