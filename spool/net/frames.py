@@ -18,13 +18,17 @@ Reading pauses while more than ``limit`` bytes of whole frames wait to be read.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
 import struct
 from collections import deque
 
+from spool.protocol.framing import frame_buffer
 from spool.protocol.primitives import ProtocolDecodeError
 
 _SIZE = struct.Struct(">i")
 STAGING = 1 << 16  # bytes received at once between large frames
+LOWAT_MAX = 1 << 20  # SO_RCVLOWAT while a large frame comes in: at most its remaining bytes
 PAUSE_AT = 16 << 20  # whole frames waiting to be read before reading pauses
 
 
@@ -97,9 +101,32 @@ class _FrameProtocol(asyncio.BufferedProtocol):
         self._frame_view: memoryview | None = None
         self._pos = 0
         self._closed = loop.create_future()
+        self._sock = None  # for SO_RCVLOWAT (TCP only; None: not set)
+        self._lowat = 1
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._reader._transport = transport  # type: ignore[assignment]
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            self._sock = sock
+
+    def _set_lowat(self, n: int) -> None:
+        """Wake the loop only once ``n`` bytes can be read (SO_RCVLOWAT): a large frame
+        then comes in a few reads instead of one per TCP segment (each a wakeup of this
+        process and of the loop). ``n`` never exceeds what the frame still lacks, so the
+        bytes it waits for are on their way; EOF and errors wake it regardless, and the
+        kernel wakes it before the receive window closes."""
+        sock = self._sock
+        if sock is None or n == self._lowat:
+            return
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, n)
+        except OSError:  # never again on this connection; back to the default if it can
+            self._sock = None
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 1)
+            return
+        self._lowat = n
 
     def get_buffer(self, sizehint: int) -> memoryview:
         if self._frame_view is not None:
@@ -110,9 +137,13 @@ class _FrameProtocol(asyncio.BufferedProtocol):
         reader = self._reader
         if self._frame is not None:
             self._pos += nbytes
-            if self._pos == len(self._frame):
+            left = len(self._frame) - self._pos
+            if left == 0:
                 frame, self._frame, self._frame_view = self._frame, None, None
+                self._set_lowat(1)
                 reader._frame(frame)
+            elif left < self._lowat:
+                self._set_lowat(left)
             return
         self._filled += nbytes
         staging, filled, pos = self._staging, self._filled, 0
@@ -131,9 +162,10 @@ class _FrameProtocol(asyncio.BufferedProtocol):
                 pos = start + size
                 continue
             if size > STAGING - 4:  # the rest goes straight into the frame's own buffer
-                frame = bytearray(size)
+                frame = frame_buffer(size)  # (not zeroed first: every byte is received)
                 frame[:have] = self._view[start:filled]
                 self._frame, self._frame_view, self._pos = frame, memoryview(frame), have
+                self._set_lowat(min(size - have, LOWAT_MAX))
                 pos = filled
             break
         if pos:

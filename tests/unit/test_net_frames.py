@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import random
+import socket
 import struct
 
 import pytest
 import uvloop
 
-from spool.net.frames import STAGING, open_frame_connection
+from spool.net.frames import LOWAT_MAX, STAGING, open_frame_connection
 from spool.protocol.primitives import ProtocolDecodeError
 
 pytestmark = pytest.mark.timeout(60)
@@ -68,6 +69,28 @@ def test_every_frame_arrives_whole_whatever_the_chunking(loop_name: str, seed: i
             assert e.value.partial == b""
             writer.close()
             await writer.wait_closed()
+
+    LOOPS[loop_name]().run_until_complete(main())
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_a_frame_past_the_low_water_cap_then_a_small_one(loop_name: str) -> None:
+    """A large frame sets SO_RCVLOWAT (at most what it still lacks); its last bytes, fewer
+    than the cap, and the small frame after it still wake the reader, and the mark is back
+    to 1 between frames."""
+    big, small = frame(LOWAT_MAX * 2 + 12_345, 1), frame(9, 2)
+    chunks = [big[:STAGING + 1], big[STAGING + 1:LOWAT_MAX + 5], big[LOWAT_MAX + 5:-10],
+              big[-10:], small]
+
+    async def main() -> None:
+        server, port = await serve(chunks)
+        async with server:
+            reader, writer = await open_frame_connection("127.0.0.1", port, 4 << 20)
+            assert bytes(await reader.read_frame()) == big[4:]
+            assert bytes(await reader.read_frame()) == small[4:]
+            sock = writer.transport.get_extra_info("socket")
+            assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT) == 1
+            writer.close()
 
     LOOPS[loop_name]().run_until_complete(main())
 
