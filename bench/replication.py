@@ -29,7 +29,11 @@ the partition's leader and of its two followers from the start of the produce
 until the high watermark covers every record (every replica holds them: for
 acks=1 the followers may still be fetching when the producer is done), the
 followers' per MB of record values replicated (each follower's bytes: records x
-1 KiB; the batch framing adds ~7%).
+1 KiB; the batch framing adds ~7%). The CPU budget: for every case, the CPU seconds of
+the brokers (the single node; the cluster's three together) and of the producing client
+(this process, ``workloads.produce_timed``) over the same produce, and what they bound:
+were both runs limited by the machine's cores alone, RF=3 acks=all would reach the
+single node's rate times (single-node CPU / RF=3 acks=all CPU).
 
 ``--kills N`` (default 0: none; the issue's figure is ``--kills 20``) also
 measures failover: ``bench.reliability.replication.run`` on a fresh 3-node
@@ -97,7 +101,8 @@ def high_watermark(bootstrap: str, topic: str) -> int:
 
 def replicated_cpu(cluster: Cluster, topic: str, records: int, size: int, acks: str
                    ) -> tuple[float, dict[str, float]]:
-    """Produce on the cluster; (seconds, CPU of the leader and of the followers per MB)."""
+    """Produce on the cluster; (seconds, CPU of the leader, of the followers per MB, of
+    the three brokers and of the client)."""
     parts = cluster.partitions(cluster.brokers[0].node_id, topic)
     if isinstance(parts, str):
         raise RuntimeError(parts)
@@ -105,7 +110,7 @@ def replicated_cpu(cluster: Cluster, topic: str, records: int, size: int, acks: 
     end = high_watermark(cluster.bootstrap, topic) + records
     pids = {b.node_id: b.proc.pid for b in cluster.brokers if b.proc is not None}
     cpu0 = {n: usage(pid)[0] for n, pid in pids.items()}
-    seconds = workloads.produce(cluster.bootstrap, topic, records, size, acks)
+    seconds, client = workloads.produce_timed(cluster.bootstrap, topic, records, size, acks)
     deadline = time.monotonic() + 60
     while high_watermark(cluster.bootstrap, topic) < end:
         if time.monotonic() > deadline:
@@ -115,7 +120,8 @@ def replicated_cpu(cluster: Cluster, topic: str, records: int, size: int, acks: 
     mb = records * size / 1e6
     followers = [v for n, v in cpu.items() if n != leader]
     return seconds, {"leader_cpu_s": cpu[leader],
-                     "follower_cpu_s_per_mb": sum(followers) / len(followers) / mb}
+                     "follower_cpu_s_per_mb": sum(followers) / len(followers) / mb,
+                     "brokers_cpu_s": sum(cpu.values()), "client_cpu_s": client}
 
 
 def cluster_topic(cluster: Cluster, tag: str) -> str:
@@ -176,6 +182,9 @@ def throughput(args: argparse.Namespace) -> dict:
     tput: dict[str, list[float]] = {c: [] for c in CASES}
     cpu: dict[str, dict[str, list[float]]] = {
         c: {"leader_cpu_s": [], "follower_cpu_s_per_mb": []} for c in CASES[1:]}
+    # the CPU budget: every broker's and the client's CPU seconds of each run, per case
+    budget: dict[str, dict[str, list[float]]] = {
+        c: {"brokers_cpu_s": [], "client_cpu_s": []} for c in CASES}
     lat: dict[str, dict[str, list[float]]] = {
         f"{c}, linger.ms={ms}": {"p50": [], "p99": []} for c in CASES for ms in LINGERS_MS}
     with tempfile.TemporaryDirectory(dir=".") as tmp, spool_broker(Path(tmp)) as single:
@@ -198,17 +207,23 @@ def throughput(args: argparse.Namespace) -> dict:
                     bootstrap, topic, acks = target(case, f"t{run}")
                     os.sync()
                     if case.startswith("single"):
-                        seconds = workloads.produce(bootstrap, topic, n, SIZE, acks)
+                        cpu0 = usage(single.pid)[0]
+                        seconds, client = workloads.produce_timed(bootstrap, topic, n, SIZE,
+                                                                  acks)
+                        used = {"brokers_cpu_s": usage(single.pid)[0] - cpu0,
+                                "client_cpu_s": client}
                     else:
                         seconds, used = replicated_cpu(cluster, topic, n, SIZE, acks)
-                        for k, v in used.items():
-                            cpu[case][k].append(v)
+                    for k, v in used.items():
+                        (budget if k in budget[case] else cpu)[case][k].append(v)
                     tput[case].append(n / seconds)
                 print(f"throughput run {run + 1}/{args.runs}: " + ", ".join(
                     f"{c} {tput[c][-1]:,.0f}" for c in CASES) + "; " + ", ".join(
                     f"{c}: leader {m['leader_cpu_s'][-1]:.2f} s, followers "
                     f"{m['follower_cpu_s_per_mb'][-1] * 1000:.2f} ms/MB"
-                    for c, m in cpu.items()), flush=True)
+                    for c, m in cpu.items()) + "; CPU s brokers+client: " + ", ".join(
+                    f"{c} {m['brokers_cpu_s'][-1]:.2f}+{m['client_cpu_s'][-1]:.2f}"
+                    for c, m in budget.items()), flush=True)
                 for case in CASES:
                     for ms in LINGERS_MS:
                         bootstrap, topic, acks = target(case, f"l{run}-{ms}")
@@ -229,6 +244,7 @@ def throughput(args: argparse.Namespace) -> dict:
         "rate": RATE, "latency_seconds": args.latency_seconds, "cores": os.cpu_count(),
         "throughput": {c: stats(v) for c, v in tput.items()},
         "cpu": {c: {k: stats(v) for k, v in m.items()} for c, m in cpu.items()},
+        "cpu_budget": {c: {k: stats(v) for k, v in m.items()} for c, m in budget.items()},
         "latency": {c: {k: stats(v) for k, v in m.items()} for c, m in lat.items()},
     }
     results["ratio"] = (results["throughput"]["RF=3, acks=all"]["median"]
@@ -290,27 +306,42 @@ def section(r: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-# What the profiles showed (perf and py-spy of each broker, 2026-11-27); not measured per run.
+# What the profiles showed (perf and py-spy of each broker and of the client, 2026-11-27
+# 19:50-20:20 UTC, /proc CPU seconds); not measured per run: the CPU budget table is.
 BOUNDS_NOTE = (
-    "What bounds RF=3 acks=all (perf and py-spy of each broker, 2026-11-27): the "
-    "replication rate. A follower's fetch carries at most `replica.fetch.max.bytes` (1 MiB, "
-    "Kafka's default): one of the producer's ~1 MB batches, so each follower replicates "
-    "1 MiB per fetch round trip, and the round trip (median 2.2-3.6 ms) is mostly the fetch "
-    "waiting on the leader's one event loop behind produce requests (~1.3 ms of CPU per "
-    "1 MB request: receive, copies, the record walk, the write). The leader's CPU is about "
-    "twice the single node's (0.5 s against 0.25 s for 200 MB): a quarter of it is "
-    "`sendfile` of every byte to two followers over loopback (the receiving side's TCP work "
-    "runs in the sender's context). A follower spends ~1 ms of CPU per MB (pwrite to the "
-    "page cache a quarter, socket reads an eighth, Python a fifth): responses are read "
-    "straight into their own buffers (`spool.net.frames`; before, asyncio's stream buffer "
-    "copies and their page faults were ~30% of it) and appended on the event loop (before, "
-    "an executor round trip per response). Three brokers and the producer share 2 cores: "
-    "the ratio moves with the machine's load (0.51 and 0.60 in two quiet runs of the same "
-    "workload by a separate script, 0.3-0.45 with other work running; 0.40 before these "
-    "changes). The linger.ms=0 latency with acks=all is the leader's per-Produce-request "
-    "cost: librdkafka sends requests of a record or two, each parked until both followers "
-    "fetched again, and the leader's loop is busy with them (~65% of a core at 10,000 "
-    "records/s; handlers/produce.py's path, not the fetch).")
+    "What bounds RF=3 acks=all (perf and py-spy of each broker and of the client, "
+    "2026-11-27): the CPU of the 2 cores, not a wait. Every process is busy: the producer "
+    "sends all of its requests at once (librdkafka keeps up to 1,000,000 in flight) and "
+    "the leader reads and appends them as they come, parking each until both followers "
+    "have fetched past it; a follower's fetch carries one ~1 MB batch "
+    "(`replica.fetch.max.bytes`, 1 MiB, Kafka's default) and is answered at once, the "
+    "leader being ahead (207 fetches per follower for 207 produce requests, none empty). "
+    "The three brokers and the client keep most of the 2 cores busy for the whole run "
+    "and need 2.3-2.6x the CPU of a single-node run (the CPU budget table above), so the "
+    "ratio stays near 0.4 whatever the order of the work. Per 200 MB: the leader ~0.35 s "
+    "(single node 0.12 s): a third is `sendfile` of the 400 MB to the followers over "
+    "loopback (the receiving side's TCP work runs in the sender's context), an eighth the "
+    "producer's 200 MB received, a tenth the page-cache write, the rest Python (produce "
+    "and fetch handling) and CRC; each follower ~0.12 s (pwrite a quarter, socket reads, "
+    "wakeups; its event loop is idle 96% of py-spy's samples); the client 0.35 s against "
+    "0.28 s at acks=1 (librdkafka holds every record until acknowledged: page faults "
+    "are 3x the share of its perf samples). Without any Python the kernel's part alone (leader ~0.2 s, followers ~0.07 s "
+    "each) plus the client's would cap the ratio near 0.55-0.6 on 2 cores; the 0.5 target is "
+    "out of reach on this machine while the client takes a third of the budget. With 4 "
+    "or more cores the limit would be the leader's one event loop (~0.35 s per 200 MB, "
+    "~570,000 records/s) against the single node's client-bound 800,000-900,000: an "
+    "estimate of ~0.65, not measured. Changes of this round: a parked acks=all produce no "
+    "longer holds its ~1 MB request frame (26,000-29,000 page faults per run on the "
+    "leader, ~10% of its CPU, now under 1,000); a follower's loop wakes when the rest of "
+    "a response is there rather than at every few segments (SO_RCVLOWAT; read syscalls "
+    "1,286 -> 720 per 207 responses) and its buffers are not zeroed first (followers 0.76 -> 0.59 ms per MB at "
+    "acks=1). Measured and not done: answering followers from memory instead of "
+    "`sendfile` (400 MB in 1 MB answers to two loopback readers: 0.11-0.14 s of the "
+    "sender's CPU with sendfile, 0.065-0.074 s with send) would save ~0.05 s of the "
+    "leader's, but holding the appended frames for it brings back the fresh-memory page "
+    "faults (~0.05 s). The linger.ms=0 latency with acks=all is the leader's "
+    "per-Produce-request cost: librdkafka sends requests of a record or two, each parked "
+    "until both followers fetched again.")
 FAILOVER_NOTE = (
     "The failover times are bimodal: ~3 s (the controller fences the dead broker after "
     "`broker.session.timeout.ms`) and ~5-7 s, probably the kills of a node that was also "
@@ -355,6 +386,26 @@ def throughput_section(r: dict) -> list[str]:
             out.append(f"| {case} | {ld['median']:.2f} ({ld['min']:.2f}-{ld['max']:.2f}) "
                        f"| {fl['median'] * 1000:.2f} ({fl['min'] * 1000:.2f}-"
                        f"{fl['max'] * 1000:.2f}) |")
+    b = r.get("cpu_budget")
+    if b:
+        out += ["", "The CPU budget: CPU seconds (user+system, median of the runs) of the "
+                "brokers (the three of the cluster together) and of the producing client "
+                "(this process: Python and librdkafka's threads), per produce of "
+                f"{r['records']:,} records, and the cores that keeps busy over the "
+                f"produce's time; the brokers and the client share {r['cores']} cores:", "",
+                "| case | brokers CPU s | client CPU s | total CPU s | cores busy |",
+                "|---|---|---|---|---|"]
+        for case, m in b.items():
+            br, cl = m["brokers_cpu_s"]["median"], m["client_cpu_s"]["median"]
+            wall = r["records"] / r["throughput"][case]["median"]  # (from the medians)
+            out.append(f"| {case} | {br:.2f} | {cl:.2f} | {br + cl:.2f} "
+                       f"| {(br + cl) / wall:.1f} |")
+        single = sum(m["median"] for m in b[CASES[0]].values())
+        rf3 = sum(m["median"] for m in b[CASES[1]].values())
+        out += ["", f"Were both runs limited by the {r['cores']} cores alone, the ratio "
+                f"would be that of the CPU they need, single node over RF=3 acks=all: "
+                f"{single:.2f} / {rf3:.2f} = **{single / rf3:.2f}** (measured: "
+                f"{r['ratio']:.2f})."]
     return out
 
 
