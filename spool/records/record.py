@@ -159,48 +159,57 @@ def _walk_records(buf: Buffer, pos: int, end: int, count: int) -> None:
         raise KafkaError(Errors.INVALID_RECORD,
                          f"recordsCount {count} does not fit in {end - pos} bytes of records")
     try:
-        if count < 24:  # a jump pays from about 20 records of one length
-            pos, count = _walk_plain(buf, pos, end, count), 0
+        # under ~20 records a jump does not pay: one by one
+        pos, walked, n = _step(buf, pos, end, count, count >= 24)
+        count -= walked
         while count:
-            prev = -1
-            # one by one until a record repeats the last one's length
-            for walked in range(count):  # noqa: B007 - read after the break
-                b = buf[pos]
-                if b < 0x80:  # a record under 64 bytes
-                    n, pos = (b >> 1) ^ -(b & 1), pos + 1
-                elif buf[pos + 1] < 0x80:  # under 8 KiB: two bytes, inline (no call per record)
-                    u = (b & 0x7F) | (buf[pos + 1] << 7)
-                    n, pos = (u >> 1) ^ -(u & 1), pos + 2
-                else:
-                    n, pos = read_varint(buf, pos)
-                if n < MIN_RECORD_SIZE - 1 or pos + n > end:
-                    raise KafkaError(Errors.INVALID_RECORD,
-                                     "Incorrect declared batch size, premature EOF reached")
-                if n == prev:
-                    break
-                prev = n
-                pos += n
-            else:
-                break
-            # A record repeats the last one's length: step over it and jump over all the
-            # records after it with that length (and the same length varint).
+            # The record whose varint ends at pos repeats the last one's length: step over
+            # it and jump over all the records after it with that length (and varint).
             pos += n
-            count -= walked + 1
+            count -= 1
             if count < 16:  # too few left for a jump to pay: the rest one by one
-                pos, count = _walk_plain(buf, pos, end, count), 0
+                pos, _, _ = _step(buf, pos, end, count, False)
                 break
             n2, q = _length(buf, pos)
             run = same_length_run(buf, pos, end, q - pos + n, q - pos, count) if n2 == n else 0
             pos, count = pos + run * (q - pos + n), count - run
             if run < 16 and count:  # lengths that repeat in short runs: walk a while
                 k = min(count, 64)
-                pos, count = _walk_plain(buf, pos, end, k), count - k
+                pos, _, _ = _step(buf, pos, end, k, False)
+                count -= k
+            pos, walked, n = _step(buf, pos, end, count, True)
+            count -= walked
     except IndexError:
         raise KafkaError(Errors.INVALID_RECORD,
                          "Incorrect declared batch size, premature EOF reached") from None
     if pos != end:
         raise KafkaError(Errors.INVALID_RECORD,
                          "Incorrect declared batch size, records still remaining in file")
+
+
+def _step(buf: Buffer, pos: int, end: int, count: int, watch: bool) -> tuple[int, int, int]:
+    """Step over up to ``count`` records one by one: (position, records stepped over, -1).
+    With ``watch``, stop at the first record whose length repeats the one before it:
+    (the position after its length varint, records before it, its length)."""
+    prev = -1
+    for walked in range(count):
+        b = buf[pos]
+        if b < 0x80:  # a record under 64 bytes
+            n, pos = (b >> 1) ^ -(b & 1), pos + 1
+        elif buf[pos + 1] < 0x80:  # under 8 KiB: two bytes, inline (no call per record)
+            u = (b & 0x7F) | (buf[pos + 1] << 7)
+            n, pos = (u >> 1) ^ -(u & 1), pos + 2
+        else:
+            n, pos = read_varint(buf, pos)
+        if n < MIN_RECORD_SIZE - 1 or pos + n > end:
+            raise KafkaError(Errors.INVALID_RECORD,
+                             "Incorrect declared batch size, premature EOF reached")
+        if n == prev:
+            return pos, walked, n
+        if watch:
+            prev = n
+        pos += n
+    return pos, count, -1
 
 
 def _length(buf: Buffer, pos: int) -> tuple[int, int]:
@@ -212,24 +221,6 @@ def _length(buf: Buffer, pos: int) -> tuple[int, int]:
         u = (b & 0x7F) | (buf[pos + 1] << 7)
         return (u >> 1) ^ -(u & 1), pos + 2
     return read_varint(buf, pos)
-
-
-def _walk_plain(buf: Buffer, pos: int, end: int, count: int) -> int:
-    """Step over ``count`` records one by one; the position after them."""
-    for _ in range(count):
-        b = buf[pos]
-        if b < 0x80:
-            n, pos = (b >> 1) ^ -(b & 1), pos + 1
-        elif buf[pos + 1] < 0x80:
-            u = (b & 0x7F) | (buf[pos + 1] << 7)
-            n, pos = (u >> 1) ^ -(u & 1), pos + 2
-        else:
-            n, pos = read_varint(buf, pos)
-        if n < MIN_RECORD_SIZE - 1 or pos + n > end:
-            raise KafkaError(Errors.INVALID_RECORD,
-                             "Incorrect declared batch size, premature EOF reached")
-        pos += n
-    return pos
 
 
 def same_length_run(buf: Buffer, pos: int, end: int, stride: int, prefix: int,
