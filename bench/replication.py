@@ -276,6 +276,11 @@ def failover(kills: int) -> dict:
         if xs:
             out[key] = {"p50": percentile(xs, 50), "p99": percentile(xs, 99),
                         "min": min(xs), "max": max(xs), "all": xs}
+    for was, name in ((True, "failover_s_controller"), (False, "failover_s_broker_only")):
+        xs = [x["failover_s"] for x in done if x.get("killed_controller") is was]
+        if xs:
+            out[name] = {"kills": len(xs), "p50": percentile(xs, 50), "min": min(xs),
+                         "max": max(xs)}
     return out
 
 
@@ -298,6 +303,16 @@ def section(r: dict) -> str:
         if es:
             out.append(f"| new leader in Metadata | {es['p50']:.2f} | {es['p99']:.2f} "
                        f"| {es['min']:.2f} | {es['max']:.2f} |")
+        split = [(what, f[key]) for key, what in (
+            ("failover_s_controller", "the killed leader was also the active controller"),
+            ("failover_s_broker_only", "it was not")) if key in f]
+        if split:
+            out += ["", "Kill to first acknowledged produce, by whether the killed node was the "
+                    "active controller too (combined nodes; DescribeQuorum just before the "
+                    "kill):", "", "| kills where | kills | p50 | min | max |",
+                    "|---|---|---|---|---|"]
+            out += [f"| {what} | {x['kills']} | {x['p50']:.2f} | {x['min']:.2f} "
+                    f"| {x['max']:.2f} |" for what, x in split]
         out += ["", f"Every acknowledged record read back once and in order from the "
                 f"consumer and every replica: {'yes' if f['ok'] else 'NO'} ({judge}).", "",
                 FAILOVER_NOTE]
@@ -343,12 +358,14 @@ BOUNDS_NOTE = (
     "each parked until both followers fetched again.")
 
 FAILOVER_NOTE = (
-    "The failover times are bimodal: ~3 s (the controller fences the dead broker after "
-    "`broker.session.timeout.ms`) and ~5-7 s, probably the kills of a node that was also "
-    "the active controller (combined nodes: a KRaft election comes first; not checked per "
-    "kill). From the new leader in Metadata to the first acknowledgement takes 0-1.7 s "
-    "(the remaining follower truncates and fetches in the new epoch; the producer refreshes "
-    "its metadata).")
+    "The failover times are bimodal, by whether the killed leader was also the active "
+    "controller (the table above): a broker alone is fenced by the controller after "
+    "`broker.session.timeout.ms` (3 s here), and its partitions get new leaders then; a "
+    "controller too costs a KRaft election first (~2 s, docs/CLUSTER-FAILOVER.md), and the "
+    "new controller gives every broker a fresh session on activation, as Kafka's does, so "
+    "the dead one is fenced a session timeout after that. From the new leader in Metadata "
+    "to the first acknowledgement takes 0-1.7 s (the remaining follower truncates and "
+    "fetches in the new epoch; the producer refreshes its metadata).")
 
 
 def throughput_section(r: dict) -> list[str]:

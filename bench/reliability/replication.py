@@ -15,7 +15,8 @@ outcome recorded in a ``RecordHistory`` (tests/helpers/history.py). Then,
 
 1. waits until every partition's ISR holds all 3 replicas on every broker's
    Metadata (a kill then leaves 2: acks=all can go on);
-2. kills with SIGKILL the broker leading partition ``k % 3``;
+2. kills with SIGKILL the broker leading partition ``k % 3``, noting whether it was
+   the active controller too (``killed_controller``; DescribeQuorum just before);
 3. measures the seconds from the kill until Metadata names another leader
    for it (``elected_s``) and until the first acknowledgement of a record of
    that partition sent after the kill (``failover_s``: kill to first
@@ -173,6 +174,8 @@ def one_round(cluster: Cluster, history: RecordHistory, k: int, timeout: float =
     p = k % PARTITIONS
     victim = cluster.nodes[parts[p].leader]
     r["partition"], r["killed"], r["epoch_before"] = p, victim.node_id, parts[p].leader_epoch
+    ctrl = cluster.active_controller()  # combined nodes: the leader may be the controller too
+    r["killed_controller"] = ctrl is not None and ctrl.leader_id == victim.node_id
     t0 = time.monotonic()
     victim.kill()
 
