@@ -97,12 +97,9 @@ def _topic_entry(broker, name: str) -> MetadataResponseTopic:
         if view.clustered:  # created by the controller, not in this broker's view yet
             return _error_topic(name, Errors.LEADER_NOT_AVAILABLE)
         return _error_topic(name, Errors.UNKNOWN_TOPIC_OR_PARTITION)  # deleted meanwhile
-    try:
-        entries = _ENTRIES.get(view)
-        if entries is None:
-            entries = _ENTRIES[view] = {}
-    except TypeError:  # a view that cannot be weakly referenced (a stand-in): no reuse
-        entries = {}
+    entries = _ENTRIES.get(view)
+    if entries is None:
+        entries = _ENTRIES[view] = {}
     hit = entries.get(name)
     if hit is not None and hit[0] is topic:
         return hit[1]
