@@ -20,8 +20,13 @@ id>/<executor id>/stderr`` of every executor it ran), ``local/`` (scratch, also 
 ``TMPDIR``), ``pids/`` and ``state.json`` (urls, process groups), so
 ``StandaloneCluster.load(base_dir).stop()`` from another process stops it.
 
-``start()`` returns once the master's JSON (``webui_url + "/json/"``) lists
-every worker ALIVE; ``start_connect()`` once the Connect port accepts. Each
+Every port is the kernel's pick (port 0), read back from the process's own log line
+(``Starting Spark master at``, ``Bound MasterWebUI``, ``Spark Connect server started
+at``) rather than picked free beforehand: a port picked free and bound later can be taken
+meanwhile (by the Spool cluster a test starts beside it), and Spark then moves its web UI
+to the next port, where something else answers. ``start()`` returns once the master's
+JSON (``webui_url + "/json/"``) lists every worker ALIVE; ``start_connect()`` once the
+Connect port accepts. Each
 process starts in its own process group (executors and Python workers are
 its children): ``stop()`` SIGTERMs every group, then SIGKILLs what is left,
 so nothing is left behind. ``driver_env()`` is what a driver process needs
@@ -46,6 +51,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -58,6 +64,10 @@ from pathlib import Path
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 STATE_FILE = "state.json"
+# what the daemons log once bound (their loggers are at INFO in _LOG4J)
+MASTER_PORT_LINE = re.compile(r"Starting Spark master at spark://[^:\s]+:(\d+)")
+WEBUI_PORT_LINE = re.compile(r"Bound MasterWebUI to \S+ and started at http://[^:\s]+:(\d+)")
+CONNECT_PORT_LINE = re.compile(r"Spark Connect server started at: [^:\s]+:(\d+)")
 
 _LOG4J = """\
 rootLogger.level = warn
@@ -88,12 +98,6 @@ def spark_home() -> Path:
     import pyspark
 
     return Path(pyspark.__file__).resolve().parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _tail(path: Path, n: int = 3000) -> str:
@@ -262,8 +266,6 @@ class StandaloneCluster:
     def start(self, timeout: float = 120.0) -> StandaloneCluster:
         """Start the master and the workers; return once every worker is ALIVE."""
         self._prepare()
-        self.master_port = self.master_port or free_port()
-        self.webui_port = self.webui_port or free_port()
         spark_class = str(spark_home() / "bin" / "spark-class")
         try:
             # No REST submission server: it would bind port 6066 on every master.
@@ -271,6 +273,8 @@ class StandaloneCluster:
                                     "--port", str(self.master_port),
                                     "--webui-port", str(self.webui_port)],
                          self._env(SPARK_MASTER_OPTS="-Dspark.master.rest.enabled=false"))
+            self._wait("the master's ports in its log", self._master_bound, timeout)
+            self._save()
             for n in range(1, self.workers + 1):
                 work = self.work_dir(n)
                 work.mkdir(parents=True, exist_ok=True)
@@ -290,11 +294,11 @@ class StandaloneCluster:
         cluster; return its ``sc://`` url once it accepts connections."""
         if self.connect_port and _group_alive(self.groups.get("connect", 0) or -1):
             return self.connect_url
-        self.connect_port = free_port()
+        self.connect_port = 0
         sbin = spark_home() / "sbin"
         confs = {
             "spark.connect.grpc.binding.address": "127.0.0.1",
-            "spark.connect.grpc.binding.port": str(self.connect_port),
+            "spark.connect.grpc.binding.port": "0",
             "spark.driver.host": "127.0.0.1",
             "spark.driver.bindAddress": "127.0.0.1",
             "spark.ui.enabled": "false",
@@ -423,6 +427,21 @@ class StandaloneCluster:
                 out[key] = out.get(key, 0) + 1
         return out
 
+    def _launched_log(self, name: str) -> str:
+        """What process ``name`` logged since its last launch (``_launch``'s header line)."""
+        text = _tail(self.log_dir / f"{name}.out", 1 << 20)
+        return text[text.rfind("\n==== ") + 1:]
+
+    def _master_bound(self) -> bool | str:
+        if not _pid_alive(self.groups["master"]):
+            return f"master exited:\n{_tail(self.log_dir / 'master.out')}"
+        log = self._launched_log("master")
+        rpc, webui = MASTER_PORT_LINE.search(log), WEBUI_PORT_LINE.search(log)
+        if rpc is None or webui is None:
+            return "not yet bound"
+        self.master_port, self.webui_port = int(rpc[1]), int(webui[1])
+        return True
+
     def _workers_alive(self) -> bool | str:
         for name, pgid in self.groups.items():
             if name != "connect" and not _pid_alive(pgid):
@@ -440,15 +459,21 @@ class StandaloneCluster:
         with contextlib.suppress(OSError, ValueError):
             if not _pid_alive(int(pid_file.read_text())):
                 return f"the Connect server exited:\n{self._connect_log()}"
+        if not self.connect_port:
+            bound = CONNECT_PORT_LINE.search(self._connect_log(1 << 20))
+            if bound is None:
+                return "its port not yet in its log"
+            self.connect_port = int(bound[1])
         try:
             socket.create_connection(("127.0.0.1", self.connect_port), timeout=1).close()
         except OSError as e:
             return f"port {self.connect_port}: {e}"
         return True
 
-    def _connect_log(self) -> str:
+    def _connect_log(self, n: int = 3000) -> str:
+        """The Connect server's log (sbin/spark-daemon.sh rotates it at each start)."""
         logs = sorted(self.log_dir.glob("spark-spool-org.apache.spark.sql.connect*.out"))
-        return _tail(logs[-1]) if logs else _tail(self.log_dir / "connect.out")
+        return _tail(logs[-1], n) if logs else _tail(self.log_dir / "connect.out", n)
 
     def _wait(self, what: str, probe, timeout: float) -> None:
         deadline = time.monotonic() + timeout
