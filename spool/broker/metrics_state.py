@@ -25,6 +25,13 @@ controller has the same): ``globaltopiccount``, ``globalpartitioncount``,
 ``offlinepartitionscount`` (no leader), ``preferredreplicaimbalancecount`` (a
 leader that is not the first replica), ``activebrokercount``, ``fencedbrokercount``.
 
+``FetchSessionCacheCollector`` (a node with the broker role; KIP-227,
+``kafka.server:type=FetchSessionCache,name=X`` -> ``kafka_server_fetchsessioncache_x``):
+``numincrementalfetchsessions`` (sessions cached, consumers' and followers'),
+``numincrementalfetchpartitionscached`` (partitions those sessions hold) and
+``incrementalfetchsessionevictions_total`` (sessions evicted to make room for another,
+Kafka's IncrementalFetchSessionEvictionsPerSec meter).
+
 ``LogCollector`` (every partition log of this node, leader or follower):
 ``kafka_log_log_{size,logstartoffset,logendoffset,numlogsegments}{topic,partition}``;
 ``kafka_log_logflushstats_logflushrateandtimems`` (a histogram in ms of the log
@@ -40,7 +47,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 
 from spool.broker.metrics import DeferredGauge
 from spool.broker.metrics_lag import GroupCollector, TopicCollector
@@ -55,7 +67,8 @@ class StateMetrics:
     def __init__(self, broker: Any) -> None:
         self.groups = GroupCollector(broker)
         self.collectors = (ReplicaManagerCollector(broker), ControllerCollector(broker),
-                           LogCollector(broker), self.groups, TopicCollector(broker))
+                           FetchSessionCacheCollector(broker), LogCollector(broker),
+                           self.groups, TopicCollector(broker))
 
     async def close(self) -> None:
         await self.groups.remote.close()
@@ -114,6 +127,30 @@ class ReplicaManagerCollector:
         yield gauge(p + "atminisrpartitioncount",
                     "Partitions led here whose ISR is exactly min.insync.replicas.", at_min)
         yield gauge(p + "offlinereplicacount", "Replicas in failed log dirs.", 0)
+
+
+class FetchSessionCacheCollector:
+    """Kafka's FetchSessionCache gauges and eviction meter (module doc)."""
+
+    def __init__(self, broker: Any) -> None:
+        self.broker = broker
+
+    def collect(self) -> Iterator[Metric]:
+        if not self.broker.cluster.is_broker:
+            return
+        yield from fetch_session_metrics(self.broker.fetch_sessions)
+
+
+def fetch_session_metrics(cache: Any) -> Iterator[Metric]:
+    """The families of one ``spool.broker.fetch_sessions.FetchSessionCache``."""
+    p = "kafka_server_fetchsessioncache_"
+    yield gauge(p + "numincrementalfetchsessions", "Incremental fetch sessions cached.",
+                len(cache))
+    yield gauge(p + "numincrementalfetchpartitionscached",
+                "Partitions held by the cached fetch sessions.", cache.num_partitions)
+    yield CounterMetricFamily(p + "incrementalfetchsessionevictions",
+                              "Fetch sessions evicted to make room for another.",
+                              value=cache.evictions)
 
 
 class ControllerCollector:

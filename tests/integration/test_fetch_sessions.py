@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import urllib.request
 import uuid
 
 import pytest
@@ -346,3 +347,53 @@ def test_a_replica_fetcher_follows_many_partitions_in_an_incremental_session(
                for r in iter_records(bytes(b), 0)]
         assert got == sent[p.partition], p.partition
         p.log.close()
+
+
+def test_the_session_cache_metrics_of_a_consumer_and_an_eviction(tmp_path, topic_name):
+    """kafka_server_fetchsessioncache_* on the metrics endpoint: kafka-python's session over
+    3 partitions is one session of 3 partitions; a follower's session takes the only slot
+    from it: one eviction, and the follower's 1 partition cached."""
+    from kafka import KafkaConsumer, TopicPartition
+    from prometheus_client.parser import text_string_to_metric_families
+
+    b = BrokerProcess(tmp_path / "data", {"max.incremental.fetch.session.cache.slots": "1",
+                                          "metrics.listeners": "http://127.0.0.1:0"})
+
+    def cache_metrics() -> tuple[float, float, float]:
+        with urllib.request.urlopen(f"{b.http_urls['metrics']}/metrics", timeout=10) as r:
+            found = {s.name: s.value for f in text_string_to_metric_families(r.read().decode())
+                     for s in f.samples if s.name.startswith("kafka_server_fetchsessioncache_")}
+        p = "kafka_server_fetchsessioncache_"
+        return (found[p + "numincrementalfetchsessions"],
+                found[p + "numincrementalfetchpartitionscached"],
+                found[p + "incrementalfetchsessionevictions_total"])
+
+    try:
+        b.start()
+        create(b.bootstrap, topic_name, 3)
+        assert cache_metrics() == (0, 0, 0)
+        p = Producer({"bootstrap.servers": b.bootstrap})
+        for part in range(3):
+            p.produce(topic_name, b"v", partition=part)
+        assert p.flush(30) == 0
+        consumer = KafkaConsumer(bootstrap_servers=b.bootstrap, auto_offset_reset="earliest",
+                                 enable_auto_commit=False, fetch_max_wait_ms=100)
+        try:
+            consumer.assign([TopicPartition(topic_name, i) for i in range(3)])
+            got = 0
+            deadline = time.monotonic() + 30
+            while got < 3 and time.monotonic() < deadline:
+                got += sum(len(rs) for rs in consumer.poll(timeout_ms=500).values())
+            assert got == 3
+            assert cache_metrics() == (1, 3, 0)
+
+            async def follower_fetch():
+                async with Client(b.port, topic_name, IDS) as c:
+                    return (await c.fetch(0, 0, {0: 0}, replica_id=7)).session_id
+
+            assert asyncio.run(follower_fetch()) != 0
+            assert cache_metrics() == (1, 1, 1)
+        finally:
+            consumer.close()
+    finally:
+        b.stop()

@@ -12,6 +12,7 @@ from spool.broker.fetch_sessions import (
     FetchSessionCache,
     next_epoch,
 )
+from spool.broker.metrics_state import fetch_session_metrics
 from spool.protocol._generated.fetch_request import FetchPartition, FetchTopic, ForgottenTopic
 from spool.protocol.primitives import ZERO_UUID
 
@@ -78,3 +79,21 @@ def test_update_adds_replaces_and_forgets_in_order():
     assert s.partitions[("t", 1)].fetch.fetch_offset == 9
     assert [(t.topic, [p.partition for p in t.partitions]) for t in s.fetch_topics()] == [
         ("t", [1, 2, 3]), ("u", [0])]
+
+
+def test_the_caches_metrics_count_sessions_partitions_and_evictions():
+    def scraped(c: FetchSessionCache) -> dict[str, float]:
+        return {s.name: s.value for m in fetch_session_metrics(c) for s in m.samples}
+
+    p = "kafka_server_fetchsessioncache_"
+    c = cache(2)
+    assert scraped(c) == {p + "numincrementalfetchsessions": 0,
+                          p + "numincrementalfetchpartitionscached": 0,
+                          p + "incrementalfetchsessionevictions_total": 0}
+    c.maybe_create(0, False, False, parts(5))
+    c.maybe_create(0, False, False, parts(3))
+    # both unused for over EVICTION_MS: the least recently used, then lowest id, goes (5)
+    c.maybe_create(EVICTION_MS + 1, True, False, parts(4))
+    assert scraped(c) == {p + "numincrementalfetchsessions": 2,
+                          p + "numincrementalfetchpartitionscached": 7,
+                          p + "incrementalfetchsessionevictions_total": 1}
