@@ -113,4 +113,9 @@ def test_an_admin_client_made_right_after_the_controller_dies_creates_its_topic(
     fut.result(30)  # raises _TIMED_OUT "Timed out waiting for controller" when named
     md = admin.list_topics(timeout=10)
     assert md.controller_id != old.leader_id and md.controller_id in md.brokers
-    assert len(md.topics[name].partitions) == 3
+
+    def partitions() -> int | str:  # CreateTopics answers once the controller committed it;
+        found = admin.list_topics(timeout=10).topics.get(name)  # the broker asked may not
+        return len(found.partitions) if found else "not yet"    # have it yet, as in Kafka
+
+    assert cluster.wait_until(f"{name} in Metadata", partitions, timeout=10) == 3
