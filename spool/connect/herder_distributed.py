@@ -35,7 +35,9 @@ from its assignment:
   ones, hands them to the leader (``put_task_configs`` locally, else
   ``POST {leader}/connectors/{name}/tasks``, retried while it still runs the connector).
 - STOPPED (``stop_connector``): the leader commits zero task configs, then the target
-  state; the connector's owner stops it and reports STOPPED.
+  state, holding the lock its task-config commits take, so a connector's answer to the
+  zero configs is judged after both (and dropped as STOPPED); the connector's owner stops
+  it and reports STOPPED.
 - ``restart_task`` runs where the task does: the leader knows the owners from the
   assignment it made and sends the request there (``NotLeaderError(owner_url)``).
 - KIP-618 zombie fencing (``exactly.once.source.support=enabled``): after committing new
@@ -572,21 +574,24 @@ class DistributedHerder(BaseHerder):
 
     async def put_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
         await self._leader_wait()
-        # Judged on the topic read to its end: the sender decided from what it read, which
-        # the leader's own reader may not have applied yet (a resume the leader wrote and
-        # its sender saw first would look STOPPED here: the configs dropped, nothing
-        # rebalancing, the connector running without tasks).
-        await asyncio.to_thread(self.config_log.read_to_end)
-        snap = self._state()
-        if name not in snap.connectors:
-            raise not_found(name)
-        if name not in snap.inconsistent and snap.tasks.get(name) == configs:
-            return
-        if snap.target_state(name) == "STOPPED" and configs:
-            log.info("connector %s is STOPPED: its %d task configs are not written", name,
-                     len(configs))
-            return  # a late answer from before the stop: STOPPED keeps zero tasks
+        # Under the lock stop_connector holds across its two writes: a connector that saw
+        # the stop's zero task configs before its STOPPED may answer with its configs in
+        # between, which would bring the tasks back to a STOPPED connector.
         async with self._fence_lock:
+            # Judged on the topic read to its end: the sender decided from what it read,
+            # which the leader's own reader may not have applied yet (a resume the leader
+            # wrote and its sender saw first would look STOPPED here: the configs dropped,
+            # nothing rebalancing, the connector running without tasks).
+            await asyncio.to_thread(self.config_log.read_to_end)
+            snap = self._state()
+            if name not in snap.connectors:
+                raise not_found(name)
+            if name not in snap.inconsistent and snap.tasks.get(name) == configs:
+                return
+            if snap.target_state(name) == "STOPPED" and configs:
+                log.info("connector %s is STOPPED: its %d task configs are not written",
+                         name, len(configs))
+                return  # a late answer from before the stop: STOPPED keeps zero tasks
             await self._write(self.config_log.put_task_configs, name, configs)
             log.info("connector %s: %d task configs written", name, len(configs))
             await self._fence_zombies(name, locked=True)
@@ -673,8 +678,9 @@ class DistributedHerder(BaseHerder):
     async def stop_connector(self, name: str) -> None:
         await self._leader_wait()
         self._props(name)
-        await self._write(self.config_log.put_task_configs, name, [])
-        await self._write(self.config_log.put_target_state, name, "STOPPED")
+        async with self._fence_lock:  # no task configs committed between the two writes
+            await self._write(self.config_log.put_task_configs, name, [])
+            await self._write(self.config_log.put_target_state, name, "STOPPED")
 
     async def alter_connector_offsets(self, name: str, offsets: list[dict[str, Any]]) -> str:
         await self._leader_wait()

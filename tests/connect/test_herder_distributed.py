@@ -16,7 +16,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from spool.connect.config_log import ConfigLog
-from spool.connect.herder import ConnectRestError
+from spool.connect.herder import ConnectRestError, NotLeaderError
 from spool.connect.herder_distributed import DistributedHerder
 from spool.connect.plugins import Plugins
 from spool.connect.worker_config import WorkerConfig
@@ -329,6 +329,57 @@ def test_task_configs_are_judged_on_the_config_topic_read_to_its_end(broker):
             assert snap.tasks.get(name) == configs  # written, not dropped as STOPPED
         finally:
             await asyncio.to_thread(other.stop)
+            await h.stop()
+
+    asyncio.run(main())
+
+
+def test_no_task_configs_are_committed_between_a_stops_two_writes(broker):
+    """A stop commits zero task configs, then STOPPED. A connector that read the first
+    (its task configs changed) may answer with its own before the second is written; the
+    leader takes them only after both, and drops them as STOPPED. Taken in between, the
+    connector was STOPPED with its tasks back, and its status listed them (the clean-clone
+    CI at 3f88836, under load). The STOPPED write is made slow here to show it every time."""
+    group = f"connect-{uuid.uuid4().hex[:8]}"
+    name = "count"
+    cfg = _herder_config(broker.bootstrap, group)
+
+    async def main() -> None:
+        h = DistributedHerder(cfg, Plugins.discover())
+        await h.start()
+        try:
+            await h.put_connector_config(name, counting_config(name, f"{group}-out", 2),
+                                         allow_replace=False)
+            await _until(lambda: _task_count(h, name, 2))
+            configs = [t["config"] for t in await h.task_configs(name)]
+            put, write = h.config_log.put_task_configs, h.config_log.put_target_state
+            zero_written = threading.Event()
+
+            def put_then_tell(connector: str, task_configs: list) -> None:
+                put(connector, task_configs)
+                if not task_configs:
+                    zero_written.set()
+
+            def slow(connector: str, state: str) -> None:
+                time.sleep(3)
+                write(connector, state)
+            h.config_log.put_task_configs, h.config_log.put_target_state = put_then_tell, slow
+            stopping = asyncio.ensure_future(h.stop_connector(name))
+            assert await asyncio.to_thread(zero_written.wait, 30)
+            assert not stopping.done()
+            # the connector's answer to its zero task configs, while STOPPED is being written
+            # (retried through the rebalance the zero task configs start, as a worker does)
+            while True:
+                try:
+                    await h.put_task_configs(name, configs)
+                    break
+                except NotLeaderError:
+                    assert not stopping.done()
+                    await asyncio.sleep(0.05)
+            await stopping
+            assert h._state().target_state(name) == "STOPPED"
+            assert await h.task_configs(name) == []
+        finally:
             await h.stop()
 
     asyncio.run(main())
