@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import uuid
 from pathlib import Path
 
@@ -97,9 +98,18 @@ def test_running_cluster_replicates_across_its_nodes() -> None:
         md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10)
         assert sorted(md.brokers) == [1, 2, 3]
         create_topic(bootstrap, "replicated", 2, replication_factor=3)
-        md = AdminClient({"bootstrap.servers": bootstrap}).list_topics("replicated", timeout=10)
-        assert [sorted(p.replicas) for p in md.topics["replicated"].partitions.values()] == [
-            [1, 2, 3], [1, 2, 3]]
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        # CreateTopics answers once the controller committed the topic; the broker asked next
+        # may apply it a moment later, as in Kafka: asked again until it has both partitions
+        deadline = time.monotonic() + 10
+        while True:
+            found = admin.list_topics(timeout=10).topics.get("replicated")
+            replicas = [] if found is None else [
+                sorted(p.replicas) for p in found.partitions.values()]
+            if len(replicas) == 2 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert replicas == [[1, 2, 3], [1, 2, 3]]
         records = [(f"k{i}".encode(), b"v") for i in range(8)]
         _produce(bootstrap, "replicated", records, acks="all")
         assert sorted(_consume(bootstrap, "replicated", 2, 8)) == sorted(records)
