@@ -13,7 +13,6 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 import uuid
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 
 from spool.broker.config import ConfigError
 from spool.testing import create_topic, running_broker, running_cluster
+from tests.helpers.connect_proc import wait_until
 
 
 def _produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes]], **conf) -> None:
@@ -101,14 +101,13 @@ def test_running_cluster_replicates_across_its_nodes() -> None:
         admin = AdminClient({"bootstrap.servers": bootstrap})
         # CreateTopics answers once the controller committed the topic; the broker asked next
         # may apply it a moment later, as in Kafka: asked again until it has both partitions
-        deadline = time.monotonic() + 10
-        while True:
+        def both_partitions() -> list[list[int]] | None:
             found = admin.list_topics(timeout=10).topics.get("replicated")
             replicas = [] if found is None else [
                 sorted(p.replicas) for p in found.partitions.values()]
-            if len(replicas) == 2 or time.monotonic() > deadline:
-                break
-            time.sleep(0.1)
+            return replicas if len(replicas) == 2 else None
+
+        replicas = wait_until(both_partitions, 10, 0.1, what="replicated's 2 partitions")
         assert replicas == [[1, 2, 3], [1, 2, 3]]
         records = [(f"k{i}".encode(), b"v") for i in range(8)]
         _produce(bootstrap, "replicated", records, acks="all")
